@@ -1,0 +1,57 @@
+package main
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"runtime"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	_ "github.com/bitnet-go/bitnet_go/gokern/ternary" // registers its dispatch
+)
+
+// bng_cpu_features writes a JSON object into buf: the cpuid/v2 features, the
+// families disabled by BITNET_GO_DISABLE, and the kernel families in use.
+//
+//export bng_cpu_features
+func bng_cpu_features(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		ft := cpu.Detected()
+		off, unknown := cpu.Disabled()
+		doc := map[string]any{
+			"avx2":            ft.AVX2,
+			"fma":             ft.FMA,
+			"avx512f":         ft.AVX512F,
+			"avx512bw":        ft.AVX512BW,
+			"avx512vl":        ft.AVX512VL,
+			"avx512vnni":      ft.AVX512VNNI,
+			"avxvnni":         ft.AVXVNNI,
+			"brand":           ft.Brand,
+			"arch":            runtime.GOARCH,
+			"asm_built":       cpu.AsmBuilt(),
+			"disabled":        off,
+			"disable_ignored": unknown,
+			"family":          string(cpu.InUse()),
+			"best_available":  string(cpu.Best()),
+			"kernels":         cpu.Kernels(),
+			"go_version":      runtime.Version(),
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		return str(buf, bufcap, string(b))
+	})
+}
+
+//export bng_set_num_threads
+func bng_set_num_threads(n C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error { return par.SetThreads(int(n)) })
+}
+
+//export bng_get_num_threads
+func bng_get_num_threads() C.int64_t { return C.int64_t(par.Threads()) }

@@ -1,0 +1,7 @@
+module github.com/bitnet-go/bitnet_go
+
+go 1.26
+
+require github.com/klauspost/cpuid/v2 v2.4.2
+
+require golang.org/x/sys v0.41.0 // indirect

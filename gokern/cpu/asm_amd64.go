@@ -1,0 +1,5 @@
+//go:build !noasm
+
+package cpu
+
+const asmBuilt = true

@@ -1,0 +1,135 @@
+// Package par holds the library's thread setting and its one parallel loop.
+//
+// The thread count starts from BITNET_GO_NUM_THREADS (when set to a positive
+// integer) or runtime.NumCPU(), and SetThreads changes it at run time. Every
+// kernel that runs goroutines goes through For, so the setting bounds them all
+// and a panic in a worker reaches the caller's goroutine, where the C ABI
+// recovers it, instead of killing the process.
+package par
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+)
+
+// EnvThreads is the environment variable read at start-up.
+const EnvThreads = "BITNET_GO_NUM_THREADS"
+
+// MaxThreads bounds SetThreads; more workers than this only add overhead.
+const MaxThreads = 1024
+
+var threads atomic.Int64
+
+func init() {
+	n, err := threadsFromEnv(os.Getenv(EnvThreads))
+	if err != nil {
+		// A bad value must not stop the library from loading: fall back and
+		// let Threads report what is in force.
+		n = runtime.NumCPU()
+	}
+	threads.Store(int64(n))
+}
+
+// threadsFromEnv parses the environment value; "" means runtime.NumCPU().
+func threadsFromEnv(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return runtime.NumCPU(), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxThreads {
+		return 0, errs.Value("%s must be an integer in [1, %d], got %q", EnvThreads, MaxThreads, v)
+	}
+	return n, nil
+}
+
+// Threads returns the number of worker goroutines kernels may use.
+func Threads() int { return int(threads.Load()) }
+
+// SetThreads sets the number of worker goroutines kernels may use.
+func SetThreads(n int) error {
+	if n < 1 || n > MaxThreads {
+		return errs.Value("num_threads must be in [1, %d], got %d", MaxThreads, n)
+	}
+	threads.Store(int64(n))
+	return nil
+}
+
+// Chunks splits [0, n) into at most Threads() contiguous chunks of at least
+// minChunk items each (the last may be shorter when n < minChunk) and returns
+// the chunk boundaries: chunk i is [b[i], b[i+1]).
+func Chunks(n, minChunk int) []int {
+	if n <= 0 {
+		return []int{0, 0}
+	}
+	if minChunk < 1 {
+		minChunk = 1
+	}
+	k := Threads()
+	if most := (n + minChunk - 1) / minChunk; k > most {
+		k = most
+	}
+	b := make([]int, k+1)
+	for i := 0; i <= k; i++ {
+		b[i] = int(int64(n) * int64(i) / int64(k))
+	}
+	return b
+}
+
+// For runs fn over [0, n) split as Chunks(n, minChunk) splits it; see Run.
+func For(n, minChunk int, fn func(lo, hi int)) {
+	Run(Chunks(n, minChunk), func(_, lo, hi int) { fn(lo, hi) })
+}
+
+// Run calls fn(i, bounds[i], bounds[i+1]) for every chunk i, one goroutine a
+// chunk (chunk 0 on the caller's goroutine), and returns when all are done.
+// If any fn panics, Run panics in the caller's goroutine with the first panic
+// value, after every worker has stopped.
+func Run(bounds []int, fn func(i, lo, hi int)) {
+	k := len(bounds) - 1
+	if k <= 0 {
+		return
+	}
+	if k == 1 {
+		fn(0, bounds[0], bounds[1])
+		return
+	}
+	var (
+		wg     sync.WaitGroup
+		once   sync.Once
+		perr   any
+		failed bool
+	)
+	run := func(i int) {
+		defer func() {
+			if r := recover(); r != nil {
+				once.Do(func() { perr, failed = r, true })
+			}
+		}()
+		fn(i, bounds[i], bounds[i+1])
+	}
+	wg.Add(k - 1)
+	for i := 1; i < k; i++ {
+		go func(i int) {
+			defer wg.Done()
+			run(i)
+		}(i)
+	}
+	run(0)
+	wg.Wait()
+	if failed {
+		throw(perr)
+	}
+}
+
+// throw re-raises a worker's panic on the caller's goroutine.
+func throw(v any) {
+	panic(fmt.Sprintf("panic in worker: %v", v))
+}

@@ -1,0 +1,88 @@
+package par
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestThreadsFromEnv(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{"1", 1, false},
+		{" 7 ", 7, false},
+		{"0", 0, true},
+		{"-2", 0, true},
+		{"abc", 0, true},
+		{"100000", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := threadsFromEnv(tc.in)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
+			t.Errorf("threadsFromEnv(%q) = %d, %v; want %d, err=%v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if n, err := threadsFromEnv(""); err != nil || n < 1 {
+		t.Errorf("empty env: %d, %v", n, err)
+	}
+}
+
+func TestSetThreads(t *testing.T) {
+	old := Threads()
+	defer SetThreads(old)
+	for _, bad := range []int{0, -1, MaxThreads + 1} {
+		if err := SetThreads(bad); err == nil {
+			t.Errorf("SetThreads(%d) accepted", bad)
+		}
+	}
+	if err := SetThreads(3); err != nil || Threads() != 3 {
+		t.Fatalf("SetThreads(3): %v, Threads()=%d", err, Threads())
+	}
+}
+
+func TestForCoversRangeOnce(t *testing.T) {
+	old := Threads()
+	defer SetThreads(old)
+	for _, th := range []int{1, 2, 3, 8} {
+		SetThreads(th)
+		for _, tc := range []struct{ n, min int }{{0, 1}, {1, 1}, {5, 1}, {17, 4}, {1000, 7}, {3, 100}} {
+			hits := make([]int32, tc.n)
+			var calls atomic.Int32
+			For(tc.n, tc.min, func(lo, hi int) {
+				calls.Add(1)
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads=%d n=%d min=%d: index %d hit %d times", th, tc.n, tc.min, i, h)
+				}
+			}
+			if int(calls.Load()) > th {
+				t.Fatalf("threads=%d: %d chunks", th, calls.Load())
+			}
+		}
+	}
+}
+
+func TestForPropagatesWorkerPanic(t *testing.T) {
+	old := Threads()
+	defer SetThreads(old)
+	SetThreads(4)
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(r.(string), "boom") {
+			t.Fatalf("recovered %v, want the worker's panic", r)
+		}
+	}()
+	For(100, 1, func(lo, hi int) {
+		if lo > 0 {
+			panic("boom")
+		}
+	})
+	t.Fatal("For returned normally")
+}

@@ -1,0 +1,268 @@
+package ternary
+
+import (
+	"math"
+
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+)
+
+// Scale floors, as float32 (the PyTorch reference clamps in float32 too).
+const (
+	absMeanEps = float32(1e-5)
+	absMaxEps  = float32(1e-8)
+)
+
+// Kernel seams: the generic versions are the oracle; a SIMD family replaces
+// these variables once at start-up (see selectKernels) and the tests compare
+// every family with the generic functions.
+var (
+	// absSum returns the float64 sum of |x| and the index of the first
+	// element that is NaN or ±Inf (-1 if none).
+	absSum = absSumGeneric
+	// absMax returns max|x| over the non-NaN elements and the index of the
+	// first element that is NaN or ±Inf (-1 if none).
+	absMax = absMaxGeneric
+	// quantRun quantizes x with one scale and ORs the codes into dst, the
+	// whole packed tensor, at flat positions pos, pos+1, ...
+	quantRun = quantRunGeneric
+)
+
+func absSumGeneric(x []float32) (float64, int) {
+	var s float64
+	bad := -1
+	for i, v := range x {
+		a := math.Abs(float64(v))
+		if bad < 0 && !(a <= math.MaxFloat32) {
+			bad = i
+		}
+		s += a
+	}
+	return s, bad
+}
+
+func absMaxGeneric(x []float32) (float32, int) {
+	var m float32
+	bad := -1
+	for i, v := range x {
+		a := float32(math.Abs(float64(v)))
+		if !(a <= math.MaxFloat32) {
+			if bad < 0 {
+				bad = i
+			}
+			if a != a { // NaN does not take part in the maximum
+				continue
+			}
+		}
+		if a > m {
+			m = a
+		}
+	}
+	return m, bad
+}
+
+// codeOf is the I2_S code of x/scale: +1 above 0.5, -1 below -0.5, else 0.
+// For absmean this is clamp(round_half_even(r), -1, 1) (0.5 rounds to 0);
+// for absmax it is the 0.5 threshold. NaN gives 0.
+func codeOf(v, scale float32) byte {
+	r := v / scale
+	switch {
+	case r > 0.5:
+		return 2
+	case r < -0.5:
+		return 0
+	}
+	return 1
+}
+
+func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
+	for i, v := range x {
+		b, sh := slot(pos + i)
+		dst[b] |= codeOf(v, scale) << sh
+	}
+}
+
+// blockScale reduces one block and returns its scale and the index of its
+// first non-finite element (-1 if none).
+func blockScale(x []float32, m Method) (float32, int) {
+	if m == AbsMax {
+		mx, bad := absMax(x)
+		return finishScale(m, 0, len(x), mx), bad
+	}
+	s, bad := absSum(x)
+	return finishScale(m, s, len(x), 0), bad
+}
+
+// finishScale turns a block's reduction into its scale: for absmean the
+// float64 mean of |x| rounded once to float32, floored at 1e-5 (NaN stays
+// NaN); for absmax max|x| floored at 1e-8.
+func finishScale(m Method, sum float64, count int, mx float32) float32 {
+	if m == AbsMax {
+		if mx < absMaxEps {
+			return absMaxEps
+		}
+		return mx
+	}
+	g := float32(sum / float64(count))
+	if g < absMeanEps {
+		return absMeanEps
+	}
+	return g
+}
+
+// fusedUnit bounds the work unit of the one-pass path: a whole number of
+// blocks that is also a whole number of 128-value groups.
+const fusedUnit = 1 << 16
+
+// Quantize quantizes x into I2_S: packed receives PackedLen(len(x)) bytes and
+// scales NumBlocks(len(x), blockSize) float32 scales. blockSize 0 means one
+// scale for the tensor. With checkFinite, a NaN or ±Inf input is a ValueError
+// naming the first such index; without it, non-finite input is quantized as
+// the comparisons fall (see codeOf) and never crashes.
+//
+// Work is spread over par.Threads() goroutines. When blocks and 128-value
+// groups share a small common multiple, each worker owns whole units of it and
+// reads every block once (scale, then codes from cache); otherwise the scales
+// are computed first and the codes in a second parallel pass over groups.
+func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
+	n := len(x)
+	if err := CheckSizes(n, blockSize); err != nil {
+		return err
+	}
+	if m != AbsMean && m != AbsMax {
+		return errs.Value("unknown method %d", m)
+	}
+	if len(packed) != PackedLen(n) {
+		return errs.Value("packed must have %d bytes for %d values, got %d", PackedLen(n), n, len(packed))
+	}
+	nb := NumBlocks(n, blockSize)
+	if len(scales) != nb {
+		return errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, blockSize, len(scales))
+	}
+	bs := blockSize
+	if nb == 1 {
+		bs = n
+	}
+	var fb int
+	if unit := lcm(bs, GroupValues, fusedUnit); unit != 0 && nb > 1 {
+		fb = quantizeFused(x, bs, unit, m, packed, scales)
+	} else {
+		fb = quantizeTwoPass(x, bs, m, packed, scales)
+	}
+	if checkFinite && fb >= 0 {
+		return errs.Value("x contains a non-finite value (%v) at flat index %d; pass check_finite=False to quantize anyway", x[fb], fb)
+	}
+	return nil
+}
+
+// firstBad returns the first non-negative entry of per-chunk first-bad
+// indexes (chunks are in order), or -1.
+func firstBad(idx []int) int {
+	for _, i := range idx {
+		if i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// badSlots returns one -1 slot per chunk.
+func badSlots(bounds []int) []int {
+	b := make([]int, len(bounds)-1)
+	for i := range b {
+		b[i] = -1
+	}
+	return b
+}
+
+func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []float32) int {
+	n := len(x)
+	units := (n + unit - 1) / unit
+	chunks := par.Chunks(units, 1)
+	bad := badSlots(chunks)
+	par.Run(chunks, func(c, u0, u1 int) {
+		lo, hi := u0*unit, min(u1*unit, n)
+		clear(packed[lo/GroupValues*GroupBytes : PackedLen(hi)])
+		for s := lo; s < hi; s += bs {
+			e := min(s+bs, hi)
+			sc, b := blockScale(x[s:e], m)
+			scales[s/bs] = sc
+			if b >= 0 && bad[c] < 0 {
+				bad[c] = s + b
+			}
+			quantRun(x[s:e], sc, s, packed)
+		}
+		if hi == n {
+			padTail(packed, n)
+		}
+	})
+	return firstBad(bad)
+}
+
+func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []float32) int {
+	n := len(x)
+	nb := len(scales)
+	var fb int
+	if nb == 1 {
+		fb = tensorScale(x, m, scales)
+	} else {
+		chunks := par.Chunks(nb, 1)
+		bad := badSlots(chunks)
+		par.Run(chunks, func(c, b0, b1 int) {
+			for b := b0; b < b1; b++ {
+				s := b * bs
+				sc, i := blockScale(x[s:min(s+bs, n)], m)
+				scales[b] = sc
+				if i >= 0 && bad[c] < 0 {
+					bad[c] = s + i
+				}
+			}
+		})
+		fb = firstBad(bad)
+	}
+	groups := (n + GroupValues - 1) / GroupValues
+	par.For(groups, 64, func(g0, g1 int) {
+		lo, hi := g0*GroupValues, min(g1*GroupValues, n)
+		clear(packed[g0*GroupBytes : g1*GroupBytes])
+		for s := lo; s < hi; {
+			blk := s / bs
+			e := min((blk+1)*bs, hi)
+			quantRun(x[s:e], scales[blk], s, packed)
+			s = e
+		}
+		if hi == n {
+			padTail(packed, n)
+		}
+	})
+	return fb
+}
+
+// tensorScale computes the one scale of the whole tensor with a parallel
+// reduction (float64 partial sums; the float32 result does not depend on the
+// split in practice, see DESIGN.md).
+func tensorScale(x []float32, m Method, scales []float32) int {
+	chunks := par.Chunks(len(x), 1<<16)
+	k := len(chunks) - 1
+	sums := make([]float64, k)
+	maxs := make([]float32, k)
+	bad := badSlots(chunks)
+	par.Run(chunks, func(c, lo, hi int) {
+		var b int
+		if m == AbsMax {
+			maxs[c], b = absMax(x[lo:hi])
+		} else {
+			sums[c], b = absSum(x[lo:hi])
+		}
+		if b >= 0 {
+			bad[c] = lo + b
+		}
+	})
+	var s float64
+	var mx float32
+	for c := 0; c < k; c++ {
+		s += sums[c]
+		mx = max(mx, maxs[c])
+	}
+	scales[0] = finishScale(m, s, len(x), mx)
+	return firstBad(bad)
+}

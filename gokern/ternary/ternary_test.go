@@ -1,0 +1,321 @@
+package ternary
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+)
+
+// refQuantize is the plain scalar statement of DESIGN.md's formulas, written
+// independently of the kernels: one block at a time, math.RoundToEven.
+func refQuantize(x []float32, blockSize int, m Method) ([]int8, []float32) {
+	n := len(x)
+	bs := blockSize
+	if bs == 0 || bs > n {
+		bs = n
+	}
+	q := make([]int8, n)
+	var scales []float32
+	for s := 0; s < n; s += bs {
+		blk := x[s:min(s+bs, n)]
+		var sc float32
+		if m == AbsMean {
+			var sum float64
+			for _, v := range blk {
+				sum += math.Abs(float64(v))
+			}
+			sc = float32(math.Max(float64(float32(sum/float64(len(blk)))), float64(float32(1e-5))))
+		} else {
+			var mx float32
+			for _, v := range blk {
+				mx = float32(math.Max(float64(mx), math.Abs(float64(v))))
+			}
+			sc = float32(math.Max(float64(mx), float64(float32(1e-8))))
+		}
+		scales = append(scales, sc)
+		for i, v := range blk {
+			r := v / sc
+			var t float64
+			if m == AbsMean {
+				t = math.Max(-1, math.Min(1, math.RoundToEven(float64(r))))
+			} else if r > 0.5 {
+				t = 1
+			} else if r < -0.5 {
+				t = -1
+			}
+			q[s+i] = int8(t)
+		}
+	}
+	return q, scales
+}
+
+// refPack packs group by group with the layout formula of DESIGN.md.
+func refPack(q []int8) []byte {
+	out := make([]byte, 0, PackedLen(len(q)))
+	for g := 0; g < len(q); g += 128 {
+		var grp [32]byte
+		for j := 0; j < 128; j++ {
+			code := byte(1)
+			if g+j < len(q) {
+				code = byte(q[g+j] + 1)
+			}
+			grp[j%32] |= code << (6 - 2*(j/32))
+		}
+		out = append(out, grp[:]...)
+	}
+	return out
+}
+
+func randTensor(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+func quantize(t *testing.T, x []float32, bs int, m Method) ([]byte, []float32) {
+	t.Helper()
+	packed := make([]byte, PackedLen(len(x)))
+	scales := make([]float32, NumBlocks(len(x), bs))
+	if err := Quantize(x, bs, m, true, packed, scales); err != nil {
+		t.Fatalf("Quantize(n=%d, bs=%d, %v): %v", len(x), bs, m, err)
+	}
+	return packed, scales
+}
+
+func TestQuantizeMatchesReference(t *testing.T) {
+	old := par.Threads()
+	defer par.SetThreads(old)
+	sizes := []int{1, 2, 31, 32, 33, 127, 128, 129, 255, 1000, 4095, 4096, 70001}
+	blocks := []int{0, 1, 3, 32, 64, 96, 100, 128, 256, 1000, 5000}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, threads := range []int{1, 3} {
+		par.SetThreads(threads)
+		for _, n := range sizes {
+			for _, bs := range blocks {
+				for _, m := range []Method{AbsMean, AbsMax} {
+					t.Run(fmt.Sprintf("t%d/n%d/bs%d/%v", threads, n, bs, m), func(t *testing.T) {
+						x := randTensor(r, n)
+						packed, scales := quantize(t, x, bs, m)
+						wantQ, wantS := refQuantize(x, bs, m)
+						for i := range wantS {
+							if math.Float32bits(scales[i]) != math.Float32bits(wantS[i]) {
+								t.Fatalf("scale %d = %v, want %v", i, scales[i], wantS[i])
+							}
+						}
+						wantP := refPack(wantQ)
+						for i := range wantP {
+							if packed[i] != wantP[i] {
+								t.Fatalf("packed byte %d = %#x, want %#x", i, packed[i], wantP[i])
+							}
+						}
+						got := make([]int8, n)
+						if err := Unpack(packed, got); err != nil {
+							t.Fatal(err)
+						}
+						for i := range got {
+							if got[i] != wantQ[i] {
+								t.Fatalf("value %d = %d, want %d", i, got[i], wantQ[i])
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestQuantizeEdgeValues(t *testing.T) {
+	tests := []struct {
+		name string
+		x    []float32
+		bs   int
+		m    Method
+		q    []int8
+		s    []float32
+	}{
+		{"all zero absmean", []float32{0, 0, 0}, 0, AbsMean, []int8{0, 0, 0}, []float32{1e-5}},
+		{"all zero absmax", []float32{0, 0}, 0, AbsMax, []int8{0, 0}, []float32{1e-8}},
+		// absmax ties at exactly 0.5 stay 0; just above becomes ±1.
+		{"absmax ties", []float32{2, 1, -1, 1.0000001, -1.0000001}, 0, AbsMax, []int8{1, 0, 0, 1, -1}, []float32{2}},
+		// absmean: mean|x| = 1, so 0.5 -> 0 (half to even), 1.5 -> 2 -> clamped to 1.
+		{"absmean half even", []float32{0.5, -0.5, 1.5, -1.5, 1, -1}, 0, AbsMean, []int8{0, 0, 1, -1, 1, -1}, []float32{1}},
+		{"blocks", []float32{4, 0, 0, 1, 1, 1}, 3, AbsMax, []int8{1, 0, 0, 1, 1, 1}, []float32{4, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			packed, scales := quantize(t, tc.x, tc.bs, tc.m)
+			got := make([]int8, len(tc.x))
+			if err := Unpack(packed, got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.q {
+				if got[i] != tc.q[i] {
+					t.Fatalf("values %v, want %v", got, tc.q)
+				}
+			}
+			for i := range tc.s {
+				if scales[i] != tc.s[i] {
+					t.Fatalf("scales %v, want %v", scales, tc.s)
+				}
+			}
+		})
+	}
+}
+
+func TestPackUnpackRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 5, 127, 128, 129, 300, 1025} {
+		q := make([]int8, n)
+		for i := range q {
+			q[i] = int8(r.IntN(3)) - 1
+		}
+		packed := make([]byte, PackedLen(n))
+		if err := Pack(q, packed); err != nil {
+			t.Fatal(err)
+		}
+		want := refPack(q)
+		for i := range want {
+			if packed[i] != want[i] {
+				t.Fatalf("n=%d byte %d = %#x, want %#x", n, i, packed[i], want[i])
+			}
+		}
+		back := make([]int8, n)
+		if err := Unpack(packed, back); err != nil {
+			t.Fatal(err)
+		}
+		for i := range q {
+			if back[i] != q[i] {
+				t.Fatalf("n=%d value %d: %d != %d", n, i, back[i], q[i])
+			}
+		}
+	}
+}
+
+func TestDequantize(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct{ n, bs int }{{1, 0}, {129, 0}, {1000, 96}, {513, 512}} {
+		x := randTensor(r, tc.n)
+		packed, scales := quantize(t, x, tc.bs, AbsMean)
+		q, _ := refQuantize(x, tc.bs, AbsMean)
+		out := make([]float32, tc.n)
+		if err := Dequantize(packed, tc.bs, scales, out); err != nil {
+			t.Fatal(err)
+		}
+		bs := tc.bs
+		if bs == 0 {
+			bs = tc.n
+		}
+		for i := range out {
+			if want := float32(q[i]) * scales[i/bs]; out[i] != want {
+				t.Fatalf("n=%d bs=%d out[%d]=%v want %v", tc.n, tc.bs, i, out[i], want)
+			}
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	x := []float32{1, 2, float32(math.NaN()), float32(math.Inf(1))}
+	tests := []struct {
+		name    string
+		x       []float32
+		bs      int
+		m       Method
+		packed  int
+		scales  int
+		wantSub string
+	}{
+		{"empty", nil, 0, AbsMean, 0, 1, "at least one element"},
+		{"negative block", []float32{1}, -1, AbsMean, 32, 1, "block_size"},
+		{"bad method", []float32{1}, 0, Method(7), 32, 1, "method"},
+		{"short packed", []float32{1}, 0, AbsMean, 31, 1, "packed"},
+		{"wrong scales", []float32{1, 2}, 1, AbsMean, 32, 1, "scales"},
+		{"nan index", x, 0, AbsMean, 32, 1, "flat index 2"},
+		{"nan index blocks", x, 1, AbsMax, 32, 4, "flat index 2"},
+		{"inf index", x[3:], 0, AbsMax, 32, 1, "flat index 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Quantize(tc.x, tc.bs, tc.m, true, make([]byte, tc.packed), make([]float32, tc.scales))
+			if err == nil || !strings.Contains(err.Error(), tc.wantSub) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.wantSub)
+			}
+		})
+	}
+	if err := Unpack([]byte{0xff}, make([]int8, 1)); err == nil {
+		t.Fatal("short packed accepted by Unpack")
+	}
+	bad := make([]byte, 32)
+	bad[0] = 0xC0 // code 3 at position 0
+	if err := Unpack(bad, make([]int8, 1)); err == nil || !strings.Contains(err.Error(), "code 3") {
+		t.Fatalf("code 3: %v", err)
+	}
+	if err := Pack([]int8{2}, make([]byte, 32)); err == nil {
+		t.Fatal("Pack accepted 2")
+	}
+}
+
+// Non-finite input with checkFinite=false must not fail and must follow the
+// documented rule: NaN elements -> 0; a block holding ±Inf gets scale Inf, so
+// its finite values become 0 and ±Inf (Inf/Inf = NaN) become 0 as well.
+func TestNonFiniteUnchecked(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	x := []float32{1, nan, -2, inf, 3, 4, -inf, 0}
+	for _, m := range []Method{AbsMean, AbsMax} {
+		for _, bs := range []int{0, 2, 3} {
+			packed := make([]byte, 32)
+			scales := make([]float32, NumBlocks(len(x), bs))
+			if err := Quantize(x, bs, m, false, packed, scales); err != nil {
+				t.Fatalf("%v bs=%d: %v", m, bs, err)
+			}
+			q := make([]int8, len(x))
+			if err := Unpack(packed, q); err != nil {
+				t.Fatal(err)
+			}
+			if q[1] != 0 {
+				t.Fatalf("%v bs=%d: NaN element quantized to %d", m, bs, q[1])
+			}
+		}
+	}
+}
+
+func FuzzQuantize(f *testing.F) {
+	f.Add(uint16(7), uint16(0), int64(1), false)
+	f.Add(uint16(300), uint16(96), int64(2), true)
+	f.Add(uint16(129), uint16(1), int64(3), false)
+	f.Fuzz(func(t *testing.T, n16, bs16 uint16, seed int64, absmax bool) {
+		n := int(n16)%5000 + 1
+		bs := int(bs16) % (n + 3)
+		m := AbsMean
+		if absmax {
+			m = AbsMax
+		}
+		r := rand.New(rand.NewPCG(uint64(seed), 9))
+		x := randTensor(r, n)
+		for i := range x {
+			x[i] *= float32(math.Exp2(float64(r.IntN(40) - 20)))
+		}
+		packed := make([]byte, PackedLen(n))
+		scales := make([]float32, NumBlocks(n, bs))
+		if err := Quantize(x, bs, m, true, packed, scales); err != nil {
+			t.Fatal(err)
+		}
+		wantQ, wantS := refQuantize(x, bs, m)
+		for i := range wantS {
+			if scales[i] != wantS[i] {
+				t.Fatalf("scale %d: %v != %v", i, scales[i], wantS[i])
+			}
+		}
+		want := refPack(wantQ)
+		for i := range want {
+			if packed[i] != want[i] {
+				t.Fatalf("byte %d: %#x != %#x", i, packed[i], want[i])
+			}
+		}
+	})
+}

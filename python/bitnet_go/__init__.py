@@ -1,0 +1,22 @@
+"""bitnet_go: ternary (BitNet b1.58) quantization kernels written in Go.
+
+Example:
+    >>> import numpy as np, bitnet_go
+    >>> t = bitnet_go.quantize_i2s(np.ones((4, 128), np.float32), block_size=128)
+    >>> t.values().sum()
+    np.int64(512)
+"""
+
+from ._runtime import cpu_features, get_num_threads, set_num_threads
+from ._ternary import TernaryTensor, dequantize, quantize_i2s
+from ._version import __version__
+
+__all__ = [
+    "TernaryTensor",
+    "__version__",
+    "cpu_features",
+    "dequantize",
+    "get_num_threads",
+    "quantize_i2s",
+    "set_num_threads",
+]

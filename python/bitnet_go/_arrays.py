@@ -1,0 +1,90 @@
+"""Turning user input into the C-contiguous float32 arrays the kernels take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MAX_ELEMENTS = 1 << 60
+"""Largest tensor the kernels accept (matches gokern/ternary.MaxElements)."""
+
+
+def is_torch_tensor(x: Any) -> bool:
+    """True for a ``torch.Tensor`` (checked without importing torch).
+
+    Example:
+        >>> is_torch_tensor(np.zeros(2))
+        False
+    """
+    t = type(x)
+    return t.__module__.split(".")[0] == "torch" and hasattr(x, "detach") and hasattr(x, "device")
+
+
+def as_float32(x: Any, name: str) -> np.ndarray:
+    """Return ``x`` as a C-contiguous float32 ndarray, copying only if needed.
+
+    Accepts anything :func:`numpy.asarray` accepts, CPU torch tensors included,
+    of a real dtype (bool, integers, floats). Complex, object and string input
+    is a ``TypeError``; a torch tensor on another device is a ``ValueError``.
+
+    Example:
+        >>> as_float32([1, 2, 3], "x").dtype
+        dtype('float32')
+    """
+    if is_torch_tensor(x):
+        t = x.detach()
+        if t.device.type != "cpu":
+            raise ValueError(
+                f"{name} is a torch tensor on {t.device}; this function takes host "
+                f"memory (move it with .cpu())"
+            )
+        if t.is_complex():
+            raise TypeError(f"{name} must be real, got complex dtype {t.dtype}")
+        if t.dtype.is_floating_point and t.dtype != _torch_float32(t):
+            t = t.float()  # bfloat16/float16/float64 -> float32 in torch (numpy has no bfloat16)
+        x = t.numpy()
+    a = np.asarray(x)
+    check_real(a, name)
+    if a.size > MAX_ELEMENTS:
+        raise ValueError(f"{name} has {a.size} elements, more than the supported {MAX_ELEMENTS}")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _torch_float32(t: Any) -> Any:
+    import torch  # only reached with a torch tensor in hand
+
+    return torch.float32
+
+
+def check_real(a: np.ndarray, name: str) -> None:
+    """Raise ``TypeError`` unless ``a`` has a real numeric (or bool) dtype.
+
+    Example:
+        >>> check_real(np.zeros(1, np.complex64), "x")
+        Traceback (most recent call last):
+        TypeError: x must be a real numeric array, got complex64
+    """
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array, got {a.dtype}")
+
+
+def check_positive_int(v: Any, name: str, *, allow_none: bool = False) -> int | None:
+    """Validate an integer argument that must be >= 1 (``None`` if allowed).
+
+    ``bool`` and floats are ``TypeError`` (``2.0`` is not a size); values < 1 are
+    ``ValueError``.
+
+    Example:
+        >>> check_positive_int(np.int64(4), "block_size")
+        4
+    """
+    if v is None and allow_none:
+        return None
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {type(v).__name__} {v!r}")
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+    if v > MAX_ELEMENTS:
+        raise ValueError(f"{name} must be <= {MAX_ELEMENTS}, got {v}")
+    return int(v)

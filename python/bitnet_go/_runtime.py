@@ -1,0 +1,61 @@
+"""CPU features and the thread setting."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from typing import Any
+
+from . import _lib
+from ._arrays import check_positive_int
+
+ENV_THREADS = "BITNET_GO_NUM_THREADS"
+ENV_DISABLE = "BITNET_GO_DISABLE"
+
+
+def cpu_features() -> dict[str, Any]:
+    """What the CPU offers (cpuid/v2) and which kernel family dispatch picked.
+
+    Keys: ``avx2``, ``fma``, ``avx512f``, ``avx512bw``, ``avx512vl``,
+    ``avx512vnni``, ``avxvnni`` (bools), ``brand``, ``arch``, ``asm_built``,
+    ``disabled`` (families switched off by ``BITNET_GO_DISABLE``, read at
+    import), ``disable_ignored`` (names in it that are not families),
+    ``family`` (the best family usable here: ``"avx512vnni"``, ``"avx512"``,
+    ``"avx2"`` or ``"generic"``) and ``kernels`` (the family each kernel uses).
+
+    Example:
+        >>> import bitnet_go
+        >>> bitnet_go.cpu_features()["family"] in ("avx512vnni", "avx512", "avx2", "generic")
+        True
+    """
+    buf = ctypes.create_string_buffer(4096)
+    _lib.call("bng_cpu_features", buf, len(buf))
+    return json.loads(buf.value.decode())
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads the kernels use (1 to 1024).
+
+    The starting value is ``BITNET_GO_NUM_THREADS`` if set, else the number of
+    CPUs.
+
+    Example:
+        >>> import bitnet_go
+        >>> old = bitnet_go.get_num_threads()
+        >>> bitnet_go.set_num_threads(1); bitnet_go.get_num_threads()
+        1
+        >>> bitnet_go.set_num_threads(old)
+    """
+    v = check_positive_int(n, "n")
+    _lib.call("bng_set_num_threads", v)
+
+
+def get_num_threads() -> int:
+    """Return how many threads the kernels use.
+
+    Example:
+        >>> import bitnet_go
+        >>> bitnet_go.get_num_threads() >= 1
+        True
+    """
+    return _lib.get_num_threads_raw()

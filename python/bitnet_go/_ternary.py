@@ -1,0 +1,347 @@
+"""Ternary (BitNet b1.58) quantization: ``quantize_i2s`` and ``TernaryTensor``."""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import numpy as np
+
+from . import _lib
+from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int
+
+METHODS = {"absmean": 0, "absmax": 1}
+"""Scale methods and their C ABI numbers."""
+
+GROUP_VALUES = 128
+GROUP_BYTES = 32
+BITNET_CPP_TAIL = 32
+"""bitnet.cpp stores an I2_S tensor as its packed bytes plus a 32-byte tail."""
+
+
+def packed_len(n: int) -> int:
+    """Bytes of I2_S data for ``n`` values: 32 per started group of 128.
+
+    Example:
+        >>> packed_len(129)
+        64
+    """
+    return -(-n // GROUP_VALUES) * GROUP_BYTES
+
+
+def num_blocks(n: int, block_size: int | None) -> int:
+    """Number of scales for ``n`` values (``block_size=None``: one).
+
+    Example:
+        >>> num_blocks(100, 32)
+        4
+    """
+    if block_size is None or block_size >= n:
+        return 1
+    return -(-n // block_size)
+
+
+def _check_method(method: Any) -> str:
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    return method
+
+
+def _check_shape(shape: Any) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(operator_index(d)) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"shape must not have negative dimensions, got {dims}")
+    n = math.prod(dims)
+    if n > MAX_ELEMENTS:
+        raise ValueError(f"shape {dims} has {n} elements: the size overflows (limit {MAX_ELEMENTS})")
+    if n == 0:
+        raise ValueError(f"shape {dims} has no elements")
+    return dims
+
+
+def operator_index(d: Any) -> int:
+    """``operator.index`` that also rejects bool (a shape of ``True`` is a bug)."""
+    import operator
+
+    if isinstance(d, (bool, np.bool_)):
+        raise TypeError("bool is not a dimension")
+    return operator.index(d)
+
+
+class TernaryTensor:
+    """An immutable ternary tensor: values in {-1, 0, +1} with float32 scales.
+
+    Made by :func:`quantize_i2s` (or :meth:`from_bitnet_cpp_bytes`), never by
+    hand. ``value * scale`` of its block reconstructs each element.
+
+    Attributes:
+        qtype: the packing, ``"i2_s"``.
+        shape: the tensor's shape.
+        block_size: elements per scale over the flattened (C-order) tensor, or
+            ``None`` for one scale.
+        method: ``"absmean"``, ``"absmax"``, or ``None`` when unknown (imported
+            from bitnet.cpp bytes).
+        packed: the packed codes, read-only ``np.uint8`` (I2_S layout: code q+1
+            in 2 bits; groups of 128 values take 32 bytes, value j of a group in
+            byte j % 32 at bit shift 6 - 2*(j // 32); a short last group is
+            padded with code 1).
+        scales: read-only ``np.float32``, one per block.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> t = bitnet_go.quantize_i2s(np.array([0.9, -0.1, -2.0, 1.2], np.float32))
+        >>> t.values()
+        array([ 1,  0, -1,  1], dtype=int8)
+        >>> t.scales
+        array([1.05], dtype=float32)
+    """
+
+    __slots__ = ("qtype", "shape", "block_size", "method", "packed", "scales")
+    qtype: str
+    shape: tuple[int, ...]
+    block_size: int | None
+    method: str | None
+    packed: np.ndarray
+    scales: np.ndarray
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("TernaryTensor is made by bitnet_go.quantize_i2s(), not constructed directly")
+
+    @classmethod
+    def _make(
+        cls,
+        qtype: str,
+        shape: tuple[int, ...],
+        block_size: int | None,
+        method: str | None,
+        packed: np.ndarray,
+        scales: np.ndarray,
+    ) -> TernaryTensor:
+        self = object.__new__(cls)
+        packed.flags.writeable = False
+        scales.flags.writeable = False
+        for k, v in (
+            ("qtype", qtype),
+            ("shape", tuple(shape)),
+            ("block_size", block_size),
+            ("method", method),
+            ("packed", packed),
+            ("scales", scales),
+        ):
+            object.__setattr__(self, k, v)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TernaryTensor is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"TernaryTensor is immutable (cannot delete {name!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild,
+            (self.qtype, self.shape, self.block_size, self.method, np.array(self.packed), np.array(self.scales)),
+        )
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: packed codes plus scales."""
+        return int(self.packed.nbytes + self.scales.nbytes)
+
+    @property
+    def bits_per_weight(self) -> float:
+        """Storage bits per element, scales included."""
+        return self.nbytes * 8 / self.size
+
+    def values(self) -> np.ndarray:
+        """The ternary values as a new ``np.int8`` array of ``shape``.
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([[3.0, -3.0], [0.0, 0.1]]).values()
+            array([[ 1, -1],
+                   [ 0,  0]], dtype=int8)
+        """
+        out = np.empty(self.size, np.int8)
+        _lib.call("bng_unpack_i2s", _lib.ptr(self.packed), self.packed.size, _lib.ptr(out), out.size)
+        return out.reshape(self.shape)
+
+    def dequantize(self) -> np.ndarray:
+        """``value * scale`` as a new float32 array of ``shape``.
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([2.0, -2.0, 0.0], method="absmax").dequantize()
+            array([ 2., -2.,  0.], dtype=float32)
+        """
+        out = np.empty(self.size, np.float32)
+        _lib.call(
+            "bng_dequantize_i2s",
+            _lib.ptr(self.packed),
+            self.packed.size,
+            self.block_size or 0,
+            _lib.ptr(self.scales),
+            self.scales.size,
+            _lib.ptr(out),
+            out.size,
+        )
+        return out.reshape(self.shape)
+
+    def to_bitnet_cpp_bytes(self) -> bytes:
+        """Serialise a per-tensor I2_S tensor as bitnet.cpp stores it.
+
+        Layout: the ``packed`` bytes (``ceil(n/128) * 32`` bytes, the layout
+        described on the class), then a 32-byte tail whose first 4 bytes are
+        the float32 scale, little-endian, and whose other 28 bytes are zero.
+        Total ``len(packed) + 32`` bytes. The shape is not stored.
+
+        Example:
+            >>> import bitnet_go
+            >>> t = bitnet_go.quantize_i2s([1.0] * 128)
+            >>> len(t.to_bitnet_cpp_bytes())
+            64
+        """
+        if self.qtype != "i2_s" or self.scales.size != 1:
+            raise ValueError(
+                "to_bitnet_cpp_bytes needs a per-tensor I2_S tensor (block_size=None), "
+                f"got qtype={self.qtype!r} with {self.scales.size} scales"
+            )
+        tail = struct.pack("<f", float(self.scales[0])) + bytes(BITNET_CPP_TAIL - 4)
+        return self.packed.tobytes() + tail
+
+    @classmethod
+    def from_bitnet_cpp_bytes(cls, data: Any, shape: Any) -> TernaryTensor:
+        """Read bytes in the layout of :meth:`to_bitnet_cpp_bytes`.
+
+        ``data`` is bytes-like (bytes, bytearray, memoryview, np.uint8 array) of
+        exactly ``ceil(n/128) * 32 + 32`` bytes for ``n = prod(shape)``. The
+        result has ``block_size=None`` and ``method=None`` (bitnet.cpp does not
+        record it). A code 3 anywhere is a ``ValueError``.
+
+        Example:
+            >>> import bitnet_go
+            >>> t = bitnet_go.quantize_i2s([0.5, -1.0, 2.0])
+            >>> u = bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(t.to_bitnet_cpp_bytes(), (3,))
+            >>> bool((u.values() == t.values()).all() and u.scales[0] == t.scales[0])
+            True
+        """
+        dims = _check_shape(shape)
+        try:
+            buf = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        except TypeError:
+            raise TypeError(f"data must be bytes-like, got {type(data).__name__}") from None
+        n = math.prod(dims)
+        want = packed_len(n) + BITNET_CPP_TAIL
+        if buf.size != want:
+            raise ValueError(f"data must have {want} bytes for shape {dims} ({n} values), got {buf.size}")
+        packed = buf[: want - BITNET_CPP_TAIL].copy()
+        scales = buf[want - BITNET_CPP_TAIL : want - BITNET_CPP_TAIL + 4].copy().view("<f4").astype(np.float32)
+        t = cls._make("i2_s", dims, None, None, packed, scales)
+        t.values()  # validates every code
+        return t
+
+    def __repr__(self) -> str:
+        return (
+            f"TernaryTensor(qtype={self.qtype!r}, shape={self.shape}, block_size={self.block_size}, "
+            f"method={self.method!r}, scales={self.scales.size}, nbytes={self.nbytes}, "
+            f"bits_per_weight={self.bits_per_weight:.3f})"
+        )
+
+
+def _rebuild(
+    qtype: str,
+    shape: tuple[int, ...],
+    block_size: int | None,
+    method: str | None,
+    packed: np.ndarray,
+    scales: np.ndarray,
+) -> TernaryTensor:
+    return TernaryTensor._make(qtype, shape, block_size, method, packed, scales)
+
+
+def quantize_i2s(
+    x: Any,
+    *,
+    block_size: int | None = None,
+    method: str = "absmean",
+    check_finite: bool = True,
+) -> TernaryTensor:
+    """Quantize a float tensor to ternary values packed as I2_S (2 bits each).
+
+    Args:
+        x: anything ``np.asarray`` accepts (numpy arrays, lists, CPU torch
+            tensors) of a real dtype; cast to float32 (a copy only if needed;
+            non-contiguous input is copied once).
+        block_size: one scale per ``block_size`` consecutive elements of the
+            flattened (C-order) tensor, the last block short if the size does
+            not divide; ``None`` for one scale for the whole tensor.
+        method: ``"absmean"`` (BitNet b1.58): scale = max(mean|x|, 1e-5), the
+            mean summed in float64 and rounded once to float32;
+            q = clamp(round_half_even(x / scale), -1, 1).
+            ``"absmax"``: scale = max(max|x|, 1e-8); q = +1 where
+            x / scale > 0.5, -1 where < -0.5, else 0. Divisions are float32.
+        check_finite: raise ``ValueError`` naming the first NaN/Inf index.
+            With ``False`` nothing crashes and the result is defined: a NaN
+            element quantizes to 0; a block holding ±Inf gets scale +Inf
+            (absmean and absmax), so all its values become 0; under absmean a
+            block holding NaN gets scale NaN (values 0), under absmax NaN is
+            left out of the maximum.
+
+    Returns:
+        A :class:`TernaryTensor` with ``qtype="i2_s"``.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> w = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
+        >>> t = bitnet_go.quantize_i2s(w, block_size=128)
+        >>> t.packed.shape, t.scales.shape
+        ((2048,), (64,))
+    """
+    bs = check_positive_int(block_size, "block_size", allow_none=True)
+    m = _check_method(method)
+    a = as_float32(x, "x")
+    if a.size == 0:
+        raise ValueError(f"x must have at least one element, got shape {a.shape}")
+    n = a.size
+    packed = np.empty(packed_len(n), np.uint8)
+    scales = np.empty(num_blocks(n, bs), np.float32)
+    _lib.call(
+        "bng_quantize_i2s",
+        _lib.ptr(a),
+        n,
+        bs or 0,
+        METHODS[m],
+        1 if check_finite else 0,
+        _lib.ptr(packed),
+        packed.size,
+        _lib.ptr(scales),
+        scales.size,
+    )
+    return TernaryTensor._make("i2_s", a.shape, bs, m, packed, scales)
+
+
+def dequantize(t: TernaryTensor) -> np.ndarray:
+    """Reconstruct float32 values from a :class:`TernaryTensor` (``t.dequantize()``).
+
+    Example:
+        >>> import bitnet_go
+        >>> bitnet_go.dequantize(bitnet_go.quantize_i2s([1.0, -1.0]))
+        array([ 1., -1.], dtype=float32)
+    """
+    if not isinstance(t, TernaryTensor):
+        raise TypeError(f"t must be a TernaryTensor, got {type(t).__name__}")
+    return t.dequantize()
