@@ -1,6 +1,7 @@
 """Loading the Go shared library and calling it.
 
-Every exported function of the C ABI is declared once, in ``_SIGNATURES``.
+Every exported function of the C ABI is declared once: the core ones in
+``_SIGNATURES`` here, feature modules' through :func:`declare`.
 The library is loaded with :class:`ctypes.CDLL`, which releases the GIL for the
 duration of each call, so kernels run in parallel with other Python threads.
 
@@ -63,6 +64,9 @@ _EXCEPTIONS: dict[int, type[Exception]] = {
 
 ERRCAP = 8192
 
+# Exported names for feature modules' signature tables.
+I32, I64, PTR, STR = _i32, _i64, _p, _s
+
 
 def library_path() -> Path:
     """Return the path of the shared library that is (or will be) loaded.
@@ -77,6 +81,29 @@ def library_path() -> Path:
     return Path(__file__).resolve().parent / LIBNAME
 
 
+def _bind(handle: ctypes.CDLL, signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
+    for name, (restype, argtypes, status) in signatures.items():
+        fn = getattr(handle, name)
+        fn.restype = restype
+        fn.argtypes = argtypes + (_ERR if status else [])
+
+
+def declare(signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
+    """Declare more exports (same form as ``_SIGNATURES``), once per name.
+
+    Feature modules (conv, cuda, ...) keep their signatures beside their code
+    and declare them at import; a name declared twice is a bug.
+
+    Example:
+        >>> declare({})
+    """
+    dup = set(signatures) & set(_SIGNATURES)
+    if dup:
+        raise RuntimeError(f"internal: C ABI functions declared twice: {sorted(dup)}")
+    _bind(lib, signatures)
+    _SIGNATURES.update(signatures)
+
+
 def _load() -> ctypes.CDLL:
     path = library_path()
     if not path.is_file():
@@ -85,10 +112,7 @@ def _load() -> ctypes.CDLL:
             f"or reinstall the package (`pip install .` needs Go on PATH)"
         )
     handle = ctypes.CDLL(str(path))
-    for name, (restype, argtypes, status) in _SIGNATURES.items():
-        fn = getattr(handle, name)
-        fn.restype = restype
-        fn.argtypes = argtypes + (_ERR if status else [])
+    _bind(handle, _SIGNATURES)
     got = handle.bng_abi_version()
     if got != ABI_VERSION:
         raise ImportError(

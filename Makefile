@@ -1,0 +1,82 @@
+# bitnet_go — every command a developer or CI needs. See README.md.
+#
+#   make demo    set up (Python venv, Go library, package) and run the demo
+#   make test    everything CI runs: Go (also -tags noasm, fuzz), ruff, pytest
+#   make bench   the benchmark suite (python -m bitnet_go bench)
+#   make wheel   build the py3-none-<platform> wheel into dist/
+#
+# The Python environment (numpy, pytest, torch, ruff, matplotlib) lives in
+# ~/.cache/bitnet_go/venv-<hash of requirements-dev.txt>: created when missing,
+# reused afterwards (torch is a few GB). Set VENV=... to use another one.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+PYTHON ?= python3
+REQ := requirements-dev.txt
+VENV_HASH := $(shell sha256sum $(REQ) | cut -c1-12)
+VENV ?= $(HOME)/.cache/bitnet_go/venv-$(VENV_HASH)
+PY := $(VENV)/bin/python
+LIB := python/bitnet_go/libbitnet_go.so
+FUZZTIME ?= 5s
+GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
+
+.PHONY: help venv lib install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
+
+help:
+	@sed -n '2,12p' Makefile
+
+venv: $(VENV)/.complete
+
+$(VENV)/.complete: $(REQ)
+	@echo "bitnet_go: creating the Python environment $(VENV) (torch is large: this takes a while once)"
+	rm -rf "$(VENV)"
+	$(PYTHON) -m venv "$(VENV)"
+	"$(PY)" -m pip install -q --upgrade pip
+	"$(PY)" -m pip install --progress-bar off -r $(REQ)
+	touch "$@"
+
+lib: $(LIB)
+
+$(LIB): $(GO_SOURCES)
+	$(GO) build -buildmode=c-shared -trimpath -o $(LIB) ./bindings
+	rm -f $(basename $(LIB)).h
+
+# Installs the package (non-editable, like a user's pip install) into the venv.
+install: venv
+	"$(PY)" -m pip install -q --no-deps --no-build-isolation --force-reinstall .
+
+demo: install
+	cd /tmp && "$(PY)" -m bitnet_go demo
+
+test: test-go test-go-noasm fuzz lint test-py
+
+test-go:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/_gen/')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test ./...
+
+test-go-noasm:
+	$(GO) vet -tags noasm ./...
+	$(GO) test -tags noasm ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzQuantize$$' -fuzztime $(FUZZTIME) ./gokern/ternary
+
+lint: venv
+	"$(PY)" -m ruff check python tests_py setup.py
+
+test-py: install
+	"$(PY)" -m pytest tests_py -q
+
+bench: install
+	cd /tmp && "$(PY)" -m bitnet_go bench $(BENCH_ARGS)
+
+wheel: venv
+	"$(PY)" -m pip wheel --no-deps --no-build-isolation -w dist .
+
+clean:
+	rm -rf build dist python/*.egg-info $(LIB) $(basename $(LIB)).h
