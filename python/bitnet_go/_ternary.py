@@ -122,8 +122,10 @@ class TernaryTensor:
         scales: np.ndarray,
     ) -> TernaryTensor:
         self = object.__new__(cls)
-        packed.flags.writeable = False
-        scales.flags.writeable = False
+        if isinstance(packed, np.ndarray):
+            packed.flags.writeable = False
+        if isinstance(scales, np.ndarray):
+            scales.flags.writeable = False
         for k, v in (
             ("qtype", qtype),
             ("shape", tuple(shape)),
@@ -142,10 +144,38 @@ class TernaryTensor:
         raise AttributeError(f"TernaryTensor is immutable (cannot delete {name!r})")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild,
-            (self.qtype, self.shape, self.block_size, self.method, np.array(self.packed), np.array(self.scales)),
-        )
+        h = self.cpu()  # pickles hold host arrays
+        return (_rebuild, (h.qtype, h.shape, h.block_size, h.method, np.array(h.packed), np.array(h.scales)))
+
+    @property
+    def device(self) -> str:
+        """``"cpu"`` for numpy arrays, else the device of ``packed`` (e.g. ``"cuda:0"``)."""
+        if isinstance(self.packed, np.ndarray):
+            return "cpu"
+        from . import cuda
+
+        return cuda._device_of(self.packed)
+
+    @property
+    def on_device(self) -> bool:
+        """True when ``packed`` and ``scales`` are GPU arrays (see ``bitnet_go.cuda``)."""
+        return not isinstance(self.packed, np.ndarray)
+
+    def cpu(self) -> TernaryTensor:
+        """This tensor with ``packed`` and ``scales`` as numpy arrays (self if already).
+
+        Example:
+            >>> import bitnet_go
+            >>> t = bitnet_go.quantize_i2s([1.0, -1.0])
+            >>> t.cpu() is t
+            True
+        """
+        if not self.on_device:
+            return self
+        from . import cuda
+
+        packed, scales = cuda._to_host(self.packed), cuda._to_host(self.scales)
+        return TernaryTensor._make(self.qtype, self.shape, self.block_size, self.method, packed, scales)
 
     @property
     def size(self) -> int:
@@ -160,7 +190,7 @@ class TernaryTensor:
     @property
     def nbytes(self) -> int:
         """Bytes held: packed codes plus scales."""
-        return int(self.packed.nbytes + self.scales.nbytes)
+        return int(self.packed.nbytes) + int(self.scales.nbytes)
 
     @property
     def bits_per_weight(self) -> float:
@@ -176,6 +206,10 @@ class TernaryTensor:
             array([[ 1, -1],
                    [ 0,  0]], dtype=int8)
         """
+        if self.on_device:
+            from . import cuda
+
+            return cuda._values(self)
         out = np.empty(self.size, np.int8)
         _lib.call("bng_unpack_i2s", _lib.ptr(self.packed), self.packed.size, _lib.ptr(out), out.size)
         return out.reshape(self.shape)
@@ -188,6 +222,10 @@ class TernaryTensor:
             >>> bitnet_go.quantize_i2s([2.0, -2.0, 0.0], method="absmax").dequantize()
             array([ 2., -2.,  0.], dtype=float32)
         """
+        if self.on_device:
+            from . import cuda
+
+            return cuda._dequantize(self)
         out = np.empty(self.size, np.float32)
         _lib.call(
             "bng_dequantize_i2s",
@@ -215,13 +253,14 @@ class TernaryTensor:
             >>> len(t.to_bitnet_cpp_bytes())
             64
         """
-        if self.qtype != "i2_s" or self.scales.size != 1:
+        if self.qtype != "i2_s" or self.scales.shape[0] != 1:
             raise ValueError(
                 "to_bitnet_cpp_bytes needs a per-tensor I2_S tensor (block_size=None), "
-                f"got qtype={self.qtype!r} with {self.scales.size} scales"
+                f"got qtype={self.qtype!r} with {self.scales.shape[0]} scales"
             )
-        tail = struct.pack("<f", float(self.scales[0])) + bytes(BITNET_CPP_TAIL - 4)
-        return self.packed.tobytes() + tail
+        host = self.cpu()
+        tail = struct.pack("<f", float(host.scales[0])) + bytes(BITNET_CPP_TAIL - 4)
+        return host.packed.tobytes() + tail
 
     @classmethod
     def from_bitnet_cpp_bytes(cls, data: Any, shape: Any) -> TernaryTensor:
@@ -257,7 +296,7 @@ class TernaryTensor:
     def __repr__(self) -> str:
         return (
             f"TernaryTensor(qtype={self.qtype!r}, shape={self.shape}, block_size={self.block_size}, "
-            f"method={self.method!r}, scales={self.scales.size}, nbytes={self.nbytes}, "
+            f"method={self.method!r}, scales={self.scales.shape[0]}, nbytes={self.nbytes}, "
             f"bits_per_weight={self.bits_per_weight:.3f})"
         )
 
@@ -279,6 +318,7 @@ def quantize_i2s(
     block_size: int | None = None,
     method: str = "absmean",
     check_finite: bool = True,
+    device: str = "auto",
 ) -> TernaryTensor:
     """Quantize a float tensor to ternary values packed as I2_S (2 bits each).
 
@@ -300,6 +340,10 @@ def quantize_i2s(
             (absmean and absmax), so all its values become 0; under absmean a
             block holding NaN gets scale NaN (values 0), under absmax NaN is
             left out of the maximum.
+        device: ``"cpu"``, ``"cuda"`` (or ``"cuda:N"``), or ``"auto"``: the GPU
+            for CUDA arrays (``__cuda_array_interface__`` or a CUDA DLPack
+            device, e.g. torch CUDA tensors), the CPU for everything else. See
+            ``bitnet_go.cuda`` for what a GPU result holds.
 
     Returns:
         A :class:`TernaryTensor` with ``qtype="i2_s"``.
@@ -313,6 +357,10 @@ def quantize_i2s(
     """
     bs = check_positive_int(block_size, "block_size", allow_none=True)
     m = _check_method(method)
+    if resolve_device(x, device) != "cpu":
+        from . import cuda
+
+        return cuda._quantize_i2s(x, block_size=bs, method=m, check_finite=check_finite, device=device)
     a = as_float32(x, "x")
     if a.size == 0:
         raise ValueError(f"x must have at least one element, got shape {a.shape}")
@@ -332,6 +380,44 @@ def quantize_i2s(
         scales.size,
     )
     return TernaryTensor._make("i2_s", a.shape, bs, m, packed, scales)
+
+
+def is_cuda_array(x: Any) -> bool:
+    """True for arrays that live on an NVIDIA GPU (CUDA array interface or DLPack).
+
+    Example:
+        >>> is_cuda_array(np.zeros(3))
+        False
+    """
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    dl = getattr(x, "__dlpack_device__", None)
+    if dl is not None and not isinstance(x, np.ndarray):
+        try:
+            return int(dl()[0]) in (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+        except Exception:
+            return False
+    return False
+
+
+def resolve_device(x: Any, device: str) -> str:
+    """Resolve a ``device`` argument to ``"cpu"`` or ``"cuda"`` / ``"cuda:N"``.
+
+    Example:
+        >>> resolve_device(np.zeros(2), "auto")
+        'cpu'
+    """
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a str ('auto', 'cpu', 'cuda' or 'cuda:N'), got {type(device).__name__}")
+    if device == "auto":
+        return "cuda" if is_cuda_array(x) else "cpu"
+    if device == "cpu":
+        if is_cuda_array(x):
+            raise ValueError("x is a GPU array but device='cpu': pass device='cuda' (or 'auto'), or copy it to the host")
+        return "cpu"
+    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 
 def dequantize(t: TernaryTensor) -> np.ndarray:

@@ -1,0 +1,143 @@
+"""Shared benchmark helpers: timing, tables, machine facts, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def timeit(fn: Callable[[], Any], *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> list[float]:
+    """Call ``fn`` ``warmup`` times, then time ``repeat`` calls (seconds each).
+
+    With ``min_time`` > 0, keeps timing past ``repeat`` calls until that many
+    seconds have been spent (for very short calls on a noisy machine).
+
+    Example:
+        >>> ts = timeit(lambda: sum(range(100)), repeat=3)
+        >>> len(ts)
+        3
+    """
+    for _ in range(warmup):
+        fn()
+    out: list[float] = []
+    start = time.perf_counter()
+    while len(out) < repeat or (min_time > 0 and time.perf_counter() - start < min_time and len(out) < 1000):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def median(ts: Sequence[float]) -> float:
+    """Median of a list of timings.
+
+    Example:
+        >>> median([3.0, 1.0, 2.0])
+        2.0
+    """
+    return float(statistics.median(ts))
+
+
+def torch_or_none() -> Any:
+    """Import torch if installed (``pip install bitnet_go[bench]``), else None.
+
+    Example:
+        >>> torch_or_none() is None or hasattr(torch_or_none(), "tensor")
+        True
+    """
+    try:
+        import torch
+    except ImportError:
+        print("bench: torch is not installed; PyTorch columns are left empty (pip install 'bitnet_go[bench]')")
+        return None
+    return torch
+
+
+def parse_int_list(s: str) -> list[int]:
+    """Parse ``"1,2,4"`` into ``[1, 2, 4]``.
+
+    Example:
+        >>> parse_int_list("1, 2")
+        [1, 2]
+    """
+    return [int(v) for v in s.split(",") if v.strip()]
+
+
+def fmt(v: Any, spec: str) -> str:
+    """Format a cell; None prints as ``-``.
+
+    Example:
+        >>> fmt(None, ".2f"), fmt(1.234, ".2f")
+        ('-', '1.23')
+    """
+    if v is None:
+        return "-"
+    return format(v, spec)
+
+
+def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]], title: str = "") -> None:
+    """Print rows as an aligned table; ``columns`` are (key, header, format spec).
+
+    Example:
+        >>> print_table([{"a": 1.0}], [("a", "A", ".1f")])
+        A  
+        ---
+        1.0
+    """
+    cells = [[fmt(r.get(k), spec) for k, _, spec in columns] for r in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (_, h, _) in enumerate(columns)]
+    if title:
+        print(f"\n{title}")
+    print("  ".join(h.rjust(w) if i else h.ljust(w) for i, ((_, h, _), w) in enumerate(zip(columns, widths))))
+    print("  ".join("-" * w for w in widths))
+    for c in cells:
+        print("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(c, widths))))
+    sys.stdout.flush()
+
+
+def machine() -> dict[str, Any]:
+    """Facts about this machine and build, recorded with every benchmark.
+
+    Example:
+        >>> "cpu_count" in machine()
+        True
+    """
+    import numpy as np
+
+    import bitnet_go
+
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "bitnet_go": bitnet_go.__version__,
+        "cpu_count": os.cpu_count(),
+        "cpu": bitnet_go.cpu_features(),
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:
+        info["torch"] = None
+    return info
+
+
+def write_json(path: str | os.PathLike[str], suites: dict[str, list[dict[str, Any]]]) -> None:
+    """Write raw results with machine facts to ``path``.
+
+    Example:
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "b.json")
+        >>> write_json(p, {"quantize": []})
+    """
+    doc = {"machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "suites": suites}
+    Path(path).write_text(json.dumps(doc, indent=2, default=str))
+    print(f"bench: wrote {path}")
