@@ -1,8 +1,6 @@
 package ternary
 
 import (
-	"math"
-
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
@@ -24,63 +22,11 @@ var (
 	// first element that is NaN or ±Inf (-1 if none).
 	absMax = absMaxGeneric
 	// quantRun quantizes x with one scale and ORs the codes into dst, the
-	// whole packed tensor, at flat positions pos, pos+1, ...
+	// whole packed tensor, at flat positions pos, pos+1, ... (bytes of whole
+	// aligned groups may be assigned instead). finite tells that x holds no
+	// NaN or ±Inf (known from the reduction).
 	quantRun = quantRunGeneric
 )
-
-func absSumGeneric(x []float32) (float64, int) {
-	var s float64
-	bad := -1
-	for i, v := range x {
-		a := math.Abs(float64(v))
-		if bad < 0 && !(a <= math.MaxFloat32) {
-			bad = i
-		}
-		s += a
-	}
-	return s, bad
-}
-
-func absMaxGeneric(x []float32) (float32, int) {
-	var m float32
-	bad := -1
-	for i, v := range x {
-		a := float32(math.Abs(float64(v)))
-		if !(a <= math.MaxFloat32) {
-			if bad < 0 {
-				bad = i
-			}
-			if a != a { // NaN does not take part in the maximum
-				continue
-			}
-		}
-		if a > m {
-			m = a
-		}
-	}
-	return m, bad
-}
-
-// codeOf is the I2_S code of x/scale: +1 above 0.5, -1 below -0.5, else 0.
-// For absmean this is clamp(round_half_even(r), -1, 1) (0.5 rounds to 0);
-// for absmax it is the 0.5 threshold. NaN gives 0.
-func codeOf(v, scale float32) byte {
-	r := v / scale
-	switch {
-	case r > 0.5:
-		return 2
-	case r < -0.5:
-		return 0
-	}
-	return 1
-}
-
-func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
-	for i, v := range x {
-		b, sh := slot(pos + i)
-		dst[b] |= codeOf(v, scale) << sh
-	}
-}
 
 // blockScale reduces one block and returns its scale and the index of its
 // first non-finite element (-1 if none).
@@ -190,7 +136,7 @@ func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []
 			if b >= 0 && bad[c] < 0 {
 				bad[c] = s + b
 			}
-			quantRun(x[s:e], sc, s, packed)
+			quantRun(x[s:e], sc, s, packed, b < 0)
 		}
 		if hi == n {
 			padTail(packed, n)
@@ -227,7 +173,7 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 		for s := lo; s < hi; {
 			blk := s / bs
 			e := min((blk+1)*bs, hi)
-			quantRun(x[s:e], scales[blk], s, packed)
+			quantRun(x[s:e], scales[blk], s, packed, fb < 0)
 			s = e
 		}
 		if hi == n {

@@ -319,3 +319,43 @@ func FuzzQuantize(f *testing.F) {
 		}
 	})
 }
+
+// The threshold must agree with the float32 division for every scale and
+// every x near it, including extremes.
+func TestThresholdMatchesDivision(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	scales := []float32{1e-8, 1e-5, 0.1, 0.3, 1, 1.05, 3, 1e30, math.MaxFloat32, math.SmallestNonzeroFloat32, 1.1754944e-38}
+	for i := 0; i < 2000; i++ {
+		scales = append(scales, float32(math.Exp2(r.Float64()*120-60)))
+	}
+	for _, s := range scales {
+		th, ok := Threshold(s)
+		if !ok {
+			t.Fatalf("Threshold(%v) not ok", s)
+		}
+		cands := []float32{th, -th, s * 0.5, -s * 0.5, s, 0, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+		v := th
+		for k := 0; k < 4; k++ {
+			v = math.Nextafter32(v, 0)
+			cands = append(cands, v, -v)
+		}
+		v = th
+		for k := 0; k < 4; k++ {
+			v = math.Nextafter32(v, float32(math.Inf(1)))
+			cands = append(cands, v, -v)
+		}
+		for _, x := range cands {
+			if x != x {
+				continue // NaN never reaches codeFinite
+			}
+			if got, want := codeFinite(math.Float32bits(x), int32(math.Float32bits(th)), math.Float32bits(-th)), codeOf(x, s); got != want {
+				t.Fatalf("scale %v x %v: threshold code %d, division code %d", s, x, got, want)
+			}
+		}
+	}
+	for _, s := range []float32{0, -1, float32(math.Inf(1)), float32(math.NaN())} {
+		if _, ok := Threshold(s); ok {
+			t.Fatalf("Threshold(%v) ok", s)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+"""``bench quantize``: quantize_i2s against the PyTorch expression and ``sum()``.
+
+For each size and thread count, side by side in one process with the same
+thread count for both libraries (``torch.set_num_threads``):
+
+- ours: ``bitnet_go.quantize_i2s`` (scales + packed I2_S bytes);
+- torch expr: the same quantization written in PyTorch (scales and ternary
+  values, no packing: the comparison favours torch);
+- torch sum: ``x.sum()``, one read of the input, the read-bandwidth ceiling.
+
+Reported: median ms, GB/s of input read (4 bytes per element, once), the
+speed-up over the PyTorch expression, and our bandwidth as a fraction of
+``sum()``'s.
+
+Example:
+    $ python -m bitnet_go bench quantize --sizes 1M,16M --threads 1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+import bitnet_go
+
+from ._common import median, parse_int_list, print_table, timeit, torch_or_none
+
+_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_sizes(s: str) -> list[int]:
+    """Parse ``"1M,16M,1000"`` into element counts (K/M/G are powers of 1024).
+
+    Example:
+        >>> parse_sizes("1M,3")
+        [1048576, 3]
+    """
+    out = []
+    for tok in s.split(","):
+        tok = tok.strip().upper()
+        if not tok:
+            continue
+        mult = _SUFFIX.get(tok[-1], 1)
+        out.append(int(tok[:-1] if mult > 1 else tok) * mult)
+    return out
+
+
+def add_arguments(g: Any) -> None:
+    """Options of the quantize suite."""
+    g.add_argument("--sizes", default="1M,16M,64M", help="element counts (default 1M,16M,64M)")
+    g.add_argument("--block-size", type=int, default=None, help="elements per scale (default: one per tensor)")
+    g.add_argument("--method", default="absmean", choices=["absmean", "absmax"])
+    g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: GPU benchmark (bitnet_go.cuda)")
+
+
+def torch_quantize(torch: Any, x: Any, block_size: int | None, method: str) -> tuple[Any, Any]:
+    """The PyTorch expression of quantize_i2s (values and scales, no packing).
+
+    Example:
+        >>> import torch
+        >>> q, s = torch_quantize(torch, torch.tensor([2.0, -0.1, -3.0]), None, "absmean")
+        >>> q.tolist()
+        [1.0, 0.0, -1.0]
+    """
+    n = x.numel()
+    bs = n if block_size is None else block_size
+    pad = (-n) % bs
+    flat = x.reshape(-1)
+    blocks = torch.nn.functional.pad(flat, (0, pad)).reshape(-1, bs)
+    a = blocks.abs()
+    if method == "absmean":
+        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64)
+        if pad:
+            counts[-1] = bs - pad
+        scale = (a.double().sum(1) / counts).float().clamp(min=1e-5)
+        q = torch.round(blocks / scale[:, None]).clamp(-1, 1)
+    else:
+        scale = a.amax(1).clamp(min=1e-8)
+        r = blocks / scale[:, None]
+        q = (r > 0.5).float() - (r < -0.5).float()
+    return q.reshape(-1)[:n], scale
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the suite and print its table; returns the rows."""
+    if getattr(args, "device", "cpu") == "cuda":
+        from . import quantize_cuda
+
+        return quantize_cuda.run_cuda(args)
+    torch = torch_or_none()
+    rows: list[dict[str, Any]] = []
+    old = bitnet_go.get_num_threads()
+    old_torch = torch.get_num_threads() if torch else None
+    rng = np.random.default_rng(0)
+    try:
+        for n in parse_sizes(args.sizes):
+            x = rng.standard_normal(n, dtype=np.float32)
+            xt = torch.from_numpy(x) if torch else None
+            gb = x.nbytes / 1e9
+            for th in parse_int_list(args.threads):
+                bitnet_go.set_num_threads(th)
+                t_ours = median(
+                    timeit(lambda: bitnet_go.quantize_i2s(x, block_size=args.block_size, method=args.method),
+                           repeat=args.repeat)
+                )
+                row: dict[str, Any] = {
+                    "n": n, "threads": th, "block_size": args.block_size, "method": args.method,
+                    "ours_ms": t_ours * 1e3, "ours_gbs": gb / t_ours,
+                }
+                if torch:
+                    torch.set_num_threads(th)
+                    t_expr = median(timeit(lambda: torch_quantize(torch, xt, args.block_size, args.method),
+                                           repeat=max(3, args.repeat // 2)))
+                    t_sum = median(timeit(lambda: xt.sum(), repeat=args.repeat))
+                    row.update(
+                        torch_expr_ms=t_expr * 1e3, speedup_vs_expr=t_expr / t_ours,
+                        torch_sum_ms=t_sum * 1e3, sum_gbs=gb / t_sum, frac_of_sum=t_sum / t_ours,
+                    )
+                rows.append(row)
+                print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
+    finally:
+        bitnet_go.set_num_threads(old)
+        if torch:
+            torch.set_num_threads(old_torch)
+    print_table(rows, _COLUMNS, title=_TITLE)
+    return rows
+
+
+_TITLE = "quantize_i2s vs PyTorch (median ms; GB/s of float32 input read)"
+_COLUMNS = [
+    ("n", "elements", "d"),
+    ("threads", "thr", "d"),
+    ("ours_ms", "ours ms", ".2f"),
+    ("ours_gbs", "ours GB/s", ".1f"),
+    ("torch_expr_ms", "torch expr ms", ".2f"),
+    ("speedup_vs_expr", "x vs expr", ".1f"),
+    ("torch_sum_ms", "sum() ms", ".2f"),
+    ("sum_gbs", "sum GB/s", ".1f"),
+    ("frac_of_sum", "of sum bw", ".2f"),
+]
