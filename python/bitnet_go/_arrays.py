@@ -36,8 +36,7 @@ def as_float32(x: Any, name: str) -> np.ndarray:
         t = x.detach()
         if t.device.type != "cpu":
             raise ValueError(
-                f"{name} is a torch tensor on {t.device}; this function takes host "
-                f"memory (move it with .cpu())"
+                f"{name} is a torch tensor on {t.device}; this function takes host memory (move it with .cpu())"
             )
         if t.is_complex():
             raise TypeError(f"{name} must be real, got complex dtype {t.dtype}")
@@ -48,7 +47,7 @@ def as_float32(x: Any, name: str) -> np.ndarray:
     check_real(a, name)
     if a.size > MAX_ELEMENTS:
         raise ValueError(f"{name} has {a.size} elements, more than the supported {MAX_ELEMENTS}")
-    return np.ascontiguousarray(a, dtype=np.float32)
+    return np.asarray(a, dtype=np.float32, order="C")  # copies only if needed; keeps 0-d shape
 
 
 def _torch_float32(t: Any) -> Any:

@@ -413,7 +413,9 @@ def resolve_device(x: Any, device: str) -> str:
         return "cuda" if is_cuda_array(x) else "cpu"
     if device == "cpu":
         if is_cuda_array(x):
-            raise ValueError("x is a GPU array but device='cpu': pass device='cuda' (or 'auto'), or copy it to the host")
+            raise ValueError(
+                "x is a GPU array but device='cpu': pass device='cuda' (or 'auto'), or copy it to the host"
+            )
         return "cpu"
     if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
         return device

@@ -21,8 +21,10 @@ def main(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)
     w = rng.standard_normal(shape, dtype=np.float32) * 0.02
     feats = bitnet_go.cpu_features()
-    print(f"bitnet_go {bitnet_go.__version__}  threads={bitnet_go.get_num_threads()}  "
-          f"cpu={feats['brand']!r}  kernels={feats['kernels']}")
+    print(
+        f"bitnet_go {bitnet_go.__version__}  threads={bitnet_go.get_num_threads()}  "
+        f"cpu={feats['brand']!r}  kernels={feats['kernels']}"
+    )
     t = bitnet_go.quantize_i2s(w, block_size=args.block_size)
     print(t)
     v = t.values()

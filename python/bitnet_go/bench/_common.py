@@ -87,7 +87,7 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str
 
     Example:
         >>> print_table([{"a": 1.0}], [("a", "A", ".1f")])
-        A  
+        A
         ---
         1.0
     """
@@ -95,10 +95,11 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (_, h, _) in enumerate(columns)]
     if title:
         print(f"\n{title}")
-    print("  ".join(h.rjust(w) if i else h.ljust(w) for i, ((_, h, _), w) in enumerate(zip(columns, widths))))
+    head = "  ".join(h.rjust(w) if i else h.ljust(w) for i, ((_, h, _), w) in enumerate(zip(columns, widths)))
+    print(head.rstrip())
     print("  ".join("-" * w for w in widths))
     for c in cells:
-        print("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(c, widths))))
+        print("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(c, widths))).rstrip())
     sys.stdout.flush()
 
 

@@ -102,21 +102,34 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             for th in parse_int_list(args.threads):
                 bitnet_go.set_num_threads(th)
                 t_ours = median(
-                    timeit(lambda: bitnet_go.quantize_i2s(x, block_size=args.block_size, method=args.method),
-                           repeat=args.repeat)
+                    timeit(
+                        lambda x=x: bitnet_go.quantize_i2s(x, block_size=args.block_size, method=args.method),
+                        repeat=args.repeat,
+                    )
                 )
                 row: dict[str, Any] = {
-                    "n": n, "threads": th, "block_size": args.block_size, "method": args.method,
-                    "ours_ms": t_ours * 1e3, "ours_gbs": gb / t_ours,
+                    "n": n,
+                    "threads": th,
+                    "block_size": args.block_size,
+                    "method": args.method,
+                    "ours_ms": t_ours * 1e3,
+                    "ours_gbs": gb / t_ours,
                 }
                 if torch:
                     torch.set_num_threads(th)
-                    t_expr = median(timeit(lambda: torch_quantize(torch, xt, args.block_size, args.method),
-                                           repeat=max(3, args.repeat // 2)))
-                    t_sum = median(timeit(lambda: xt.sum(), repeat=args.repeat))
+                    t_expr = median(
+                        timeit(
+                            lambda xt=xt: torch_quantize(torch, xt, args.block_size, args.method),
+                            repeat=max(3, args.repeat // 2),
+                        )
+                    )
+                    t_sum = median(timeit(lambda xt=xt: xt.sum(), repeat=args.repeat))
                     row.update(
-                        torch_expr_ms=t_expr * 1e3, speedup_vs_expr=t_expr / t_ours,
-                        torch_sum_ms=t_sum * 1e3, sum_gbs=gb / t_sum, frac_of_sum=t_sum / t_ours,
+                        torch_expr_ms=t_expr * 1e3,
+                        speedup_vs_expr=t_expr / t_ours,
+                        torch_sum_ms=t_sum * 1e3,
+                        sum_gbs=gb / t_sum,
+                        frac_of_sum=t_sum / t_ours,
                     )
                 rows.append(row)
                 print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)

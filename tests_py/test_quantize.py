@@ -1,0 +1,415 @@
+"""quantize_i2s: parity with the PyTorch reference, round trips, bad input,
+threads, memory."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import bitnet_go
+from bitnet_go import _lib
+from torch_ref import ref_pack, ref_quantize
+
+BLOCKS = [None, 32, 64, 128, 256, 96, 100]
+SIZES = [1, 127, 128, 129, 4095, 1_000_003]
+SHAPES = [(7,), (3, 5), (2, 3, 64), (2, 3, 4, 33), (4, 1, 1, 129)]
+
+
+def draw(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Normal data with per-element magnitudes spread over many binades, some exact zeros."""
+    x = rng.standard_normal(shape, dtype=np.float32)
+    x *= np.exp2(rng.integers(-8, 8, size=shape)).astype(np.float32)
+    x[rng.random(shape) < 0.05] = 0
+    return x
+
+
+def check_against_reference(x: np.ndarray, block_size: int | None, method: str) -> bitnet_go.TernaryTensor:
+    t = bitnet_go.quantize_i2s(x, block_size=block_size, method=method)
+    q_ref, s_ref = ref_quantize(torch.from_numpy(x), block_size, method)
+    assert t.shape == x.shape and t.block_size == block_size and t.method == method and t.qtype == "i2_s"
+    assert t.scales.dtype == np.float32 and t.packed.dtype == np.uint8
+    np.testing.assert_array_equal(t.scales.view(np.uint32), s_ref.numpy().view(np.uint32))
+    np.testing.assert_array_equal(t.values().reshape(-1), q_ref.numpy())
+    np.testing.assert_array_equal(t.packed, ref_pack(q_ref).numpy())
+    return t
+
+
+@pytest.mark.parametrize("method", ["absmean", "absmax"])
+@pytest.mark.parametrize("block_size", BLOCKS)
+@pytest.mark.parametrize("n", SIZES)
+def test_parity_sizes(n: int, block_size: int | None, method: str) -> None:
+    seed = hash((n, block_size, method)) % 2**32
+    check_against_reference(draw(np.random.default_rng(seed), (n,)), block_size, method)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("method", ["absmean", "absmax"])
+def test_parity_shapes_and_seeds(shape: tuple[int, ...], method: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for block_size in BLOCKS:
+        check_against_reference(draw(rng, shape), block_size, method)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parity_independent_of_threads(threads: int) -> None:
+    bitnet_go.set_num_threads(threads)
+    rng = np.random.default_rng(100 + threads)
+    for block_size in (None, 96, 4096):
+        check_against_reference(draw(rng, (300_001,)), block_size, "absmean")
+
+
+@pytest.mark.parametrize("method", ["absmean", "absmax"])
+def test_all_zero_blocks(method: str) -> None:
+    x = np.zeros(1000, np.float32)
+    x[500:600] = np.random.default_rng(1).standard_normal(100, dtype=np.float32)
+    t = check_against_reference(x, 100, method)
+    eps = np.float32(1e-5 if method == "absmean" else 1e-8)
+    assert (t.scales[:5] == eps).all() and (t.scales[6:] == eps).all()
+    assert (t.values()[:500] == 0).all()
+
+
+def test_absmax_ties_at_half() -> None:
+    # scale = 2; +-1 sit exactly at +-0.5 and stay 0; the next floats up become +-1.
+    up = np.nextafter(np.float32(1), np.float32(2))
+    x = np.array([2, 1, -1, up, -up, 0.5, -2], np.float32)
+    t = check_against_reference(x, None, "absmax")
+    assert t.values().tolist() == [1, 0, 0, 1, -1, 0, -1]
+
+
+def test_absmean_ties_round_half_even() -> None:
+    x = np.array([0.5, -0.5, 1.5, -1.5, 1, -1], np.float32)  # mean|x| = 1
+    t = check_against_reference(x, None, "absmean")
+    assert t.values().tolist() == [0, 0, 1, -1, 1, -1]
+    assert t.scales.tolist() == [1.0]
+
+
+def test_golden_vectors() -> None:
+    """The vectors in tests_go/testdata, also checked by the Go tests."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tests_go" / "testdata" / "i2s_golden.json"
+    cases = json.loads(path.read_text())
+    assert len(cases) >= 5
+    for c in cases:
+        x = np.array(c["x"], np.float64).astype(np.float32)
+        t = bitnet_go.quantize_i2s(x, block_size=c["block_size"], method=c["method"])
+        assert t.packed.tobytes().hex() == c["packed_hex"], c["name"]
+        assert [int(v) for v in t.scales.view(np.uint32)] == c["scale_bits"], c["name"]
+
+
+# ---- round trips ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 5, 127, 128, 129, 1000, 4097])
+def test_pack_unpack_round_trip(n: int) -> None:
+    rng = np.random.default_rng(n)
+    v = rng.integers(-1, 2, size=n).astype(np.int8)
+    packed = np.empty(-(-n // 128) * 32, np.uint8)
+    _lib.call("bng_pack_i2s", _lib.ptr(v), n, _lib.ptr(packed), packed.size)
+    np.testing.assert_array_equal(packed, ref_pack(torch.from_numpy(v)).numpy())
+    back = np.empty(n, np.int8)
+    _lib.call("bng_unpack_i2s", _lib.ptr(packed), packed.size, _lib.ptr(back), n)
+    np.testing.assert_array_equal(back, v)
+
+
+@pytest.mark.parametrize("shape", [(1,), (128,), (129,), (64, 100), (3, 4, 5)])
+def test_bitnet_cpp_bytes_round_trip(shape: tuple[int, ...]) -> None:
+    x = draw(np.random.default_rng(len(shape)), shape)
+    t = bitnet_go.quantize_i2s(x)
+    data = t.to_bitnet_cpp_bytes()
+    n = int(np.prod(shape))
+    assert len(data) == -(-n // 128) * 32 + 32
+    assert data[: t.packed.size] == t.packed.tobytes()
+    assert np.frombuffer(data[t.packed.size : t.packed.size + 4], "<f4")[0] == t.scales[0]
+    assert data[t.packed.size + 4 :] == bytes(28)
+    u = bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(data, shape)
+    assert u.shape == shape and u.method is None and u.block_size is None
+    np.testing.assert_array_equal(u.values(), t.values())
+    np.testing.assert_array_equal(u.dequantize(), t.dequantize())
+    assert bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(bytearray(data), list(shape)).shape == shape
+    assert bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(np.frombuffer(data, np.uint8), shape).shape == shape
+
+
+def test_from_bitnet_cpp_bytes_bad_input() -> None:
+    t = bitnet_go.quantize_i2s(np.ones(200, np.float32))
+    data = t.to_bitnet_cpp_bytes()
+    with pytest.raises(ValueError, match="must have 96 bytes"):
+        bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(data[:-1], (200,))
+    with pytest.raises(ValueError, match="overflows"):
+        bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(data, (2**40, 2**40))
+    with pytest.raises(ValueError, match="negative"):
+        bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(data, (-200,))
+    with pytest.raises(TypeError):
+        bitnet_go.TernaryTensor.from_bitnet_cpp_bytes("text", (200,))
+    with pytest.raises(TypeError):
+        bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(data, (200.0,))
+    bad = bytearray(data)
+    bad[0] |= 0xC0  # code 3
+    with pytest.raises(ValueError, match="code 3"):
+        bitnet_go.TernaryTensor.from_bitnet_cpp_bytes(bytes(bad), (200,))
+    blocked = bitnet_go.quantize_i2s(np.ones(256, np.float32), block_size=128)
+    with pytest.raises(ValueError, match="per-tensor"):
+        blocked.to_bitnet_cpp_bytes()
+
+
+# ---- the TernaryTensor object ---------------------------------------------------
+
+
+def test_ternary_tensor_api() -> None:
+    x = draw(np.random.default_rng(5), (10, 30))
+    t = bitnet_go.quantize_i2s(x, block_size=64)
+    assert t.size == 300 and t.ndim == 2
+    assert t.nbytes == t.packed.nbytes + t.scales.nbytes == 96 + 5 * 4
+    assert t.bits_per_weight == pytest.approx(t.nbytes * 8 / 300)
+    v = t.values()
+    assert v.dtype == np.int8 and v.shape == (10, 30) and set(np.unique(v)) <= {-1, 0, 1}
+    expect = v.reshape(-1).astype(np.float32) * np.repeat(t.scales, 64)[:300]
+    np.testing.assert_array_equal(t.dequantize(), expect.reshape(10, 30))
+    np.testing.assert_array_equal(bitnet_go.dequantize(t), t.dequantize())
+    r = repr(t)
+    assert "i2_s" in r and "(10, 30)" in r and "block_size=64" in r
+    with pytest.raises(AttributeError):
+        t.scales = None
+    with pytest.raises(AttributeError):
+        del t.shape
+    with pytest.raises(ValueError):
+        t.packed[0] = 0
+    with pytest.raises(ValueError):
+        t.scales[0] = 0
+    with pytest.raises(TypeError):
+        bitnet_go.TernaryTensor()
+    with pytest.raises(TypeError):
+        bitnet_go.dequantize(x)
+    u = pickle.loads(pickle.dumps(t))
+    np.testing.assert_array_equal(u.values(), v)
+    assert u.block_size == 64 and u.method == "absmean"
+
+
+def test_input_kinds() -> None:
+    rng = np.random.default_rng(9)
+    x = draw(rng, (64, 48))
+    base = bitnet_go.quantize_i2s(x, block_size=32)
+
+    def same(other: object) -> None:
+        t = bitnet_go.quantize_i2s(other, block_size=32)
+        np.testing.assert_array_equal(t.packed, base.packed)
+        np.testing.assert_array_equal(t.scales, base.scales)
+
+    same(x.tolist())
+    same(torch.from_numpy(x))
+    same(torch.from_numpy(x).requires_grad_(True))
+    same(x.astype(np.float64))
+    same(np.asfortranarray(x))  # non-contiguous: copied once
+    same(x.T.copy().T)
+    strided = np.zeros((64, 96), np.float32)
+    strided[:, ::2] = x
+    same(strided[:, ::2])
+    # integer, bool, float16, bfloat16 inputs are cast to float32
+    ints = rng.integers(-3, 4, size=100)
+    np.testing.assert_array_equal(
+        bitnet_go.quantize_i2s(ints).packed, bitnet_go.quantize_i2s(ints.astype(np.float32)).packed
+    )
+    assert bitnet_go.quantize_i2s(np.array([True, False])).values().tolist() == [1, 0]
+    h = torch.randn(300, dtype=torch.bfloat16)
+    np.testing.assert_array_equal(bitnet_go.quantize_i2s(h).packed, bitnet_go.quantize_i2s(h.float().numpy()).packed)
+    assert bitnet_go.quantize_i2s(np.float32(3.0)).shape == ()
+
+
+# ---- bad input -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"block_size": 0}, ValueError, "block_size must be >= 1"),
+        ({"block_size": -3}, ValueError, "block_size must be >= 1"),
+        ({"block_size": 2.0}, TypeError, "block_size must be an int"),
+        ({"block_size": True}, TypeError, "block_size must be an int"),
+        ({"block_size": "8"}, TypeError, "block_size must be an int"),
+        ({"block_size": 2**70}, ValueError, "block_size must be <="),
+        ({"method": "mean"}, ValueError, "method must be one of"),
+        ({"method": None}, ValueError, "method must be one of"),
+        ({"device": "tpu"}, ValueError, "device must be"),
+        ({"device": 0}, TypeError, "device must be a str"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        bitnet_go.quantize_i2s(np.ones(10, np.float32), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("x", "exc", "match"),
+    [
+        (np.zeros(0, np.float32), ValueError, "at least one element"),
+        (np.zeros((3, 0)), ValueError, "at least one element"),
+        ([], ValueError, "at least one element"),
+        (np.ones(4, np.complex64), TypeError, "real numeric"),
+        (torch.ones(4, dtype=torch.complex64), TypeError, "complex"),
+        (np.array([1, "a"], dtype=object), TypeError, "real numeric"),
+        (["a", "b"], TypeError, "real numeric"),
+        (np.broadcast_to(np.float32(1), (2**30, 2**30 + 1)), ValueError, "elements, more than"),
+    ],
+)
+def test_bad_x(x: object, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        bitnet_go.quantize_i2s(x)
+
+
+@pytest.mark.parametrize("block_size", [None, 3, 128])
+@pytest.mark.parametrize("method", ["absmean", "absmax"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_named_by_index(bad: float, method: str, block_size: int | None) -> None:
+    x = np.ones(1000, np.float32)
+    x[417] = bad
+    x[900] = np.nan
+    with pytest.raises(ValueError, match="flat index 417"):
+        bitnet_go.quantize_i2s(x, method=method, block_size=block_size)
+    with pytest.raises(ValueError, match=r"flat index 417"):
+        bitnet_go.quantize_i2s(x.reshape(10, 100), method=method, block_size=block_size)
+
+
+@pytest.mark.parametrize("method", ["absmean", "absmax"])
+def test_non_finite_unchecked_is_documented(method: str) -> None:
+    """check_finite=False: NaN -> 0; a block with Inf gets scale Inf and all 0;
+    absmean NaN block -> scale NaN, all 0; absmax leaves NaN out of the max."""
+    x = np.array([1, -2, 3, 4, np.nan, 8, -4, 2, np.inf, 1, 2, 3], np.float32)
+    t = bitnet_go.quantize_i2s(x, block_size=4, method=method, check_finite=False)
+    v = t.values()
+    assert v[:4].tolist() == ([0, -1, 1, 1] if method == "absmean" else [0, 0, 1, 1])
+    assert v[4] == 0
+    assert (v[8:] == 0).all() and np.isposinf(t.scales[2])
+    if method == "absmean":
+        assert np.isnan(t.scales[1]) and (v[4:8] == 0).all()
+    else:
+        assert t.scales[1] == 8 and v[4:8].tolist() == [0, 1, 0, 0]  # -4/8 is exactly -0.5: 0
+    for bs in (None, 5):
+        bitnet_go.quantize_i2s(x, block_size=bs, method=method, check_finite=False).dequantize()
+
+
+def test_abi_validates_its_own_arguments() -> None:
+    """The C ABI is public: bad pointers and lengths are errors, never crashes."""
+    x = np.ones(300, np.float32)
+    packed = np.empty(96, np.uint8)
+    scales = np.empty(1, np.float32)
+    ok = (_lib.ptr(x), 300, 0, 0, 1, _lib.ptr(packed), 96, _lib.ptr(scales), 1)
+    _lib.call("bng_quantize_i2s", *ok)
+    cases = [
+        ((None, 300) + ok[2:], "x is NULL"),
+        ((ok[0], -1) + ok[2:], "non-negative"),
+        ((ok[0], 2**62) + ok[2:], "overflows"),
+        ((ok[0], 0) + ok[2:], "at least one element"),
+        (ok[:2] + (-5,) + ok[3:], "block_size"),
+        (ok[:3] + (9,) + ok[4:], "method"),
+        (ok[:5] + (None, 96) + ok[7:], "packed is NULL"),
+        (ok[:6] + (95,) + ok[7:], "packed must have 96"),
+        (ok[:8] + (2,), "scales must have 1"),
+    ]
+    for args, match in cases:
+        with pytest.raises(ValueError, match=match):
+            _lib.call("bng_quantize_i2s", *args)
+    # status without an error buffer still comes back
+    assert _lib.lib.bng_quantize_i2s(None, 300, 0, 0, 1, None, 96, None, 1, None, 0) == 1
+    with pytest.raises(ValueError, match="need"):
+        _lib.call("bng_cpu_features", ctypes.create_string_buffer(4), 4)
+    with pytest.raises(ValueError, match="num_threads"):
+        _lib.call("bng_set_num_threads", 0)
+
+
+# ---- threads, memory, runtime -----------------------------------------------------
+
+
+def test_concurrent_python_threads_match_serial() -> None:
+    rng = np.random.default_rng(42)
+    inputs = [draw(rng, (int(rng.integers(1, 200_000)),)) for _ in range(8)]
+    blocks = [None, 32, 96, 128, None, 100, 256, 64]
+    serial = [bitnet_go.quantize_i2s(x, block_size=b) for x, b in zip(inputs, blocks)]
+    results: list = [None] * 8
+    errors: list = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(5):
+                results[i] = bitnet_go.quantize_i2s(inputs[i], block_size=blocks[i])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    for a, b in zip(serial, results):
+        np.testing.assert_array_equal(a.packed, b.packed)
+        np.testing.assert_array_equal(a.scales, b.scales)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS is read from /proc (Linux only)")
+def test_many_calls_do_not_leak() -> None:
+    x = draw(np.random.default_rng(0), (4096,))
+    for _ in range(500):
+        bitnet_go.quantize_i2s(x, block_size=128).values()
+    before = _rss_bytes()
+    for _ in range(10_000):
+        bitnet_go.quantize_i2s(x, block_size=128)
+    after = _rss_bytes()
+    assert after - before < 10 * 2**20, f"RSS grew by {(after - before) / 2**20:.1f} MiB"
+
+
+def test_threads_setting() -> None:
+    bitnet_go.set_num_threads(3)
+    assert bitnet_go.get_num_threads() == 3
+    for bad, exc in [(0, ValueError), (-1, ValueError), (1.5, TypeError), (None, TypeError), (10**6, ValueError)]:
+        with pytest.raises(exc):
+            bitnet_go.set_num_threads(bad)
+    assert bitnet_go.get_num_threads() == 3
+
+
+def _run_python(code: str, **env: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_env_threads_and_import_from_any_directory() -> None:
+    assert _run_python("import bitnet_go; print(bitnet_go.get_num_threads())", BITNET_GO_NUM_THREADS="5") == "5"
+
+
+def test_cpu_features_and_disable() -> None:
+    f = bitnet_go.cpu_features()
+    for key in ("avx2", "fma", "avx512f", "avx512bw", "avx512vnni", "avxvnni"):
+        assert isinstance(f[key], bool)
+    assert f["family"] in ("avx512vnni", "avx512", "avx2", "generic")
+    assert f["kernels"]["quantize_i2s"] in ("avx512vnni", "avx512", "avx2", "generic")
+    code = "import bitnet_go, json; print(json.dumps(bitnet_go.cpu_features()))"
+    import json
+
+    off = json.loads(_run_python(code, BITNET_GO_DISABLE="avx2,bogus"))
+    assert off["disabled"] == ["avx2"] and off["disable_ignored"] == ["bogus"]
+    assert off["family"] == "generic" and set(off["kernels"].values()) == {"generic"}
+
+
+def test_version() -> None:
+    assert isinstance(bitnet_go.__version__, str) and bitnet_go.__version__.count(".") >= 2
