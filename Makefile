@@ -41,7 +41,7 @@ $(VENV)/.complete: $(REQ)
 lib: $(LIB)
 
 $(LIB): $(GO_SOURCES)
-	$(GO) build -buildmode=c-shared -trimpath -o $(LIB) ./bindings
+	$(GO) build -buildmode=c-shared -trimpath -buildvcs=false -o $(LIB) ./bindings
 	rm -f $(basename $(LIB)).h
 
 # Installs the package (non-editable, like a user's pip install) into the venv.
@@ -67,7 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzQuantize$$' -fuzztime $(FUZZTIME) ./gokern/ternary
 
 lint: venv
-	"$(PY)" -m ruff check python tests_py setup.py
+	"$(PY)" -m ruff check python tests_py tests_go setup.py
 
 test-py: install
 	"$(PY)" -m pytest tests_py -q

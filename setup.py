@@ -38,7 +38,7 @@ def build_go_library(dest: Path) -> None:
     env = dict(os.environ, CGO_ENABLED="1")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / LIBNAME
-        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-o", str(out), "./bindings"]
+        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", str(out), "./bindings"]
         print("bitnet_go:", " ".join(cmd), flush=True)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
