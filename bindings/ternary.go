@@ -39,11 +39,33 @@ func bng_quantize_i2s(x *C.float, n C.int64_t, blockSize C.int64_t, method C.int
 	})
 }
 
-// bng_unpack_i2s writes the n ternary values (int8) held in packed.
+// bng_packed_len writes into *out the number of bytes that n values in rows
+// rows (the first dimension; 1 for rank 0 or 1) take in format qtype
+// (0 i2_s, 1 tl1, 2 tl2).
 //
-//export bng_unpack_i2s
-func bng_unpack_i2s(packed *C.uint8_t, packedLen C.int64_t, out *C.int8_t, n C.int64_t,
+//export bng_packed_len
+func bng_packed_len(qtype C.int32_t, n C.int64_t, rows C.int64_t, out *C.int64_t,
 	errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		o, err := view[int64](unsafe.Pointer(out), 1, "out")
+		if err != nil {
+			return err
+		}
+		if err := ternary.CheckSizes(int(n), 0); err != nil {
+			return err
+		}
+		l, err := ternary.PackedLenQ(ternary.QType(qtype), int(n), int(rows))
+		o[0] = int64(l)
+		return err
+	})
+}
+
+// bng_unpack writes the n ternary values (int8) held in packed (format
+// qtype, rows rows).
+//
+//export bng_unpack
+func bng_unpack(qtype C.int32_t, packed *C.uint8_t, packedLen C.int64_t, rows C.int64_t,
+	out *C.int8_t, n C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
 		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
 		if err != nil {
@@ -53,15 +75,16 @@ func bng_unpack_i2s(packed *C.uint8_t, packedLen C.int64_t, out *C.int8_t, n C.i
 		if err != nil {
 			return err
 		}
-		return ternary.Unpack(ps, os)
+		return ternary.UnpackQ(ternary.QType(qtype), ps, int(rows), os)
 	})
 }
 
-// bng_pack_i2s packs n ternary values (int8, each -1, 0 or +1) into I2_S.
+// bng_pack packs n ternary values (int8, each -1, 0 or +1; rows rows) into
+// format qtype.
 //
-//export bng_pack_i2s
-func bng_pack_i2s(values *C.int8_t, n C.int64_t, packed *C.uint8_t, packedLen C.int64_t,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
+//export bng_pack
+func bng_pack(qtype C.int32_t, values *C.int8_t, n C.int64_t, rows C.int64_t,
+	packed *C.uint8_t, packedLen C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
 		vs, err := view[int8](unsafe.Pointer(values), n, "values")
 		if err != nil {
@@ -71,14 +94,15 @@ func bng_pack_i2s(values *C.int8_t, n C.int64_t, packed *C.uint8_t, packedLen C.
 		if err != nil {
 			return err
 		}
-		return ternary.Pack(vs, ps)
+		return ternary.PackQ(ternary.QType(qtype), vs, int(rows), ps)
 	})
 }
 
-// bng_dequantize_i2s writes value*scale for the n values held in packed.
+// bng_dequantize writes value*scale for the n values held in packed (format
+// qtype, rows rows, one scale per block_size values; 0: one scale).
 //
-//export bng_dequantize_i2s
-func bng_dequantize_i2s(packed *C.uint8_t, packedLen C.int64_t, blockSize C.int64_t,
+//export bng_dequantize
+func bng_dequantize(qtype C.int32_t, packed *C.uint8_t, packedLen C.int64_t, rows C.int64_t, blockSize C.int64_t,
 	scales *C.float, nScales C.int64_t, out *C.float, n C.int64_t,
 	errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
@@ -94,6 +118,6 @@ func bng_dequantize_i2s(packed *C.uint8_t, packedLen C.int64_t, blockSize C.int6
 		if err != nil {
 			return err
 		}
-		return ternary.Dequantize(ps, int(blockSize), ss, os)
+		return ternary.DequantizeQ(ternary.QType(qtype), ps, int(rows), int(blockSize), ss, os)
 	})
 }

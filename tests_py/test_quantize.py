@@ -116,10 +116,10 @@ def test_pack_unpack_round_trip(n: int) -> None:
     rng = np.random.default_rng(n)
     v = rng.integers(-1, 2, size=n).astype(np.int8)
     packed = np.empty(-(-n // 128) * 32, np.uint8)
-    _lib.call("bng_pack_i2s", _lib.ptr(v), n, _lib.ptr(packed), packed.size)
+    _lib.call("bng_pack", 0, _lib.ptr(v), n, 1, _lib.ptr(packed), packed.size)
     np.testing.assert_array_equal(packed, ref_pack(torch.from_numpy(v)).numpy())
     back = np.empty(n, np.int8)
-    _lib.call("bng_unpack_i2s", _lib.ptr(packed), packed.size, _lib.ptr(back), n)
+    _lib.call("bng_unpack", 0, _lib.ptr(packed), packed.size, 1, _lib.ptr(back), n)
     np.testing.assert_array_equal(back, v)
 
 

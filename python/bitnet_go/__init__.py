@@ -8,7 +8,7 @@ Example:
 """
 
 from ._runtime import cpu_features, get_num_threads, set_num_threads
-from ._ternary import TernaryTensor, dequantize, quantize_i2s
+from ._ternary import TernaryTensor, dequantize, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
 
 __all__ = [
@@ -18,5 +18,7 @@ __all__ = [
     "dequantize",
     "get_num_threads",
     "quantize_i2s",
+    "quantize_tl1",
+    "quantize_tl2",
     "set_num_threads",
 ]

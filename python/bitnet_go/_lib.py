@@ -47,12 +47,14 @@ _SIGNATURES: dict[str, tuple[Any, list[Any], bool]] = {
     "bng_cpu_features": (_i32, [_s, _i64], True),
     # x, n, block_size, method, check_finite, packed, packed_len, scales, n_scales
     "bng_quantize_i2s": (_i32, [_p, _i64, _i64, _i32, _i32, _p, _i64, _p, _i64], True),
-    # packed, packed_len, out(int8), n
-    "bng_unpack_i2s": (_i32, [_p, _i64, _p, _i64], True),
-    # values(int8), n, packed, packed_len
-    "bng_pack_i2s": (_i32, [_p, _i64, _p, _i64], True),
-    # packed, packed_len, block_size, scales, n_scales, out(float32), n
-    "bng_dequantize_i2s": (_i32, [_p, _i64, _i64, _p, _i64, _p, _i64], True),
+    # qtype, n, rows, out(int64*)
+    "bng_packed_len": (_i32, [_i32, _i64, _i64, _p], True),
+    # qtype, packed, packed_len, rows, out(int8), n
+    "bng_unpack": (_i32, [_i32, _p, _i64, _i64, _p, _i64], True),
+    # qtype, values(int8), n, rows, packed, packed_len
+    "bng_pack": (_i32, [_i32, _p, _i64, _i64, _p, _i64], True),
+    # qtype, packed, packed_len, rows, block_size, scales, n_scales, out(float32), n
+    "bng_dequantize": (_i32, [_i32, _p, _i64, _i64, _i64, _p, _i64, _p, _i64], True),
 }
 
 _EXCEPTIONS: dict[int, type[Exception]] = {

@@ -14,20 +14,38 @@ from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int
 METHODS = {"absmean": 0, "absmax": 1}
 """Scale methods and their C ABI numbers."""
 
+QTYPES = {"i2_s": 0, "tl1": 1, "tl2": 2}
+"""Packed formats and their C ABI numbers."""
+
 GROUP_VALUES = 128
 GROUP_BYTES = 32
 BITNET_CPP_TAIL = 32
 """bitnet.cpp stores an I2_S tensor as its packed bytes plus a 32-byte tail."""
 
 
-def packed_len(n: int) -> int:
-    """Bytes of I2_S data for ``n`` values: 32 per started group of 128.
+def packed_len(n: int, qtype: str = "i2_s", rows: int = 1) -> int:
+    """Bytes of packed data for ``n`` values in ``rows`` rows (asks the Go side).
+
+    I2_S takes 32 bytes per started group of 128 values; TL1 and TL2 are laid
+    out per row (see :func:`quantize_tl1`, :func:`quantize_tl2`).
 
     Example:
-        >>> packed_len(129)
-        64
+        >>> packed_len(129), packed_len(10, "tl1", 2), packed_len(6, "tl2")
+        (64, 4, 2)
     """
-    return -(-n // GROUP_VALUES) * GROUP_BYTES
+    out = np.zeros(1, np.int64)
+    _lib.call("bng_packed_len", QTYPES[qtype], n, rows, _lib.ptr(out))
+    return int(out[0])
+
+
+def rows_of(shape: tuple[int, ...]) -> int:
+    """Rows of the rows x K view TL formats use: ``shape[0]``, or 1 for rank <= 1.
+
+    Example:
+        >>> rows_of((8, 3, 3, 3)), rows_of((5,))
+        (8, 1)
+    """
+    return shape[0] if len(shape) >= 2 else 1
 
 
 def num_blocks(n: int, block_size: int | None) -> int:
@@ -79,16 +97,17 @@ class TernaryTensor:
     hand. ``value * scale`` of its block reconstructs each element.
 
     Attributes:
-        qtype: the packing, ``"i2_s"``.
+        qtype: the packing: ``"i2_s"``, ``"tl1"`` or ``"tl2"``.
         shape: the tensor's shape.
         block_size: elements per scale over the flattened (C-order) tensor, or
             ``None`` for one scale.
         method: ``"absmean"``, ``"absmax"``, or ``None`` when unknown (imported
             from bitnet.cpp bytes).
-        packed: the packed codes, read-only ``np.uint8`` (I2_S layout: code q+1
+        packed: the packed values, read-only ``np.uint8``. I2_S layout: code q+1
             in 2 bits; groups of 128 values take 32 bytes, value j of a group in
             byte j % 32 at bit shift 6 - 2*(j // 32); a short last group is
-            padded with code 1).
+            padded with code 1. TL1/TL2: see :func:`quantize_tl1` and
+            :func:`quantize_tl2`.
         scales: read-only ``np.float32``, one per block.
 
     Example:
@@ -211,7 +230,15 @@ class TernaryTensor:
 
             return cuda._values(self)
         out = np.empty(self.size, np.int8)
-        _lib.call("bng_unpack_i2s", _lib.ptr(self.packed), self.packed.size, _lib.ptr(out), out.size)
+        _lib.call(
+            "bng_unpack",
+            QTYPES[self.qtype],
+            _lib.ptr(self.packed),
+            self.packed.size,
+            rows_of(self.shape),
+            _lib.ptr(out),
+            out.size,
+        )
         return out.reshape(self.shape)
 
     def dequantize(self) -> np.ndarray:
@@ -228,9 +255,11 @@ class TernaryTensor:
             return cuda._dequantize(self)
         out = np.empty(self.size, np.float32)
         _lib.call(
-            "bng_dequantize_i2s",
+            "bng_dequantize",
+            QTYPES[self.qtype],
             _lib.ptr(self.packed),
             self.packed.size,
+            rows_of(self.shape),
             self.block_size or 0,
             _lib.ptr(self.scales),
             self.scales.size,
@@ -238,6 +267,30 @@ class TernaryTensor:
             out.size,
         )
         return out.reshape(self.shape)
+
+    def to(self, qtype: str) -> TernaryTensor:
+        """The same values and scales packed as ``qtype`` (``"i2_s"``, ``"tl1"``, ``"tl2"``).
+
+        Returns ``self`` when already in that format; the scales are shared.
+
+        Example:
+            >>> import numpy as np, bitnet_go
+            >>> t = bitnet_go.quantize_i2s(np.linspace(-1, 1, 30, dtype=np.float32).reshape(3, 10))
+            >>> u = t.to("tl2")
+            >>> u.qtype, bool((u.values() == t.values()).all()), u.to("i2_s").packed.tobytes() == t.packed.tobytes()
+            ('tl2', True, True)
+        """
+        if not isinstance(qtype, str) or qtype not in QTYPES:
+            raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
+        if qtype == self.qtype:
+            return self
+        if self.on_device:
+            raise ValueError(f"TernaryTensor.to({qtype!r}) works on host tensors: call .cpu() first")
+        values = self.values().reshape(-1)
+        rows = rows_of(self.shape)
+        packed = np.empty(packed_len(values.size, qtype, rows), np.uint8)
+        _lib.call("bng_pack", QTYPES[qtype], _lib.ptr(values), values.size, rows, _lib.ptr(packed), packed.size)
+        return TernaryTensor._make(qtype, self.shape, self.block_size, self.method, packed, self.scales)
 
     def to_bitnet_cpp_bytes(self) -> bytes:
         """Serialise a per-tensor I2_S tensor as bitnet.cpp stores it.
@@ -365,7 +418,7 @@ def quantize_i2s(
     if a.size == 0:
         raise ValueError(f"x must have at least one element, got shape {a.shape}")
     n = a.size
-    packed = np.empty(packed_len(n), np.uint8)
+    packed = np.empty(packed_len(n), np.uint8)  # i2_s
     scales = np.empty(num_blocks(n, bs), np.float32)
     _lib.call(
         "bng_quantize_i2s",
@@ -380,6 +433,57 @@ def quantize_i2s(
         scales.size,
     )
     return TernaryTensor._make("i2_s", a.shape, bs, m, packed, scales)
+
+
+def quantize_tl1(
+    x: Any,
+    *,
+    block_size: int | None = None,
+    method: str = "absmean",
+    check_finite: bool = True,
+) -> TernaryTensor:
+    """Quantize like :func:`quantize_i2s` and pack as TL1 (bitnet.cpp's 2-value LUT format).
+
+    Same ternary values and scales as ``quantize_i2s`` on the same input.
+    Layout: the tensor is seen as rows x K with rows = ``shape[0]`` and K the
+    product of the other dimensions (a conv weight's flattened C/groups*kH*kW;
+    rank 0 or 1 is one row). Each row takes ceil(ceil(K/2)/2) bytes: pair i of
+    the row, (w[2i], w[2i+1]) (a missing last w is 0), is the index
+    3*w0 + w1 + 4 (0..8) in the low nibble of byte i//2 when i is even, the
+    high nibble when odd. Example row [+1, -1, 0, +1, -1] -> bytes 0x56, 0x01.
+    2.0 bits per weight plus scales.
+
+    Example:
+        >>> import bitnet_go
+        >>> bitnet_go.quantize_tl1([[1.0, -1.0, 0.0, 1.0, -1.0]], method="absmax").packed.tobytes().hex()
+        '5601'
+    """
+    return quantize_i2s(x, block_size=block_size, method=method, check_finite=check_finite, device="cpu").to("tl1")
+
+
+def quantize_tl2(
+    x: Any,
+    *,
+    block_size: int | None = None,
+    method: str = "absmean",
+    check_finite: bool = True,
+) -> TernaryTensor:
+    """Quantize like :func:`quantize_i2s` and pack as TL2 (bitnet.cpp's 3-value LUT format).
+
+    Same ternary values and scales as ``quantize_i2s``. Rows x K as in
+    :func:`quantize_tl1`. Each row holds T = K // 3 triples
+    v = 9*w0 + 3*w1 + w2 (-13..13), then: ceil(T/2) bytes of |v| (triple i in
+    the low nibble of byte i//2 when i is even, high when odd); ceil(T/8)
+    bytes of signs (bit i%8 of byte i//8 set when v < 0); and, when K % 3 != 0,
+    one byte whose low nibble is the TL1 index of the last K % 3 values
+    (padded with 0). About 1.67 bits per weight plus scales.
+
+    Example:
+        >>> import bitnet_go
+        >>> bitnet_go.quantize_tl2([1.0, 1.0, 1.0, -1.0, 0.0, 0.0], method="absmax").packed.tobytes().hex()
+        '9d02'
+    """
+    return quantize_i2s(x, block_size=block_size, method=method, check_finite=check_finite, device="cpu").to("tl2")
 
 
 def is_cuda_array(x: Any) -> bool:

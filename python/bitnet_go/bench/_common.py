@@ -138,6 +138,7 @@ def write_json(path: str | os.PathLike[str], suites: dict[str, list[dict[str, An
         >>> import tempfile, os
         >>> p = os.path.join(tempfile.mkdtemp(), "b.json")
         >>> write_json(p, {"quantize": []})
+        bench: wrote ...b.json
     """
     doc = {"machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "suites": suites}
     Path(path).write_text(json.dumps(doc, indent=2, default=str))
