@@ -1,0 +1,85 @@
+// A CPU stand-in for the CUDA features that cuda/i2s.cu uses, so that the
+// real kernel source runs on the host in `go test` (cuda/emu_test.go) on
+// machines without a GPU. Every CUDA thread is a host thread: a launch runs
+// its CTAs one after another with 256 threads, __syncthreads is a barrier of
+// the CTA, __shfl_down_sync a barrier of the warp with an exchange buffer (so
+// a shuffle or barrier that not every thread reaches deadlocks, and the test
+// times out). __shared__ variables become static (one CTA at a time).
+// IEEE arithmetic: the harness is built with -ffp-contract=off and without
+// fast math, so __fdiv_rn etc. are the plain correctly rounded operations.
+#pragma once
+
+#include <atomic>
+#include <barrier>
+#include <cstdint>
+#include <cstring>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(n)
+#define __restrict__ __restrict
+
+struct emu_dim3 {
+    unsigned x, y, z;
+};
+extern thread_local emu_dim3 threadIdx, blockIdx;
+extern emu_dim3 gridDim, blockDim;
+
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+
+struct emu_warp {
+    std::barrier<> bar{32};
+    unsigned long long buf[32];
+};
+extern std::barrier<>* emu_cta;
+extern emu_warp* emu_warps;
+
+inline void __syncthreads() { emu_cta->arrive_and_wait(); }
+
+template <class T> inline T __shfl_down_sync(unsigned mask, T v, int d) {
+    static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
+    if (mask != 0xffffffffu) __builtin_trap();  // the kernels shuffle full warps only
+    emu_warp& w = emu_warps[threadIdx.x >> 5];
+    const unsigned lane = threadIdx.x & 31;
+    std::memcpy(&w.buf[lane], &v, sizeof(T));
+    w.bar.arrive_and_wait();
+    T r = v;
+    if (lane + d < 32) std::memcpy(&r, &w.buf[lane + d], sizeof(T));
+    w.bar.arrive_and_wait();
+    return r;
+}
+
+inline float __ldg(const float* p) { return *p; }
+inline float4 __ldg(const float4* p) { return *p; }
+inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+inline float __uint_as_float(unsigned u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __double2float_rn(double d) { return (float)d; }
+inline double __ll2double_rn(long long v) { return (double)v; }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+    std::atomic_ref<unsigned long long> r(*p);
+    unsigned long long old = r.load();
+    while (v < old && !r.compare_exchange_weak(old, v)) {
+    }
+    return old;
+}
