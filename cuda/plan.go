@@ -229,3 +229,25 @@ func checkMethod(m ternary.Method) error {
 	}
 	return nil
 }
+
+// PlanInfo describes how a quantization of n values in blocks of blockSize
+// runs on the GPU (for benchmarks and tests).
+type PlanInfo struct {
+	Passes    int   `json:"passes"`    // 1: fused kernel, 2: x is read twice
+	Tile      int64 `json:"tile"`      // fused tile or two-pass chunk, in values
+	Blocks    int64 `json:"blocks"`    // number of scales
+	Workspace int64 `json:"workspace"` // bytes of device workspace
+}
+
+// Describe returns the PlanInfo of n values in blocks of blockSize.
+func Describe(n, blockSize int64) (PlanInfo, error) {
+	p, err := newPlan(n, blockSize)
+	if err != nil {
+		return PlanInfo{}, err
+	}
+	info := PlanInfo{Passes: 2, Tile: p.tile, Blocks: p.nb, Workspace: p.workBytes()}
+	if p.fused {
+		info.Passes = 1
+	}
+	return info, nil
+}

@@ -1,0 +1,241 @@
+package main
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/cuda"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// The CUDA exports (package cuda). Device pointers and streams are uint64
+// (CUdeviceptr, CUstream; stream 0 is the legacy default stream); the
+// device is the driver's ordinal. The driver is loaded at the first call
+// that needs it; without a driver or GPU those calls fail with status 4
+// (RuntimeError) and a message saying which, and bng_cuda_status says so
+// without failing.
+
+func jsonOut(buf *C.char, bufcap C.int64_t, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return str(buf, bufcap, string(b))
+}
+
+func outPtr[T any](p *T, name string) error {
+	if p == nil {
+		return errs.Value("%s is NULL", name)
+	}
+	return nil
+}
+
+// bng_cuda_status writes {"available", "reason", "driver_version",
+// "device_count"} as JSON; it loads the driver on first use.
+//
+//export bng_cuda_status
+func bng_cuda_status(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error { return jsonOut(buf, bufcap, cuda.Probe()) })
+}
+
+// bng_cuda_ptx_info writes the embedded PTX module's facts as JSON
+// ({"version", "target", "entries", ...}); needs no driver.
+//
+//export bng_cuda_ptx_info
+func bng_cuda_ptx_info(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error { return jsonOut(buf, bufcap, cuda.EmbeddedPTX()) })
+}
+
+// bng_cuda_pool_stats writes the host path's device pool statistics as JSON.
+//
+//export bng_cuda_pool_stats
+func bng_cuda_pool_stats(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error { return jsonOut(buf, bufcap, cuda.Pool()) })
+}
+
+//export bng_cuda_device_name
+func bng_cuda_device_name(dev C.int32_t, buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		name, err := cuda.DeviceName(int(dev))
+		if err != nil {
+			return err
+		}
+		return str(buf, bufcap, name)
+	})
+}
+
+// bng_cuda_mem_info writes the free and total memory of device dev in bytes.
+//
+//export bng_cuda_mem_info
+func bng_cuda_mem_info(dev C.int32_t, free, total *C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		if err := outPtr(free, "free"); err != nil {
+			return err
+		}
+		if err := outPtr(total, "total"); err != nil {
+			return err
+		}
+		f, t, err := cuda.MemInfo(int(dev))
+		if err != nil {
+			return err
+		}
+		*free, *total = C.int64_t(f), C.int64_t(t)
+		return nil
+	})
+}
+
+// bng_cuda_empty_cache frees the idle buffers and streams of the pool.
+//
+//export bng_cuda_empty_cache
+func bng_cuda_empty_cache(errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, cuda.EmptyCache)
+}
+
+// bng_cuda_workspace_size writes the bytes of device workspace that
+// bng_cuda_quantize_i2s needs for n values in blocks of block_size.
+//
+//export bng_cuda_workspace_size
+func bng_cuda_workspace_size(n, blockSize C.int64_t, out *C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		if err := outPtr(out, "out"); err != nil {
+			return err
+		}
+		w, err := cuda.WorkspaceSize(int64(n), int64(blockSize))
+		if err != nil {
+			return err
+		}
+		*out = C.int64_t(w)
+		return nil
+	})
+}
+
+// bng_cuda_quantize_i2s quantizes n float32 values at device address x into
+// packed (ceil(n/128)*32 bytes) and scales, enqueued on stream of device
+// dev, using work (bng_cuda_workspace_size bytes). Returns once enqueued;
+// with check_finite it waits for the stream (to read the first NaN/Inf index).
+//
+//export bng_cuda_quantize_i2s
+func bng_cuda_quantize_i2s(dev C.int32_t, x C.uint64_t, n, blockSize C.int64_t, method, checkFinite C.int32_t,
+	packed C.uint64_t, packedLen C.int64_t, scales C.uint64_t, nScales C.int64_t,
+	work C.uint64_t, workLen C.int64_t, stream C.uint64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		return cuda.QuantizeDevice(int(dev), uint64(x), uint64(packed), uint64(scales), uint64(work),
+			int64(n), int64(blockSize), ternary.Method(method), checkFinite != 0,
+			int64(packedLen), int64(nScales), int64(workLen), uint64(stream))
+	})
+}
+
+// bng_cuda_quantize_i2s_host is bng_quantize_i2s on device dev: host arrays
+// in and out (copied through pooled device buffers); returns when done.
+//
+//export bng_cuda_quantize_i2s_host
+func bng_cuda_quantize_i2s_host(dev C.int32_t, x *C.float, n, blockSize C.int64_t, method, checkFinite C.int32_t,
+	packed *C.uint8_t, packedLen C.int64_t, scales *C.float, nScales C.int64_t,
+	errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		xs, err := view[float32](unsafe.Pointer(x), n, "x")
+		if err != nil {
+			return err
+		}
+		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
+		if err != nil {
+			return err
+		}
+		ss, err := view[float32](unsafe.Pointer(scales), nScales, "scales")
+		if err != nil {
+			return err
+		}
+		if len(xs) == 0 || len(ps) == 0 || len(ss) == 0 {
+			return errs.Value("x, packed and scales must not be empty (n=%d, packed_len=%d, n_scales=%d)",
+				int64(n), int64(packedLen), int64(nScales))
+		}
+		return cuda.QuantizeHost(int(dev), unsafe.Pointer(&xs[0]), int64(n), int64(blockSize), ternary.Method(method),
+			checkFinite != 0, unsafe.Pointer(&ps[0]), int64(packedLen), unsafe.Pointer(&ss[0]), int64(nScales))
+	})
+}
+
+// bng_cuda_unpack_i2s writes the n ternary values (int8) of packed into out
+// on stream (no wait; codes are not validated: a code 3 unpacks as 2).
+//
+//export bng_cuda_unpack_i2s
+func bng_cuda_unpack_i2s(dev C.int32_t, packed C.uint64_t, packedLen C.int64_t, out C.uint64_t, n C.int64_t,
+	stream C.uint64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		return cuda.UnpackDevice(int(dev), uint64(packed), int64(packedLen), uint64(out), int64(n), uint64(stream))
+	})
+}
+
+// bng_cuda_dequantize_i2s writes value*scale (float32) for n values into out
+// on stream (no wait).
+//
+//export bng_cuda_dequantize_i2s
+func bng_cuda_dequantize_i2s(dev C.int32_t, packed C.uint64_t, packedLen, blockSize C.int64_t,
+	scales C.uint64_t, nScales C.int64_t, out C.uint64_t, n C.int64_t, stream C.uint64_t,
+	errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		return cuda.DequantizeDevice(int(dev), uint64(packed), int64(packedLen), int64(blockSize),
+			uint64(scales), int64(nScales), uint64(out), int64(n), uint64(stream))
+	})
+}
+
+// bng_cuda_time_quantize runs repeat quantizations (no finite check) on
+// stream between two CUDA events and writes the mean milliseconds of one.
+//
+//export bng_cuda_time_quantize
+func bng_cuda_time_quantize(dev C.int32_t, x C.uint64_t, n, blockSize C.int64_t, method C.int32_t,
+	packed C.uint64_t, packedLen C.int64_t, scales C.uint64_t, nScales C.int64_t,
+	work C.uint64_t, workLen C.int64_t, stream C.uint64_t, repeat C.int64_t, ms *C.double,
+	errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		if err := outPtr(ms, "ms"); err != nil {
+			return err
+		}
+		if repeat < 1 || repeat > 1<<20 {
+			return errs.Value("repeat must be in [1, %d], got %d", 1<<20, int64(repeat))
+		}
+		v, err := cuda.TimeQuantize(int(dev), uint64(x), uint64(packed), uint64(scales), uint64(work),
+			int64(n), int64(blockSize), ternary.Method(method), int64(packedLen), int64(nScales), int64(workLen),
+			uint64(stream), int(repeat))
+		*ms = C.double(v)
+		return err
+	})
+}
+
+// bng_cuda_time_copy times repeat device-to-device copies of nbytes on
+// stream with CUDA events and writes the mean milliseconds of one.
+//
+//export bng_cuda_time_copy
+func bng_cuda_time_copy(dev C.int32_t, dst, src C.uint64_t, nbytes C.int64_t, stream C.uint64_t, repeat C.int64_t,
+	ms *C.double, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		if err := outPtr(ms, "ms"); err != nil {
+			return err
+		}
+		if repeat < 1 || repeat > 1<<20 {
+			return errs.Value("repeat must be in [1, %d], got %d", 1<<20, int64(repeat))
+		}
+		v, err := cuda.TimeCopy(int(dev), uint64(dst), uint64(src), int64(nbytes), uint64(stream), int(repeat))
+		*ms = C.double(v)
+		return err
+	})
+}
+
+// bng_cuda_plan writes how n values in blocks of block_size run on the GPU
+// as JSON ({"passes", "tile", "blocks", "workspace"}); needs no driver.
+//
+//export bng_cuda_plan
+func bng_cuda_plan(n, blockSize C.int64_t, buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		info, err := cuda.Describe(int64(n), int64(blockSize))
+		if err != nil {
+			return err
+		}
+		return jsonOut(buf, bufcap, info)
+	})
+}

@@ -1,0 +1,278 @@
+"""``bench quantize --device cuda``: quantize_i2s on an NVIDIA GPU.
+
+For each size (1M to 256M float32 elements by default) and block size, in one
+process on one GPU:
+
+- kernel: our kernels alone, timed with CUDA events around ``--repeat``
+  back-to-back launches on one stream (no finite check, no Python);
+- copy: a device-to-device copy of the input's size (``cuMemcpyDtoDAsync``),
+  same events: the bandwidth ceiling (it reads and writes 4 bytes per element);
+- e2e torch: ``bitnet_go.quantize_i2s(x_cuda)`` from Python with its default
+  ``check_finite=True`` (which waits for the stream), host clock;
+- e2e numpy: ``quantize_i2s(x_numpy, device="cuda")``: copy in, kernels, copy
+  out (pageable host memory), host clock;
+- torch expr: the quantization written in PyTorch ops on the GPU (scales and
+  ternary values, no packing), CUDA events;
+- cpu: our CPU path on the same data (all threads), host clock.
+
+Bandwidth (GB/s, 1e9 bytes) counts bytes read + written: for the kernel, the
+input once (4 bytes per element) plus the packed codes and scales written
+(``kernel GB/s``); plans that read the input twice (one scale per tensor, or
+blocks that do not fit a shared-memory tile) also get ``traffic GB/s``, with
+the second read counted. ``of copy`` is the kernel's bandwidth over the
+copy's. Ratios: ``cpu/e2e`` is our CPU time over the end-to-end torch-CUDA
+time, ``expr/kernel`` and ``expr/e2e`` the PyTorch expression's time over ours.
+
+Example:
+    $ python -m bitnet_go bench quantize --device cuda --cuda-sizes 1M,64M,256M --cuda-block-sizes none,128
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from typing import Any
+
+import numpy as np
+
+import bitnet_go
+
+from .. import _lib
+from ._common import median, print_table, timeit
+
+DEFAULT_SIZES = "1M,4M,16M,64M,256M"
+DEFAULT_BLOCK_SIZES = "none,128"
+
+
+def add_cuda_arguments(g: Any) -> None:
+    """Options of the GPU benchmark (added to the quantize suite's group)."""
+    g.add_argument("--cuda-sizes", default=DEFAULT_SIZES, help=f"GPU element counts (default {DEFAULT_SIZES})")
+    g.add_argument(
+        "--cuda-block-sizes",
+        default=None,
+        help=f"GPU block sizes, 'none' for one scale (default: --block-size if given, else {DEFAULT_BLOCK_SIZES})",
+    )
+
+
+def parse_block_sizes(s: str) -> list[int | None]:
+    """Parse ``"none,128"`` into ``[None, 128]``.
+
+    Example:
+        >>> parse_block_sizes("none, 128")
+        [None, 128]
+    """
+    out: list[int | None] = []
+    for tok in s.split(","):
+        tok = tok.strip().lower()
+        if tok:
+            out.append(None if tok in ("none", "0") else int(tok))
+    return out
+
+
+def torch_expr_gpu(torch: Any, x: Any, block_size: int | None, method: str) -> tuple[Any, Any]:
+    """The PyTorch expression of quantize_i2s on x's device (values and scales, no packing).
+
+    Example:
+        >>> import torch
+        >>> q, s = torch_expr_gpu(torch, torch.tensor([2.0, -0.1, -3.0]), None, "absmean")
+        >>> [int(v) for v in q], round(float(s[0]), 4)
+        ([1, 0, -1], 1.7)
+    """
+    n = x.numel()
+    bs = n if block_size is None or block_size >= n else block_size
+    pad = (-n) % bs
+    blocks = torch.nn.functional.pad(x.reshape(-1), (0, pad)).reshape(-1, bs)
+    a = blocks.abs()
+    if method == "absmean":
+        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64, device=x.device)
+        if pad:
+            counts[-1] = bs - pad
+        scale = (a.double().sum(1) / counts).float().clamp(min=1e-5)
+        q = torch.round(blocks / scale[:, None]).clamp(-1, 1)
+    else:
+        scale = a.amax(1).clamp(min=1e-8)
+        r = blocks / scale[:, None]
+        q = (r > 0.5).float() - (r < -0.5).float()
+    return q.reshape(-1)[:n], scale
+
+
+def _events_ms(torch: Any, fn: Any, repeat: int) -> float:
+    """Mean GPU milliseconds of fn() over repeat calls, timed with torch CUDA events."""
+    fn()  # warm-up (allocator, cuBLAS/JIT)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(repeat):
+        fn()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end)) / repeat
+
+
+def _sizes(args: Any) -> list[int]:
+    from .quantize import parse_sizes
+
+    return parse_sizes(getattr(args, "cuda_sizes", None) or DEFAULT_SIZES)
+
+
+def _block_sizes(args: Any) -> list[int | None]:
+    s = getattr(args, "cuda_block_sizes", None)
+    if s:
+        return parse_block_sizes(s)
+    if getattr(args, "block_size", None) is not None:
+        return [args.block_size]
+    return parse_block_sizes(DEFAULT_BLOCK_SIZES)
+
+
+def run_cuda(args: Any) -> list[dict[str, Any]]:
+    """Run the GPU benchmark and print its table; returns the rows ([] without a GPU).
+
+    Example:
+        >>> import argparse
+        >>> a = argparse.Namespace(cuda_sizes="1M,64M", cuda_block_sizes="none,128")
+        >>> _sizes(a), _block_sizes(a)
+        ([1048576, 67108864], [None, 128])
+    """
+    from .. import cuda
+
+    reason = cuda.unavailable_reason()
+    if reason is not None:
+        print(f"bench quantize --device cuda: no CUDA GPU available, nothing measured ({reason})")
+        return []
+    try:
+        import torch
+    except ImportError:
+        print("bench quantize --device cuda: needs torch with CUDA (pip install 'bitnet_go[bench]'); nothing measured")
+        return []
+    if not torch.cuda.is_available():
+        print("bench quantize --device cuda: this torch build sees no CUDA GPU; nothing measured")
+        return []
+    dev = torch.device("cuda", torch.cuda.current_device())
+    name = cuda.device_name(dev.index)
+    method = getattr(args, "method", "absmean")
+    repeat = max(3, int(getattr(args, "repeat", 7)))
+    rows: list[dict[str, Any]] = []
+    gen = torch.Generator(device=dev).manual_seed(0)
+    print(f"\nGPU: {name} (cuda:{dev.index}), driver CUDA {cuda.driver_version()}, torch {torch.__version__}")
+    for n in _sizes(args):
+        x = torch.randn(n, device=dev, generator=gen, dtype=torch.float32)
+        x_host = x.cpu().numpy()
+        dst = torch.empty_like(x)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        copy_ms = _copy_ms(cuda, dev.index, dst, x, stream, repeat)
+        copy_gbs = 8 * n / copy_ms / 1e6
+        for bs in _block_sizes(args):
+            row = _measure(torch, cuda, dev, x, x_host, n, bs, method, repeat, stream)
+            row.update(gpu=name, copy_ms=copy_ms, copy_gbs=copy_gbs, frac_of_copy=row["kernel_gbs"] / copy_gbs)
+            rows.append(row)
+            print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
+        del x, dst, x_host
+        torch.cuda.empty_cache()
+        cuda.empty_cache()
+    print_table(rows, _COLUMNS, title=_TITLE)
+    return rows
+
+
+def _copy_ms(cuda: Any, index: int, dst: Any, src: Any, stream: int, repeat: int) -> float:
+    ms = ctypes.c_double()
+    args = (index, dst.data_ptr(), src.data_ptr(), src.numel() * 4, stream)
+    _lib.call("bng_cuda_time_copy", *args, 1, ctypes.byref(ms))  # warm-up
+    _lib.call("bng_cuda_time_copy", *args, repeat, ctypes.byref(ms))
+    return float(ms.value)
+
+
+def _measure(
+    torch: Any,
+    cuda: Any,
+    dev: Any,
+    x: Any,
+    x_host: np.ndarray,
+    n: int,
+    bs: int | None,
+    method: str,
+    repeat: int,
+    stream: int,
+) -> dict[str, Any]:
+    from .._ternary import METHODS, num_blocks, packed_len
+
+    plan = cuda._plan(n, bs)
+    plen, nb, ws = packed_len(n), num_blocks(n, bs), plan["workspace"]
+    packed = torch.empty(plen, dtype=torch.uint8, device=dev)
+    scales = torch.empty(nb, dtype=torch.float32, device=dev)
+    work = torch.empty(ws, dtype=torch.uint8, device=dev)
+    ms = ctypes.c_double()
+    call_args = (
+        dev.index,
+        x.data_ptr(),
+        n,
+        bs or 0,
+        METHODS[method],
+        packed.data_ptr(),
+        plen,
+        scales.data_ptr(),
+        nb,
+        work.data_ptr(),
+        ws,
+        stream,
+    )
+    _lib.call("bng_cuda_time_quantize", *call_args, 1, ctypes.byref(ms))  # warm-up, module load
+    _lib.call("bng_cuda_time_quantize", *call_args, repeat, ctypes.byref(ms))
+    kernel_ms = float(ms.value)
+    logical = 4 * n + plen + 4 * nb
+    traffic = logical + (4 * n if plan["passes"] == 2 else 0)
+
+    def e2e_torch() -> None:
+        bitnet_go.quantize_i2s(x, block_size=bs, method=method)
+        torch.cuda.synchronize(dev)
+
+    t_e2e = median(timeit(e2e_torch, repeat=repeat))
+    t_np = median(
+        timeit(
+            lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method, device="cuda"),
+            repeat=max(3, repeat // 2),
+        )
+    )
+    expr_ms = _events_ms(torch, lambda: torch_expr_gpu(torch, x, bs, method), max(3, repeat // 2))
+    t0 = time.perf_counter()
+    bitnet_go.quantize_i2s(x_host, block_size=bs, method=method)
+    cpu_runs = 1 if time.perf_counter() - t0 > 1.0 else 3
+    t_cpu = median(
+        timeit(lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method), repeat=cpu_runs, warmup=0)
+    )
+    return {
+        "n": n,
+        "block_size": bs,
+        "method": method,
+        "passes": plan["passes"],
+        "kernel_ms": kernel_ms,
+        "kernel_gbs": logical / kernel_ms / 1e6,
+        "traffic_gbs": traffic / kernel_ms / 1e6,
+        "e2e_torch_ms": t_e2e * 1e3,
+        "e2e_numpy_ms": t_np * 1e3,
+        "torch_expr_ms": expr_ms,
+        "cpu_ms": t_cpu * 1e3,
+        "cpu_threads": bitnet_go.get_num_threads(),
+        "cpu_over_e2e": t_cpu / t_e2e,
+        "expr_over_kernel": expr_ms / kernel_ms,
+        "expr_over_e2e": expr_ms / (t_e2e * 1e3),
+    }
+
+
+_TITLE = "quantize_i2s on the GPU (ms; GB/s = 1e9 bytes read + written per second)"
+_COLUMNS = [
+    ("n", "elements", "d"),
+    ("block_size", "block", ""),
+    ("passes", "pass", "d"),
+    ("kernel_ms", "kernel ms", ".3f"),
+    ("kernel_gbs", "kernel GB/s", ".0f"),
+    ("traffic_gbs", "traffic GB/s", ".0f"),
+    ("copy_gbs", "copy GB/s", ".0f"),
+    ("frac_of_copy", "of copy", ".2f"),
+    ("e2e_torch_ms", "e2e torch ms", ".3f"),
+    ("e2e_numpy_ms", "e2e numpy ms", ".2f"),
+    ("torch_expr_ms", "torch expr ms", ".3f"),
+    ("cpu_ms", "cpu ms", ".1f"),
+    ("cpu_over_e2e", "cpu/e2e", ".1f"),
+    ("expr_over_kernel", "expr/kernel", ".1f"),
+    ("expr_over_e2e", "expr/e2e", ".1f"),
+]
