@@ -128,7 +128,7 @@ static CUresult bng_cuDeviceGetCount(int* n) { return p_cuDeviceGetCount(n); }
 static CUresult bng_cuDeviceGet(int* d, int ordinal) { return p_cuDeviceGet(d, ordinal); }
 static CUresult bng_cuDeviceGetName(char* name, int len, int d) { return p_cuDeviceGetName(name, len, d); }
 static CUresult bng_cuDeviceGetAttribute(int* v, int attr, int d) { return p_cuDeviceGetAttribute(v, attr, d); }
-static CUresult bng_cuDevicePrimaryCtxRetain(uintptr_t* ctx, int d) {
+static CUresult bng_cuDevicePrimaryCtxRetain(uintptr_t* ctx, CUdevice d) {
 	CUcontext c = NULL;
 	CUresult r = p_cuDevicePrimaryCtxRetain(&c, d);
 	*ctx = (uintptr_t)c;
@@ -298,7 +298,13 @@ func loadDriver() {
 		return
 	}
 	for i := 0; i < int(n); i++ {
-		drv.devices = append(drv.devices, &device{ord: i, pool: pool{free: map[int64][]uint64{}}})
+		d := &device{ord: i, pool: pool{free: map[int64][]uint64{}}}
+		if err := d.attributes(); err != nil {
+			s.Reason = err.Error()
+			drv.devices = nil
+			return
+		}
+		drv.devices = append(drv.devices, d)
 	}
 	s.DeviceCount, s.Available = int(n), true
 }
@@ -308,13 +314,16 @@ func loadDriver() {
 type device struct {
 	ord int
 
+	// Read when the driver is loaded (no context needed).
+	dev  C.int
+	name string
+	sms  int64
+	cc   [2]int
+
 	mu      sync.Mutex // guards the lazy initialisation below
 	ctxDone bool
 	ctxErr  error
 	ctx     C.uintptr_t
-	name    string
-	sms     int64
-	cc      [2]int
 	modDone bool
 	modErr  error
 	fn      [numKernels]C.uintptr_t
@@ -322,9 +331,8 @@ type device struct {
 	pool pool
 }
 
-// getDevice returns device i with its primary context retained; withModule
-// also loads the kernels.
-func getDevice(i int, withModule bool) (*device, error) {
+// lookup returns device i (no context).
+func lookup(i int) (*device, error) {
 	s := probe()
 	if !s.Available {
 		return nil, errs.Runtime("%s", s.Reason)
@@ -332,7 +340,16 @@ func getDevice(i int, withModule bool) (*device, error) {
 	if i < 0 || i >= len(drv.devices) {
 		return nil, errs.Value("cuda: device index %d is out of range: %d CUDA device(s) visible", i, len(drv.devices))
 	}
-	d := drv.devices[i]
+	return drv.devices[i], nil
+}
+
+// getDevice returns device i with its primary context retained; withModule
+// also loads the kernels.
+func getDevice(i int, withModule bool) (*device, error) {
+	d, err := lookup(i)
+	if err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.ctxDone {
@@ -354,30 +371,35 @@ func getDevice(i int, withModule bool) (*device, error) {
 	return d, nil
 }
 
-func (d *device) initCtx() error {
-	var dev C.int
-	if r := C.bng_cuDeviceGet(&dev, C.int(d.ord)); r != 0 {
+// attributes reads the device's handle, name and attributes.
+func (d *device) attributes() error {
+	if r := C.bng_cuDeviceGet(&d.dev, C.int(d.ord)); r != 0 {
 		return cuErr("cuDeviceGet", r)
 	}
 	var name [256]C.char
-	if r := C.bng_cuDeviceGetName(&name[0], C.int(len(name)), dev); r != 0 {
+	if r := C.bng_cuDeviceGetName(&name[0], C.int(len(name)), d.dev); r != 0 {
 		return cuErr("cuDeviceGetName", r)
 	}
 	d.name = C.GoString(&name[0])
 	var v C.int
-	if r := C.bng_cuDeviceGetAttribute(&v, attrMultiprocessors, dev); r != 0 {
+	if r := C.bng_cuDeviceGetAttribute(&v, attrMultiprocessors, d.dev); r != 0 {
 		return cuErr("cuDeviceGetAttribute", r)
 	}
 	d.sms = int64(v)
 	for k, a := range []C.int{attrCCMajor, attrCCMinor} {
-		if r := C.bng_cuDeviceGetAttribute(&v, a, dev); r != 0 {
+		if r := C.bng_cuDeviceGetAttribute(&v, a, d.dev); r != 0 {
 			return cuErr("cuDeviceGetAttribute", r)
 		}
 		d.cc[k] = int(v)
 	}
-	// The primary context is retained for the life of the process (never
-	// released: PyTorch and CuPy share it).
-	if r := C.bng_cuDevicePrimaryCtxRetain(&d.ctx, dev); r != 0 {
+	return nil
+}
+
+// initCtx retains the device's primary context for the life of the process
+// (never released: PyTorch and CuPy share it). Creating it takes device
+// memory, so it happens only when a call needs a context.
+func (d *device) initCtx() error {
+	if r := C.bng_cuDevicePrimaryCtxRetain(&d.ctx, d.dev); r != 0 {
 		return cuErr("cuDevicePrimaryCtxRetain", r)
 	}
 	return nil
@@ -676,7 +698,7 @@ func devTimeCopy(dev int, dst, src uint64, nbytes int64, stream uint64, repeat i
 }
 
 func deviceName(i int) (string, error) {
-	d, err := getDevice(i, false)
+	d, err := lookup(i)
 	if err != nil {
 		return "", err
 	}
