@@ -188,6 +188,152 @@ def test_benchmark_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no CUDA GPU available" in capsys.readouterr().out
 
 
+# ---------------------------------------------------------------- fake driver
+
+FAKE_SCRIPT = r"""
+import ctypes, json, threading
+import numpy as np
+import bitnet_go, bitnet_go.cuda as c
+from bitnet_go import _lib
+from bitnet_go._ternary import METHODS, num_blocks, packed_len
+
+fake = ctypes.CDLL("libcuda.so.1")
+fake.fake_alloc.restype, fake.fake_alloc.argtypes = ctypes.c_uint64, [ctypes.c_size_t]
+fake.fake_free.argtypes = [ctypes.c_uint64]
+fake.fake_live.restype = ctypes.c_longlong
+assert c.is_available() and c.device_count() == 1 and c.unavailable_reason() is None
+assert c.device_name(0) == "bitnet_go fake CUDA device (CPU emulator)" and c.driver_version() == 13000
+total = c.memory_info(0)[1]
+rng = np.random.default_rng(1)
+
+def same(t, r, what):
+    assert isinstance(t.packed, np.ndarray), what
+    assert t.packed.tobytes() == r.packed.tobytes(), what
+    assert t.scales.view(np.uint32).tobytes() == r.scales.view(np.uint32).tobytes(), what
+
+# host input
+for n, bs, m in [(1, None, "absmean"), (300, None, "absmax"), (5000, None, "absmean"), (20001, 128, "absmean"),
+                 (20001, 96, "absmax"), (9000, 1000, "absmean"), (4000, 3, "absmax"), (12345, 33, "absmean")]:
+    x = rng.standard_normal(n, dtype=np.float32)
+    same(bitnet_go.quantize_i2s(x, block_size=bs, method=m, device="cuda"),
+         bitnet_go.quantize_i2s(x, block_size=bs, method=m), (n, bs, m))
+x = rng.standard_normal((30, 70)).T  # float64, non-contiguous: converted on the host
+same(bitnet_go.quantize_i2s(x, device="cuda:0"), bitnet_go.quantize_i2s(x), "float64")
+
+# non-finite: the CPU path's message; unchecked: the CPU path's result
+x = rng.standard_normal(9000, dtype=np.float32)
+x[7000], x[8000] = np.nan, np.inf
+for bs in (None, 128):
+    msgs = []
+    for dev in ("cpu", "cuda"):
+        try:
+            bitnet_go.quantize_i2s(x, block_size=bs, device=dev)
+        except ValueError as e:
+            msgs.append(str(e))
+    assert len(msgs) == 2 and msgs[0] == msgs[1] and "flat index 7000" in msgs[0], msgs
+    same(bitnet_go.quantize_i2s(x, block_size=bs, check_finite=False, device="cuda"),
+         bitnet_go.quantize_i2s(x, block_size=bs, check_finite=False), "unchecked")
+try:
+    bitnet_go.quantize_i2s(x, device="cuda:1")
+    raise AssertionError("cuda:1 accepted")
+except ValueError as e:
+    assert "device index 1 is out of range" in str(e), e
+
+# device pointers through the C ABI: quantize, values, dequantize, timers
+for n, bs, m in [(5000, None, "absmean"), (20001, 128, "absmax"), (9000, 1000, "absmean")]:
+    x = rng.standard_normal(n, dtype=np.float32)
+    ref = bitnet_go.quantize_i2s(x, block_size=bs, method=m)
+    plen, nb, ws = packed_len(n), num_blocks(n, bs), c._workspace_size(n, bs)
+    xd, pd, sd, wd = fake.fake_alloc(4 * n), fake.fake_alloc(plen), fake.fake_alloc(4 * nb), fake.fake_alloc(ws)
+    qd, fd = fake.fake_alloc(n), fake.fake_alloc(4 * n)
+    ctypes.memmove(xd, x.ctypes.data, 4 * n)
+    _lib.call("bng_cuda_quantize_i2s", 0, xd, n, bs or 0, METHODS[m], 1, pd, plen, sd, nb, wd, ws, 0)
+    assert ctypes.string_at(pd, plen) == ref.packed.tobytes()
+    assert ctypes.string_at(sd, 4 * nb) == ref.scales.tobytes()
+    _lib.call("bng_cuda_unpack_i2s", 0, pd, plen, qd, n, 0)
+    assert ctypes.string_at(qd, n) == ref.values().tobytes()
+    _lib.call("bng_cuda_dequantize_i2s", 0, pd, plen, bs or 0, sd, nb, fd, n, 0)
+    assert ctypes.string_at(fd, 4 * n) == ref.dequantize().tobytes()
+    ms = ctypes.c_double(-1)
+    _lib.call("bng_cuda_time_quantize", 0, xd, n, bs or 0, METHODS[m], pd, plen, sd, nb, wd, ws, 0, 2, ctypes.byref(ms))
+    assert ms.value >= 0
+    _lib.call("bng_cuda_time_copy", 0, fd, xd, 4 * n, 0, 2, ctypes.byref(ms))
+    assert ms.value >= 0 and ctypes.string_at(fd, 4 * n) == x.tobytes()
+    x[n // 2] = np.nan
+    ctypes.memmove(xd, x.ctypes.data, 4 * n)
+    try:
+        _lib.call("bng_cuda_quantize_i2s", 0, xd, n, bs or 0, METHODS[m], 1, pd, plen, sd, nb, wd, ws, 0)
+        raise AssertionError("NaN accepted")
+    except ValueError as e:
+        want = f"x contains a non-finite value (NaN) at flat index {n // 2}; pass check_finite=False to quantize anyway"
+        assert str(e) == want, e
+    host = np.zeros(n, np.float32)
+    try:  # host memory passed as a device pointer: refused, not a fault
+        _lib.call("bng_cuda_quantize_i2s", 0, host.ctypes.data, n, bs or 0, 0, 1, pd, plen, sd, nb, wd, ws, 0)
+        raise AssertionError("host pointer accepted")
+    except ValueError as e:
+        assert "is not CUDA device memory" in str(e), e
+    for p in (xd, pd, sd, wd, qd, fd):
+        fake.fake_free(p)
+
+# threads
+errors = []
+def work(k):
+    try:
+        r = np.random.default_rng(100 + k)
+        for _ in range(3):
+            x = r.standard_normal(int(r.integers(1, 6000)), dtype=np.float32)
+            same(bitnet_go.quantize_i2s(x, block_size=128, device="cuda"), bitnet_go.quantize_i2s(x, block_size=128), k)
+    except BaseException as e:
+        errors.append(repr(e))
+ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert not errors, errors
+
+# out of device memory: MemoryError with the sizes, then everything still works
+hog = fake.fake_alloc(total - (1 << 20))
+try:
+    bitnet_go.quantize_i2s(np.ones(1 << 19, np.float32), device="cuda")
+    raise AssertionError("no MemoryError")
+except MemoryError as e:
+    assert "cuda: out of memory on cuda:0" in str(e) and "needs 2.2 MiB (2359296 bytes)" in str(e), e
+    assert "1.0 MiB free of 1.0 GiB" in str(e), e
+fake.fake_free(hog)
+
+# the pool gives everything back
+c.empty_cache()
+st = c._pool_stats()
+assert st["idle_buffers"] == st["in_use_buffers"] == st["idle_streams"] == st["in_use_streams"] == 0, st
+assert c.memory_info(0) == (total, total), c.memory_info(0)
+assert (fake.fake_live(0), fake.fake_live(1), fake.fake_live(2)) == (0, 0, 0)
+print("fake driver: OK")
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = Path(__file__).resolve().parents[1] / "cuda"
+    cc = src / "testdata" / "emu" / "fakecuda.cc"
+    gxx = shutil.which("g++")
+    if not cc.is_file() or gxx is None:
+        pytest.skip("the fake CUDA driver needs a source checkout and g++")
+    out = tmp_path_factory.mktemp("fakecuda")
+    cmd = [gxx, "-shared", "-fPIC", "-std=c++20", "-O1", "-ffp-contract=off", "-fno-strict-aliasing", "-pthread"]
+    cmd += ["-I", str(src), "-I", str(cc.parent), str(cc), "-o", str(out / "libcuda.so.1")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    return out
+
+
+def test_whole_stack_on_a_fake_driver(fake_driver: Path) -> None:
+    # A fake libcuda.so.1 (host memory, kernels run by the CPU emulator on the
+    # real i2s.cu) takes the place of the driver: dlopen, symbols, contexts,
+    # module load, launches, pool, copies, errors and Python, end to end.
+    path = os.pathsep.join([str(fake_driver), os.environ.get("LD_LIBRARY_PATH", "")])
+    out = _python(FAKE_SCRIPT, LD_LIBRARY_PATH=path, CUDA_VISIBLE_DEVICES="0")
+    assert "fake driver: OK" in out
+
+
 # ---------------------------------------------------------------- GPU
 
 SIZES = [1, 2, 31, 32, 33, 127, 128, 129, 1000, 4095, 4096, 4097, 12345, 65539, 1 << 20, (1 << 22) + 5]

@@ -13,6 +13,8 @@
 #include <barrier>
 #include <cstdint>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #define __global__
 #define __device__
@@ -25,8 +27,8 @@
 struct emu_dim3 {
     unsigned x, y, z;
 };
-extern thread_local emu_dim3 threadIdx, blockIdx;
-extern emu_dim3 gridDim, blockDim;
+inline thread_local emu_dim3 threadIdx, blockIdx;
+inline emu_dim3 gridDim, blockDim;
 
 struct alignas(16) float4 {
     float x, y, z, w;
@@ -36,8 +38,8 @@ struct emu_warp {
     std::barrier<> bar{32};
     unsigned long long buf[32];
 };
-extern std::barrier<>* emu_cta;
-extern emu_warp* emu_warps;
+inline std::barrier<>* emu_cta;
+inline emu_warp* emu_warps;
 
 inline void __syncthreads() { emu_cta->arrive_and_wait(); }
 
@@ -82,4 +84,27 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
     while (v < old && !r.compare_exchange_weak(old, v)) {
     }
     return old;
+}
+
+// emu_launch runs a kernel: CTAs one after another, each with block host
+// threads. Not reentrant (one launch at a time).
+template <class Args> inline void emu_launch(void (*fn)(Args), unsigned grid, unsigned block, Args a) {
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    std::barrier<> cta(block);
+    emu_warp warps[8];
+    emu_cta = &cta;
+    emu_warps = warps;
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < block; ++t) {
+        ts.emplace_back([=, &cta] {
+            threadIdx = {t, 0, 0};
+            for (unsigned b = 0; b < grid; ++b) {
+                blockIdx = {b, 0, 0};
+                fn(a);
+                cta.arrive_and_wait();
+            }
+        });
+    }
+    for (auto& t : ts) t.join();
 }

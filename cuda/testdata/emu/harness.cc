@@ -12,31 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
-#include <vector>
-
-thread_local emu_dim3 threadIdx, blockIdx;
-emu_dim3 gridDim, blockDim;
-std::barrier<>* emu_cta;
-emu_warp* emu_warps;
 
 static const unsigned long long VBASE = 0x100000000000ull;
 
-struct kernel {
-    const char* name;
-    void (*fn)(bng_args);
-};
-static const kernel kernels[] = {
-    {"bng_i2s_fused_absmean", bng_i2s_fused_absmean},
-    {"bng_i2s_fused_absmax", bng_i2s_fused_absmax},
-    {"bng_i2s_partials_absmean", bng_i2s_partials_absmean},
-    {"bng_i2s_partials_absmax", bng_i2s_partials_absmax},
-    {"bng_i2s_finish_absmean", bng_i2s_finish_absmean},
-    {"bng_i2s_finish_absmax", bng_i2s_finish_absmax},
-    {"bng_i2s_encode", bng_i2s_encode},
-    {"bng_i2s_unpack", bng_i2s_unpack},
-    {"bng_i2s_dequantize", bng_i2s_dequantize},
-};
+#include "emu_kernels.hpp"
 
 static void die(const char* msg) {
     std::fprintf(stderr, "harness: %s\n", msg);
@@ -59,24 +38,7 @@ static unsigned long long xlate(unsigned long long a, unsigned long long need) {
 static void launch(void (*fn)(bng_args), unsigned grid, unsigned block, bng_args a) {
     if (block != 256) die("block size must be 256");
     if (grid == 0) die("empty grid");
-    gridDim = {grid, 1, 1};
-    blockDim = {block, 1, 1};
-    std::barrier<> cta(block);
-    emu_warp warps[8];
-    emu_cta = &cta;
-    emu_warps = warps;
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < block; ++t) {
-        ts.emplace_back([=, &cta] {
-            threadIdx = {t, 0, 0};
-            for (unsigned b = 0; b < grid; ++b) {
-                blockIdx = {b, 0, 0};
-                fn(a);
-                cta.arrive_and_wait();
-            }
-        });
-    }
-    for (auto& t : ts) t.join();
+    emu_launch(fn, grid, block, a);
 }
 
 int main(int argc, char** argv) {
@@ -110,8 +72,8 @@ int main(int argc, char** argv) {
             a.bad = xlate(a.bad, 8);
             a.partial = xlate(a.partial, 0);
             a.thr = xlate(a.thr, 0);
-            const kernel* k = nullptr;
-            for (const kernel& c : kernels)
+            const emu_kernel* k = nullptr;
+            for (const emu_kernel& c : emu_kernels)
                 if (name == c.name) k = &c;
             if (!k) die("unknown kernel");
             launch(k->fn, grid, block, a);
