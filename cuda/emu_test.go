@@ -36,6 +36,12 @@ var harness struct {
 
 func buildHarness(t *testing.T) string {
 	t.Helper()
+	// Read the sources g++ compiles, so that `go test` caching notices edits.
+	for _, f := range []string{"i2s.cu", "testdata/emu/emu.hpp", "testdata/emu/emu_kernels.hpp", "testdata/emu/harness.cc"} {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	harness.once.Do(func() {
 		cxx, err := exec.LookPath("g++")
 		if err != nil {
