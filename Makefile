@@ -23,7 +23,7 @@ LIB := python/bitnet_go/libbitnet_go.so
 FUZZTIME ?= 5s
 GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
 
-.PHONY: help venv lib install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
+.PHONY: help venv lib ptx install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
 
 help:
 	@sed -n '2,12p' Makefile
@@ -43,6 +43,10 @@ lib: $(LIB)
 $(LIB): $(GO_SOURCES)
 	$(GO) build -buildmode=c-shared -trimpath -buildvcs=false -o $(LIB) ./bindings
 	rm -f $(basename $(LIB)).h
+
+# Regenerates cuda/*.ptx (checked in) with NVRTC from PyPI; normal builds need no CUDA toolkit.
+ptx:
+	bash cuda/build_ptx.sh
 
 # Installs the package (non-editable, like a user's pip install) into the venv.
 install: venv

@@ -7,6 +7,7 @@ Example:
     np.int64(512)
 """
 
+from . import cuda
 from ._runtime import cpu_features, get_num_threads, set_num_threads
 from ._ternary import TernaryTensor, dequantize, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
@@ -15,6 +16,7 @@ __all__ = [
     "TernaryTensor",
     "__version__",
     "cpu_features",
+    "cuda",
     "dequantize",
     "get_num_threads",
     "quantize_i2s",

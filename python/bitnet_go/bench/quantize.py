@@ -53,10 +53,13 @@ def add_arguments(g: Any) -> None:
     g.add_argument("--block-size", type=int, default=None, help="elements per scale (default: one per tensor)")
     g.add_argument("--method", default="absmean", choices=["absmean", "absmax"])
     g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: GPU benchmark (bitnet_go.cuda)")
+    from .quantize_cuda import add_cuda_arguments
+
+    add_cuda_arguments(g)
 
 
 def torch_quantize(torch: Any, x: Any, block_size: int | None, method: str) -> tuple[Any, Any]:
-    """The PyTorch expression of quantize_i2s (values and scales, no packing).
+    """The PyTorch expression of quantize_i2s on x's device (values and scales, no packing).
 
     Example:
         >>> import torch
@@ -65,13 +68,13 @@ def torch_quantize(torch: Any, x: Any, block_size: int | None, method: str) -> t
         [1, 0, -1]
     """
     n = x.numel()
-    bs = n if block_size is None else block_size
+    bs = n if block_size is None or block_size >= n else block_size
     pad = (-n) % bs
     flat = x.reshape(-1)
     blocks = torch.nn.functional.pad(flat, (0, pad)).reshape(-1, bs)
     a = blocks.abs()
     if method == "absmean":
-        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64)
+        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64, device=x.device)
         if pad:
             counts[-1] = bs - pad
         scale = (a.double().sum(1) / counts).float().clamp(min=1e-5)

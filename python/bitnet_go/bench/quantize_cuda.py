@@ -39,6 +39,7 @@ import bitnet_go
 
 from .. import _lib
 from ._common import median, print_table, timeit
+from .quantize import torch_quantize
 
 DEFAULT_SIZES = "1M,4M,16M,64M,256M"
 DEFAULT_BLOCK_SIZES = "none,128"
@@ -67,33 +68,6 @@ def parse_block_sizes(s: str) -> list[int | None]:
         if tok:
             out.append(None if tok in ("none", "0") else int(tok))
     return out
-
-
-def torch_expr_gpu(torch: Any, x: Any, block_size: int | None, method: str) -> tuple[Any, Any]:
-    """The PyTorch expression of quantize_i2s on x's device (values and scales, no packing).
-
-    Example:
-        >>> import torch
-        >>> q, s = torch_expr_gpu(torch, torch.tensor([2.0, -0.1, -3.0]), None, "absmean")
-        >>> [int(v) for v in q], round(float(s[0]), 4)
-        ([1, 0, -1], 1.7)
-    """
-    n = x.numel()
-    bs = n if block_size is None or block_size >= n else block_size
-    pad = (-n) % bs
-    blocks = torch.nn.functional.pad(x.reshape(-1), (0, pad)).reshape(-1, bs)
-    a = blocks.abs()
-    if method == "absmean":
-        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64, device=x.device)
-        if pad:
-            counts[-1] = bs - pad
-        scale = (a.double().sum(1) / counts).float().clamp(min=1e-5)
-        q = torch.round(blocks / scale[:, None]).clamp(-1, 1)
-    else:
-        scale = a.amax(1).clamp(min=1e-8)
-        r = blocks / scale[:, None]
-        q = (r > 0.5).float() - (r < -0.5).float()
-    return q.reshape(-1)[:n], scale
 
 
 def _events_ms(torch: Any, fn: Any, repeat: int) -> float:
@@ -232,7 +206,7 @@ def _measure(
             repeat=max(3, repeat // 2),
         )
     )
-    expr_ms = _events_ms(torch, lambda: torch_expr_gpu(torch, x, bs, method), max(3, repeat // 2))
+    expr_ms = _events_ms(torch, lambda: torch_quantize(torch, x, bs, method), max(3, repeat // 2))
     t0 = time.perf_counter()
     bitnet_go.quantize_i2s(x_host, block_size=bs, method=method)
     cpu_runs = 1 if time.perf_counter() - t0 > 1.0 else 3
