@@ -377,8 +377,12 @@ func TestConv2DErrors(t *testing.T) {
 		{"out short", func(_ *Dims, _ *[]float32, _ *Weights, _ *[]float32, o *[]float32, _ *Options) { *o = (*o)[1:] }, "out must have"},
 		{"bias", func(_ *Dims, _ *[]float32, _ *Weights, b *[]float32, _ *[]float32, _ *Options) { *b = (*b)[1:] }, "bias must have"},
 		{"block size", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) { w.BlockSize = 5 }, "block_size=5 must be None"},
-		{"scales", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) { w.Scales = make([]float32, 2) }, "scales must have"},
-		{"packed", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) { w.Packed = w.Packed[1:] }, "packed must have"},
+		{"scales", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) {
+			w.Scales = make([]float32, 2)
+		}, "scales must have"},
+		{"packed", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) {
+			w.Packed = w.Packed[1:]
+		}, "packed must have"},
 		{"qtype", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) { w.QType = QTypeTL1 }, "tl1"},
 		{"act bits", func(_ *Dims, _ *[]float32, _ *Weights, _ *[]float32, _ *[]float32, o *Options) { o.ActBits = 4 }, "act_bits"},
 		{"algo", func(_ *Dims, _ *[]float32, _ *Weights, _ *[]float32, _ *[]float32, o *Options) { o.Algo = Depthwise }, "depthwise"},
