@@ -7,6 +7,7 @@ Example:
     np.int64(512)
 """
 
+from ._conv import conv2d_quantized, quantize_conv_weight
 from ._runtime import cpu_features, get_num_threads, set_num_threads
 from ._ternary import TernaryTensor, dequantize, quantize_i2s
 from ._version import __version__
@@ -14,9 +15,11 @@ from ._version import __version__
 __all__ = [
     "TernaryTensor",
     "__version__",
+    "conv2d_quantized",
     "cpu_features",
     "dequantize",
     "get_num_threads",
+    "quantize_conv_weight",
     "quantize_i2s",
     "set_num_threads",
 ]
