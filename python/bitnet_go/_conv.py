@@ -114,9 +114,7 @@ def _check_weight(weight: Any) -> TernaryTensor:
             f"weight must be a TernaryTensor, got a float {type(weight).__name__} of shape {shape}; "
             f"quantize it first: weight = bitnet_go.quantize_conv_weight(w)"
         )
-    raise TypeError(
-        f"weight must be a TernaryTensor (see bitnet_go.quantize_conv_weight), got {type(weight).__name__}"
-    )
+    raise TypeError(f"weight must be a TernaryTensor (see bitnet_go.quantize_conv_weight), got {type(weight).__name__}")
 
 
 def _conv2d(
