@@ -361,25 +361,7 @@ func quantizeActs(d *Dims, x []float32) *activations {
 		xs := x[n*per : (n+1)*per]
 		chunks := par.Chunks(per, 1<<15)
 		maxes := make([]float32, len(chunks)-1)
-		par.Run(chunks, func(c, lo, hi int) {
-			var m0, m1 float32
-			i := lo
-			for ; i+2 <= hi; i += 2 {
-				// NaN compares false, so it never becomes the maximum.
-				if v := abs32(xs[i]); v > m0 {
-					m0 = v
-				}
-				if v := abs32(xs[i+1]); v > m1 {
-					m1 = v
-				}
-			}
-			if i < hi {
-				if v := abs32(xs[i]); v > m0 {
-					m0 = v
-				}
-			}
-			maxes[c] = max(m0, m1)
-		})
+		par.Run(chunks, func(c, lo, hi int) { maxes[c] = absMaxNoNaN(xs[lo:hi]) })
 		var m float32
 		for _, v := range maxes {
 			if v > m {
@@ -390,28 +372,62 @@ func quantizeActs(d *Dims, x []float32) *activations {
 		acts.a[n] = a
 		qs := acts.q[n*per : (n+1)*per]
 		par.Run(chunks, func(_, lo, hi int) {
-			for i, v := range xs[lo:hi] {
-				qs[lo+i] = quant8(v, a)
+			dst, src := qs[lo:hi], xs[lo:hi]
+			src = src[:len(dst)]
+			for i, v := range src {
+				dst[i] = quant8(v, a)
 			}
 		})
 	}
 	return acts
 }
 
-func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+// absMaxNoNaN returns max|x| over the elements that are not NaN (0 for none).
+// For non-NaN floats the order of |x| is the order of the magnitude bits, so
+// the maximum is taken on integers; bits above +Inf's mean a NaN, and only
+// then is the slice scanned again, leaving NaN out.
+func absMaxNoNaN(x []float32) float32 {
+	const inf = 0x7f800000
+	var m0, m1 uint32
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
+		m1 = max(m1, math.Float32bits(x[i+1])&^(1<<31))
+	}
+	if i < len(x) {
+		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
+	}
+	m := max(m0, m1)
+	if m > inf {
+		m = 0
+		for _, v := range x {
+			if b := math.Float32bits(v) &^ (1 << 31); b <= inf {
+				m = max(m, b)
+			}
+		}
+	}
+	return math.Float32frombits(m)
+}
 
 // quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0.
+// The rounding adds and subtracts 1.5*2^23 in float32: for |r| <= 2^22 the
+// sum has a unit in the last place of 1, so the default rounding mode
+// (to nearest, ties to even) rounds r to an integer, and the subtraction is
+// exact. The clamp comes first, so |r| <= 128 always holds.
 func quant8(v, a float32) int8 {
-	r := math.RoundToEven(float64(v * a))
-	switch {
-	case r >= 127:
-		return 127
-	case r <= -128:
-		return -128
-	case r == r:
-		return int8(r)
+	const magic = float32(1 << 23 * 1.5)
+	r := v * a
+	if r != r {
+		return 0
 	}
-	return 0
+	if r > 127 {
+		r = 127
+	}
+	if r < -128 {
+		r = -128
+	}
+	r = float32(r+magic) - magic
+	return int8(int32(r))
 }
 
 // checkFinite reports the first NaN or Inf of x, bias or the weight scales.

@@ -472,6 +472,25 @@ func TestQuant8(t *testing.T) {
 	}
 }
 
+// TestQuant8Rounding compares quant8 with math.RoundToEven on random and
+// on every half-integer product.
+func TestQuant8Rounding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	ref := func(v, a float32) int8 {
+		return int8(math.Max(-128, math.Min(127, math.RoundToEven(float64(v*a)))))
+	}
+	for i := range 1 << 20 {
+		v := float32(rng.NormFloat64() * 40)
+		a := float32(0.5 + rng.Float64()*3)
+		if i < 600 {
+			v, a = float32(i-300)/2, 1 // ties: -150, -149.5, ..., 149.5
+		}
+		if got, want := quant8(v, a), ref(v, a); got != want {
+			t.Fatalf("quant8(%v, %v) = %d, want %d", v, a, got, want)
+		}
+	}
+}
+
 func TestValidRange(t *testing.T) {
 	for n := 1; n < 9; n++ {
 		for in := 1; in < 9; in++ {
@@ -490,6 +509,21 @@ func TestValidRange(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+func TestAbsMaxNoNaN(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	for _, c := range []struct {
+		x    []float32
+		want float32
+	}{
+		{nil, 0}, {[]float32{-3}, 3}, {[]float32{1, -2, 0.5}, 2}, {[]float32{nan, -2, 1}, 2},
+		{[]float32{1, nan, inf, 2}, float32(math.Inf(1))}, {[]float32{nan, nan, nan}, 0},
+	} {
+		if got := absMaxNoNaN(c.x); got != c.want {
+			t.Errorf("absMaxNoNaN(%v) = %v, want %v", c.x, got, c.want)
 		}
 	}
 }

@@ -85,10 +85,6 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 	par.Run(par.Chunks(p.units, 1), func(_, lo, hi int) {
 		buf := make([]T, p.bufElems)
 		t := make([]A, p.tElems)
-		var ihb, iwb []int
-		if !pointwise {
-			ihb, iwb = make([]int, p.nTile), make([]int, p.nTile)
-		}
 		for u := lo; u < hi; u++ {
 			mb := u % p.mBlocks
 			tile := u / p.mBlocks % p.nTiles
@@ -100,16 +96,6 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 			i0 := mb * p.mcPanels
 			i1 := min(np, i0+p.mcPanels)
 			xs := src[n*per : (n+1)*per]
-			if !pointwise {
-				oh, ow := p0/d.Wo, p0%d.Wo
-				for q := range cols {
-					ihb[q], iwb[q] = oh*d.StrideH-d.PadT, ow*d.StrideW-d.PadL
-					if ow++; ow == d.Wo {
-						ow = 0
-						oh++
-					}
-				}
-			}
 			var a float32
 			if acts != nil {
 				a = acts.a[n]
@@ -122,7 +108,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 					if pointwise {
 						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
 					} else {
-						packIm2col(bb, xs, d, g*d.Cg, k0, kc, cols, nr, ihb, iwb)
+						packIm2col(bb, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
 					}
 					for jp := range npn {
 						bp := bb[jp*kc*nr : (jp+1)*kc*nr]
@@ -181,34 +167,64 @@ func copySmall[T elem](dst, src []T) {
 }
 
 // packIm2col packs rows k0 .. k0+kc of the im2col matrix of one sample and
-// group (input channels cbase ..) for the tile's cols output positions, whose
-// input origins (top-left of the receptive field, padding included) are
-// ihb/iwb, into B micro-panels of nr columns. Row k is (c, i, j) =
-// (k / (kH*kW), k / kW % kH, k % kW), the order of the flattened weight.
-func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, cols, nr int, ihb, iwb []int) {
+// group (input channels cbase ..) for the cols output positions starting at
+// p0, into B micro-panels of nr columns (zeros past cols). Row k is
+// (c, i, j) = (k / (kH*kW), k / kW % kH, k % kW), the order of the flattened
+// weight. Positions are walked one output row at a time: the input row and
+// the range of columns inside the image are computed once per row, so the
+// inner loops only copy (or write the zeros of the padding).
+func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr int) {
 	khw := d.KH * d.KW
 	hw := d.H * d.W
 	npn := ceilDivPos(cols, nr)
-	ihb, iwb = ihb[:cols], iwb[:cols]
-	h, w := uint(d.H), uint(d.W)
+	step := (kc - 1) * nr // from the last lane of a micro-panel to the first of the next
 	for kk := range kc {
 		k := k0 + kk
 		c, r := k/khw, k%khw
-		dh, dw := r/d.KW*d.DilH, r%d.KW*d.DilW
+		offH := r/d.KW*d.DilH - d.PadT
+		offW := r%d.KW*d.DilW - d.PadL
+		owLo, owHi := validRange(d.Wo, d.W, d.StrideW, offW)
 		plane := xs[(cbase+c)*hw:][:hw]
-		for jp := range npn {
-			row := dst[(jp*kc+kk)*nr:][:nr]
-			q0 := jp * nr
-			for l := range row {
-				var v T
-				if q := q0 + l; q < cols {
-					ih, iw := ihb[q]+dh, iwb[q]+dw
-					if uint(ih) < h && uint(iw) < w {
-						v = plane[ih*d.W+iw]
-					}
-				}
-				row[l] = v
+		di, lane := kk*nr, 0
+		put := func(v T) {
+			dst[di] = v
+			di++
+			if lane++; lane == nr {
+				lane = 0
+				di += step
 			}
+		}
+		oh, ow0 := p0/d.Wo, p0%d.Wo
+		for q := 0; q < cols; oh, ow0 = oh+1, 0 {
+			ow1 := min(d.Wo, ow0+cols-q)
+			q += ow1 - ow0
+			ih := oh*d.StrideH + offH
+			lo, hi := max(ow0, owLo), min(ow1, owHi)
+			if ih < 0 || ih >= d.H || hi <= lo {
+				for range ow1 - ow0 {
+					put(0)
+				}
+				continue
+			}
+			row := plane[ih*d.W:][:d.W]
+			for range lo - ow0 {
+				put(0)
+			}
+			if d.StrideW == 1 {
+				for _, v := range row[lo+offW : hi+offW] {
+					put(v)
+				}
+			} else {
+				for iw := lo*d.StrideW + offW; lo < hi; lo, iw = lo+1, iw+d.StrideW {
+					put(row[iw])
+				}
+			}
+			for range ow1 - hi {
+				put(0)
+			}
+		}
+		for range npn*nr - cols {
+			put(0)
 		}
 	}
 }
