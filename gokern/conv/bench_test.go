@@ -45,6 +45,7 @@ func BenchmarkConv(b *testing.B) {
 		}
 	}
 }
+
 // (batch 1, one thread).
 func BenchmarkDepthwise(b *testing.B) {
 	old := par.Threads()
