@@ -46,6 +46,7 @@ func BenchmarkConv(b *testing.B) {
 	}
 }
 
+// BenchmarkDepthwise times the depthwise kernel on MobileNet-like layers
 // (batch 1, one thread).
 func BenchmarkDepthwise(b *testing.B) {
 	old := par.Threads()
