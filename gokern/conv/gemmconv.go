@@ -11,7 +11,7 @@ import (
 // bytes of one B chunk and of one tile of partial sums (each, per worker).
 const (
 	kcMax     = 256
-	tileBytes = 128 << 10
+	tileBytes = 64 << 10
 	maxCols   = 256 // columns (output positions) per tile at most
 )
 
