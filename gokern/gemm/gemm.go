@@ -29,8 +29,14 @@
 //
 // The micro-kernels sit behind Kernels values chosen once at start-up by
 // SelectKernels, as in gokern/ternary: the generic Go kernels in this file are
-// the oracle, always compiled and tested; SIMD families register themselves in
-// simdKernels from their own files. The choice is recorded with
+// the oracle, always compiled and tested; a SIMD family registers its set
+// from its own file with a package-level
+//
+//	var _ = register(&Kernels{Family: cpu.AVX2, ...})
+//
+// (variable initializers run before init functions, so the set is there when
+// SelectKernels first runs). A family may choose its own NR values; the A
+// panel layout is shared. The choice is recorded with
 // cpu.Record("conv_gemm", family).
 package gemm
 
@@ -72,6 +78,12 @@ var (
 )
 
 func init() { SelectKernels() }
+
+// register adds a SIMD family's kernel set; see the package comment.
+func register(k *Kernels) bool {
+	simdKernels[k.Family] = k
+	return true
+}
 
 // SelectKernels installs the best family cpu.Pick allows (the generic Go
 // kernels when no SIMD family is compiled in or usable) and records it.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -207,5 +208,33 @@ func BenchmarkMicro(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)*2*MR*float64(ks.NRI8*kc)/b.Elapsed().Seconds()/1e9, "GOP/s")
 		})
+	}
+}
+
+// TestSeam registers a stand-in SIMD family (the generic kernels under the
+// avx2 name) and checks that dispatch picks it exactly when the CPU, the
+// build and BITNET_GO_DISABLE allow that family, and records the choice.
+func TestSeam(t *testing.T) {
+	defer func() {
+		delete(simdKernels, cpu.AVX2)
+		cpu.Override("")
+		SelectKernels()
+	}()
+	fake := *genericSet
+	fake.Family = cpu.AVX2
+	register(&fake)
+	for _, off := range []string{"", "avx2"} {
+		cpu.Override(off)
+		SelectKernels()
+		want := cpu.Generic
+		if cpu.Usable(cpu.AVX2) {
+			want = cpu.AVX2
+		}
+		if got := Current().Family; got != want {
+			t.Errorf("BITNET_GO_DISABLE=%q: family %s, want %s", off, got, want)
+		}
+		if got := cpu.Kernels()["conv_gemm"]; got != want {
+			t.Errorf("recorded %s, want %s", got, want)
+		}
 	}
 }
