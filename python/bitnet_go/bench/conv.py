@@ -259,7 +259,8 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
     Example:
         >>> import os, tempfile
         >>> rows = [{"layer": "a", "n": 1, "threads": 1, "ours_f32_gflops": 1.0, "ours_i8_gflops": 2.0}]
-        >>> plot(rows, os.path.join(tempfile.mkdtemp(), "c.png"))
+        >>> plot(rows, os.path.join(tempfile.mkdtemp(), "c.png"))  # doctest: +ELLIPSIS
+        bench: wrote .../c.png
     """
     import matplotlib
 
