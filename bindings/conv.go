@@ -30,7 +30,8 @@ import (
 //	                           4 depthwise, 5 gemm1x1
 //	check_finite               non-zero: NaN/Inf in x, bias, scales is an error
 //	out, out_h, out_w, out_len float32[n*o*out_h*out_w]; out_h and out_w must
-//	                           be the output size the geometry implies
+//	                           be the output size the geometry implies; out
+//	                           must not overlap x, bias or scales
 //	algo_used                  if not NULL, receives the algorithm that ran
 //	                           (1..5)
 //
