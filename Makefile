@@ -69,6 +69,7 @@ test-go-noasm:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzQuantize$$' -fuzztime $(FUZZTIME) ./gokern/ternary
+	$(GO) test -run '^$$' -fuzz '^FuzzConvShape$$' -fuzztime $(FUZZTIME) ./gokern/conv
 
 lint: venv
 	"$(PY)" -m ruff check python tests_py tests_go setup.py

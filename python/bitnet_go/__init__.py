@@ -8,6 +8,7 @@ Example:
 """
 
 from . import cuda
+from ._conv import conv2d_quantized, quantize_conv_weight
 from ._runtime import cpu_features, get_num_threads, set_num_threads
 from ._ternary import TernaryTensor, dequantize, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
@@ -15,10 +16,12 @@ from ._version import __version__
 __all__ = [
     "TernaryTensor",
     "__version__",
+    "conv2d_quantized",
     "cpu_features",
     "cuda",
     "dequantize",
     "get_num_threads",
+    "quantize_conv_weight",
     "quantize_i2s",
     "quantize_tl1",
     "quantize_tl2",

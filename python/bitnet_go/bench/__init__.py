@@ -18,5 +18,6 @@ from __future__ import annotations
 
 SUITES: dict[str, str] = {
     "quantize": "bitnet_go.bench.quantize",
+    "conv": "bitnet_go.bench.conv",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""

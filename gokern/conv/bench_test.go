@@ -1,0 +1,73 @@
+package conv
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+)
+
+// BenchmarkConv times the kernels on ResNet layers (batch 1) with the gemm
+// family dispatch picked; GFLOP/s counts 2*N*O*C/groups*kH*kW*Ho*Wo.
+func BenchmarkConv(b *testing.B) {
+	old := par.Threads()
+	defer func() { _ = par.SetThreads(old) }()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, l := range []struct {
+		name              string
+		c, o, k, s, p, hw int
+	}{
+		{"3x3_64@56", 64, 64, 3, 1, 1, 56},
+		{"3x3_512@7", 512, 512, 3, 1, 1, 7},
+		{"1x1_256-64@56", 256, 64, 1, 1, 0, 56},
+		{"stem7x7", 3, 64, 7, 2, 3, 224},
+	} {
+		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
+			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}
+		d, _ := s.Check()
+		tc := newCase(b, rng, s, d.K, false)
+		out := make([]float32, d.OutLen)
+		flops := 2 * float64(d.OutLen) * float64(d.K)
+		for _, kind := range []Algo{Auto, Direct} {
+			for _, bits := range []int{0, 8} {
+				b.Run(fmt.Sprintf("%s/%s/act%d/%s", l.name, kind, bits, gemm.Current().Family), func(b *testing.B) {
+					_ = par.SetThreads(1)
+					for b.Loop() {
+						if _, err := Conv2D(d, tc.x, tc.w, nil, out, Options{ActBits: bits, Algo: kind}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDepthwise times the depthwise kernel on MobileNet-like layers
+// (batch 1, one thread).
+func BenchmarkDepthwise(b *testing.B) {
+	old := par.Threads()
+	defer func() { _ = par.SetThreads(old) }()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, l := range []struct{ c, hw, s int }{{256, 28, 1}, {64, 112, 2}} {
+		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.c, WC: 1, KH: 3, KW: 3, Groups: l.c,
+			StrideH: l.s, StrideW: l.s, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}
+		d, _ := s.Check()
+		tc := newCase(b, rng, s, d.K, false)
+		out := make([]float32, d.OutLen)
+		for _, bits := range []int{0, 8} {
+			b.Run(fmt.Sprintf("c%d@%d/s%d/act%d", l.c, l.hw, l.s, bits), func(b *testing.B) {
+				_ = par.SetThreads(1)
+				for b.Loop() {
+					if _, err := Conv2D(d, tc.x, tc.w, nil, out, Options{ActBits: bits}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(2*float64(d.OutLen*d.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -1,0 +1,470 @@
+package conv
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// QType identifies the packing of the ternary weight (C ABI numbers).
+type QType int32
+
+// The weight packings. Only I2S is implemented by the convolution; TL1 and
+// TL2 are reserved for a later issue.
+const (
+	QTypeI2S QType = 0
+	QTypeTL1 QType = 1
+	QTypeTL2 QType = 2
+)
+
+// Algo names an algorithm, as requested and as run (C ABI numbers).
+type Algo int32
+
+// The algorithms. A request for Direct runs Depthwise when groups == C,
+// Pointwise for 1x1 / stride 1 / no padding, and the general direct kernel
+// otherwise; Auto lets the planner choose (see Plan).
+const (
+	Auto      Algo = 0 // request only: the planner picks
+	Naive     Algo = 1 // seven plain loops, the oracle
+	Im2col    Algo = 2 // tiled im2col packed on the fly + GEMM micro-kernels
+	Direct    Algo = 3 // general direct kernel, no column buffer
+	Depthwise Algo = 4 // direct kernel for groups == C
+	Pointwise Algo = 5 // 1x1, stride 1, no padding: GEMM straight on the input
+)
+
+// String returns the algorithm's Python name.
+func (a Algo) String() string {
+	switch a {
+	case Auto:
+		return "auto"
+	case Naive:
+		return "naive"
+	case Im2col:
+		return "im2col"
+	case Direct:
+		return "direct"
+	case Depthwise:
+		return "depthwise"
+	case Pointwise:
+		return "gemm1x1"
+	}
+	return "unknown"
+}
+
+// Plan resolves a requested algorithm for d into the kernel that runs it.
+func Plan(req Algo, d *Dims) (Algo, error) {
+	switch req {
+	case Auto:
+		switch {
+		case d.Depthwise():
+			return Depthwise, nil
+		case d.Pointwise():
+			return Pointwise, nil
+		}
+		return Im2col, nil
+	case Naive, Im2col:
+		return req, nil
+	case Direct:
+		switch {
+		case d.Depthwise():
+			return Depthwise, nil
+		case d.Pointwise():
+			return Pointwise, nil
+		}
+		return Direct, nil
+	case Depthwise:
+		if !d.Depthwise() {
+			return 0, errs.Value("algorithm 'depthwise' needs groups == C (one input channel per group), got C=%d, groups=%d",
+				d.C, d.Groups)
+		}
+		return req, nil
+	case Pointwise:
+		if !d.Pointwise() {
+			return 0, errs.Value("algorithm 'gemm1x1' needs a 1x1 kernel, stride 1 and no padding")
+		}
+		return req, nil
+	}
+	return 0, errs.Value("algorithm must be 0 (auto), 1 (naive), 2 (im2col), 3 (direct), 4 (depthwise) or 5 (gemm1x1), got %d", int32(req))
+}
+
+// Weights is a ternary weight as the C ABI passes it: the packed codes of the
+// flattened (O, C/groups, kH, kW) tensor and one float32 scale per BlockSize
+// consecutive elements (BlockSize 0: one scale for the tensor).
+type Weights struct {
+	Packed    []byte
+	Scales    []float32
+	BlockSize int
+	QType     QType
+}
+
+// Options are the flags of a call.
+type Options struct {
+	ActBits     int  // 0: float32 activations; 8: int8 activations
+	Algo        Algo // requested algorithm
+	CheckFinite bool // reject NaN/Inf in x, bias and the weight's scales
+}
+
+// Conv2D computes out = conv2d(x, w, bias) for the checked geometry d and
+// returns the algorithm that ran. x is (N, C, H, W) and out (N, O, Ho, Wo),
+// both float32 and C-contiguous; bias has O entries or none.
+//
+// Float path (ActBits 0): out[n,o,p] = sum_b s(o,b) * (sum over k in block b
+// of w[o,k]*x[n,k,p]) + bias[o], the inner sums in float32 in an order that
+// depends on the algorithm (results agree to float32 rounding).
+//
+// Int8 path (ActBits 8): each sample's activations are quantized with
+// a_n = 127 / max(max|x_n|, 1e-5) (float32; NaN left out of the maximum),
+// q = clamp(round_half_even(x*a_n), -128, 127) (x*a_n in float32; NaN -> 0);
+// acc_b = sum over k in block b of w*q, exact in int32; then, every operation
+// in float32 in this order:
+//
+//	t_b = (float32(acc_b) / a_n) * s(o,b)
+//	out = ((t_0 + t_1) + ... + t_{B-1}) + bias[o]
+//
+// so every algorithm gives the same bits. B is the number of scale blocks per
+// output channel (K / BlockSize, or 1 for one scale per tensor).
+func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt Options) (Algo, error) {
+	if len(x) != d.XLen {
+		return 0, errs.Value("x must have %d elements for shape (%d, %d, %d, %d), got %d", d.XLen, d.N, d.C, d.H, d.W, len(x))
+	}
+	if len(out) != d.OutLen {
+		return 0, errs.Value("out must have %d elements for shape (%d, %d, %d, %d), got %d", d.OutLen, d.N, d.O, d.Ho, d.Wo, len(out))
+	}
+	if len(bias) != 0 && len(bias) != d.O {
+		return 0, errs.Value("bias must have O=%d elements (or none), got %d", d.O, len(bias))
+	}
+	sc, err := newScaler(&d, w, bias)
+	if err != nil {
+		return 0, err
+	}
+	if opt.ActBits != 0 && opt.ActBits != 8 {
+		return 0, errs.Value("act_bits must be 0 (float32) or 8, got %d", opt.ActBits)
+	}
+	kind, err := Plan(opt.Algo, &d)
+	if err != nil {
+		return 0, err
+	}
+	if opt.CheckFinite {
+		if err := checkFinite(&d, x, w.Scales, bias); err != nil {
+			return 0, err
+		}
+	}
+	if d.N == 0 {
+		return kind, nil
+	}
+	return kind, run(kind, &d, x, w, sc, out, opt.ActBits == 8, gemm.Current())
+}
+
+// run executes one kernel; tests call it to run a kernel the planner would
+// not pick (the general direct kernel on a depthwise shape, for instance).
+func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, act8 bool, ks *gemm.Kernels) error {
+	var acts *activations
+	if act8 {
+		acts = quantizeActs(d, x)
+	}
+	if kind == Naive {
+		return naive(d, x, acts, w, sc, out)
+	}
+	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
+	if !ok {
+		return errs.Memory("weight panels would take more than %d bytes", ternary.MaxElements)
+	}
+	a := make([]byte, alen)
+	if err := gemm.PackA(a, w.Packed, d.Og, d.Groups, d.K); err != nil {
+		return err
+	}
+	switch kind {
+	case Im2col, Pointwise:
+		if act8 {
+			gemmConv(d, a, acts.q, acts, sc, out, kind == Pointwise, ks.NRI8, microFn[int8, int32](ks.I8), foldI32)
+		} else {
+			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), foldF32)
+		}
+	case Direct:
+		if act8 {
+			direct(d, a, acts.q, acts, sc, out, foldI32)
+		} else {
+			direct(d, a, x, nil, sc, out, foldF32)
+		}
+	case Depthwise:
+		if act8 {
+			depthwise(d, a, acts.q, acts, sc, out, foldI32)
+		} else {
+			depthwise(d, a, x, nil, sc, out, foldF32)
+		}
+	default:
+		return errs.Runtime("conv: no kernel for algorithm %d", int32(kind))
+	}
+	return nil
+}
+
+// scaler maps (output channel, scale block) to its scale and holds the bias.
+type scaler struct {
+	scales []float32
+	nb     int // scale blocks per output channel
+	bl     int // elements of k per block (K when nb == 1)
+	perRow bool
+	bias   []float32
+}
+
+func newScaler(d *Dims, w Weights, bias []float32) (*scaler, error) {
+	switch w.QType {
+	case QTypeI2S:
+	case QTypeTL1, QTypeTL2:
+		return nil, errs.Value("weight: qtype %d (%s) is not supported by conv2d yet; quantize with quantize_i2s",
+			int32(w.QType), map[QType]string{QTypeTL1: "tl1", QTypeTL2: "tl2"}[w.QType])
+	default:
+		return nil, errs.Value("weight: qtype must be 0 (i2_s), got %d", int32(w.QType))
+	}
+	bs := w.BlockSize
+	if bs < 0 || (bs > 0 && d.K%bs != 0) {
+		return nil, errs.Value("weight: block_size=%d must be None (one scale) or divide K = C/groups*kH*kW = %d "+
+			"(block_size=K is one scale per output channel); valid block sizes: %s", bs, d.K, divisors(d.K))
+	}
+	if want := ternary.PackedLen(d.WLen); len(w.Packed) != want {
+		return nil, errs.Value("weight: packed must have %d bytes for %d values, got %d", want, d.WLen, len(w.Packed))
+	}
+	if want := ternary.NumBlocks(d.WLen, bs); len(w.Scales) != want {
+		return nil, errs.Value("weight: scales must have %d entries for %d values in blocks of %d, got %d",
+			want, d.WLen, bs, len(w.Scales))
+	}
+	s := &scaler{scales: w.Scales, nb: 1, bl: d.K, bias: bias}
+	if len(bias) == 0 {
+		s.bias = nil
+	}
+	if len(w.Scales) > 1 {
+		s.perRow = true
+		s.nb, s.bl = d.K/bs, bs
+	}
+	return s, nil
+}
+
+// divisors lists the divisors of k for an error message (elided when many).
+func divisors(k int) string {
+	var lo, hi []int
+	for i := 1; i*i <= k; i++ {
+		if k%i == 0 {
+			lo = append(lo, i)
+			if i*i != k {
+				hi = append(hi, k/i)
+			}
+		}
+	}
+	for i := len(hi) - 1; i >= 0; i-- {
+		lo = append(lo, hi[i])
+	}
+	parts := make([]string, 0, len(lo))
+	for i, v := range lo {
+		if len(lo) > 16 && i == 10 {
+			parts = append(parts, "...")
+		}
+		if len(lo) <= 16 || i < 10 || i >= len(lo)-4 {
+			parts = append(parts, strconv.Itoa(v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scale returns s(o, b).
+func (s *scaler) scale(o, b int) float32 {
+	if !s.perRow {
+		return s.scales[0]
+	}
+	return s.scales[o*s.nb+b]
+}
+
+// Folds: add block b's tile row src (channel o) into the output row dst, as
+// Conv2D documents. Block 0 assigns, the last block adds the bias.
+
+func foldF32(s *scaler, dst []float32, src []float32, o, b int, _ float32) {
+	sc := s.scale(o, b)
+	src = src[:len(dst)]
+	switch {
+	case b == 0 && s.nb == 1:
+		bias := float32(0)
+		if s.bias != nil {
+			bias = s.bias[o]
+		}
+		for j, v := range src {
+			dst[j] = float32(sc*v) + bias
+		}
+		return
+	case b == 0:
+		for j, v := range src {
+			dst[j] = sc * v
+		}
+	default:
+		for j, v := range src {
+			dst[j] += float32(sc * v)
+		}
+	}
+	if b == s.nb-1 && s.bias != nil {
+		bias := s.bias[o]
+		for j := range dst {
+			dst[j] += bias
+		}
+	}
+}
+
+// fold1I32 is the int8 path's arithmetic for one element: y is the sum so
+// far (ignored for b == 0); the result includes the bias after the last block.
+func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
+	t := float32(float32(float32(acc)/a) * s.scale(o, b))
+	if b > 0 {
+		t = y + t
+	}
+	if b == s.nb-1 && s.bias != nil {
+		t = t + s.bias[o]
+	}
+	return t
+}
+
+func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
+	sc := s.scale(o, b)
+	src = src[:len(dst)]
+	last := b == s.nb-1 && s.bias != nil
+	bias := float32(0)
+	if last {
+		bias = s.bias[o]
+	}
+	for j, acc := range src {
+		t := float32(float32(float32(acc)/a) * sc)
+		if b > 0 {
+			t = dst[j] + t
+		}
+		if last {
+			t = t + bias
+		}
+		dst[j] = t
+	}
+}
+
+// activations are the int8 path's quantized input and per-sample scales.
+type activations struct {
+	q []int8
+	a []float32 // a_n = 127 / max(max|x_n|, 1e-5)
+}
+
+// actEps is the floor of a sample's max|x| (as float32).
+const actEps = float32(1e-5)
+
+// quantizeActs quantizes x sample by sample (see Conv2D).
+func quantizeActs(d *Dims, x []float32) *activations {
+	per := d.C * d.H * d.W
+	acts := &activations{q: make([]int8, len(x)), a: make([]float32, d.N)}
+	for n := range d.N {
+		xs := x[n*per : (n+1)*per]
+		chunks := par.Chunks(per, 1<<15)
+		maxes := make([]float32, len(chunks)-1)
+		par.Run(chunks, func(c, lo, hi int) { maxes[c] = absMaxNoNaN(xs[lo:hi]) })
+		var m float32
+		for _, v := range maxes {
+			if v > m {
+				m = v
+			}
+		}
+		a := float32(127) / max(m, actEps)
+		acts.a[n] = a
+		qs := acts.q[n*per : (n+1)*per]
+		par.Run(chunks, func(_, lo, hi int) {
+			dst, src := qs[lo:hi], xs[lo:hi]
+			src = src[:len(dst)]
+			for i, v := range src {
+				dst[i] = quant8(v, a)
+			}
+		})
+	}
+	return acts
+}
+
+// absMaxNoNaN returns max|x| over the elements that are not NaN (0 for none).
+// For non-NaN floats the order of |x| is the order of the magnitude bits, so
+// the maximum is taken on integers; bits above +Inf's mean a NaN, and only
+// then is the slice scanned again, leaving NaN out.
+func absMaxNoNaN(x []float32) float32 {
+	const inf = 0x7f800000
+	var m0, m1 uint32
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
+		m1 = max(m1, math.Float32bits(x[i+1])&^(1<<31))
+	}
+	if i < len(x) {
+		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
+	}
+	m := max(m0, m1)
+	if m > inf {
+		m = 0
+		for _, v := range x {
+			if b := math.Float32bits(v) &^ (1 << 31); b <= inf {
+				m = max(m, b)
+			}
+		}
+	}
+	return math.Float32frombits(m)
+}
+
+// quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0.
+// The rounding adds and subtracts 1.5*2^23 in float32: for |r| <= 2^22 the
+// sum has a unit in the last place of 1, so the default rounding mode
+// (to nearest, ties to even) rounds r to an integer, and the subtraction is
+// exact. The clamp comes first, so |r| <= 128 always holds.
+func quant8(v, a float32) int8 {
+	const magic = float32(1 << 23 * 1.5)
+	r := v * a
+	if r != r {
+		return 0
+	}
+	if r > 127 {
+		r = 127
+	}
+	if r < -128 {
+		r = -128
+	}
+	r = float32(r+magic) - magic
+	return int8(int32(r))
+}
+
+// checkFinite reports the first NaN or Inf of x, bias or the weight scales.
+func checkFinite(d *Dims, x []float32, scales, bias []float32) error {
+	if i := firstNonFinite(x); i >= 0 {
+		w, h := i%d.W, i/d.W%d.H
+		c, n := i/(d.W*d.H)%d.C, i/(d.W*d.H*d.C)
+		return errs.Value("x contains NaN or Inf (first at index (%d, %d, %d, %d), value %v); "+
+			"pass check_finite=False to skip this check", n, c, h, w, x[i])
+	}
+	if i := firstNonFinite(bias); i >= 0 {
+		return errs.Value("bias contains NaN or Inf (first at index %d, value %v)", i, bias[i])
+	}
+	if i := firstNonFinite(scales); i >= 0 {
+		return errs.Value("weight: scales contain NaN or Inf (first at index %d, value %v)", i, scales[i])
+	}
+	return nil
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf, or -1; the scan
+// is parallel and the earliest chunk's hit wins.
+func firstNonFinite(x []float32) int {
+	chunks := par.Chunks(len(x), 1<<16)
+	hits := make([]int, len(chunks)-1)
+	par.Run(chunks, func(c, lo, hi int) {
+		hits[c] = -1
+		for i, v := range x[lo:hi] {
+			if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+				hits[c] = lo + i
+				return
+			}
+		}
+	})
+	for _, h := range hits {
+		if h >= 0 {
+			return h
+		}
+	}
+	return -1
+}

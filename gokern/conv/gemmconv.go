@@ -1,0 +1,230 @@
+package conv
+
+import (
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+)
+
+// Tile budget of the GEMM algorithms: k values per packed B chunk, and the
+// bytes of one B chunk and of one tile of partial sums (each, per worker).
+const (
+	kcMax     = 256
+	tileBytes = 64 << 10
+	maxCols   = 256 // columns (output positions) per tile at most
+)
+
+type elem interface{ float32 | int8 }
+
+type accum interface{ float32 | int32 }
+
+// microFn and foldFn are the shapes of a gemm micro-kernel and of a fold.
+type (
+	microFn[T elem, A accum] func(kc int, a []byte, b []T, t []A, ldt int, add bool)
+	foldFn[A accum]          func(s *scaler, dst []float32, src []A, o, b int, a float32)
+)
+
+func roundUp(v, m int) int { return (v + m - 1) / m * m }
+
+func ceilDivPos(a, b int) int { return (a + b - 1) / b }
+
+// gemmPlan is the tiling of a GEMM convolution.
+type gemmPlan struct {
+	nTile            int // output positions per tile (a multiple of nr)
+	nTiles           int // tiles per (sample, group)
+	mcPanels         int // A panels (MR rows each) per block of rows
+	mBlocks          int // row blocks per group
+	units            int // N * groups * nTiles * mBlocks
+	kcCap            int // longest B chunk
+	bufElems, tElems int // per-worker buffer sizes
+}
+
+// planGEMM sizes the tiles within tileBytes and splits the work into at least
+// par.Threads() units where the shape allows it: first smaller column
+// tiles, then blocks of rows.
+func planGEMM(d *Dims, nr, esize int) gemmPlan {
+	np := gemm.Panels(d.Og)
+	var p gemmPlan
+	p.kcCap = min(kcMax, d.K)
+	p.nTile = roundUp(min(d.P, maxCols, max(nr, tileBytes/(kcMax*esize))), nr)
+	p.mcPanels = min(np, max(1, tileBytes/(gemm.MR*p.nTile*4)))
+	count := func() {
+		p.nTiles = ceilDivPos(d.P, p.nTile)
+		p.mBlocks = ceilDivPos(np, p.mcPanels)
+		p.units = d.N * d.Groups * p.nTiles * p.mBlocks
+	}
+	count()
+	th := par.Threads()
+	for p.units < th && p.nTile > 8*nr {
+		p.nTile = roundUp(p.nTile/2, nr)
+		count()
+	}
+	for p.units < th && p.mcPanels > 1 {
+		p.mcPanels = ceilDivPos(p.mcPanels, 2)
+		count()
+	}
+	p.bufElems = p.kcCap * p.nTile
+	p.tElems = p.mcPanels * gemm.MR * p.nTile
+	return p
+}
+
+// gemmConv runs the im2col algorithm (or, with pointwise, the 1x1 GEMM on
+// the input): per unit (sample, group, tile of output positions, block of
+// output channels) it packs chunks of at most kcMax rows of the im2col matrix
+// straight from src into B micro-panels, never the whole matrix, runs the
+// micro-kernel over every (A panel, B micro-panel) pair, and folds each scale
+// block's partial sums into out.
+func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
+	pointwise bool, nr int, micro microFn[T, A], fold foldFn[A]) {
+	var zero T
+	p := planGEMM(d, nr, int(unsafe.Sizeof(zero)))
+	np := gemm.Panels(d.Og)
+	per := d.C * d.H * d.W
+	ldt := p.nTile
+	par.Run(par.Chunks(p.units, 1), func(_, lo, hi int) {
+		buf := make([]T, p.bufElems)
+		t := make([]A, p.tElems)
+		for u := lo; u < hi; u++ {
+			mb := u % p.mBlocks
+			tile := u / p.mBlocks % p.nTiles
+			g := u / (p.mBlocks * p.nTiles) % d.Groups
+			n := u / (p.mBlocks * p.nTiles * d.Groups)
+			p0 := tile * p.nTile
+			cols := min(p.nTile, d.P-p0)
+			npn := ceilDivPos(cols, nr)
+			i0 := mb * p.mcPanels
+			i1 := min(np, i0+p.mcPanels)
+			xs := src[n*per : (n+1)*per]
+			var a float32
+			if acts != nil {
+				a = acts.a[n]
+			}
+			for b := range sc.nb {
+				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
+				for k0 := kb0; k0 < kb1; k0 += kcMax {
+					kc := min(kcMax, kb1-k0)
+					bb := buf[:npn*kc*nr]
+					if pointwise {
+						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
+					} else {
+						packIm2col(bb, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
+					}
+					for jp := range npn {
+						bp := bb[jp*kc*nr : (jp+1)*kc*nr]
+						for i := i0; i < i1; i++ {
+							ap := apan[(g*np+i)*d.K+k0:][:kc]
+							micro(kc, ap, bp, t[(i-i0)*gemm.MR*ldt+jp*nr:], ldt, k0 != kb0)
+						}
+					}
+				}
+				for i := i0; i < i1; i++ {
+					for r := range gemm.MR {
+						row := i*gemm.MR + r
+						if row >= d.Og {
+							break
+						}
+						o := g*d.Og + row
+						dst := out[(n*d.O+o)*d.P+p0:][:cols]
+						fold(sc, dst, t[((i-i0)*gemm.MR+r)*ldt:][:cols], o, b, a)
+					}
+				}
+			}
+		}
+	})
+}
+
+// packRows packs rows ch .. ch+kc of a sample's (C, H*W) matrix, columns
+// p0 .. p0+cols, into B micro-panels of nr columns (zeros past cols).
+func packRows[T elem](dst []T, xs []T, d *Dims, ch, kc, p0, cols, nr int) {
+	npn := ceilDivPos(cols, nr)
+	full := cols / nr
+	for kk := range kc {
+		src := xs[(ch+kk)*d.P+p0:][:cols]
+		for jp := range full {
+			row := dst[(jp*kc+kk)*nr:][:nr]
+			copySmall(row, src[jp*nr:][:nr])
+		}
+		if full < npn {
+			row := dst[(full*kc+kk)*nr:][:nr]
+			q0 := full * nr
+			for l := range row {
+				if q0+l < cols {
+					row[l] = src[q0+l]
+				} else {
+					row[l] = 0
+				}
+			}
+		}
+	}
+}
+
+func copySmall[T elem](dst, src []T) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = v
+	}
+}
+
+// packIm2col packs rows k0 .. k0+kc of the im2col matrix of one sample and
+// group (input channels cbase ..) for the cols output positions starting at
+// p0, into B micro-panels of nr columns (zeros past cols). Row k is
+// (c, i, j) = (k / (kH*kW), k / kW % kH, k % kW), the order of the flattened
+// weight. Positions are walked one output row at a time: the input row and
+// the range of columns inside the image are computed once per row, so the
+// inner loops only copy (or write the zeros of the padding).
+func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr int) {
+	khw := d.KH * d.KW
+	hw := d.H * d.W
+	npn := ceilDivPos(cols, nr)
+	step := (kc - 1) * nr // from the last lane of a micro-panel to the first of the next
+	for kk := range kc {
+		k := k0 + kk
+		c, r := k/khw, k%khw
+		offH := r/d.KW*d.DilH - d.PadT
+		offW := r%d.KW*d.DilW - d.PadL
+		owLo, owHi := validRange(d.Wo, d.W, d.StrideW, offW)
+		plane := xs[(cbase+c)*hw:][:hw]
+		di, lane := kk*nr, 0
+		put := func(v T) {
+			dst[di] = v
+			di++
+			if lane++; lane == nr {
+				lane = 0
+				di += step
+			}
+		}
+		oh, ow0 := p0/d.Wo, p0%d.Wo
+		for q := 0; q < cols; oh, ow0 = oh+1, 0 {
+			ow1 := min(d.Wo, ow0+cols-q)
+			q += ow1 - ow0
+			ih := oh*d.StrideH + offH
+			lo, hi := max(ow0, owLo), min(ow1, owHi)
+			if ih < 0 || ih >= d.H || hi <= lo {
+				for range ow1 - ow0 {
+					put(0)
+				}
+				continue
+			}
+			row := plane[ih*d.W:][:d.W]
+			for range lo - ow0 {
+				put(0)
+			}
+			if d.StrideW == 1 {
+				for _, v := range row[lo+offW : hi+offW] {
+					put(v)
+				}
+			} else {
+				for iw := lo*d.StrideW + offW; lo < hi; lo, iw = lo+1, iw+d.StrideW {
+					put(row[iw])
+				}
+			}
+			for range ow1 - hi {
+				put(0)
+			}
+		}
+		for range npn*nr - cols {
+			put(0)
+		}
+	}
+}

@@ -1,0 +1,240 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// randPanel returns kc panel bytes of random codes 0..2 in every slot.
+func randPanel(rng *rand.Rand, kc int) []byte {
+	a := make([]byte, kc)
+	for i := range a {
+		for r := range MR {
+			a[i] |= byte(rng.IntN(3)) << (2 * r)
+		}
+	}
+	return a
+}
+
+func TestMicroF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, ks := range Families() {
+		for _, kc := range []int{1, 2, 3, 4, 5, 7, 8, 31, 64, 129, 256} {
+			for _, add := range []bool{false, true} {
+				nr := ks.NRF32
+				a := randPanel(rng, kc)
+				b := make([]float32, kc*nr)
+				for i := range b {
+					b[i] = rng.Float32()*2 - 1
+				}
+				ldt := nr + 3
+				tile := make([]float32, MR*ldt)
+				for i := range tile {
+					tile[i] = rng.Float32()
+				}
+				want := append([]float32(nil), tile...)
+				for r := range MR {
+					for j := range nr {
+						var s float64
+						for k := range kc {
+							s += float64(lutF32[a[k]][r]) * float64(b[k*nr+j])
+						}
+						if add {
+							s += float64(want[r*ldt+j])
+						}
+						want[r*ldt+j] = float32(s)
+					}
+				}
+				ks.F32(kc, a, b, tile, ldt, add)
+				for i := range tile {
+					if d := math.Abs(float64(tile[i] - want[i])); d > 1e-5*math.Sqrt(float64(kc))+1e-6 {
+						t.Fatalf("%s kc=%d add=%v: t[%d] = %g, want %g", ks.Family, kc, add, i, tile[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestMicroI8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, ks := range Families() {
+		for _, kc := range []int{1, 2, 3, 4, 5, 7, 8, 31, 64, 129, 256, 100000} {
+			for _, mode := range []string{"random", "extreme"} {
+				nr := ks.NRI8
+				a := randPanel(rng, kc)
+				b := make([]int8, kc*nr)
+				for i := range b {
+					b[i] = int8(rng.IntN(256) - 128)
+				}
+				if mode == "extreme" { // largest sums of either sign in every lane
+					for i := range a {
+						a[i] = byte([]int{0x00, 0xaa}[rng.IntN(2)])
+					}
+					for i := range b {
+						b[i] = -128
+					}
+				}
+				ldt := nr + 1
+				tile := make([]int32, MR*ldt)
+				for _, add := range []bool{false, true} {
+					for i := range tile {
+						tile[i] = int32(rng.IntN(1000) - 500)
+					}
+					want := append([]int32(nil), tile...)
+					for r := range MR {
+						for j := range nr {
+							var s int64
+							for k := range kc {
+								s += int64(lutI8[a[k]][r]) * int64(b[k*nr+j])
+							}
+							if add {
+								s += int64(want[r*ldt+j])
+							}
+							want[r*ldt+j] = int32(s)
+						}
+					}
+					ks.I8(kc, a, b, tile, ldt, add)
+					for i := range tile {
+						if tile[i] != want[i] {
+							t.Fatalf("%s kc=%d %s add=%v: t[%d] = %d, want %d", ks.Family, kc, mode, add, i, tile[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestMicroShortBuffersPanic(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for a short B panel")
+		}
+	}()
+	microF32Generic(8, make([]byte, 8), make([]float32, 3), make([]float32, 16), 4, false)
+}
+
+func TestLanes(t *testing.T) {
+	for _, lo := range []int32{0, 1, -1, math.MaxInt32, math.MinInt32, 12345, -98765} {
+		for _, hi := range []int32{0, 1, -1, math.MaxInt32, math.MinInt32, 777, -4242} {
+			v := uint64(int64(lo)) + uint64(int64(hi))<<32
+			if a, b := lanes(v); a != lo || b != hi {
+				t.Fatalf("lanes(%d,%d) = %d,%d", lo, hi, a, b)
+			}
+		}
+	}
+}
+
+func TestPackA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	old := par.Threads()
+	defer func() { _ = par.SetThreads(old) }()
+	for _, th := range []int{1, 3} {
+		_ = par.SetThreads(th)
+		for _, c := range []struct{ og, groups, k int }{
+			{1, 1, 1}, {1, 1, 200}, {3, 2, 27}, {4, 1, 128}, {5, 3, 33}, {64, 1, 576}, {7, 4, 9}, {1, 16, 9},
+		} {
+			n := c.og * c.groups * c.k
+			q := make([]int8, n)
+			for i := range q {
+				q[i] = int8(rng.IntN(3) - 1)
+			}
+			packed := make([]byte, ternary.PackedLen(n))
+			if err := ternary.Pack(q, packed); err != nil {
+				t.Fatal(err)
+			}
+			dst := make([]byte, ALen(c.og, c.groups, c.k))
+			if err := PackA(dst, packed, c.og, c.groups, c.k); err != nil {
+				t.Fatal(err)
+			}
+			np := Panels(c.og)
+			for g := range c.groups {
+				for row := range np * MR {
+					for k := range c.k {
+						got := Weights(dst[(g*np+row/MR)*c.k+k])[row%MR]
+						var want int8
+						if row < c.og {
+							want = q[(g*c.og+row)*c.k+k]
+						}
+						if got != want {
+							t.Fatalf("%+v: g=%d row=%d k=%d: %d, want %d", c, g, row, k, got, want)
+						}
+					}
+				}
+			}
+			// a code 3 is reported with its element
+			bad := rng.IntN(n)
+			b, sh := (bad>>7)<<5|bad&31, uint(6-2*((bad>>5)&3))
+			packed[b] |= 3 << sh
+			err := PackA(dst, packed, c.og, c.groups, c.k)
+			if err == nil || err.Error() != fmt.Sprintf("weight: invalid I2_S code 3 at element %d", bad) {
+				t.Fatalf("%+v: code 3 at %d: err %v", c, bad, err)
+			}
+		}
+	}
+	if err := PackA(make([]byte, 3), make([]byte, 32), 1, 1, 4); err == nil {
+		t.Fatal("short dst accepted")
+	}
+	if err := PackA(make([]byte, 4), make([]byte, 0), 1, 1, 4); err == nil {
+		t.Fatal("short packed accepted")
+	}
+}
+
+func BenchmarkMicro(b *testing.B) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	const kc = 256
+	a := randPanel(rng, kc)
+	for _, ks := range Families() {
+		bf := make([]float32, kc*ks.NRF32)
+		tf := make([]float32, MR*ks.NRF32)
+		b.Run(fmt.Sprintf("%s/f32", ks.Family), func(b *testing.B) {
+			for b.Loop() {
+				ks.F32(kc, a, bf, tf, ks.NRF32, false)
+			}
+			b.ReportMetric(float64(b.N)*2*MR*float64(ks.NRF32*kc)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		bi := make([]int8, kc*ks.NRI8)
+		ti := make([]int32, MR*ks.NRI8)
+		b.Run(fmt.Sprintf("%s/i8", ks.Family), func(b *testing.B) {
+			for b.Loop() {
+				ks.I8(kc, a, bi, ti, ks.NRI8, false)
+			}
+			b.ReportMetric(float64(b.N)*2*MR*float64(ks.NRI8*kc)/b.Elapsed().Seconds()/1e9, "GOP/s")
+		})
+	}
+}
+
+// TestSeam registers a stand-in SIMD family (the generic kernels under the
+// avx2 name) and checks that dispatch picks it exactly when the CPU, the
+// build and BITNET_GO_DISABLE allow that family, and records the choice.
+func TestSeam(t *testing.T) {
+	defer func() {
+		delete(simdKernels, cpu.AVX2)
+		cpu.Override("")
+		SelectKernels()
+	}()
+	fake := *genericSet
+	fake.Family = cpu.AVX2
+	register(&fake)
+	for _, off := range []string{"", "avx2"} {
+		cpu.Override(off)
+		SelectKernels()
+		want := cpu.Generic
+		if cpu.Usable(cpu.AVX2) {
+			want = cpu.AVX2
+		}
+		if got := Current().Family; got != want {
+			t.Errorf("BITNET_GO_DISABLE=%q: family %s, want %s", off, got, want)
+		}
+		if got := cpu.Kernels()["conv_gemm"]; got != want {
+			t.Errorf("recorded %s, want %s", got, want)
+		}
+	}
+}

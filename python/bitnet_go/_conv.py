@@ -1,0 +1,338 @@
+"""Ternary 2-D convolution: :func:`conv2d_quantized` and :func:`quantize_conv_weight`."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _lib
+from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
+from ._ternary import METHODS, TernaryTensor, quantize_i2s
+
+ALGORITHMS: dict[str, int] = {"auto": 0, "naive": 1, "im2col": 2, "direct": 3}
+"""Algorithm names accepted by :func:`conv2d_quantized` and their C ABI numbers."""
+
+KERNELS: dict[int, str] = {1: "naive", 2: "im2col", 3: "direct", 4: "depthwise", 5: "gemm1x1"}
+"""C ABI numbers of the kernels that run (``"direct"`` resolves to the last three)."""
+
+QTYPES: dict[str, int] = {"i2_s": 0, "tl1": 1, "tl2": 2}
+"""Weight packings and their C ABI numbers (conv2d implements ``"i2_s"``)."""
+
+MAX_DIM = 1 << 31
+"""Largest size, stride, padding or dilation the kernels accept (gokern/conv.MaxDim)."""
+
+_I32, _I64, _P = _lib.I32, _lib.I64, _lib.PTR
+_SIGNATURES = {
+    # x, n, c, h, w,
+    # packed, packed_len, scales, n_scales, block_size, qtype,
+    # o, wc, kh, kw, bias, n_bias,
+    # stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w, groups,
+    # act_bits, algorithm, check_finite, out, out_h, out_w, out_len, algo_used
+    "bng_conv2d": (
+        _I32,
+        [_P, _I64, _I64, _I64, _I64]
+        + [_P, _I64, _P, _I64, _I64, _I32]
+        + [_I64, _I64, _I64, _I64, _P, _I64]
+        + [_I64] * 9
+        + [_I32, _I32, _I32, _P, _I64, _I64, _I64, _P],
+        True,
+    ),
+}
+try:
+    _lib.declare(_SIGNATURES)
+except AttributeError as e:  # a library built before the conv export existed
+    raise ImportError(
+        f"bitnet_go: {_lib.library_path()} has no conv2d export ({e}); rebuild the library (`make lib`)"
+    ) from None
+
+
+def _pair(v: Any, name: str, lo: int) -> tuple[int, int]:
+    """An int or a sequence of one or two ints, each >= lo, as a pair."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int or a pair of ints, got {v!r}")
+    if isinstance(v, (int, np.integer)):
+        vals: Sequence[Any] = (v, v)
+    elif isinstance(v, (tuple, list)) and len(v) in (1, 2):
+        vals = tuple(v) * (2 // len(v))
+    else:
+        raise TypeError(f"{name} must be an int or a pair of ints, got {v!r}")
+    out = []
+    for e in vals:
+        if isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, np.integer)):
+            raise TypeError(f"{name} must be an int or a pair of ints, got {v!r}")
+        if e < lo:
+            raise ValueError(f"{name} must be >= {lo}, got {v!r}")
+        if e > MAX_DIM:
+            raise ValueError(f"{name} must be <= {MAX_DIM}, got {v!r}")
+        out.append(int(e))
+    return out[0], out[1]
+
+
+def _padding(
+    padding: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]
+) -> tuple[int, int, int, int]:
+    """Resolve ``padding`` to (top, left, bottom, right) as torch does.
+
+    ``"same"`` pads d*(k-1) in total per dimension, the smaller half before
+    (top/left) and the larger after, which is torch's choice for even kernels.
+    """
+    if isinstance(padding, str):
+        if padding == "valid":
+            return 0, 0, 0, 0
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"padding='same' is not supported for strided convolutions (stride={stride})")
+            (kh, kw), (dh, dw) = kernel, dilation
+            th, tw = dh * (kh - 1), dw * (kw - 1)
+            return th // 2, tw // 2, th - th // 2, tw - tw // 2
+        raise ValueError(f"padding must be an int, a pair of ints, 'valid' or 'same', got {padding!r}")
+    ph, pw = _pair(padding, "padding", 0)
+    return ph, pw, ph, pw
+
+
+def _divisors(k: int) -> list[int]:
+    small = [i for i in range(1, math.isqrt(k) + 1) if k % i == 0]
+    return sorted(set(small + [k // i for i in small]))
+
+
+def _check_weight(weight: Any) -> TernaryTensor:
+    if isinstance(weight, TernaryTensor):
+        if weight.on_device:
+            raise ValueError(f"weight is on {weight.device}; conv2d_quantized runs on the CPU: pass weight.cpu()")
+        if weight.qtype not in QTYPES:
+            raise ValueError(f"weight.qtype must be one of {sorted(QTYPES)}, got {weight.qtype!r}")
+        if weight.ndim != 4:
+            raise ValueError(f"weight must have 4 dimensions (O, C/groups, kH, kW), got shape {weight.shape}")
+        return weight
+    if isinstance(weight, np.ndarray) or is_torch_tensor(weight) or isinstance(weight, (list, tuple)):
+        shape = tuple(np.shape(weight)) if not is_torch_tensor(weight) else tuple(weight.shape)
+        raise TypeError(
+            f"weight must be a TernaryTensor, got a float {type(weight).__name__} of shape {shape}; "
+            f"quantize it first: weight = bitnet_go.quantize_conv_weight(w)"
+        )
+    raise TypeError(f"weight must be a TernaryTensor (see bitnet_go.quantize_conv_weight), got {type(weight).__name__}")
+
+
+def _conv2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    *,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: Any = 1,
+    act_bits: Any = None,
+    algorithm: Any = "auto",
+    check_finite: bool = True,
+) -> tuple[np.ndarray, str]:
+    """:func:`conv2d_quantized`, also returning the kernel that ran."""
+    w = _check_weight(weight)
+    if act_bits is not None and (isinstance(act_bits, (bool, np.bool_)) or act_bits != 8):
+        raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}")
+    g = check_positive_int(groups, "groups")
+    assert g is not None
+    sh, sw = _pair(stride, "stride", 1)
+    dh, dw = _pair(dilation, "dilation", 1)
+
+    a = as_float32(x, "x")
+    if a.ndim not in (3, 4):
+        raise ValueError(f"x must have 3 (C, H, W) or 4 (N, C, H, W) dimensions, got shape {a.shape}")
+    unbatched = a.ndim == 3
+    if unbatched:
+        a = a[None]
+    n, c, h, wd = a.shape
+    if c < 1 or h < 1 or wd < 1:
+        raise ValueError(f"x must have at least one channel, row and column, got shape {tuple(a.shape)}")
+    o, wc, kh, kw = w.shape
+    if c % g:
+        raise ValueError(f"groups={g} must divide the input channels C={c}")
+    if o % g:
+        raise ValueError(f"groups={g} must divide the weight's output channels O={o}")
+    if wc * g != c:
+        raise ValueError(
+            f"weight has {wc} input channels per group, but x has C={c} channels with groups={g} "
+            f"(weight shape must be (O, C/groups, kH, kW) = ({o}, {c // g}, {kh}, {kw}), got {w.shape})"
+        )
+    k = wc * kh * kw
+    if w.block_size is not None and k % w.block_size:
+        raise ValueError(
+            f"weight.block_size={w.block_size} must be None (one scale) or divide K = C/groups*kH*kW = {k}; "
+            f"valid block sizes: {_divisors(k)} (block_size=K is one scale per output channel, "
+            f"which bitnet_go.quantize_conv_weight(w) makes)"
+        )
+    pt, pl, pb, pr = _padding(padding, (kh, kw), (sh, sw), (dh, dw))
+    ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    if ho < 1 or wo < 1:
+        raise ValueError(
+            f"output size would be {max(ho, 0)}x{max(wo, 0)}, below 1: x's spatial size ({h}, {wd}) with padding "
+            f"(top {pt}, bottom {pb}, left {pl}, right {pr}) is smaller than the dilated kernel "
+            f"({dh * (kh - 1) + 1}, {dw * (kw - 1) + 1}) (kernel ({kh}, {kw}), dilation ({dh}, {dw}))"
+        )
+    if n * o * ho * wo > MAX_ELEMENTS:
+        raise ValueError(f"output shape {(n, o, ho, wo)} has more than {MAX_ELEMENTS} elements")
+
+    b = None
+    if bias is not None:
+        b = as_float32(bias, "bias")
+        if b.shape != (o,):
+            raise ValueError(f"bias must have shape (O,) = ({o},), got {b.shape}")
+
+    out = np.empty((n, o, ho, wo), np.float32)
+    used = ctypes.c_int32(0)
+    _lib.call(
+        "bng_conv2d",
+        _lib.ptr(a), n, c, h, wd,
+        _lib.ptr(w.packed), w.packed.size, _lib.ptr(w.scales), w.scales.size, w.block_size or 0, QTYPES[w.qtype],
+        o, wc, kh, kw,
+        _lib.ptr(b) if b is not None else None, 0 if b is None else b.size,
+        sh, sw, pt, pl, pb, pr, dh, dw, g,
+        0 if act_bits is None else 8, ALGORITHMS[algorithm], 1 if check_finite else 0,
+        _lib.ptr(out), ho, wo, out.size, ctypes.addressof(used),
+    )  # fmt: skip
+    kernel = KERNELS.get(used.value, "unknown")
+    return (out[0] if unbatched else out), kernel
+
+
+def conv2d_quantized(
+    x: Any,
+    weight: TernaryTensor,
+    bias: Any = None,
+    *,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] | str = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    act_bits: int | None = None,
+    algorithm: str = "auto",
+    check_finite: bool = True,
+) -> np.ndarray:
+    """2-D convolution with a ternary weight, as ``torch.nn.functional.conv2d``.
+
+    Args:
+        x: input of shape (N, C, H, W), or (C, H, W) unbatched; anything
+            ``np.asarray`` takes (CPU torch tensors included) of a real dtype,
+            cast to float32 (non-contiguous input is copied once).
+        weight: a :class:`TernaryTensor` of shape (O, C/groups, kH, kW), from
+            :func:`quantize_conv_weight` (or :func:`quantize_i2s`); its
+            ``block_size`` must be None (one scale) or divide
+            K = C/groups*kH*kW (``block_size=K``: one scale per output channel;
+            smaller divisors give each channel several scales).
+        bias: None or shape (O,), cast to float32.
+        stride, dilation: an int or a pair (height, width), each >= 1.
+        padding: an int or a pair (zero padding on both sides), ``"valid"``
+            (none) or ``"same"`` (stride 1 only; output size = input size; an
+            odd total d*(k-1) puts the extra row/column at the bottom/right,
+            as torch does).
+        groups: input and output channels are split into this many groups.
+        act_bits: None: float32 activations; the result equals
+            ``F.conv2d(x, weight.dequantize(), bias, ...)`` to float32
+            rounding (sums of ±x per scale block in float32, times the scale).
+            8: W1.58A8 as BitNet does it. Each sample n gets one activation
+            scale ``a = 127 / max(max|x_n|, 1e-5)`` (float32, absmax over the
+            sample), ``q = clamp(round_half_even(x * a), -128, 127)`` (the
+            product in float32); the ternary x int8 products of each weight
+            scale block b are summed exactly in int32 (``acc_b``); then, every
+            operation in float32 and in this order,
+            ``t_b = (float32(acc_b) / a) * s_b`` and
+            ``out = ((t_0 + t_1) + ...) + bias``, so that all algorithms give
+            identical bits.
+        algorithm: ``"auto"`` (the planner: depthwise kernel when groups == C,
+            a GEMM straight on the input for 1x1 / stride 1 / no padding, else
+            im2col), ``"im2col"`` (tiled im2col + GEMM; the column buffer is
+            bounded by a tile), ``"direct"`` (no column buffer: the depthwise
+            or 1x1 kernel where they apply, else a direct kernel), or
+            ``"naive"`` (seven plain loops, the reference). Every algorithm
+            gives the same result (the same bits with ``act_bits=8``).
+        check_finite: raise ``ValueError`` naming the first NaN/Inf of ``x``,
+            ``bias`` or the weight's scales. With False nothing crashes: NaN and
+            Inf propagate in the float path; with ``act_bits=8`` NaN
+            activations quantize to 0 and an Inf in a sample makes ``a = 0``,
+            so that sample's outputs are NaN.
+
+    Returns:
+        float32 ndarray (N, O, H_out, W_out), or (O, H_out, W_out) for an
+        unbatched ``x``, where H_out = (H + pads - dilation*(kH-1) - 1) //
+        stride + 1 (likewise W_out). Runs on ``bitnet_go.get_num_threads()``
+        threads and releases the GIL.
+
+    Memory: besides the output, a call allocates the weight unpacked into the
+    kernels' panel layout (2 bits a weight: about ``weight.packed.nbytes``),
+    per-thread tiles of at most about 128 KiB (the im2col buffer never holds
+    more than a tile), and with ``act_bits=8`` an int8 copy of ``x``. The
+    float32 input is used in place when it is C-contiguous float32.
+
+    Raises:
+        TypeError: ``weight`` is not a TernaryTensor (a float array: quantize
+            it with :func:`quantize_conv_weight`), or a non-real dtype.
+        ValueError: wrong ranks, channel counts, groups, strides, padding,
+            dilation, bias length, block size, an output size below 1, NaN/Inf.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.standard_normal((1, 3, 8, 8), dtype=np.float32)
+        >>> w = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))
+        >>> bitnet_go.conv2d_quantized(x, w, padding="same").shape
+        (1, 4, 8, 8)
+        >>> bitnet_go.conv2d_quantized(x[0], w, stride=2, act_bits=8).shape
+        (4, 3, 3)
+    """
+    out, _ = _conv2d(
+        x,
+        weight,
+        bias,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+        act_bits=act_bits,
+        algorithm=algorithm,
+        check_finite=check_finite,
+    )
+    return out
+
+
+def quantize_conv_weight(
+    w: Any, *, per_channel: bool = True, method: str = "absmean", check_finite: bool = True
+) -> TernaryTensor:
+    """Quantize a float conv weight (O, C/groups, kH, kW) for :func:`conv2d_quantized`.
+
+    Args:
+        w: the float weight; anything ``np.asarray`` takes (CPU torch tensors
+            included).
+        per_channel: one scale per output channel (``block_size`` =
+            C/groups*kH*kW); False: one scale for the whole tensor.
+        method: ``"absmean"`` (BitNet b1.58) or ``"absmax"``, as
+            :func:`quantize_i2s`.
+        check_finite: raise ``ValueError`` on NaN/Inf, as :func:`quantize_i2s`.
+
+    Returns:
+        A :class:`TernaryTensor` of ``w``'s shape.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> t = bitnet_go.quantize_conv_weight(np.ones((8, 3, 3, 3), np.float32))
+        >>> t.block_size, t.scales.shape
+        (27, (8,))
+    """
+    if isinstance(w, TernaryTensor):
+        raise TypeError("w is already a TernaryTensor; pass it to conv2d_quantized as it is")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    a = as_float32(w, "w")
+    if a.ndim != 4:
+        raise ValueError(f"w must have 4 dimensions (O, C/groups, kH, kW), got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"w must have at least one element, got shape {a.shape}")
+    k = a.shape[1] * a.shape[2] * a.shape[3]
+    return quantize_i2s(
+        a, block_size=k if per_channel else None, method=method, check_finite=check_finite, device="cpu"
+    )

@@ -1,0 +1,320 @@
+"""``bench conv``: conv2d_quantized on ResNet layers, side by side with PyTorch.
+
+For each layer, batch size and thread count, in one process with the same
+thread count for every library (``torch.set_num_threads``):
+
+- torch fp32: ``F.conv2d`` on the dequantized weight;
+- torch int8: ``torch.ao.nn.quantized.functional.conv2d`` (quint8 input,
+  qint8 weight holding the ternary values with the weight's scales, the
+  engine torch picks; the functional form prepacks the weight on every call,
+  as ours unpacks it), where it runs;
+- naive: our seven-loop reference, on the small cases only;
+- ours: ``conv2d_quantized`` with ``act_bits=None`` and ``act_bits=8``
+  (``algorithm="auto"``; the kernel the planner picked is shown).
+
+Reported: median ms, GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
+to torch fp32 and torch int8 (ours / theirs: above 1 is slower), the speed-up
+over naive, and the peak extra memory of our call next to input + output +
+packed weight. Memory is measured in a fresh process per call: the peak
+resident set (``VmHWM``, reset by writing 5 to ``/proc/self/clear_refs``)
+during one call, minus the resident set before it and minus the output
+array, after a tiny warm-up convolution has loaded the code.
+
+Example:
+    $ python -m bitnet_go bench conv --threads 1,2 --json conv.json --plot conv.png
+    $ python -m bitnet_go bench conv --conv-quick --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import warnings
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import bitnet_go
+
+from .._conv import _conv2d
+from ._common import median, parse_int_list, print_table, timeit, torch_or_none
+
+# name, C, O, k, stride, padding, H (= W)
+LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
+    ("conv3x3 64->64 @56", 64, 64, 3, 1, 1, 56),
+    ("conv3x3 128->128 @28", 128, 128, 3, 1, 1, 28),
+    ("conv3x3 256->256 @14", 256, 256, 3, 1, 1, 14),
+    ("conv3x3 512->512 @7", 512, 512, 3, 1, 1, 7),
+    ("conv1x1 256->64 @56", 256, 64, 1, 1, 0, 56),
+    ("conv1x1 64->256 @56", 64, 256, 1, 1, 0, 56),
+    ("stem7x7/2 3->64 @224", 3, 64, 7, 2, 3, 224),
+]
+"""ResNet-18/50 layers of the full suite."""
+
+QUICK_LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
+    ("quick3x3 8->8 @12", 8, 8, 3, 1, 1, 12),
+    ("quick1x1 16->8 @10", 16, 8, 1, 1, 0, 10),
+]
+"""Tiny layers of ``--conv-quick`` (a smoke test of the suite in seconds)."""
+
+
+def add_arguments(g: Any) -> None:
+    """Options of the conv suite."""
+    g.add_argument("--conv-quick", action="store_true", help="tiny layers, batch 1 (a smoke test)")
+    g.add_argument("--conv-batches", default="1,8", help="batch sizes (default 1,8)")
+    g.add_argument("--conv-layers", default="", help="comma-separated layer name prefixes (default: all)")
+    g.add_argument(
+        "--conv-naive-gflop", type=float, default=0.25, help="run naive where the call is at most this many GFLOP"
+    )
+    g.add_argument("--conv-no-mem", action="store_true", help="skip the peak-memory measurements")
+
+
+def gflop(n: int, c: int, o: int, k: int, ho: int, wo: int, groups: int = 1) -> float:
+    """GFLOP of one convolution: 2*N*O*(C/groups)*k*k*H_out*W_out / 1e9.
+
+    Example:
+        >>> gflop(1, 64, 64, 3, 56, 56)
+        0.231211008
+    """
+    return 2 * n * o * (c // groups) * k * k * ho * wo / 1e9
+
+
+_MEM_SCRIPT = r"""
+import json, sys
+import numpy as np, bitnet_go
+cfg = json.loads(sys.argv[1])
+def status():
+    d = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                k, v = line.split(":")
+                d[k] = int(v.split()[0]) * 1024
+    return d
+rng = np.random.default_rng(0)
+n, c, o, k, s, p, h = (cfg[key] for key in ("n", "c", "o", "k", "stride", "padding", "h"))
+x = rng.standard_normal((n, c, h, h), dtype=np.float32)
+w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
+tiny = bitnet_go.quantize_conv_weight(np.ones((1, 1, 3, 3), np.float32))
+bitnet_go.conv2d_quantized(np.ones((1, 1, 5, 5), np.float32), tiny, act_bits=cfg["act_bits"])
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status()
+out = bitnet_go.conv2d_quantized(x, w, stride=s, padding=p, act_bits=cfg["act_bits"])
+after = status()
+print(json.dumps({"extra": after["VmHWM"] - before["VmRSS"] - out.nbytes}))
+"""
+
+
+def measure_extra_memory(cfg: dict[str, Any], threads: int) -> int | None:
+    """Peak extra resident bytes of one conv2d_quantized call, in a fresh process.
+
+    Returns None where /proc/self/clear_refs is not available (not Linux).
+
+    Example:
+        >>> cfg = dict(n=1, c=4, o=4, k=3, stride=1, padding=1, h=8, act_bits=None)
+        >>> v = measure_extra_memory(cfg, 1)
+        >>> v is None or v >= -(1 << 20)
+        True
+    """
+    if not os.path.exists("/proc/self/clear_refs"):
+        return None
+    env = dict(os.environ, BITNET_GO_NUM_THREADS=str(threads))
+    root = str(Path(bitnet_go.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", _MEM_SCRIPT, json.dumps(cfg)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+        return int(json.loads(res.stdout.strip().splitlines()[-1])["extra"])
+    except (subprocess.SubprocessError, OSError, ValueError, KeyError, IndexError) as e:
+        print(f"bench conv: memory measurement failed: {e}")
+        return None
+
+
+def _torch_int8(torch: Any, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: int, padding: int) -> Any:
+    """A closure running torch's quantized conv2d on quantized copies of x and t, or None."""
+    try:
+        warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*deprecated")
+        from torch.ao.nn.quantized import functional as qF
+
+        xt = torch.from_numpy(x)
+        xs = float(xt.abs().max()) / 127 or 1.0
+        xq = torch.quantize_per_tensor(xt, xs, 128, torch.quint8)
+        vals = torch.from_numpy(t.values()).float()
+        if t.scales.size == vals.shape[0]:
+            sc = torch.from_numpy(np.array(t.scales, np.float64))
+            wq = torch.quantize_per_channel(
+                vals * sc.float().reshape(-1, 1, 1, 1), sc, torch.zeros(vals.shape[0], dtype=torch.long), 0, torch.qint8
+            )
+        else:
+            wq = torch.quantize_per_tensor(vals * float(t.scales[0]), float(t.scales[0]), 0, torch.qint8)
+        import torch.nn.functional as F
+
+        ref = F.conv2d(xt, torch.from_numpy(t.dequantize()), None, stride, padding)
+        oscale = float(ref.abs().max()) / 127 or 1.0
+
+        def fn() -> Any:
+            return qF.conv2d(xq, wq, None, stride=stride, padding=padding, scale=oscale, zero_point=128)
+
+        fn()
+        return fn
+    except Exception as e:  # the engine may not support a shape or this build
+        print(f"bench conv: torch int8 conv unavailable here ({type(e).__name__}: {e})")
+        return None
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the suite and print its table; returns the rows."""
+    torch = torch_or_none()
+    quick = getattr(args, "conv_quick", False)
+    layers = QUICK_LAYERS if quick else LAYERS
+    prefixes = [p.strip() for p in getattr(args, "conv_layers", "").split(",") if p.strip()]
+    if prefixes:
+        layers = [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)]
+    batches = [1] if quick else parse_int_list(getattr(args, "conv_batches", "1,8"))
+    naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
+    do_mem = not getattr(args, "conv_no_mem", False)
+    repeat = max(1, args.repeat)
+    rows: list[dict[str, Any]] = []
+    old = bitnet_go.get_num_threads()
+    old_torch = torch.get_num_threads() if torch else None
+    rng = np.random.default_rng(0)
+    try:
+        for name, c, o, k, s, p, h in layers:
+            w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
+            ho = (h + 2 * p - k) // s + 1
+            for n in batches:
+                x = rng.standard_normal((n, c, h, h), dtype=np.float32)
+                gf = gflop(n, c, o, k, ho, ho)
+                base = x.nbytes + n * o * ho * ho * 4 + w.packed.nbytes + w.scales.nbytes
+                xt = torch.from_numpy(x) if torch else None
+                wt = torch.from_numpy(w.dequantize()) if torch else None
+                q8 = _torch_int8(torch, x, w, s, p) if torch else None
+                for th in parse_int_list(args.threads):
+                    bitnet_go.set_num_threads(th)
+                    row: dict[str, Any] = {"layer": name, "n": n, "threads": th, "gflop": gf, "base_mb": base / 1e6}
+                    kern = {}
+                    for key, ab in (("f32", None), ("i8", 8)):
+                        kern[key] = _conv2d(x, w, stride=s, padding=p, act_bits=ab)[1]
+                        t = median(timeit(partial(_conv2d, x, w, stride=s, padding=p, act_bits=ab), repeat=repeat))
+                        row[f"ours_{key}_ms"] = t * 1e3
+                        row[f"ours_{key}_gflops"] = gf / t
+                    row["kernel"] = kern["f32"]
+                    if gf <= naive_gflop:
+                        t = median(
+                            timeit(
+                                partial(_conv2d, x, w, stride=s, padding=p, algorithm="naive"),
+                                repeat=min(repeat, 3),
+                                warmup=0,
+                            )
+                        )
+                        row["naive_ms"] = t * 1e3
+                        row["naive_gflops"] = gf / t
+                        row["speedup_vs_naive"] = t * 1e3 / row["ours_f32_ms"]
+                        row["speedup_i8_vs_naive"] = t * 1e3 / row["ours_i8_ms"]
+                    if torch:
+                        torch.set_num_threads(th)
+                        t = median(timeit(partial(torch.nn.functional.conv2d, xt, wt, None, s, p), repeat=repeat))
+                        row["torch_f32_ms"] = t * 1e3
+                        row["torch_f32_gflops"] = gf / t
+                        row["ratio_f32"] = row["ours_f32_ms"] / row["torch_f32_ms"]
+                        if q8 is not None:
+                            t = median(timeit(q8, repeat=repeat))
+                            row["torch_i8_ms"] = t * 1e3
+                            row["torch_i8_gflops"] = gf / t
+                            row["ratio_i8"] = row["ours_i8_ms"] / row["torch_i8_ms"]
+                    row["mem_extra_mb"] = None
+                    if do_mem:
+                        cfg = dict(n=n, c=c, o=o, k=k, stride=s, padding=p, h=h)
+                        m32 = measure_extra_memory(dict(cfg, act_bits=None), th)
+                        m8 = measure_extra_memory(dict(cfg, act_bits=8), th)
+                        if m32 is not None and m8 is not None:
+                            row["mem_f32_mb"], row["mem_i8_mb"] = m32 / 1e6, m8 / 1e6
+                            row["mem_extra_mb"] = max(m32, m8, 0) / 1e6
+                            row["mem_ratio"] = max(m32, m8, 0) / base
+                    rows.append(row)
+                    print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
+    finally:
+        bitnet_go.set_num_threads(old)
+        if torch:
+            torch.set_num_threads(old_torch)
+    print_table(rows, _COLUMNS, title=_TITLE)
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: str) -> None:
+    """Bar charts of GFLOP/s per layer, one panel per (batch, threads).
+
+    Example:
+        >>> import os, tempfile
+        >>> rows = [{"layer": "a", "n": 1, "threads": 1, "ours_f32_gflops": 1.0, "ours_i8_gflops": 2.0}]
+        >>> plot(rows, os.path.join(tempfile.mkdtemp(), "c.png"))  # doctest: +ELLIPSIS
+        bench: wrote .../c.png
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["n"], r["threads"]) for r in rows})
+    series = [
+        ("torch_f32_gflops", "torch fp32"),
+        ("torch_i8_gflops", "torch int8"),
+        ("naive_gflops", "ours naive"),
+        ("ours_f32_gflops", "ours act_bits=None"),
+        ("ours_i8_gflops", "ours act_bits=8"),
+    ]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.2 * len(panels)), squeeze=False)
+    for ax, (n, th) in zip(axes[:, 0], panels):
+        sub = [r for r in rows if r["n"] == n and r["threads"] == th]
+        xs = np.arange(len(sub))
+        width = 0.16
+        for i, (key, label) in enumerate(series):
+            vals = [r.get(key) or 0.0 for r in sub]
+            ax.bar(xs + (i - 2) * width, vals, width, label=label)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([r["layer"] for r in sub], fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"conv2d, batch {n}, {th} thread{'s' if th > 1 else ''}", fontsize=9)
+        ax.legend(fontsize=7, ncol=5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"bench: wrote {path}")
+
+
+_TITLE = (
+    "conv2d_quantized vs PyTorch (median ms; GFLOP/s; ratio = our time / theirs; "
+    "mem = peak extra MB of our call, base = input+output+packed weight MB)"
+)
+_COLUMNS = [
+    ("layer", "layer", "s"),
+    ("n", "N", "d"),
+    ("threads", "thr", "d"),
+    ("kernel", "kernel", "s"),
+    ("torch_f32_ms", "torch32 ms", ".2f"),
+    ("torch_i8_ms", "torchi8 ms", ".2f"),
+    ("naive_ms", "naive ms", ".0f"),
+    ("ours_f32_ms", "ours32 ms", ".2f"),
+    ("ours_i8_ms", "oursi8 ms", ".2f"),
+    ("ours_f32_gflops", "ours32 GF/s", ".2f"),
+    ("ours_i8_gflops", "oursi8 GF/s", ".2f"),
+    ("ratio_f32", "32/torch32", ".1f"),
+    ("ratio_i8", "i8/torchi8", ".1f"),
+    ("speedup_vs_naive", "x naive", ".1f"),
+    ("mem_extra_mb", "mem MB", ".2f"),
+    ("base_mb", "base MB", ".2f"),
+    ("mem_ratio", "mem/base", ".2f"),
+]

@@ -1,0 +1,443 @@
+"""conv2d_quantized against torch.nn.functional.conv2d, bad input, and the bench suite.
+
+Configurations are drawn from a fixed seed (the case number is in the test id),
+over the ranges of the issue: N 1-4 (and unbatched), C and O 1-64, H and W 1-40,
+kernels 1x1 to 7x7 (non-square too), stride 1-3, padding 0-3 and "same",
+dilation 1-3, groups 1/2/4/depthwise, bias or not, per-tensor, per-channel and
+sub-channel weight scales, both act_bits, every algorithm, numpy and torch input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import bitnet_go
+from bitnet_go import _conv
+
+N_CASES = 240
+MAX_MACS = 6_000_000  # per call, to keep the file fast on a shared 2-core machine
+NAIVE_MACS = 1_500_000
+ALGORITHMS = ["auto", "im2col", "direct", "naive"]
+
+
+pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel:UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    old = bitnet_go.get_num_threads()
+    yield
+    bitnet_go.set_num_threads(old)
+
+
+def _out_size(n: int, lo: int, hi: int, k: int, s: int, d: int) -> int:
+    return (n + lo + hi - d * (k - 1) - 1) // s + 1
+
+
+def draw_config(i: int) -> dict:
+    """A valid random configuration, drawn from seed i."""
+    rng = np.random.default_rng(1000 + i)
+    while True:
+        gkind = rng.choice(["1", "2", "4", "dw"], p=[0.4, 0.2, 0.2, 0.2])
+        kh = int(rng.integers(1, 8))
+        kw = kh if rng.random() < 0.6 else int(rng.integers(1, 8))
+        stride = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        if rng.random() < 0.5:
+            stride = (stride[0], stride[0])
+        dil = (int(rng.integers(1, 4)), int(rng.integers(1, 4))) if rng.random() < 0.4 else (1, 1)
+        if rng.random() < 0.15 and stride == (1, 1):
+            padding: object = "same"
+        elif rng.random() < 0.15:
+            padding = "valid"
+        elif rng.random() < 0.3:
+            padding = (int(rng.integers(0, 4)), int(rng.integers(0, 4)))
+        else:
+            padding = int(rng.integers(0, 4))
+        if gkind == "dw":
+            c = int(rng.integers(1, 65))
+            groups, o = c, c * int(rng.choice([1, 1, 2]))
+            if o > 64:
+                o = c
+        else:
+            groups = int(gkind)
+            c = groups * int(rng.integers(1, 64 // groups + 1))
+            o = groups * int(rng.integers(1, 64 // groups + 1))
+        if rng.random() < 0.12:  # pointwise: the 1x1 GEMM on the input
+            kh = kw = 1
+            stride, dil, padding = (1, 1), (1, 1), 0
+        h = int(rng.choice([int(rng.integers(1, 41)), int(rng.choice([1, 2, 3, 5, 7, 11, 13, 17, 23, 31, 37, 40]))]))
+        w = int(rng.choice([h, int(rng.integers(1, 41))]))
+        n = int(rng.integers(1, 5))
+        if isinstance(padding, str):
+            pads = _conv._padding(padding, (kh, kw), stride, dil)
+        else:
+            ph, pw = padding if isinstance(padding, tuple) else (padding, padding)
+            pads = (ph, pw, ph, pw)
+        ho = _out_size(h, pads[0], pads[2], kh, stride[0], dil[0])
+        wo = _out_size(w, pads[1], pads[3], kw, stride[1], dil[1])
+        if ho < 1 or wo < 1:
+            continue
+        macs = n * o * (c // groups) * kh * kw * ho * wo
+        while macs > MAX_MACS and n > 1:
+            n -= 1
+            macs = n * o * (c // groups) * kh * kw * ho * wo
+        if macs > MAX_MACS:
+            continue
+        k = (c // groups) * kh * kw
+        scales = str(rng.choice(["tensor", "channel", "sub"]))
+        block = None if scales == "tensor" else k
+        if scales == "sub":
+            divs = [d for d in (2, 3, 4, 9) if k % d == 0]
+            block = k // int(rng.choice(divs)) if divs else k
+        return dict(
+            n=n, c=c, h=h, w=w, o=o, kh=kh, kw=kw, stride=stride, padding=padding, dilation=dil,
+            groups=groups, bias=bool(rng.random() < 0.5), block=block, macs=macs,
+            unbatched=bool(n == 1 and rng.random() < 0.3), torch_in=bool(rng.random() < 0.25),
+            act_bits=[None, 8][i % 2], seed=i,
+        )  # fmt: skip
+
+
+def make_inputs(cfg: dict) -> tuple[np.ndarray, bitnet_go.TernaryTensor, np.ndarray | None]:
+    rng = np.random.default_rng(cfg["seed"])
+    x = rng.standard_normal((cfg["n"], cfg["c"], cfg["h"], cfg["w"]), dtype=np.float32)
+    wshape = (cfg["o"], cfg["c"] // cfg["groups"], cfg["kh"], cfg["kw"])
+    # std 1/sqrt(fan_in), the usual initialisation: outputs of order 1, as in a network
+    wf = rng.standard_normal(wshape, dtype=np.float32) / np.float32(math.sqrt(math.prod(wshape[1:])))
+    if cfg["block"] is None:
+        t = bitnet_go.quantize_conv_weight(wf, per_channel=False)
+    elif cfg["block"] == wf[0].size:
+        t = bitnet_go.quantize_conv_weight(wf)
+    else:
+        t = bitnet_go.quantize_i2s(wf, block_size=cfg["block"])
+    b = rng.standard_normal(cfg["o"]).astype(np.float32) if cfg["bias"] else None
+    return x, t, b
+
+
+def conv_kwargs(cfg: dict) -> dict:
+    return dict(stride=cfg["stride"], padding=cfg["padding"], dilation=cfg["dilation"], groups=cfg["groups"])
+
+
+def torch_float_ref(x: np.ndarray, t: bitnet_go.TernaryTensor, b: np.ndarray | None, cfg: dict) -> np.ndarray:
+    """F.conv2d(x, t.dequantize(), b) evaluated in float64 (the exact value, rounded once)."""
+    bias = None if b is None else torch.from_numpy(b).double()
+    wd = torch.from_numpy(t.dequantize()).double()
+    return F.conv2d(torch.from_numpy(x).double(), wd, bias, **conv_kwargs(cfg)).numpy()
+
+
+def torch_int8_ref(x: np.ndarray, t: bitnet_go.TernaryTensor, b: np.ndarray | None, cfg: dict) -> np.ndarray:
+    """The W1.58A8 path in PyTorch, with the documented float32 operation order.
+
+    a = 127 / max(max|x_n|, 1e-5) (float32 tensor division), q = clamp(round(x*a)),
+    integer conv per weight scale block in float64 (exact), then
+    t_b = (acc_b.float32 / a) * s_b, out = ((t_0 + t_1) + ...) + bias.
+    """
+    xt = torch.from_numpy(x)
+    m = xt.abs().amax(dim=(1, 2, 3), keepdim=True).clamp(min=1e-5)
+    a = torch.tensor(127.0, dtype=torch.float32) / m  # tensor / tensor: true float32 division
+    q = torch.clamp(torch.round(xt * a), -128, 127).double()
+    vals = torch.from_numpy(t.values()).double()
+    o = vals.shape[0]
+    k = vals[0].numel()
+    nb = 1 if t.scales.size == 1 else k // t.block_size
+    bl = k // nb
+    scales = torch.from_numpy(np.array(t.scales))
+    flat = vals.reshape(o, k)
+    y = None
+    for blk in range(nb):
+        mask = torch.zeros(k, dtype=torch.float64)
+        mask[blk * bl : (blk + 1) * bl] = 1
+        wb = (flat * mask).reshape(vals.shape)
+        acc = F.conv2d(q, wb, None, **conv_kwargs(cfg))
+        s = scales[0] if t.scales.size == 1 else scales.reshape(o, nb)[:, blk].reshape(1, o, 1, 1)
+        tb = (acc.to(torch.float32) / a) * s
+        y = tb if y is None else y + tb
+    assert y is not None
+    if b is not None:
+        y = y + torch.from_numpy(b).reshape(1, o, 1, 1)
+    return y.numpy()
+
+
+CONFIGS = [draw_config(i) for i in range(N_CASES)]
+
+
+def test_config_coverage():
+    """The drawn configurations span the ranges the issue asks for."""
+    cs = CONFIGS
+    assert len(cs) >= 200
+    assert {c["n"] for c in cs} == {1, 2, 3, 4}
+    assert min(c["c"] for c in cs) == 1 and max(c["c"] for c in cs) >= 48
+    assert max(c["o"] for c in cs) >= 48 and max(max(c["h"], c["w"]) for c in cs) >= 37
+    assert {c["kh"] for c in cs} == set(range(1, 8)) and any(c["kh"] != c["kw"] for c in cs)
+    assert {s for c in cs for s in c["stride"]} == {1, 2, 3}
+    assert {d for c in cs for d in c["dilation"]} == {1, 2, 3}
+    assert any(c["padding"] == "same" for c in cs) and any(c["padding"] == 3 for c in cs)
+    assert {c["groups"] for c in cs} >= {1, 2, 4}
+    assert any(c["groups"] == c["c"] and c["c"] > 4 for c in cs)
+    assert {c["block"] is None for c in cs} == {True, False}
+    assert any(c["block"] not in (None, (c["c"] // c["groups"]) * c["kh"] * c["kw"]) for c in cs)
+    assert any(c["kh"] == c["kw"] == 1 and c["padding"] == 0 and c["stride"] == (1, 1) for c in cs)
+    assert any(c["unbatched"] for c in cs) and any(c["torch_in"] for c in cs)
+    assert any(c["bias"] for c in cs) and not all(c["bias"] for c in cs)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[f"case{c['seed']}" for c in CONFIGS])
+def test_parity_with_torch(cfg: dict):
+    bitnet_go.set_num_threads(1 + cfg["seed"] % 2)
+    x, t, b = make_inputs(cfg)
+    if cfg["act_bits"] == 8:
+        ref = torch_int8_ref(x, t, b, cfg)
+    else:
+        ref = torch_float_ref(x, t, b, cfg)
+    xin: object = x[0] if cfg["unbatched"] else x
+    if cfg["torch_in"]:
+        xin = torch.from_numpy(np.asarray(xin))
+    algos = [a for a in ALGORITHMS if a != "naive" or cfg["macs"] <= NAIVE_MACS]
+    outs = {}
+    for alg in algos:
+        out, kernel = _conv._conv2d(xin, t, b, act_bits=cfg["act_bits"], algorithm=alg, **conv_kwargs(cfg))
+        if cfg["unbatched"]:
+            assert out.shape == ref.shape[1:]
+            out = out[None]
+        assert out.shape == ref.shape and out.dtype == np.float32, (alg, out.shape, ref.shape)
+        if cfg["act_bits"] == 8:
+            np.testing.assert_allclose(out, ref, rtol=1e-6, atol=0, err_msg=f"{alg} ({kernel})")
+        else:
+            err = np.linalg.norm(out.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-30)
+            assert err <= 1e-5, f"{alg} ({kernel}): relative error {err}"
+            np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5, err_msg=f"{alg} ({kernel})")
+        outs[alg] = out
+    if cfg["act_bits"] == 8:  # every algorithm gives the same bits
+        for alg, out in outs.items():
+            assert np.array_equal(out, outs["auto"]), alg
+
+
+def test_float_path_matches_torch_float32():
+    """Against torch's own float32 F.conv2d as well (not only the float64 value)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 21, 19), dtype=np.float32)
+    t = bitnet_go.quantize_conv_weight(rng.standard_normal((24, 8, 3, 5), dtype=np.float32) / np.float32(11))
+    b = rng.standard_normal(24).astype(np.float32)
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(t.dequantize()), torch.from_numpy(b), padding="same", groups=2)
+    for alg in ALGORITHMS:
+        out = bitnet_go.conv2d_quantized(torch.from_numpy(x), t, b, padding="same", groups=2, algorithm=alg)
+        r = ref.numpy()
+        assert np.linalg.norm(out - r) / np.linalg.norm(r) <= 1e-5
+        np.testing.assert_allclose(out, r, rtol=1e-4, atol=1e-5)
+
+
+def test_planner_kernels():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 8, 10, 10), dtype=np.float32)
+    dw = bitnet_go.quantize_conv_weight(rng.standard_normal((8, 1, 3, 3), dtype=np.float32))
+    pw = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 1, 1), dtype=np.float32))
+    g3 = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 3, 3), dtype=np.float32))
+    assert _conv._conv2d(x, dw, groups=8)[1] == "depthwise"
+    assert _conv._conv2d(x, pw)[1] == "gemm1x1"
+    assert _conv._conv2d(x, g3)[1] == "im2col"
+    assert _conv._conv2d(x, g3, algorithm="direct")[1] == "direct"
+    assert _conv._conv2d(x, pw, algorithm="im2col")[1] == "im2col"
+    assert _conv._conv2d(x, pw, stride=2)[1] == "im2col"
+    assert _conv._conv2d(x, g3, algorithm="naive")[1] == "naive"
+
+
+def test_inputs_forms():
+    """Non-contiguous, float64, integer and torch inputs; lists for bias; empty batch."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 6, 9, 9), dtype=np.float32)
+    t = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))
+    ref = bitnet_go.conv2d_quantized(x, t, [1, 2, 3, 4], groups=2)
+    xt = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)  # same values, not C-contiguous
+    assert not xt.flags.c_contiguous
+    np.testing.assert_array_equal(bitnet_go.conv2d_quantized(xt, t, np.arange(1, 5), groups=2), ref)
+    np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x.astype(np.float64), t, [1, 2, 3, 4], groups=2), ref)
+    np.testing.assert_array_equal(
+        bitnet_go.conv2d_quantized(torch.from_numpy(x).double(), t, torch.arange(1, 5), groups=2), ref
+    )
+    xi = rng.integers(-3, 4, size=(1, 6, 5, 5))
+    np.testing.assert_allclose(
+        bitnet_go.conv2d_quantized(xi, t, groups=2),
+        F.conv2d(torch.from_numpy(xi).float(), torch.from_numpy(t.dequantize()), groups=2).numpy(),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    empty = bitnet_go.conv2d_quantized(np.zeros((0, 6, 9, 9), np.float32), t, groups=2, act_bits=8)
+    assert empty.shape == (0, 4, 7, 7)
+    assert bitnet_go.conv2d_quantized(x, t, groups=2, stride=[2], dilation=(1,)).shape == (2, 4, 4, 4)
+
+
+def test_same_padding_even_kernel_matches_torch():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 3, 8, 9), dtype=np.float32)
+    t = bitnet_go.quantize_conv_weight(rng.standard_normal((5, 3, 4, 2), dtype=np.float32))
+    for dil in (1, 2, (3, 1)):
+        out = bitnet_go.conv2d_quantized(x, t, padding="same", dilation=dil)
+        ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(t.dequantize()), padding="same", dilation=dil).numpy()
+        assert out.shape == ref.shape == (1, 5, 8, 9)
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_threads_give_same_bits():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 32, 30, 30), dtype=np.float32)
+    t = bitnet_go.quantize_conv_weight(rng.standard_normal((40, 32, 3, 3), dtype=np.float32))
+    outs = []
+    for th in (1, 2, 3):
+        bitnet_go.set_num_threads(th)
+        outs.append(bitnet_go.conv2d_quantized(x, t, padding=1, act_bits=8))
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+def test_check_finite_off_does_not_crash():
+    x = np.ones((1, 2, 5, 5), np.float32)
+    x[0, 0, 1, 1] = np.nan
+    x[0, 1, 2, 2] = np.inf
+    t = bitnet_go.quantize_conv_weight(np.ones((2, 2, 3, 3), np.float32))
+    for alg in ALGORITHMS:
+        for ab in (None, 8):
+            out = bitnet_go.conv2d_quantized(x, t, act_bits=ab, algorithm=alg, check_finite=False)
+            assert out.shape == (1, 2, 3, 3)
+
+
+def test_quantize_conv_weight():
+    rng = np.random.default_rng(10)
+    w = rng.standard_normal((6, 2, 3, 5), dtype=np.float32)
+    t = bitnet_go.quantize_conv_weight(w)
+    assert t.shape == w.shape and t.block_size == 30 and t.scales.shape == (6,)
+    ref = bitnet_go.quantize_i2s(w, block_size=30)
+    np.testing.assert_array_equal(t.values(), ref.values())
+    tt = bitnet_go.quantize_conv_weight(torch.from_numpy(w), per_channel=False, method="absmax")
+    assert tt.block_size is None and tt.scales.shape == (1,) and tt.method == "absmax"
+    with pytest.raises(ValueError, match="w must have 4 dimensions"):
+        bitnet_go.quantize_conv_weight(w[0])
+    with pytest.raises(TypeError, match="already a TernaryTensor"):
+        bitnet_go.quantize_conv_weight(t)
+    with pytest.raises(ValueError, match="method"):
+        bitnet_go.quantize_conv_weight(w, method="mean")
+
+
+def _bad_cases():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 4, 6, 6), dtype=np.float32)
+    wf = rng.standard_normal((6, 2, 3, 3), dtype=np.float32)
+    t = bitnet_go.quantize_conv_weight(wf)
+    odd_blocks = bitnet_go.quantize_i2s(wf, block_size=4)  # 4 does not divide K = 18
+    t3 = bitnet_go.quantize_i2s(rng.standard_normal((3, 3), dtype=np.float32))
+    xnan = x.copy()
+    xnan[0, 1, 2, 3] = np.nan
+    ok = dict(x=x, weight=t, groups=2)
+    return [
+        ("x rank", dict(ok, x=x[0, 0]), ValueError, r"x must have 3 \(C, H, W\) or 4"),
+        ("x rank 5", dict(ok, x=x[None]), ValueError, r"x must have 3"),
+        ("weight rank", dict(ok, weight=t3), ValueError, r"weight must have 4 dimensions \(O, C/groups, kH, kW\)"),
+        ("float weight", dict(ok, weight=wf), TypeError, r"quantize_conv_weight"),
+        ("torch weight", dict(ok, weight=torch.from_numpy(wf)), TypeError, r"quantize_conv_weight"),
+        ("weight type", dict(ok, weight="w"), TypeError, r"weight must be a TernaryTensor"),
+        ("C mismatch", dict(ok, groups=1), ValueError, r"weight has 2 input channels per group, but x has C=4"),
+        ("groups C", dict(ok, groups=3), ValueError, r"groups=3 must divide the input channels C=4"),
+        ("groups O", dict(ok, x=rng.standard_normal((1, 8, 6, 6)), groups=4), ValueError,
+         r"groups=4 must divide the weight's output channels O=6"),
+        ("groups 0", dict(ok, groups=0), ValueError, r"groups must be >= 1"),
+        ("groups float", dict(ok, groups=2.0), TypeError, r"groups must be an int"),
+        ("stride 0", dict(ok, stride=0), ValueError, r"stride must be >= 1"),
+        ("stride neg pair", dict(ok, stride=(1, -1)), ValueError, r"stride must be >= 1"),
+        ("stride float", dict(ok, stride=1.5), TypeError, r"stride must be an int or a pair"),
+        ("stride triple", dict(ok, stride=(1, 1, 1)), TypeError, r"stride must be an int or a pair"),
+        ("dilation 0", dict(ok, dilation=0), ValueError, r"dilation must be >= 1"),
+        ("padding neg", dict(ok, padding=-1), ValueError, r"padding must be >= 0"),
+        ("padding str", dict(ok, padding="full"), ValueError, r"padding must be an int, a pair"),
+        ("same strided", dict(ok, padding="same", stride=2), ValueError, r"'same' is not supported for strided"),
+        ("output < 1", dict(ok, x=x[:, :, :2, :]), ValueError, r"output size would be 0x4"),
+        ("dilated output < 1", dict(ok, dilation=3), ValueError, r"output size would be 0x0"),
+        ("bias length", dict(ok, bias=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(O,\) = \(6,\)"),
+        ("bias rank", dict(ok, bias=np.zeros((6, 1), np.float32)), ValueError, r"bias must have shape"),
+        ("block size", dict(ok, weight=odd_blocks), ValueError, r"block_size=4 must be None .* divide K = .* = 18"),
+        ("nan x", dict(ok, x=xnan), ValueError, r"x contains NaN or Inf \(first at index \(0, 1, 2, 3\)"),
+        ("nan bias", dict(ok, bias=np.array([0, 1, np.inf, 0, 0, 0], np.float32)), ValueError,
+         r"bias contains NaN or Inf \(first at index 2"),
+        ("complex x", dict(ok, x=x.astype(np.complex64)), TypeError, r"x must be a real"),
+        ("string x", dict(ok, x=np.array([["a"]])), TypeError, r"x must be a real numeric array"),
+        ("object bias", dict(ok, bias=np.array([None] * 6)), TypeError, r"bias must be a real numeric array"),
+        ("act_bits 4", dict(ok, act_bits=4), ValueError, r"act_bits must be None .* or 8"),
+        ("act_bits bool", dict(ok, act_bits=True), ValueError, r"act_bits must be None"),
+        ("algorithm", dict(ok, algorithm="winograd"), ValueError, r"algorithm must be one of"),
+        ("empty C", dict(ok, x=np.zeros((1, 0, 6, 6), np.float32)), ValueError, r"at least one channel"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,kwargs,exc,match", _bad_cases(), ids=[c[0] for c in _bad_cases()])
+def test_bad_input(name, kwargs, exc, match):
+    kw = dict(kwargs)
+    x, w = kw.pop("x"), kw.pop("weight")
+    with pytest.raises(exc, match=match):
+        bitnet_go.conv2d_quantized(x, w, **kw)
+
+
+def test_abi_revalidates():
+    """The C ABI checks its own arguments, whoever calls it: no crash on lies."""
+    import ctypes
+
+    from bitnet_go import _lib
+
+    x = np.ones((1, 2, 4, 4), np.float32)
+    t = bitnet_go.quantize_conv_weight(np.ones((3, 2, 3, 3), np.float32))
+    out = np.empty((1, 3, 2, 2), np.float32)
+
+    def call(**over):
+        a = dict(x=_lib.ptr(x), n=1, c=2, h=4, w=4, packed=_lib.ptr(t.packed), plen=t.packed.size,
+                 scales=_lib.ptr(t.scales), ns=t.scales.size, bs=18, qt=0, o=3, wc=2, kh=3, kw=3,
+                 bias=None, nb=0, sh=1, sw=1, pt=0, pl=0, pb=0, pr=0, dh=1, dw=1, g=1,
+                 ab=0, alg=0, cf=1, out=_lib.ptr(out), oh=2, ow=2, olen=out.size, used=None)  # fmt: skip
+        a.update(over)
+        _lib.call("bng_conv2d", *a.values())
+
+    call()
+    for over, match in [
+        (dict(plen=t.packed.size - 1), "packed must have"),
+        (dict(ns=5), "scales must have"),
+        (dict(bs=5), "block_size=5"),
+        (dict(bs=-1), "block_size must be"),
+        (dict(qt=1), "tl1"),
+        (dict(qt=7), "qtype must be"),
+        (dict(oh=3), "does not match"),
+        (dict(olen=3), "out must have"),
+        (dict(olen=-1), "out: length must be non-negative"),
+        (dict(nb=3), "bias is NULL but its length is 3"),
+        (dict(x=None), "x is NULL"),
+        (dict(n=1 << 31, h=1 << 31, w=1 << 31), "x: shape"),
+        (dict(wc=3), "weight has 3 input channels per group"),
+        (dict(sh=0), "stride"),
+        (dict(pt=-5), "padding"),
+        (dict(ab=3), "act_bits"),
+        (dict(alg=9), "algorithm must be"),
+        (dict(alg=4), "depthwise"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            call(**over)
+    used = ctypes.c_int32(0)
+    call(used=ctypes.addressof(used), alg=3)
+    assert _conv.KERNELS[used.value] == "direct"
+
+
+def test_bench_suite_quick(tmp_path):
+    """The conv bench suite runs end to end (tiny shapes, one repeat), JSON-able rows, plot."""
+    from bitnet_go.bench import SUITES
+    from bitnet_go.bench import conv as bench_conv
+
+    assert SUITES["conv"] == "bitnet_go.bench.conv"
+    p = argparse.ArgumentParser()
+    bench_conv.add_arguments(p)
+    args = p.parse_args(["--conv-quick"])
+    args.threads, args.repeat = "1", 1
+    rows = bench_conv.run(args)
+    assert rows and all(r["ours_f32_ms"] > 0 and r["ours_i8_ms"] > 0 for r in rows)
+    assert any(r.get("naive_ms") for r in rows) and any(r.get("torch_f32_ms") for r in rows)
+    assert all(r["mem_extra_mb"] is None or r["mem_extra_mb"] >= 0 for r in rows)
+    assert all(math.isfinite(r["ours_f32_gflops"]) for r in rows)
+    bench_conv.plot(rows, str(tmp_path / "conv.png"))
+    assert (tmp_path / "conv.png").stat().st_size > 0
