@@ -10,6 +10,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/conv"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
 // bng_conv2d computes a 2-D convolution of float32 x (n, c, h, w) with a
@@ -17,12 +18,13 @@ import (
 // (n, o, out_h, out_w). See gokern/conv.Conv2D for the arithmetic.
 //
 //	x                          float32[n*c*h*w]
-//	packed, packed_len         the weight's codes (qtype 0: I2_S, exactly
-//	                           ceil(o*wc*kh*kw/128)*32 bytes)
+//	packed, packed_len         the weight's codes in format qtype (I2_S:
+//	                           ceil(o*wc*kh*kw/128)*32 bytes; TL1/TL2: o rows
+//	                           of wc*kh*kw values, see gokern/ternary/tl.go)
 //	scales, n_scales           float32, one per block_size elements of the
 //	                           flattened weight; block_size 0: one scale;
 //	                           otherwise block_size must divide wc*kh*kw
-//	qtype                      0 i2_s (1 tl1 and 2 tl2 are reserved)
+//	qtype                      0 i2_s, 1 tl1, 2 tl2 (TL rows: the O output channels)
 //	bias, n_bias               float32[o], or NULL with n_bias 0
 //	stride_*, pad_*, dil_*     padding per side: top, left, bottom, right
 //	act_bits                   0 (float32 activations) or 8 (int8)
@@ -86,7 +88,7 @@ func bng_conv2d(x *C.float, n, c, h, w C.int64_t,
 		if blockSize < 0 || int64(blockSize) > int64(conv.MaxK) {
 			return errs.Value("weight: block_size must be 0 (one scale) or a divisor of K = %d, got %d", d.K, int64(blockSize))
 		}
-		wts := conv.Weights{Packed: ps, Scales: ss, BlockSize: int(blockSize), QType: conv.QType(qtype)}
+		wts := conv.Weights{Packed: ps, Scales: ss, BlockSize: int(blockSize), QType: ternary.QType(qtype)}
 		opt := conv.Options{ActBits: int(actBits), Algo: conv.Algo(algorithm), CheckFinite: checkFinite != 0}
 		used, err := conv.Conv2D(d, xs, wts, bs, outs, opt)
 		if err != nil {

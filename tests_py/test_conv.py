@@ -441,3 +441,18 @@ def test_bench_suite_quick(tmp_path):
     assert all(math.isfinite(r["ours_f32_gflops"]) for r in rows)
     bench_conv.plot(rows, str(tmp_path / "conv.png"))
     assert (tmp_path / "conv.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("cfg", CONFIGS[::4], ids=[f"case{c['seed']}" for c in CONFIGS[::4]])
+def test_qtypes_give_identical_results(cfg: dict):
+    """Issue 5: for the same values and scales, I2_S, TL1 and TL2 weights give bit-identical outputs
+    (both activation paths, every algorithm the planner picks)."""
+    x, t, b = make_inputs(cfg)
+    kw = conv_kwargs(cfg)
+    for act_bits in (None, 8):
+        ref = bitnet_go.conv2d_quantized(x, t, b, act_bits=act_bits, **kw)
+        for qtype in ("tl1", "tl2"):
+            u = t.to(qtype)
+            assert u.qtype == qtype
+            out = bitnet_go.conv2d_quantized(x, u, b, act_bits=act_bits, **kw)
+            np.testing.assert_array_equal(out, ref, err_msg=f"{qtype} act_bits={act_bits}")

@@ -11,17 +11,6 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
-// QType identifies the packing of the ternary weight (C ABI numbers).
-type QType int32
-
-// The weight packings. Only I2S is implemented by the convolution; TL1 and
-// TL2 are reserved for a later issue.
-const (
-	QTypeI2S QType = 0
-	QTypeTL1 QType = 1
-	QTypeTL2 QType = 2
-)
-
 // Algo names an algorithm, as requested and as run (C ABI numbers).
 type Algo int32
 
@@ -99,7 +88,37 @@ type Weights struct {
 	Packed    []byte
 	Scales    []float32
 	BlockSize int
-	QType     QType
+	QType     ternary.QType // I2S, TL1 or TL2 (TL rows are the O output channels)
+}
+
+// asI2S returns w with its codes in I2_S, the layout the kernels' panel
+// packing reads: TL1 and TL2 weights are converted once per call (the same
+// values, so every result is bit-identical to the I2_S weight's).
+func asI2S(d *Dims, w Weights) (Weights, error) {
+	switch w.QType {
+	case ternary.I2S:
+		return w, nil
+	case ternary.TL1, ternary.TL2:
+	default:
+		return w, errs.Value("weight: qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(w.QType))
+	}
+	want, err := ternary.PackedLenQ(w.QType, d.WLen, d.O)
+	if err != nil {
+		return w, err
+	}
+	if len(w.Packed) != want {
+		return w, errs.Value("weight: packed must have %d bytes for %d values in %s, got %d", want, d.WLen, w.QType, len(w.Packed))
+	}
+	vals := make([]int8, d.WLen)
+	if err := ternary.UnpackQ(w.QType, w.Packed, d.O, vals); err != nil {
+		return w, errs.Value("weight: %v", err)
+	}
+	i2s := make([]byte, ternary.PackedLen(d.WLen))
+	if err := ternary.Pack(vals, i2s); err != nil {
+		return w, err
+	}
+	w.Packed, w.QType = i2s, ternary.I2S
+	return w, nil
 }
 
 // Options are the flags of a call.
@@ -137,6 +156,10 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	}
 	if len(bias) != 0 && len(bias) != d.O {
 		return 0, errs.Value("bias must have O=%d elements (or none), got %d", d.O, len(bias))
+	}
+	w, err := asI2S(&d, w)
+	if err != nil {
+		return 0, err
 	}
 	sc, err := newScaler(&d, w, bias)
 	if err != nil {
@@ -213,13 +236,8 @@ type scaler struct {
 }
 
 func newScaler(d *Dims, w Weights, bias []float32) (*scaler, error) {
-	switch w.QType {
-	case QTypeI2S:
-	case QTypeTL1, QTypeTL2:
-		return nil, errs.Value("weight: qtype %d (%s) is not supported by conv2d yet; quantize with quantize_i2s",
-			int32(w.QType), map[QType]string{QTypeTL1: "tl1", QTypeTL2: "tl2"}[w.QType])
-	default:
-		return nil, errs.Value("weight: qtype must be 0 (i2_s), got %d", int32(w.QType))
+	if w.QType != ternary.I2S {
+		return nil, errs.Runtime("conv: internal: weight not converted to i2_s")
 	}
 	bs := w.BlockSize
 	if bs < 0 || (bs > 0 && d.K%bs != 0) {

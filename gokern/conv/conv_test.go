@@ -383,7 +383,7 @@ func TestConv2DErrors(t *testing.T) {
 		{"packed", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) {
 			w.Packed = w.Packed[1:]
 		}, "packed must have"},
-		{"qtype", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) { w.QType = QTypeTL1 }, "tl1"},
+		{"qtype", func(_ *Dims, _ *[]float32, w *Weights, _ *[]float32, _ *[]float32, _ *Options) { w.QType = 7 }, "qtype must be"},
 		{"act bits", func(_ *Dims, _ *[]float32, _ *Weights, _ *[]float32, _ *[]float32, o *Options) { o.ActBits = 4 }, "act_bits"},
 		{"algo", func(_ *Dims, _ *[]float32, _ *Weights, _ *[]float32, _ *[]float32, o *Options) { o.Algo = Depthwise }, "depthwise"},
 		{"nan x", func(_ *Dims, x *[]float32, _ *Weights, _ *[]float32, _ *[]float32, _ *Options) {
