@@ -11,16 +11,13 @@ import numpy as np
 
 from . import _lib
 from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
-from ._ternary import METHODS, TernaryTensor, quantize_i2s
+from ._ternary import METHODS, QTYPES, TernaryTensor, quantize_i2s
 
 ALGORITHMS: dict[str, int] = {"auto": 0, "naive": 1, "im2col": 2, "direct": 3}
 """Algorithm names accepted by :func:`conv2d_quantized` and their C ABI numbers."""
 
 KERNELS: dict[int, str] = {1: "naive", 2: "im2col", 3: "direct", 4: "depthwise", 5: "gemm1x1"}
 """C ABI numbers of the kernels that run (``"direct"`` resolves to the last three)."""
-
-QTYPES: dict[str, int] = {"i2_s": 0, "tl1": 1, "tl2": 2}
-"""Weight packings and their C ABI numbers (conv2d implements ``"i2_s"``)."""
 
 MAX_DIM = 1 << 31
 """Largest size, stride, padding or dilation the kernels accept (gokern/conv.MaxDim)."""
