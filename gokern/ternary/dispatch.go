@@ -8,11 +8,11 @@ var family = cpu.Generic
 func init() { SelectKernels() }
 
 // SelectKernels points the kernel seams (absSum, absMax, quantRun) at the
-// best family that cpu.Pick allows. The foundation ships only the generic Go
-// kernels; SIMD families add themselves to simdKernels in their own files.
-// Tests call it again after cpu.Override.
+// best family that cpu.Pick allows among those compiled in (simdKernels,
+// defined per architecture: kernels_amd64.go, kernels_other.go). Tests call
+// it again after cpu.Override.
 func SelectKernels() {
-	absSum, absMax, quantRun = absSumGeneric, absMaxGeneric, quantRunGeneric
+	generic.install()
 	family = cpu.Generic
 	var impl []cpu.Family
 	for f := range simdKernels {
@@ -29,9 +29,17 @@ func SelectKernels() {
 // Family reports the kernel family the quantizer uses.
 func Family() cpu.Family { return family }
 
-// kernelSet installs one family's versions of the seams.
-type kernelSet struct{ install func() }
+// kernelSet is one family's versions of the seams (see quantize.go for their
+// contracts).
+type kernelSet struct {
+	absSum   func(x []float32) (float64, int)
+	absMax   func(x []float32) (float32, int)
+	quantRun func(x []float32, scale float32, pos int, dst []byte)
+}
 
-// simdKernels maps a family to its kernels; empty until a SIMD family is
-// compiled in.
-var simdKernels = map[cpu.Family]kernelSet{}
+// generic is the oracle every family is tested against.
+var generic = kernelSet{absSumGeneric, absMaxGeneric, quantRunGeneric}
+
+func (k kernelSet) install() {
+	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
+}

@@ -23,8 +23,9 @@ var (
 	// absMax returns max|x| over the non-NaN elements and the index of the
 	// first element that is NaN or ±Inf (-1 if none).
 	absMax = absMaxGeneric
-	// quantRun quantizes x with one scale and ORs the codes into dst, the
-	// whole packed tensor, at flat positions pos, pos+1, ...
+	// quantRun quantizes x with one scale and writes the codes into dst, the
+	// whole packed tensor, at flat positions pos, pos+1, ...; the bits of
+	// other positions are left as they are, so dst needs no clearing.
 	quantRun = quantRunGeneric
 )
 
@@ -78,7 +79,7 @@ func codeOf(v, scale float32) byte {
 func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
 	for i, v := range x {
 		b, sh := slot(pos + i)
-		dst[b] |= codeOf(v, scale) << sh
+		dst[b] = dst[b]&^(3<<sh) | codeOf(v, scale)<<sh
 	}
 }
 
@@ -182,7 +183,6 @@ func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []
 	bad := badSlots(chunks)
 	par.Run(chunks, func(c, u0, u1 int) {
 		lo, hi := u0*unit, min(u1*unit, n)
-		clear(packed[lo/GroupValues*GroupBytes : PackedLen(hi)])
 		for s := lo; s < hi; s += bs {
 			e := min(s+bs, hi)
 			sc, b := blockScale(x[s:e], m)
@@ -223,7 +223,6 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 	groups := (n + GroupValues - 1) / GroupValues
 	par.For(groups, 64, func(g0, g1 int) {
 		lo, hi := g0*GroupValues, min(g1*GroupValues, n)
-		clear(packed[g0*GroupBytes : g1*GroupBytes])
 		for s := lo; s < hi; {
 			blk := s / bs
 			e := min((blk+1)*bs, hi)
