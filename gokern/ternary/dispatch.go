@@ -7,7 +7,7 @@ var family = cpu.Generic
 
 func init() { SelectKernels() }
 
-// SelectKernels points the kernel seams (absSum, absMax, quantRun) at the
+// SelectKernels points the kernel seams (absSum, absMax, quantRun, quantSpec) at the
 // best family that cpu.Pick allows among those compiled in (simdKernels,
 // defined per architecture: kernels_amd64.go, kernels_other.go). Tests call
 // it again after cpu.Override.
@@ -35,11 +35,13 @@ type kernelSet struct {
 	absSum   func(x []float32) (float64, int)
 	absMax   func(x []float32) (float32, int)
 	quantRun func(x []float32, scale float32, pos int, dst []byte)
+	// quantSpec: see quantSpecGeneric.
+	quantSpec func(x []float32, dst []byte, lo, hi float32, amb []uint32) (float64, int)
 }
 
 // generic is the oracle every family is tested against.
-var generic = kernelSet{absSumGeneric, absMaxGeneric, quantRunGeneric}
+var generic = kernelSet{absSumGeneric, absMaxGeneric, quantRunGeneric, quantSpecGeneric}
 
 func (k kernelSet) install() {
-	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
+	absSum, absMax, quantRun, quantSpec = k.absSum, k.absMax, k.quantRun, k.quantSpec
 }

@@ -16,7 +16,7 @@ import (
 // No AVX-512 quantizer kernels: the AVX2 ones already saturate memory
 // bandwidth, and none could be tested on the development machine.
 var simdKernels = map[cpu.Family]kernelSet{
-	cpu.AVX2: {absSumAVX2Kernel, absMaxAVX2Kernel, quantRunAVX2},
+	cpu.AVX2: {absSumAVX2Kernel, absMaxAVX2Kernel, quantRunAVX2, quantSpecAVX2},
 }
 
 // absSumAVX2Kernel sums in vector order; only a non-finite sum (some NaN or

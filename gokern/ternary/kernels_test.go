@@ -219,6 +219,9 @@ func TestQuantizeEachFamilyDisabled(t *testing.T) {
 	}()
 	old := par.Threads()
 	defer par.SetThreads(old)
+	oldMin := specMinValues
+	specMinValues = 4096 // the one-pass path too
+	defer func() { specMinValues = oldMin }()
 	r := rand.New(rand.NewPCG(17, 18))
 	type result struct {
 		packed []byte

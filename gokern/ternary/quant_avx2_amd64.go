@@ -14,8 +14,9 @@ func absMaxBitsAVX2(x []float32) uint32
 // of x (len(x) >= 128*(len(dst)/32)) with one scale into dst.
 func quantGroupsAVX2(x []float32, dst []byte, scale float32)
 
-// quantGroupsSpecAVX2 writes the I2_S codes of len(dst)/32 whole groups of x with
-// scale, returns the float64 sum of |x| over them, and appends to amb the index
-// (from 0) of each group with some |x[i]/scale| in [lo, hi]; namb is the count,
-// or -1 if amb filled up (the codes and sum are then incomplete).
-func quantGroupsSpecAVX2(x []float32, dst []byte, scale float32, lo float32, hi float32, amb []uint32) (sum float64, namb int)
+// quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x:
+// 2 for x >= hi, 0 for x <= -hi, 3 for other |x| >= lo, else 1 (NaN: 1). It
+// returns the float64 sum of |x| over those groups and stores in amb the
+// index (from 0) of each group holding a code 3; namb is their count, or -1
+// if amb filled up (the codes and sum are then incomplete).
+func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, amb []uint32) (sum float64, namb int)

@@ -23,6 +23,9 @@ var (
 	// absMax returns max|x| over the non-NaN elements and the index of the
 	// first element that is NaN or ±Inf (-1 if none).
 	absMax = absMaxGeneric
+	// quantSpec is the one-pass kernel of quantizeSpec (see there and
+	// quantSpecGeneric).
+	quantSpec = quantSpecGeneric
 	// quantRun quantizes x with one scale and writes the codes into dst, the
 	// whole packed tensor, at flat positions pos, pos+1, ...; the bits of
 	// other positions are left as they are, so dst needs no clearing.
@@ -123,8 +126,10 @@ const fusedUnit = 1 << 16
 //
 // Work is spread over par.Threads() goroutines. When blocks and 128-value
 // groups share a small common multiple, each worker owns whole units of it and
-// reads every block once (scale, then codes from cache); otherwise the scales
-// are computed first and the codes in a second parallel pass over groups.
+// reads every block once (scale, then codes from cache). One absmean scale
+// for a large tensor is found in one pass as well (quantizeSpec). Otherwise
+// the scales are computed first and the codes in a second parallel pass over
+// groups.
 func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
 	n := len(x)
 	if err := CheckSizes(n, blockSize); err != nil {
@@ -145,9 +150,13 @@ func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []b
 		bs = n
 	}
 	var fb int
+	done := false
 	if unit := lcm(bs, GroupValues, fusedUnit); unit != 0 && nb > 1 {
-		fb = quantizeFused(x, bs, unit, m, packed, scales)
-	} else {
+		fb, done = quantizeFused(x, bs, unit, m, packed, scales), true
+	} else if nb == 1 && m == AbsMean && n >= specMinValues {
+		fb, done = -1, quantizeSpec(x, packed, scales)
+	}
+	if !done {
 		fb = quantizeTwoPass(x, bs, m, packed, scales)
 	}
 	if checkFinite && fb >= 0 {
@@ -220,6 +229,14 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 		})
 		fb = firstBad(bad)
 	}
+	quantizeGroups(x, bs, scales, packed)
+	return fb
+}
+
+// quantizeGroups writes the codes of all of x, blocks of bs values with the
+// given scales, and the padding, in parallel over whole groups.
+func quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
+	n := len(x)
 	groups := (n + GroupValues - 1) / GroupValues
 	par.For(groups, 64, func(g0, g1 int) {
 		lo, hi := g0*GroupValues, min(g1*GroupValues, n)
@@ -233,7 +250,6 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 			padTail(packed, n)
 		}
 	})
-	return fb
 }
 
 // tensorScale computes the one scale of the whole tensor with a parallel

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -72,4 +73,34 @@ func paramAddr(c *build.Context, name string) operand.Mem {
 		panic(err)
 	}
 	return b.Addr
+}
+
+// vconsts remembers, per context (one generated file), the constants made.
+var vconsts = map[*build.Context]map[string]operand.Mem{}
+
+// vconst returns a 32-byte read-only constant holding w, as a memory
+// operand; name is file-local (a static symbol) and made once per file.
+func vconst(c *build.Context, name string, w [8]uint32) operand.Mem {
+	m := vconsts[c]
+	if m == nil {
+		m = map[string]operand.Mem{}
+		vconsts[c] = m
+	}
+	if v, ok := m[name]; ok {
+		return v
+	}
+	v := c.StaticGlobal(name)
+	c.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i, x := range w {
+		c.AddDatum(4*i, operand.U32(x))
+	}
+	m[name] = v
+	return v
+}
+
+// prefetch emits PREFETCHT0 for the cache lines of [p+dist, p+dist+bytes).
+func prefetch(c *build.Context, p reg.Register, dist, bytes int) {
+	for off := 0; off < bytes; off += 64 {
+		c.PREFETCHT0(mem(p, dist+off))
+	}
 }

@@ -1,0 +1,267 @@
+package ternary
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+)
+
+// One absmean scale for the whole tensor, in one pass over memory.
+//
+// The scale needs all of x before any code can be written, so the obvious
+// way reads x twice (sum, then codes). Instead, quantizeSpec estimates the
+// scale from evenly spread samples and bounds it, [sLo, sHi]. For every scale
+// in those bounds an element with |x| < lo (= 0.5*sLo rounded down) has
+// |x/scale| < 0.5, code 1, and one with |x| >= hi (> sHi*(0.5+2^-25)) has
+// |x/scale| > 0.5+2^-25, so its float32 quotient rounds above 0.5: code 0 or
+// 2 by sign. One pass then sums |x| in float64 and writes those codes, and
+// code 3 (never a valid I2_S code) for the few elements in between. Once the
+// exact scale is known, only the code-3 elements are recomputed, with the
+// same float32 division as the generic code (codeOf). If the scale falls
+// outside the bounds (unusual data, or a non-finite sum), everything is
+// redone the two-pass way; the result is the same either way, bit for bit.
+//
+// At 16M values about 4% of x is sampled and about 0.2% of the elements need
+// a fix-up, against the 100% that a second pass would read.
+
+// specMinValues: smaller tensors take the two-pass path (they are mostly in
+// cache, and the sampling would not pay). A variable for the tests.
+var specMinValues = 1 << 20
+
+const (
+	specSampleRuns = 256     // sampled runs, evenly spread
+	specPiece      = 256     // groups per kernel call (32K values)
+	specZ          = 4.5     // bound half-width, in standard errors of the estimate
+	specSlack      = 0x1p-20 // relative slack for rounding of the mean to float32
+)
+
+// specBand bounds the scale and gives the kernel's thresholds on |x|.
+type specBand struct {
+	sLo, sHi float64
+	lo, hi   float32
+}
+
+// newSpecBand returns the band for a scale in [sLo, sHi] (sLo <= sHi,
+// positive).
+func newSpecBand(sLo, sHi float64) specBand {
+	return specBand{
+		sLo: sLo, sHi: sHi,
+		lo: roundDown32(0.5 * sLo),
+		hi: roundUp32(sHi * (0.5 + 0x1p-24)),
+	}
+}
+
+// contains reports whether the scale lies in the band.
+func (b specBand) contains(s float32) bool {
+	return float64(s) >= b.sLo && float64(s) <= b.sHi
+}
+
+func roundDown32(v float64) float32 {
+	f := float32(v)
+	if float64(f) > v {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return f
+}
+
+func roundUp32(v float64) float32 {
+	f := float32(v)
+	if float64(f) < v {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
+}
+
+// absMeanBand samples specSampleRuns runs of x, together about (32n)^(2/3)
+// values (the size that balances sampling against fix-ups), and bounds the
+// absmean scale by the runs' mean ± specZ standard errors (measured from the
+// spread of the run means, so uneven tensors get a wider band). ok is false
+// when a sample holds NaN or Inf.
+func absMeanBand(x []float32) (b specBand, ok bool) {
+	n := len(x)
+	k := specSampleRuns
+	l := int(math.Cbrt(1024*float64(n)*float64(n))) / k
+	l = max(64, (l+15)&^15)
+	if k*l > n/2 {
+		l = max(1, n/(2*k))
+	}
+	means := make([]float64, k)
+	par.For(k, 16, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			start := int(int64(n-l) * int64(r) / int64(k-1))
+			s, bad := absSum(x[start : start+l])
+			means[r] = s / float64(l)
+			if bad >= 0 {
+				means[r] = math.NaN()
+			}
+		}
+	})
+	var mu float64
+	for _, m := range means {
+		mu += m
+	}
+	mu /= float64(k)
+	var v float64
+	for _, m := range means {
+		v += (m - mu) * (m - mu)
+	}
+	if !(mu <= math.MaxFloat64) || !(v <= math.MaxFloat64) {
+		return specBand{}, false
+	}
+	se := math.Sqrt(v / float64(k-1) / float64(k))
+	w := specZ*se + mu*specSlack
+	floor := float64(absMeanEps)
+	return newSpecBand(max(mu-w, floor), max(mu+w, floor)), true
+}
+
+// quantizeSpec quantizes x (len >= specMinValues) with one absmean scale as
+// described above. It returns false, having written nothing that counts,
+// when x holds NaN or Inf: the two-pass path then does the work and finds
+// the first such index.
+func quantizeSpec(x []float32, packed []byte, scales []float32) bool {
+	b, ok := absMeanBand(x)
+	if !ok {
+		return false
+	}
+	return quantizeSpecBand(x, b, packed, scales)
+}
+
+// quantizeSpecBand is quantizeSpec with a given band (any band gives the
+// same result; a poor one only costs time).
+func quantizeSpecBand(x []float32, b specBand, packed []byte, scales []float32) bool {
+	n := len(x)
+	if n > specMaxValues {
+		return false
+	}
+	whole := n / GroupValues
+	chunks := par.Chunks(whole, specPiece)
+	k := len(chunks) - 1
+	sums := make([]float64, k)
+	fix := make([]*[]uint64, k) // code-3 elements, see appendAmbiguous
+	redo := make([][]int, k)    // first groups of pieces to requantize
+	par.Run(chunks, func(c, g0, g1 int) {
+		amb := make([]uint32, specPiece)
+		list := fixPool.Get().(*[]uint64)
+		l := (*list)[:0]
+		base := g0 * GroupValues
+		var sum float64
+		for g := g0; g < g1; g += specPiece {
+			e := min(g+specPiece, g1)
+			xs := x[g*GroupValues : e*GroupValues]
+			s, na := quantSpec(xs, packed[g*GroupBytes:e*GroupBytes], b.lo, b.hi, amb)
+			sum += s
+			// The piece is still in cache: note the values of its code-3
+			// elements now, so that the fix-up never reads x again.
+			before := len(l)
+			for _, a := range amb[:na] {
+				l = appendAmbiguous(l, x, packed, g+int(a), base)
+			}
+			if len(l)-before > specMaxFix {
+				l = l[:before]
+				redo[c] = append(redo[c], g)
+			}
+		}
+		*list = l
+		fix[c] = list
+		sums[c] = sum
+	})
+	defer func() {
+		for _, l := range fix {
+			fixPool.Put(l)
+		}
+	}()
+	tail := x[whole*GroupValues:]
+	sum, _ := absSum(tail)
+	for _, s := range sums {
+		sum += s
+	}
+	if !(sum <= math.MaxFloat64) {
+		return false
+	}
+	sc := finishScale(AbsMean, sum, n, 0)
+	scales[0] = sc
+	if !b.contains(sc) {
+		quantizeGroups(x, n, scales, packed)
+		return true
+	}
+	par.Run(chunks, func(c, g0, g1 int) {
+		base := g0 * GroupValues
+		for _, e := range *fix[c] {
+			bi, sh := slot(base + int(uint32(e)))
+			packed[bi] = packed[bi]&^(3<<sh) | codeOf(math.Float32frombits(uint32(e>>32)), sc)<<sh
+		}
+		for _, g := range redo[c] {
+			e := min(g+specPiece, g1)
+			quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
+		}
+	})
+	quantRun(tail, sc, whole*GroupValues, packed)
+	padTail(packed, n)
+	return true
+}
+
+// specMaxValues keeps every element's offset within its worker's chunk in
+// 32 bits (see appendAmbiguous); larger tensors take the two-pass path.
+const specMaxValues = 1 << 32
+
+// specMaxFix bounds the fix-ups noted per piece; a piece with more is
+// requantized whole instead (a poor band).
+const specMaxFix = specPiece * GroupValues / 16
+
+// fixPool keeps the workers' fix-up lists between calls: grown once, they
+// cost no allocation or page faults afterwards.
+var fixPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+// appendAmbiguous appends the code-3 elements of whole group g, each as the
+// element's float32 bits << 32 | its position - base.
+func appendAmbiguous(list []uint64, x []float32, packed []byte, g, base int) []uint64 {
+	grp := packed[g*GroupBytes : (g+1)*GroupBytes]
+	for w := 0; w < GroupBytes/8; w++ {
+		v := binary.LittleEndian.Uint64(grp[8*w:])
+		for m := v & (v >> 1) & 0x5555555555555555; m != 0; m &= m - 1 {
+			b := bits.TrailingZeros64(m) // byte 8w + b/8, shift b%8
+			p := g*GroupValues + (3-b%8/2)*LaneValues + 8*w + b/8
+			list = append(list, uint64(math.Float32bits(x[p]))<<32|uint64(uint32(p-base)))
+		}
+	}
+	return list
+}
+
+// quantSpecGeneric writes provisional codes of the len(dst)/32 whole groups
+// of x: 2 for x >= hi, 0 for x <= -hi, 3 for any other |x| >= lo, else 1
+// (NaN: 1). It returns the float64 sum of |x| and stores in amb the group
+// numbers (from 0) holding a code 3; their count, or -1 once amb is full.
+func quantSpecGeneric(x []float32, dst []byte, lo, hi float32, amb []uint32) (float64, int) {
+	var sum float64
+	na := 0
+	for g := 0; g < len(dst)/GroupBytes; g++ {
+		var grp [GroupBytes]byte
+		has3 := false
+		for j, v := range x[g*GroupValues : (g+1)*GroupValues] {
+			a := float32(math.Abs(float64(v)))
+			sum += float64(a)
+			code := byte(1)
+			switch {
+			case v >= hi:
+				code = 2
+			case v <= -hi:
+				code = 0
+			case a >= lo:
+				code, has3 = 3, true
+			}
+			grp[j%LaneValues] |= code << (6 - 2*(j/LaneValues))
+		}
+		copy(dst[g*GroupBytes:], grp[:])
+		if has3 {
+			if na == len(amb) {
+				return sum, -1
+			}
+			amb[na] = uint32(g)
+			na++
+		}
+	}
+	return sum, na
+}
