@@ -36,7 +36,7 @@ type kernelSet struct {
 	absMax   func(x []float32) (float32, int)
 	quantRun func(x []float32, scale float32, pos int, dst []byte)
 	// quantSpec: see quantSpecGeneric.
-	quantSpec func(x []float32, dst []byte, lo, hi float32, amb []uint32) (float64, int)
+	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
 }
 
 // generic is the oracle every family is tested against.

@@ -16,7 +16,8 @@ func quantGroupsAVX2(x []float32, dst []byte, scale float32)
 
 // quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x:
 // 2 for x >= hi, 0 for x <= -hi, 3 for other |x| >= lo, else 1 (NaN: 1). It
-// returns the float64 sum of |x| over those groups and stores in amb the
-// index (from 0) of each group holding a code 3; namb is their count, or -1
-// if amb filled up (the codes and sum are then incomplete).
-func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, amb []uint32) (sum float64, namb int)
+// returns the float64 sum of |x| over those groups and stores in ent, in
+// order of group, byte and lane, one entry per code 3: the element's float32
+// bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if
+// ent filled up (the codes and sum are then incomplete).
+func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)

@@ -313,16 +313,16 @@ done:
 	VZEROUPPER
 	RET
 
-// func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, amb []uint32) (sum float64, namb int)
+// func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)
 // Requires: AVX, AVX2, MMX+, SSE2
-TEXT ·quantSpecAVX2(SB), NOSPLIT, $96-96
+TEXT ·quantSpecAVX2(SB), NOSPLIT, $128-104
 	MOVQ         x_base+0(FP), AX
 	MOVQ         dst_base+24(FP), CX
 	MOVQ         dst_len+32(FP), DX
 	SHRQ         $0x05, DX
-	MOVQ         amb_base+56(FP), BX
-	MOVQ         amb_len+64(FP), SI
-	XORQ         DI, DI
+	MOVQ         ent_base+64(FP), BX
+	MOVQ         ent_len+72(FP), SI
+	MOVLQZX      off+56(FP), DI
 	XORQ         R8, R8
 	VBROADCASTSS lo+48(FP), Y0
 	VMOVDQU      Y0, (SP)
@@ -335,8 +335,8 @@ TEXT ·quantSpecAVX2(SB), NOSPLIT, $96-96
 	VPXOR        Y1, Y1, Y1
 
 loop:
-	CMPQ         R8, DX
-	JAE          done
+	TESTQ        DX, DX
+	JZ           done
 	PREFETCHT0   2048(AX)
 	PREFETCHT0   2112(AX)
 	PREFETCHT0   2176(AX)
@@ -568,24 +568,130 @@ loop:
 	VPERMD       Y2, Y3, Y2
 	VMOVDQU      Y2, (CX)
 
-	// A code 3 in the group: both bits of some 2-bit field set.
-	VPSRLW $0x01, Y2, Y3
-	VPAND  Y2, Y3, Y3
-	VPTEST bytes55<>+0(SB), Y3
-	JZ     next
-	CMPQ   DI, SI
-	JAE    full
-	MOVL   R8, (BX)(DI*4)
-	INCQ   DI
+	// Code 3 in the group: both bits of some 2-bit field set.
+	VPSRLW  $0x01, Y2, Y3
+	VPAND   Y2, Y3, Y3
+	VPAND   bytes55<>+0(SB), Y3, Y3
+	VPTEST  Y3, Y3
+	JZ      next
+	VMOVDQU Y3, 96(SP)
+	MOVQ    96(SP), R9
 
+bits0:
+	TESTQ R9, R9
+	JZ    word1
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  (R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits0
+
+word1:
+	MOVQ 104(SP), R9
+
+bits1:
+	TESTQ R9, R9
+	JZ    word2
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  8(R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits1
+
+word2:
+	MOVQ 112(SP), R9
+
+bits2:
+	TESTQ R9, R9
+	JZ    word3
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  16(R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits2
+
+word3:
+	MOVQ 120(SP), R9
+
+bits3:
+	TESTQ R9, R9
+	JZ    word4
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  24(R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits3
+
+word4:
 next:
 	ADDQ $0x00000200, AX
 	ADDQ $0x20, CX
-	INCQ R8
+	ADDL $0x00000080, DI
+	DECQ DX
 	JMP  loop
 
 full:
-	MOVQ $-1, DI
+	MOVQ $-1, R8
 
 done:
 	VADDPD       Y1, Y0, Y0
@@ -594,8 +700,8 @@ done:
 	VUNPCKHPD    X0, X0, X1
 	VADDSD       X1, X0, X0
 	VZEROUPPER
-	MOVSD        X0, sum+80(FP)
-	MOVQ         DI, namb+88(FP)
+	MOVSD        X0, sum+88(FP)
+	MOVQ         R8, nent+96(FP)
 	RET
 
 DATA absMask32<>+0(SB)/4, $0x7fffffff

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -140,10 +141,9 @@ func quantizeSpecBand(x []float32, b specBand, packed []byte, scales []float32) 
 	chunks := par.Chunks(whole, specPiece)
 	k := len(chunks) - 1
 	sums := make([]float64, k)
-	fix := make([]*[]uint64, k) // code-3 elements, see appendAmbiguous
+	fix := make([]*[]uint64, k) // code-3 elements, see quantSpecGeneric
 	redo := make([][]int, k)    // first groups of pieces to requantize
 	par.Run(chunks, func(c, g0, g1 int) {
-		amb := make([]uint32, specPiece)
 		list := fixPool.Get().(*[]uint64)
 		l := (*list)[:0]
 		base := g0 * GroupValues
@@ -151,18 +151,16 @@ func quantizeSpecBand(x []float32, b specBand, packed []byte, scales []float32) 
 		for g := g0; g < g1; g += specPiece {
 			e := min(g+specPiece, g1)
 			xs := x[g*GroupValues : e*GroupValues]
-			s, na := quantSpec(xs, packed[g*GroupBytes:e*GroupBytes], b.lo, b.hi, amb)
-			sum += s
-			// The piece is still in cache: note the values of its code-3
-			// elements now, so that the fix-up never reads x again.
-			before := len(l)
-			for _, a := range amb[:na] {
-				l = appendAmbiguous(l, x, packed, g+int(a), base)
-			}
-			if len(l)-before > specMaxFix {
-				l = l[:before]
+			l = slices.Grow(l, specMaxFix)
+			s, ne := quantSpec(xs, packed[g*GroupBytes:e*GroupBytes], b.lo, b.hi,
+				uint32(g*GroupValues-base), l[len(l):len(l)+specMaxFix])
+			if ne < 0 { // too many fix-ups (a poor band): the whole piece later
+				s, _ = absSum(xs)
 				redo[c] = append(redo[c], g)
+				ne = 0
 			}
+			l = l[:len(l)+ne]
+			sum += s
 		}
 		*list = l
 		fix[c] = list
@@ -204,43 +202,30 @@ func quantizeSpecBand(x []float32, b specBand, packed []byte, scales []float32) 
 }
 
 // specMaxValues keeps every element's offset within its worker's chunk in
-// 32 bits (see appendAmbiguous); larger tensors take the two-pass path.
+// 32 bits (see quantSpecGeneric); larger tensors take the two-pass path.
 const specMaxValues = 1 << 32
 
-// specMaxFix bounds the fix-ups noted per piece; a piece with more is
-// requantized whole instead (a poor band).
+// specMaxFix bounds the fix-ups noted per piece (1/16 of its values); a
+// piece with more is requantized whole instead (a poor band).
 const specMaxFix = specPiece * GroupValues / 16
 
 // fixPool keeps the workers' fix-up lists between calls: grown once, they
 // cost no allocation or page faults afterwards.
 var fixPool = sync.Pool{New: func() any { return new([]uint64) }}
 
-// appendAmbiguous appends the code-3 elements of whole group g, each as the
-// element's float32 bits << 32 | its position - base.
-func appendAmbiguous(list []uint64, x []float32, packed []byte, g, base int) []uint64 {
-	grp := packed[g*GroupBytes : (g+1)*GroupBytes]
-	for w := 0; w < GroupBytes/8; w++ {
-		v := binary.LittleEndian.Uint64(grp[8*w:])
-		for m := v & (v >> 1) & 0x5555555555555555; m != 0; m &= m - 1 {
-			b := bits.TrailingZeros64(m) // byte 8w + b/8, shift b%8
-			p := g*GroupValues + (3-b%8/2)*LaneValues + 8*w + b/8
-			list = append(list, uint64(math.Float32bits(x[p]))<<32|uint64(uint32(p-base)))
-		}
-	}
-	return list
-}
-
 // quantSpecGeneric writes provisional codes of the len(dst)/32 whole groups
 // of x: 2 for x >= hi, 0 for x <= -hi, 3 for any other |x| >= lo, else 1
-// (NaN: 1). It returns the float64 sum of |x| and stores in amb the group
-// numbers (from 0) holding a code 3; their count, or -1 once amb is full.
-func quantSpecGeneric(x []float32, dst []byte, lo, hi float32, amb []uint32) (float64, int) {
+// (NaN: 1). It returns the float64 sum of |x| and stores in ent one entry
+// per code 3, in order of group, byte and lane: the element's float32 bits
+// << 32 | (off + its index in x) mod 2^32. It returns their count, or -1 once
+// ent is full.
+func quantSpecGeneric(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int) {
 	var sum float64
-	na := 0
+	ne := 0
 	for g := 0; g < len(dst)/GroupBytes; g++ {
+		xs := x[g*GroupValues : (g+1)*GroupValues]
 		var grp [GroupBytes]byte
-		has3 := false
-		for j, v := range x[g*GroupValues : (g+1)*GroupValues] {
+		for j, v := range xs {
 			a := float32(math.Abs(float64(v)))
 			sum += float64(a)
 			code := byte(1)
@@ -250,18 +235,23 @@ func quantSpecGeneric(x []float32, dst []byte, lo, hi float32, amb []uint32) (fl
 			case v <= -hi:
 				code = 0
 			case a >= lo:
-				code, has3 = 3, true
+				code = 3
 			}
 			grp[j%LaneValues] |= code << (6 - 2*(j/LaneValues))
 		}
 		copy(dst[g*GroupBytes:], grp[:])
-		if has3 {
-			if na == len(amb) {
-				return sum, -1
+		for w := 0; w < GroupBytes/8; w++ {
+			v := binary.LittleEndian.Uint64(grp[8*w:])
+			for m := v & (v >> 1) & 0x5555555555555555; m != 0; m &= m - 1 {
+				b := bits.TrailingZeros64(m) // byte 8w + b/8, shift b%8
+				j := (3-b%8/2)*LaneValues + 8*w + b/8
+				if ne == len(ent) {
+					return sum, -1
+				}
+				ent[ne] = uint64(math.Float32bits(xs[j]))<<32 | uint64(off+uint32(g*GroupValues+j))
+				ne++
 			}
-			amb[na] = uint32(g)
-			na++
 		}
 	}
-	return sum, na
+	return sum, ne
 }

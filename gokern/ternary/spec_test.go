@@ -78,19 +78,20 @@ func TestKernelsQuantSpec(t *testing.T) {
 						}
 					}
 					x := buf[off:]
-					for _, capacity := range []int{groups, groups / 3} {
+					for _, capacity := range []int{groups * GroupValues, groups / 3} {
 						wantDst := make([]byte, groups*GroupBytes)
 						gotDst := make([]byte, groups*GroupBytes)
 						for i := range gotDst {
 							gotDst[i] = byte(r.Uint32())
 						}
-						wantAmb := make([]uint32, capacity)
-						gotAmb := make([]uint32, capacity)
-						ws, wn := quantSpecGeneric(x, wantDst, lo, hi, wantAmb)
-						gs, gn := k.quantSpec(x, gotDst, lo, hi, gotAmb)
+						wantEnt := make([]uint64, capacity)
+						gotEnt := make([]uint64, capacity)
+						o := r.Uint32()
+						ws, wn := quantSpecGeneric(x, wantDst, lo, hi, o, wantEnt)
+						gs, gn := k.quantSpec(x, gotDst, lo, hi, o, gotEnt)
 						name := fmt.Sprintf("%s %s groups=%d lo=%v hi=%v cap=%d", f, kind, groups, lo, hi, capacity)
 						if gn != wn {
-							t.Fatalf("%s: namb %d, want %d", name, gn, wn)
+							t.Fatalf("%s: nent %d, want %d", name, gn, wn)
 						}
 						if wn < 0 {
 							continue
@@ -98,8 +99,16 @@ func TestKernelsQuantSpec(t *testing.T) {
 						if i := firstDiff(gotDst, wantDst); i >= 0 {
 							t.Fatalf("%s: byte %d = %#x, want %#x", name, i, gotDst[i], wantDst[i])
 						}
-						if !slices.Equal(gotAmb[:gn], wantAmb[:wn]) {
-							t.Fatalf("%s: amb %v, want %v", name, gotAmb[:gn], wantAmb[:wn])
+						if !slices.Equal(gotEnt[:gn], wantEnt[:wn]) {
+							t.Fatalf("%s: entries %x, want %x", name, gotEnt[:gn], wantEnt[:wn])
+						}
+						// Each entry names a code 3 and carries its value.
+						for _, e := range wantEnt[:wn] {
+							i := int(uint32(e) - o)
+							b, sh := slot(i)
+							if wantDst[b]>>sh&3 != 3 || math.Float32bits(x[i]) != uint32(e>>32) {
+								t.Fatalf("%s: entry %x does not match element %d", name, e, i)
+							}
 						}
 						cnt := max(1, len(x))
 						if !sameF32(float32(gs/float64(cnt)), float32(ws/float64(cnt))) {

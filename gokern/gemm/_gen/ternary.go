@@ -282,7 +282,8 @@ func quantGroupsAVX2(c *build.Context) {
 // scale in the bounds, |x| < lo means code 1 and |x| >= hi means code 0 or 2
 // by sign. In one read of x it writes those codes, code 3 ("ambiguous", fixed
 // up once the scale is known) for lo <= |x| < hi, code 1 for NaN, sums |x| in
-// float64, and lists the groups holding a code 3.
+// float64, and notes each code-3 element with its value, so that the fix-up
+// never reads x again.
 //
 // Per 8 values: 3 compares and an AND (for |x|) give -1/0 masks; the sum
 // takes 2 conversions to float64, an extract and 2 adds. The masks of a
@@ -291,28 +292,30 @@ func quantGroupsAVX2(c *build.Context) {
 func quantSpecAVX2(c *build.Context) {
 	c.Function("quantSpecAVX2")
 	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, amb []uint32) (sum float64, namb int)")
+	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)")
 	c.Doc(
 		"quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x:",
 		"2 for x >= hi, 0 for x <= -hi, 3 for other |x| >= lo, else 1 (NaN: 1). It",
-		"returns the float64 sum of |x| over those groups and stores in amb the",
-		"index (from 0) of each group holding a code 3; namb is their count, or -1",
-		"if amb filled up (the codes and sum are then incomplete).",
+		"returns the float64 sum of |x| over those groups and stores in ent, in",
+		"order of group, byte and lane, one entry per code 3: the element's float32",
+		"bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if",
+		"ent filled up (the codes and sum are then incomplete).",
 	)
 	p := c.Load(c.Param("x").Base(), c.GP64())
 	out := c.Load(c.Param("dst").Base(), c.GP64())
 	g := c.Load(c.Param("dst").Len(), c.GP64())
 	c.SHRQ(operand.Imm(5), g)
-	ambp := c.Load(c.Param("amb").Base(), c.GP64())
-	ambCap := c.Load(c.Param("amb").Len(), c.GP64())
-	na, gi := c.GP64(), c.GP64()
-	c.XORQ(na, na)
-	c.XORQ(gi, gi)
+	entp := c.Load(c.Param("ent").Base(), c.GP64())
+	entCap := c.Load(c.Param("ent").Len(), c.GP64())
+	off := c.GP64()
+	c.MOVLQZX(paramAddr(c, "off"), off)
+	ne := c.GP64()
+	c.XORQ(ne, ne)
 
 	// The thresholds, broadcast once into the stack: memory operands leave
 	// the registers to the masks.
-	loc := c.AllocLocal(96)
-	loM, hiM, nhiM := loc, loc.Offset(32), loc.Offset(64)
+	loc := c.AllocLocal(128)
+	loM, hiM, nhiM, ambM := loc, loc.Offset(32), loc.Offset(64), loc.Offset(96)
 	{
 		t, u := c.YMM(), c.YMM()
 		c.VBROADCASTSS(paramAddr(c, "lo"), t)
@@ -335,8 +338,8 @@ func quantSpecAVX2(c *build.Context) {
 	acc := zeroY(c, 2)
 
 	c.Label("loop")
-	c.CMPQ(gi, g)
-	c.JAE(operand.LabelRef("done"))
+	c.TESTQ(g, g)
+	c.JZ(operand.LabelRef("done"))
 	prefetch(c, p, prefetchDist, 512)
 	res := c.YMM()
 	for lane := 0; lane < 4; lane++ {
@@ -386,24 +389,53 @@ func quantSpecAVX2(c *build.Context) {
 	c.VMOVDQU(perm, idx)
 	c.VPERMD(res, idx, res)
 	c.VMOVDQU(res, mem(out, 0))
-	c.Comment("A code 3 in the group: both bits of some 2-bit field set.")
+	c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
 	t := c.YMM()
 	c.VPSRLW(operand.Imm(1), res, t)
 	c.VPAND(res, t, t)
-	c.VPTEST(bytes55, t)
+	c.VPAND(bytes55, t, t)
+	c.VPTEST(t, t)
 	c.JZ(operand.LabelRef("next"))
-	c.CMPQ(na, ambCap)
-	c.JAE(operand.LabelRef("full"))
-	c.MOVL(gi.As32(), operand.Mem{Base: ambp, Index: na, Scale: 4})
-	c.INCQ(na)
+	c.VMOVDQU(t, ambM)
+	m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
+	for w := 0; w < 4; w++ {
+		// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
+		c.Label(fmt.Sprintf("word%d", w))
+		c.MOVQ(ambM.Offset(8*w), m)
+		c.Label(fmt.Sprintf("bits%d", w))
+		c.TESTQ(m, m)
+		c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
+		c.CMPQ(ne, entCap)
+		c.JAE(operand.LabelRef("full"))
+		c.BSFQ(m, b)
+		c.MOVQ(b, j)
+		c.SHRQ(operand.Imm(3), j)
+		c.ANDQ(operand.Imm(7), b)
+		c.SHRQ(operand.Imm(1), b)
+		c.NOTQ(b)
+		c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
+		c.SHLQ(operand.Imm(5), b)
+		c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
+		c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
+		c.SHLQ(operand.Imm(32), v)
+		c.ADDL(off.As32(), j.As32())
+		c.ORQ(j, v)
+		c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
+		c.INCQ(ne)
+		c.LEAQ(mem(m, -1), b)
+		c.ANDQ(b, m)
+		c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
+	}
+	c.Label("word4")
 	c.Label("next")
 	c.ADDQ(operand.U32(512), p)
 	c.ADDQ(operand.Imm(32), out)
-	c.INCQ(gi)
+	c.ADDL(operand.U32(128), off.As32())
+	c.DECQ(g)
 	c.JMP(operand.LabelRef("loop"))
 
 	c.Label("full")
-	c.MOVQ(operand.I32(-1), na)
+	c.MOVQ(operand.I32(-1), ne)
 	c.Label("done")
 	c.VADDPD(acc[1], acc[0], acc[0])
 	l, h := acc[0].AsX(), c.XMM()
@@ -413,7 +445,7 @@ func quantSpecAVX2(c *build.Context) {
 	c.VADDSD(h, l, l)
 	c.VZEROUPPER()
 	c.Store(l, c.Return("sum"))
-	c.Store(na, c.Return("namb"))
+	c.Store(ne, c.Return("nent"))
 	c.RET()
 }
 
