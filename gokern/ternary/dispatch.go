@@ -7,7 +7,7 @@ var family = cpu.Generic
 
 func init() { SelectKernels() }
 
-// SelectKernels points the kernel seams (absSum, absMax, quantRun, quantSpec) at the
+// SelectKernels points the kernel seams (see kernelSet) at the
 // best family that cpu.Pick allows among those compiled in (simdKernels,
 // defined per architecture: kernels_amd64.go, kernels_other.go). Tests call
 // it again after cpu.Override.
@@ -35,13 +35,22 @@ type kernelSet struct {
 	absSum   func(x []float32) (float64, int)
 	absMax   func(x []float32) (float32, int)
 	quantRun func(x []float32, scale float32, pos int, dst []byte)
+	// quantBlocks: see quantBlocksGeneric.
+	quantBlocks func(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int
 	// quantSpec: see quantSpecGeneric.
 	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
 }
 
 // generic is the oracle every family is tested against.
-var generic = kernelSet{absSumGeneric, absMaxGeneric, quantRunGeneric, quantSpecGeneric}
+var generic = kernelSet{
+	absSum:      absSumGeneric,
+	absMax:      absMaxGeneric,
+	quantRun:    quantRunGeneric,
+	quantBlocks: quantBlocksGeneric,
+	quantSpec:   quantSpecGeneric,
+}
 
 func (k kernelSet) install() {
-	absSum, absMax, quantRun, quantSpec = k.absSum, k.absMax, k.quantRun, k.quantSpec
+	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
+	quantBlocks, quantSpec = k.quantBlocks, k.quantSpec
 }

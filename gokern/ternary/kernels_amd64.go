@@ -16,7 +16,17 @@ import (
 // No AVX-512 quantizer kernels: the AVX2 ones already saturate memory
 // bandwidth, and none could be tested on the development machine.
 var simdKernels = map[cpu.Family]kernelSet{
-	cpu.AVX2: {absSumAVX2Kernel, absMaxAVX2Kernel, quantRunAVX2, quantSpecAVX2},
+	cpu.AVX2: avx2,
+}
+
+var avx2Block = blockKernels{absSumAVX2Kernel, absMaxAVX2Kernel, quantRunAVX2}
+
+var avx2 = kernelSet{
+	absSum:      absSumAVX2Kernel,
+	absMax:      absMaxAVX2Kernel,
+	quantRun:    quantRunAVX2,
+	quantBlocks: quantBlocksAVX2,
+	quantSpec:   quantSpecAVX2,
 }
 
 // absSumAVX2Kernel sums in vector order; only a non-finite sum (some NaN or
@@ -57,4 +67,57 @@ func quantRunAVX2(x []float32, scale float32, pos int, dst []byte) {
 	if len(x) > 0 {
 		quantRunGeneric(x, scale, pos, dst)
 	}
+}
+
+// quantBlocksAVX2 does what quantBlocksGeneric does. Where blocks and groups
+// nest (bs a multiple of 8 dividing 128, or a multiple of 128), the scales
+// of all whole blocks come from one call and the codes of all their groups
+// from another; a block holding NaN or Inf is redone by the per-block code
+// (for its first bad index), and so are the blocks after the last whole
+// group, and every block of other sizes.
+func quantBlocksAVX2(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int {
+	span := max(bs, GroupValues) // blocks and groups both end every span
+	small := bs < GroupValues && bs%8 == 0 && GroupValues%bs == 0
+	if !small && bs%GroupValues != 0 {
+		return quantBlocksWith(avx2Block, x, bs, pos, m, packed, scales)
+	}
+	nw := len(x) / span * span
+	b0 := pos / bs
+	sc := scales[b0 : b0+nw/bs]
+	bad := -1
+	for done := 0; done < len(sc); {
+		xs := x[done*bs : nw]
+		if m == AbsMax {
+			done += blockMaxScalesAVX2(xs, bs, sc[done:])
+		} else {
+			done += blockSumScalesAVX2(xs, bs, sc[done:])
+		}
+		if done < len(sc) { // a NaN or Inf: the generic scan finds it
+			if b := quantBlocksWith(avx2Block, x[done*bs:(done+1)*bs], bs, pos+done*bs, m, packed, scales); bad < 0 {
+				bad = done*bs + b
+			}
+			done++
+		}
+	}
+	if nw > 0 {
+		dst := packed[pos/GroupValues*GroupBytes : (pos+nw)/GroupValues*GroupBytes]
+		switch bs {
+		case 8:
+			quantBlocks8AVX2(x[:nw], dst, sc)
+		case 16:
+			quantBlocks16AVX2(x[:nw], dst, sc)
+		case 32:
+			quantBlocks32AVX2(x[:nw], dst, sc)
+		case 64:
+			quantBlocks64AVX2(x[:nw], dst, sc)
+		default:
+			quantBlocksBigAVX2(x[:nw], dst, sc, bs/GroupValues)
+		}
+	}
+	if nw < len(x) {
+		if b := quantBlocksWith(avx2Block, x[nw:], bs, pos+nw, m, packed, scales); b >= 0 && bad < 0 {
+			bad = nw + b
+		}
+	}
+	return bad
 }

@@ -330,3 +330,52 @@ func BenchmarkQuantize(b *testing.B) {
 		}
 	}
 }
+
+func TestKernelsQuantBlocks(t *testing.T) {
+	for _, f := range usableFamilies(t) {
+		k := simdKernels[f]
+		r := rand.New(rand.NewPCG(19, 20))
+		for _, bs := range []int{1, 3, 8, 16, 24, 32, 64, 96, 128, 200, 256, 384, 1024} {
+			unit := lcm(bs, GroupValues, 1<<30)
+			for _, kind := range []string{"normal", "wide", "special"} {
+				for _, m := range []Method{AbsMean, AbsMax} {
+					for rep := 0; rep < 6; rep++ {
+						blocks := r.IntN(40)
+						n := blocks * bs
+						if rep%2 == 1 && bs > 1 {
+							n += 1 + r.IntN(bs-1) // a short last block
+						}
+						pos := unit * r.IntN(3)
+						x := fill(r, n, kind, 1)
+						size := PackedLen(pos + n)
+						want := make([]byte, size)
+						for i := range want {
+							want[i] = byte(r.Uint32())
+						}
+						got := slices.Clone(want)
+						nb := NumBlocks(pos+n, bs)
+						if n == 0 {
+							nb = pos / bs
+						}
+						ws := make([]float32, nb)
+						gs := make([]float32, nb)
+						wb := quantBlocksGeneric(x, bs, pos, m, want, ws)
+						gb := k.quantBlocks(x, bs, pos, m, got, gs)
+						name := fmt.Sprintf("%s bs=%d %s %v n=%d pos=%d", f, bs, kind, m, n, pos)
+						if gb != wb {
+							t.Fatalf("%s: bad index %d, want %d", name, gb, wb)
+						}
+						for i := range ws {
+							if !sameF32(gs[i], ws[i]) {
+								t.Fatalf("%s: scale %d = %v, want %v", name, i, gs[i], ws[i])
+							}
+						}
+						if i := firstDiff(got, want); i >= 0 {
+							t.Fatalf("%s: byte %d = %#x, want %#x", name, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -21,3 +21,35 @@ func quantGroupsAVX2(x []float32, dst []byte, scale float32)
 // bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if
 // ent filled up (the codes and sum are then incomplete).
 func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)
+
+// blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the
+// block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no
+// particular order), for b from 0 up, and returns how many it set: fewer than
+// len(scales) when block [result] has a NaN or Inf (its scale is left alone).
+func blockSumScalesAVX2(x []float32, bs int, scales []float32) int
+
+// blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block
+// x[b*bs:(b+1)*bs] (bs a positive multiple of 8), for b from 0 up, and returns
+// how many it set: fewer than len(scales) when block [result] has a NaN or Inf
+// (its scale is left alone).
+func blockMaxScalesAVX2(x []float32, bs int, scales []float32) int
+
+// quantBlocks8AVX2 writes the I2_S codes of len(dst)/32 whole groups of x,
+// value i divided by scales[i/8].
+func quantBlocks8AVX2(x []float32, dst []byte, scales []float32)
+
+// quantBlocks16AVX2 writes the I2_S codes of len(dst)/32 whole groups of x,
+// value i divided by scales[i/16].
+func quantBlocks16AVX2(x []float32, dst []byte, scales []float32)
+
+// quantBlocks32AVX2 writes the I2_S codes of len(dst)/32 whole groups of x,
+// value i divided by scales[i/32].
+func quantBlocks32AVX2(x []float32, dst []byte, scales []float32)
+
+// quantBlocks64AVX2 writes the I2_S codes of len(dst)/32 whole groups of x,
+// value i divided by scales[i/64].
+func quantBlocks64AVX2(x []float32, dst []byte, scales []float32)
+
+// quantBlocksBigAVX2 writes the I2_S codes of len(dst)/32 whole groups of x,
+// group g divided by scales[g/groupsPerBlock].
+func quantBlocksBigAVX2(x []float32, dst []byte, scales []float32, groupsPerBlock int)

@@ -813,3 +813,956 @@ DATA codeBit1Lane3<>+20(SB)/4, $0x02020202
 DATA codeBit1Lane3<>+24(SB)/4, $0x02020202
 DATA codeBit1Lane3<>+28(SB)/4, $0x02020202
 GLOBL codeBit1Lane3<>(SB), RODATA|NOPTR, $32
+
+// func blockSumScalesAVX2(x []float32, bs int, scales []float32) int
+// Requires: AVX, AVX2, SSE2
+TEXT ·blockSumScalesAVX2(SB), NOSPLIT, $0-64
+	MOVQ         x_base+0(FP), AX
+	MOVQ         bs+24(FP), CX
+	MOVQ         scales_base+32(FP), DX
+	MOVQ         scales_len+40(FP), BX
+	CVTSQ2SD     CX, X0
+	SHRQ         $0x03, CX
+	MOVQ         $0x7fffffffffffffff, SI
+	VMOVQ        SI, X1
+	VPBROADCASTQ X1, Y1
+	MOVQ         $0x7fefffffffffffff, SI
+	VMOVQ        SI, X2
+	MOVL         $0x3727c5ac, SI
+	VMOVD        SI, X3
+	XORQ         SI, SI
+
+block:
+	CMPQ  SI, BX
+	JAE   done
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ  CX, DI
+
+vec:
+	VCVTPS2PD    (AX), Y6
+	VANDPD       Y1, Y6, Y6
+	VADDPD       Y6, Y4, Y4
+	VCVTPS2PD    16(AX), Y6
+	VANDPD       Y1, Y6, Y6
+	VADDPD       Y6, Y5, Y5
+	ADDQ         $0x20, AX
+	DECQ         DI
+	JNZ          vec
+	VADDPD       Y5, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPD       X5, X4, X4
+	VUNPCKHPD    X4, X4, X5
+	VADDSD       X5, X4, X4
+
+	// Not finite (NaN compares unordered): leave it to the caller.
+	VUCOMISD  X2, X4
+	JHI       done
+	JPS       done
+	VDIVSD    X0, X4, X4
+	VCVTSD2SS X4, X4, X4
+	VMAXSS    X3, X4, X4
+	VMOVSS    X4, (DX)(SI*4)
+	INCQ      SI
+	JMP       block
+
+done:
+	VZEROUPPER
+	MOVQ SI, ret+56(FP)
+	RET
+
+// func blockMaxScalesAVX2(x []float32, bs int, scales []float32) int
+// Requires: AVX, AVX2
+TEXT ·blockMaxScalesAVX2(SB), NOSPLIT, $0-64
+	MOVQ         x_base+0(FP), AX
+	MOVQ         bs+24(FP), CX
+	MOVQ         scales_base+32(FP), DX
+	MOVQ         scales_len+40(FP), BX
+	SHRQ         $0x03, CX
+	MOVL         $0x7fffffff, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x322bcc77, SI
+	VMOVD        SI, X1
+	XORQ         SI, SI
+
+block:
+	CMPQ  SI, BX
+	JAE   done
+	VPXOR Y2, Y2, Y2
+	MOVQ  CX, DI
+
+vec:
+	VPAND        (AX), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	ADDQ         $0x20, AX
+	DECQ         DI
+	JNZ          vec
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMAXUD      X3, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPMAXUD      X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPMAXUD      X3, X2, X2
+	VMOVD        X2, DI
+
+	// Inf or NaN: leave it to the caller.
+	CMPL   DI, $0x7f800000
+	JAE    done
+	VMAXSS X1, X2, X2
+	VMOVSS X2, (DX)(SI*4)
+	INCQ   SI
+	JMP    block
+
+done:
+	VZEROUPPER
+	MOVQ SI, ret+56(FP)
+	RET
+
+// func quantBlocks8AVX2(x []float32, dst []byte, scales []float32)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantBlocks8AVX2(SB), NOSPLIT, $0-72
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         scales_base+48(FP), BX
+	MOVL         $0x3f000000, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0xbf000000, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00000055, SI
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	MOVQ         $0x0703060205010400, SI
+	VMOVQ        SI, X3
+	VPMOVZXBD    X3, Y3
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	PREFETCHT0   2048(AX)
+	PREFETCHT0   2112(AX)
+	PREFETCHT0   2176(AX)
+	PREFETCHT0   2240(AX)
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	PREFETCHT0   2496(AX)
+	VMOVUPS      (AX), Y4
+	VBROADCASTSS (BX), Y5
+	VDIVPS       Y5, Y4, Y4
+	VCMPPS       $0x1e, Y0, Y4, Y5
+	VCMPPS       $0x11, Y1, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x06, Y4, Y4
+	VMOVUPS      128(AX), Y5
+	VBROADCASTSS 16(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      256(AX), Y5
+	VBROADCASTSS 32(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x02, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      384(AX), Y5
+	VBROADCASTSS 48(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VMOVUPS      32(AX), Y5
+	VBROADCASTSS 4(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      160(AX), Y6
+	VBROADCASTSS 20(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      288(AX), Y6
+	VBROADCASTSS 36(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      416(AX), Y6
+	VBROADCASTSS 52(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VPACKUSDW    Y5, Y4, Y4
+	VMOVUPS      64(AX), Y5
+	VBROADCASTSS 8(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      192(AX), Y6
+	VBROADCASTSS 24(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      320(AX), Y6
+	VBROADCASTSS 40(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      448(AX), Y6
+	VBROADCASTSS 56(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VMOVUPS      96(AX), Y6
+	VBROADCASTSS 12(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VMOVUPS      224(AX), Y7
+	VBROADCASTSS 28(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      352(AX), Y7
+	VBROADCASTSS 44(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x02, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      480(AX), Y7
+	VBROADCASTSS 60(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       Y2, Y6, Y6
+	VPACKUSDW    Y6, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPERMD       Y4, Y3, Y4
+	VMOVDQU      Y4, (CX)
+	ADDQ         $0x00000200, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x00000040, BX
+	DECQ         DX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantBlocks16AVX2(x []float32, dst []byte, scales []float32)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantBlocks16AVX2(SB), NOSPLIT, $0-72
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         scales_base+48(FP), BX
+	MOVL         $0x3f000000, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0xbf000000, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00000055, SI
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	MOVQ         $0x0703060205010400, SI
+	VMOVQ        SI, X3
+	VPMOVZXBD    X3, Y3
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	PREFETCHT0   2048(AX)
+	PREFETCHT0   2112(AX)
+	PREFETCHT0   2176(AX)
+	PREFETCHT0   2240(AX)
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	PREFETCHT0   2496(AX)
+	VMOVUPS      (AX), Y4
+	VBROADCASTSS (BX), Y5
+	VDIVPS       Y5, Y4, Y4
+	VCMPPS       $0x1e, Y0, Y4, Y5
+	VCMPPS       $0x11, Y1, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x06, Y4, Y4
+	VMOVUPS      128(AX), Y5
+	VBROADCASTSS 8(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      256(AX), Y5
+	VBROADCASTSS 16(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x02, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      384(AX), Y5
+	VBROADCASTSS 24(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VMOVUPS      32(AX), Y5
+	VBROADCASTSS (BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      160(AX), Y6
+	VBROADCASTSS 8(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      288(AX), Y6
+	VBROADCASTSS 16(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      416(AX), Y6
+	VBROADCASTSS 24(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VPACKUSDW    Y5, Y4, Y4
+	VMOVUPS      64(AX), Y5
+	VBROADCASTSS 4(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      192(AX), Y6
+	VBROADCASTSS 12(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      320(AX), Y6
+	VBROADCASTSS 20(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      448(AX), Y6
+	VBROADCASTSS 28(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VMOVUPS      96(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VMOVUPS      224(AX), Y7
+	VBROADCASTSS 12(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      352(AX), Y7
+	VBROADCASTSS 20(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x02, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      480(AX), Y7
+	VBROADCASTSS 28(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       Y2, Y6, Y6
+	VPACKUSDW    Y6, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPERMD       Y4, Y3, Y4
+	VMOVDQU      Y4, (CX)
+	ADDQ         $0x00000200, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x00000020, BX
+	DECQ         DX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantBlocks32AVX2(x []float32, dst []byte, scales []float32)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantBlocks32AVX2(SB), NOSPLIT, $0-72
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         scales_base+48(FP), BX
+	MOVL         $0x3f000000, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0xbf000000, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00000055, SI
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	MOVQ         $0x0703060205010400, SI
+	VMOVQ        SI, X3
+	VPMOVZXBD    X3, Y3
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	PREFETCHT0   2048(AX)
+	PREFETCHT0   2112(AX)
+	PREFETCHT0   2176(AX)
+	PREFETCHT0   2240(AX)
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	PREFETCHT0   2496(AX)
+	VMOVUPS      (AX), Y4
+	VBROADCASTSS (BX), Y5
+	VDIVPS       Y5, Y4, Y4
+	VCMPPS       $0x1e, Y0, Y4, Y5
+	VCMPPS       $0x11, Y1, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x06, Y4, Y4
+	VMOVUPS      128(AX), Y5
+	VBROADCASTSS 4(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      256(AX), Y5
+	VBROADCASTSS 8(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x02, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      384(AX), Y5
+	VBROADCASTSS 12(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VMOVUPS      32(AX), Y5
+	VBROADCASTSS (BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      160(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      288(AX), Y6
+	VBROADCASTSS 8(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      416(AX), Y6
+	VBROADCASTSS 12(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VPACKUSDW    Y5, Y4, Y4
+	VMOVUPS      64(AX), Y5
+	VBROADCASTSS (BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      192(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      320(AX), Y6
+	VBROADCASTSS 8(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      448(AX), Y6
+	VBROADCASTSS 12(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VMOVUPS      96(AX), Y6
+	VBROADCASTSS (BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VMOVUPS      224(AX), Y7
+	VBROADCASTSS 4(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      352(AX), Y7
+	VBROADCASTSS 8(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x02, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      480(AX), Y7
+	VBROADCASTSS 12(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       Y2, Y6, Y6
+	VPACKUSDW    Y6, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPERMD       Y4, Y3, Y4
+	VMOVDQU      Y4, (CX)
+	ADDQ         $0x00000200, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x00000010, BX
+	DECQ         DX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantBlocks64AVX2(x []float32, dst []byte, scales []float32)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantBlocks64AVX2(SB), NOSPLIT, $0-72
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         scales_base+48(FP), BX
+	MOVL         $0x3f000000, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0xbf000000, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00000055, SI
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	MOVQ         $0x0703060205010400, SI
+	VMOVQ        SI, X3
+	VPMOVZXBD    X3, Y3
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	PREFETCHT0   2048(AX)
+	PREFETCHT0   2112(AX)
+	PREFETCHT0   2176(AX)
+	PREFETCHT0   2240(AX)
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	PREFETCHT0   2496(AX)
+	VMOVUPS      (AX), Y4
+	VBROADCASTSS (BX), Y5
+	VDIVPS       Y5, Y4, Y4
+	VCMPPS       $0x1e, Y0, Y4, Y5
+	VCMPPS       $0x11, Y1, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x06, Y4, Y4
+	VMOVUPS      128(AX), Y5
+	VBROADCASTSS (BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      256(AX), Y5
+	VBROADCASTSS 4(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x02, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      384(AX), Y5
+	VBROADCASTSS 4(BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VMOVUPS      32(AX), Y5
+	VBROADCASTSS (BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      160(AX), Y6
+	VBROADCASTSS (BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      288(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      416(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VPACKUSDW    Y5, Y4, Y4
+	VMOVUPS      64(AX), Y5
+	VBROADCASTSS (BX), Y6
+	VDIVPS       Y6, Y5, Y5
+	VCMPPS       $0x1e, Y0, Y5, Y6
+	VCMPPS       $0x11, Y1, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VMOVUPS      192(AX), Y6
+	VBROADCASTSS (BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      320(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      448(AX), Y6
+	VBROADCASTSS 4(BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y2, Y5, Y5
+	VMOVUPS      96(AX), Y6
+	VBROADCASTSS (BX), Y7
+	VDIVPS       Y7, Y6, Y6
+	VCMPPS       $0x1e, Y0, Y6, Y7
+	VCMPPS       $0x11, Y1, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VMOVUPS      224(AX), Y7
+	VBROADCASTSS (BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      352(AX), Y7
+	VBROADCASTSS 4(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x02, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      480(AX), Y7
+	VBROADCASTSS 4(BX), Y8
+	VDIVPS       Y8, Y7, Y7
+	VCMPPS       $0x1e, Y0, Y7, Y8
+	VCMPPS       $0x11, Y1, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       Y2, Y6, Y6
+	VPACKUSDW    Y6, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPERMD       Y4, Y3, Y4
+	VMOVDQU      Y4, (CX)
+	ADDQ         $0x00000200, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x00000008, BX
+	DECQ         DX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantBlocksBigAVX2(x []float32, dst []byte, scales []float32, groupsPerBlock int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantBlocksBigAVX2(SB), NOSPLIT, $0-80
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         scales_base+48(FP), BX
+	MOVQ         groupsPerBlock+72(FP), SI
+	MOVL         $0x3f000000, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0xbf000000, DI
+	VMOVD        DI, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x00000055, DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	MOVQ         $0x0703060205010400, DI
+	VMOVQ        DI, X4
+	VPMOVZXBD    X4, Y4
+	XORQ         DI, DI
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	TESTQ        DI, DI
+	JNZ          same
+	VBROADCASTSS (BX), Y1
+	ADDQ         $0x04, BX
+	MOVQ         SI, DI
+
+same:
+	PREFETCHT0 2048(AX)
+	PREFETCHT0 2112(AX)
+	PREFETCHT0 2176(AX)
+	PREFETCHT0 2240(AX)
+	PREFETCHT0 2304(AX)
+	PREFETCHT0 2368(AX)
+	PREFETCHT0 2432(AX)
+	PREFETCHT0 2496(AX)
+	VMOVUPS    (AX), Y5
+	VDIVPS     Y1, Y5, Y5
+	VCMPPS     $0x1e, Y0, Y5, Y6
+	VCMPPS     $0x11, Y2, Y5, Y5
+	VPSUBD     Y6, Y5, Y5
+	VPSLLD     $0x06, Y5, Y5
+	VMOVUPS    128(AX), Y6
+	VDIVPS     Y1, Y6, Y6
+	VCMPPS     $0x1e, Y0, Y6, Y7
+	VCMPPS     $0x11, Y2, Y6, Y6
+	VPSUBD     Y7, Y6, Y6
+	VPSLLD     $0x04, Y6, Y6
+	VPADDD     Y6, Y5, Y5
+	VMOVUPS    256(AX), Y6
+	VDIVPS     Y1, Y6, Y6
+	VCMPPS     $0x1e, Y0, Y6, Y7
+	VCMPPS     $0x11, Y2, Y6, Y6
+	VPSUBD     Y7, Y6, Y6
+	VPSLLD     $0x02, Y6, Y6
+	VPADDD     Y6, Y5, Y5
+	VMOVUPS    384(AX), Y6
+	VDIVPS     Y1, Y6, Y6
+	VCMPPS     $0x1e, Y0, Y6, Y7
+	VCMPPS     $0x11, Y2, Y6, Y6
+	VPSUBD     Y7, Y6, Y6
+	VPADDD     Y6, Y5, Y5
+	VPADDD     Y3, Y5, Y5
+	VMOVUPS    32(AX), Y6
+	VDIVPS     Y1, Y6, Y6
+	VCMPPS     $0x1e, Y0, Y6, Y7
+	VCMPPS     $0x11, Y2, Y6, Y6
+	VPSUBD     Y7, Y6, Y6
+	VPSLLD     $0x06, Y6, Y6
+	VMOVUPS    160(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPSLLD     $0x04, Y7, Y7
+	VPADDD     Y7, Y6, Y6
+	VMOVUPS    288(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPSLLD     $0x02, Y7, Y7
+	VPADDD     Y7, Y6, Y6
+	VMOVUPS    416(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPADDD     Y7, Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPACKUSDW  Y6, Y5, Y5
+	VMOVUPS    64(AX), Y6
+	VDIVPS     Y1, Y6, Y6
+	VCMPPS     $0x1e, Y0, Y6, Y7
+	VCMPPS     $0x11, Y2, Y6, Y6
+	VPSUBD     Y7, Y6, Y6
+	VPSLLD     $0x06, Y6, Y6
+	VMOVUPS    192(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPSLLD     $0x04, Y7, Y7
+	VPADDD     Y7, Y6, Y6
+	VMOVUPS    320(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPSLLD     $0x02, Y7, Y7
+	VPADDD     Y7, Y6, Y6
+	VMOVUPS    448(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPADDD     Y7, Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VMOVUPS    96(AX), Y7
+	VDIVPS     Y1, Y7, Y7
+	VCMPPS     $0x1e, Y0, Y7, Y8
+	VCMPPS     $0x11, Y2, Y7, Y7
+	VPSUBD     Y8, Y7, Y7
+	VPSLLD     $0x06, Y7, Y7
+	VMOVUPS    224(AX), Y8
+	VDIVPS     Y1, Y8, Y8
+	VCMPPS     $0x1e, Y0, Y8, Y9
+	VCMPPS     $0x11, Y2, Y8, Y8
+	VPSUBD     Y9, Y8, Y8
+	VPSLLD     $0x04, Y8, Y8
+	VPADDD     Y8, Y7, Y7
+	VMOVUPS    352(AX), Y8
+	VDIVPS     Y1, Y8, Y8
+	VCMPPS     $0x1e, Y0, Y8, Y9
+	VCMPPS     $0x11, Y2, Y8, Y8
+	VPSUBD     Y9, Y8, Y8
+	VPSLLD     $0x02, Y8, Y8
+	VPADDD     Y8, Y7, Y7
+	VMOVUPS    480(AX), Y8
+	VDIVPS     Y1, Y8, Y8
+	VCMPPS     $0x1e, Y0, Y8, Y9
+	VCMPPS     $0x11, Y2, Y8, Y8
+	VPSUBD     Y9, Y8, Y8
+	VPADDD     Y8, Y7, Y7
+	VPADDD     Y3, Y7, Y7
+	VPACKUSDW  Y7, Y6, Y6
+	VPACKUSWB  Y6, Y5, Y5
+	VPERMD     Y5, Y4, Y5
+	VMOVDQU    Y5, (CX)
+	ADDQ       $0x00000200, AX
+	ADDQ       $0x20, CX
+	DECQ       DI
+	DECQ       DX
+	JMP        loop
+
+done:
+	VZEROUPPER
+	RET

@@ -23,6 +23,9 @@ var (
 	// absMax returns max|x| over the non-NaN elements and the index of the
 	// first element that is NaN or ±Inf (-1 if none).
 	absMax = absMaxGeneric
+	// quantBlocks quantizes whole blocks, scales and codes (see
+	// quantBlocksGeneric).
+	quantBlocks = quantBlocksGeneric
 	// quantSpec is the one-pass kernel of quantizeSpec (see there and
 	// quantSpecGeneric).
 	quantSpec = quantSpecGeneric
@@ -190,22 +193,69 @@ func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []
 	units := (n + unit - 1) / unit
 	chunks := par.Chunks(units, 1)
 	bad := badSlots(chunks)
+	batch := max(1, fusedBatch/unit) * unit
 	par.Run(chunks, func(c, u0, u1 int) {
 		lo, hi := u0*unit, min(u1*unit, n)
-		for s := lo; s < hi; s += bs {
-			e := min(s+bs, hi)
-			sc, b := blockScale(x[s:e], m)
-			scales[s/bs] = sc
-			if b >= 0 && bad[c] < 0 {
+		for s := lo; s < hi; s += batch {
+			e := min(s+batch, hi)
+			if b := quantBlocks(x[s:e], bs, s, m, packed, scales); b >= 0 && bad[c] < 0 {
 				bad[c] = s + b
 			}
-			quantRun(x[s:e], sc, s, packed)
 		}
 		if hi == n {
 			padTail(packed, n)
 		}
 	})
 	return firstBad(bad)
+}
+
+// fusedBatch is about how many values quantBlocks gets at a time (whole
+// units): small enough to stay in the L2 cache between the scales and the
+// codes.
+const fusedBatch = 1 << 14
+
+// quantBlocksGeneric quantizes x, the values at flat positions pos, pos+1,
+// ...: whole blocks of bs (the last one may be short where the tensor ends),
+// pos a multiple of bs and of 128. It writes their scales (scales is the
+// whole tensor's) and codes, and returns the index in x of the first NaN or
+// Inf, or -1.
+func quantBlocksGeneric(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int {
+	return quantBlocksWith(genericBlock, x, bs, pos, m, packed, scales)
+}
+
+// blockKernels are the kernels quantBlocksWith uses.
+type blockKernels struct {
+	absSum   func(x []float32) (float64, int)
+	absMax   func(x []float32) (float32, int)
+	quantRun func(x []float32, scale float32, pos int, dst []byte)
+}
+
+var genericBlock = blockKernels{absSumGeneric, absMaxGeneric, quantRunGeneric}
+
+// quantBlocksWith is quantBlocksGeneric one block at a time with the given
+// kernels.
+func quantBlocksWith(k blockKernels, x []float32, bs, pos int, m Method, packed []byte, scales []float32) int {
+	bad := -1
+	for s := 0; s < len(x); s += bs {
+		blk := x[s:min(s+bs, len(x))]
+		var sc float32
+		var b int
+		if m == AbsMax {
+			var mx float32
+			mx, b = k.absMax(blk)
+			sc = finishScale(m, 0, len(blk), mx)
+		} else {
+			var sum float64
+			sum, b = k.absSum(blk)
+			sc = finishScale(m, sum, len(blk), 0)
+		}
+		scales[(pos+s)/bs] = sc
+		if b >= 0 && bad < 0 {
+			bad = s + b
+		}
+		k.quantRun(blk, sc, pos+s, packed)
+	}
+	return bad
 }
 
 func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []float32) int {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
@@ -27,6 +28,12 @@ func init() {
 			absMaxBitsAVX2(c)
 			quantGroupsAVX2(c)
 			quantSpecAVX2(c)
+			blockSumScalesAVX2(c)
+			blockMaxScalesAVX2(c)
+			for _, bs := range smallBlocks {
+				quantBlocksSmallAVX2(c, bs)
+			}
+			quantBlocksBigAVX2(c)
 		},
 	})
 }
@@ -212,14 +219,16 @@ var permIdx = [8]byte{0, 4, 1, 5, 2, 6, 3, 7}
 // bytes at out: value j (lane j/32) in byte j%32 at shift 6-2*(j/32), code 2
 // for x/scale > 0.5, 0 for x/scale < -0.5, else 1, the division in float32
 // (VDIVPS, as the generic code).
-func groupCodes(c *build.Context, k groupConsts, p, out reg.Register, scale reg.VecVirtual) {
+//
+// scaleFor gives the divisor of the 8 values at 32*lane+8*s.
+func groupCodes(c *build.Context, k groupConsts, p, out reg.Register, scaleFor func(lane, s int) reg.VecVirtual) {
 	var bytes [4]reg.VecVirtual // bytes[s]: bytes 8s..8s+7 of the group, as dwords
 	for s := 0; s < 4; s++ {
 		var acc reg.VecVirtual
 		for lane := 0; lane < 4; lane++ {
 			r, gt, lt := c.YMM(), c.YMM(), c.YMM()
 			c.VMOVUPS(mem(p, 4*(32*lane+8*s)), r)
-			c.VDIVPS(scale, r, r)
+			c.VDIVPS(scaleFor(lane, s), r, r)
 			c.VCMPPS(operand.Imm(cmpGTOQ), k.half, r, gt)
 			c.VCMPPS(operand.Imm(cmpLTOQ), k.nhalf, r, lt)
 			// lt - gt: +1 where r > 0.5, -1 where r < -0.5 (masks are -1).
@@ -265,7 +274,7 @@ func quantGroupsAVX2(c *build.Context) {
 	c.TESTQ(g, g)
 	c.JZ(operand.LabelRef("done"))
 	prefetch(c, p, prefetchDist, 512)
-	groupCodes(c, k, p, out, scale)
+	groupCodes(c, k, p, out, func(int, int) reg.VecVirtual { return scale })
 	c.ADDQ(operand.U32(512), p)
 	c.ADDQ(operand.Imm(32), out)
 	c.DECQ(g)
@@ -460,4 +469,219 @@ func permWords() [8]uint32 {
 		w[i] = uint32(b)
 	}
 	return w
+}
+
+// Blocked scales. The fused path (gokern/ternary: quantBlocksAVX2) computes a
+// batch of block scales with one call, then the codes of the batch's groups
+// with another, the batch still in cache.
+
+// blockSumScalesAVX2: absmean scales of whole blocks.
+func blockSumScalesAVX2(c *build.Context) {
+	c.Function("blockSumScalesAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(x []float32, bs int, scales []float32) int")
+	c.Doc(
+		"blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the",
+		"block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no",
+		"particular order), for b from 0 up, and returns how many it set: fewer than",
+		"len(scales) when block [result] has a NaN or Inf (its scale is left alone).",
+	)
+	p := c.Load(c.Param("x").Base(), c.GP64())
+	bs := c.Load(c.Param("bs"), c.GP64())
+	sp := c.Load(c.Param("scales").Base(), c.GP64())
+	nb := c.Load(c.Param("scales").Len(), c.GP64())
+	cnt := c.XMM()
+	c.CVTSQ2SD(bs, cnt)
+	c.SHRQ(operand.Imm(3), bs) // vectors per block
+	mask := bcst64(c, absMask64)
+	maxF64 := c.XMM()
+	{
+		r := c.GP64()
+		c.MOVQ(operand.U64(math.Float64bits(math.MaxFloat64)), r)
+		c.VMOVQ(r, maxF64)
+	}
+	eps := c.XMM()
+	{
+		r := c.GP32()
+		c.MOVL(operand.U32(math.Float32bits(1e-5)), r)
+		c.VMOVD(r, eps)
+	}
+	i := c.GP64()
+	c.XORQ(i, i)
+	c.Label("block")
+	c.CMPQ(i, nb)
+	c.JAE(operand.LabelRef("done"))
+	acc := zeroY(c, 2)
+	v := c.GP64()
+	c.MOVQ(bs, v)
+	c.Label("vec")
+	for h := 0; h < 2; h++ {
+		d := c.YMM()
+		c.VCVTPS2PD(mem(p, 16*h), d)
+		c.VANDPD(mask, d, d)
+		c.VADDPD(d, acc[h], acc[h])
+	}
+	c.ADDQ(operand.Imm(32), p)
+	c.DECQ(v)
+	c.JNZ(operand.LabelRef("vec"))
+	c.VADDPD(acc[1], acc[0], acc[0])
+	l, h := acc[0].AsX(), c.XMM()
+	c.VEXTRACTF128(operand.Imm(1), acc[0], h)
+	c.VADDPD(h, l, l)
+	c.VUNPCKHPD(l, l, h)
+	c.VADDSD(h, l, l)
+	c.Comment("Not finite (NaN compares unordered): leave it to the caller.")
+	c.VUCOMISD(maxF64, l)
+	c.JHI(operand.LabelRef("done"))
+	c.JPS(operand.LabelRef("done"))
+	c.VDIVSD(cnt, l, l)
+	c.VCVTSD2SS(l, l, l)
+	c.VMAXSS(eps, l, l)
+	c.VMOVSS(l, operand.Mem{Base: sp, Index: i, Scale: 4})
+	c.INCQ(i)
+	c.JMP(operand.LabelRef("block"))
+	c.Label("done")
+	c.VZEROUPPER()
+	c.Store(i, c.ReturnIndex(0))
+	c.RET()
+}
+
+// blockMaxScalesAVX2: absmax scales of whole blocks.
+func blockMaxScalesAVX2(c *build.Context) {
+	c.Function("blockMaxScalesAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(x []float32, bs int, scales []float32) int")
+	c.Doc(
+		"blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
+		"x[b*bs:(b+1)*bs] (bs a positive multiple of 8), for b from 0 up, and returns",
+		"how many it set: fewer than len(scales) when block [result] has a NaN or Inf",
+		"(its scale is left alone).",
+	)
+	p := c.Load(c.Param("x").Base(), c.GP64())
+	bs := c.Load(c.Param("bs"), c.GP64())
+	sp := c.Load(c.Param("scales").Base(), c.GP64())
+	nb := c.Load(c.Param("scales").Len(), c.GP64())
+	c.SHRQ(operand.Imm(3), bs)
+	mask := bcst32(c, absMask32)
+	eps := c.XMM()
+	{
+		r := c.GP32()
+		c.MOVL(operand.U32(math.Float32bits(1e-8)), r)
+		c.VMOVD(r, eps)
+	}
+	i := c.GP64()
+	c.XORQ(i, i)
+	c.Label("block")
+	c.CMPQ(i, nb)
+	c.JAE(operand.LabelRef("done"))
+	acc := zeroY(c, 1)[0]
+	v := c.GP64()
+	c.MOVQ(bs, v)
+	c.Label("vec")
+	t := c.YMM()
+	c.VPAND(mem(p, 0), mask, t)
+	c.VPMAXUD(t, acc, acc)
+	c.ADDQ(operand.Imm(32), p)
+	c.DECQ(v)
+	c.JNZ(operand.LabelRef("vec"))
+	lo, hi := acc.AsX(), c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), acc, hi)
+	c.VPMAXUD(hi, lo, lo)
+	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
+	c.VPMAXUD(hi, lo, lo)
+	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
+	c.VPMAXUD(hi, lo, lo)
+	m := c.GP32()
+	c.VMOVD(lo, m)
+	c.Comment("Inf or NaN: leave it to the caller.")
+	c.CMPL(m, operand.U32(0x7f800000))
+	c.JAE(operand.LabelRef("done"))
+	c.VMAXSS(eps, lo, lo)
+	c.VMOVSS(lo, operand.Mem{Base: sp, Index: i, Scale: 4})
+	c.INCQ(i)
+	c.JMP(operand.LabelRef("block"))
+	c.Label("done")
+	c.VZEROUPPER()
+	c.Store(i, c.ReturnIndex(0))
+	c.RET()
+}
+
+// smallBlocks are the block sizes below 128 that divide a group into whole
+// vectors, each with a kernel of its own (the scale of each vector is at a
+// fixed offset).
+var smallBlocks = []int{8, 16, 32, 64}
+
+// quantBlocksSmallAVX2: codes of whole groups, blocks of bs < 128 values.
+func quantBlocksSmallAVX2(c *build.Context, bs int) {
+	name := fmt.Sprintf("quantBlocks%dAVX2", bs)
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(x []float32, dst []byte, scales []float32)")
+	c.Doc(
+		fmt.Sprintf("%s writes the I2_S codes of len(dst)/32 whole groups of x,", name),
+		fmt.Sprintf("value i divided by scales[i/%d].", bs),
+	)
+	p := c.Load(c.Param("x").Base(), c.GP64())
+	out := c.Load(c.Param("dst").Base(), c.GP64())
+	g := c.Load(c.Param("dst").Len(), c.GP64())
+	c.SHRQ(operand.Imm(5), g)
+	sp := c.Load(c.Param("scales").Base(), c.GP64())
+	k := loadGroupConsts(c)
+	c.Label("loop")
+	c.TESTQ(g, g)
+	c.JZ(operand.LabelRef("done"))
+	prefetch(c, p, prefetchDist, 512)
+	groupCodes(c, k, p, out, func(lane, s int) reg.VecVirtual {
+		t := c.YMM()
+		c.VBROADCASTSS(mem(sp, 4*((32*lane+8*s)/bs)), t)
+		return t
+	})
+	c.ADDQ(operand.U32(512), p)
+	c.ADDQ(operand.Imm(32), out)
+	c.ADDQ(operand.U32(uint32(4*128/bs)), sp)
+	c.DECQ(g)
+	c.JMP(operand.LabelRef("loop"))
+	c.Label("done")
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// quantBlocksBigAVX2: codes of whole groups, blocks of a multiple of 128.
+func quantBlocksBigAVX2(c *build.Context) {
+	c.Function("quantBlocksBigAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(x []float32, dst []byte, scales []float32, groupsPerBlock int)")
+	c.Doc(
+		"quantBlocksBigAVX2 writes the I2_S codes of len(dst)/32 whole groups of x,",
+		"group g divided by scales[g/groupsPerBlock].",
+	)
+	p := c.Load(c.Param("x").Base(), c.GP64())
+	out := c.Load(c.Param("dst").Base(), c.GP64())
+	g := c.Load(c.Param("dst").Len(), c.GP64())
+	c.SHRQ(operand.Imm(5), g)
+	sp := c.Load(c.Param("scales").Base(), c.GP64())
+	gpb := c.Load(c.Param("groupsPerBlock"), c.GP64())
+	k := loadGroupConsts(c)
+	left := c.GP64()
+	c.XORQ(left, left)
+	scale := c.YMM()
+	c.Label("loop")
+	c.TESTQ(g, g)
+	c.JZ(operand.LabelRef("done"))
+	c.TESTQ(left, left)
+	c.JNZ(operand.LabelRef("same"))
+	c.VBROADCASTSS(mem(sp, 0), scale)
+	c.ADDQ(operand.Imm(4), sp)
+	c.MOVQ(gpb, left)
+	c.Label("same")
+	prefetch(c, p, prefetchDist, 512)
+	groupCodes(c, k, p, out, func(int, int) reg.VecVirtual { return scale })
+	c.ADDQ(operand.U32(512), p)
+	c.ADDQ(operand.Imm(32), out)
+	c.DECQ(left)
+	c.DECQ(g)
+	c.JMP(operand.LabelRef("loop"))
+	c.Label("done")
+	c.VZEROUPPER()
+	c.RET()
 }
