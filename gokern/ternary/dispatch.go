@@ -39,6 +39,8 @@ type kernelSet struct {
 	quantBlocks func(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int
 	// quantSpec: see quantSpecGeneric.
 	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
+	// fixCodes: see fixCodesGeneric.
+	fixCodes func(packed []byte, ent []uint64, base int, scale float32)
 }
 
 // generic is the oracle every family is tested against.
@@ -48,9 +50,10 @@ var generic = kernelSet{
 	quantRun:    quantRunGeneric,
 	quantBlocks: quantBlocksGeneric,
 	quantSpec:   quantSpecGeneric,
+	fixCodes:    fixCodesGeneric,
 }
 
 func (k kernelSet) install() {
 	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
-	quantBlocks, quantSpec = k.quantBlocks, k.quantSpec
+	quantBlocks, quantSpec, fixCodes = k.quantBlocks, k.quantSpec, k.fixCodes
 }

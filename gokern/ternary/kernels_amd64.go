@@ -27,6 +27,20 @@ var avx2 = kernelSet{
 	quantRun:    quantRunAVX2,
 	quantBlocks: quantBlocksAVX2,
 	quantSpec:   quantSpecAVX2,
+	fixCodes:    fixCodesAVX2Kernel,
+}
+
+// fixCodesAVX2Kernel checks what the assembly cannot: every entry's byte is
+// inside packed. Entries come group by group in increasing order (see
+// quantSpecGeneric), so the last one's group bounds them all.
+func fixCodesAVX2Kernel(packed []byte, ent []uint64, base int, scale float32) {
+	if len(ent) == 0 {
+		return
+	}
+	if last := base + int(uint32(ent[len(ent)-1])); base < 0 || (last/GroupValues+1)*GroupBytes > len(packed) {
+		panic("ternary: fix-up entry outside the packed tensor")
+	}
+	fixCodesAVX2(packed, ent, base, scale)
 }
 
 // absSumAVX2Kernel sums in vector order; only a non-finite sum (some NaN or

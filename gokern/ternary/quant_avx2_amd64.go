@@ -53,3 +53,8 @@ func quantBlocks64AVX2(x []float32, dst []byte, scales []float32)
 // quantBlocksBigAVX2 writes the I2_S codes of len(dst)/32 whole groups of x,
 // group g divided by scales[g/groupsPerBlock].
 func quantBlocksBigAVX2(x []float32, dst []byte, scales []float32, groupsPerBlock int)
+
+// fixCodesAVX2 writes, for each entry of ent (float32 bits << 32 | offset),
+// the I2_S code of that value divided by scale at flat position
+// base + offset of packed (which must hold it).
+func fixCodesAVX2(packed []byte, ent []uint64, base int, scale float32)

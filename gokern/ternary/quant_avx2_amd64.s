@@ -1766,3 +1766,103 @@ same:
 done:
 	VZEROUPPER
 	RET
+
+// func fixCodesAVX2(packed []byte, ent []uint64, base int, scale float32)
+// Requires: AVX, MMX+
+TEXT ·fixCodesAVX2(SB), NOSPLIT, $0-60
+	MOVQ   packed_base+0(FP), AX
+	MOVQ   ent_base+24(FP), CX
+	MOVQ   ent_len+32(FP), DX
+	MOVQ   base+48(FP), BX
+	VMOVSS scale+56(FP), X0
+	MOVL   $0x3f000000, SI
+	VMOVD  SI, X1
+	MOVL   $0xbf000000, SI
+	VMOVD  SI, X2
+	LEAQ   fixTab<>+0(SB), SI
+	LEAQ   (CX)(DX*8), DX
+	LEAQ   -256(DX), DI
+
+prefetching:
+	CMPQ       CX, DI
+	JGE        rest
+	MOVL       256(CX), R11
+	ADDQ       BX, R11
+	MOVQ       R11, R12
+	SHRQ       $0x07, R11
+	SHLQ       $0x05, R11
+	ANDQ       $0x1f, R12
+	ORQ        R12, R11
+	PREFETCHT0 (AX)(R11*1)
+	MOVQ       (CX), R8
+	MOVL       R8, R9
+	ADDQ       BX, R9
+	SHRQ       $0x20, R8
+	VMOVD      R8, X3
+	VDIVSS     X0, X3, X3
+	XORL       R12, R12
+	XORL       R8, R8
+	VUCOMISS   X1, X3
+	SETHI      R12
+	VUCOMISS   X3, X2
+	SETHI      R8
+	LEAL       1(R12), R11
+	SUBL       R8, R11
+	MOVQ       R9, R10
+	SHRQ       $0x05, R10
+	ANDQ       $0x03, R10
+	MOVQ       R9, R8
+	SHRQ       $0x07, R8
+	SHLQ       $0x05, R8
+	ANDQ       $0x1f, R9
+	ORQ        R9, R8
+	LEAQ       (R11)(R10*4), R11
+	MOVBLZX    (AX)(R8*1), R12
+	ANDB       16(SI)(R10*1), R12
+	ORB        (SI)(R11*1), R12
+	MOVB       R12, (AX)(R8*1)
+	ADDQ       $0x08, CX
+	JMP        prefetching
+
+rest:
+	CMPQ     CX, DX
+	JGE      done
+	MOVQ     (CX), DI
+	MOVL     DI, R8
+	ADDQ     BX, R8
+	SHRQ     $0x20, DI
+	VMOVD    DI, X3
+	VDIVSS   X0, X3, X3
+	XORL     R11, R11
+	XORL     DI, DI
+	VUCOMISS X1, X3
+	SETHI    R11
+	VUCOMISS X3, X2
+	SETHI    DI
+	LEAL     1(R11), R10
+	SUBL     DI, R10
+	MOVQ     R8, R9
+	SHRQ     $0x05, R9
+	ANDQ     $0x03, R9
+	MOVQ     R8, DI
+	SHRQ     $0x07, DI
+	SHLQ     $0x05, DI
+	ANDQ     $0x1f, R8
+	ORQ      R8, DI
+	LEAQ     (R10)(R9*4), R10
+	MOVBLZX  (AX)(DI*1), R11
+	ANDB     16(SI)(R9*1), R11
+	ORB      (SI)(R10*1), R11
+	MOVB     R11, (AX)(DI*1)
+	ADDQ     $0x08, CX
+	JMP      rest
+
+done:
+	RET
+
+DATA fixTab<>+0(SB)/4, $0x00804000
+DATA fixTab<>+4(SB)/4, $0x00201000
+DATA fixTab<>+8(SB)/4, $0x00080400
+DATA fixTab<>+12(SB)/4, $0x00020100
+DATA fixTab<>+16(SB)/4, $0xfcf3cf3f
+GLOBL fixTab<>(SB), RODATA|NOPTR, $20

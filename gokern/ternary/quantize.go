@@ -26,9 +26,10 @@ var (
 	// quantBlocks quantizes whole blocks, scales and codes (see
 	// quantBlocksGeneric).
 	quantBlocks = quantBlocksGeneric
-	// quantSpec is the one-pass kernel of quantizeSpec (see there and
-	// quantSpecGeneric).
+	// quantSpec and fixCodes are the kernels of quantizeSpec (see
+	// quantSpecGeneric, fixCodesGeneric).
 	quantSpec = quantSpecGeneric
+	fixCodes  = fixCodesGeneric
 	// quantRun quantizes x with one scale and writes the codes into dst, the
 	// whole packed tensor, at flat positions pos, pos+1, ...; the bits of
 	// other positions are left as they are, so dst needs no clearing.

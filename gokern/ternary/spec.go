@@ -187,10 +187,7 @@ func quantizeSpecBand(x []float32, b specBand, packed []byte, scales []float32) 
 	}
 	par.Run(chunks, func(c, g0, g1 int) {
 		base := g0 * GroupValues
-		for _, e := range *fix[c] {
-			bi, sh := slot(base + int(uint32(e)))
-			packed[bi] = packed[bi]&^(3<<sh) | codeOf(math.Float32frombits(uint32(e>>32)), sc)<<sh
-		}
+		fixCodes(packed, *fix[c], base, sc)
 		for _, g := range redo[c] {
 			e := min(g+specPiece, g1)
 			quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
@@ -212,6 +209,15 @@ const specMaxFix = specPiece * GroupValues / 16
 // fixPool keeps the workers' fix-up lists between calls: grown once, they
 // cost no allocation or page faults afterwards.
 var fixPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+// fixCodesGeneric writes, for each entry of ent (see quantSpecGeneric), the
+// code of its value with the scale at flat position base + its offset.
+func fixCodesGeneric(packed []byte, ent []uint64, base int, scale float32) {
+	for _, e := range ent {
+		bi, sh := slot(base + int(uint32(e)))
+		packed[bi] = packed[bi]&^(3<<sh) | codeOf(math.Float32frombits(uint32(e>>32)), scale)<<sh
+	}
+}
 
 // quantSpecGeneric writes provisional codes of the len(dst)/32 whole groups
 // of x: 2 for x >= hi, 0 for x <= -hi, 3 for any other |x| >= lo, else 1

@@ -34,6 +34,7 @@ func init() {
 				quantBlocksSmallAVX2(c, bs)
 			}
 			quantBlocksBigAVX2(c)
+			fixCodesAVX2(c)
 		},
 	})
 }
@@ -683,5 +684,112 @@ func quantBlocksBigAVX2(c *build.Context) {
 	c.JMP(operand.LabelRef("loop"))
 	c.Label("done")
 	c.VZEROUPPER()
+	c.RET()
+}
+
+// fixDist is how many entries ahead fixCodesAVX2 prefetches: the entries
+// land on scattered bytes of a packed tensor larger than the caches, and a
+// prefetch, unlike a load, does not hold up retirement.
+const fixDist = 32
+
+// fixCodesAVX2 finishes quantSpecAVX2's code-3 elements once the scale is
+// known, with the same float32 division and comparisons as the generic code.
+func fixCodesAVX2(c *build.Context) {
+	c.Function("fixCodesAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(packed []byte, ent []uint64, base int, scale float32)")
+	c.Doc(
+		"fixCodesAVX2 writes, for each entry of ent (float32 bits << 32 | offset),",
+		"the I2_S code of that value divided by scale at flat position",
+		"base + offset of packed (which must hold it).",
+	)
+	pk := c.Load(c.Param("packed").Base(), c.GP64())
+	ep := c.Load(c.Param("ent").Base(), c.GP64())
+	n := c.Load(c.Param("ent").Len(), c.GP64())
+	base := c.Load(c.Param("base"), c.GP64())
+	scale := c.XMM()
+	c.VMOVSS(paramAddr(c, "scale"), scale)
+	half, nhalf := c.XMM(), c.XMM()
+	{
+		r := c.GP32()
+		c.MOVL(operand.U32(f32Half), r)
+		c.VMOVD(r, half)
+		c.MOVL(operand.U32(f32NHalf), r)
+		c.VMOVD(r, nhalf)
+	}
+	// codes[4*lane+code] = code << (6-2*lane); then keep[lane] at 16.
+	var tab [5]uint32
+	for lane := 0; lane < 4; lane++ {
+		sh := 6 - 2*lane
+		for code := 0; code < 3; code++ {
+			tab[lane] |= uint32(code<<sh) << (8 * code)
+		}
+		tab[4] |= uint32(^(3<<sh)&0xff) << (8 * lane)
+	}
+	tabM := c.StaticGlobal("fixTab")
+	c.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i, w := range tab {
+		c.AddDatum(4*i, operand.U32(w))
+	}
+	tr := c.GP64()
+	c.LEAQ(tabM, tr)
+	end := c.GP64()
+	c.LEAQ(operand.Mem{Base: ep, Index: n, Scale: 8}, end)
+	pfEnd := c.GP64() // entries before this one prefetch fixDist ahead
+	c.LEAQ(operand.Mem{Base: end, Disp: -8 * fixDist}, pfEnd)
+
+	body := func(pf bool) {
+		e, pos, bi, lane, t, up, dn := c.GP64(), c.GP64(), c.GP64(), c.GP64(), c.GP64(), c.GP64(), c.GP64()
+		if pf {
+			c.MOVL(mem(ep, 8*fixDist), t.As32())
+			c.ADDQ(base, t)
+			c.MOVQ(t, up)
+			c.SHRQ(operand.Imm(7), t)
+			c.SHLQ(operand.Imm(5), t)
+			c.ANDQ(operand.Imm(31), up)
+			c.ORQ(up, t)
+			c.PREFETCHT0(operand.Mem{Base: pk, Index: t, Scale: 1})
+		}
+		c.MOVQ(mem(ep, 0), e)
+		c.MOVL(e.As32(), pos.As32())
+		c.ADDQ(base, pos)
+		c.SHRQ(operand.Imm(32), e)
+		v := c.XMM()
+		c.VMOVD(e.As32(), v)
+		c.VDIVSS(scale, v, v)
+		c.XORL(up.As32(), up.As32())
+		c.XORL(dn.As32(), dn.As32())
+		c.VUCOMISS(half, v) // v > 0.5 (false for NaN)
+		c.SETHI(up.As8())
+		c.VUCOMISS(v, nhalf) // -0.5 > v
+		c.SETHI(dn.As8())
+		c.LEAL(operand.Mem{Base: up, Disp: 1}, t.As32())
+		c.SUBL(dn.As32(), t.As32()) // code = 1 + up - dn
+		c.MOVQ(pos, lane)
+		c.SHRQ(operand.Imm(5), lane)
+		c.ANDQ(operand.Imm(3), lane)
+		c.MOVQ(pos, bi)
+		c.SHRQ(operand.Imm(7), bi)
+		c.SHLQ(operand.Imm(5), bi)
+		c.ANDQ(operand.Imm(31), pos)
+		c.ORQ(pos, bi)
+		c.LEAQ(operand.Mem{Base: t, Index: lane, Scale: 4}, t)
+		c.MOVBLZX(operand.Mem{Base: pk, Index: bi, Scale: 1}, up.As32())
+		c.ANDB(operand.Mem{Base: tr, Index: lane, Scale: 1, Disp: 16}, up.As8())
+		c.ORB(operand.Mem{Base: tr, Index: t, Scale: 1}, up.As8())
+		c.MOVB(up.As8(), operand.Mem{Base: pk, Index: bi, Scale: 1})
+		c.ADDQ(operand.Imm(8), ep)
+	}
+	c.Label("prefetching")
+	c.CMPQ(ep, pfEnd)
+	c.JGE(operand.LabelRef("rest"))
+	body(true)
+	c.JMP(operand.LabelRef("prefetching"))
+	c.Label("rest")
+	c.CMPQ(ep, end)
+	c.JGE(operand.LabelRef("done"))
+	body(false)
+	c.JMP(operand.LabelRef("rest"))
+	c.Label("done")
 	c.RET()
 }
