@@ -236,3 +236,49 @@ func TestQuantizeSpecPath(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelsFixCodes(t *testing.T) {
+	for _, f := range usableFamilies(t) {
+		k := simdKernels[f]
+		r := rand.New(rand.NewPCG(29, 30))
+		for _, count := range []int{0, 1, 5, 31, 32, 33, 100, 5000} {
+			for _, scale := range scalesToTry {
+				groups := 1 + r.IntN(200)
+				base := GroupValues * r.IntN(4)
+				packed := make([]byte, PackedLen(base+groups*GroupValues))
+				for i := range packed {
+					packed[i] = byte(r.Uint32())
+				}
+				// Entries as quantSpec makes them: by group, offsets below
+				// the groups' end; values near ±scale/2 and specials.
+				ent := make([]uint64, count)
+				for i := range ent {
+					g := i * groups / max(count, 1)
+					off := g*GroupValues + r.IntN(GroupValues)
+					v := scale / 2 * float32(1+1e-7*float64(r.IntN(5)-2))
+					switch r.IntN(6) {
+					case 0:
+						v = -v
+					case 1:
+						v = specialValues[r.IntN(len(specialValues))]
+					}
+					ent[i] = uint64(math.Float32bits(v))<<32 | uint64(off)
+				}
+				want := slices.Clone(packed)
+				fixCodesGeneric(want, ent, base, scale)
+				k.fixCodes(packed, ent, base, scale)
+				if i := firstDiff(packed, want); i >= 0 {
+					t.Fatalf("%s count=%d scale=%v: byte %d = %#x, want %#x", f, count, scale, i, packed[i], want[i])
+				}
+			}
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: fixCodes accepted an entry past the packed tensor", f)
+				}
+			}()
+			k.fixCodes(make([]byte, 32), []uint64{200}, 0, 1)
+		}()
+	}
+}
