@@ -13,8 +13,10 @@ import (
 // only where cpu.Pick allows AVX2 (AVX2 and FMA present, not disabled).
 
 // simdKernels lists the families this build can use, for SelectKernels.
-// No AVX-512 quantizer kernels: the AVX2 ones already saturate memory
-// bandwidth, and none could be tested on the development machine.
+// There are no AVX-512 quantizer kernels yet: the development machine has
+// AVX2 only, and nothing is dispatched that could not be run and tested
+// there. An AVX-512 family would add its kernelSet here; until then
+// AVX-512 CPUs use these (cpu.Pick falls back to avx2).
 var simdKernels = map[cpu.Family]kernelSet{
 	cpu.AVX2: avx2,
 }
