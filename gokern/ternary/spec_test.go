@@ -282,3 +282,33 @@ func TestKernelsFixCodes(t *testing.T) {
 		}()
 	}
 }
+
+// FuzzQuantizeSpecBand: the one-pass path against the scalar reference for
+// arbitrary sizes, magnitudes and bands (lo and hi bound the scale as
+// fractions of the true one; a band that misses it must still give the
+// right result).
+func FuzzQuantizeSpecBand(f *testing.F) {
+	f.Add(uint32(1000), int64(1), 0.99, 1.01)
+	f.Add(uint32(129), int64(2), 0.5, 2.0)
+	f.Add(uint32(70000), int64(3), 1.1, 1.2)
+	f.Fuzz(func(t *testing.T, n32 uint32, seed int64, lo, hi float64) {
+		n := int(n32%100000) + 1
+		if !(lo > 0 && lo <= hi && hi < 1e6) {
+			t.Skip()
+		}
+		r := rand.New(rand.NewPCG(uint64(seed), 31))
+		x := fill(r, n, "normal", 1)
+		e := float64(r.IntN(60) - 30)
+		for i := range x {
+			x[i] *= float32(math.Exp2(e))
+		}
+		_, ws := refQuantize(x, 0, AbsMean)
+		s := float64(ws[0])
+		packed := make([]byte, PackedLen(n))
+		scales := make([]float32, 1)
+		if !quantizeSpecBand(x, newSpecBand(s*lo, s*hi), packed, scales) {
+			t.Fatal("quantizeSpecBand failed on finite data")
+		}
+		checkAgainstRef(t, fmt.Sprintf("n=%d band [%v, %v]", n, lo, hi), x, packed, scales)
+	})
+}
