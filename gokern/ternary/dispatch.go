@@ -39,21 +39,24 @@ type kernelSet struct {
 	quantBlocks func(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int
 	// quantSpec: see quantSpecGeneric.
 	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
+	// quantSpecMax: see quantSpecMaxGeneric.
+	quantSpecMax func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (uint32, int)
 	// fixCodes: see fixCodesGeneric.
 	fixCodes func(packed []byte, ent []uint64, base int, scale float32)
 }
 
 // generic is the oracle every family is tested against.
 var generic = kernelSet{
-	absSum:      absSumGeneric,
-	absMax:      absMaxGeneric,
-	quantRun:    quantRunGeneric,
-	quantBlocks: quantBlocksGeneric,
-	quantSpec:   quantSpecGeneric,
-	fixCodes:    fixCodesGeneric,
+	absSum:       absSumGeneric,
+	absMax:       absMaxGeneric,
+	quantRun:     quantRunGeneric,
+	quantBlocks:  quantBlocksGeneric,
+	quantSpec:    quantSpecGeneric,
+	quantSpecMax: quantSpecMaxGeneric,
+	fixCodes:     fixCodesGeneric,
 }
 
 func (k kernelSet) install() {
 	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
-	quantBlocks, quantSpec, fixCodes = k.quantBlocks, k.quantSpec, k.fixCodes
+	quantBlocks, quantSpec, quantSpecMax, fixCodes = k.quantBlocks, k.quantSpec, k.quantSpecMax, k.fixCodes
 }

@@ -24,12 +24,13 @@ var simdKernels = map[cpu.Family]kernelSet{
 var avx2Block = blockKernels{absSumAVX2Kernel, absMaxAVX2Kernel, quantRunAVX2}
 
 var avx2 = kernelSet{
-	absSum:      absSumAVX2Kernel,
-	absMax:      absMaxAVX2Kernel,
-	quantRun:    quantRunAVX2,
-	quantBlocks: quantBlocksAVX2,
-	quantSpec:   quantSpecAVX2,
-	fixCodes:    fixCodesAVX2Kernel,
+	absSum:       absSumAVX2Kernel,
+	absMax:       absMaxAVX2Kernel,
+	quantRun:     quantRunAVX2,
+	quantBlocks:  quantBlocksAVX2,
+	quantSpec:    quantSpecAVX2,
+	quantSpecMax: quantSpecMaxAVX2,
+	fixCodes:     fixCodesAVX2Kernel,
 }
 
 // fixCodesAVX2Kernel checks what the assembly cannot: every entry's byte is

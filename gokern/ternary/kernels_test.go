@@ -286,8 +286,9 @@ func TestQuantizeEachFamilyDisabled(t *testing.T) {
 	}
 }
 
-// BenchmarkQuantize: per-tensor absmean on 16M values, each family, GB/s of
-// float32 input (go test -bench Quantize -run ^$ ./gokern/ternary).
+// BenchmarkQuantize: 16M values, per-tensor absmean and absmax and blocks
+// of 256, each family, GB/s of float32 input
+// (go test -run '^$' -bench Quantize ./gokern/ternary).
 func BenchmarkQuantize(b *testing.B) {
 	const n = 16 << 20
 	x := fill(rand.New(rand.NewPCG(1, 1)), n, "normal", 1)
@@ -302,10 +303,14 @@ func BenchmarkQuantize(b *testing.B) {
 			fams = append(fams, f)
 		}
 	}
-	for _, bs := range []int{0, 256} {
+	cases := []struct {
+		bs int
+		m  Method
+	}{{0, AbsMean}, {0, AbsMax}, {256, AbsMean}}
+	for _, tc := range cases {
 		for _, f := range fams {
 			for _, threads := range []int{1, 2} {
-				b.Run(fmt.Sprintf("%s/bs%d/t%d", f, bs, threads), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%v/bs%d/%s/t%d", tc.m, tc.bs, f, threads), func(b *testing.B) {
 					if f == cpu.Generic {
 						cpu.Override("all")
 					} else {
@@ -318,10 +323,10 @@ func BenchmarkQuantize(b *testing.B) {
 					old := par.Threads()
 					par.SetThreads(threads)
 					defer par.SetThreads(old)
-					scales := make([]float32, NumBlocks(n, bs))
+					scales := make([]float32, NumBlocks(n, tc.bs))
 					b.SetBytes(4 * n)
 					for b.Loop() {
-						if err := Quantize(x, bs, AbsMean, true, packed, scales); err != nil {
+						if err := Quantize(x, tc.bs, tc.m, true, packed, scales); err != nil {
 							b.Fatal(err)
 						}
 					}

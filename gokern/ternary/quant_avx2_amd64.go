@@ -22,6 +22,10 @@ func quantGroupsAVX2(x []float32, dst []byte, scale float32)
 // ent filled up (the codes and sum are then incomplete).
 func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)
 
+// quantSpecMaxAVX2 is quantSpecAVX2 returning, instead of the sum, the unsigned
+// maximum of the bits of |x| over the groups (0x7f800000 or more: Inf or NaN).
+func quantSpecMaxAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)
+
 // blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the
 // block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no
 // particular order), for b from 0 up, and returns how many it set: fewer than

@@ -814,6 +814,335 @@ DATA codeBit1Lane3<>+24(SB)/4, $0x02020202
 DATA codeBit1Lane3<>+28(SB)/4, $0x02020202
 GLOBL codeBit1Lane3<>(SB), RODATA|NOPTR, $32
 
+// func quantSpecMaxAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantSpecMaxAVX2(SB), NOSPLIT, $128-104
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         ent_base+64(FP), BX
+	MOVQ         ent_len+72(FP), SI
+	MOVLQZX      off+56(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS lo+48(FP), Y0
+	VMOVDQU      Y0, (SP)
+	VBROADCASTSS hi+52(FP), Y0
+	VMOVDQU      Y0, 32(SP)
+	VXORPS       Y1, Y1, Y1
+	VSUBPS       Y0, Y1, Y1
+	VMOVDQU      Y1, 64(SP)
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+
+loop:
+	TESTQ      DX, DX
+	JZ         done
+	PREFETCHT0 2048(AX)
+	PREFETCHT0 2112(AX)
+	PREFETCHT0 2176(AX)
+	PREFETCHT0 2240(AX)
+	PREFETCHT0 2304(AX)
+	PREFETCHT0 2368(AX)
+	PREFETCHT0 2432(AX)
+	PREFETCHT0 2496(AX)
+	VMOVUPS    (AX), Y1
+	VANDPS     absMask32<>+0(SB), Y1, Y2
+	VCMPPS     $0x1d, (SP), Y2, Y3
+	VCMPPS     $0x1d, 32(SP), Y1, Y4
+	VCMPPS     $0x12, 64(SP), Y1, Y1
+	VPMAXUD    Y2, Y0, Y0
+	VMOVUPS    32(AX), Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y5
+	VCMPPS     $0x1d, (SP), Y5, Y6
+	VCMPPS     $0x1d, 32(SP), Y2, Y7
+	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VPMAXUD    Y5, Y0, Y0
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y2, Y1, Y1
+	VMOVUPS    64(AX), Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y5
+	VCMPPS     $0x1d, (SP), Y5, Y6
+	VCMPPS     $0x1d, 32(SP), Y2, Y7
+	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VPMAXUD    Y5, Y0, Y0
+	VMOVUPS    96(AX), Y5
+	VANDPS     absMask32<>+0(SB), Y5, Y8
+	VCMPPS     $0x1d, (SP), Y8, Y9
+	VCMPPS     $0x1d, 32(SP), Y5, Y10
+	VCMPPS     $0x12, 64(SP), Y5, Y5
+	VPMAXUD    Y8, Y0, Y0
+	VPACKSSDW  Y9, Y6, Y6
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y5, Y2, Y2
+	VPACKSSWB  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y2, Y1, Y1
+	VPANDN     Y3, Y1, Y3
+	VPOR       Y4, Y1, Y4
+	VPAND      codeBit1Lane0<>+0(SB), Y3, Y3
+	VPANDN     codeBit0Lane0<>+0(SB), Y4, Y4
+	VPOR       Y4, Y3, Y1
+	VMOVUPS    128(AX), Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y3
+	VCMPPS     $0x1d, (SP), Y3, Y4
+	VCMPPS     $0x1d, 32(SP), Y2, Y5
+	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VPMAXUD    Y3, Y0, Y0
+	VMOVUPS    160(AX), Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y3, Y8
+	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VPMAXUD    Y6, Y0, Y0
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y8, Y5, Y5
+	VPACKSSDW  Y3, Y2, Y2
+	VMOVUPS    192(AX), Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y3, Y8
+	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VPMAXUD    Y6, Y0, Y0
+	VMOVUPS    224(AX), Y6
+	VANDPS     absMask32<>+0(SB), Y6, Y9
+	VCMPPS     $0x1d, (SP), Y9, Y10
+	VCMPPS     $0x1d, 32(SP), Y6, Y11
+	VCMPPS     $0x12, 64(SP), Y6, Y6
+	VPMAXUD    Y9, Y0, Y0
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y11, Y8, Y8
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y8, Y5, Y5
+	VPACKSSWB  Y3, Y2, Y2
+	VPANDN     Y4, Y2, Y4
+	VPOR       Y5, Y2, Y5
+	VPAND      codeBit1Lane1<>+0(SB), Y4, Y4
+	VPANDN     codeBit0Lane1<>+0(SB), Y5, Y5
+	VPOR       Y5, Y4, Y4
+	VPOR       Y4, Y1, Y1
+	VMOVUPS    256(AX), Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y3
+	VCMPPS     $0x1d, (SP), Y3, Y4
+	VCMPPS     $0x1d, 32(SP), Y2, Y5
+	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VPMAXUD    Y3, Y0, Y0
+	VMOVUPS    288(AX), Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y3, Y8
+	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VPMAXUD    Y6, Y0, Y0
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y8, Y5, Y5
+	VPACKSSDW  Y3, Y2, Y2
+	VMOVUPS    320(AX), Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y3, Y8
+	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VPMAXUD    Y6, Y0, Y0
+	VMOVUPS    352(AX), Y6
+	VANDPS     absMask32<>+0(SB), Y6, Y9
+	VCMPPS     $0x1d, (SP), Y9, Y10
+	VCMPPS     $0x1d, 32(SP), Y6, Y11
+	VCMPPS     $0x12, 64(SP), Y6, Y6
+	VPMAXUD    Y9, Y0, Y0
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y11, Y8, Y8
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y8, Y5, Y5
+	VPACKSSWB  Y3, Y2, Y2
+	VPANDN     Y4, Y2, Y4
+	VPOR       Y5, Y2, Y5
+	VPAND      codeBit1Lane2<>+0(SB), Y4, Y4
+	VPANDN     codeBit0Lane2<>+0(SB), Y5, Y5
+	VPOR       Y5, Y4, Y4
+	VPOR       Y4, Y1, Y1
+	VMOVUPS    384(AX), Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y3
+	VCMPPS     $0x1d, (SP), Y3, Y4
+	VCMPPS     $0x1d, 32(SP), Y2, Y5
+	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VPMAXUD    Y3, Y0, Y0
+	VMOVUPS    416(AX), Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y3, Y8
+	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VPMAXUD    Y6, Y0, Y0
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y8, Y5, Y5
+	VPACKSSDW  Y3, Y2, Y2
+	VMOVUPS    448(AX), Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y3, Y8
+	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VPMAXUD    Y6, Y0, Y0
+	VMOVUPS    480(AX), Y6
+	VANDPS     absMask32<>+0(SB), Y6, Y9
+	VCMPPS     $0x1d, (SP), Y9, Y10
+	VCMPPS     $0x1d, 32(SP), Y6, Y11
+	VCMPPS     $0x12, 64(SP), Y6, Y6
+	VPMAXUD    Y9, Y0, Y0
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y11, Y8, Y8
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y8, Y5, Y5
+	VPACKSSWB  Y3, Y2, Y2
+	VPANDN     Y4, Y2, Y4
+	VPOR       Y5, Y2, Y5
+	VPAND      codeBit1Lane3<>+0(SB), Y4, Y4
+	VPANDN     codeBit0Lane3<>+0(SB), Y5, Y5
+	VPOR       Y5, Y4, Y4
+	VPOR       Y4, Y1, Y1
+	VMOVDQU    permIdx<>+0(SB), Y2
+	VPERMD     Y1, Y2, Y1
+	VMOVDQU    Y1, (CX)
+
+	// Code 3 in the group: both bits of some 2-bit field set.
+	VPSRLW  $0x01, Y1, Y2
+	VPAND   Y1, Y2, Y2
+	VPAND   bytes55<>+0(SB), Y2, Y2
+	VPTEST  Y2, Y2
+	JZ      next
+	VMOVDQU Y2, 96(SP)
+	MOVQ    96(SP), R9
+
+bits0:
+	TESTQ R9, R9
+	JZ    word1
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  (R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits0
+
+word1:
+	MOVQ 104(SP), R9
+
+bits1:
+	TESTQ R9, R9
+	JZ    word2
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  8(R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits1
+
+word2:
+	MOVQ 112(SP), R9
+
+bits2:
+	TESTQ R9, R9
+	JZ    word3
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  16(R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits2
+
+word3:
+	MOVQ 120(SP), R9
+
+bits3:
+	TESTQ R9, R9
+	JZ    word4
+	CMPQ  R8, SI
+	JAE   full
+	BSFQ  R9, R10
+	MOVQ  R10, R11
+	SHRQ  $0x03, R11
+	ANDQ  $0x07, R10
+	SHRQ  $0x01, R10
+	NOTQ  R10
+	ANDQ  $0x03, R10
+	SHLQ  $0x05, R10
+	LEAQ  24(R11)(R10*1), R11
+	MOVL  (AX)(R11*4), R10
+	SHLQ  $0x20, R10
+	ADDL  DI, R11
+	ORQ   R11, R10
+	MOVQ  R10, (BX)(R8*8)
+	INCQ  R8
+	LEAQ  -1(R9), R10
+	ANDQ  R10, R9
+	JMP   bits3
+
+word4:
+next:
+	ADDQ $0x00000200, AX
+	ADDQ $0x20, CX
+	ADDL $0x00000080, DI
+	DECQ DX
+	JMP  loop
+
+full:
+	MOVQ $-1, R8
+
+done:
+	VEXTRACTI128 $0x01, Y0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXUD      X1, X0, X0
+	VMOVD        X0, AX
+	VZEROUPPER
+	MOVL         AX, maxBits+88(FP)
+	MOVQ         R8, nent+96(FP)
+	RET
+
 // func blockSumScalesAVX2(x []float32, bs int, scales []float32) int
 // Requires: AVX, AVX2, SSE2
 TEXT ·blockSumScalesAVX2(SB), NOSPLIT, $0-64

@@ -28,8 +28,9 @@ var (
 	quantBlocks = quantBlocksGeneric
 	// quantSpec and fixCodes are the kernels of quantizeSpec (see
 	// quantSpecGeneric, fixCodesGeneric).
-	quantSpec = quantSpecGeneric
-	fixCodes  = fixCodesGeneric
+	quantSpec    = quantSpecGeneric
+	quantSpecMax = quantSpecMaxGeneric
+	fixCodes     = fixCodesGeneric
 	// quantRun quantizes x with one scale and writes the codes into dst, the
 	// whole packed tensor, at flat positions pos, pos+1, ...; the bits of
 	// other positions are left as they are, so dst needs no clearing.
@@ -130,8 +131,8 @@ const fusedUnit = 1 << 16
 //
 // Work is spread over par.Threads() goroutines. When blocks and 128-value
 // groups share a small common multiple, each worker owns whole units of it and
-// reads every block once (scale, then codes from cache). One absmean scale
-// for a large tensor is found in one pass as well (quantizeSpec). Otherwise
+// reads every block once (scale, then codes from cache). One scale for a
+// large tensor is found in one pass as well (quantizeSpec). Otherwise
 // the scales are computed first and the codes in a second parallel pass over
 // groups.
 func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
@@ -157,8 +158,8 @@ func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []b
 	done := false
 	if unit := lcm(bs, GroupValues, fusedUnit); unit != 0 && nb > 1 {
 		fb, done = quantizeFused(x, bs, unit, m, packed, scales), true
-	} else if nb == 1 && m == AbsMean && n >= specMinValues {
-		fb, done = -1, quantizeSpec(x, packed, scales)
+	} else if nb == 1 && n >= specMinValues {
+		fb, done = -1, quantizeSpec(x, m, packed, scales)
 	}
 	if !done {
 		fb = quantizeTwoPass(x, bs, m, packed, scales)

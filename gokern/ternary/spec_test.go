@@ -89,6 +89,18 @@ func TestKernelsQuantSpec(t *testing.T) {
 						o := r.Uint32()
 						ws, wn := quantSpecGeneric(x, wantDst, lo, hi, o, wantEnt)
 						gs, gn := k.quantSpec(x, gotDst, lo, hi, o, gotEnt)
+						// The absmax twin: same codes and entries, max bits.
+						wantDst2, gotDst2 := slices.Clone(wantDst), slices.Clone(gotDst)
+						wantEnt2, gotEnt2 := slices.Clone(wantEnt), slices.Clone(gotEnt)
+						wm, wn2 := quantSpecMaxGeneric(x, wantDst2, lo, hi, o, wantEnt2)
+						gm, gn2 := k.quantSpecMax(x, gotDst2, lo, hi, o, gotEnt2)
+						if wn2 != wn || gn2 != gn || (wn >= 0 && gm != wm) {
+							t.Fatalf("%s %s groups=%d: max variant (%#x, %d), want (%#x, %d)", f, kind, groups, gm, gn2, wm, wn2)
+						}
+						if wn >= 0 && (firstDiff(wantDst2, wantDst) >= 0 || firstDiff(gotDst2, gotDst) >= 0 ||
+							!slices.Equal(wantEnt2[:wn], wantEnt[:wn]) || !slices.Equal(gotEnt2[:gn], gotEnt[:gn])) {
+							t.Fatalf("%s %s groups=%d: max variant codes or entries differ", f, kind, groups)
+						}
 						name := fmt.Sprintf("%s %s groups=%d lo=%v hi=%v cap=%d", f, kind, groups, lo, hi, capacity)
 						if gn != wn {
 							t.Fatalf("%s: nent %d, want %d", name, gn, wn)
@@ -121,11 +133,11 @@ func TestKernelsQuantSpec(t *testing.T) {
 	}
 }
 
-// checkAgainstRef compares one per-tensor absmean quantization with the
-// scalar reference of ternary_test.go.
-func checkAgainstRef(t *testing.T, name string, x []float32, packed []byte, scales []float32) {
+// checkAgainstRef compares one per-tensor quantization with the scalar
+// reference of ternary_test.go.
+func checkAgainstRef(t *testing.T, name string, x []float32, m Method, packed []byte, scales []float32) {
 	t.Helper()
-	wantQ, wantS := refQuantize(x, 0, AbsMean)
+	wantQ, wantS := refQuantize(x, 0, m)
 	if math.Float32bits(scales[0]) != math.Float32bits(wantS[0]) {
 		t.Fatalf("%s: scale %v, want %v", name, scales[0], wantS[0])
 	}
@@ -161,37 +173,51 @@ func TestQuantizeSpecBands(t *testing.T) {
 		for _, threads := range []int{1, 2, 3} {
 			par.SetThreads(threads)
 			for _, n := range []int{1, 100, 128, 129, 1000, 32769, 70001, 300007} {
-				for _, kind := range []string{"normal", "wide", "finite", "uneven"} {
+				for _, kind := range []string{"normal", "wide", "finite", "uneven", "uniform"} {
 					x := fill(r, n, kind, 1)
-					if kind == "uneven" { // a loud half: the samples disagree
+					switch kind {
+					case "uneven": // a loud half: the samples disagree
 						for i := range x[:n/2] {
 							x[i] *= 1000
 						}
-					}
-					_, ws := refQuantize(x, 0, AbsMean)
-					s := float64(ws[0])
-					good, ok := absMeanBand(x)
-					if !ok {
-						t.Fatalf("absMeanBand(n=%d %s) failed on finite data", n, kind)
-					}
-					bands := map[string]specBand{
-						"sampled": good,
-						"exact":   newSpecBand(s, s),
-						"wide":    newSpecBand(s*0.5, s*1.5), // many fix-ups, redone pieces
-						"below":   newSpecBand(s*0.5, s*0.9), // missed: full requantization
-						"above":   newSpecBand(s*1.1, s*2),
-						"tiny":    newSpecBand(float64(absMeanEps), float64(absMeanEps)),
-					}
-					for bn, b := range bands {
-						packed := make([]byte, PackedLen(n))
-						for i := range packed {
-							packed[i] = byte(r.Uint32())
+					case "uniform": // absmax: half of all values wait for the scale
+						for i := range x {
+							x[i] = float32(2*r.Float64() - 1)
 						}
-						scales := []float32{-1}
-						if !quantizeSpecBand(x, b, packed, scales) {
-							t.Fatalf("quantizeSpecBand failed on finite data")
+					}
+					for _, m := range []Method{AbsMean, AbsMax} {
+						_, ws := refQuantize(x, 0, m)
+						s := float64(ws[0])
+						var good specBand
+						var ok bool
+						if m == AbsMax {
+							good, ok = absMaxBand(x)
+						} else {
+							good, ok = absMeanBand(x)
 						}
-						checkAgainstRef(t, fmt.Sprintf("%s t%d n=%d %s band %s", f, threads, n, kind, bn), x, packed, scales)
+						if !ok {
+							t.Fatalf("band(n=%d %s %v) failed on finite data", n, kind, m)
+						}
+						bands := map[string]specBand{
+							"sampled":   good,
+							"exact":     newSpecBand(s, s),
+							"wide":      newSpecBand(s*0.5, s*1.5), // many fix-ups, redone pieces
+							"below":     newSpecBand(s*0.5, s*0.9), // missed: full requantization
+							"above":     newSpecBand(s*1.1, s*2),
+							"unbounded": newSpecBand(s*0.9, math.Inf(1)),
+							"tiny":      newSpecBand(float64(absMeanEps), float64(absMeanEps)),
+						}
+						for bn, b := range bands {
+							packed := make([]byte, PackedLen(n))
+							for i := range packed {
+								packed[i] = byte(r.Uint32())
+							}
+							scales := []float32{-1}
+							if !quantizeSpecBand(x, m, b, packed, scales) {
+								t.Fatalf("quantizeSpecBand failed on finite data")
+							}
+							checkAgainstRef(t, fmt.Sprintf("%s t%d n=%d %s %v band %s", f, threads, n, kind, m, bn), x, m, packed, scales)
+						}
 					}
 				}
 			}
@@ -207,31 +233,33 @@ func TestQuantizeSpecPath(t *testing.T) {
 	specMinValues = 1
 	defer func() { specMinValues = oldMin }()
 	r := rand.New(rand.NewPCG(27, 28))
-	for _, n := range []int{1, 127, 5000, 70001, 1 << 18} {
-		x := fill(r, n, "normal", 1)
-		packed, scales := quantize(t, x, 0, AbsMean)
-		checkAgainstRef(t, fmt.Sprintf("n=%d", n), x, packed, scales)
-		for _, bad := range []float32{nan32, inf32, -inf32} {
-			y := slices.Clone(x)
-			i := r.IntN(n)
-			y[i] = bad
-			err := Quantize(y, 0, AbsMean, true, make([]byte, PackedLen(n)), make([]float32, 1))
-			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("flat index %d", i)) {
-				t.Fatalf("n=%d %v at %d: err %v", n, bad, i, err)
-			}
-			// Unchecked: same as the two-pass result.
-			p1, s1 := make([]byte, PackedLen(n)), make([]float32, 1)
-			if err := Quantize(y, 0, AbsMean, false, p1, s1); err != nil {
-				t.Fatal(err)
-			}
-			specMinValues = 1 << 62
-			p2, s2 := make([]byte, PackedLen(n)), make([]float32, 1)
-			if err := Quantize(y, 0, AbsMean, false, p2, s2); err != nil {
-				t.Fatal(err)
-			}
-			specMinValues = 1
-			if !sameF32(s1[0], s2[0]) || firstDiff(p1, p2) >= 0 {
-				t.Fatalf("n=%d %v at %d: one-pass and two-pass results differ", n, bad, i)
+	for _, m := range []Method{AbsMean, AbsMax} {
+		for _, n := range []int{1, 127, 5000, 70001, 1 << 18} {
+			x := fill(r, n, "normal", 1)
+			packed, scales := quantize(t, x, 0, m)
+			checkAgainstRef(t, fmt.Sprintf("%v n=%d", m, n), x, m, packed, scales)
+			for _, bad := range []float32{nan32, inf32, -inf32} {
+				y := slices.Clone(x)
+				i := r.IntN(n)
+				y[i] = bad
+				err := Quantize(y, 0, m, true, make([]byte, PackedLen(n)), make([]float32, 1))
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("flat index %d", i)) {
+					t.Fatalf("%v n=%d %v at %d: err %v", m, n, bad, i, err)
+				}
+				// Unchecked: same as the two-pass result.
+				p1, s1 := make([]byte, PackedLen(n)), make([]float32, 1)
+				if err := Quantize(y, 0, m, false, p1, s1); err != nil {
+					t.Fatal(err)
+				}
+				specMinValues = 1 << 62
+				p2, s2 := make([]byte, PackedLen(n)), make([]float32, 1)
+				if err := Quantize(y, 0, m, false, p2, s2); err != nil {
+					t.Fatal(err)
+				}
+				specMinValues = 1
+				if !sameF32(s1[0], s2[0]) || firstDiff(p1, p2) >= 0 {
+					t.Fatalf("%v n=%d %v at %d: one-pass and two-pass results differ", m, n, bad, i)
+				}
 			}
 		}
 	}
@@ -288,10 +316,14 @@ func TestKernelsFixCodes(t *testing.T) {
 // fractions of the true one; a band that misses it must still give the
 // right result).
 func FuzzQuantizeSpecBand(f *testing.F) {
-	f.Add(uint32(1000), int64(1), 0.99, 1.01)
-	f.Add(uint32(129), int64(2), 0.5, 2.0)
-	f.Add(uint32(70000), int64(3), 1.1, 1.2)
-	f.Fuzz(func(t *testing.T, n32 uint32, seed int64, lo, hi float64) {
+	f.Add(uint32(1000), int64(1), 0.99, 1.01, false)
+	f.Add(uint32(129), int64(2), 0.5, 2.0, true)
+	f.Add(uint32(70000), int64(3), 1.1, 1.2, false)
+	f.Fuzz(func(t *testing.T, n32 uint32, seed int64, lo, hi float64, absmax bool) {
+		m := AbsMean
+		if absmax {
+			m = AbsMax
+		}
 		n := int(n32%100000) + 1
 		if !(lo > 0 && lo <= hi && hi < 1e6) {
 			t.Skip()
@@ -302,13 +334,13 @@ func FuzzQuantizeSpecBand(f *testing.F) {
 		for i := range x {
 			x[i] *= float32(math.Exp2(e))
 		}
-		_, ws := refQuantize(x, 0, AbsMean)
+		_, ws := refQuantize(x, 0, m)
 		s := float64(ws[0])
 		packed := make([]byte, PackedLen(n))
 		scales := make([]float32, 1)
-		if !quantizeSpecBand(x, newSpecBand(s*lo, s*hi), packed, scales) {
+		if !quantizeSpecBand(x, m, newSpecBand(s*lo, s*hi), packed, scales) {
 			t.Fatal("quantizeSpecBand failed on finite data")
 		}
-		checkAgainstRef(t, fmt.Sprintf("n=%d band [%v, %v]", n, lo, hi), x, packed, scales)
+		checkAgainstRef(t, fmt.Sprintf("%v n=%d band [%v, %v]", m, n, lo, hi), x, m, packed, scales)
 	})
 }

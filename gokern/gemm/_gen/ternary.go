@@ -28,6 +28,7 @@ func init() {
 			absMaxBitsAVX2(c)
 			quantGroupsAVX2(c)
 			quantSpecAVX2(c)
+			quantSpecMaxAVX2(c)
 			blockSumScalesAVX2(c)
 			blockMaxScalesAVX2(c)
 			for _, bs := range smallBlocks {
@@ -311,6 +312,25 @@ func quantSpecAVX2(c *build.Context) {
 		"bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if",
 		"ent filled up (the codes and sum are then incomplete).",
 	)
+	quantSpecBody(c, false)
+}
+
+// quantSpecMaxAVX2 is quantSpecAVX2 for absmax: the reduction is the
+// unsigned maximum of the bits of |x| (as absMaxBitsAVX2) instead of the sum.
+func quantSpecMaxAVX2(c *build.Context) {
+	c.Function("quantSpecMaxAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)")
+	c.Doc(
+		"quantSpecMaxAVX2 is quantSpecAVX2 returning, instead of the sum, the unsigned",
+		"maximum of the bits of |x| over the groups (0x7f800000 or more: Inf or NaN).",
+	)
+	quantSpecBody(c, true)
+}
+
+// quantSpecBody emits the body of quantSpecAVX2 (reduceMax false) or
+// quantSpecMaxAVX2.
+func quantSpecBody(c *build.Context, reduceMax bool) {
 	p := c.Load(c.Param("x").Base(), c.GP64())
 	out := c.Load(c.Param("dst").Base(), c.GP64())
 	g := c.Load(c.Param("dst").Len(), c.GP64())
@@ -346,6 +366,9 @@ func quantSpecAVX2(c *build.Context) {
 		bit1[lane] = vconst(c, fmt.Sprintf("codeBit1Lane%d", lane), splat(0x02020202<<sh))
 	}
 	acc := zeroY(c, 2)
+	if reduceMax {
+		acc = acc[:1]
+	}
 
 	c.Label("loop")
 	c.TESTQ(g, g)
@@ -363,12 +386,16 @@ func quantSpecAVX2(c *build.Context) {
 			c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
 			c.VCMPPS(operand.Imm(cmpGEOQ), hiM, xv, pos)
 			c.VCMPPS(operand.Imm(cmpLEOQ), nhiM, xv, neg)
-			d0, d1 := c.YMM(), c.YMM()
-			c.VCVTPS2PD(ax.AsX(), d0)
-			c.VEXTRACTF128(operand.Imm(1), ax, d1.AsX())
-			c.VCVTPS2PD(d1.AsX(), d1)
-			c.VADDPD(d0, acc[0], acc[0])
-			c.VADDPD(d1, acc[1], acc[1])
+			if reduceMax {
+				c.VPMAXUD(ax, acc[0], acc[0])
+			} else {
+				d0, d1 := c.YMM(), c.YMM()
+				c.VCVTPS2PD(ax.AsX(), d0)
+				c.VEXTRACTF128(operand.Imm(1), ax, d1.AsX())
+				c.VCVTPS2PD(d1.AsX(), d1)
+				c.VADDPD(d0, acc[0], acc[0])
+				c.VADDPD(d1, acc[1], acc[1])
+			}
 			m := [3]reg.VecVirtual{ge, pos, neg}
 			if s&1 == 0 {
 				words[s/2] = m
@@ -447,14 +474,28 @@ func quantSpecAVX2(c *build.Context) {
 	c.Label("full")
 	c.MOVQ(operand.I32(-1), ne)
 	c.Label("done")
-	c.VADDPD(acc[1], acc[0], acc[0])
-	l, h := acc[0].AsX(), c.XMM()
-	c.VEXTRACTF128(operand.Imm(1), acc[0], h)
-	c.VADDPD(h, l, l)
-	c.VUNPCKHPD(l, l, h)
-	c.VADDSD(h, l, l)
-	c.VZEROUPPER()
-	c.Store(l, c.Return("sum"))
+	if reduceMax {
+		lo, hi := acc[0].AsX(), c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
+		c.VPMAXUD(hi, lo, lo)
+		c.VPSHUFD(operand.Imm(0x4e), lo, hi)
+		c.VPMAXUD(hi, lo, lo)
+		c.VPSHUFD(operand.Imm(0xb1), lo, hi)
+		c.VPMAXUD(hi, lo, lo)
+		m := c.GP32()
+		c.VMOVD(lo, m)
+		c.VZEROUPPER()
+		c.Store(m, c.Return("maxBits"))
+	} else {
+		c.VADDPD(acc[1], acc[0], acc[0])
+		l, h := acc[0].AsX(), c.XMM()
+		c.VEXTRACTF128(operand.Imm(1), acc[0], h)
+		c.VADDPD(h, l, l)
+		c.VUNPCKHPD(l, l, h)
+		c.VADDSD(h, l, l)
+		c.VZEROUPPER()
+		c.Store(l, c.Return("sum"))
+	}
 	c.Store(ne, c.Return("nent"))
 	c.RET()
 }
