@@ -7,12 +7,12 @@ var family = cpu.Generic
 
 func init() { SelectKernels() }
 
-// SelectKernels points the kernel seams (absSum, absMax, quantRun) at the
-// best family that cpu.Pick allows. The foundation ships only the generic Go
-// kernels; SIMD families add themselves to simdKernels in their own files.
-// Tests call it again after cpu.Override.
+// SelectKernels points the kernel seams (see kernelSet) at the
+// best family that cpu.Pick allows among those compiled in (simdKernels,
+// defined per architecture: kernels_amd64.go, kernels_other.go). Tests call
+// it again after cpu.Override.
 func SelectKernels() {
-	absSum, absMax, quantRun = absSumGeneric, absMaxGeneric, quantRunGeneric
+	generic.install()
 	family = cpu.Generic
 	var impl []cpu.Family
 	for f := range simdKernels {
@@ -29,9 +29,34 @@ func SelectKernels() {
 // Family reports the kernel family the quantizer uses.
 func Family() cpu.Family { return family }
 
-// kernelSet installs one family's versions of the seams.
-type kernelSet struct{ install func() }
+// kernelSet is one family's versions of the seams (see quantize.go for their
+// contracts).
+type kernelSet struct {
+	absSum   func(x []float32) (float64, int)
+	absMax   func(x []float32) (float32, int)
+	quantRun func(x []float32, scale float32, pos int, dst []byte)
+	// quantBlocks: see quantBlocksGeneric.
+	quantBlocks func(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int
+	// quantSpec: see quantSpecGeneric.
+	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
+	// quantSpecMax: see quantSpecMaxGeneric.
+	quantSpecMax func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (uint32, int)
+	// fixCodes: see fixCodesGeneric.
+	fixCodes func(packed []byte, ent []uint64, base int, scale float32)
+}
 
-// simdKernels maps a family to its kernels; empty until a SIMD family is
-// compiled in.
-var simdKernels = map[cpu.Family]kernelSet{}
+// generic is the oracle every family is tested against.
+var generic = kernelSet{
+	absSum:       absSumGeneric,
+	absMax:       absMaxGeneric,
+	quantRun:     quantRunGeneric,
+	quantBlocks:  quantBlocksGeneric,
+	quantSpec:    quantSpecGeneric,
+	quantSpecMax: quantSpecMaxGeneric,
+	fixCodes:     fixCodesGeneric,
+}
+
+func (k kernelSet) install() {
+	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
+	quantBlocks, quantSpec, quantSpecMax, fixCodes = k.quantBlocks, k.quantSpec, k.quantSpecMax, k.fixCodes
+}

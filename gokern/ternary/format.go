@@ -184,12 +184,12 @@ func Pack(values []int8, packed []byte) error {
 	return nil
 }
 
-// padTail sets code 1 at the positions of the last group past n. The tail's
-// bits must be zero on entry.
+// padTail sets code 1 at the positions of the last group past n (whatever
+// their bits were).
 func padTail(packed []byte, n int) {
 	for p := n; p&(GroupValues-1) != 0; p++ {
 		b, sh := slot(p)
-		packed[b] |= 1 << sh
+		packed[b] = packed[b]&^(3<<sh) | 1<<sh
 	}
 }
 

@@ -128,15 +128,16 @@ func codeFinite(u uint32, ti int32, tn uint32) byte {
 }
 
 // quantRunGeneric: see quantRun. Whole 128-value groups starting at an
-// aligned position are written byte by byte (the group holds one scale, so
-// each byte is assigned); the head and tail go value by value. A block
-// holding a non-finite value goes through codeOf, the definition.
-func quantRunGeneric(x []float32, scale float32, pos int, dst []byte, finite bool) {
+// aligned position are assigned byte by byte (the group holds one scale);
+// the head and tail set their 2-bit fields one by one, leaving the other
+// bits. A run holding a non-finite value goes through codeOf, the definition;
+// finite runs compare against Threshold, bit-identical and branch-free.
+func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
 	t, ok := Threshold(scale)
-	if !ok || !finite {
+	if !ok || firstNonFinite(x) >= 0 {
 		for i, v := range x {
 			b, sh := slot(pos + i)
-			dst[b] |= codeOf(v, scale) << sh
+			dst[b] = dst[b]&^(3<<sh) | codeOf(v, scale)<<sh
 		}
 		return
 	}
@@ -144,7 +145,7 @@ func quantRunGeneric(x []float32, scale float32, pos int, dst []byte, finite boo
 	i := 0
 	for ; i < len(x) && (pos+i)&(GroupValues-1) != 0; i++ {
 		b, sh := slot(pos + i)
-		dst[b] |= codeFinite(math.Float32bits(x[i]), ti, tn) << sh
+		dst[b] = dst[b]&^(3<<sh) | codeFinite(math.Float32bits(x[i]), ti, tn)<<sh
 	}
 	for ; i+GroupValues <= len(x); i += GroupValues {
 		g := x[i : i+GroupValues : i+GroupValues]
@@ -158,6 +159,6 @@ func quantRunGeneric(x []float32, scale float32, pos int, dst []byte, finite boo
 	}
 	for ; i < len(x); i++ {
 		b, sh := slot(pos + i)
-		dst[b] |= codeFinite(math.Float32bits(x[i]), ti, tn) << sh
+		dst[b] = dst[b]&^(3<<sh) | codeFinite(math.Float32bits(x[i]), ti, tn)<<sh
 	}
 }

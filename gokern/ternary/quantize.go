@@ -1,6 +1,7 @@
 package ternary
 
 import (
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
@@ -21,12 +22,22 @@ var (
 	// absMax returns max|x| over the non-NaN elements and the index of the
 	// first element that is NaN or ±Inf (-1 if none).
 	absMax = absMaxGeneric
-	// quantRun quantizes x with one scale and ORs the codes into dst, the
-	// whole packed tensor, at flat positions pos, pos+1, ... (bytes of whole
-	// aligned groups may be assigned instead). finite tells that x holds no
-	// NaN or ±Inf (known from the reduction).
+	// quantBlocks quantizes whole blocks, scales and codes (see
+	// quantBlocksGeneric).
+	quantBlocks = quantBlocksGeneric
+	// quantSpec and fixCodes are the kernels of quantizeSpec (see
+	// quantSpecGeneric, fixCodesGeneric).
+	quantSpec    = quantSpecGeneric
+	quantSpecMax = quantSpecMaxGeneric
+	fixCodes     = fixCodesGeneric
+	// quantRun quantizes x with one scale and writes the codes into dst, the
+	// whole packed tensor, at flat positions pos, pos+1, ...; the bits of
+	// other positions are left as they are, so dst needs no clearing.
 	quantRun = quantRunGeneric
 )
+
+// The generic kernels (absSumGeneric, absMaxGeneric, codeOf,
+// quantRunGeneric) are in generic.go.
 
 // blockScale reduces one block and returns its scale and the index of its
 // first non-finite element (-1 if none).
@@ -68,8 +79,10 @@ const fusedUnit = 1 << 16
 //
 // Work is spread over par.Threads() goroutines. When blocks and 128-value
 // groups share a small common multiple, each worker owns whole units of it and
-// reads every block once (scale, then codes from cache); otherwise the scales
-// are computed first and the codes in a second parallel pass over groups.
+// reads every block once (scale, then codes from cache). One scale for a
+// large tensor is found in one pass as well (quantizeSpec). Otherwise
+// the scales are computed first and the codes in a second parallel pass over
+// groups.
 func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
 	n := len(x)
 	if err := CheckSizes(n, blockSize); err != nil {
@@ -90,9 +103,17 @@ func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []b
 		bs = n
 	}
 	var fb int
+	done := false
 	if unit := lcm(bs, GroupValues, fusedUnit); unit != 0 && nb > 1 {
-		fb = quantizeFused(x, bs, unit, m, packed, scales)
-	} else {
+		fb, done = quantizeFused(x, bs, unit, m, packed, scales), true
+	} else if nb == 1 && n >= specMinValues && family != cpu.Generic {
+		// The one-pass path pays only with SIMD kernels; in plain Go the
+		// two-pass path (with the threshold comparisons of generic.go) is
+		// faster. TestQuantizeSpecBands runs quantizeSpecBand with the generic
+		// kernels too.
+		fb, done = -1, quantizeSpec(x, m, packed, scales)
+	}
+	if !done {
 		fb = quantizeTwoPass(x, bs, m, packed, scales)
 	}
 	if checkFinite && fb >= 0 {
@@ -126,23 +147,70 @@ func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []
 	units := (n + unit - 1) / unit
 	chunks := par.Chunks(units, 1)
 	bad := badSlots(chunks)
+	batch := max(1, fusedBatch/unit) * unit
 	par.Run(chunks, func(c, u0, u1 int) {
 		lo, hi := u0*unit, min(u1*unit, n)
-		clear(packed[lo/GroupValues*GroupBytes : PackedLen(hi)])
-		for s := lo; s < hi; s += bs {
-			e := min(s+bs, hi)
-			sc, b := blockScale(x[s:e], m)
-			scales[s/bs] = sc
-			if b >= 0 && bad[c] < 0 {
+		for s := lo; s < hi; s += batch {
+			e := min(s+batch, hi)
+			if b := quantBlocks(x[s:e], bs, s, m, packed, scales); b >= 0 && bad[c] < 0 {
 				bad[c] = s + b
 			}
-			quantRun(x[s:e], sc, s, packed, b < 0)
 		}
 		if hi == n {
 			padTail(packed, n)
 		}
 	})
 	return firstBad(bad)
+}
+
+// fusedBatch is about how many values quantBlocks gets at a time (whole
+// units): small enough to stay in the L2 cache between the scales and the
+// codes. The AVX2 block-code kernels prefetch one batch ahead
+// (blockBatchBytes in gokern/gemm/_gen/ternary.go): keep the two in step.
+const fusedBatch = 1 << 14
+
+// quantBlocksGeneric quantizes x, the values at flat positions pos, pos+1,
+// ...: whole blocks of bs (the last one may be short where the tensor ends),
+// pos a multiple of bs and of 128. It writes their scales (scales is the
+// whole tensor's) and codes, and returns the index in x of the first NaN or
+// Inf, or -1.
+func quantBlocksGeneric(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int {
+	return quantBlocksWith(genericBlock, x, bs, pos, m, packed, scales)
+}
+
+// blockKernels are the kernels quantBlocksWith uses.
+type blockKernels struct {
+	absSum   func(x []float32) (float64, int)
+	absMax   func(x []float32) (float32, int)
+	quantRun func(x []float32, scale float32, pos int, dst []byte)
+}
+
+var genericBlock = blockKernels{absSumGeneric, absMaxGeneric, quantRunGeneric}
+
+// quantBlocksWith is quantBlocksGeneric one block at a time with the given
+// kernels.
+func quantBlocksWith(k blockKernels, x []float32, bs, pos int, m Method, packed []byte, scales []float32) int {
+	bad := -1
+	for s := 0; s < len(x); s += bs {
+		blk := x[s:min(s+bs, len(x))]
+		var sc float32
+		var b int
+		if m == AbsMax {
+			var mx float32
+			mx, b = k.absMax(blk)
+			sc = finishScale(m, 0, len(blk), mx)
+		} else {
+			var sum float64
+			sum, b = k.absSum(blk)
+			sc = finishScale(m, sum, len(blk), 0)
+		}
+		scales[(pos+s)/bs] = sc
+		if b >= 0 && bad < 0 {
+			bad = s + b
+		}
+		k.quantRun(blk, sc, pos+s, packed)
+	}
+	return bad
 }
 
 func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []float32) int {
@@ -166,21 +234,27 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 		})
 		fb = firstBad(bad)
 	}
+	quantizeGroups(x, bs, scales, packed)
+	return fb
+}
+
+// quantizeGroups writes the codes of all of x, blocks of bs values with the
+// given scales, and the padding, in parallel over whole groups.
+func quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
+	n := len(x)
 	groups := (n + GroupValues - 1) / GroupValues
 	par.For(groups, 64, func(g0, g1 int) {
 		lo, hi := g0*GroupValues, min(g1*GroupValues, n)
-		clear(packed[g0*GroupBytes : g1*GroupBytes])
 		for s := lo; s < hi; {
 			blk := s / bs
 			e := min((blk+1)*bs, hi)
-			quantRun(x[s:e], scales[blk], s, packed, fb < 0)
+			quantRun(x[s:e], scales[blk], s, packed)
 			s = e
 		}
 		if hi == n {
 			padTail(packed, n)
 		}
 	})
-	return fb
 }
 
 // tensorScale computes the one scale of the whole tensor with a parallel

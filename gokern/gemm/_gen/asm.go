@@ -1,0 +1,106 @@
+//go:build generate
+
+package main
+
+import (
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Helpers shared by the kernel files. Constants are built in registers from
+// immediates rather than in DATA sections, so generated files never clash on
+// symbol names inside one package.
+
+// bcst32 returns a YMM register holding v in each 32-bit lane.
+func bcst32(c *build.Context, v uint32) reg.VecVirtual {
+	r := c.GP32()
+	c.MOVL(operand.U32(v), r)
+	x := c.XMM()
+	c.VMOVD(r, x)
+	y := c.YMM()
+	c.VPBROADCASTD(x, y)
+	return y
+}
+
+// bcst64 returns a YMM register holding v in each 64-bit lane.
+func bcst64(c *build.Context, v uint64) reg.VecVirtual {
+	r := c.GP64()
+	c.MOVQ(operand.U64(v), r)
+	x := c.XMM()
+	c.VMOVQ(r, x)
+	y := c.YMM()
+	c.VPBROADCASTQ(x, y)
+	return y
+}
+
+// dwordIndex returns a YMM register holding the eight 32-bit values idx
+// (each < 256), for VPERMD.
+func dwordIndex(c *build.Context, idx [8]byte) reg.VecVirtual {
+	var v uint64
+	for i, b := range idx {
+		v |= uint64(b) << (8 * i)
+	}
+	r := c.GP64()
+	c.MOVQ(operand.U64(v), r)
+	x := c.XMM()
+	c.VMOVQ(r, x)
+	y := c.YMM()
+	c.VPMOVZXBD(x, y)
+	return y
+}
+
+// mem returns the memory operand base+disp.
+func mem(base reg.Register, disp int) operand.Mem {
+	return operand.Mem{Base: base, Disp: disp}
+}
+
+// zeroY returns n zeroed YMM registers.
+func zeroY(c *build.Context, n int) []reg.VecVirtual {
+	out := make([]reg.VecVirtual, n)
+	for i := range out {
+		out[i] = c.YMM()
+		c.VPXOR(out[i], out[i], out[i])
+	}
+	return out
+}
+
+// paramAddr returns the memory operand of a scalar parameter.
+func paramAddr(c *build.Context, name string) operand.Mem {
+	b, err := c.Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
+// vconsts remembers, per context (one generated file), the constants made.
+var vconsts = map[*build.Context]map[string]operand.Mem{}
+
+// vconst returns a 32-byte read-only constant holding w, as a memory
+// operand; name is file-local (a static symbol) and made once per file.
+func vconst(c *build.Context, name string, w [8]uint32) operand.Mem {
+	m := vconsts[c]
+	if m == nil {
+		m = map[string]operand.Mem{}
+		vconsts[c] = m
+	}
+	if v, ok := m[name]; ok {
+		return v
+	}
+	v := c.StaticGlobal(name)
+	c.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i, x := range w {
+		c.AddDatum(4*i, operand.U32(x))
+	}
+	m[name] = v
+	return v
+}
+
+// prefetch emits PREFETCHT0 for the cache lines of [p+dist, p+dist+bytes).
+func prefetch(c *build.Context, p reg.Register, dist, bytes int) {
+	for off := 0; off < bytes; off += 64 {
+		c.PREFETCHT0(mem(p, dist+off))
+	}
+}

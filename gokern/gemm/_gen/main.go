@@ -1,0 +1,154 @@
+//go:build generate
+
+// Command _gen writes the project's amd64 assembly kernels with avo
+// (github.com/mmcloughlin/avo): for every registered target, an assembly file
+// and its Go stubs, both marked "DO NOT EDIT" and built only with
+// `!noasm && amd64`.
+//
+// Run it from this directory (make generate does):
+//
+//	go run -tags generate .          # rewrite every target
+//	go run -tags generate . -check   # exit 1 if a checked-in file is stale
+//	go run -tags generate . -only ternary
+//
+// This directory is its own Go module so that avo and its dependencies never
+// enter the library's module graph; the leading underscore keeps `./...` in
+// the main module away from it.
+//
+// Adding kernels: write a file beside this one (build tag `generate`) that
+// calls register from init with a target naming the package directory
+// (relative to the repository root), the output base name and a function
+// that emits the kernels into the given *build.Context. GEMM micro-kernels go
+// to dir "gokern/gemm" the same way the quantizer's go to "gokern/ternary".
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/pass"
+	"github.com/mmcloughlin/avo/printer"
+)
+
+// constraint is the build constraint of every generated file; the package
+// provides the generic fallbacks under its negation.
+const constraint = "!noasm,amd64" // avo takes "// +build" syntax: !noasm && amd64
+
+// generator names the program in the "Code generated" line. It is fixed (no
+// flags, no paths) so that regeneration is byte-for-byte reproducible.
+const generator = "gokern/gemm/_gen (go run -tags generate .)"
+
+// target is one generated pair of files: dir/base_amd64.s and
+// dir/base_amd64.go.
+type target struct {
+	name string // for -only
+	dir  string // package directory, relative to the repository root
+	pkg  string // Go package name
+	base string // file name without the _amd64.{s,go} suffix
+	// avx2Only marks targets whose kernels must run on AVX2 CPUs: the
+	// output may not use the AVX-512-only registers X16-X31/Y16-Y31/Z*/K*
+	// (avo's allocator would pick them under register pressure).
+	avx2Only bool
+	gen      func(c *build.Context)
+}
+
+var targets []target
+
+// register adds a target; kernel files call it from init.
+func register(t target) { targets = append(targets, t) }
+
+func main() {
+	root := flag.String("root", "../../..", "repository root (the generator runs from gokern/gemm/_gen)")
+	check := flag.Bool("check", false, "do not write: report stale or missing files and exit 1 if any")
+	only := flag.String("only", "", "comma-separated target names (default: all)")
+	flag.Parse()
+
+	want := map[string]bool{}
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	sort.SliceStable(targets, func(i, j int) bool { return targets[i].name < targets[j].name })
+	stale := 0
+	for _, t := range targets {
+		if len(want) > 0 && !want[t.name] {
+			continue
+		}
+		delete(want, t.name)
+		files, err := generate(t)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "_gen: target %s: %v\n", t.name, err)
+			os.Exit(1)
+		}
+		for _, f := range files {
+			path := filepath.Join(*root, filepath.FromSlash(f.path))
+			if *check {
+				old, err := os.ReadFile(path)
+				if err != nil || !bytes.Equal(old, f.data) {
+					fmt.Fprintf(os.Stderr, "_gen: %s is stale: run make generate\n", f.path)
+					stale++
+				}
+				continue
+			}
+			if err := os.WriteFile(path, f.data, 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "_gen: %v\n", err)
+				os.Exit(1)
+			}
+		}
+	}
+	for n := range want {
+		fmt.Fprintf(os.Stderr, "_gen: unknown target %q\n", n)
+		os.Exit(2)
+	}
+	if stale > 0 {
+		os.Exit(1)
+	}
+}
+
+type outFile struct {
+	path string // slash-separated, relative to the repository root
+	data []byte
+}
+
+// avx512Regs matches registers that exist only with AVX-512 (EVEX).
+var avx512Regs = regexp.MustCompile(`\b([XY](1[6-9]|2[0-9]|3[01])|Z[0-9]+|K[1-7])\b`)
+
+// generate builds one target with its own avo context and prints it.
+func generate(t target) ([]outFile, error) {
+	c := build.NewContext()
+	c.ConstraintExpr(constraint)
+	t.gen(c)
+	f, err := c.Result()
+	if err != nil {
+		return nil, err
+	}
+	if err := pass.Compile.Execute(f); err != nil {
+		return nil, err
+	}
+	cfg := printer.Config{Name: generator, Pkg: t.pkg}
+	asm, err := printer.NewGoAsm(cfg).Print(f)
+	if err != nil {
+		return nil, err
+	}
+	stubs, err := printer.NewStubs(cfg).Print(f)
+	if err != nil {
+		return nil, err
+	}
+	if t.avx2Only {
+		if m := avx512Regs.Find(asm); m != nil {
+			return nil, fmt.Errorf("AVX2 target uses AVX-512 register %s: reduce register pressure", m)
+		}
+	}
+	return []outFile{
+		{t.dir + "/" + t.base + "_amd64.s", asm},
+		{t.dir + "/" + t.base + "_amd64.go", stubs},
+	}, nil
+}
