@@ -23,7 +23,7 @@ LIB := python/bitnet_go/libbitnet_go.so
 FUZZTIME ?= 5s
 GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
 
-.PHONY: help venv lib ptx install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
+.PHONY: help venv lib ptx generate check-generate install demo test check-generate test-go test-go-noasm fuzz lint test-py bench wheel clean
 
 help:
 	@sed -n '2,12p' Makefile
@@ -48,6 +48,14 @@ $(LIB): $(GO_SOURCES)
 ptx:
 	bash cuda/build_ptx.sh
 
+# Regenerates the amd64 assembly (avo, gokern/gemm/_gen: its own module) and
+# checks that the checked-in files are what the generator writes.
+generate:
+	cd gokern/gemm/_gen && $(GO) run -tags generate .
+
+check-generate:
+	cd gokern/gemm/_gen && $(GO) run -tags generate . -check
+
 # Installs the package (non-editable, like a user's pip install) into the venv.
 install: venv
 	"$(PY)" -m pip install -q --no-deps --no-build-isolation --force-reinstall .
@@ -55,7 +63,7 @@ install: venv
 demo: install
 	cd /tmp && "$(PY)" -m bitnet_go demo
 
-test: test-go test-go-noasm fuzz lint test-py
+test: test-go test-go-noasm check-generate fuzz lint test-py
 
 test-go:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/_gen/')); \
