@@ -24,6 +24,7 @@ const (
 	Direct    Algo = 3 // general direct kernel, no column buffer
 	Depthwise Algo = 4 // direct kernel for groups == C
 	Pointwise Algo = 5 // 1x1, stride 1, no padding: GEMM straight on the input
+	LUT       Algo = 6 // lookup-table kernels (int8 activations only), see lut.go
 )
 
 // String returns the algorithm's Python name.
@@ -41,6 +42,8 @@ func (a Algo) String() string {
 		return "depthwise"
 	case Pointwise:
 		return "gemm1x1"
+	case LUT:
+		return "lut"
 	}
 	return "unknown"
 }
@@ -56,7 +59,7 @@ func Plan(req Algo, d *Dims) (Algo, error) {
 			return Pointwise, nil
 		}
 		return Im2col, nil
-	case Naive, Im2col:
+	case Naive, Im2col, LUT:
 		return req, nil
 	case Direct:
 		switch {
@@ -78,7 +81,7 @@ func Plan(req Algo, d *Dims) (Algo, error) {
 		}
 		return req, nil
 	}
-	return 0, errs.Value("algorithm must be 0 (auto), 1 (naive), 2 (im2col), 3 (direct), 4 (depthwise) or 5 (gemm1x1), got %d", int32(req))
+	return 0, errs.Value("algorithm must be 0 (auto), 1 (naive), 2 (im2col), 3 (direct), 4 (depthwise), 5 (gemm1x1) or 6 (lut), got %d", int32(req))
 }
 
 // Weights is a ternary weight as the C ABI passes it: the packed codes of the
@@ -157,6 +160,7 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	if len(bias) != 0 && len(bias) != d.O {
 		return 0, errs.Value("bias must have O=%d elements (or none), got %d", d.O, len(bias))
 	}
+	src := w
 	w, err := asI2S(&d, w)
 	if err != nil {
 		return 0, err
@@ -172,6 +176,12 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	if err != nil {
 		return 0, err
 	}
+	if opt.Algo == Auto && opt.ActBits == 8 && preferLUT(&d) {
+		kind = LUT
+	}
+	if kind == LUT && opt.ActBits != 8 {
+		return 0, errs.Value("algorithm 'lut' needs int8 activations (act_bits=8); with act_bits=None use another algorithm")
+	}
 	if opt.CheckFinite {
 		if err := checkFinite(&d, x, w.Scales, bias); err != nil {
 			return 0, err
@@ -179,6 +189,9 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	}
 	if d.N == 0 {
 		return kind, nil
+	}
+	if kind == LUT {
+		return kind, runLUT(&d, src, w, quantizeActs(&d, x), sc, out)
 	}
 	return kind, run(kind, &d, x, w, sc, out, opt.ActBits == 8, gemm.Current())
 }
@@ -189,6 +202,9 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	var acts *activations
 	if act8 {
 		acts = quantizeActs(d, x)
+	}
+	if kind == LUT {
+		return runLUT(d, w, w, acts, sc, out)
 	}
 	if kind == Naive {
 		return naive(d, x, acts, w, sc, out)
