@@ -29,13 +29,13 @@ import (
 //	stride_*, pad_*, dil_*     padding per side: top, left, bottom, right
 //	act_bits                   0 (float32 activations) or 8 (int8)
 //	algorithm                  0 auto, 1 naive, 2 im2col, 3 direct,
-//	                           4 depthwise, 5 gemm1x1
+//	                           4 depthwise, 5 gemm1x1, 6 lut (act_bits 8 only)
 //	check_finite               non-zero: NaN/Inf in x, bias, scales is an error
 //	out, out_h, out_w, out_len float32[n*o*out_h*out_w]; out_h and out_w must
 //	                           be the output size the geometry implies; out
 //	                           must not overlap x, bias or scales
 //	algo_used                  if not NULL, receives the algorithm that ran
-//	                           (1..5)
+//	                           (1..6)
 //
 // Sizes are int64 and flags int32; every length, shape and product is checked
 // here, whoever the caller.

@@ -198,6 +198,8 @@ def test_parity_with_torch(cfg: dict):
     if cfg["torch_in"]:
         xin = torch.from_numpy(np.asarray(xin))
     algos = [a for a in ALGORITHMS if a != "naive" or cfg["macs"] <= NAIVE_MACS]
+    if cfg["act_bits"] == 8:
+        algos.append("lut")
     outs = {}
     for alg in algos:
         out, kernel = _conv._conv2d(xin, t, b, act_bits=cfg["act_bits"], algorithm=alg, **conv_kwargs(cfg))
@@ -215,6 +217,7 @@ def test_parity_with_torch(cfg: dict):
     if cfg["act_bits"] == 8:  # every algorithm gives the same bits
         for alg, out in outs.items():
             assert np.array_equal(out, outs["auto"]), alg
+        assert np.array_equal(outs["lut"], outs["im2col"])
 
 
 def test_float_path_matches_torch_float32():
@@ -456,3 +459,25 @@ def test_qtypes_give_identical_results(cfg: dict):
             assert u.qtype == qtype
             out = bitnet_go.conv2d_quantized(x, u, b, act_bits=act_bits, **kw)
             np.testing.assert_array_equal(out, ref, err_msg=f"{qtype} act_bits={act_bits}")
+            if act_bits == 8:  # the LUT kernels read TL1 / TL2 rows directly
+                out, kernel = _conv._conv2d(x, u, b, act_bits=8, algorithm="lut", **kw)
+                assert kernel == "lut"
+                np.testing.assert_array_equal(out, ref, err_msg=f"lut {qtype}")
+
+
+def test_lut_algorithm():
+    """algorithm='lut' needs act_bits=8; the planner picks it for GEMV-like shapes (int8 only)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 8, 10, 10), dtype=np.float32)
+    g3 = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 3, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="algorithm='lut' needs act_bits=8"):
+        bitnet_go.conv2d_quantized(x, g3, algorithm="lut")
+    assert _conv._conv2d(x, g3, act_bits=8, algorithm="lut")[1] == "lut"
+    xv = rng.standard_normal((1, 1024, 1, 1), dtype=np.float32)
+    wv = bitnet_go.quantize_conv_weight(rng.standard_normal((512, 1024, 1, 1), dtype=np.float32))
+    assert _conv._conv2d(xv, wv, act_bits=8)[1] == "lut"
+    assert _conv._conv2d(xv, wv)[1] == "gemm1x1"
+    for q in ("i2_s", "tl1", "tl2"):
+        np.testing.assert_array_equal(
+            _conv._conv2d(xv, wv.to(q), act_bits=8)[0], _conv._conv2d(xv, wv, act_bits=8, algorithm="im2col")[0]
+        )

@@ -13,10 +13,10 @@ from . import _lib
 from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
 from ._ternary import METHODS, QTYPES, TernaryTensor, quantize_i2s
 
-ALGORITHMS: dict[str, int] = {"auto": 0, "naive": 1, "im2col": 2, "direct": 3}
+ALGORITHMS: dict[str, int] = {"auto": 0, "naive": 1, "im2col": 2, "direct": 3, "lut": 6}
 """Algorithm names accepted by :func:`conv2d_quantized` and their C ABI numbers."""
 
-KERNELS: dict[int, str] = {1: "naive", 2: "im2col", 3: "direct", 4: "depthwise", 5: "gemm1x1"}
+KERNELS: dict[int, str] = {1: "naive", 2: "im2col", 3: "direct", 4: "depthwise", 5: "gemm1x1", 6: "lut"}
 """C ABI numbers of the kernels that run (``"direct"`` resolves to the last three)."""
 
 MAX_DIM = 1 << 31
@@ -133,6 +133,9 @@ def _conv2d(
         raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm == "lut" and act_bits is None:
+        raise ValueError("algorithm='lut' needs act_bits=8 (the lookup tables hold int8 partial sums); "
+                         "with act_bits=None use 'auto', 'im2col' or 'direct'")
     g = check_positive_int(groups, "groups")
     assert g is not None
     sh, sw = _pair(stride, "stride", 1)
@@ -246,8 +249,13 @@ def conv2d_quantized(
             im2col), ``"im2col"`` (tiled im2col + GEMM; the column buffer is
             bounded by a tile), ``"direct"`` (no column buffer: the depthwise
             or 1x1 kernel where they apply, else a direct kernel), or
-            ``"naive"`` (seven plain loops, the reference). Every algorithm
-            gives the same result (the same bits with ``act_bits=8``).
+            ``"naive"`` (seven plain loops, the reference), or ``"lut"``
+            (``act_bits=8`` only, else ``ValueError``: lookup tables of the
+            partial sums of pairs (TL1 / I2_S weights) or triples (TL2) of
+            int8 activations, selected by the weight indices; with
+            ``act_bits=8`` the planner picks it for GEMV-like shapes). Every
+            algorithm gives the same result (the same bits with
+            ``act_bits=8``).
         check_finite: raise ``ValueError`` naming the first NaN/Inf of ``x``,
             ``bias`` or the weight's scales. With False nothing crashes: NaN and
             Inf propagate in the float path; with ``act_bits=8`` NaN
