@@ -161,7 +161,12 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 		return 0, errs.Value("bias must have O=%d elements (or none), got %d", d.O, len(bias))
 	}
 	src := w
-	w, err := asI2S(&d, w)
+	var err error
+	if wantLUT(&d, opt) && w.QType != ternary.I2S {
+		err = checkTL(&d, w) // the LUT kernels read TL rows as they are
+	} else {
+		w, err = asI2S(&d, w)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -176,7 +181,7 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	if err != nil {
 		return 0, err
 	}
-	if opt.Algo == Auto && opt.ActBits == 8 && preferLUT(&d) {
+	if wantLUT(&d, opt) {
 		kind = LUT
 	}
 	if kind == LUT && opt.ActBits != 8 {
@@ -191,7 +196,7 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 		return kind, nil
 	}
 	if kind == LUT {
-		return kind, runLUT(&d, src, w, quantizeActs(&d, x), sc, out)
+		return kind, runLUT(&d, src, quantizeActs(&d, x), sc, out)
 	}
 	return kind, run(kind, &d, x, w, sc, out, opt.ActBits == 8, gemm.Current())
 }
@@ -204,7 +209,7 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 		acts = quantizeActs(d, x)
 	}
 	if kind == LUT {
-		return runLUT(d, w, w, acts, sc, out)
+		return runLUT(d, w, acts, sc, out)
 	}
 	if kind == Naive {
 		return naive(d, x, acts, w, sc, out)
@@ -252,16 +257,13 @@ type scaler struct {
 }
 
 func newScaler(d *Dims, w Weights, bias []float32) (*scaler, error) {
-	if w.QType != ternary.I2S {
-		return nil, errs.Runtime("conv: internal: weight not converted to i2_s")
-	}
 	bs := w.BlockSize
 	if bs < 0 || (bs > 0 && d.K%bs != 0) {
 		return nil, errs.Value("weight: block_size=%d must be None (one scale) or divide K = C/groups*kH*kW = %d "+
 			"(block_size=K is one scale per output channel); valid block sizes: %s", bs, d.K, divisors(d.K))
 	}
-	if want := ternary.PackedLen(d.WLen); len(w.Packed) != want {
-		return nil, errs.Value("weight: packed must have %d bytes for %d values, got %d", want, d.WLen, len(w.Packed))
+	if want, err := ternary.PackedLenQ(w.QType, d.WLen, d.O); err != nil || len(w.Packed) != want {
+		return nil, errs.Value("weight: packed must have %d bytes for %d values in %s, got %d", want, d.WLen, w.QType, len(w.Packed))
 	}
 	if want := ternary.NumBlocks(d.WLen, bs); len(w.Scales) != want {
 		return nil, errs.Value("weight: scales must have %d entries for %d values in blocks of %d, got %d",

@@ -36,20 +36,19 @@ type lutWeights struct {
 	segBytes int
 }
 
-// newLUTWeights lays w out for the LUT kernels. src is the weight as the
-// caller passed it (TL1 / TL2 / I2_S), w the same values in I2_S.
-func newLUTWeights(d *Dims, src, w Weights, sc *scaler) (*lutWeights, error) {
-	lw := &lutWeights{triples: src.QType == ternary.TL2}
+// newLUTWeights lays w (I2_S, TL1 or TL2, checked) out for the LUT kernels.
+func newLUTWeights(d *Dims, w Weights, sc *scaler) (*lutWeights, error) {
+	lw := &lutWeights{triples: w.QType == ternary.TL2}
 	q := ternary.TL1
 	if lw.triples {
 		q = ternary.TL2
 	}
-	if sc.nb == 1 && src.QType == q {
-		lw.seg, lw.segBytes = src.Packed, len(src.Packed)/d.O
+	if sc.nb == 1 && w.QType == q {
+		lw.seg, lw.segBytes = w.Packed, len(w.Packed)/d.O
 		return lw, nil
 	}
 	vals := make([]int8, d.WLen)
-	if err := ternary.Unpack(w.Packed, vals); err != nil {
+	if err := ternary.UnpackQ(w.QType, w.Packed, d.O, vals); err != nil {
 		return nil, errs.Value("weight: %v", err)
 	}
 	rows := d.O * sc.nb
@@ -63,6 +62,102 @@ func newLUTWeights(d *Dims, src, w Weights, sc *scaler) (*lutWeights, error) {
 	}
 	lw.segBytes = n / rows
 	return lw, nil
+}
+
+// wantLUT reports whether Conv2D runs the LUT algorithm: on request, or by
+// the planner's rule (preferLUT) for int8 activations.
+func wantLUT(d *Dims, opt Options) bool {
+	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d))
+}
+
+// SWAR masks over the nibbles of a uint64.
+const (
+	nib7 = 0x7777777777777777
+	nib8 = 0x8888888888888888
+)
+
+// badNibbles returns the bit 3 of every nibble of x above max (8: TL1
+// indices; 13: TL2 magnitudes), or 0 when none is. No carry crosses a
+// nibble: (n&7)+7 <= 14 and n&7 < 8.
+func badNibbles(x uint64, max int) uint64 {
+	if max == 8 { // n > 8: bit 3 and any of bits 0..2
+		return x & ((x & nib7) + nib7) & nib8
+	}
+	return x & (x << 1) & (x << 2) & nib8 // n >= 14: bits 3, 2 and 1
+}
+
+// checkNibbles returns the index of the first of the first n nibbles of src
+// (low nibble first) above max, or -1.
+func checkNibbles(src []byte, n, max int) int {
+	full := n / 16
+	for i := range full {
+		b := src[8*i : 8*i+8]
+		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		if badNibbles(x, max) != 0 {
+			for j := 16 * i; j < 16*i+16; j++ {
+				if int(src[j/2]>>(4*uint(j&1))&15) > max {
+					return j
+				}
+			}
+		}
+	}
+	for j := 16 * full; j < n; j++ {
+		if int(src[j/2]>>(4*uint(j&1))&15) > max {
+			return j
+		}
+	}
+	return -1
+}
+
+// checkTL validates a TL1 / TL2 weight the LUT kernels read as it is: its
+// length and every index they read (TL1 indices <= 8, TL2 magnitudes <= 13,
+// the remainder index <= 8), as ternary.UnpackQ would.
+func checkTL(d *Dims, w Weights) error {
+	if w.QType != ternary.TL1 && w.QType != ternary.TL2 {
+		return errs.Value("weight: qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(w.QType))
+	}
+	want, err := ternary.PackedLenQ(w.QType, d.WLen, d.O)
+	if err != nil {
+		return err
+	}
+	if len(w.Packed) != want {
+		return errs.Value("weight: packed must have %d bytes for %d values in %s, got %d", want, d.WLen, w.QType, len(w.Packed))
+	}
+	rb := want / d.O
+	chunks := par.Chunks(d.O, max(1, 1<<16/max(rb, 1)))
+	bad := make([]error, len(chunks)-1)
+	par.Run(chunks, func(c, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := w.Packed[r*rb : (r+1)*rb]
+			if w.QType == ternary.TL1 {
+				if j := checkNibbles(row, (d.K+1)/2, 8); j >= 0 {
+					bad[c] = errs.Value("weight: row %d: invalid TL1 index %d", r, row[j/2]>>(4*uint(j&1))&15)
+					return
+				}
+				if d.K%2 == 1 && row[rb-1]>>(4*uint((d.K/2)&1))&15%3 != 1 {
+					bad[c] = errs.Value("weight: row %d: invalid TL1 padding value (the last pair of an odd K must be (w, 0))", r)
+					return
+				}
+				continue
+			}
+			t := d.K / 3
+			if j := checkNibbles(row, t, 13); j >= 0 {
+				bad[c] = errs.Value("weight: row %d: invalid TL2 magnitude %d in triple %d", r, row[j/2]>>(4*uint(j&1))&15, j)
+				return
+			}
+			if rem := row[rb-1] & 15; d.K%3 != 0 && (rem > 8 || (d.K%3 == 1 && rem%3 != 1)) {
+				bad[c] = errs.Value("weight: row %d: invalid TL2 remainder index %d", r, rem)
+				return
+			}
+		}
+	})
+	for _, e := range bad {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // lutPlan is the tiling of the LUT algorithm.
@@ -99,13 +194,13 @@ func planLUT(d *Dims, triples bool) lutPlan {
 	return p
 }
 
-// runLUT runs the LUT algorithm on quantized activations; src is the weight
-// as passed, w the same values in I2_S.
-func runLUT(d *Dims, src, w Weights, acts *activations, sc *scaler, out []float32) error {
+// runLUT runs the LUT algorithm on quantized activations; w is I2_S, TL1 or
+// TL2 (checked).
+func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32) error {
 	if acts == nil {
 		return errs.Value("algorithm 'lut' needs int8 activations (act_bits=8)")
 	}
-	lw, err := newLUTWeights(d, src, w, sc)
+	lw, err := newLUTWeights(d, w, sc)
 	if err != nil {
 		return err
 	}

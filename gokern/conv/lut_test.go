@@ -104,3 +104,86 @@ func TestLUTNeedsAct8(t *testing.T) {
 		t.Fatal("algorithm lut with float activations: no error")
 	}
 }
+
+// BenchmarkLUT compares the LUT algorithm (TL1 pairs, TL2 triples) with the
+// multiply-add kernel the planner would otherwise pick, int8 activations,
+// one thread.
+func BenchmarkLUT(b *testing.B) {
+	old := par.Threads()
+	defer func() { _ = par.SetThreads(old) }()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, l := range []struct {
+		name              string
+		c, o, k, s, p, hw int
+	}{
+		{"gemv4096@1", 4096, 4096, 1, 1, 0, 1},
+		{"gemv4096@2", 4096, 4096, 1, 1, 0, 2},
+		{"gemv4096@4", 4096, 4096, 1, 1, 0, 4},
+		{"gemv1024@1", 1024, 1024, 1, 1, 0, 1},
+		{"gemv256@1", 256, 256, 1, 1, 0, 1},
+		{"3x3_512@7", 512, 512, 3, 1, 1, 7},
+		{"3x3_256@14", 256, 256, 3, 1, 1, 14},
+		{"3x3_128@28", 128, 128, 3, 1, 1, 28},
+		{"3x3_64@56", 64, 64, 3, 1, 1, 56},
+		{"1x1_256-64@56", 256, 64, 1, 1, 0, 56},
+		{"1x1_64-256@56", 64, 256, 1, 1, 0, 56},
+		{"stem7x7", 3, 64, 7, 2, 3, 224},
+	} {
+		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
+			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}
+		d, _ := s.Check()
+		tc := newCase(b, rng, s, 0, false)
+		out := make([]float32, d.OutLen)
+		for _, v := range []struct {
+			name string
+			algo Algo
+			q    ternary.QType
+		}{{"madd-i2s", Im2col, ternary.I2S}, {"madd-tl1", Im2col, ternary.TL1}, {"madd-tl2", Im2col, ternary.TL2},
+			{"lut-i2s", LUT, ternary.I2S}, {"lut-tl1", LUT, ternary.TL1}, {"lut-tl2", LUT, ternary.TL2}} {
+			algo := v.algo
+			if algo == Im2col && d.Pointwise() {
+				algo = Pointwise
+			}
+			w := withQType(b, tc, v.q)
+			b.Run(l.name+"/"+v.name, func(b *testing.B) {
+				_ = par.SetThreads(1)
+				for b.Loop() {
+					if _, err := Conv2D(d, tc.x, w, nil, out, Options{ActBits: 8, Algo: algo}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLUTRejectsBadIndices: TL weights read as they are are checked as
+// ternary.UnpackQ checks them.
+func TestLUTRejectsBadIndices(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, k := range []int{1, 2, 3, 4, 5, 31, 32, 33, 34, 100} {
+		s := Shape{N: 1, C: k, H: 2, W: 2, O: 3, WC: k, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+		d, _ := s.Check()
+		tc := newCase(t, rng, s, 0, false)
+		for _, q := range []ternary.QType{ternary.TL1, ternary.TL2} {
+			w := withQType(t, tc, q)
+			for trial := range 40 {
+				bad := Weights{Packed: append([]byte(nil), w.Packed...), Scales: w.Scales, QType: q}
+				i := rng.IntN(len(bad.Packed))
+				bad.Packed[i] ^= byte(1 << rng.IntN(8))
+				vals := make([]int8, d.WLen)
+				wantErr := ternary.UnpackQ(q, bad.Packed, d.O, vals) != nil
+				out := make([]float32, d.OutLen)
+				_, err := Conv2D(d, tc.x, bad, nil, out, Options{ActBits: 8, Algo: LUT})
+				if (err != nil) != wantErr {
+					t.Fatalf("k=%d %v trial %d: byte %d: err %v, UnpackQ err %v", k, q, trial, i, err, wantErr)
+				}
+				if err == nil {
+					tc2 := *tc
+					tc2.q = vals
+					checkExact(t, fmt.Sprintf("k=%d %v flipped", k, q), out, ref8(&tc2))
+				}
+			}
+		}
+	}
+}

@@ -134,8 +134,10 @@ def _conv2d(
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}")
     if algorithm == "lut" and act_bits is None:
-        raise ValueError("algorithm='lut' needs act_bits=8 (the lookup tables hold int8 partial sums); "
-                         "with act_bits=None use 'auto', 'im2col' or 'direct'")
+        raise ValueError(
+            "algorithm='lut' needs act_bits=8 (the lookup tables hold int8 partial sums); "
+            "with act_bits=None use 'auto', 'im2col' or 'direct'"
+        )
     g = check_positive_int(groups, "groups")
     assert g is not None
     sh, sw = _pair(stride, "stride", 1)
