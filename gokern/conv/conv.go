@@ -162,7 +162,7 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	}
 	src := w
 	var err error
-	if wantLUT(&d, opt) && w.QType != ternary.I2S {
+	if wantLUT(&d, opt, w.QType) && w.QType != ternary.I2S {
 		err = checkTL(&d, w) // the LUT kernels read TL rows as they are
 	} else {
 		w, err = asI2S(&d, w)
@@ -181,7 +181,7 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	if err != nil {
 		return 0, err
 	}
-	if wantLUT(&d, opt) {
+	if wantLUT(&d, opt, src.QType) {
 		kind = LUT
 	}
 	if kind == LUT && opt.ActBits != 8 {

@@ -66,8 +66,8 @@ func newLUTWeights(d *Dims, w Weights, sc *scaler) (*lutWeights, error) {
 
 // wantLUT reports whether Conv2D runs the LUT algorithm: on request, or by
 // the planner's rule (preferLUT) for int8 activations.
-func wantLUT(d *Dims, opt Options) bool {
-	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d))
+func wantLUT(d *Dims, opt Options, q ternary.QType) bool {
+	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d, q))
 }
 
 // SWAR masks over the nibbles of a uint64.
@@ -287,9 +287,33 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 	})
 }
 
-// preferLUT is the planner's rule for int8 activations (Auto): run the LUT
-// algorithm where it measured faster than multiply-add on this project's
-// bench machine. See lutRule.
-func preferLUT(d *Dims) bool {
-	return d.N*d.P <= 4 && d.K >= 256 && d.Og >= 64
+// preferLUT is the planner's rule for int8 activations (Auto): whether the
+// LUT algorithm beats multiply-add for d with a weight in q. It encodes
+// BenchmarkLUT as measured once on the project's machine (AMD EPYC, AVX2,
+// one thread; medians of 3, ms; the multiply-add int8 micro-kernel is the
+// generic Go one, main having no int8 assembly yet: re-measure when it
+// lands):
+//
+//   - TL1: always. The pair kernel reads TL1 rows as they are and won on
+//     every shape measured, GEMV-like (1x1 4096->4096 at 1x1: 9.9 vs 172,
+//     at 4x4: 67 vs 252, the multiply-add side paying the conversion to
+//     I2_S) and ResNet layers alike (3x3 64@56: 40 vs 62).
+//   - TL2: when N*Ho*Wo <= 256. The triple kernel reads TL2 rows as they
+//     are; its sign handling makes it about twice as slow as pairs, so it
+//     wins where multiply-add pays the conversion most (1x1 4096 at 1x1: 21
+//     vs 226; 3x3 512@7: 70 vs 105; 3x3 256@14: 62 vs 69) and loses on large
+//     planes (3x3 128@28: 71 vs 63; 3x3 64@56: 82 vs 54).
+//   - I2_S: when N*Ho*Wo >= 32. The LUT path converts the weight to TL1
+//     once per call (O*K values), which GEMV cannot amortise (1x1 4096 at
+//     1x1: 126 vs 84; at 4x4: 150 vs 151) but a plane of outputs can
+//     (3x3 512@7: 54 vs 66; 3x3 64@56: 46 vs 60; 1x1 256->64@56: 23 vs 27).
+func preferLUT(d *Dims, q ternary.QType) bool {
+	np := d.N * d.P
+	switch q {
+	case ternary.TL1:
+		return true
+	case ternary.TL2:
+		return np <= 256
+	}
+	return np >= 32
 }

@@ -10,7 +10,12 @@ thread count for every library (``torch.set_num_threads``):
   as ours unpacks it), where it runs;
 - naive: our seven-loop reference, on the small cases only;
 - ours: ``conv2d_quantized`` with ``act_bits=None`` and ``act_bits=8``
-  (``algorithm="auto"``; the kernel the planner picked is shown).
+  (``algorithm="auto"``; the kernel the planner picked is shown);
+- int8 multiply-add vs lookup tables: ``act_bits=8`` with the multiply-add
+  kernel (``"im2col"``, or ``"direct"`` = the 1x1 GEMM on 1x1 layers) on the
+  I2_S weight, and ``algorithm="lut"`` on the same values packed as TL1
+  (pair tables) and TL2 (triple tables); ``madd/lut`` is the multiply-add
+  time over the faster LUT time (above 1: LUT wins).
 
 Reported: median ms, GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
 to torch fp32 and torch int8 (ours / theirs: above 1 is slower), the speed-up
@@ -53,12 +58,17 @@ LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
     ("conv1x1 256->64 @56", 256, 64, 1, 1, 0, 56),
     ("conv1x1 64->256 @56", 64, 256, 1, 1, 0, 56),
     ("stem7x7/2 3->64 @224", 3, 64, 7, 2, 3, 224),
+    ("gemv1x1 4096->4096 @1", 4096, 4096, 1, 1, 0, 1),
+    ("gemv1x1 4096->4096 @4", 4096, 4096, 1, 1, 0, 4),
+    ("gemv1x1 1024->1024 @1", 1024, 1024, 1, 1, 0, 1),
 ]
-"""ResNet-18/50 layers of the full suite."""
+"""ResNet-18/50 layers of the full suite, then GEMV-like 1x1 layers (a linear layer of a
+language model, batch 1), where lookup-table kernels are known to win."""
 
 QUICK_LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
     ("quick3x3 8->8 @12", 8, 8, 3, 1, 1, 12),
     ("quick1x1 16->8 @10", 16, 8, 1, 1, 0, 10),
+    ("quickgemv 256->256 @1", 256, 256, 1, 1, 0, 1),
 ]
 """Tiny layers of ``--conv-quick`` (a smoke test of the suite in seconds)."""
 
@@ -193,6 +203,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     try:
         for name, c, o, k, s, p, h in layers:
             w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
+            w1, w2 = w.to("tl1"), w.to("tl2")
             ho = (h + 2 * p - k) // s + 1
             for n in batches:
                 x = rng.standard_normal((n, c, h, h), dtype=np.float32)
@@ -211,6 +222,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         row[f"ours_{key}_ms"] = t * 1e3
                         row[f"ours_{key}_gflops"] = gf / t
                     row["kernel"] = kern["f32"]
+                    row["kernel_i8"] = kern["i8"]
+                    # int8 path: multiply-add (the kernel the planner picks without LUT) vs the LUT
+                    # kernels on the same values packed as TL1 (pairs) and TL2 (triples)
+                    madd = "direct" if (k, s, p) == (1, 1, 0) else "im2col"
+                    for key, wq, alg in (("madd", w, madd), ("lut1", w1, "lut"), ("lut2", w2, "lut")):
+                        f = partial(_conv2d, x, wq, stride=s, padding=p, act_bits=8, algorithm=alg)
+                        row[f"i8_{key}_ms"] = median(timeit(f, repeat=repeat)) * 1e3
+                    row["lut_speedup"] = row["i8_madd_ms"] / min(row["i8_lut1_ms"], row["i8_lut2_ms"])
                     if gf <= naive_gflop:
                         t = median(
                             timeit(
@@ -309,6 +328,11 @@ _COLUMNS = [
     ("naive_ms", "naive ms", ".0f"),
     ("ours_f32_ms", "ours32 ms", ".2f"),
     ("ours_i8_ms", "oursi8 ms", ".2f"),
+    ("kernel_i8", "kernel i8", "s"),
+    ("i8_madd_ms", "madd8 ms", ".2f"),
+    ("i8_lut1_ms", "lutTL1 ms", ".2f"),
+    ("i8_lut2_ms", "lutTL2 ms", ".2f"),
+    ("lut_speedup", "madd/lut", ".2f"),
     ("ours_f32_gflops", "ours32 GF/s", ".2f"),
     ("ours_i8_gflops", "oursi8 GF/s", ".2f"),
     ("ratio_f32", "32/torch32", ".1f"),
