@@ -21,8 +21,9 @@ import (
 
 // LUT chunk lengths (values of k per table): a multiple of 4 (two pair
 // indices a byte) for pairs, of 24 (eight sign bits a byte) for triples.
-// A chunk's table is 16 entries of 8 bytes per group: 16 KiB for pairs,
-// 10 KiB for triples, held in L1 while every row of the unit reads it.
+// A chunk's table is 16 (pairs) or 32 (triples) entries of 8 bytes per
+// group: 16 KiB for pairs, 20 KiB for triples, held in L1 while every row of
+// the unit reads it.
 const (
 	lutKCPairs   = 256
 	lutKCTriples = 240
@@ -57,11 +58,42 @@ func newLUTWeights(d *Dims, w Weights, sc *scaler) (*lutWeights, error) {
 		return nil, err
 	}
 	lw.seg = make([]byte, n)
+	lw.segBytes = n / rows
+	if q == ternary.TL1 {
+		packPairs(vals, rows, sc.bl, lw.seg)
+		return lw, nil
+	}
 	if err := ternary.PackQ(q, vals, rows, lw.seg); err != nil {
 		return nil, err
 	}
-	lw.segBytes = n / rows
 	return lw, nil
+}
+
+// packPairs is ternary.PackQ(TL1, vals, rows, dst) for checked values
+// (-1, 0, +1) of rows of k, four values a byte, in parallel: the I2_S
+// weights' conversion, once per call.
+func packPairs(vals []int8, rows, k int, dst []byte) {
+	rb := ternary.TL1RowBytes(k)
+	par.Run(par.Chunks(rows, max(1, 1<<15/max(k, 1))), func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			w := vals[r*k : (r+1)*k]
+			out := dst[r*rb : (r+1)*rb]
+			full := k / 4
+			for j := range full {
+				v := (*[4]int8)(w[4*j:])
+				out[j] = byte(3*v[0]+v[1]+4) | byte(3*v[2]+v[3]+4)<<4
+			}
+			if full < rb {
+				var v [4]int8
+				copy(v[:], w[4*full:])
+				b := byte(3*v[0] + v[1] + 4)
+				if 4*full+2 < k {
+					b |= byte(3*v[2]+v[3]+4) << 4
+				}
+				out[full] = b
+			}
+		}
+	})
 }
 
 // wantLUT reports whether Conv2D runs the LUT algorithm: on request, or by
@@ -175,7 +207,7 @@ func planLUT(d *Dims, triples bool) lutPlan {
 	p.tabLen = gemm.LUTEntries * (lutKCPairs / 2)
 	if triples {
 		p.kcL = lutKCTriples
-		p.tabLen = gemm.LUTEntries * (lutKCTriples / 3)
+		p.tabLen = gemm.TripleEntries * (lutKCTriples / 3)
 	}
 	p.nTile = roundUp(min(d.P, lutMaxCols), gemm.LUTCols)
 	p.nTiles = ceilDivPos(d.P, p.nTile)

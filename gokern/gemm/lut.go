@@ -19,11 +19,12 @@ import "unsafe"
 //   - Pairs (TL1): for pair i = (b[2i], b[2i+1]), 16 entries at tab[16*i+idx],
 //     idx = 3*w0 + w1 + 4 (0..8) holding w0*b[2i] + w1*b[2i+1] (|.| <= 256);
 //     entries 9..15 are zero and never selected by valid weights.
-//   - Triples (TL2): for triple i = (b[3i], b[3i+1], b[3i+2]), 16 entries at
-//     tab[16*i+m], m = 0..13 holding w0*b[3i] + w1*b[3i+1] + w2*b[3i+2] for the
-//     balanced-ternary digits of m = 9*w0 + 3*w1 + w2 (|.| <= 384). A
-//     negative v = -m selects the same entry negated (two's complement of
-//     the uint64, which negates both lanes).
+//   - Triples (TL2): for triple i = (b[3i], b[3i+1], b[3i+2]), 32 entries at
+//     tab[32*i+m], m = 0..13 holding w0*b[3i] + w1*b[3i+1] + w2*b[3i+2] for the
+//     balanced-ternary digits of m = 9*w0 + 3*w1 + w2 (|.| <= 384): the 14
+//     magnitudes; entry 16+m holds the same sums negated (v = -m), so the
+//     index is the magnitude nibble with the sign bit as bit 4 (one load,
+//     no branch); entries 14, 15, 30, 31 are zero.
 //
 // # Weights
 //
@@ -89,22 +90,28 @@ func BuildPairTables(tab []uint64, b []int8, kc, np int) {
 	}
 }
 
-// BuildTripleTables fills tab[16*i : 16*i+16] for the nt triples of the B
-// micro-panel b (kc rows valid, 2 columns). len(tab) >= 16*nt.
+// BuildTripleTables fills tab[32*i : 32*i+32] for the nt triples of the B
+// micro-panel b (kc rows valid, 2 columns): entries m = 0..13 for +m, 16+m
+// for -m (the negated entry), the others zero. len(tab) >= 32*nt.
 func BuildTripleTables(tab []uint64, b []int8, kc, nt int) {
-	tab = tab[:LUTEntries*nt]
+	tab = tab[:TripleEntries*nt]
 	for i := range nt {
-		t := tab[LUTEntries*i:][:LUTEntries]
+		t := tab[TripleEntries*i:][:TripleEntries]
 		var x [3][2]int64
 		for r := range 3 {
 			x[r][0], x[r][1] = lutAct(b, kc, 3*i+r, 0), lutAct(b, kc, 3*i+r, 1)
 		}
 		for m, d := range tripleDigits {
-			t[m] = lane2(d[0]*x[0][0]+d[1]*x[1][0]+d[2]*x[2][0], d[0]*x[0][1]+d[1]*x[1][1]+d[2]*x[2][1])
+			s0 := d[0]*x[0][0] + d[1]*x[1][0] + d[2]*x[2][0]
+			s1 := d[0]*x[0][1] + d[1]*x[1][1] + d[2]*x[2][1]
+			t[m], t[16+m] = lane2(s0, s1), lane2(-s0, -s1)
 		}
-		clear(t[14:])
+		t[14], t[15], t[30], t[31] = 0, 0, 0, 0
 	}
 }
+
+// TripleEntries is the stride of one triple's table (magnitude | sign<<4).
+const TripleEntries = 32
 
 // PairDot returns the sum over the pairs of idx (two 4-bit TL1 indices a
 // byte, low nibble first: pairs 2j and 2j+1 in byte j) of their table
@@ -133,36 +140,36 @@ func PairDot(tab []uint64, idx []byte) uint64 {
 
 // TripleDot returns the sum over nt triples of their signed table entries:
 // magnitude of triple i in nibble i%2 of mag[i/2] (low first), sign in bit
-// i%8 of sign[i/8] (1: negative). len(tab) >= 16*nt, len(mag) >= ceil(nt/2),
-// len(sign) >= ceil(nt/8).
+// i%8 of sign[i/8] (1: negative), selecting entry mag | sign<<4.
+// len(tab) >= 32*nt, len(mag) >= ceil(nt/2), len(sign) >= ceil(nt/8).
 func TripleDot(tab []uint64, mag, sign []byte, nt int) uint64 {
 	if nt <= 0 {
 		return 0
 	}
-	if len(tab) < LUTEntries*nt || len(mag) < (nt+1)/2 || len(sign) < (nt+7)/8 {
+	if len(tab) < TripleEntries*nt || len(mag) < (nt+1)/2 || len(sign) < (nt+7)/8 {
 		panic("gemm: TripleDot buffers too short")
 	}
 	pt := unsafe.Pointer(unsafe.SliceData(tab))
-	var s uint64
+	var s0, s1 uint64
 	i := 0
 	for ; i+8 <= nt; i += 8 {
-		sg := uint64(sign[i/8])
+		sg := uint(sign[i/8]) << 4
 		m := (*[4]byte)(mag[i/2:])
-		t := (*[8 * LUTEntries]uint64)(unsafe.Add(pt, i*LUTEntries*8))
-		for q := range 4 {
-			lo, hi := m[q]&15, m[q]>>4
-			n0 := -(sg >> (2 * q) & 1)
-			n1 := -(sg >> (2*q + 1) & 1)
-			s += (t[2*q*LUTEntries+int(lo)] ^ n0) - n0
-			s += (t[(2*q+1)*LUTEntries+int(hi)] ^ n1) - n1
-		}
+		t := (*[8 * TripleEntries]uint64)(unsafe.Add(pt, i*TripleEntries*8))
+		s0 += t[uint(m[0]&15)|sg&16]
+		s1 += t[TripleEntries+(uint(m[0]>>4)|sg>>1&16)]
+		s0 += t[2*TripleEntries+(uint(m[1]&15)|sg>>2&16)]
+		s1 += t[3*TripleEntries+(uint(m[1]>>4)|sg>>3&16)]
+		s0 += t[4*TripleEntries+(uint(m[2]&15)|sg>>4&16)]
+		s1 += t[5*TripleEntries+(uint(m[2]>>4)|sg>>5&16)]
+		s0 += t[6*TripleEntries+(uint(m[3]&15)|sg>>6&16)]
+		s1 += t[7*TripleEntries+(uint(m[3]>>4)|sg>>7&16)]
 	}
 	for ; i < nt; i++ {
-		v := mag[i/2] >> (4 * uint(i&1)) & 15
-		n := -(uint64(sign[i/8]) >> uint(i%8) & 1)
-		s += (tab[LUTEntries*i+int(v)] ^ n) - n
+		v := uint(mag[i/2]>>(4*uint(i&1))&15) | uint(sign[i/8]>>uint(i%8)&1)<<4
+		s0 += tab[TripleEntries*i+int(v)]
 	}
-	return s
+	return s0 + s1
 }
 
 // PairDirect returns the entry of one TL1 index for activations (a0, a1) of
