@@ -322,30 +322,30 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 // preferLUT is the planner's rule for int8 activations (Auto): whether the
 // LUT algorithm beats multiply-add for d with a weight in q. It encodes
 // BenchmarkLUT as measured once on the project's machine (AMD EPYC, AVX2,
-// one thread; medians of 3, ms; the multiply-add int8 micro-kernel is the
-// generic Go one, main having no int8 assembly yet: re-measure when it
-// lands):
+// 2 shared cores, one thread; medians of 3, ms, LUT vs multiply-add on the
+// same weight). The multiply-add int8 micro-kernel there is the generic Go
+// one (main has no int8 assembly yet): re-measure when one lands.
 //
-//   - TL1: always. The pair kernel reads TL1 rows as they are and won on
-//     every shape measured, GEMV-like (1x1 4096->4096 at 1x1: 9.9 vs 172,
-//     at 4x4: 67 vs 252, the multiply-add side paying the conversion to
-//     I2_S) and ResNet layers alike (3x3 64@56: 40 vs 62).
-//   - TL2: when N*Ho*Wo <= 256. The triple kernel reads TL2 rows as they
-//     are; its sign handling makes it about twice as slow as pairs, so it
-//     wins where multiply-add pays the conversion most (1x1 4096 at 1x1: 21
-//     vs 226; 3x3 512@7: 70 vs 105; 3x3 256@14: 62 vs 69) and loses on large
-//     planes (3x3 128@28: 71 vs 63; 3x3 64@56: 82 vs 54).
-//   - I2_S: when N*Ho*Wo >= 32. The LUT path converts the weight to TL1
-//     once per call (O*K values), which GEMV cannot amortise (1x1 4096 at
-//     1x1: 126 vs 84; at 4x4: 150 vs 151) but a plane of outputs can
-//     (3x3 512@7: 54 vs 66; 3x3 64@56: 46 vs 60; 1x1 256->64@56: 23 vs 27).
+//   - I2_S and TL1: always. The pair kernel reads TL1 rows as they are
+//     (I2_S weights are repacked as TL1 once per call) and won on every
+//     shape measured: 1x1 4096->4096 at 1x1, TL1 10.8 vs 171 (I2_S 69 vs
+//     92), at 4x4 65 vs 310 (I2_S 120 vs 176); 1x1 256->256 at 1x1 0.06 vs
+//     0.51; ResNet-18 3x3 layers 1.5-3x (3x3 512@7: 20 vs 61), 1x1 layers at
+//     56x56 (19 vs 25), the 7x7/2 stem (34 vs 51).
+//   - TL2: when N*Ho*Wo <= 1024. The triple kernel reads TL2 rows as they
+//     are; it builds 28 table entries per 3 values, which pays where there
+//     are many output channels per column (1x1 4096 at 1x1: 13 vs 214; 3x3
+//     512@7: 31 vs 57; 3x3 128@28, 784 positions: 39 vs 42) and loses on
+//     large planes (3x3 64@56: 49 vs 38; 1x1 256->64@56: 32 vs 23).
+//   - Never for fewer than 16 output channels per group (depthwise
+//     included): a table then serves too few rows. This guard is a
+//     heuristic, not a measurement.
 func preferLUT(d *Dims, q ternary.QType) bool {
-	np := d.N * d.P
-	switch q {
-	case ternary.TL1:
-		return true
-	case ternary.TL2:
-		return np <= 256
+	if d.Og < 16 {
+		return false
 	}
-	return np >= 32
+	if q == ternary.TL2 {
+		return d.N*d.P <= 1024
+	}
+	return true
 }
