@@ -16,7 +16,9 @@ type Algo int32
 
 // The algorithms. A request for Direct runs Depthwise when groups == C,
 // Pointwise for 1x1 / stride 1 / no padding, and the general direct kernel
-// otherwise; Auto lets the planner choose (see Plan).
+// otherwise; Auto lets the planner choose (see Plan; with int8 activations
+// Conv2D then runs LUT where preferLUT says it is faster). LUT needs int8
+// activations.
 const (
 	Auto      Algo = 0 // request only: the planner picks
 	Naive     Algo = 1 // seven plain loops, the oracle

@@ -1,7 +1,7 @@
 // Package conv is the ternary 2-D convolution: shape arithmetic, the planner
 // that picks an algorithm, and the algorithms themselves (naive, tiled
 // im2col + GEMM, 1x1 GEMM on the input, depthwise and general direct
-// kernels). The micro-kernels live in gokern/gemm; every goroutine goes
+// kernels, lookup tables for int8 activations: lut.go). The micro-kernels live in gokern/gemm; every goroutine goes
 // through gokern/par.
 //
 // Semantics are those of torch.nn.functional.conv2d with a ternary weight
