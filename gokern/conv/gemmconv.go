@@ -194,6 +194,32 @@ func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr in
 				di += step
 			}
 		}
+		// copyRun and zeroRun write consecutive columns a micro-panel
+		// segment at a time (the per-value put is the strided path).
+		copyRun := func(vals []T) {
+			for len(vals) > 0 {
+				m := min(nr-lane, len(vals))
+				copy(dst[di:di+m], vals[:m])
+				vals = vals[m:]
+				di += m
+				if lane += m; lane == nr {
+					lane = 0
+					di += step
+				}
+			}
+		}
+		zeroRun := func(n int) {
+			for n > 0 {
+				m := min(nr-lane, n)
+				clear(dst[di : di+m])
+				n -= m
+				di += m
+				if lane += m; lane == nr {
+					lane = 0
+					di += step
+				}
+			}
+		}
 		oh, ow0 := p0/d.Wo, p0%d.Wo
 		for q := 0; q < cols; oh, ow0 = oh+1, 0 {
 			ow1 := min(d.Wo, ow0+cols-q)
@@ -201,30 +227,20 @@ func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr in
 			ih := oh*d.StrideH + offH
 			lo, hi := max(ow0, owLo), min(ow1, owHi)
 			if ih < 0 || ih >= d.H || hi <= lo {
-				for range ow1 - ow0 {
-					put(0)
-				}
+				zeroRun(ow1 - ow0)
 				continue
 			}
 			row := plane[ih*d.W:][:d.W]
-			for range lo - ow0 {
-				put(0)
-			}
+			zeroRun(lo - ow0)
 			if d.StrideW == 1 {
-				for _, v := range row[lo+offW : hi+offW] {
-					put(v)
-				}
+				copyRun(row[lo+offW : hi+offW])
 			} else {
 				for iw := lo*d.StrideW + offW; lo < hi; lo, iw = lo+1, iw+d.StrideW {
 					put(row[iw])
 				}
 			}
-			for range ow1 - hi {
-				put(0)
-			}
+			zeroRun(ow1 - hi)
 		}
-		for range npn*nr - cols {
-			put(0)
-		}
+		zeroRun(npn*nr - cols)
 	}
 }

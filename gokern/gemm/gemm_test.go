@@ -215,8 +215,12 @@ func BenchmarkMicro(b *testing.B) {
 // avx2 name) and checks that dispatch picks it exactly when the CPU, the
 // build and BITNET_GO_DISABLE allow that family, and records the choice.
 func TestSeam(t *testing.T) {
+	old, had := simdKernels[cpu.AVX2]
 	defer func() {
 		delete(simdKernels, cpu.AVX2)
+		if had {
+			register(old)
+		}
 		cpu.Override("")
 		SelectKernels()
 	}()

@@ -1,0 +1,216 @@
+//go:build generate
+
+package main
+
+import (
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// The conv GEMM's AVX2 micro-kernels (gokern/gemm). Their contracts are in
+// gokern/gemm/kernels_amd64.go, which wraps them; the generic Go kernels in
+// gemm.go are the oracle they are tested against. Both compute one 4 x 16
+// tile (MR = 4 rows of an A panel, NR = 16 columns of a B micro-panel) and
+// read the shared 2-bit A panel (byte k = the four rows' codes of k).
+
+func init() {
+	register(target{
+		name:     "gemm",
+		dir:      "gokern/gemm",
+		pkg:      "gemm",
+		base:     "micro_avx2",
+		avx2Only: true,
+		gen: func(c *build.Context) {
+			microF32AVX2(c)
+			microI8AVX2(c)
+		},
+	})
+}
+
+// rowAddrs returns the memory operands of rows 0..3 of a tile at p with a
+// row stride of ld bytes (ld3 = 3*ld), plus disp.
+func rowAddrs(p, ld, ld3 reg.Register, disp int) [4]operand.Mem {
+	return [4]operand.Mem{
+		{Base: p, Disp: disp},
+		{Base: p, Index: ld, Scale: 1, Disp: disp},
+		{Base: p, Index: ld, Scale: 2, Disp: disp},
+		{Base: p, Index: ld3, Scale: 1, Disp: disp},
+	}
+}
+
+// microF32AVX2: t[r*ldt+j] (+)= sum_k w(r,k) * b[k*16+j] for r < 4, j < 16.
+// The weights of byte a[k] are the four float32 of lut[a[k]] (16 bytes),
+// broadcast one row at a time; 8 accumulators (two YMM per row), one
+// VFMADD231PS per row and half-row per k. Each sum runs over k in order
+// with exact products (w is -1, 0 or +1), so the result is bit-for-bit the
+// generic kernel's.
+func microF32AVX2(c *build.Context) {
+	c.Function("microF32AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)")
+	c.Doc("microF32AVX2 is the 4x16 float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).")
+	n := c.Load(c.Param("kc"), c.GP64())
+	pa := c.Load(c.Param("a"), c.GP64())
+	pb := c.Load(c.Param("b"), c.GP64())
+	pl := c.Load(c.Param("lut"), c.GP64())
+	acc := zeroY(c, 8)
+
+	step := func(u int) {
+		idx := c.GP64()
+		c.MOVBQZX(mem(pa, u), idx)
+		c.SHLQ(operand.Imm(4), idx)
+		b0, b1 := c.YMM(), c.YMM()
+		c.VMOVUPS(mem(pb, 64*u), b0)
+		c.VMOVUPS(mem(pb, 64*u+32), b1)
+		for r := 0; r < 4; r++ {
+			w := c.YMM()
+			c.VBROADCASTSS(operand.Mem{Base: pl, Index: idx, Scale: 1, Disp: 4 * r}, w)
+			c.VFMADD231PS(b0, w, acc[2*r])
+			c.VFMADD231PS(b1, w, acc[2*r+1])
+		}
+	}
+
+	c.Comment("Four k per iteration.")
+	c.Label("f32loop4")
+	c.CMPQ(n, operand.Imm(4))
+	c.JB(operand.LabelRef("f32tail"))
+	for u := 0; u < 4; u++ {
+		step(u)
+	}
+	c.ADDQ(operand.Imm(4), pa)
+	c.ADDQ(operand.U32(4*64), pb)
+	c.SUBQ(operand.Imm(4), n)
+	c.JMP(operand.LabelRef("f32loop4"))
+
+	c.Label("f32tail")
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef("f32store"))
+	step(0)
+	c.INCQ(pa)
+	c.ADDQ(operand.Imm(64), pb)
+	c.DECQ(n)
+	c.JMP(operand.LabelRef("f32tail"))
+
+	c.Label("f32store")
+	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VADDPS(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVUPS(s, m) })
+}
+
+// storeTile stores (or, when the add parameter is true, adds) the eight
+// accumulators acc[2r+h] at row r, columns 8h .. 8h+7 of the tile t.
+func storeTile(c *build.Context, acc []reg.VecVirtual, addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
+	pt := c.Load(c.Param("t"), c.GP64())
+	ld := c.Load(c.Param("ldt"), c.GP64())
+	c.SHLQ(operand.Imm(2), ld)
+	ld3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	add := c.Load(c.Param("add"), c.GP8())
+	rows := [2][4]operand.Mem{rowAddrs(pt, ld, ld3, 0), rowAddrs(pt, ld, ld3, 32)}
+	c.TESTB(add, add)
+	c.JZ(operand.LabelRef("store"))
+	for r := 0; r < 4; r++ {
+		for h := 0; h < 2; h++ {
+			m := c.YMM()
+			c.VMOVDQU(rows[h][r], m)
+			addOp(m, acc[2*r+h])
+		}
+	}
+	c.Label("store")
+	for r := 0; r < 4; r++ {
+		for h := 0; h < 2; h++ {
+			st(acc[2*r+h], rows[h][r])
+		}
+	}
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// microI8AVX2: t[r*ldt+j] (+)= sum_k w(r,k) * b[k*16+j] for r < 4, j < 16
+// over kq quads of k (4*kq values of k), exact int32.
+//
+// Per quad, the 64 bytes of B (four k rows of 16 columns) are transposed
+// into two YMM of eight columns each, a column's four k in one dword
+// (VPUNPCKLBW/HBW, VPERMQ, VPSHUFB). The A panel's four bytes of the quad
+// are broadcast to every dword and each row's 2-bit codes c = w+1 (0..2)
+// extracted per byte (VPSRLW, VPAND). VPMADDUBSW multiplies the unsigned
+// codes by the signed activations and adds pairs (|c0*x0+c1*x1| <= 512:
+// no saturation), VPMADDWD by ones adds the two pairs of a dword into int32,
+// and VPADDD accumulates. The sums are of c*x = (w+1)*x, so the column sums
+// of x (accumulated the same way with c = 1) are subtracted at the end.
+// Every step is exact modulo 2^32, hence so is the result.
+func microI8AVX2(c *build.Context) {
+	c.Function("microI8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool)")
+	c.Doc("microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 quads of k (ldt in elements).")
+	n := c.Load(c.Param("kq"), c.GP64())
+	pa := c.Load(c.Param("a"), c.GP64())
+	pb := c.Load(c.Param("b"), c.GP64())
+
+	// byte index of k_p of column t (0..3) in a lane holding, after the
+	// unpack and VPERMQ, (k0,k2) pairs of columns 0..3 then (k1,k3) pairs.
+	var shuf [8]uint32
+	for l := 0; l < 2; l++ {
+		for t := 0; t < 4; t++ {
+			b := [4]uint32{uint32(2 * t), uint32(8 + 2*t), uint32(2*t + 1), uint32(9 + 2*t)}
+			shuf[4*l+t] = b[0] | b[1]<<8 | b[2]<<16 | b[3]<<24
+		}
+	}
+	shufM := vconst(c, "i8quadShuf", shuf)
+	mask3 := vconst(c, "i8mask03", [8]uint32{0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303})
+	ones16 := vconst(c, "i8ones16", [8]uint32{0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001})
+	ones8 := bcst32(c, 0x01010101)
+
+	acc := zeroY(c, 8)
+	csum := zeroY(c, 2)
+
+	c.Label("i8loop")
+	y0, y1 := c.YMM(), c.YMM()
+	c.VMOVDQU(mem(pb, 0), y0)  // k0 | k1
+	c.VMOVDQU(mem(pb, 32), y1) // k2 | k3
+	lo, hi := c.YMM(), c.YMM()
+	c.VPUNPCKLBW(y1, y0, lo) // (k0,k2) cols 0-7 | (k1,k3) cols 0-7
+	c.VPUNPCKHBW(y1, y0, hi) // same, cols 8-15
+	v := [2]reg.VecVirtual{c.YMM(), c.YMM()}
+	for h, s := range []reg.VecVirtual{lo, hi} {
+		c.VPERMQ(operand.Imm(0xD8), s, v[h])
+		c.VPSHUFB(shufM, v[h], v[h])
+	}
+	for h := 0; h < 2; h++ {
+		t := c.YMM()
+		c.VPMADDUBSW(v[h], ones8, t)
+		c.VPMADDWD(ones16, t, t)
+		c.VPADDD(t, csum[h], csum[h])
+	}
+	w := c.YMM()
+	c.VPBROADCASTD(mem(pa, 0), w)
+	for r := 0; r < 4; r++ {
+		cr := c.YMM()
+		if r == 0 {
+			c.VPAND(mask3, w, cr)
+		} else {
+			c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
+			c.VPAND(mask3, cr, cr)
+		}
+		for h := 0; h < 2; h++ {
+			t := c.YMM()
+			c.VPMADDUBSW(v[h], cr, t)
+			c.VPMADDWD(ones16, t, t)
+			c.VPADDD(t, acc[2*r+h], acc[2*r+h])
+		}
+	}
+	c.ADDQ(operand.Imm(4), pa)
+	c.ADDQ(operand.Imm(64), pb)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("i8loop"))
+
+	for r := 0; r < 4; r++ {
+		for h := 0; h < 2; h++ {
+			c.VPSUBD(csum[h], acc[2*r+h], acc[2*r+h])
+		}
+	}
+	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU(s, m) })
+}

@@ -1,0 +1,198 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// gemmWith computes T = A·B (m x n, row stride n) with kernel set ks the way
+// gokern/conv drives it: A packed by PackA, B packed chunk by chunk (kc
+// values of k at most) into ks's micro-panels, one micro-kernel call per
+// (panel, micro-panel, chunk), later chunks added. Slices handed to the
+// kernels start off elements into their allocations (misaligned).
+func gemmWith[T float32 | int8, A float32 | int32](ks *Kernels, q []int8, bm []T, m, n, k, kcMax, off int) []A {
+	packed := make([]byte, ternary.PackedLen(m*k))
+	if err := ternary.Pack(q, packed); err != nil {
+		panic(err)
+	}
+	apan := make([]byte, ALen(m, 1, k)+off)[off:]
+	if err := PackA(apan, packed, m, 1, k); err != nil {
+		panic(err)
+	}
+	nr := ks.NRF32
+	var zero T
+	if any(zero) == any(int8(0)) {
+		nr = ks.NRI8
+	}
+	np := Panels(m)
+	npn := (n + nr - 1) / nr
+	ldt := npn*nr + 1 // wider than the tiles: exercises ldt
+	t := make([]A, np*MR*ldt+off)[off:]
+	buf := make([]T, kcMax*npn*nr+off)[off:]
+	for k0 := 0; k0 < k; k0 += kcMax {
+		kc := min(kcMax, k-k0)
+		for jp := range npn {
+			for kk := range kc {
+				for j := range nr {
+					var v T
+					if c := jp*nr + j; c < n {
+						v = bm[(k0+kk)*n+c]
+					}
+					buf[(jp*kc+kk)*nr+j] = v
+				}
+			}
+		}
+		for jp := range npn {
+			bp := buf[jp*kc*nr : (jp+1)*kc*nr]
+			for i := range np {
+				ap := apan[i*k+k0:][:kc]
+				tt := t[i*MR*ldt+jp*nr:]
+				switch tt := any(tt).(type) {
+				case []float32:
+					ks.F32(kc, ap, any(bp).([]float32), tt, ldt, k0 > 0)
+				case []int32:
+					ks.I8(kc, ap, any(bp).([]int8), tt, ldt, k0 > 0)
+				}
+			}
+		}
+	}
+	out := make([]A, m*n)
+	for r := range m {
+		copy(out[r*n:(r+1)*n], t[r*ldt:][:n])
+	}
+	return out
+}
+
+// TestFamiliesMatchGeneric checks every SIMD family against the generic
+// kernels on random shapes whose M, N and K are multiples of no tile size,
+// with K split in chunks of odd lengths: int8 bit-exact, float32 bit-exact
+// too (each sum runs over k in order and every product w*x is exact).
+func TestFamiliesMatchGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	shapes := []struct{ m, n, k, kc int }{
+		{1, 1, 1, 1}, {1, 17, 3, 3}, {5, 15, 7, 4}, {7, 33, 27, 27}, {3, 16, 9, 5},
+		{9, 47, 75, 32}, {13, 31, 129, 64}, {4, 16, 256, 256}, {6, 50, 300, 257}, {11, 3, 1001, 251},
+	}
+	gen := Generic()
+	tested := 0
+	for _, ks := range Families() {
+		if ks.Family == cpu.Generic {
+			continue
+		}
+		tested++
+		for si, s := range shapes {
+			off := si % 4
+			q := make([]int8, s.m*s.k)
+			for i := range q {
+				q[i] = int8(rng.IntN(3) - 1)
+			}
+			name := fmt.Sprintf("%s/%dx%dx%d/kc%d/off%d", ks.Family, s.m, s.n, s.k, s.kc, off)
+			bi := make([]int8, s.k*s.n)
+			for i := range bi {
+				bi[i] = int8(rng.IntN(256) - 128)
+			}
+			if si%3 == 2 { // extremes: every x = -128
+				for i := range bi {
+					bi[i] = -128
+				}
+			}
+			gi := gemmWith[int8, int32](ks, q, bi, s.m, s.n, s.k, s.kc, off)
+			wi := gemmWith[int8, int32](gen, q, bi, s.m, s.n, s.k, s.kc, 0)
+			if i := firstDiff(gi, wi); i >= 0 {
+				t.Fatalf("%s i8: T[%d] = %d, generic %d", name, i, gi[i], wi[i])
+			}
+			bf := make([]float32, s.k*s.n)
+			for i := range bf {
+				bf[i] = rng.Float32()*2 - 1
+			}
+			gf := gemmWith[float32, float32](ks, q, bf, s.m, s.n, s.k, s.kc, off)
+			wf := gemmWith[float32, float32](gen, q, bf, s.m, s.n, s.k, s.kc, 0)
+			if i := firstDiff(gf, wf); i >= 0 {
+				t.Fatalf("%s f32: T[%d] = %g, generic %g", name, i, gf[i], wf[i])
+			}
+		}
+	}
+	if cpu.AsmBuilt() && cpu.Usable(cpu.AVX2) && tested == 0 {
+		t.Fatal("AVX2 usable here but no SIMD family was tested")
+	}
+}
+
+func firstDiff[E comparable](a, b []E) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestDisableFamily: with each SIMD family switched off the generic kernels
+// are in use and give the same results as the family did.
+func TestDisableFamily(t *testing.T) {
+	defer func() {
+		cpu.Override("")
+		SelectKernels()
+	}()
+	rng := rand.New(rand.NewPCG(6, 6))
+	const m, n, k = 7, 37, 83
+	q := make([]int8, m*k)
+	for i := range q {
+		q[i] = int8(rng.IntN(3) - 1)
+	}
+	bi := make([]int8, k*n)
+	for i := range bi {
+		bi[i] = int8(rng.IntN(256) - 128)
+	}
+	bf := make([]float32, k*n)
+	for i := range bf {
+		bf[i] = rng.Float32()*2 - 1
+	}
+	for _, ks := range Families() {
+		if ks.Family == cpu.Generic {
+			continue
+		}
+		wi := gemmWith[int8, int32](ks, q, bi, m, n, k, 64, 1)
+		wf := gemmWith[float32, float32](ks, q, bf, m, n, k, 64, 1)
+		cpu.Override(string(ks.Family))
+		SelectKernels()
+		cur := Current()
+		if cur.Family == ks.Family || slices.Contains(Families(), ks) {
+			t.Fatalf("%s disabled: still in use (%s)", ks.Family, cur.Family)
+		}
+		if got := gemmWith[int8, int32](cur, q, bi, m, n, k, 64, 3); !slices.Equal(got, wi) {
+			t.Fatalf("%s disabled: i8 results differ", ks.Family)
+		}
+		if got := gemmWith[float32, float32](cur, q, bf, m, n, k, 64, 2); !slices.Equal(got, wf) {
+			t.Fatalf("%s disabled: f32 results differ", ks.Family)
+		}
+		cpu.Override("")
+		SelectKernels()
+	}
+}
+
+// TestSIMDShortBuffersPanic: the assembly wrappers check buffer lengths.
+func TestSIMDShortBuffersPanic(t *testing.T) {
+	for _, ks := range Families() {
+		for _, f := range []func(){
+			func() {
+				ks.F32(8, make([]byte, 8), make([]float32, 8*ks.NRF32-1), make([]float32, 4*ks.NRF32), ks.NRF32, false)
+			},
+			func() { ks.I8(8, make([]byte, 7), make([]int8, 8*ks.NRI8), make([]int32, 4*ks.NRI8), ks.NRI8, false) },
+			func() { ks.I8(8, make([]byte, 8), make([]int8, 8*ks.NRI8), make([]int32, 4*ks.NRI8-1), ks.NRI8, false) },
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: no panic for a short buffer", ks.Family)
+					}
+				}()
+				f()
+			}()
+		}
+	}
+}
