@@ -322,30 +322,26 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 // preferLUT is the planner's rule for int8 activations (Auto): whether the
 // LUT algorithm beats multiply-add for d with a weight in q. It encodes
 // BenchmarkLUT as measured once on the project's machine (AMD EPYC, AVX2,
-// 2 shared cores, one thread; medians of 3, ms, LUT vs multiply-add on the
-// same weight). The multiply-add int8 micro-kernel there is the generic Go
-// one (main has no int8 assembly yet): re-measure when one lands.
+// 2 shared cores, one thread; medians of 3, ms), LUT (generic Go) against
+// the AVX2 multiply-add micro-kernel (VPMADDUBSW, 16 columns):
 //
-//   - I2_S and TL1: always. The pair kernel reads TL1 rows as they are
-//     (I2_S weights are repacked as TL1 once per call) and won on every
-//     shape measured: 1x1 4096->4096 at 1x1, TL1 10.8 vs 171 (I2_S 69 vs
-//     92), at 4x4 65 vs 310 (I2_S 120 vs 176); 1x1 256->256 at 1x1 0.06 vs
-//     0.51; ResNet-18 3x3 layers 1.5-3x (3x3 512@7: 20 vs 61), 1x1 layers at
-//     56x56 (19 vs 25), the 7x7/2 stem (34 vs 51).
-//   - TL2: when N*Ho*Wo <= 1024. The triple kernel reads TL2 rows as they
-//     are; it builds 28 table entries per 3 values, which pays where there
-//     are many output channels per column (1x1 4096 at 1x1: 13 vs 214; 3x3
-//     512@7: 31 vs 57; 3x3 128@28, 784 positions: 39 vs 42) and loses on
-//     large planes (3x3 64@56: 49 vs 38; 1x1 256->64@56: 32 vs 23).
+//   - I2_S: never. Multiply-add won on every shape, GEMV-like included
+//     (1x1 4096->4096 at 1x1: 17 vs 53 for LUT, which repacks the weight as
+//     TL1 per call; 1x1 1024->1024: 1.3 vs 4.1; ResNet-18 layers 4-9x).
+//   - TL1 and TL2: when N*Ho*Wo <= 32 output positions. The LUT kernels read
+//     TL rows as they are, while multiply-add converts the weight to I2_S on
+//     every call (about 6 ns a weight): at 1x1, 4096->4096 LUT takes 7.8
+//     (TL1) / 7.9 (TL2) against 108; at 4x4 (16 positions) 60 / 74 against
+//     131; at 7x7 (3x3 512@7, 49 positions) they tie (28 vs 25), and beyond
+//     multiply-add wins (3x3 256@14: 24 vs 10; 3x3 64@56: 45 vs 5).
 //   - Never for fewer than 16 output channels per group (depthwise
 //     included): a table then serves too few rows. This guard is a
 //     heuristic, not a measurement.
+//
+// An AVX2 LUT kernel would move these lines; re-measure with BenchmarkLUT.
 func preferLUT(d *Dims, q ternary.QType) bool {
-	if d.Og < 16 {
+	if d.Og < 16 || q == ternary.I2S {
 		return false
 	}
-	if q == ternary.TL2 {
-		return d.N*d.P <= 1024
-	}
-	return true
+	return d.N*d.P <= 32
 }
