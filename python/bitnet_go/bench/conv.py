@@ -15,7 +15,9 @@ thread count for every library (``torch.set_num_threads``):
   kernel (``"im2col"``, or ``"direct"`` = the 1x1 GEMM on 1x1 layers) on the
   I2_S weight, and ``algorithm="lut"`` on the same values packed as TL1
   (pair tables) and TL2 (triple tables); ``madd/lut`` is the multiply-add
-  time over the faster LUT time (above 1: LUT wins).
+  time over the faster LUT time (above 1: LUT wins). ``madd8 TL1`` is
+  multiply-add on the TL1 weight (converted to I2_S on every call), and
+  ``kernel i8 TL1`` what the planner runs for the TL1 weight.
 
 Reported: median ms, GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
 to torch fp32 and torch int8 (ours / theirs: above 1 is slower), the speed-up
@@ -226,10 +228,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     # int8 path: multiply-add (the kernel the planner picks without LUT) vs the LUT
                     # kernels on the same values packed as TL1 (pairs) and TL2 (triples)
                     madd = "direct" if (k, s, p) == (1, 1, 0) else "im2col"
-                    for key, wq, alg in (("madd", w, madd), ("lut1", w1, "lut"), ("lut2", w2, "lut")):
+                    variants = (("madd", w, madd), ("madd1", w1, madd), ("lut1", w1, "lut"), ("lut2", w2, "lut"))
+                    for key, wq, alg in variants:
                         f = partial(_conv2d, x, wq, stride=s, padding=p, act_bits=8, algorithm=alg)
                         row[f"i8_{key}_ms"] = median(timeit(f, repeat=repeat)) * 1e3
                     row["lut_speedup"] = row["i8_madd_ms"] / min(row["i8_lut1_ms"], row["i8_lut2_ms"])
+                    row["kernel_tl1"] = _conv2d(x, w1, stride=s, padding=p, act_bits=8)[1]
                     if gf <= naive_gflop:
                         t = median(
                             timeit(
@@ -330,9 +334,11 @@ _COLUMNS = [
     ("ours_i8_ms", "oursi8 ms", ".2f"),
     ("kernel_i8", "kernel i8", "s"),
     ("i8_madd_ms", "madd8 ms", ".2f"),
+    ("i8_madd1_ms", "madd8 TL1 ms", ".2f"),
     ("i8_lut1_ms", "lutTL1 ms", ".2f"),
     ("i8_lut2_ms", "lutTL2 ms", ".2f"),
     ("lut_speedup", "madd/lut", ".2f"),
+    ("kernel_tl1", "kernel i8 TL1", "s"),
     ("ours_f32_gflops", "ours32 GF/s", ".2f"),
     ("ours_i8_gflops", "oursi8 GF/s", ".2f"),
     ("ratio_f32", "32/torch32", ".1f"),
