@@ -527,3 +527,20 @@ func TestAbsMaxNoNaN(t *testing.T) {
 		}
 	}
 }
+
+// K = 2^24 would let an int32 sum reach 2^31 (activations -128, weights -1):
+// the shape check must refuse it and accept one less.
+func TestMaxKKeepsInt32Exact(t *testing.T) {
+	if 128*int64(MaxK) > math.MaxInt32 {
+		t.Fatalf("MaxK=%d allows |sum| = %d > MaxInt32", MaxK, 128*int64(MaxK))
+	}
+	ok := Shape{N: 1, C: MaxK, H: 1, W: 1, O: 1, WC: MaxK, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	if _, err := ok.Check(); err != nil {
+		t.Fatalf("K=MaxK refused: %v", err)
+	}
+	over := ok
+	over.C, over.WC = MaxK+1, MaxK+1
+	if _, err := over.Check(); err == nil {
+		t.Fatal("K=MaxK+1 accepted")
+	}
+}

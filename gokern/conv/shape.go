@@ -20,10 +20,12 @@ import (
 // Limits on the shape arithmetic. Every size, stride, padding and dilation
 // is at most MaxDim, so sums and products of two of them fit in an int64;
 // tensors have at most ternary.MaxElements elements; K = C/groups*kH*kW is at
-// most MaxK, so int32 sums of K products of int8 by ternary values are exact.
+// most MaxK, so int32 sums of K products of int8 by ternary values are exact:
+// |sum| <= 128*K <= 128*(2^24-1) < 2^31 (K = 2^24 could reach +2^31, one past
+// the int32 range, with every activation -128 and every weight -1).
 const (
 	MaxDim = 1 << 31
-	MaxK   = 1 << 24
+	MaxK   = 1<<24 - 1
 )
 
 // Shape is a convolution's geometry as the C ABI passes it: the input x is

@@ -14,7 +14,7 @@ import "unsafe"
 // at or past kc read as zero. A table entry holds the partial sums of both
 // columns as two int32 lanes of a uint64, lo + hi<<32 modulo 2^64 (see pair
 // and lanes): sums of entries stay exact lane-wise as long as each lane's
-// true sum fits in int32, which K <= 2^24 guarantees (|sum| <= 128*K).
+// true sum fits in int32, which K < 2^24 guarantees (|sum| <= 128*K < 2^31).
 //
 //   - Pairs (TL1): for pair i = (b[2i], b[2i+1]), 16 entries at tab[16*i+idx],
 //     idx = 3*w0 + w1 + 4 (0..8) holding w0*b[2i] + w1*b[2i+1] (|.| <= 256);
