@@ -1,0 +1,105 @@
+package gemm
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// lut16Families returns the generic wide kernels and every SIMD family's
+// that is usable here.
+func lut16Families() []*LUT16Kernels {
+	out := []*LUT16Kernels{{Family: cpu.Generic, Build: lut16BuildGeneric, Dot: lut16DotGeneric}}
+	for f, k := range lut16Kernels {
+		if cpu.Usable(f) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestLUT16 checks every wide LUT kernel set against direct int64 sums on
+// random 16-column panels (odd kc, padding nibbles up to 15, extremes at
+// the int16 bound of 126 pairs), several rows with strides, added to
+// random outputs; the SIMD kernels must equal the generic ones exactly.
+func TestLUT16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 5))
+	for _, k := range lut16Families() {
+		t.Logf("family %s", k.Family)
+		for trial := range 400 {
+			kc := 1 + rng.IntN(2*LUT16MaxPairs)
+			extreme := trial%9 == 0
+			if extreme {
+				kc = 2*LUT16MaxPairs - rng.IntN(2)
+			}
+			b := make([]int8, kc*LUT16Cols)
+			for i := range b {
+				b[i] = int8(rng.IntN(256) - 128)
+				if extreme {
+					b[i] = -128
+				}
+			}
+			np := (kc + 1) / 2
+			nb := (np + 1) / 2
+			rows := 1 + rng.IntN(7)
+			ldi := nb + rng.IntN(3)
+			ldo := LUT16Cols + rng.IntN(5)
+			idx := make([]byte, (rows-1)*ldi+nb)
+			w := make([][]int64, rows)
+			for r := range rows {
+				w[r] = make([]int64, 4*nb)
+				for i := range 2 * nb {
+					e := rng.IntN(9)
+					if extreme {
+						e = 0 // (-1, -1): 256 per pair on -128
+					}
+					if i >= np {
+						e = rng.IntN(16) // padding nibble: reads zeros
+					} else {
+						w[r][2*i], w[r][2*i+1] = int64(e/3-1), int64(e%3-1)
+					}
+					idx[r*ldi+i/2] |= byte(e) << (4 * uint(i&1))
+				}
+			}
+			out := make([]int32, (rows-1)*ldo+LUT16Cols)
+			for i := range out {
+				out[i] = int32(rng.IntN(1 << 20))
+			}
+			want := append([]int32(nil), out...)
+			for r := range rows {
+				for j := range LUT16Cols {
+					var s int64
+					for kk := range kc {
+						s += w[r][kk] * int64(b[kk*LUT16Cols+j])
+					}
+					want[r*ldo+j] += int32(s)
+				}
+			}
+			tab := make([]int16, LUT16Cols*(LUT16Entries*2*nb+LUT16Pad))
+			for i := range tab {
+				tab[i] = int16(rng.IntN(1 << 16)) // stale garbage
+			}
+			k.Build(tab, b, kc, 2*nb)
+			k.Dot(nb, tab, idx, ldi, rows, out, ldo)
+			for i := range out {
+				if out[i] != want[i] {
+					t.Fatalf("%s: kc=%d rows=%d: out[%d] = %d, want %d", k.Family, kc, rows, i, out[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestLUT16Select: the wide kernels follow cpu.Override.
+func TestLUT16Select(t *testing.T) {
+	defer cpu.Override("")
+	cpu.Override("avx2")
+	if k := LUT16(); k != nil {
+		t.Fatalf("avx2 disabled: got %s kernels", k.Family)
+	}
+	cpu.Override("")
+	if k := LUT16(); cpu.Usable(cpu.AVX2) && len(lut16Kernels) > 0 && (k == nil || k.Family != cpu.AVX2) {
+		t.Fatalf("avx2 usable: got %v", k)
+	}
+}
