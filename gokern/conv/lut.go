@@ -236,6 +236,10 @@ func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32) er
 	if err != nil {
 		return err
 	}
+	if k := gemm.LUT16(); k != nil && !lw.triples {
+		lutConv16(d, lw, acts, sc, out, k)
+		return nil
+	}
 	lutConv(d, lw, acts, sc, out)
 	return nil
 }

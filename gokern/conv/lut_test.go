@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -201,6 +202,50 @@ func TestLUTRejectsCode3(t *testing.T) {
 		_, err := Conv2D(d, tc.x, w, nil, make([]float32, d.OutLen), Options{ActBits: 8, Algo: LUT})
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("code 3 at position %d ", p)) {
 			t.Fatalf("code 3 at %d: err %v", p, err)
+		}
+	}
+}
+
+// TestLUTFamilies runs the LUT algorithm with every kernel family usable
+// here (the wide SIMD pair kernels, then BITNET_GO_DISABLE=avx2: the
+// generic ones) on random shapes, per-tensor and per-block scales, odd K:
+// the outputs must be bit-identical across families and to the reference.
+func TestLUTFamilies(t *testing.T) {
+	defer cpu.Override("")
+	old := par.Threads()
+	defer func() { _ = par.SetThreads(old) }()
+	rng := rand.New(rand.NewPCG(21, 8))
+	cases := 80
+	if testing.Short() {
+		cases = 25
+	}
+	for ci := range cases {
+		_ = par.SetThreads(1 + ci%2)
+		s := randShape(rng)
+		if ci%3 == 0 { // long K, wide O, few positions: the planner's LUT shapes
+			s = Shape{N: 1 + rng.IntN(2), C: 100 + rng.IntN(900), H: 1 + rng.IntN(5), W: 1 + rng.IntN(5),
+				O: 1 + rng.IntN(100), KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+			s.WC = s.C
+		}
+		d, _ := s.Check()
+		tc := newCase(t, rng, s, randBlockSize(rng, d.K), rng.IntN(2) == 0)
+		want := ref8(tc)
+		for _, q := range []ternary.QType{ternary.I2S, ternary.TL1, ternary.TL2} {
+			w := withQType(t, tc, q)
+			var first []float32
+			for _, off := range []string{"", "avx2"} {
+				cpu.Override(off)
+				out := make([]float32, d.OutLen)
+				if _, err := Conv2D(d, tc.x, w, tc.bias, out, Options{ActBits: 8, Algo: LUT}); err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("case %d %v %v disable=%q", ci, tc, q, off)
+				checkExact(t, name, out, want)
+				if first != nil {
+					checkExact(t, name+" vs default", out, first)
+				}
+				first = out
+			}
 		}
 	}
 }

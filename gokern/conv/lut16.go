@@ -1,0 +1,78 @@
+package conv
+
+import (
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+)
+
+// The LUT algorithm on the wide pair kernels of a SIMD family
+// (gemm.LUT16Kernels, TL1 and I2_S weights): the same units, scale blocks and
+// weight rows as lutConv, but B micro-panels of 16 columns, int16 tables of
+// 9 entries x 16 columns per pair (288 bytes), and chunks of lut16KC values
+// of k: 64 pairs, an 18 KiB table held in L1 while every row of the unit
+// reads it, and |sum| <= 64*256 per chunk, well inside the int16 bound of
+// the kernels (gemm.LUT16MaxPairs). Each chunk's int16 sums are widened and
+// added to int32 accumulators, folded by foldI32 as everywhere else: the
+// result is bit-identical to lutConv's.
+const lut16KC = 128
+
+func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float32, k *gemm.LUT16Kernels) {
+	const nr = gemm.LUT16Cols
+	nTile := roundUp(min(d.P, lutMaxCols), nr)
+	nTiles := ceilDivPos(d.P, nTile)
+	rowsPer := d.Og
+	mBlocks, units := 0, 0
+	count := func() {
+		mBlocks = ceilDivPos(d.Og, rowsPer)
+		units = d.N * d.Groups * nTiles * mBlocks
+	}
+	count()
+	for th := par.Threads(); units < 2*th && rowsPer > 32; count() {
+		rowsPer = ceilDivPos(rowsPer, 2)
+	}
+	per := d.C * d.H * d.W
+	pointwise := d.Pointwise()
+	ldi := sc.nb * lw.segBytes // bytes from one output channel's row to the next
+	par.Run(par.Chunks(units, 1), func(_, lo, hi int) {
+		buf := make([]int8, nTile*min(lut16KC, d.K))
+		tab := make([]int16, nr*(gemm.LUT16Entries*lut16KC/2+gemm.LUT16Pad))
+		acc := make([]int32, rowsPer*nTile)
+		for u := lo; u < hi; u++ {
+			mb := u % mBlocks
+			tile := u / mBlocks % nTiles
+			g := u / (mBlocks * nTiles) % d.Groups
+			n := u / (mBlocks * nTiles * d.Groups)
+			p0 := tile * nTile
+			cols := min(nTile, d.P-p0)
+			npn := ceilDivPos(cols, nr)
+			r0 := mb * rowsPer
+			rows := min(d.Og, r0+rowsPer) - r0
+			xs := acts.q[n*per : (n+1)*per]
+			a := acts.a[n]
+			for b := range sc.nb {
+				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
+				clear(acc)
+				for k0 := kb0; k0 < kb1; k0 += lut16KC {
+					kc := min(lut16KC, kb1-k0)
+					c := (k0 - kb0) / lut16KC
+					bb := buf[:npn*kc*nr]
+					if pointwise {
+						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
+					} else {
+						packIm2col(bb, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
+					}
+					nbytes := ((kc+1)/2 + 1) / 2
+					idx := lw.seg[((g*d.Og+r0)*sc.nb+b)*lw.segBytes+c*lut16KC/4:]
+					for jp := range npn {
+						k.Build(tab, bb[jp*kc*nr:(jp+1)*kc*nr], kc, 2*nbytes)
+						k.Dot(nbytes, tab, idx, ldi, rows, acc[jp*nr:], nTile)
+					}
+				}
+				for row := range rows {
+					o := g*d.Og + r0 + row
+					foldI32(sc, out[(n*d.O+o)*d.P+p0:][:cols], acc[row*nTile:][:cols], o, b, a)
+				}
+			}
+		}
+	})
+}
