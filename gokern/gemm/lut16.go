@@ -40,7 +40,21 @@ const LUT16Pad = 7
 // LUT16MaxPairs bounds the pairs of one dot so that int16 sums are exact.
 const LUT16MaxPairs = 126
 
-// LUT16Kernels is a SIMD family's pair of wide LUT kernels.
+// Wide triple tables (TL2): for triple i = rows 3i, 3i+1, 3i+2 of the
+// micro-panel, LUT16TripleEntries = 32 entries of 16 int16 at
+// tab[512*i + 16*e + j]: e = m (0..13) the sum w0*x0 + w1*x1 + w2*x2 for the
+// balanced-ternary digits of m = 9*w0 + 3*w1 + w2, e = 16+m its negation,
+// e = 14, 15, 30, 31 zero (|.| <= 384), so that the TL2 magnitude nibble
+// with the sign bit as bit 4 selects the signed entry. TripleDot's int16
+// sums are exact for at most LUT16MaxTriples = 85 triples (85*384 = 32640).
+
+// LUT16TripleEntries is the number of entries of one triple's wide table.
+const LUT16TripleEntries = 32
+
+// LUT16MaxTriples bounds the triples of one dot so that int16 sums are exact.
+const LUT16MaxTriples = 85
+
+// LUT16Kernels is a SIMD family's set of wide LUT kernels.
 type LUT16Kernels struct {
 	Family cpu.Family
 	// Build fills the tables of np pairs of the 16-column micro-panel b
@@ -51,6 +65,17 @@ type LUT16Kernels struct {
 	// indexed by idx[r*ldi : r*ldi+nb] to out[r*ldo : r*ldo+16].
 	// 1 <= nb <= LUT16MaxPairs/2.
 	Dot func(nb int, tab []int16, idx []byte, ldi, rows int, out []int32, ldo int)
+	// BuildTriples fills the tables of triples 0 .. nt-1 of b (3*nt <=
+	// kc rows) and zeroes those of triples nt .. ntab-1.
+	// len(tab) >= 512*ntab, len(b) >= 48*nt.
+	BuildTriples func(tab []int16, b []int8, nt, ntab int)
+	// TripleDot adds, for each of rows rows r, the table sums of nt TL2
+	// triples to out[r*ldo : r*ldo+16]: magnitudes at mag[r*ldi:] (two a
+	// byte, low nibble first), signs at sign[r*ldi:] (bit i%8 of byte i/8).
+	// For odd nt the high nibble of the last magnitude byte selects from
+	// triple nt, whose table must be zero (ntab = nt+1 in BuildTriples).
+	// 1 <= nt <= LUT16MaxTriples.
+	TripleDot func(nt int, tab []int16, mag, sign []byte, ldi, rows int, out []int32, ldo int)
 }
 
 var lut16Kernels = map[cpu.Family]*LUT16Kernels{}
@@ -129,6 +154,65 @@ func lut16DotGeneric(nb int, tab []int16, idx []byte, ldi, rows int, out []int32
 			hi := tab[LUT16Cols*(LUT16Entries*(2*i+1)+int(x>>4)):][:LUT16Cols]
 			for j := range acc {
 				acc[j] += lo[j] + hi[j]
+			}
+		}
+		o := out[r*ldo:][:LUT16Cols]
+		for j, v := range acc {
+			o[j] += int32(v)
+		}
+	}
+}
+
+func checkLUT16BuildTriples(tab []int16, b []int8, nt, ntab int) {
+	if nt < 0 || ntab < nt || len(tab) < LUT16Cols*LUT16TripleEntries*ntab || len(b) < 3*LUT16Cols*nt {
+		panic("gemm: LUT16 BuildTriples buffers too short")
+	}
+}
+
+func checkLUT16TripleDot(nt int, tab []int16, mag, sign []byte, ldi, rows int, out []int32, ldo int) {
+	if nt < 1 || nt > LUT16MaxTriples {
+		panic("gemm: LUT16 TripleDot: nt out of range")
+	}
+	if rows < 1 || ldi < 0 || ldo < 0 || len(tab) < LUT16Cols*LUT16TripleEntries*(nt+nt%2) ||
+		len(mag) < (rows-1)*ldi+(nt+1)/2 || len(sign) < (rows-1)*ldi+(nt+7)/8 || len(out) < (rows-1)*ldo+LUT16Cols {
+		panic("gemm: LUT16 TripleDot buffers too short")
+	}
+}
+
+// lut16BuildTriplesGo fills triples p0 .. nt-1 and zeroes nt .. ntab-1.
+func lut16BuildTriplesGo(tab []int16, b []int8, p0, nt, ntab int) {
+	const te = LUT16Cols * LUT16TripleEntries
+	for i := p0; i < nt; i++ {
+		t := tab[te*i:][:te]
+		clear(t)
+		for j := range LUT16Cols {
+			x0 := int64(b[(3*i)*LUT16Cols+j])
+			x1 := int64(b[(3*i+1)*LUT16Cols+j])
+			x2 := int64(b[(3*i+2)*LUT16Cols+j])
+			for m, d := range tripleDigits {
+				v := int16(d[0]*x0 + d[1]*x1 + d[2]*x2)
+				t[LUT16Cols*m+j], t[LUT16Cols*(16+m)+j] = v, -v
+			}
+		}
+	}
+	clear(tab[te*nt : te*ntab])
+}
+
+func lut16BuildTriplesGeneric(tab []int16, b []int8, nt, ntab int) {
+	checkLUT16BuildTriples(tab, b, nt, ntab)
+	lut16BuildTriplesGo(tab, b, 0, nt, ntab)
+}
+
+func lut16TripleDotGeneric(nt int, tab []int16, mag, sign []byte, ldi, rows int, out []int32, ldo int) {
+	checkLUT16TripleDot(nt, tab, mag, sign, ldi, rows, out, ldo)
+	for r := range rows {
+		var acc [LUT16Cols]int16
+		m, s := mag[r*ldi:], sign[r*ldi:]
+		for i := range nt + nt%2 {
+			e := int(m[i/2]>>(4*uint(i&1))&15) | int(s[min(i, nt-1)/8]>>uint(i%8)&1)<<4
+			t := tab[LUT16Cols*(LUT16TripleEntries*i+e):][:LUT16Cols]
+			for j := range acc {
+				acc[j] += t[j]
 			}
 		}
 		o := out[r*ldo:][:LUT16Cols]

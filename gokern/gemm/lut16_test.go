@@ -10,7 +10,8 @@ import (
 // lut16Families returns the generic wide kernels and every SIMD family's
 // that is usable here.
 func lut16Families() []*LUT16Kernels {
-	out := []*LUT16Kernels{{Family: cpu.Generic, Build: lut16BuildGeneric, Dot: lut16DotGeneric}}
+	out := []*LUT16Kernels{{Family: cpu.Generic, Build: lut16BuildGeneric, Dot: lut16DotGeneric,
+		BuildTriples: lut16BuildTriplesGeneric, TripleDot: lut16TripleDotGeneric}}
 	for f, k := range lut16Kernels {
 		if cpu.Usable(f) {
 			out = append(out, k)
@@ -90,6 +91,89 @@ func TestLUT16(t *testing.T) {
 		}
 	}
 }
+
+// TestLUT16Triples is TestLUT16 for the TL2 triple kernels: odd nt (the
+// padding triple's nibble random), every sign, extremes at the int16 bound
+// of 85 triples, rows past 3*nt in b ignored.
+func TestLUT16Triples(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 6))
+	for _, k := range lut16Families() {
+		t.Logf("family %s", k.Family)
+		for trial := range 400 {
+			nt := 1 + rng.IntN(LUT16MaxTriples)
+			extreme := trial%9 == 0
+			if extreme {
+				nt = LUT16MaxTriples - rng.IntN(2)
+			}
+			kc := 3*nt + rng.IntN(3)
+			b := make([]int8, kc*LUT16Cols)
+			for i := range b {
+				b[i] = int8(rng.IntN(256) - 128)
+				if extreme {
+					b[i] = -128
+				}
+			}
+			rows := 1 + rng.IntN(7)
+			magB, signB := (nt+1)/2, (nt+7)/8
+			ldi := magB + signB + rng.IntN(3)
+			buf := make([]byte, (rows-1)*ldi+magB+signB)
+			w := make([][]int64, rows)
+			for r := range rows {
+				w[r] = make([]int64, 3*nt)
+				for i := range nt + nt%2 {
+					m := rng.IntN(14)
+					neg := rng.IntN(2) == 1
+					if extreme {
+						m, neg = 13, true // (-1, -1, -1): 384 per triple on -128
+					}
+					if i >= nt {
+						m = rng.IntN(16)
+					} else {
+						d := tripleDigits[m]
+						for q := range 3 {
+							w[r][3*i+q] = d[q]
+							if neg {
+								w[r][3*i+q] = -d[q]
+							}
+						}
+						if neg {
+							buf[r*ldi+magB+i/8] |= 1 << uint(i%8)
+						}
+					}
+					buf[r*ldi+i/2] |= byte(m) << (4 * uint(i&1))
+				}
+			}
+			out := make([]int32, (rows-1)*ldo16(rows)+LUT16Cols)
+			ldo := ldo16(rows)
+			for i := range out {
+				out[i] = int32(rng.IntN(1<<20)) - 1<<19
+			}
+			want := append([]int32(nil), out...)
+			for r := range rows {
+				for j := range LUT16Cols {
+					var s int64
+					for kk := range 3 * nt {
+						s += w[r][kk] * int64(b[kk*LUT16Cols+j])
+					}
+					want[r*ldo+j] += int32(s)
+				}
+			}
+			tab := make([]int16, LUT16Cols*LUT16TripleEntries*(nt+1))
+			for i := range tab {
+				tab[i] = int16(rng.IntN(1 << 16))
+			}
+			k.BuildTriples(tab, b, nt, nt+nt%2)
+			k.TripleDot(nt, tab, buf, buf[magB:], ldi, rows, out, ldo)
+			for i := range out {
+				if out[i] != want[i] {
+					t.Fatalf("%s: nt=%d rows=%d: out[%d] = %d, want %d", k.Family, nt, rows, i, out[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func ldo16(rows int) int { return LUT16Cols + rows%3 }
 
 // TestLUT16Select: the wide kernels follow cpu.Override.
 func TestLUT16Select(t *testing.T) {

@@ -13,3 +13,13 @@ func lutBuild16AVX2(np int, b *int8, tab *int16)
 //
 //go:noescape
 func lutDot16AVX2(nb int, tab *int16, idx *byte, ldi int, rows int, out *int32, ldo int)
+
+// lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).
+//
+//go:noescape
+func lutBuild16TL2AVX2(nt int, b *int8, tab *int16)
+
+// lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).
+//
+//go:noescape
+func lutDot16TL2AVX2(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)

@@ -110,3 +110,238 @@ flush:
 	JNZ          row
 	VZEROUPPER
 	RET
+
+// func lutBuild16TL2AVX2(nt int, b *int8, tab *int16)
+// Requires: AVX, AVX2
+TEXT ·lutBuild16TL2AVX2(SB), NOSPLIT, $0-24
+	MOVQ  nt+0(FP), AX
+	MOVQ  b+8(FP), CX
+	MOVQ  tab+16(FP), DX
+	VPXOR Y0, Y0, Y0
+
+build3:
+	VPMOVSXBW (CX), Y1
+	VPMOVSXBW 16(CX), Y2
+	VPMOVSXBW 32(CX), Y3
+	VMOVDQU   Y0, (DX)
+	VMOVDQU   Y0, 512(DX)
+	VMOVDQA   Y3, Y4
+	VMOVDQU   Y4, 32(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 544(DX)
+	VMOVDQA   Y2, Y4
+	VPSUBW    Y3, Y4, Y4
+	VMOVDQU   Y4, 64(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 576(DX)
+	VMOVDQA   Y2, Y4
+	VMOVDQU   Y4, 96(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 608(DX)
+	VMOVDQA   Y2, Y4
+	VPADDW    Y3, Y4, Y4
+	VMOVDQU   Y4, 128(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 640(DX)
+	VMOVDQA   Y1, Y4
+	VPSUBW    Y2, Y4, Y4
+	VPSUBW    Y3, Y4, Y4
+	VMOVDQU   Y4, 160(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 672(DX)
+	VMOVDQA   Y1, Y4
+	VPSUBW    Y2, Y4, Y4
+	VMOVDQU   Y4, 192(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 704(DX)
+	VMOVDQA   Y1, Y4
+	VPSUBW    Y2, Y4, Y4
+	VPADDW    Y3, Y4, Y4
+	VMOVDQU   Y4, 224(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 736(DX)
+	VMOVDQA   Y1, Y4
+	VPSUBW    Y3, Y4, Y4
+	VMOVDQU   Y4, 256(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 768(DX)
+	VMOVDQA   Y1, Y4
+	VMOVDQU   Y4, 288(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 800(DX)
+	VMOVDQA   Y1, Y4
+	VPADDW    Y3, Y4, Y4
+	VMOVDQU   Y4, 320(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 832(DX)
+	VMOVDQA   Y1, Y4
+	VPADDW    Y2, Y4, Y4
+	VPSUBW    Y3, Y4, Y4
+	VMOVDQU   Y4, 352(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 864(DX)
+	VMOVDQA   Y1, Y4
+	VPADDW    Y2, Y4, Y4
+	VMOVDQU   Y4, 384(DX)
+	VPSUBW    Y4, Y0, Y4
+	VMOVDQU   Y4, 896(DX)
+	VMOVDQA   Y1, Y1
+	VPADDW    Y2, Y1, Y1
+	VPADDW    Y3, Y1, Y1
+	VMOVDQU   Y1, 416(DX)
+	VPSUBW    Y1, Y0, Y1
+	VMOVDQU   Y1, 928(DX)
+	VMOVDQU   Y0, 448(DX)
+	VMOVDQU   Y0, 960(DX)
+	VMOVDQU   Y0, 480(DX)
+	VMOVDQU   Y0, 992(DX)
+	ADDQ      $0x30, CX
+	ADDQ      $0x00000400, DX
+	DECQ      AX
+	JNZ       build3
+	VZEROUPPER
+	RET
+
+// func lutDot16TL2AVX2(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)
+// Requires: AVX, AVX2
+TEXT ·lutDot16TL2AVX2(SB), NOSPLIT, $0-64
+	MOVQ mag+16(FP), AX
+	MOVQ sign+24(FP), CX
+	MOVQ ldi+32(FP), DX
+	MOVQ rows+40(FP), BX
+	MOVQ out+48(FP), SI
+	MOVQ ldo+56(FP), DI
+	SHLQ $0x02, DI
+
+row3:
+	MOVQ  nt+0(FP), R8
+	MOVQ  tab+8(FP), R9
+	MOVQ  AX, R10
+	MOVQ  CX, R11
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+
+	// Eight triples per iteration.
+triples8:
+	CMPQ    R8, $0x08
+	JB      tail3
+	MOVBQZX (R11), R12
+	MOVLQZX (R10), R13
+	MOVQ    R13, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	SHLQ    $0x04, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  (R9)(R14*1), Y0, Y0
+	MOVQ    R13, R14
+	SHRQ    $0x04, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	SHLQ    $0x03, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  1024(R9)(R14*1), Y1, Y1
+	MOVQ    R13, R14
+	SHRQ    $0x08, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	SHLQ    $0x02, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  2048(R9)(R14*1), Y0, Y0
+	MOVQ    R13, R14
+	SHRQ    $0x0c, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	SHLQ    $0x01, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  3072(R9)(R14*1), Y1, Y1
+	MOVQ    R13, R14
+	SHRQ    $0x10, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  4096(R9)(R14*1), Y0, Y0
+	MOVQ    R13, R14
+	SHRQ    $0x14, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	SHRQ    $0x01, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  5120(R9)(R14*1), Y1, Y1
+	MOVQ    R13, R14
+	SHRQ    $0x18, R14
+	ANDQ    $0x0f, R14
+	MOVQ    R12, R15
+	SHRQ    $0x02, R15
+	ANDQ    $0x10, R15
+	ORQ     R15, R14
+	SHLQ    $0x05, R14
+	VPADDW  6144(R9)(R14*1), Y0, Y0
+	SHRQ    $0x1c, R13
+	ANDQ    $0x0f, R13
+	SHRQ    $0x03, R12
+	ANDQ    $0x10, R12
+	ORQ     R12, R13
+	SHLQ    $0x05, R13
+	VPADDW  7168(R9)(R13*1), Y1, Y1
+	ADDQ    $0x04, R10
+	INCQ    R11
+	ADDQ    $0x00002000, R9
+	SUBQ    $0x08, R8
+	JMP     triples8
+
+tail3:
+	TESTQ   R8, R8
+	JZ      flush3
+	MOVBQZX (R11), R11
+
+tail3loop:
+	MOVBQZX (R10), R12
+	MOVQ    R12, R13
+	ANDQ    $0x0f, R13
+	MOVQ    R11, R14
+	SHLQ    $0x04, R14
+	ANDQ    $0x10, R14
+	ORQ     R14, R13
+	SHLQ    $0x05, R13
+	VPADDW  (R9)(R13*1), Y0, Y0
+	SHRQ    $0x04, R12
+	MOVQ    R11, R13
+	SHLQ    $0x03, R13
+	ANDQ    $0x10, R13
+	ORQ     R13, R12
+	SHLQ    $0x05, R12
+	VPADDW  1024(R9)(R12*1), Y1, Y1
+	SHRQ    $0x02, R11
+	INCQ    R10
+	ADDQ    $0x00000800, R9
+	SUBQ    $0x02, R8
+	JG      tail3loop
+
+flush3:
+	VPADDW       Y1, Y0, Y0
+	VPMOVSXWD    X0, Y1
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVSXWD    X0, Y0
+	VPADDD       (SI), Y1, Y1
+	VPADDD       32(SI), Y0, Y0
+	VMOVDQU      Y1, (SI)
+	VMOVDQU      Y0, 32(SI)
+	ADDQ         DX, AX
+	ADDQ         DX, CX
+	ADDQ         DI, SI
+	DECQ         BX
+	JNZ          row3
+	VZEROUPPER
+	RET

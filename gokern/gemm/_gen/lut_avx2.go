@@ -28,6 +28,8 @@ func init() {
 		gen: func(c *build.Context) {
 			lutBuild16AVX2(c)
 			lutDot16AVX2(c)
+			lutBuild16TL2AVX2(c)
+			lutDot16TL2AVX2(c)
 		},
 	})
 }
@@ -145,6 +147,195 @@ func lutDot16AVX2(c *build.Context) {
 	c.ADDQ(ldo, po)
 	c.DECQ(rows)
 	c.JNZ(operand.LabelRef("row"))
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// tl2Digits returns the balanced-ternary digits (w0, w1, w2) of m = 0..13,
+// m = 9*w0 + 3*w1 + w2.
+func tl2Digits(m int) [3]int {
+	var d [3]int
+	for i := 2; i >= 0; i-- {
+		r := ((m % 3) + 3) % 3
+		if r == 2 {
+			r = -1
+		}
+		d[i] = r
+		m = (m - r) / 3
+	}
+	return d
+}
+
+// lutBuild16TL2AVX2 writes the 32 entries (1 KiB) of nt >= 1 triples: the
+// three rows (48 bytes of b) widened to int16, entry m = 0..13 the digit
+// combination of m, entry 16+m its negation, entries 14, 15, 30, 31 zero
+// (|.| <= 384: exact in int16).
+func lutBuild16TL2AVX2(c *build.Context) {
+	c.Function("lutBuild16TL2AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(nt int, b *int8, tab *int16)")
+	c.Doc("lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).")
+	n := c.Load(c.Param("nt"), c.GP64())
+	pb := c.Load(c.Param("b"), c.GP64())
+	pt := c.Load(c.Param("tab"), c.GP64())
+	z := zeroY(c, 1)[0]
+	c.Label("build3")
+	var x [3]reg.VecVirtual
+	for r := range x {
+		x[r] = c.YMM()
+		c.VPMOVSXBW(mem(pb, 16*r), x[r])
+	}
+	for m := 0; m < 16; m++ {
+		if m == 0 || m >= 14 {
+			c.VMOVDQU(z, mem(pt, 32*m))
+			c.VMOVDQU(z, mem(pt, 32*(16+m)))
+			continue
+		}
+		d := tl2Digits(m)
+		v := c.YMM()
+		first := true
+		for r, w := range d {
+			switch {
+			case w == 0:
+			case first && w == 1:
+				c.VMOVDQA(x[r], v)
+				first = false
+			case first:
+				c.VPSUBW(x[r], z, v)
+				first = false
+			case w == 1:
+				c.VPADDW(x[r], v, v)
+			default:
+				c.VPSUBW(x[r], v, v)
+			}
+		}
+		c.VMOVDQU(v, mem(pt, 32*m))
+		ng := c.YMM()
+		c.VPSUBW(v, z, ng)
+		c.VMOVDQU(ng, mem(pt, 32*(16+m)))
+	}
+	c.ADDQ(operand.Imm(48), pb)
+	c.ADDQ(operand.U32(1024), pt)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("build3"))
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// lutDot16TL2AVX2: for rows >= 1 rows r, out[r*ldo+j] += sum over nt >= 1
+// triples i of entry (mag nibble i | sign bit i << 4) of triple i, column j,
+// with the magnitudes of row r at mag + r*ldi (two a byte, low nibble
+// first) and its signs at sign + r*ldi (bit i%8 of byte i/8). For odd nt
+// the high nibble of the last magnitude byte selects from triple nt, which
+// the caller zeroes. Eight triples (one sign byte, four magnitude bytes)
+// per iteration, then the rest a magnitude byte at a time. The int16
+// accumulators wrap as in lutDot16AVX2; the caller bounds the true sum
+// (|.| <= 384 per triple, nt <= 85).
+func lutDot16TL2AVX2(c *build.Context) {
+	c.Function("lutDot16TL2AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)")
+	c.Doc("lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).")
+	pm0 := c.Load(c.Param("mag"), c.GP64())
+	ps0 := c.Load(c.Param("sign"), c.GP64())
+	ldi := c.Load(c.Param("ldi"), c.GP64())
+	rows := c.Load(c.Param("rows"), c.GP64())
+	po := c.Load(c.Param("out"), c.GP64())
+	ldo := c.Load(c.Param("ldo"), c.GP64())
+	c.SHLQ(operand.Imm(2), ldo)
+
+	c.Label("row3")
+	n := c.Load(c.Param("nt"), c.GP64())
+	pt := c.Load(c.Param("tab"), c.GP64())
+	pm, ps := c.GP64(), c.GP64()
+	c.MOVQ(pm0, pm)
+	c.MOVQ(ps0, ps)
+	acc := zeroY(c, 2)
+
+	// add adds the entry at byte offset e<<5 of triple u (1 KiB each from
+	// pt) into acc[u%2].
+	add := func(e reg.GPVirtual, u int) {
+		c.SHLQ(operand.Imm(5), e)
+		c.VPADDW(operand.Mem{Base: pt, Index: e, Scale: 1, Disp: 1024 * u}, acc[u%2], acc[u%2])
+	}
+	// signBit puts bit u of s, moved to bit 4, into a new register.
+	signBit := func(s reg.GPVirtual, u int) reg.GPVirtual {
+		t := c.GP64()
+		c.MOVQ(s, t)
+		switch {
+		case u < 4:
+			c.SHLQ(operand.Imm(uint64(4-u)), t)
+		case u > 4:
+			c.SHRQ(operand.Imm(uint64(u-4)), t)
+		}
+		c.ANDQ(operand.Imm(16), t)
+		return t
+	}
+
+	c.Comment("Eight triples per iteration.")
+	c.Label("triples8")
+	c.CMPQ(n, operand.Imm(8))
+	c.JB(operand.LabelRef("tail3"))
+	s := c.GP64()
+	c.MOVBQZX(mem(ps, 0), s)
+	m := c.GP64()
+	c.MOVLQZX(mem(pm, 0), m)
+	for u := 0; u < 8; u++ {
+		e := c.GP64()
+		c.MOVQ(m, e)
+		if u > 0 {
+			c.SHRQ(operand.Imm(uint64(4*u)), e)
+		}
+		c.ANDQ(operand.Imm(15), e)
+		c.ORQ(signBit(s, u), e)
+		add(e, u)
+	}
+	c.ADDQ(operand.Imm(4), pm)
+	c.INCQ(ps)
+	c.ADDQ(operand.U32(8*1024), pt)
+	c.SUBQ(operand.Imm(8), n)
+	c.JMP(operand.LabelRef("triples8"))
+
+	c.Label("tail3")
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef("flush3"))
+	st := c.GP64()
+	c.MOVBQZX(mem(ps, 0), st)
+	c.Label("tail3loop")
+	mb := c.GP64()
+	c.MOVBQZX(mem(pm, 0), mb)
+	e0 := c.GP64()
+	c.MOVQ(mb, e0)
+	c.ANDQ(operand.Imm(15), e0)
+	c.ORQ(signBit(st, 0), e0)
+	add(e0, 0)
+	c.SHRQ(operand.Imm(4), mb)
+	c.ORQ(signBit(st, 1), mb)
+	add(mb, 1)
+	c.SHRQ(operand.Imm(2), st)
+	c.INCQ(pm)
+	c.ADDQ(operand.U32(2*1024), pt)
+	c.SUBQ(operand.Imm(2), n)
+	c.JG(operand.LabelRef("tail3loop"))
+
+	c.Label("flush3")
+	c.VPADDW(acc[1], acc[0], acc[0])
+	w0, w1 := c.YMM(), c.YMM()
+	c.VPMOVSXWD(acc[0].AsX(), w0)
+	h := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), acc[0], h)
+	c.VPMOVSXWD(h, w1)
+	c.VPADDD(mem(po, 0), w0, w0)
+	c.VPADDD(mem(po, 32), w1, w1)
+	c.VMOVDQU(w0, mem(po, 0))
+	c.VMOVDQU(w1, mem(po, 32))
+	c.ADDQ(ldi, pm0)
+	c.ADDQ(ldi, ps0)
+	c.ADDQ(ldo, po)
+	c.DECQ(rows)
+	c.JNZ(operand.LabelRef("row3"))
 	c.VZEROUPPER()
 	c.RET()
 }
