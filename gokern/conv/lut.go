@@ -236,7 +236,7 @@ func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32) er
 	if err != nil {
 		return err
 	}
-	if k := gemm.LUT16(); k != nil && !lw.triples {
+	if k := gemm.LUT16(); k != nil {
 		lutConv16(d, lw, acts, sc, out, k)
 		return nil
 	}
