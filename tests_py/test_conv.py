@@ -475,8 +475,8 @@ def test_lut_algorithm():
     assert _conv._conv2d(x, g3, act_bits=8, algorithm="lut")[1] == "lut"
     xv = rng.standard_normal((1, 1024, 1, 1), dtype=np.float32)
     wv = bitnet_go.quantize_conv_weight(rng.standard_normal((512, 1024, 1, 1), dtype=np.float32))
-    # the rule (gokern/conv preferLUT): TL1 / TL2 weights for N*Ho*Wo <= 32, never I2_S, never below 16
-    # output channels per group
+    # the rule (gokern/conv preferLUT): TL1 / TL2 weights for N*Ho*Wo <= 32 (<= 1024 with the AVX2 LUT
+    # kernels), never I2_S, never below 16 output channels per group
     for q in ("tl1", "tl2"):
         assert _conv._conv2d(xv, wv.to(q), act_bits=8)[1] == "lut"
         assert _conv._conv2d(xv, wv.to(q))[1] == "gemm1x1"
@@ -485,7 +485,8 @@ def test_lut_algorithm():
     g32 = bitnet_go.quantize_conv_weight(rng.standard_normal((32, 8, 3, 3), dtype=np.float32))
     assert _conv._conv2d(x[:, :, :7, :7], g32.to("tl2"), act_bits=8)[1] == "lut"  # 5x5 outputs
     assert _conv._conv2d(x[:, :, :7, :7], g32, act_bits=8)[1] == "im2col"
-    assert _conv._conv2d(x, g32.to("tl1"), act_bits=8)[1] == "im2col"  # 8x8 outputs
+    xl = rng.standard_normal((1, 8, 36, 36), dtype=np.float32)
+    assert _conv._conv2d(xl, g32.to("tl1"), act_bits=8)[1] == "im2col"  # 34x34 outputs
     for q in ("i2_s", "tl1", "tl2"):
         np.testing.assert_array_equal(
             _conv._conv2d(xv, wv.to(q), act_bits=8)[0], _conv._conv2d(xv, wv, act_bits=8, algorithm="im2col")[0]

@@ -85,17 +85,25 @@ var lut16Kernels = map[cpu.Family]*LUT16Kernels{}
 // cpu.Pick on every call, so cpu.Override takes effect at once, and records
 // the choice as "conv_lut".
 func LUT16() *LUT16Kernels {
-	var impl []cpu.Family
-	for f := range lut16Kernels {
-		impl = append(impl, f)
-	}
-	k := lut16Kernels[cpu.Pick(impl...)]
+	k := pickLUT16()
 	if k == nil {
 		cpu.Record("conv_lut", cpu.Generic)
 		return nil
 	}
 	cpu.Record("conv_lut", k.Family)
 	return k
+}
+
+// HasLUT16 reports whether LUT16 would return kernels (for planning; it
+// records nothing).
+func HasLUT16() bool { return pickLUT16() != nil }
+
+func pickLUT16() *LUT16Kernels {
+	var impl []cpu.Family
+	for f := range lut16Kernels {
+		impl = append(impl, f)
+	}
+	return lut16Kernels[cpu.Pick(impl...)]
 }
 
 func checkLUT16Build(tab []int16, b []int8, kc, np int) {

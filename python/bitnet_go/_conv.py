@@ -256,7 +256,8 @@ def conv2d_quantized(
             partial sums of pairs (TL1 / I2_S weights) or triples (TL2) of
             int8 activations, selected by the weight indices; with
             ``act_bits=8`` the planner picks it for TL1 / TL2 weights and at
-            most 32 output positions, GEMV-like shapes). Every
+            most 1024 output positions with the AVX2 kernels, 32 without:
+            GEMV-like and small-plane shapes). Every
             algorithm gives the same result (the same bits with
             ``act_bits=8``).
         check_finite: raise ``ValueError`` naming the first NaN/Inf of ``x``,
