@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -245,6 +246,44 @@ func TestLUTFamilies(t *testing.T) {
 					checkExact(t, name+" vs default", out, first)
 				}
 				first = out
+			}
+		}
+	}
+}
+
+// TestPreferLUT: the planner's position limits for TL weights, 1024 with the
+// AVX2 LUT kernels and 32 with the generic ones; never I2_S or Og < 16.
+func TestPreferLUT(t *testing.T) {
+	defer cpu.Override("")
+	shape := func(n, hw, o int) *Dims {
+		s := Shape{N: n, C: 64, H: hw, W: hw, O: o, WC: 64, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+		d, err := s.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &d
+	}
+	for _, off := range []string{"", "avx2"} {
+		cpu.Override(off)
+		limit := 32
+		if gemm.HasLUT16() {
+			limit = 1024
+		}
+		for _, c := range []struct {
+			n, hw, o int
+			q        ternary.QType
+			want     bool
+		}{
+			{1, 1, 64, ternary.TL1, true},
+			{1, 1, 15, ternary.TL1, false},
+			{1, 1, 64, ternary.I2S, false},
+			{2, 4, 64, ternary.TL2, true},
+			{1, 6, 64, ternary.TL2, limit == 1024},
+			{4, 16, 64, ternary.TL1, limit == 1024},
+			{1, 33, 64, ternary.TL1, false},
+		} {
+			if got := preferLUT(shape(c.n, c.hw, c.o), c.q); got != c.want {
+				t.Errorf("disable=%q %+v: preferLUT = %v", off, c, got)
 			}
 		}
 	}
