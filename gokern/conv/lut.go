@@ -18,6 +18,11 @@ import (
 // row of K is cut into its K/BlockSize blocks and each block is packed as a
 // row of its own, so that no pair or triple straddles two scales. A TL2
 // weight runs the triple kernel, TL1 and I2_S the pair kernel.
+//
+// Where a SIMD family provides them (gemm.LUT16: AVX2), lutConv16 (lut16.go)
+// runs the same rows on the wide kernels: 16-column micro-panels, int16
+// tables, int32 accumulators, bit-identical to lutConv, which stays the
+// version under -tags noasm and BITNET_GO_DISABLE=avx2.
 
 // LUT chunk lengths (values of k per table): a multiple of 4 (two pair
 // indices a byte) for pairs, of 24 (eight sign bits a byte) for triples.

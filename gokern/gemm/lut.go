@@ -34,6 +34,9 @@ import "unsafe"
 // slice. The dot functions return the uint64 of the two lanes; the caller
 // adds chunks and splits the lanes with LUTLanes.
 
+// These 2-column kernels are the generic LUT kernels; the SIMD families'
+// wide ones (16 columns of int16, lut16.go) are selected by LUT16.
+
 // LUTCols is the number of activation columns of one table (int32 lanes of
 // a uint64 entry).
 const LUTCols = 2
