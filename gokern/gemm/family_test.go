@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -193,6 +194,43 @@ func TestSIMDShortBuffersPanic(t *testing.T) {
 				}()
 				f()
 			}()
+		}
+	}
+}
+
+// TestQuantI8MatchesGeneric compares every family's QuantI8 with Quant8 on
+// random values at random scales, ties, the clamp edges, ±0, ±Inf and NaN,
+// for lengths around the SIMD block and misaligned slices.
+func TestQuantI8MatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	special := []float32{0, float32(math.Copysign(0, -1)), 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 126.5, 127.5, -127.5, -128.5,
+		127, -128, 128, -129, 1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.Float32frombits(0x7fc00001), math.Float32frombits(0xffc00000)}
+	for _, ks := range Families() {
+		t.Logf("family %s", ks.Family)
+		for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 96, 127, 1000} {
+			for _, a := range []float32{1, 0.37, 127 / float32(0.9), 3e4} {
+				for off := range 3 {
+					src := make([]float32, n+off)[off:]
+					for i := range src {
+						switch rng.IntN(3) {
+						case 0:
+							src[i] = special[rng.IntN(len(special))]
+						case 1:
+							src[i] = float32(rng.IntN(600)-300) / 2 / a // ties after the scaling, often
+						default:
+							src[i] = float32(rng.NormFloat64()) * 2
+						}
+					}
+					got := make([]int8, n+off)[off:]
+					ks.QuantI8(got, src, a)
+					for i, v := range src {
+						if want := Quant8(v, a); got[i] != want {
+							t.Fatalf("%s: QuantI8(n=%d, a=%v)[%d] for %v = %d, want %d", ks.Family, n, a, i, v, got[i], want)
+						}
+					}
+				}
+			}
 		}
 	}
 }

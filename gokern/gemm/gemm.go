@@ -76,11 +76,14 @@ type Kernels struct {
 	F32    F32Micro // float32 activations
 	NRI8   int      // columns of an int8 B micro-panel
 	I8     I8Micro  // int8 activations
+	// QuantI8 sets dst[i] = Quant8(src[i], a) for i < len(dst)
+	// (len(src) >= len(dst)): the int8 path's activation quantizer.
+	QuantI8 func(dst []int8, src []float32, a float32)
 }
 
 var (
 	current     atomic.Pointer[Kernels]
-	genericSet  = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic}
+	genericSet  = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic}
 	simdKernels = map[cpu.Family]*Kernels{}
 )
 
@@ -316,4 +319,33 @@ func microI8Generic(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
 	store(t[ldt:], c10, c11)
 	store(t[2*ldt:], c20, c21)
 	store(t[3*ldt:], c30, c31)
+}
+
+// Quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0.
+// The rounding adds and subtracts 1.5*2^23 in float32: for |r| <= 2^22 the
+// sum has a unit in the last place of 1, so the default rounding mode
+// (to nearest, ties to even) rounds r to an integer, and the subtraction is
+// exact. The clamp comes first, so |r| <= 128 always holds.
+func Quant8(v, a float32) int8 {
+	const magic = float32(1 << 23 * 1.5)
+	r := v * a
+	if r != r {
+		return 0
+	}
+	if r > 127 {
+		r = 127
+	}
+	if r < -128 {
+		r = -128
+	}
+	r = float32(r+magic) - magic
+	return int8(int32(r))
+}
+
+// quantI8Generic is the generic QuantI8.
+func quantI8Generic(dst []int8, src []float32, a float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = Quant8(v, a)
+	}
 }

@@ -14,7 +14,7 @@ import (
 // FMA present, not disabled). There are no AVX-512 kernels: nothing is
 // dispatched that could not be run and tested on the development machine
 // (AVX2 only); AVX-512 CPUs use these.
-var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel})
+var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel, QuantI8: quantI8AVX2Kernel})
 
 // nrAVX2 is the width of both AVX2 micro-panels: two YMM of float32 or of
 // int32 sums per row.
@@ -44,4 +44,15 @@ func microI8AVX2Kernel(kc int, a []byte, b []int8, t []int32, ldt int, add bool)
 		copy(bt[:], b[4*kq*nrAVX2:kc*nrAVX2])
 		microI8AVX2(1, &at[0], &bt[0], unsafe.SliceData(t), ldt, add)
 	}
+}
+
+// quantI8AVX2Kernel runs the assembly on the multiples of 32 and the generic
+// code on the rest (the same function: see quantI8AVX2).
+func quantI8AVX2Kernel(dst []int8, src []float32, a float32) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 31
+	if n > 0 {
+		quantI8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a)
+	}
+	quantI8Generic(dst[n:], src[n:], a)
 }

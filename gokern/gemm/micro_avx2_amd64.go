@@ -13,3 +13,8 @@ func microF32AVX2(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32
 //
 //go:noescape
 func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool)
+
+// quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.
+//
+//go:noescape
+func quantI8AVX2(dst *int8, src *float32, n int, a float32)

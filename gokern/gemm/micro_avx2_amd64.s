@@ -298,3 +298,57 @@ DATA i8ones16<>+20(SB)/4, $0x00010001
 DATA i8ones16<>+24(SB)/4, $0x00010001
 DATA i8ones16<>+28(SB)/4, $0x00010001
 GLOBL i8ones16<>(SB), RODATA|NOPTR, $32
+
+// func quantI8AVX2(dst *int8, src *float32, n int, a float32)
+// Requires: AVX, AVX2
+TEXT ·quantI8AVX2(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS a+24(FP), Y0
+	MOVL         $0xc3000000, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x42fe0000, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	MOVQ         $0x0703060205010400, BX
+	VMOVQ        BX, X3
+	VPMOVZXBD    X3, Y3
+
+q8loop:
+	VMULPS    (CX), Y0, Y4
+	VCMPPS    $0x07, Y4, Y4, Y5
+	VANDPS    Y5, Y4, Y4
+	VMAXPS    Y1, Y4, Y4
+	VMINPS    Y2, Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMULPS    32(CX), Y0, Y5
+	VCMPPS    $0x07, Y5, Y5, Y6
+	VANDPS    Y6, Y5, Y5
+	VMAXPS    Y1, Y5, Y5
+	VMINPS    Y2, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMULPS    64(CX), Y0, Y6
+	VCMPPS    $0x07, Y6, Y6, Y7
+	VANDPS    Y7, Y6, Y6
+	VMAXPS    Y1, Y6, Y6
+	VMINPS    Y2, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMULPS    96(CX), Y0, Y7
+	VCMPPS    $0x07, Y7, Y7, Y8
+	VANDPS    Y8, Y7, Y7
+	VMAXPS    Y1, Y7, Y7
+	VMINPS    Y2, Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y5, Y4, Y4
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSWB Y6, Y4, Y4
+	VPERMD    Y4, Y3, Y4
+	VMOVDQU   Y4, (AX)
+	ADDQ      $0x80, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x20, DX
+	JNZ       q8loop
+	VZEROUPPER
+	RET

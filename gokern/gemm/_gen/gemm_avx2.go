@@ -25,6 +25,7 @@ func init() {
 		gen: func(c *build.Context) {
 			microF32AVX2(c)
 			microI8AVX2(c)
+			quantI8AVX2(c)
 		},
 	})
 }
@@ -213,4 +214,50 @@ func microI8AVX2(c *build.Context) {
 		}
 	}
 	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU(s, m) })
+}
+
+// quantI8AVX2: dst[i] = clamp(round_half_even(src[i]*a), -128, 127), NaN -> 0,
+// for n (a multiple of 32) values. Per 8 floats: VMULPS by a (the product
+// rounded to float32, as the generic v*a), a NaN cleared to 0 (VCMPPS ORD
+// mask, VANDPS), the clamp (VMAXPS, VMINPS: no NaN left), VCVTPS2DQ (round
+// to nearest even, the default MXCSR mode, which Go never changes); four
+// such YMM packed to 32 bytes with VPACKSSDW, VPACKSSWB (values already in
+// range: no saturation) and VPERMD back into order.
+func quantI8AVX2(c *build.Context) {
+	c.Function("quantI8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *int8, src *float32, n int, a float32)")
+	c.Doc("quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	n := c.Load(c.Param("n"), c.GP64())
+	va := c.YMM()
+	c.VBROADCASTSS(paramAddr(c, "a"), va)
+	lo := bcst32(c, 0xc3000000) // -128.0
+	hi := bcst32(c, 0x42fe0000) // 127.0
+	perm := dwordIndex(c, [8]byte{0, 4, 1, 5, 2, 6, 3, 7})
+	c.Label("q8loop")
+	var v [4]reg.VecVirtual
+	for i := range v {
+		v[i] = c.YMM()
+		m := c.YMM()
+		c.VMULPS(mem(ps, 32*i), va, v[i])
+		c.VCMPPS(operand.Imm(7), v[i], v[i], m) // ordered: not NaN
+		c.VANDPS(m, v[i], v[i])
+		c.VMAXPS(lo, v[i], v[i])
+		c.VMINPS(hi, v[i], v[i])
+		c.VCVTPS2DQ(v[i], v[i])
+	}
+	c.VPACKSSDW(v[1], v[0], v[0]) // per lane: 0..3 of v0, of v1 (then 4..7)
+	c.VPACKSSDW(v[3], v[2], v[2])
+	c.VPACKSSWB(v[2], v[0], v[0]) // per lane: dwords v0 v1 v2 v3
+	c.VPERMD(v[0], perm, v[0])
+	c.VMOVDQU(v[0], mem(pd, 0))
+	c.ADDQ(operand.Imm(128), ps)
+	c.ADDQ(operand.Imm(32), pd)
+	c.SUBQ(operand.Imm(32), n)
+	c.JNZ(operand.LabelRef("q8loop"))
+	c.VZEROUPPER()
+	c.RET()
 }
