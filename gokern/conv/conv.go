@@ -216,6 +216,12 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	if kind == Naive {
 		return naive(d, x, acts, w, sc, out)
 	}
+	if kind == Pointwise && useGEMV(d, sc) {
+		if act8 {
+			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.DotI8, foldI32)
+		}
+		return gemv(d, w.Packed, x, nil, sc, out, ks.DotF32, foldF32)
+	}
 	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
 	if !ok {
 		return errs.Memory("weight panels would take more than %d bytes", ternary.MaxElements)

@@ -234,3 +234,42 @@ func TestQuantI8MatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestDotMatchesGeneric compares every family's DotF32 and DotI8 with a
+// direct sum over the unpacked values (int8 exactly, float32 to rounding).
+func TestDotMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, ng := range []int{0, 1, 2, 3, 7, 40} {
+		n := ng * GroupValues
+		q := make([]int8, n)
+		for i := range q {
+			q[i] = int8(rng.IntN(3) - 1)
+		}
+		w := make([]byte, ternary.PackedLen(n)+1)[1:] // misaligned
+		if err := ternary.Pack(q, w); err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, n+1)[1:]
+		x8 := make([]int8, n+1)[1:]
+		var want64, mag float64
+		var want8 int32
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+			x8[i] = int8(rng.IntN(256) - 128)
+			if i%97 == 0 {
+				x8[i] = -128
+			}
+			want64 += float64(q[i]) * float64(x[i])
+			mag += math.Abs(float64(x[i]))
+			want8 += int32(q[i]) * int32(x8[i])
+		}
+		for _, ks := range Families() {
+			if got := ks.DotI8(w, x8); got != want8 {
+				t.Errorf("%s: DotI8(%d groups) = %d, want %d", ks.Family, ng, got, want8)
+			}
+			if got := ks.DotF32(w, x); math.Abs(float64(got)-want64) > 1e-6*mag+1e-6 {
+				t.Errorf("%s: DotF32(%d groups) = %v, want %v", ks.Family, ng, got, want64)
+			}
+		}
+	}
+}

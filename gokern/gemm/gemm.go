@@ -79,11 +79,21 @@ type Kernels struct {
 	// QuantI8 sets dst[i] = Quant8(src[i], a) for i < len(dst)
 	// (len(src) >= len(dst)): the int8 path's activation quantizer.
 	QuantI8 func(dst []int8, src []float32, a float32)
+	// DotF32 and DotI8 return sum_i w(i)*x[i] straight from I2_S codes:
+	// w holds len(x)/128 whole I2_S groups of 32 bytes (len(x) a multiple
+	// of GroupValues, len(w) >= len(x)/4; no code 3). DotF32 sums in
+	// float32 in any order; DotI8 is exact (len(x) <= 2^24).
+	DotF32 func(w []byte, x []float32) float32
+	DotI8  func(w []byte, x []int8) int32
 }
 
+// GroupValues is the number of values of one I2_S group (32 bytes).
+const GroupValues = 128
+
 var (
-	current     atomic.Pointer[Kernels]
-	genericSet  = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic}
+	current    atomic.Pointer[Kernels]
+	genericSet = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
+		DotF32: dotF32Generic, DotI8: dotI8Generic}
 	simdKernels = map[cpu.Family]*Kernels{}
 )
 
@@ -349,3 +359,54 @@ func quantI8Generic(dst []int8, src []float32, a float32) {
 		dst[i] = Quant8(v, a)
 	}
 }
+
+// checkDot panics (recovered by the C ABI) on a bad DotF32 / DotI8 call.
+func checkDot(lw, lx int) {
+	if lx%GroupValues != 0 || lw < lx/4 || lx > 1<<24 {
+		panic("gemm: dot buffers do not hold whole I2_S groups")
+	}
+}
+
+// dotF32Generic is the generic DotF32: the weights of a group decoded with
+// lutF32 (byte j holds values j, j+32, j+64, j+96 at shifts 6, 4, 2, 0:
+// the byte with its bit pairs reversed is a panel byte of those four).
+func dotF32Generic(w []byte, x []float32) float32 {
+	checkDot(len(w), len(x))
+	var s0, s1, s2, s3 float32
+	for g := 0; g < len(x); g += GroupValues {
+		xs := x[g : g+GroupValues]
+		ws := w[g/4 : g/4+32]
+		for j, b := range ws {
+			v := &lutF32[reverse2[b]]
+			s0 += v[0] * xs[j]
+			s1 += v[1] * xs[j+32]
+			s2 += v[2] * xs[j+64]
+			s3 += v[3] * xs[j+96]
+		}
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotI8Generic is the generic DotI8.
+func dotI8Generic(w []byte, x []int8) int32 {
+	checkDot(len(w), len(x))
+	var s int32
+	for g := 0; g < len(x); g += GroupValues {
+		xs := x[g : g+GroupValues]
+		ws := w[g/4 : g/4+32]
+		for j, b := range ws {
+			v := &lutI8[reverse2[b]]
+			s += int32(v[0])*int32(xs[j]) + int32(v[1])*int32(xs[j+32]) +
+				int32(v[2])*int32(xs[j+64]) + int32(v[3])*int32(xs[j+96])
+		}
+	}
+	return s
+}
+
+// reverse2 reverses the order of the four bit pairs of a byte.
+var reverse2 = func() (t [256]byte) {
+	for b := range 256 {
+		t[b] = byte(b>>6&3 | (b>>4&3)<<2 | (b>>2&3)<<4 | (b&3)<<6)
+	}
+	return t
+}()

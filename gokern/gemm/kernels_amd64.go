@@ -14,7 +14,8 @@ import (
 // FMA present, not disabled). There are no AVX-512 kernels: nothing is
 // dispatched that could not be run and tested on the development machine
 // (AVX2 only); AVX-512 CPUs use these.
-var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel, QuantI8: quantI8AVX2Kernel})
+var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel, QuantI8: quantI8AVX2Kernel,
+	DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel})
 
 // nrAVX2 is the width of both AVX2 micro-panels: two YMM of float32 or of
 // int32 sums per row.
@@ -55,4 +56,20 @@ func quantI8AVX2Kernel(dst []int8, src []float32, a float32) {
 		quantI8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a)
 	}
 	quantI8Generic(dst[n:], src[n:], a)
+}
+
+func dotF32AVX2Kernel(w []byte, x []float32) float32 {
+	checkDot(len(w), len(x))
+	if len(x) == 0 {
+		return 0
+	}
+	return dotF32I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
+}
+
+func dotI8AVX2Kernel(w []byte, x []int8) int32 {
+	checkDot(len(w), len(x))
+	if len(x) == 0 {
+		return 0
+	}
+	return dotI8I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
 }

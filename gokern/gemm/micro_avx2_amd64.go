@@ -18,3 +18,13 @@ func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool)
 //
 //go:noescape
 func quantI8AVX2(dst *int8, src *float32, n int, a float32)
+
+// dotF32I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (float32, any order).
+//
+//go:noescape
+func dotF32I2SAVX2(w *byte, x *float32, ng int) float32
+
+// dotI8I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (exact int32).
+//
+//go:noescape
+func dotI8I2SAVX2(w *byte, x *int8, ng int) int32

@@ -352,3 +352,189 @@ q8loop:
 	JNZ       q8loop
 	VZEROUPPER
 	RET
+
+// func dotF32I2SAVX2(w *byte, x *float32, ng int) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·dotF32I2SAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ng+16(FP), DX
+	MOVL         $0x00000003, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00000001, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+
+dfloop:
+	VPMOVZXBD    (AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  (CX), Y7, Y2
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  128(CX), Y7, Y2
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  256(CX), Y7, Y2
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  384(CX), Y6, Y2
+	VPMOVZXBD    8(AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  32(CX), Y7, Y3
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  160(CX), Y7, Y3
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  288(CX), Y7, Y3
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  416(CX), Y6, Y3
+	VPMOVZXBD    16(AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  64(CX), Y7, Y4
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  192(CX), Y7, Y4
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  320(CX), Y7, Y4
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  448(CX), Y6, Y4
+	VPMOVZXBD    24(AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  96(CX), Y7, Y5
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  224(CX), Y7, Y5
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  352(CX), Y7, Y5
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  480(CX), Y6, Y5
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000200, CX
+	DECQ         DX
+	JNZ          dfloop
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y4, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VZEROUPPER
+	MOVSS        X2, ret+24(FP)
+	RET
+
+// func dotI8I2SAVX2(w *byte, x *int8, ng int) int32
+// Requires: AVX, AVX2
+TEXT ·dotI8I2SAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ng+16(FP), DX
+	MOVL         $0x03030303, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x01010101, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00010001, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+
+diloop:
+	VMOVDQU      (AX), Y9
+	VPSRLW       $0x06, Y9, Y10
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   (CX), Y10, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   (CX), Y1, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   32(CX), Y10, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   32(CX), Y1, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPSRLW       $0x02, Y9, Y10
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   64(CX), Y10, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMADDUBSW   64(CX), Y1, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   96(CX), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMADDUBSW   96(CX), Y1, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	ADDQ         $0x20, AX
+	ADDQ         $0x80, CX
+	DECQ         DX
+	JNZ          diloop
+	VPADDD       Y4, Y3, Y3
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPADDD       Y8, Y7, Y7
+	VPSUBD       Y7, Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X0
+	VPADDD       X0, X3, X3
+	VPHADDD      X3, X3, X3
+	VPHADDD      X3, X3, X3
+	VMOVD        X3, AX
+	VZEROUPPER
+	MOVL         AX, ret+24(FP)
+	RET

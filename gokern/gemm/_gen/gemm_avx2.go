@@ -26,6 +26,8 @@ func init() {
 			microF32AVX2(c)
 			microI8AVX2(c)
 			quantI8AVX2(c)
+			dotF32I2SAVX2(c)
+			dotI8I2SAVX2(c)
 		},
 	})
 }
@@ -259,5 +261,117 @@ func quantI8AVX2(c *build.Context) {
 	c.SUBQ(operand.Imm(32), n)
 	c.JNZ(operand.LabelRef("q8loop"))
 	c.VZEROUPPER()
+	c.RET()
+}
+
+// dotF32I2SAVX2: the float32 sum of w(i)*x[i] over ng whole I2_S groups of
+// 128 values (32 bytes each; value 32q+j of a group in byte j at shift 6-2q,
+// code = w+1). Per group and per 8 bytes: VPMOVZXBD to dwords, then for each
+// q the code (VPSRLD, VPAND), w = code-1 (VPSUBD), VCVTDQ2PS and one
+// VFMADD231PS with the eight x; four accumulators, one per 8-byte column.
+func dotF32I2SAVX2(c *build.Context) {
+	c.Function("dotF32I2SAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *byte, x *float32, ng int) float32")
+	c.Doc("dotF32I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (float32, any order).")
+	pw := c.Load(c.Param("w"), c.GP64())
+	px := c.Load(c.Param("x"), c.GP64())
+	n := c.Load(c.Param("ng"), c.GP64())
+	mask := bcst32(c, 3)
+	one := bcst32(c, 1)
+	acc := zeroY(c, 4)
+	c.Label("dfloop")
+	for h := 0; h < 4; h++ {
+		d := c.YMM()
+		c.VPMOVZXBD(mem(pw, 8*h), d)
+		for q := 0; q < 4; q++ {
+			t := c.YMM()
+			if sh := 6 - 2*q; sh > 0 {
+				c.VPSRLD(operand.Imm(uint64(sh)), d, t)
+				c.VPAND(mask, t, t)
+			} else {
+				c.VPAND(mask, d, t)
+			}
+			c.VPSUBD(one, t, t)
+			c.VCVTDQ2PS(t, t)
+			c.VFMADD231PS(mem(px, 4*(32*q+8*h)), t, acc[h])
+		}
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	c.ADDQ(operand.U32(512), px)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("dfloop"))
+	c.VADDPS(acc[1], acc[0], acc[0])
+	c.VADDPS(acc[3], acc[2], acc[2])
+	c.VADDPS(acc[2], acc[0], acc[0])
+	hi := c.XMM()
+	c.VEXTRACTF128(operand.Imm(1), acc[0], hi)
+	lo := acc[0].AsX()
+	c.VADDPS(hi, lo, lo)
+	c.VHADDPS(lo, lo, lo)
+	c.VHADDPS(lo, lo, lo)
+	c.VZEROUPPER()
+	c.Store(lo, c.ReturnIndex(0))
+	c.RET()
+}
+
+// dotI8I2SAVX2: the exact int32 sum of w(i)*x[i] over ng whole I2_S groups.
+// Per group the 32 bytes are loaded once; for each q the 32 codes (VPSRLW,
+// VPAND) times the 32 consecutive x (VPMADDUBSW: |c0*x0+c1*x1| <= 512, no
+// saturation), VPMADDWD by ones into int32. The sums are of (w+1)*x, so the
+// sum of x (VPMADDUBSW by ones) is subtracted at the end.
+func dotI8I2SAVX2(c *build.Context) {
+	c.Function("dotI8I2SAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *byte, x *int8, ng int) int32")
+	c.Doc("dotI8I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (exact int32).")
+	pw := c.Load(c.Param("w"), c.GP64())
+	px := c.Load(c.Param("x"), c.GP64())
+	n := c.Load(c.Param("ng"), c.GP64())
+	mask := bcst32(c, 0x03030303)
+	ones8 := bcst32(c, 0x01010101)
+	ones16 := bcst32(c, 0x00010001)
+	acc := zeroY(c, 4)
+	xs := zeroY(c, 2)
+	c.Label("diloop")
+	wv := c.YMM()
+	c.VMOVDQU(mem(pw, 0), wv)
+	for q := 0; q < 4; q++ {
+		t := c.YMM()
+		if sh := 6 - 2*q; sh > 0 {
+			c.VPSRLW(operand.Imm(uint64(sh)), wv, t)
+			c.VPAND(mask, t, t)
+		} else {
+			c.VPAND(mask, wv, t)
+		}
+		c.VPMADDUBSW(mem(px, 32*q), t, t)
+		c.VPMADDWD(ones16, t, t)
+		c.VPADDD(t, acc[q], acc[q])
+		u := c.YMM()
+		c.VPMADDUBSW(mem(px, 32*q), ones8, u)
+		c.VPMADDWD(ones16, u, u)
+		c.VPADDD(u, xs[q%2], xs[q%2])
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	c.ADDQ(operand.Imm(128), px)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("diloop"))
+	c.VPADDD(acc[1], acc[0], acc[0])
+	c.VPADDD(acc[3], acc[2], acc[2])
+	c.VPADDD(acc[2], acc[0], acc[0])
+	c.VPADDD(xs[1], xs[0], xs[0])
+	c.VPSUBD(xs[0], acc[0], acc[0])
+	hi := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
+	lo := acc[0].AsX()
+	c.VPADDD(hi, lo, lo)
+	c.VPHADDD(lo, lo, lo)
+	c.VPHADDD(lo, lo, lo)
+	r := c.GP32()
+	c.VMOVD(lo, r)
+	c.VZEROUPPER()
+	c.Store(r, c.ReturnIndex(0))
 	c.RET()
 }
