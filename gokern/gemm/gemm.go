@@ -85,6 +85,11 @@ type Kernels struct {
 	// float32 in any order; DotI8 is exact (len(x) <= 2^24).
 	DotF32 func(w []byte, x []float32) float32
 	DotI8  func(w []byte, x []int8) int32
+	// packPanel, where set, writes an A panel (len(panel) = k, a multiple
+	// of GroupValues) from the I2_S bytes of its four rows (k/4 bytes
+	// each); false (panel partly written) where a code 3 occurs. PackA
+	// uses it; the generic path is PackA's own decoder.
+	packPanel func(panel []byte, rows *[MR][]byte) bool
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).

@@ -15,7 +15,7 @@ import (
 // dispatched that could not be run and tested on the development machine
 // (AVX2 only); AVX-512 CPUs use these.
 var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel, QuantI8: quantI8AVX2Kernel,
-	DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel})
+	DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel})
 
 // nrAVX2 is the width of both AVX2 micro-panels: two YMM of float32 or of
 // int32 sums per row.
@@ -72,4 +72,17 @@ func dotI8AVX2Kernel(w []byte, x []int8) int32 {
 		return 0
 	}
 	return dotI8I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
+}
+
+func packPanelAVX2Kernel(panel []byte, rows *[MR][]byte) bool {
+	k := len(panel)
+	if k%GroupValues != 0 || k == 0 {
+		panic("gemm: panel is not whole I2_S groups")
+	}
+	for _, r := range rows {
+		if len(r) < k/4 {
+			panic("gemm: panel row too short")
+		}
+	}
+	return packPanelAVX2(&panel[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], k/GroupValues) == 0
 }

@@ -28,3 +28,8 @@ func dotF32I2SAVX2(w *byte, x *float32, ng int) float32
 //
 //go:noescape
 func dotI8I2SAVX2(w *byte, x *int8, ng int) int32
+
+// packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.
+//
+//go:noescape
+func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32

@@ -538,3 +538,109 @@ diloop:
 	VZEROUPPER
 	MOVL         AX, ret+24(FP)
 	RET
+
+// func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32
+// Requires: AVX, AVX2
+TEXT ·packPanelAVX2(SB), NOSPLIT, $0-52
+	MOVQ         panel+0(FP), AX
+	MOVQ         r0+8(FP), CX
+	MOVQ         r1+16(FP), DX
+	MOVQ         r2+24(FP), BX
+	MOVQ         r3+32(FP), SI
+	MOVQ         ng+40(FP), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x0c0c0c0c, R8
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x30303030, R8
+	VMOVD        R8, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0xc0c0c0c0, R8
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x55555555, R8
+	VMOVD        R8, X4
+	VPBROADCASTD X4, Y4
+	VPXOR        Y5, Y5, Y5
+
+pploop:
+	VMOVDQU      (CX), Y6
+	VPSRLW       $0x01, Y6, Y7
+	VPAND        Y6, Y7, Y7
+	VPOR         Y7, Y5, Y5
+	VMOVDQU      (DX), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y5, Y5
+	VMOVDQU      (BX), Y8
+	VPSRLW       $0x01, Y8, Y9
+	VPAND        Y8, Y9, Y9
+	VPOR         Y9, Y5, Y5
+	VMOVDQU      (SI), Y9
+	VPSRLW       $0x01, Y9, Y10
+	VPAND        Y9, Y10, Y10
+	VPOR         Y10, Y5, Y5
+	VPSRLW       $0x06, Y6, Y10
+	VPAND        Y0, Y10, Y10
+	VPSRLW       $0x04, Y7, Y11
+	VPAND        Y1, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPSRLW       $0x02, Y8, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPAND        Y3, Y9, Y11
+	VPOR         Y11, Y10, Y10
+	VMOVDQU      Y10, (AX)
+	VPSRLW       $0x04, Y6, Y10
+	VPAND        Y0, Y10, Y10
+	VPSRLW       $0x02, Y7, Y11
+	VPAND        Y1, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPAND        Y2, Y8, Y11
+	VPOR         Y11, Y10, Y10
+	VPSLLW       $0x02, Y9, Y11
+	VPAND        Y3, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VMOVDQU      Y10, 32(AX)
+	VPSRLW       $0x02, Y6, Y10
+	VPAND        Y0, Y10, Y10
+	VPAND        Y1, Y7, Y11
+	VPOR         Y11, Y10, Y10
+	VPSLLW       $0x02, Y8, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPSLLW       $0x04, Y9, Y11
+	VPAND        Y3, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VMOVDQU      Y10, 64(AX)
+	VPAND        Y0, Y6, Y6
+	VPSLLW       $0x02, Y7, Y7
+	VPAND        Y1, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPSLLW       $0x04, Y8, Y7
+	VPAND        Y2, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPSLLW       $0x06, Y9, Y7
+	VPAND        Y3, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VMOVDQU      Y6, 96(AX)
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x20, BX
+	ADDQ         $0x20, SI
+	ADDQ         $0x00000080, AX
+	DECQ         DI
+	JNZ          pploop
+	VPAND        Y4, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X0
+	VPOR         X0, X5, X5
+	VPSRLDQ      $0x08, X5, X0
+	VPOR         X0, X5, X5
+	VPSRLDQ      $0x04, X5, X0
+	VPOR         X0, X5, X5
+	VMOVD        X5, AX
+	VZEROUPPER
+	MOVL         AX, ret+48(FP)
+	RET

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
@@ -28,6 +30,7 @@ func init() {
 			quantI8AVX2(c)
 			dotF32I2SAVX2(c)
 			dotI8I2SAVX2(c)
+			packPanelAVX2(c)
 		},
 	})
 }
@@ -369,6 +372,86 @@ func dotI8I2SAVX2(c *build.Context) {
 	c.VPADDD(hi, lo, lo)
 	c.VPHADDD(lo, lo, lo)
 	c.VPHADDD(lo, lo, lo)
+	r := c.GP32()
+	c.VMOVD(lo, r)
+	c.VZEROUPPER()
+	c.Store(r, c.ReturnIndex(0))
+	c.RET()
+}
+
+// packPanelAVX2 writes ng*128 bytes of an A panel from four rows of I2_S
+// groups (32 bytes each, value 32q+j of a group in byte j at shift 6-2q):
+// panel byte 32q+j of a group = the OR over rows r of row r's code at shift
+// 6-2q moved to bit 2r (one VPSRLW or VPSLLW and a VPAND per row; word
+// shifts leak no bits into the kept pair). It returns, OR-ed over all
+// input bytes, x & (x>>1) & 0x55 (nonzero: a code 3 occurs).
+func packPanelAVX2(c *build.Context) {
+	c.Function("packPanelAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(panel *byte, r0, r1, r2, r3 *byte, ng int) uint32")
+	c.Doc("packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.")
+	pp := c.Load(c.Param("panel"), c.GP64())
+	var pr [4]reg.Register
+	for r := range pr {
+		pr[r] = c.Load(c.Param(fmt.Sprintf("r%d", r)), c.GP64())
+	}
+	n := c.Load(c.Param("ng"), c.GP64())
+	var masks [4]reg.VecVirtual
+	for r := range masks {
+		masks[r] = bcst32(c, 0x03030303<<(2*r))
+	}
+	m55 := bcst32(c, 0x55555555)
+	three := zeroY(c, 1)[0]
+	c.Label("pploop")
+	var x [4]reg.VecVirtual
+	for r := range x {
+		x[r] = c.YMM()
+		c.VMOVDQU(mem(pr[r], 0), x[r])
+		t := c.YMM()
+		c.VPSRLW(operand.Imm(1), x[r], t)
+		c.VPAND(x[r], t, t)
+		c.VPOR(t, three, three)
+	}
+	for q := 0; q < 4; q++ {
+		out := c.YMM()
+		for r := 0; r < 4; r++ {
+			sh := 6 - 2*q - 2*r
+			t := c.YMM()
+			switch {
+			case sh > 0:
+				c.VPSRLW(operand.Imm(uint64(sh)), x[r], t)
+				c.VPAND(masks[r], t, t)
+			case sh < 0:
+				c.VPSLLW(operand.Imm(uint64(-sh)), x[r], t)
+				c.VPAND(masks[r], t, t)
+			default:
+				c.VPAND(masks[r], x[r], t)
+			}
+			if r == 0 {
+				out = t
+			} else {
+				c.VPOR(t, out, out)
+			}
+		}
+		c.VMOVDQU(out, mem(pp, 32*q))
+	}
+	for r := range pr {
+		c.ADDQ(operand.Imm(32), pr[r])
+	}
+	c.ADDQ(operand.U32(128), pp)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("pploop"))
+	c.VPAND(m55, three, three)
+	hi := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), three, hi)
+	lo := three.AsX()
+	c.VPOR(hi, lo, lo)
+	t := c.XMM()
+	c.VPSRLDQ(operand.Imm(8), lo, t)
+	c.VPOR(t, lo, lo)
+	c.VPSRLDQ(operand.Imm(4), lo, t)
+	c.VPOR(t, lo, lo)
 	r := c.GP32()
 	c.VMOVD(lo, r)
 	c.VZEROUPPER()
