@@ -141,9 +141,15 @@ func packRows[T elem](dst []T, xs []T, d *Dims, ch, kc, p0, cols, nr int) {
 	full := cols / nr
 	for kk := range kc {
 		src := xs[(ch+kk)*d.P+p0:][:cols]
-		for jp := range full {
-			row := dst[(jp*kc+kk)*nr:][:nr]
-			copySmall(row, src[jp*nr:][:nr])
+		if nr == 16 { // the AVX2 width: fixed-size copies the compiler inlines
+			for jp := range full {
+				*(*[16]T)(dst[(jp*kc+kk)*16:]) = [16]T(src[jp*16:])
+			}
+		} else {
+			for jp := range full {
+				row := dst[(jp*kc+kk)*nr:][:nr]
+				copySmall(row, src[jp*nr:][:nr])
+			}
 		}
 		if full < npn {
 			row := dst[(full*kc+kk)*nr:][:nr]
