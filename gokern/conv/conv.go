@@ -369,23 +369,12 @@ func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
 }
 
 func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
-	sc := s.scale(o, b)
-	src = src[:len(dst)]
 	last := b == s.nb-1 && s.bias != nil
 	bias := float32(0)
 	if last {
 		bias = s.bias[o]
 	}
-	for j, acc := range src {
-		t := float32(float32(float32(acc)/a) * sc)
-		if b > 0 {
-			t = dst[j] + t
-		}
-		if last {
-			t = t + bias
-		}
-		dst[j] = t
-	}
+	gemm.Current().FoldI32(dst, src, a, s.scale(o, b), bias, b > 0, last)
 }
 
 // activations are the int8 path's quantized input and per-sample scales.

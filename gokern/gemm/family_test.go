@@ -273,3 +273,31 @@ func TestDotMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldI32MatchesGeneric: every family's FoldI32 bit for bit against the
+// generic one, every mode, lengths around the SIMD width.
+func TestFoldI32MatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 100} {
+		src := make([]int32, n)
+		init := make([]float32, n)
+		for i := range src {
+			src[i] = int32(rng.IntN(1<<20) - 1<<19)
+			init[i] = float32(rng.NormFloat64())
+		}
+		a, sc, bias := float32(127)/float32(rng.Float64()*3+0.01), float32(rng.Float64()+0.05), float32(rng.NormFloat64())
+		for mode := range 4 {
+			want := append([]float32(nil), init...)
+			foldI32Generic(want, src, a, sc, bias, mode&1 != 0, mode&2 != 0)
+			for _, ks := range Families() {
+				got := append([]float32(nil), init...)
+				ks.FoldI32(got, src, a, sc, bias, mode&1 != 0, mode&2 != 0)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s: n=%d mode=%d [%d]: %v, want %v", ks.Family, n, mode, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -90,6 +90,10 @@ type Kernels struct {
 	// each); false (panel partly written) where a code 3 occurs. PackA
 	// uses it; the generic path is PackA's own decoder.
 	packPanel func(panel []byte, rows *[MR][]byte) bool
+	// FoldI32 sets, for i < len(dst) (len(src) >= len(dst)), every
+	// operation in float32: t = (float32(src[i]) / a) * sc; t = dst[i] + t
+	// if add; t = t + bias if addBias; dst[i] = t (the int8 path's fold).
+	FoldI32 func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).
@@ -98,7 +102,7 @@ const GroupValues = 128
 var (
 	current    atomic.Pointer[Kernels]
 	genericSet = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
-		DotF32: dotF32Generic, DotI8: dotI8Generic}
+		DotF32: dotF32Generic, DotI8: dotI8Generic, FoldI32: foldI32Generic}
 	simdKernels = map[cpu.Family]*Kernels{}
 )
 
@@ -415,3 +419,18 @@ var reverse2 = func() (t [256]byte) {
 	}
 	return t
 }()
+
+// foldI32Generic is the generic FoldI32.
+func foldI32Generic(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	for j, acc := range src {
+		t := float32(float32(float32(acc)/a) * sc)
+		if add {
+			t = dst[j] + t
+		}
+		if addBias {
+			t = t + bias
+		}
+		dst[j] = t
+	}
+}

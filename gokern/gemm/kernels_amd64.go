@@ -15,7 +15,8 @@ import (
 // dispatched that could not be run and tested on the development machine
 // (AVX2 only); AVX-512 CPUs use these.
 var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel, QuantI8: quantI8AVX2Kernel,
-	DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel})
+	DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
+	FoldI32: foldI32AVX2Kernel})
 
 // nrAVX2 is the width of both AVX2 micro-panels: two YMM of float32 or of
 // int32 sums per row.
@@ -85,4 +86,20 @@ func packPanelAVX2Kernel(panel []byte, rows *[MR][]byte) bool {
 		}
 	}
 	return packPanelAVX2(&panel[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], k/GroupValues) == 0
+}
+
+func foldI32AVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		mode := 0
+		if add {
+			mode |= 1
+		}
+		if addBias {
+			mode |= 2
+		}
+		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, mode)
+	}
+	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
 }

@@ -33,3 +33,8 @@ func dotI8I2SAVX2(w *byte, x *int8, ng int) int32
 //
 //go:noescape
 func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32
+
+// foldI32AVX2 folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).
+//
+//go:noescape
+func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias float32, mode int)

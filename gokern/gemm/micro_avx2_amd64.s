@@ -644,3 +644,74 @@ pploop:
 	VZEROUPPER
 	MOVL         AX, ret+48(FP)
 	RET
+
+// func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias float32, mode int)
+// Requires: AVX
+TEXT ·foldI32AVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         mode+40(FP), BX
+	VBROADCASTSS a+24(FP), Y0
+	VBROADCASTSS sc+28(FP), Y1
+	VBROADCASTSS bias+32(FP), Y2
+	CMPQ         BX, $0x00
+	JE           fold0
+	CMPQ         BX, $0x01
+	JE           fold1
+	CMPQ         BX, $0x02
+	JE           fold2
+	CMPQ         BX, $0x03
+	JE           fold3
+	JMP          folddone
+
+fold0:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold0
+	JMP       folddone
+
+fold1:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (AX), Y2, Y2
+	VMOVUPS   Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold1
+	JMP       folddone
+
+fold2:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVUPS   Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold2
+	JMP       folddone
+
+fold3:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (AX), Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVUPS   Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold3
+
+folddone:
+	VZEROUPPER
+	RET

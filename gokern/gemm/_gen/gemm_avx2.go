@@ -31,6 +31,7 @@ func init() {
 			dotF32I2SAVX2(c)
 			dotI8I2SAVX2(c)
 			packPanelAVX2(c)
+			foldI32AVX2(c)
 		},
 	})
 }
@@ -456,5 +457,54 @@ func packPanelAVX2(c *build.Context) {
 	c.VMOVD(lo, r)
 	c.VZEROUPPER()
 	c.Store(r, c.ReturnIndex(0))
+	c.RET()
+}
+
+// foldI32AVX2: for n (a positive multiple of 8) elements, eight at a time,
+// t = (float32(src[i]) / a) * sc (VCVTDQ2PS, VDIVPS, VMULPS: each rounded to
+// float32 as the generic code's operations are), then t = dst[i] + t when
+// mode&1, t = t + bias when mode&2, dst[i] = t. IEEE operations in the same
+// order: bit for bit the generic result.
+func foldI32AVX2(c *build.Context) {
+	c.Function("foldI32AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)")
+	c.Doc("foldI32AVX2 folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	n := c.Load(c.Param("n"), c.GP64())
+	mode := c.Load(c.Param("mode"), c.GP64())
+	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
+	c.VBROADCASTSS(paramAddr(c, "a"), va)
+	c.VBROADCASTSS(paramAddr(c, "sc"), vs)
+	c.VBROADCASTSS(paramAddr(c, "bias"), vb)
+	for m := 0; m < 4; m++ {
+		c.CMPQ(mode, operand.Imm(uint64(m)))
+		c.JE(operand.LabelRef(fmt.Sprintf("fold%d", m)))
+	}
+	c.JMP(operand.LabelRef("folddone"))
+	for m := 0; m < 4; m++ {
+		l := fmt.Sprintf("fold%d", m)
+		c.Label(l)
+		t := c.YMM()
+		c.VCVTDQ2PS(mem(ps, 0), t)
+		c.VDIVPS(va, t, t)
+		c.VMULPS(vs, t, t)
+		if m&1 != 0 {
+			c.VADDPS(mem(pd, 0), t, t)
+		}
+		if m&2 != 0 {
+			c.VADDPS(vb, t, t)
+		}
+		c.VMOVUPS(t, mem(pd, 0))
+		c.ADDQ(operand.Imm(32), ps)
+		c.ADDQ(operand.Imm(32), pd)
+		c.SUBQ(operand.Imm(8), n)
+		c.JNZ(operand.LabelRef(l))
+		c.JMP(operand.LabelRef("folddone"))
+	}
+	c.Label("folddone")
+	c.VZEROUPPER()
 	c.RET()
 }
