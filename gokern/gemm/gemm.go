@@ -45,6 +45,13 @@
 // tile of VPMADDUBSW (codes 0..2 unsigned x activations signed) + VPMADDWD
 // into int32, the column sums of the activations subtracted at the end.
 // Both read the 2-bit A panel as it is; -tags noasm leaves them out.
+//
+// Around the micro-kernels each set also carries the int8 activation
+// quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
+// I2_S codes for GEMV-like pointwise convolutions (DotF32, DotI8: no panels)
+// and, where rows are whole I2_S groups, the panel packer PackA uses. The
+// AVX2 versions are generated into the same file; the generic Go versions
+// are their oracles, bit for bit except DotF32 (float32 summation order).
 package gemm
 
 import (
