@@ -22,7 +22,10 @@ func BenchmarkConv(b *testing.B) {
 		{"3x3_64@56", 64, 64, 3, 1, 1, 56},
 		{"3x3_512@7", 512, 512, 3, 1, 1, 7},
 		{"1x1_256-64@56", 256, 64, 1, 1, 0, 56},
+		{"1x1_64-256@56", 64, 256, 1, 1, 0, 56},
 		{"stem7x7", 3, 64, 7, 2, 3, 224},
+		{"gemv_4096@1", 4096, 4096, 1, 1, 0, 1},
+		{"gemv_4096@4x4", 4096, 4096, 1, 1, 0, 4},
 	} {
 		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
 			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}

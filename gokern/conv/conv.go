@@ -216,6 +216,12 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	if kind == Naive {
 		return naive(d, x, acts, w, sc, out)
 	}
+	if kind == Pointwise && useGEMV(d, sc) {
+		if act8 {
+			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.DotI8, foldI32)
+		}
+		return gemv(d, w.Packed, x, nil, sc, out, ks.DotF32, foldF32)
+	}
 	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
 	if !ok {
 		return errs.Memory("weight panels would take more than %d bytes", ternary.MaxElements)
@@ -363,23 +369,12 @@ func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
 }
 
 func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
-	sc := s.scale(o, b)
-	src = src[:len(dst)]
 	last := b == s.nb-1 && s.bias != nil
 	bias := float32(0)
 	if last {
 		bias = s.bias[o]
 	}
-	for j, acc := range src {
-		t := float32(float32(float32(acc)/a) * sc)
-		if b > 0 {
-			t = dst[j] + t
-		}
-		if last {
-			t = t + bias
-		}
-		dst[j] = t
-	}
+	gemm.Current().FoldI32(dst, src, a, s.scale(o, b), bias, b > 0, last)
 }
 
 // activations are the int8 path's quantized input and per-sample scales.
@@ -394,6 +389,7 @@ const actEps = float32(1e-5)
 // quantizeActs quantizes x sample by sample (see Conv2D).
 func quantizeActs(d *Dims, x []float32) *activations {
 	per := d.C * d.H * d.W
+	quant := gemm.Current().QuantI8
 	acts := &activations{q: make([]int8, len(x)), a: make([]float32, d.N)}
 	for n := range d.N {
 		xs := x[n*per : (n+1)*per]
@@ -410,11 +406,7 @@ func quantizeActs(d *Dims, x []float32) *activations {
 		acts.a[n] = a
 		qs := acts.q[n*per : (n+1)*per]
 		par.Run(chunks, func(_, lo, hi int) {
-			dst, src := qs[lo:hi], xs[lo:hi]
-			src = src[:len(dst)]
-			for i, v := range src {
-				dst[i] = quant8(v, a)
-			}
+			quant(qs[lo:hi], xs[lo:hi], a)
 		})
 	}
 	return acts
@@ -447,26 +439,9 @@ func absMaxNoNaN(x []float32) float32 {
 	return math.Float32frombits(m)
 }
 
-// quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0.
-// The rounding adds and subtracts 1.5*2^23 in float32: for |r| <= 2^22 the
-// sum has a unit in the last place of 1, so the default rounding mode
-// (to nearest, ties to even) rounds r to an integer, and the subtraction is
-// exact. The clamp comes first, so |r| <= 128 always holds.
-func quant8(v, a float32) int8 {
-	const magic = float32(1 << 23 * 1.5)
-	r := v * a
-	if r != r {
-		return 0
-	}
-	if r > 127 {
-		r = 127
-	}
-	if r < -128 {
-		r = -128
-	}
-	r = float32(r+magic) - magic
-	return int8(int32(r))
-}
+// quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0 (see
+// gemm.Quant8; the kernel sets' QuantI8 apply it to slices).
+func quant8(v, a float32) int8 { return gemm.Quant8(v, a) }
 
 // checkFinite reports the first NaN or Inf of x, bias or the weight scales.
 func checkFinite(d *Dims, x []float32, scales, bias []float32) error {

@@ -141,9 +141,15 @@ func packRows[T elem](dst []T, xs []T, d *Dims, ch, kc, p0, cols, nr int) {
 	full := cols / nr
 	for kk := range kc {
 		src := xs[(ch+kk)*d.P+p0:][:cols]
-		for jp := range full {
-			row := dst[(jp*kc+kk)*nr:][:nr]
-			copySmall(row, src[jp*nr:][:nr])
+		if nr == 16 { // the AVX2 width: fixed-size copies the compiler inlines
+			for jp := range full {
+				*(*[16]T)(dst[(jp*kc+kk)*16:]) = [16]T(src[jp*16:])
+			}
+		} else {
+			for jp := range full {
+				row := dst[(jp*kc+kk)*nr:][:nr]
+				copySmall(row, src[jp*nr:][:nr])
+			}
 		}
 		if full < npn {
 			row := dst[(full*kc+kk)*nr:][:nr]
@@ -172,54 +178,21 @@ func copySmall[T elem](dst, src []T) {
 // (c, i, j) = (k / (kH*kW), k / kW % kH, k % kW), the order of the flattened
 // weight. Positions are walked one output row at a time: the input row and
 // the range of columns inside the image are computed once per row, so the
-// inner loops only copy (or write the zeros of the padding).
+// inner loops only copy, gather with the stride, or write the zeros of the
+// padding, a micro-panel segment at a time (panelCursor).
 func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr int) {
 	khw := d.KH * d.KW
 	hw := d.H * d.W
 	npn := ceilDivPos(cols, nr)
-	step := (kc - 1) * nr // from the last lane of a micro-panel to the first of the next
+	sw := d.StrideW
 	for kk := range kc {
 		k := k0 + kk
 		c, r := k/khw, k%khw
 		offH := r/d.KW*d.DilH - d.PadT
 		offW := r%d.KW*d.DilW - d.PadL
-		owLo, owHi := validRange(d.Wo, d.W, d.StrideW, offW)
+		owLo, owHi := validRange(d.Wo, d.W, sw, offW)
 		plane := xs[(cbase+c)*hw:][:hw]
-		di, lane := kk*nr, 0
-		put := func(v T) {
-			dst[di] = v
-			di++
-			if lane++; lane == nr {
-				lane = 0
-				di += step
-			}
-		}
-		// copyRun and zeroRun write consecutive columns a micro-panel
-		// segment at a time (the per-value put is the strided path).
-		copyRun := func(vals []T) {
-			for len(vals) > 0 {
-				m := min(nr-lane, len(vals))
-				copy(dst[di:di+m], vals[:m])
-				vals = vals[m:]
-				di += m
-				if lane += m; lane == nr {
-					lane = 0
-					di += step
-				}
-			}
-		}
-		zeroRun := func(n int) {
-			for n > 0 {
-				m := min(nr-lane, n)
-				clear(dst[di : di+m])
-				n -= m
-				di += m
-				if lane += m; lane == nr {
-					lane = 0
-					di += step
-				}
-			}
-		}
+		pc := panelCursor{di: kk * nr, nr: nr, step: (kc - 1) * nr}
 		oh, ow0 := p0/d.Wo, p0%d.Wo
 		for q := 0; q < cols; oh, ow0 = oh+1, 0 {
 			ow1 := min(d.Wo, ow0+cols-q)
@@ -227,20 +200,74 @@ func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr in
 			ih := oh*d.StrideH + offH
 			lo, hi := max(ow0, owLo), min(ow1, owHi)
 			if ih < 0 || ih >= d.H || hi <= lo {
-				zeroRun(ow1 - ow0)
+				zeroRun(dst, &pc, ow1-ow0)
 				continue
 			}
 			row := plane[ih*d.W:][:d.W]
-			zeroRun(lo - ow0)
-			if d.StrideW == 1 {
-				copyRun(row[lo+offW : hi+offW])
+			zeroRun(dst, &pc, lo-ow0)
+			if sw == 1 {
+				copyRun(dst, &pc, row[lo+offW:hi+offW])
 			} else {
-				for iw := lo*d.StrideW + offW; lo < hi; lo, iw = lo+1, iw+d.StrideW {
-					put(row[iw])
-				}
+				gatherRun(dst, &pc, row, lo*sw+offW, sw, hi-lo)
 			}
-			zeroRun(ow1 - hi)
+			zeroRun(dst, &pc, ow1-hi)
 		}
-		zeroRun(npn*nr - cols)
+		zeroRun(dst, &pc, npn*nr-cols)
+	}
+}
+
+// panelCursor is the write position of packIm2col in one row k of the B
+// micro-panels: index di, lane within the current micro-panel; from the last
+// lane of a micro-panel, step more elements lead to the first of the next.
+type panelCursor struct{ di, lane, nr, step int }
+
+// advance moves the cursor past m (<= nr-lane) values just written.
+func (pc *panelCursor) advance(m int) {
+	pc.di += m
+	if pc.lane += m; pc.lane == pc.nr {
+		pc.lane = 0
+		pc.di += pc.step
+	}
+}
+
+// copyRun writes consecutive columns.
+func copyRun[T elem](dst []T, pc *panelCursor, vals []T) {
+	for len(vals) > 0 {
+		m := min(pc.nr-pc.lane, len(vals))
+		copy(dst[pc.di:pc.di+m], vals[:m])
+		vals = vals[m:]
+		pc.advance(m)
+	}
+}
+
+// zeroRun writes n zero columns.
+func zeroRun[T elem](dst []T, pc *panelCursor, n int) {
+	for n > 0 {
+		m := min(pc.nr-pc.lane, n)
+		clear(dst[pc.di : pc.di+m])
+		n -= m
+		pc.advance(m)
+	}
+}
+
+// gatherRun writes n columns row[iw], row[iw+s], ... (s > 1), a segment at a
+// time with the bounds checked once per segment.
+func gatherRun[T elem](dst []T, pc *panelCursor, row []T, iw, s, n int) {
+	for n > 0 {
+		m := min(pc.nr-pc.lane, n)
+		seg := dst[pc.di : pc.di+m]
+		src := row[iw : iw+(m-1)*s+1]
+		if s == 2 {
+			for j := range seg {
+				seg[j] = src[2*j]
+			}
+		} else {
+			for j := range seg {
+				seg[j] = src[j*s]
+			}
+		}
+		iw += m * s
+		n -= m
+		pc.advance(m)
 	}
 }

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -193,6 +194,110 @@ func TestSIMDShortBuffersPanic(t *testing.T) {
 				}()
 				f()
 			}()
+		}
+	}
+}
+
+// TestQuantI8MatchesGeneric compares every family's QuantI8 with Quant8 on
+// random values at random scales, ties, the clamp edges, ±0, ±Inf and NaN,
+// for lengths around the SIMD block and misaligned slices.
+func TestQuantI8MatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	special := []float32{0, float32(math.Copysign(0, -1)), 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 126.5, 127.5, -127.5, -128.5,
+		127, -128, 128, -129, 1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.Float32frombits(0x7fc00001), math.Float32frombits(0xffc00000)}
+	for _, ks := range Families() {
+		t.Logf("family %s", ks.Family)
+		for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 96, 127, 1000} {
+			for _, a := range []float32{1, 0.37, 127 / float32(0.9), 3e4} {
+				for off := range 3 {
+					src := make([]float32, n+off)[off:]
+					for i := range src {
+						switch rng.IntN(3) {
+						case 0:
+							src[i] = special[rng.IntN(len(special))]
+						case 1:
+							src[i] = float32(rng.IntN(600)-300) / 2 / a // ties after the scaling, often
+						default:
+							src[i] = float32(rng.NormFloat64()) * 2
+						}
+					}
+					got := make([]int8, n+off)[off:]
+					ks.QuantI8(got, src, a)
+					for i, v := range src {
+						if want := Quant8(v, a); got[i] != want {
+							t.Fatalf("%s: QuantI8(n=%d, a=%v)[%d] for %v = %d, want %d", ks.Family, n, a, i, v, got[i], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotMatchesGeneric compares every family's DotF32 and DotI8 with a
+// direct sum over the unpacked values (int8 exactly, float32 to rounding).
+func TestDotMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, ng := range []int{0, 1, 2, 3, 7, 40} {
+		n := ng * GroupValues
+		q := make([]int8, n)
+		for i := range q {
+			q[i] = int8(rng.IntN(3) - 1)
+		}
+		w := make([]byte, ternary.PackedLen(n)+1)[1:] // misaligned
+		if err := ternary.Pack(q, w); err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, n+1)[1:]
+		x8 := make([]int8, n+1)[1:]
+		var want64, mag float64
+		var want8 int32
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+			x8[i] = int8(rng.IntN(256) - 128)
+			if i%97 == 0 {
+				x8[i] = -128
+			}
+			want64 += float64(q[i]) * float64(x[i])
+			mag += math.Abs(float64(x[i]))
+			want8 += int32(q[i]) * int32(x8[i])
+		}
+		for _, ks := range Families() {
+			if got := ks.DotI8(w, x8); got != want8 {
+				t.Errorf("%s: DotI8(%d groups) = %d, want %d", ks.Family, ng, got, want8)
+			}
+			if got := ks.DotF32(w, x); math.Abs(float64(got)-want64) > 1e-6*mag+1e-6 {
+				t.Errorf("%s: DotF32(%d groups) = %v, want %v", ks.Family, ng, got, want64)
+			}
+		}
+	}
+}
+
+// TestFoldI32MatchesGeneric: every family's FoldI32 bit for bit against the
+// generic one, every mode, lengths around the SIMD width.
+func TestFoldI32MatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 100} {
+		src := make([]int32, n)
+		init := make([]float32, n)
+		for i := range src {
+			src[i] = int32(rng.IntN(1<<20) - 1<<19)
+			init[i] = float32(rng.NormFloat64())
+		}
+		a, sc, bias := float32(127)/float32(rng.Float64()*3+0.01), float32(rng.Float64()+0.05), float32(rng.NormFloat64())
+		for mode := range 4 {
+			want := append([]float32(nil), init...)
+			foldI32Generic(want, src, a, sc, bias, mode&1 != 0, mode&2 != 0)
+			for _, ks := range Families() {
+				got := append([]float32(nil), init...)
+				ks.FoldI32(got, src, a, sc, bias, mode&1 != 0, mode&2 != 0)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s: n=%d mode=%d [%d]: %v, want %v", ks.Family, n, mode, i, got[i], want[i])
+					}
+				}
+			}
 		}
 	}
 }

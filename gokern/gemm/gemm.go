@@ -45,6 +45,13 @@
 // tile of VPMADDUBSW (codes 0..2 unsigned x activations signed) + VPMADDWD
 // into int32, the column sums of the activations subtracted at the end.
 // Both read the 2-bit A panel as it is; -tags noasm leaves them out.
+//
+// Around the micro-kernels each set also carries the int8 activation
+// quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
+// I2_S codes for GEMV-like pointwise convolutions (DotF32, DotI8: no panels)
+// and, where rows are whole I2_S groups, the panel packer PackA uses. The
+// AVX2 versions are generated into the same file; the generic Go versions
+// are their oracles, bit for bit except DotF32 (float32 summation order).
 package gemm
 
 import (
@@ -76,11 +83,33 @@ type Kernels struct {
 	F32    F32Micro // float32 activations
 	NRI8   int      // columns of an int8 B micro-panel
 	I8     I8Micro  // int8 activations
+	// QuantI8 sets dst[i] = Quant8(src[i], a) for i < len(dst)
+	// (len(src) >= len(dst)): the int8 path's activation quantizer.
+	QuantI8 func(dst []int8, src []float32, a float32)
+	// DotF32 and DotI8 return sum_i w(i)*x[i] straight from I2_S codes:
+	// w holds len(x)/128 whole I2_S groups of 32 bytes (len(x) a multiple
+	// of GroupValues, len(w) >= len(x)/4; no code 3). DotF32 sums in
+	// float32 in any order; DotI8 is exact (len(x) <= 2^24).
+	DotF32 func(w []byte, x []float32) float32
+	DotI8  func(w []byte, x []int8) int32
+	// packPanel, where set, writes an A panel (len(panel) = k, a multiple
+	// of GroupValues) from the I2_S bytes of its four rows (k/4 bytes
+	// each); false (panel partly written) where a code 3 occurs. PackA
+	// uses it; the generic path is PackA's own decoder.
+	packPanel func(panel []byte, rows *[MR][]byte) bool
+	// FoldI32 sets, for i < len(dst) (len(src) >= len(dst)), every
+	// operation in float32: t = (float32(src[i]) / a) * sc; t = dst[i] + t
+	// if add; t = t + bias if addBias; dst[i] = t (the int8 path's fold).
+	FoldI32 func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
 }
 
+// GroupValues is the number of values of one I2_S group (32 bytes).
+const GroupValues = 128
+
 var (
-	current     atomic.Pointer[Kernels]
-	genericSet  = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic}
+	current    atomic.Pointer[Kernels]
+	genericSet = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
+		DotF32: dotF32Generic, DotI8: dotI8Generic, FoldI32: foldI32Generic}
 	simdKernels = map[cpu.Family]*Kernels{}
 )
 
@@ -316,4 +345,99 @@ func microI8Generic(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
 	store(t[ldt:], c10, c11)
 	store(t[2*ldt:], c20, c21)
 	store(t[3*ldt:], c30, c31)
+}
+
+// Quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0.
+// The rounding adds and subtracts 1.5*2^23 in float32: for |r| <= 2^22 the
+// sum has a unit in the last place of 1, so the default rounding mode
+// (to nearest, ties to even) rounds r to an integer, and the subtraction is
+// exact. The clamp comes first, so |r| <= 128 always holds.
+func Quant8(v, a float32) int8 {
+	const magic = float32(1 << 23 * 1.5)
+	r := v * a
+	if r != r {
+		return 0
+	}
+	if r > 127 {
+		r = 127
+	}
+	if r < -128 {
+		r = -128
+	}
+	r = float32(r+magic) - magic
+	return int8(int32(r))
+}
+
+// quantI8Generic is the generic QuantI8.
+func quantI8Generic(dst []int8, src []float32, a float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = Quant8(v, a)
+	}
+}
+
+// checkDot panics (recovered by the C ABI) on a bad DotF32 / DotI8 call.
+func checkDot(lw, lx int) {
+	if lx%GroupValues != 0 || lw < lx/4 || lx > 1<<24 {
+		panic("gemm: dot buffers do not hold whole I2_S groups")
+	}
+}
+
+// dotF32Generic is the generic DotF32: the weights of a group decoded with
+// lutF32 (byte j holds values j, j+32, j+64, j+96 at shifts 6, 4, 2, 0:
+// the byte with its bit pairs reversed is a panel byte of those four).
+func dotF32Generic(w []byte, x []float32) float32 {
+	checkDot(len(w), len(x))
+	var s0, s1, s2, s3 float32
+	for g := 0; g < len(x); g += GroupValues {
+		xs := x[g : g+GroupValues]
+		ws := w[g/4 : g/4+32]
+		for j, b := range ws {
+			v := &lutF32[reverse2[b]]
+			s0 += v[0] * xs[j]
+			s1 += v[1] * xs[j+32]
+			s2 += v[2] * xs[j+64]
+			s3 += v[3] * xs[j+96]
+		}
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotI8Generic is the generic DotI8.
+func dotI8Generic(w []byte, x []int8) int32 {
+	checkDot(len(w), len(x))
+	var s int32
+	for g := 0; g < len(x); g += GroupValues {
+		xs := x[g : g+GroupValues]
+		ws := w[g/4 : g/4+32]
+		for j, b := range ws {
+			v := &lutI8[reverse2[b]]
+			s += int32(v[0])*int32(xs[j]) + int32(v[1])*int32(xs[j+32]) +
+				int32(v[2])*int32(xs[j+64]) + int32(v[3])*int32(xs[j+96])
+		}
+	}
+	return s
+}
+
+// reverse2 reverses the order of the four bit pairs of a byte.
+var reverse2 = func() (t [256]byte) {
+	for b := range 256 {
+		t[b] = byte(b>>6&3 | (b>>4&3)<<2 | (b>>2&3)<<4 | (b&3)<<6)
+	}
+	return t
+}()
+
+// foldI32Generic is the generic FoldI32.
+func foldI32Generic(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	for j, acc := range src {
+		t := float32(float32(float32(acc)/a) * sc)
+		if add {
+			t = dst[j] + t
+		}
+		if addBias {
+			t = t + bias
+		}
+		dst[j] = t
+	}
 }

@@ -136,10 +136,16 @@ func TestPackA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
-	for _, th := range []int{1, 3} {
+	defer func() { cpu.Override(""); SelectKernels() }()
+	for ti, th := range []int{1, 3, 1, 3} {
 		_ = par.SetThreads(th)
+		if ti >= 2 { // the generic decoder, with every SIMD family off
+			cpu.Override("avx2")
+			SelectKernels()
+		}
 		for _, c := range []struct{ og, groups, k int }{
 			{1, 1, 1}, {1, 1, 200}, {3, 2, 27}, {4, 1, 128}, {5, 3, 33}, {64, 1, 576}, {7, 4, 9}, {1, 16, 9},
+			{3, 1, 32}, {6, 2, 96}, {9, 3, 64}, {2, 5, 160}, {6, 2, 128}, {3, 1, 256}, {9, 3, 384}, {64, 2, 512},
 		} {
 			n := c.og * c.groups * c.k
 			q := make([]int8, n)

@@ -14,7 +14,9 @@ import (
 // FMA present, not disabled). There are no AVX-512 kernels: nothing is
 // dispatched that could not be run and tested on the development machine
 // (AVX2 only); AVX-512 CPUs use these.
-var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel})
+var _ = register(&Kernels{Family: cpu.AVX2, NRF32: nrAVX2, F32: microF32AVX2Kernel, NRI8: nrAVX2, I8: microI8AVX2Kernel, QuantI8: quantI8AVX2Kernel,
+	DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
+	FoldI32: foldI32AVX2Kernel})
 
 // nrAVX2 is the width of both AVX2 micro-panels: two YMM of float32 or of
 // int32 sums per row.
@@ -44,4 +46,60 @@ func microI8AVX2Kernel(kc int, a []byte, b []int8, t []int32, ldt int, add bool)
 		copy(bt[:], b[4*kq*nrAVX2:kc*nrAVX2])
 		microI8AVX2(1, &at[0], &bt[0], unsafe.SliceData(t), ldt, add)
 	}
+}
+
+// quantI8AVX2Kernel runs the assembly on the multiples of 32 and the generic
+// code on the rest (the same function: see quantI8AVX2).
+func quantI8AVX2Kernel(dst []int8, src []float32, a float32) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 31
+	if n > 0 {
+		quantI8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a)
+	}
+	quantI8Generic(dst[n:], src[n:], a)
+}
+
+func dotF32AVX2Kernel(w []byte, x []float32) float32 {
+	checkDot(len(w), len(x))
+	if len(x) == 0 {
+		return 0
+	}
+	return dotF32I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
+}
+
+func dotI8AVX2Kernel(w []byte, x []int8) int32 {
+	checkDot(len(w), len(x))
+	if len(x) == 0 {
+		return 0
+	}
+	return dotI8I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
+}
+
+func packPanelAVX2Kernel(panel []byte, rows *[MR][]byte) bool {
+	k := len(panel)
+	if k%GroupValues != 0 || k == 0 {
+		panic("gemm: panel is not whole I2_S groups")
+	}
+	for _, r := range rows {
+		if len(r) < k/4 {
+			panic("gemm: panel row too short")
+		}
+	}
+	return packPanelAVX2(&panel[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], k/GroupValues) == 0
+}
+
+func foldI32AVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		mode := 0
+		if add {
+			mode |= 1
+		}
+		if addBias {
+			mode |= 2
+		}
+		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, mode)
+	}
+	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
 }

@@ -13,3 +13,28 @@ func microF32AVX2(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32
 //
 //go:noescape
 func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool)
+
+// quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.
+//
+//go:noescape
+func quantI8AVX2(dst *int8, src *float32, n int, a float32)
+
+// dotF32I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (float32, any order).
+//
+//go:noescape
+func dotF32I2SAVX2(w *byte, x *float32, ng int) float32
+
+// dotI8I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (exact int32).
+//
+//go:noescape
+func dotI8I2SAVX2(w *byte, x *int8, ng int) int32
+
+// packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.
+//
+//go:noescape
+func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32
+
+// foldI32AVX2 folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).
+//
+//go:noescape
+func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias float32, mode int)

@@ -298,3 +298,420 @@ DATA i8ones16<>+20(SB)/4, $0x00010001
 DATA i8ones16<>+24(SB)/4, $0x00010001
 DATA i8ones16<>+28(SB)/4, $0x00010001
 GLOBL i8ones16<>(SB), RODATA|NOPTR, $32
+
+// func quantI8AVX2(dst *int8, src *float32, n int, a float32)
+// Requires: AVX, AVX2
+TEXT ·quantI8AVX2(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS a+24(FP), Y0
+	MOVL         $0xc3000000, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x42fe0000, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	MOVQ         $0x0703060205010400, BX
+	VMOVQ        BX, X3
+	VPMOVZXBD    X3, Y3
+
+q8loop:
+	VMULPS    (CX), Y0, Y4
+	VCMPPS    $0x07, Y4, Y4, Y5
+	VANDPS    Y5, Y4, Y4
+	VMAXPS    Y1, Y4, Y4
+	VMINPS    Y2, Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMULPS    32(CX), Y0, Y5
+	VCMPPS    $0x07, Y5, Y5, Y6
+	VANDPS    Y6, Y5, Y5
+	VMAXPS    Y1, Y5, Y5
+	VMINPS    Y2, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMULPS    64(CX), Y0, Y6
+	VCMPPS    $0x07, Y6, Y6, Y7
+	VANDPS    Y7, Y6, Y6
+	VMAXPS    Y1, Y6, Y6
+	VMINPS    Y2, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMULPS    96(CX), Y0, Y7
+	VCMPPS    $0x07, Y7, Y7, Y8
+	VANDPS    Y8, Y7, Y7
+	VMAXPS    Y1, Y7, Y7
+	VMINPS    Y2, Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y5, Y4, Y4
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSWB Y6, Y4, Y4
+	VPERMD    Y4, Y3, Y4
+	VMOVDQU   Y4, (AX)
+	ADDQ      $0x80, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x20, DX
+	JNZ       q8loop
+	VZEROUPPER
+	RET
+
+// func dotF32I2SAVX2(w *byte, x *float32, ng int) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·dotF32I2SAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ng+16(FP), DX
+	MOVL         $0x00000003, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00000001, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+
+dfloop:
+	VPMOVZXBD    (AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  (CX), Y7, Y2
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  128(CX), Y7, Y2
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  256(CX), Y7, Y2
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  384(CX), Y6, Y2
+	VPMOVZXBD    8(AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  32(CX), Y7, Y3
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  160(CX), Y7, Y3
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  288(CX), Y7, Y3
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  416(CX), Y6, Y3
+	VPMOVZXBD    16(AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  64(CX), Y7, Y4
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  192(CX), Y7, Y4
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  320(CX), Y7, Y4
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  448(CX), Y6, Y4
+	VPMOVZXBD    24(AX), Y6
+	VPSRLD       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  96(CX), Y7, Y5
+	VPSRLD       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  224(CX), Y7, Y5
+	VPSRLD       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPSUBD       Y1, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  352(CX), Y7, Y5
+	VPAND        Y0, Y6, Y6
+	VPSUBD       Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  480(CX), Y6, Y5
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000200, CX
+	DECQ         DX
+	JNZ          dfloop
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y4, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VZEROUPPER
+	MOVSS        X2, ret+24(FP)
+	RET
+
+// func dotI8I2SAVX2(w *byte, x *int8, ng int) int32
+// Requires: AVX, AVX2
+TEXT ·dotI8I2SAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ng+16(FP), DX
+	MOVL         $0x03030303, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x01010101, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00010001, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+
+diloop:
+	VMOVDQU      (AX), Y9
+	VPSRLW       $0x06, Y9, Y10
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   (CX), Y10, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   (CX), Y1, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   32(CX), Y10, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   32(CX), Y1, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPSRLW       $0x02, Y9, Y10
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   64(CX), Y10, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMADDUBSW   64(CX), Y1, Y10
+	VPMADDWD     Y2, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   96(CX), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMADDUBSW   96(CX), Y1, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	ADDQ         $0x20, AX
+	ADDQ         $0x80, CX
+	DECQ         DX
+	JNZ          diloop
+	VPADDD       Y4, Y3, Y3
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPADDD       Y8, Y7, Y7
+	VPSUBD       Y7, Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X0
+	VPADDD       X0, X3, X3
+	VPHADDD      X3, X3, X3
+	VPHADDD      X3, X3, X3
+	VMOVD        X3, AX
+	VZEROUPPER
+	MOVL         AX, ret+24(FP)
+	RET
+
+// func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32
+// Requires: AVX, AVX2
+TEXT ·packPanelAVX2(SB), NOSPLIT, $0-52
+	MOVQ         panel+0(FP), AX
+	MOVQ         r0+8(FP), CX
+	MOVQ         r1+16(FP), DX
+	MOVQ         r2+24(FP), BX
+	MOVQ         r3+32(FP), SI
+	MOVQ         ng+40(FP), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x0c0c0c0c, R8
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x30303030, R8
+	VMOVD        R8, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0xc0c0c0c0, R8
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x55555555, R8
+	VMOVD        R8, X4
+	VPBROADCASTD X4, Y4
+	VPXOR        Y5, Y5, Y5
+
+pploop:
+	VMOVDQU      (CX), Y6
+	VPSRLW       $0x01, Y6, Y7
+	VPAND        Y6, Y7, Y7
+	VPOR         Y7, Y5, Y5
+	VMOVDQU      (DX), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y5, Y5
+	VMOVDQU      (BX), Y8
+	VPSRLW       $0x01, Y8, Y9
+	VPAND        Y8, Y9, Y9
+	VPOR         Y9, Y5, Y5
+	VMOVDQU      (SI), Y9
+	VPSRLW       $0x01, Y9, Y10
+	VPAND        Y9, Y10, Y10
+	VPOR         Y10, Y5, Y5
+	VPSRLW       $0x06, Y6, Y10
+	VPAND        Y0, Y10, Y10
+	VPSRLW       $0x04, Y7, Y11
+	VPAND        Y1, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPSRLW       $0x02, Y8, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPAND        Y3, Y9, Y11
+	VPOR         Y11, Y10, Y10
+	VMOVDQU      Y10, (AX)
+	VPSRLW       $0x04, Y6, Y10
+	VPAND        Y0, Y10, Y10
+	VPSRLW       $0x02, Y7, Y11
+	VPAND        Y1, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPAND        Y2, Y8, Y11
+	VPOR         Y11, Y10, Y10
+	VPSLLW       $0x02, Y9, Y11
+	VPAND        Y3, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VMOVDQU      Y10, 32(AX)
+	VPSRLW       $0x02, Y6, Y10
+	VPAND        Y0, Y10, Y10
+	VPAND        Y1, Y7, Y11
+	VPOR         Y11, Y10, Y10
+	VPSLLW       $0x02, Y8, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPSLLW       $0x04, Y9, Y11
+	VPAND        Y3, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VMOVDQU      Y10, 64(AX)
+	VPAND        Y0, Y6, Y6
+	VPSLLW       $0x02, Y7, Y7
+	VPAND        Y1, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPSLLW       $0x04, Y8, Y7
+	VPAND        Y2, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPSLLW       $0x06, Y9, Y7
+	VPAND        Y3, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VMOVDQU      Y6, 96(AX)
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x20, BX
+	ADDQ         $0x20, SI
+	ADDQ         $0x00000080, AX
+	DECQ         DI
+	JNZ          pploop
+	VPAND        Y4, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X0
+	VPOR         X0, X5, X5
+	VPSRLDQ      $0x08, X5, X0
+	VPOR         X0, X5, X5
+	VPSRLDQ      $0x04, X5, X0
+	VPOR         X0, X5, X5
+	VMOVD        X5, AX
+	VZEROUPPER
+	MOVL         AX, ret+48(FP)
+	RET
+
+// func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias float32, mode int)
+// Requires: AVX
+TEXT ·foldI32AVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         mode+40(FP), BX
+	VBROADCASTSS a+24(FP), Y0
+	VBROADCASTSS sc+28(FP), Y1
+	VBROADCASTSS bias+32(FP), Y2
+	CMPQ         BX, $0x00
+	JE           fold0
+	CMPQ         BX, $0x01
+	JE           fold1
+	CMPQ         BX, $0x02
+	JE           fold2
+	CMPQ         BX, $0x03
+	JE           fold3
+	JMP          folddone
+
+fold0:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold0
+	JMP       folddone
+
+fold1:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (AX), Y2, Y2
+	VMOVUPS   Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold1
+	JMP       folddone
+
+fold2:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVUPS   Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold2
+	JMP       folddone
+
+fold3:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (AX), Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVUPS   Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       fold3
+
+folddone:
+	VZEROUPPER
+	RET

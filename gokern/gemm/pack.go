@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
@@ -33,6 +34,15 @@ func PackA(dst []byte, packed []byte, og, groups, k int) error {
 	if len(packed) < ternary.PackedLen(n) {
 		return errs.Value("weight: packed has %d bytes, %d values need %d", len(packed), n, ternary.PackedLen(n))
 	}
+	// The family's panel packer, where rows are whole I2_S groups; rows
+	// past og read code 1 everywhere (bytes 0x55).
+	fast := Current().packPanel
+	var ones []byte
+	if k%GroupValues != 0 {
+		fast = nil
+	} else if fast != nil && og%MR != 0 {
+		ones = bytes.Repeat([]byte{0x55}, k/4)
+	}
 	total := groups * np
 	chunks := par.Chunks(total, max(1, 4096/k))
 	bad := make([]int, len(chunks)-1)
@@ -41,6 +51,20 @@ func PackA(dst []byte, packed []byte, og, groups, k int) error {
 		for pi := lo; pi < hi; pi++ {
 			g, i := pi/np, pi%np
 			panel := dst[pi*k : (pi+1)*k]
+			if fast != nil {
+				var rows [MR][]byte
+				for r := range MR {
+					rows[r] = ones
+					if row := i*MR + r; row < og {
+						p := (g*og + row) * k / 4
+						rows[r] = packed[p : p+k/4]
+					}
+				}
+				if fast(panel, &rows) {
+					continue
+				}
+			}
+			// The per-row decoder: any k, and it locates a code 3.
 			clear(panel)
 			for r := range MR {
 				row := i*MR + r

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
@@ -25,6 +27,11 @@ func init() {
 		gen: func(c *build.Context) {
 			microF32AVX2(c)
 			microI8AVX2(c)
+			quantI8AVX2(c)
+			dotF32I2SAVX2(c)
+			dotI8I2SAVX2(c)
+			packPanelAVX2(c)
+			foldI32AVX2(c)
 		},
 	})
 }
@@ -213,4 +220,291 @@ func microI8AVX2(c *build.Context) {
 		}
 	}
 	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU(s, m) })
+}
+
+// quantI8AVX2: dst[i] = clamp(round_half_even(src[i]*a), -128, 127), NaN -> 0,
+// for n (a multiple of 32) values. Per 8 floats: VMULPS by a (the product
+// rounded to float32, as the generic v*a), a NaN cleared to 0 (VCMPPS ORD
+// mask, VANDPS), the clamp (VMAXPS, VMINPS: no NaN left), VCVTPS2DQ (round
+// to nearest even, the default MXCSR mode, which Go never changes); four
+// such YMM packed to 32 bytes with VPACKSSDW, VPACKSSWB (values already in
+// range: no saturation) and VPERMD back into order.
+func quantI8AVX2(c *build.Context) {
+	c.Function("quantI8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *int8, src *float32, n int, a float32)")
+	c.Doc("quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	n := c.Load(c.Param("n"), c.GP64())
+	va := c.YMM()
+	c.VBROADCASTSS(paramAddr(c, "a"), va)
+	lo := bcst32(c, 0xc3000000) // -128.0
+	hi := bcst32(c, 0x42fe0000) // 127.0
+	perm := dwordIndex(c, [8]byte{0, 4, 1, 5, 2, 6, 3, 7})
+	c.Label("q8loop")
+	var v [4]reg.VecVirtual
+	for i := range v {
+		v[i] = c.YMM()
+		m := c.YMM()
+		c.VMULPS(mem(ps, 32*i), va, v[i])
+		c.VCMPPS(operand.Imm(7), v[i], v[i], m) // ordered: not NaN
+		c.VANDPS(m, v[i], v[i])
+		c.VMAXPS(lo, v[i], v[i])
+		c.VMINPS(hi, v[i], v[i])
+		c.VCVTPS2DQ(v[i], v[i])
+	}
+	c.VPACKSSDW(v[1], v[0], v[0]) // per lane: 0..3 of v0, of v1 (then 4..7)
+	c.VPACKSSDW(v[3], v[2], v[2])
+	c.VPACKSSWB(v[2], v[0], v[0]) // per lane: dwords v0 v1 v2 v3
+	c.VPERMD(v[0], perm, v[0])
+	c.VMOVDQU(v[0], mem(pd, 0))
+	c.ADDQ(operand.Imm(128), ps)
+	c.ADDQ(operand.Imm(32), pd)
+	c.SUBQ(operand.Imm(32), n)
+	c.JNZ(operand.LabelRef("q8loop"))
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// dotF32I2SAVX2: the float32 sum of w(i)*x[i] over ng whole I2_S groups of
+// 128 values (32 bytes each; value 32q+j of a group in byte j at shift 6-2q,
+// code = w+1). Per group and per 8 bytes: VPMOVZXBD to dwords, then for each
+// q the code (VPSRLD, VPAND), w = code-1 (VPSUBD), VCVTDQ2PS and one
+// VFMADD231PS with the eight x; four accumulators, one per 8-byte column.
+func dotF32I2SAVX2(c *build.Context) {
+	c.Function("dotF32I2SAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *byte, x *float32, ng int) float32")
+	c.Doc("dotF32I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (float32, any order).")
+	pw := c.Load(c.Param("w"), c.GP64())
+	px := c.Load(c.Param("x"), c.GP64())
+	n := c.Load(c.Param("ng"), c.GP64())
+	mask := bcst32(c, 3)
+	one := bcst32(c, 1)
+	acc := zeroY(c, 4)
+	c.Label("dfloop")
+	for h := 0; h < 4; h++ {
+		d := c.YMM()
+		c.VPMOVZXBD(mem(pw, 8*h), d)
+		for q := 0; q < 4; q++ {
+			t := c.YMM()
+			if sh := 6 - 2*q; sh > 0 {
+				c.VPSRLD(operand.Imm(uint64(sh)), d, t)
+				c.VPAND(mask, t, t)
+			} else {
+				c.VPAND(mask, d, t)
+			}
+			c.VPSUBD(one, t, t)
+			c.VCVTDQ2PS(t, t)
+			c.VFMADD231PS(mem(px, 4*(32*q+8*h)), t, acc[h])
+		}
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	c.ADDQ(operand.U32(512), px)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("dfloop"))
+	c.VADDPS(acc[1], acc[0], acc[0])
+	c.VADDPS(acc[3], acc[2], acc[2])
+	c.VADDPS(acc[2], acc[0], acc[0])
+	hi := c.XMM()
+	c.VEXTRACTF128(operand.Imm(1), acc[0], hi)
+	lo := acc[0].AsX()
+	c.VADDPS(hi, lo, lo)
+	c.VHADDPS(lo, lo, lo)
+	c.VHADDPS(lo, lo, lo)
+	c.VZEROUPPER()
+	c.Store(lo, c.ReturnIndex(0))
+	c.RET()
+}
+
+// dotI8I2SAVX2: the exact int32 sum of w(i)*x[i] over ng whole I2_S groups.
+// Per group the 32 bytes are loaded once; for each q the 32 codes (VPSRLW,
+// VPAND) times the 32 consecutive x (VPMADDUBSW: |c0*x0+c1*x1| <= 512, no
+// saturation), VPMADDWD by ones into int32. The sums are of (w+1)*x, so the
+// sum of x (VPMADDUBSW by ones) is subtracted at the end.
+func dotI8I2SAVX2(c *build.Context) {
+	c.Function("dotI8I2SAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *byte, x *int8, ng int) int32")
+	c.Doc("dotI8I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (exact int32).")
+	pw := c.Load(c.Param("w"), c.GP64())
+	px := c.Load(c.Param("x"), c.GP64())
+	n := c.Load(c.Param("ng"), c.GP64())
+	mask := bcst32(c, 0x03030303)
+	ones8 := bcst32(c, 0x01010101)
+	ones16 := bcst32(c, 0x00010001)
+	acc := zeroY(c, 4)
+	xs := zeroY(c, 2)
+	c.Label("diloop")
+	wv := c.YMM()
+	c.VMOVDQU(mem(pw, 0), wv)
+	for q := 0; q < 4; q++ {
+		t := c.YMM()
+		if sh := 6 - 2*q; sh > 0 {
+			c.VPSRLW(operand.Imm(uint64(sh)), wv, t)
+			c.VPAND(mask, t, t)
+		} else {
+			c.VPAND(mask, wv, t)
+		}
+		c.VPMADDUBSW(mem(px, 32*q), t, t)
+		c.VPMADDWD(ones16, t, t)
+		c.VPADDD(t, acc[q], acc[q])
+		u := c.YMM()
+		c.VPMADDUBSW(mem(px, 32*q), ones8, u)
+		c.VPMADDWD(ones16, u, u)
+		c.VPADDD(u, xs[q%2], xs[q%2])
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	c.ADDQ(operand.Imm(128), px)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("diloop"))
+	c.VPADDD(acc[1], acc[0], acc[0])
+	c.VPADDD(acc[3], acc[2], acc[2])
+	c.VPADDD(acc[2], acc[0], acc[0])
+	c.VPADDD(xs[1], xs[0], xs[0])
+	c.VPSUBD(xs[0], acc[0], acc[0])
+	hi := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
+	lo := acc[0].AsX()
+	c.VPADDD(hi, lo, lo)
+	c.VPHADDD(lo, lo, lo)
+	c.VPHADDD(lo, lo, lo)
+	r := c.GP32()
+	c.VMOVD(lo, r)
+	c.VZEROUPPER()
+	c.Store(r, c.ReturnIndex(0))
+	c.RET()
+}
+
+// packPanelAVX2 writes ng*128 bytes of an A panel from four rows of I2_S
+// groups (32 bytes each, value 32q+j of a group in byte j at shift 6-2q):
+// panel byte 32q+j of a group = the OR over rows r of row r's code at shift
+// 6-2q moved to bit 2r (one VPSRLW or VPSLLW and a VPAND per row; word
+// shifts leak no bits into the kept pair). It returns, OR-ed over all
+// input bytes, x & (x>>1) & 0x55 (nonzero: a code 3 occurs).
+func packPanelAVX2(c *build.Context) {
+	c.Function("packPanelAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(panel *byte, r0, r1, r2, r3 *byte, ng int) uint32")
+	c.Doc("packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.")
+	pp := c.Load(c.Param("panel"), c.GP64())
+	var pr [4]reg.Register
+	for r := range pr {
+		pr[r] = c.Load(c.Param(fmt.Sprintf("r%d", r)), c.GP64())
+	}
+	n := c.Load(c.Param("ng"), c.GP64())
+	var masks [4]reg.VecVirtual
+	for r := range masks {
+		masks[r] = bcst32(c, 0x03030303<<(2*r))
+	}
+	m55 := bcst32(c, 0x55555555)
+	three := zeroY(c, 1)[0]
+	c.Label("pploop")
+	var x [4]reg.VecVirtual
+	for r := range x {
+		x[r] = c.YMM()
+		c.VMOVDQU(mem(pr[r], 0), x[r])
+		t := c.YMM()
+		c.VPSRLW(operand.Imm(1), x[r], t)
+		c.VPAND(x[r], t, t)
+		c.VPOR(t, three, three)
+	}
+	for q := 0; q < 4; q++ {
+		out := c.YMM()
+		for r := 0; r < 4; r++ {
+			sh := 6 - 2*q - 2*r
+			t := c.YMM()
+			switch {
+			case sh > 0:
+				c.VPSRLW(operand.Imm(uint64(sh)), x[r], t)
+				c.VPAND(masks[r], t, t)
+			case sh < 0:
+				c.VPSLLW(operand.Imm(uint64(-sh)), x[r], t)
+				c.VPAND(masks[r], t, t)
+			default:
+				c.VPAND(masks[r], x[r], t)
+			}
+			if r == 0 {
+				out = t
+			} else {
+				c.VPOR(t, out, out)
+			}
+		}
+		c.VMOVDQU(out, mem(pp, 32*q))
+	}
+	for r := range pr {
+		c.ADDQ(operand.Imm(32), pr[r])
+	}
+	c.ADDQ(operand.U32(128), pp)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("pploop"))
+	c.VPAND(m55, three, three)
+	hi := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), three, hi)
+	lo := three.AsX()
+	c.VPOR(hi, lo, lo)
+	t := c.XMM()
+	c.VPSRLDQ(operand.Imm(8), lo, t)
+	c.VPOR(t, lo, lo)
+	c.VPSRLDQ(operand.Imm(4), lo, t)
+	c.VPOR(t, lo, lo)
+	r := c.GP32()
+	c.VMOVD(lo, r)
+	c.VZEROUPPER()
+	c.Store(r, c.ReturnIndex(0))
+	c.RET()
+}
+
+// foldI32AVX2: for n (a positive multiple of 8) elements, eight at a time,
+// t = (float32(src[i]) / a) * sc (VCVTDQ2PS, VDIVPS, VMULPS: each rounded to
+// float32 as the generic code's operations are), then t = dst[i] + t when
+// mode&1, t = t + bias when mode&2, dst[i] = t. IEEE operations in the same
+// order: bit for bit the generic result.
+func foldI32AVX2(c *build.Context) {
+	c.Function("foldI32AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)")
+	c.Doc("foldI32AVX2 folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	n := c.Load(c.Param("n"), c.GP64())
+	mode := c.Load(c.Param("mode"), c.GP64())
+	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
+	c.VBROADCASTSS(paramAddr(c, "a"), va)
+	c.VBROADCASTSS(paramAddr(c, "sc"), vs)
+	c.VBROADCASTSS(paramAddr(c, "bias"), vb)
+	for m := 0; m < 4; m++ {
+		c.CMPQ(mode, operand.Imm(uint64(m)))
+		c.JE(operand.LabelRef(fmt.Sprintf("fold%d", m)))
+	}
+	c.JMP(operand.LabelRef("folddone"))
+	for m := 0; m < 4; m++ {
+		l := fmt.Sprintf("fold%d", m)
+		c.Label(l)
+		t := c.YMM()
+		c.VCVTDQ2PS(mem(ps, 0), t)
+		c.VDIVPS(va, t, t)
+		c.VMULPS(vs, t, t)
+		if m&1 != 0 {
+			c.VADDPS(mem(pd, 0), t, t)
+		}
+		if m&2 != 0 {
+			c.VADDPS(vb, t, t)
+		}
+		c.VMOVUPS(t, mem(pd, 0))
+		c.ADDQ(operand.Imm(32), ps)
+		c.ADDQ(operand.Imm(32), pd)
+		c.SUBQ(operand.Imm(8), n)
+		c.JNZ(operand.LabelRef(l))
+		c.JMP(operand.LabelRef("folddone"))
+	}
+	c.Label("folddone")
+	c.VZEROUPPER()
+	c.RET()
 }
