@@ -204,7 +204,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	fix := make([]*[]uint64, k)    // code-3 elements, see quantSpecGeneric
 	var next atomic.Int64
 	par.Run(workers, func(c, _, _ int) {
-		list := fixPool.Get().(*[]uint64)
+		list := getFixList()
 		l := (*list)[:0]
 		poor := false // the band gave too many fix-ups: stop guessing
 		lo := b.lo
@@ -250,7 +250,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	})
 	defer func() {
 		for _, l := range fix {
-			fixPool.Put(l)
+			putFixList(l)
 		}
 	}()
 	tail := x[whole*GroupValues:]
@@ -301,9 +301,40 @@ const specMaxValues = 1 << 32
 // piece with more is requantized whole instead (a poor band).
 const specMaxFix = specPiece * GroupValues / 16
 
-// fixPool keeps the workers' fix-up lists between calls: grown once, they
-// cost no allocation or page faults afterwards.
-var fixPool = sync.Pool{New: func() any { return new([]uint64) }}
+// fixLists keeps the workers' fix-up lists between calls: grown once, they
+// cost no allocation, page faults or garbage collections afterwards (a
+// sync.Pool would be emptied by the collections that the regrowing itself
+// causes when the Go heap is small, as it is under Python). Lists above
+// fixKeep entries are not kept.
+var fixLists struct {
+	sync.Mutex
+	free []*[]uint64
+}
+
+const fixKeep = 1 << 21 // 16 MB
+
+func getFixList() *[]uint64 {
+	fixLists.Lock()
+	defer fixLists.Unlock()
+	if k := len(fixLists.free); k > 0 {
+		l := fixLists.free[k-1]
+		fixLists.free = fixLists.free[:k-1]
+		return l
+	}
+	return new([]uint64)
+}
+
+func putFixList(l *[]uint64) {
+	if cap(*l) > fixKeep {
+		return
+	}
+	*l = (*l)[:0]
+	fixLists.Lock()
+	defer fixLists.Unlock()
+	if len(fixLists.free) < par.MaxThreads {
+		fixLists.free = append(fixLists.free, l)
+	}
+}
 
 // fixCodesGeneric writes, for each entry of ent (see quantSpecGeneric), the
 // code of its value with the scale at flat position base + its offset.
