@@ -34,8 +34,9 @@ var avx2 = kernelSet{
 }
 
 // fixCodesAVX2Kernel checks what the assembly cannot: every entry's byte is
-// inside packed. Entries come group by group in increasing order (see
-// quantSpecGeneric), so the last one's group bounds them all.
+// inside packed. A worker's entries come group by group in increasing order
+// (see quantSpecGeneric and quantizeSpecBand), so the last one's group
+// bounds them all.
 func fixCodesAVX2Kernel(packed []byte, ent []uint64, base int, scale float32) {
 	if len(ent) == 0 {
 		return

@@ -1,6 +1,8 @@
 package ternary
 
 import (
+	"sync/atomic"
+
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -144,23 +146,38 @@ func badSlots(bounds []int) []int {
 
 func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []float32) int {
 	n := len(x)
-	units := (n + unit - 1) / unit
-	chunks := par.Chunks(units, 1)
-	bad := badSlots(chunks)
 	batch := max(1, fusedBatch/unit) * unit
-	par.Run(chunks, func(c, u0, u1 int) {
-		lo, hi := u0*unit, min(u1*unit, n)
-		for s := lo; s < hi; s += batch {
-			e := min(s+batch, hi)
+	batches := (n + batch - 1) / batch
+	// Workers take batches in turn, so that a core shared with another
+	// process does less of the work.
+	workers := par.Chunks(batches, 1)
+	bad := badSlots(workers)
+	var next atomic.Int64
+	par.Run(workers, func(c, _, _ int) {
+		for {
+			bt := int(next.Add(1) - 1)
+			if bt >= batches {
+				break
+			}
+			s := bt * batch
+			e := min(s+batch, n)
+			// Batches come in increasing order: the first bad index a
+			// worker sees is its smallest.
 			if b := quantBlocks(x[s:e], bs, s, m, packed, scales); b >= 0 && bad[c] < 0 {
 				bad[c] = s + b
 			}
-		}
-		if hi == n {
-			padTail(packed, n)
+			if e == n {
+				padTail(packed, n)
+			}
 		}
 	})
-	return firstBad(bad)
+	fb := -1
+	for _, b := range bad {
+		if b >= 0 && (fb < 0 || b < fb) {
+			fb = b
+		}
+	}
+	return fb
 }
 
 // fusedBatch is about how many values quantBlocks gets at a time (whole

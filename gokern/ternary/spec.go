@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
@@ -191,81 +192,82 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 		return false
 	}
 	whole := n / GroupValues
-	chunks := par.Chunks(whole, specPiece)
-	k := len(chunks) - 1
-	sums := make([]float64, k)
-	maxs := make([]uint32, k)   // absmax: the bits of max|x|, as absMaxBitsAVX2
-	fix := make([]*[]uint64, k) // code-3 elements, see quantSpecGeneric
-	redo := make([][]int, k)    // first groups of pieces to requantize
-	par.Run(chunks, func(c, g0, g1 int) {
-		list := fixPool.Get().(*[]uint64)
+	pieces := (whole + specPiece - 1) / specPiece
+	// Workers take pieces in turn (a busy core does fewer); the partial
+	// sums are kept per piece and added in order, so the result does not
+	// depend on who took what.
+	workers := par.Chunks(pieces, 1)
+	k := len(workers) - 1
+	sums := make([]float64, pieces)
+	maxs := make([]uint32, pieces) // absmax: the bits of max|x|, as absMaxBitsAVX2
+	redo := make([]bool, pieces)   // requantize the whole piece at the end
+	fix := make([]*[]uint64, k)    // code-3 elements, see quantSpecGeneric
+	var next atomic.Int64
+	par.Run(workers, func(c, _, _ int) {
+		list := getFixList()
 		l := (*list)[:0]
-		base := g0 * GroupValues
-		var sum float64
-		var mx uint32
 		poor := false // the band gave too many fix-ups: stop guessing
 		lo := b.lo
-		for g := g0; g < g1; g += specPiece {
-			e := min(g+specPiece, g1)
+		var mx uint32 // this worker's maximum so far
+		for {
+			pc := int(next.Add(1) - 1)
+			if pc >= pieces {
+				break
+			}
+			g := pc * specPiece
+			e := min(g+specPiece, whole)
 			xs := x[g*GroupValues : e*GroupValues]
 			ne := -1
 			if !poor {
 				l = slices.Grow(l, specMaxFix)
-				dst, off, ent := packed[g*GroupBytes:e*GroupBytes], uint32(g*GroupValues-base), l[len(l):len(l)+specMaxFix]
-				var s float64
-				var mb uint32
+				dst, off, ent := packed[g*GroupBytes:e*GroupBytes], uint32(g*GroupValues), l[len(l):len(l)+specMaxFix]
 				if m == AbsMax {
-					mb, ne = quantSpecMax(xs, dst, lo, b.hi, off, ent)
+					maxs[pc], ne = quantSpecMax(xs, dst, lo, b.hi, off, ent)
 				} else {
-					s, ne = quantSpec(xs, dst, lo, b.hi, off, ent)
+					sums[pc], ne = quantSpec(xs, dst, lo, b.hi, off, ent)
 				}
-				if ne >= 0 { // else incomplete
-					sum, mx = sum+s, max(mx, mb)
-					if m == AbsMax && mx < 0x7f800000 {
-						// The maximum so far bounds the scale from
-						// below too: fewer values wait from here on.
-						lo = max(lo, roundDown32(0.5*float64(math.Float32frombits(mx))))
-					}
+				if ne >= 0 && m == AbsMax && maxs[pc] < 0x7f800000 {
+					// The maximum so far bounds the scale from below
+					// too: fewer values wait from here on.
+					mx = max(mx, maxs[pc])
+					lo = max(lo, roundDown32(0.5*float64(math.Float32frombits(mx))))
 				}
 			}
 			if ne < 0 { // too many fix-ups: reduce now, the whole piece later
 				poor = true
 				if m == AbsMax {
-					mx = max(mx, maxBits(xs))
+					maxs[pc] = maxBits(xs)
 				} else {
-					s, _ := absSum(xs)
-					sum += s
+					sums[pc], _ = absSum(xs)
 				}
-				redo[c] = append(redo[c], g)
+				redo[pc] = true
 				ne = 0
 			}
 			l = l[:len(l)+ne]
 		}
 		*list = l
 		fix[c] = list
-		sums[c], maxs[c] = sum, mx
 	})
 	defer func() {
 		for _, l := range fix {
-			fixPool.Put(l)
+			putFixList(l)
 		}
 	}()
 	tail := x[whole*GroupValues:]
 	var sc float32
 	if m == AbsMax {
-		mx := maxBits(tail)
-		for _, v := range maxs {
-			mx = max(mx, v)
-		}
+		mx := max(maxBits(tail), slices.Max(append(maxs, 0)))
 		if mx >= 0x7f800000 { // Inf or NaN
 			return false
 		}
 		sc = finishScale(AbsMax, 0, n, math.Float32frombits(mx))
 	} else {
-		sum, _ := absSum(tail)
+		var sum float64
 		for _, s := range sums {
 			sum += s
 		}
+		t, _ := absSum(tail)
+		sum += t
 		if !(sum <= math.MaxFloat64) {
 			return false
 		}
@@ -276,12 +278,14 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 		quantizeGroups(x, n, scales, packed)
 		return true
 	}
-	par.Run(chunks, func(c, g0, g1 int) {
-		base := g0 * GroupValues
-		fixCodes(packed, *fix[c], base, sc)
-		for _, g := range redo[c] {
-			e := min(g+specPiece, g1)
-			quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
+	par.Run(workers, func(c, p0, p1 int) {
+		fixCodes(packed, *fix[c], 0, sc)
+		for pc := p0; pc < p1; pc++ {
+			if redo[pc] {
+				g := pc * specPiece
+				e := min(g+specPiece, whole)
+				quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
+			}
 		}
 	})
 	quantRun(tail, sc, whole*GroupValues, packed)
@@ -289,17 +293,48 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	return true
 }
 
-// specMaxValues keeps every element's offset within its worker's chunk in
-// 32 bits (see quantSpecGeneric); larger tensors take the two-pass path.
+// specMaxValues keeps every element's offset in 32 bits (see
+// quantSpecGeneric); larger tensors take the two-pass path.
 const specMaxValues = 1 << 32
 
 // specMaxFix bounds the fix-ups noted per piece (1/16 of its values); a
 // piece with more is requantized whole instead (a poor band).
 const specMaxFix = specPiece * GroupValues / 16
 
-// fixPool keeps the workers' fix-up lists between calls: grown once, they
-// cost no allocation or page faults afterwards.
-var fixPool = sync.Pool{New: func() any { return new([]uint64) }}
+// fixLists keeps the workers' fix-up lists between calls: grown once, they
+// cost no allocation, page faults or garbage collections afterwards (a
+// sync.Pool would be emptied by the collections that the regrowing itself
+// causes when the Go heap is small, as it is under Python). Lists above
+// fixKeep entries are not kept.
+var fixLists struct {
+	sync.Mutex
+	free []*[]uint64
+}
+
+const fixKeep = 1 << 21 // 16 MB
+
+func getFixList() *[]uint64 {
+	fixLists.Lock()
+	defer fixLists.Unlock()
+	if k := len(fixLists.free); k > 0 {
+		l := fixLists.free[k-1]
+		fixLists.free = fixLists.free[:k-1]
+		return l
+	}
+	return new([]uint64)
+}
+
+func putFixList(l *[]uint64) {
+	if cap(*l) > fixKeep {
+		return
+	}
+	*l = (*l)[:0]
+	fixLists.Lock()
+	defer fixLists.Unlock()
+	if len(fixLists.free) < par.MaxThreads {
+		fixLists.free = append(fixLists.free, l)
+	}
+}
 
 // fixCodesGeneric writes, for each entry of ent (see quantSpecGeneric), the
 // code of its value with the scale at flat position base + its offset.
