@@ -25,6 +25,12 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // most 126*256 = 32256 < 2^15 in magnitude, so the wrapped int16 is exact;
 // it is widened to int32 and added to the row's output. Callers therefore
 // cut k into chunks of at most 252 values (the conv driver uses 128).
+//
+// Departure from DESIGN.md ("integer accumulation is int32, never int16"):
+// that rule guards against VPMADDUBSW's saturating pair sums. Here nothing
+// saturates (VPADDW wraps) and every chunk's true sum is bounded below 2^15,
+// so the int16 partial sums are exact and each chunk ends in int32; the
+// tests drive the bounds to their extremes (126*256 and 85*384).
 // Indices 0..8 only, except in the padding pair (checked weights: see
 // gokern/conv checkTL).
 
