@@ -127,12 +127,28 @@ func codeFinite(u uint32, ti int32, tn uint32) byte {
 	return 1 + p - q
 }
 
-// quantRunGeneric: see quantRun. Whole 128-value groups starting at an
+// quantPiece bounds the values quantRunGeneric checks and then codes at a
+// time, so that the finiteness scan and the coding read the same cached data
+// (a run can be a whole thread's share of a large tensor).
+const quantPiece = 4096
+
+// quantRunGeneric: see quantRun. It works piece by piece (pieces start at
+// multiples of quantPiece, so whole groups stay aligned); see quantPieceGeneric.
+func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
+	for len(x) > 0 {
+		k := min(len(x), quantPiece-pos&(quantPiece-1))
+		quantPieceGeneric(x[:k], scale, pos, dst)
+		x, pos = x[k:], pos+k
+	}
+}
+
+// quantPieceGeneric codes one piece. Whole 128-value groups starting at an
 // aligned position are assigned byte by byte (the group holds one scale);
 // the head and tail set their 2-bit fields one by one, leaving the other
-// bits. A run holding a non-finite value goes through codeOf, the definition;
-// finite runs compare against Threshold, bit-identical and branch-free.
-func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
+// bits. A piece holding a non-finite value goes through codeOf, the
+// definition; finite pieces compare against Threshold, bit-identical and
+// branch-free.
+func quantPieceGeneric(x []float32, scale float32, pos int, dst []byte) {
 	t, ok := Threshold(scale)
 	if !ok || firstNonFinite(x) >= 0 {
 		for i, v := range x {
