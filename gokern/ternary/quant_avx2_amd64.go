@@ -14,8 +14,9 @@ func absMaxBitsAVX2(x []float32) uint32
 // of x (len(x) >= 128*(len(dst)/32)) with one scale into dst.
 func quantGroupsAVX2(x []float32, dst []byte, scale float32)
 
-// quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x:
-// 2 for x >= hi, 0 for x <= -hi, 3 for other |x| >= lo, else 1 (NaN: 1). It
+// quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x
+// (0 < lo <= hi, or lo = 0 < hi): 2 for x >= hi, 0 for x <= -hi, 3 for other
+// |x| >= lo, else 1 (NaN: 1). It
 // returns the float64 sum of |x| over those groups and stores in ent, in
 // order of group, byte and lane, one entry per code 3: the element's float32
 // bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if

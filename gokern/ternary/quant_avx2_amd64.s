@@ -315,7 +315,7 @@ done:
 
 // func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)
 // Requires: AVX, AVX2, MMX+, SSE2
-TEXT ·quantSpecAVX2(SB), NOSPLIT, $128-104
+TEXT ·quantSpecAVX2(SB), NOSPLIT, $96-104
 	MOVQ         x_base+0(FP), AX
 	MOVQ         dst_base+24(FP), CX
 	MOVQ         dst_len+32(FP), DX
@@ -328,9 +328,6 @@ TEXT ·quantSpecAVX2(SB), NOSPLIT, $128-104
 	VMOVDQU      Y0, (SP)
 	VBROADCASTSS hi+52(FP), Y0
 	VMOVDQU      Y0, 32(SP)
-	VXORPS       Y1, Y1, Y1
-	VSUBPS       Y0, Y1, Y1
-	VMOVDQU      Y1, 64(SP)
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 
@@ -348,8 +345,7 @@ loop:
 	VMOVUPS      (AX), Y2
 	VANDPS       absMask32<>+0(SB), Y2, Y3
 	VCMPPS       $0x1d, (SP), Y3, Y4
-	VCMPPS       $0x1d, 32(SP), Y2, Y5
-	VCMPPS       $0x12, 64(SP), Y2, Y2
+	VCMPPS       $0x1d, 32(SP), Y3, Y5
 	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -358,8 +354,7 @@ loop:
 	VMOVUPS      32(AX), Y3
 	VANDPS       absMask32<>+0(SB), Y3, Y6
 	VCMPPS       $0x1d, (SP), Y6, Y7
-	VCMPPS       $0x1d, 32(SP), Y3, Y8
-	VCMPPS       $0x12, 64(SP), Y3, Y3
+	VCMPPS       $0x1d, 32(SP), Y6, Y8
 	VCVTPS2PD    X6, Y9
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
@@ -371,8 +366,7 @@ loop:
 	VMOVUPS      64(AX), Y3
 	VANDPS       absMask32<>+0(SB), Y3, Y6
 	VCMPPS       $0x1d, (SP), Y6, Y7
-	VCMPPS       $0x1d, 32(SP), Y3, Y8
-	VCMPPS       $0x12, 64(SP), Y3, Y3
+	VCMPPS       $0x1d, 32(SP), Y6, Y8
 	VCVTPS2PD    X6, Y9
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
@@ -381,8 +375,7 @@ loop:
 	VMOVUPS      96(AX), Y6
 	VANDPS       absMask32<>+0(SB), Y6, Y9
 	VCMPPS       $0x1d, (SP), Y9, Y10
-	VCMPPS       $0x1d, 32(SP), Y6, Y11
-	VCMPPS       $0x12, 64(SP), Y6, Y6
+	VCMPPS       $0x1d, 32(SP), Y9, Y11
 	VCVTPS2PD    X9, Y12
 	VEXTRACTF128 $0x01, Y9, X9
 	VCVTPS2PD    X9, Y9
@@ -394,16 +387,15 @@ loop:
 	VPACKSSWB    Y7, Y4, Y4
 	VPACKSSWB    Y8, Y5, Y5
 	VPACKSSWB    Y3, Y2, Y2
-	VPANDN       Y4, Y2, Y4
-	VPOR         Y5, Y2, Y5
+	VPANDN       Y4, Y5, Y3
+	VPBLENDVB    Y2, Y3, Y4, Y4
 	VPAND        codeBit1Lane0<>+0(SB), Y4, Y4
 	VPANDN       codeBit0Lane0<>+0(SB), Y5, Y5
 	VPOR         Y5, Y4, Y2
 	VMOVUPS      128(AX), Y3
 	VANDPS       absMask32<>+0(SB), Y3, Y4
 	VCMPPS       $0x1d, (SP), Y4, Y5
-	VCMPPS       $0x1d, 32(SP), Y3, Y6
-	VCMPPS       $0x12, 64(SP), Y3, Y3
+	VCMPPS       $0x1d, 32(SP), Y4, Y6
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -412,8 +404,7 @@ loop:
 	VMOVUPS      160(AX), Y4
 	VANDPS       absMask32<>+0(SB), Y4, Y7
 	VCMPPS       $0x1d, (SP), Y7, Y8
-	VCMPPS       $0x1d, 32(SP), Y4, Y9
-	VCMPPS       $0x12, 64(SP), Y4, Y4
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
 	VCVTPS2PD    X7, Y10
 	VEXTRACTF128 $0x01, Y7, X7
 	VCVTPS2PD    X7, Y7
@@ -425,8 +416,7 @@ loop:
 	VMOVUPS      192(AX), Y4
 	VANDPS       absMask32<>+0(SB), Y4, Y7
 	VCMPPS       $0x1d, (SP), Y7, Y8
-	VCMPPS       $0x1d, 32(SP), Y4, Y9
-	VCMPPS       $0x12, 64(SP), Y4, Y4
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
 	VCVTPS2PD    X7, Y10
 	VEXTRACTF128 $0x01, Y7, X7
 	VCVTPS2PD    X7, Y7
@@ -435,8 +425,7 @@ loop:
 	VMOVUPS      224(AX), Y7
 	VANDPS       absMask32<>+0(SB), Y7, Y10
 	VCMPPS       $0x1d, (SP), Y10, Y11
-	VCMPPS       $0x1d, 32(SP), Y7, Y12
-	VCMPPS       $0x12, 64(SP), Y7, Y7
+	VCMPPS       $0x1d, 32(SP), Y10, Y12
 	VCVTPS2PD    X10, Y13
 	VEXTRACTF128 $0x01, Y10, X10
 	VCVTPS2PD    X10, Y10
@@ -448,8 +437,8 @@ loop:
 	VPACKSSWB    Y8, Y5, Y5
 	VPACKSSWB    Y9, Y6, Y6
 	VPACKSSWB    Y4, Y3, Y3
-	VPANDN       Y5, Y3, Y5
-	VPOR         Y6, Y3, Y6
+	VPANDN       Y5, Y6, Y4
+	VPBLENDVB    Y3, Y4, Y5, Y5
 	VPAND        codeBit1Lane1<>+0(SB), Y5, Y5
 	VPANDN       codeBit0Lane1<>+0(SB), Y6, Y6
 	VPOR         Y6, Y5, Y5
@@ -457,8 +446,7 @@ loop:
 	VMOVUPS      256(AX), Y3
 	VANDPS       absMask32<>+0(SB), Y3, Y4
 	VCMPPS       $0x1d, (SP), Y4, Y5
-	VCMPPS       $0x1d, 32(SP), Y3, Y6
-	VCMPPS       $0x12, 64(SP), Y3, Y3
+	VCMPPS       $0x1d, 32(SP), Y4, Y6
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -467,8 +455,7 @@ loop:
 	VMOVUPS      288(AX), Y4
 	VANDPS       absMask32<>+0(SB), Y4, Y7
 	VCMPPS       $0x1d, (SP), Y7, Y8
-	VCMPPS       $0x1d, 32(SP), Y4, Y9
-	VCMPPS       $0x12, 64(SP), Y4, Y4
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
 	VCVTPS2PD    X7, Y10
 	VEXTRACTF128 $0x01, Y7, X7
 	VCVTPS2PD    X7, Y7
@@ -480,8 +467,7 @@ loop:
 	VMOVUPS      320(AX), Y4
 	VANDPS       absMask32<>+0(SB), Y4, Y7
 	VCMPPS       $0x1d, (SP), Y7, Y8
-	VCMPPS       $0x1d, 32(SP), Y4, Y9
-	VCMPPS       $0x12, 64(SP), Y4, Y4
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
 	VCVTPS2PD    X7, Y10
 	VEXTRACTF128 $0x01, Y7, X7
 	VCVTPS2PD    X7, Y7
@@ -490,8 +476,7 @@ loop:
 	VMOVUPS      352(AX), Y7
 	VANDPS       absMask32<>+0(SB), Y7, Y10
 	VCMPPS       $0x1d, (SP), Y10, Y11
-	VCMPPS       $0x1d, 32(SP), Y7, Y12
-	VCMPPS       $0x12, 64(SP), Y7, Y7
+	VCMPPS       $0x1d, 32(SP), Y10, Y12
 	VCVTPS2PD    X10, Y13
 	VEXTRACTF128 $0x01, Y10, X10
 	VCVTPS2PD    X10, Y10
@@ -503,8 +488,8 @@ loop:
 	VPACKSSWB    Y8, Y5, Y5
 	VPACKSSWB    Y9, Y6, Y6
 	VPACKSSWB    Y4, Y3, Y3
-	VPANDN       Y5, Y3, Y5
-	VPOR         Y6, Y3, Y6
+	VPANDN       Y5, Y6, Y4
+	VPBLENDVB    Y3, Y4, Y5, Y5
 	VPAND        codeBit1Lane2<>+0(SB), Y5, Y5
 	VPANDN       codeBit0Lane2<>+0(SB), Y6, Y6
 	VPOR         Y6, Y5, Y5
@@ -512,8 +497,7 @@ loop:
 	VMOVUPS      384(AX), Y3
 	VANDPS       absMask32<>+0(SB), Y3, Y4
 	VCMPPS       $0x1d, (SP), Y4, Y5
-	VCMPPS       $0x1d, 32(SP), Y3, Y6
-	VCMPPS       $0x12, 64(SP), Y3, Y3
+	VCMPPS       $0x1d, 32(SP), Y4, Y6
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -522,8 +506,7 @@ loop:
 	VMOVUPS      416(AX), Y4
 	VANDPS       absMask32<>+0(SB), Y4, Y7
 	VCMPPS       $0x1d, (SP), Y7, Y8
-	VCMPPS       $0x1d, 32(SP), Y4, Y9
-	VCMPPS       $0x12, 64(SP), Y4, Y4
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
 	VCVTPS2PD    X7, Y10
 	VEXTRACTF128 $0x01, Y7, X7
 	VCVTPS2PD    X7, Y7
@@ -535,8 +518,7 @@ loop:
 	VMOVUPS      448(AX), Y4
 	VANDPS       absMask32<>+0(SB), Y4, Y7
 	VCMPPS       $0x1d, (SP), Y7, Y8
-	VCMPPS       $0x1d, 32(SP), Y4, Y9
-	VCMPPS       $0x12, 64(SP), Y4, Y4
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
 	VCVTPS2PD    X7, Y10
 	VEXTRACTF128 $0x01, Y7, X7
 	VCVTPS2PD    X7, Y7
@@ -545,8 +527,7 @@ loop:
 	VMOVUPS      480(AX), Y7
 	VANDPS       absMask32<>+0(SB), Y7, Y10
 	VCMPPS       $0x1d, (SP), Y10, Y11
-	VCMPPS       $0x1d, 32(SP), Y7, Y12
-	VCMPPS       $0x12, 64(SP), Y7, Y7
+	VCMPPS       $0x1d, 32(SP), Y10, Y12
 	VCVTPS2PD    X10, Y13
 	VEXTRACTF128 $0x01, Y10, X10
 	VCVTPS2PD    X10, Y10
@@ -558,8 +539,8 @@ loop:
 	VPACKSSWB    Y8, Y5, Y5
 	VPACKSSWB    Y9, Y6, Y6
 	VPACKSSWB    Y4, Y3, Y3
-	VPANDN       Y5, Y3, Y5
-	VPOR         Y6, Y3, Y6
+	VPANDN       Y5, Y6, Y4
+	VPBLENDVB    Y3, Y4, Y5, Y5
 	VPAND        codeBit1Lane3<>+0(SB), Y5, Y5
 	VPANDN       codeBit0Lane3<>+0(SB), Y6, Y6
 	VPOR         Y6, Y5, Y5
@@ -574,8 +555,8 @@ loop:
 	VPAND   bytes55<>+0(SB), Y3, Y3
 	VPTEST  Y3, Y3
 	JZ      next
-	VMOVDQU Y3, 96(SP)
-	MOVQ    96(SP), R9
+	VMOVDQU Y3, 64(SP)
+	MOVQ    64(SP), R9
 
 bits0:
 	TESTQ R9, R9
@@ -602,7 +583,7 @@ bits0:
 	JMP   bits0
 
 word1:
-	MOVQ 104(SP), R9
+	MOVQ 72(SP), R9
 
 bits1:
 	TESTQ R9, R9
@@ -629,7 +610,7 @@ bits1:
 	JMP   bits1
 
 word2:
-	MOVQ 112(SP), R9
+	MOVQ 80(SP), R9
 
 bits2:
 	TESTQ R9, R9
@@ -656,7 +637,7 @@ bits2:
 	JMP   bits2
 
 word3:
-	MOVQ 120(SP), R9
+	MOVQ 88(SP), R9
 
 bits3:
 	TESTQ R9, R9
@@ -816,7 +797,7 @@ GLOBL codeBit1Lane3<>(SB), RODATA|NOPTR, $32
 
 // func quantSpecMaxAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)
 // Requires: AVX, AVX2, MMX+
-TEXT ·quantSpecMaxAVX2(SB), NOSPLIT, $128-104
+TEXT ·quantSpecMaxAVX2(SB), NOSPLIT, $96-104
 	MOVQ         x_base+0(FP), AX
 	MOVQ         dst_base+24(FP), CX
 	MOVQ         dst_len+32(FP), DX
@@ -829,9 +810,6 @@ TEXT ·quantSpecMaxAVX2(SB), NOSPLIT, $128-104
 	VMOVDQU      Y0, (SP)
 	VBROADCASTSS hi+52(FP), Y0
 	VMOVDQU      Y0, 32(SP)
-	VXORPS       Y1, Y1, Y1
-	VSUBPS       Y0, Y1, Y1
-	VMOVDQU      Y1, 64(SP)
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 
@@ -849,14 +827,12 @@ loop:
 	VMOVUPS    (AX), Y1
 	VANDPS     absMask32<>+0(SB), Y1, Y2
 	VCMPPS     $0x1d, (SP), Y2, Y3
-	VCMPPS     $0x1d, 32(SP), Y1, Y4
-	VCMPPS     $0x12, 64(SP), Y1, Y1
+	VCMPPS     $0x1d, 32(SP), Y2, Y4
 	VPMAXUD    Y2, Y0, Y0
 	VMOVUPS    32(AX), Y2
 	VANDPS     absMask32<>+0(SB), Y2, Y5
 	VCMPPS     $0x1d, (SP), Y5, Y6
-	VCMPPS     $0x1d, 32(SP), Y2, Y7
-	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VCMPPS     $0x1d, 32(SP), Y5, Y7
 	VPMAXUD    Y5, Y0, Y0
 	VPACKSSDW  Y6, Y3, Y3
 	VPACKSSDW  Y7, Y4, Y4
@@ -864,14 +840,12 @@ loop:
 	VMOVUPS    64(AX), Y2
 	VANDPS     absMask32<>+0(SB), Y2, Y5
 	VCMPPS     $0x1d, (SP), Y5, Y6
-	VCMPPS     $0x1d, 32(SP), Y2, Y7
-	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VCMPPS     $0x1d, 32(SP), Y5, Y7
 	VPMAXUD    Y5, Y0, Y0
 	VMOVUPS    96(AX), Y5
 	VANDPS     absMask32<>+0(SB), Y5, Y8
 	VCMPPS     $0x1d, (SP), Y8, Y9
-	VCMPPS     $0x1d, 32(SP), Y5, Y10
-	VCMPPS     $0x12, 64(SP), Y5, Y5
+	VCMPPS     $0x1d, 32(SP), Y8, Y10
 	VPMAXUD    Y8, Y0, Y0
 	VPACKSSDW  Y9, Y6, Y6
 	VPACKSSDW  Y10, Y7, Y7
@@ -879,22 +853,20 @@ loop:
 	VPACKSSWB  Y6, Y3, Y3
 	VPACKSSWB  Y7, Y4, Y4
 	VPACKSSWB  Y2, Y1, Y1
-	VPANDN     Y3, Y1, Y3
-	VPOR       Y4, Y1, Y4
+	VPANDN     Y3, Y4, Y2
+	VPBLENDVB  Y1, Y2, Y3, Y3
 	VPAND      codeBit1Lane0<>+0(SB), Y3, Y3
 	VPANDN     codeBit0Lane0<>+0(SB), Y4, Y4
 	VPOR       Y4, Y3, Y1
 	VMOVUPS    128(AX), Y2
 	VANDPS     absMask32<>+0(SB), Y2, Y3
 	VCMPPS     $0x1d, (SP), Y3, Y4
-	VCMPPS     $0x1d, 32(SP), Y2, Y5
-	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VCMPPS     $0x1d, 32(SP), Y3, Y5
 	VPMAXUD    Y3, Y0, Y0
 	VMOVUPS    160(AX), Y3
 	VANDPS     absMask32<>+0(SB), Y3, Y6
 	VCMPPS     $0x1d, (SP), Y6, Y7
-	VCMPPS     $0x1d, 32(SP), Y3, Y8
-	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
 	VPMAXUD    Y6, Y0, Y0
 	VPACKSSDW  Y7, Y4, Y4
 	VPACKSSDW  Y8, Y5, Y5
@@ -902,14 +874,12 @@ loop:
 	VMOVUPS    192(AX), Y3
 	VANDPS     absMask32<>+0(SB), Y3, Y6
 	VCMPPS     $0x1d, (SP), Y6, Y7
-	VCMPPS     $0x1d, 32(SP), Y3, Y8
-	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
 	VPMAXUD    Y6, Y0, Y0
 	VMOVUPS    224(AX), Y6
 	VANDPS     absMask32<>+0(SB), Y6, Y9
 	VCMPPS     $0x1d, (SP), Y9, Y10
-	VCMPPS     $0x1d, 32(SP), Y6, Y11
-	VCMPPS     $0x12, 64(SP), Y6, Y6
+	VCMPPS     $0x1d, 32(SP), Y9, Y11
 	VPMAXUD    Y9, Y0, Y0
 	VPACKSSDW  Y10, Y7, Y7
 	VPACKSSDW  Y11, Y8, Y8
@@ -917,8 +887,8 @@ loop:
 	VPACKSSWB  Y7, Y4, Y4
 	VPACKSSWB  Y8, Y5, Y5
 	VPACKSSWB  Y3, Y2, Y2
-	VPANDN     Y4, Y2, Y4
-	VPOR       Y5, Y2, Y5
+	VPANDN     Y4, Y5, Y3
+	VPBLENDVB  Y2, Y3, Y4, Y4
 	VPAND      codeBit1Lane1<>+0(SB), Y4, Y4
 	VPANDN     codeBit0Lane1<>+0(SB), Y5, Y5
 	VPOR       Y5, Y4, Y4
@@ -926,14 +896,12 @@ loop:
 	VMOVUPS    256(AX), Y2
 	VANDPS     absMask32<>+0(SB), Y2, Y3
 	VCMPPS     $0x1d, (SP), Y3, Y4
-	VCMPPS     $0x1d, 32(SP), Y2, Y5
-	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VCMPPS     $0x1d, 32(SP), Y3, Y5
 	VPMAXUD    Y3, Y0, Y0
 	VMOVUPS    288(AX), Y3
 	VANDPS     absMask32<>+0(SB), Y3, Y6
 	VCMPPS     $0x1d, (SP), Y6, Y7
-	VCMPPS     $0x1d, 32(SP), Y3, Y8
-	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
 	VPMAXUD    Y6, Y0, Y0
 	VPACKSSDW  Y7, Y4, Y4
 	VPACKSSDW  Y8, Y5, Y5
@@ -941,14 +909,12 @@ loop:
 	VMOVUPS    320(AX), Y3
 	VANDPS     absMask32<>+0(SB), Y3, Y6
 	VCMPPS     $0x1d, (SP), Y6, Y7
-	VCMPPS     $0x1d, 32(SP), Y3, Y8
-	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
 	VPMAXUD    Y6, Y0, Y0
 	VMOVUPS    352(AX), Y6
 	VANDPS     absMask32<>+0(SB), Y6, Y9
 	VCMPPS     $0x1d, (SP), Y9, Y10
-	VCMPPS     $0x1d, 32(SP), Y6, Y11
-	VCMPPS     $0x12, 64(SP), Y6, Y6
+	VCMPPS     $0x1d, 32(SP), Y9, Y11
 	VPMAXUD    Y9, Y0, Y0
 	VPACKSSDW  Y10, Y7, Y7
 	VPACKSSDW  Y11, Y8, Y8
@@ -956,8 +922,8 @@ loop:
 	VPACKSSWB  Y7, Y4, Y4
 	VPACKSSWB  Y8, Y5, Y5
 	VPACKSSWB  Y3, Y2, Y2
-	VPANDN     Y4, Y2, Y4
-	VPOR       Y5, Y2, Y5
+	VPANDN     Y4, Y5, Y3
+	VPBLENDVB  Y2, Y3, Y4, Y4
 	VPAND      codeBit1Lane2<>+0(SB), Y4, Y4
 	VPANDN     codeBit0Lane2<>+0(SB), Y5, Y5
 	VPOR       Y5, Y4, Y4
@@ -965,14 +931,12 @@ loop:
 	VMOVUPS    384(AX), Y2
 	VANDPS     absMask32<>+0(SB), Y2, Y3
 	VCMPPS     $0x1d, (SP), Y3, Y4
-	VCMPPS     $0x1d, 32(SP), Y2, Y5
-	VCMPPS     $0x12, 64(SP), Y2, Y2
+	VCMPPS     $0x1d, 32(SP), Y3, Y5
 	VPMAXUD    Y3, Y0, Y0
 	VMOVUPS    416(AX), Y3
 	VANDPS     absMask32<>+0(SB), Y3, Y6
 	VCMPPS     $0x1d, (SP), Y6, Y7
-	VCMPPS     $0x1d, 32(SP), Y3, Y8
-	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
 	VPMAXUD    Y6, Y0, Y0
 	VPACKSSDW  Y7, Y4, Y4
 	VPACKSSDW  Y8, Y5, Y5
@@ -980,14 +944,12 @@ loop:
 	VMOVUPS    448(AX), Y3
 	VANDPS     absMask32<>+0(SB), Y3, Y6
 	VCMPPS     $0x1d, (SP), Y6, Y7
-	VCMPPS     $0x1d, 32(SP), Y3, Y8
-	VCMPPS     $0x12, 64(SP), Y3, Y3
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
 	VPMAXUD    Y6, Y0, Y0
 	VMOVUPS    480(AX), Y6
 	VANDPS     absMask32<>+0(SB), Y6, Y9
 	VCMPPS     $0x1d, (SP), Y9, Y10
-	VCMPPS     $0x1d, 32(SP), Y6, Y11
-	VCMPPS     $0x12, 64(SP), Y6, Y6
+	VCMPPS     $0x1d, 32(SP), Y9, Y11
 	VPMAXUD    Y9, Y0, Y0
 	VPACKSSDW  Y10, Y7, Y7
 	VPACKSSDW  Y11, Y8, Y8
@@ -995,8 +957,8 @@ loop:
 	VPACKSSWB  Y7, Y4, Y4
 	VPACKSSWB  Y8, Y5, Y5
 	VPACKSSWB  Y3, Y2, Y2
-	VPANDN     Y4, Y2, Y4
-	VPOR       Y5, Y2, Y5
+	VPANDN     Y4, Y5, Y3
+	VPBLENDVB  Y2, Y3, Y4, Y4
 	VPAND      codeBit1Lane3<>+0(SB), Y4, Y4
 	VPANDN     codeBit0Lane3<>+0(SB), Y5, Y5
 	VPOR       Y5, Y4, Y4
@@ -1011,8 +973,8 @@ loop:
 	VPAND   bytes55<>+0(SB), Y2, Y2
 	VPTEST  Y2, Y2
 	JZ      next
-	VMOVDQU Y2, 96(SP)
-	MOVQ    96(SP), R9
+	VMOVDQU Y2, 64(SP)
+	MOVQ    64(SP), R9
 
 bits0:
 	TESTQ R9, R9
@@ -1039,7 +1001,7 @@ bits0:
 	JMP   bits0
 
 word1:
-	MOVQ 104(SP), R9
+	MOVQ 72(SP), R9
 
 bits1:
 	TESTQ R9, R9
@@ -1066,7 +1028,7 @@ bits1:
 	JMP   bits1
 
 word2:
-	MOVQ 112(SP), R9
+	MOVQ 80(SP), R9
 
 bits2:
 	TESTQ R9, R9
@@ -1093,7 +1055,7 @@ bits2:
 	JMP   bits2
 
 word3:
-	MOVQ 120(SP), R9
+	MOVQ 88(SP), R9
 
 bits3:
 	TESTQ R9, R9

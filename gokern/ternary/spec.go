@@ -48,13 +48,14 @@ type specBand struct {
 	lo, hi   float32
 }
 
-// newSpecBand returns the band for a scale in [sLo, sHi] (sLo <= sHi,
-// positive).
+// newSpecBand returns the band for a scale in [sLo, sHi] (0 <= sLo <= sHi).
+// hi is kept positive, as the kernels need (a band that low contains no
+// scale anyway: they are at least 1e-8).
 func newSpecBand(sLo, sHi float64) specBand {
 	return specBand{
 		sLo: sLo, sHi: sHi,
 		lo: roundDown32(0.5 * sLo),
-		hi: roundUp32(sHi * (0.5 + 0x1p-24)),
+		hi: max(roundUp32(sHi*(0.5+0x1p-24)), math.SmallestNonzeroFloat32),
 	}
 }
 
@@ -353,8 +354,8 @@ func quantSpecMaxGeneric(x []float32, dst []byte, lo, hi float32, off uint32, en
 }
 
 // quantSpecGeneric writes provisional codes of the len(dst)/32 whole groups
-// of x: 2 for x >= hi, 0 for x <= -hi, 3 for any other |x| >= lo, else 1
-// (NaN: 1). It returns the float64 sum of |x| and stores in ent one entry
+// of x (0 <= lo <= hi, 0 < hi): 2 for x >= hi, 0 for x <= -hi, 3 for any
+// other |x| >= lo, else 1 (NaN: 1). It returns the float64 sum of |x| and stores in ent one entry
 // per code 3, in order of group, byte and lane: the element's float32 bits
 // << 32 | (off + its index in x) mod 2^32. It returns their count, or -1 once
 // ent is full.

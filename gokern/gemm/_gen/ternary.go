@@ -296,17 +296,18 @@ func quantGroupsAVX2(c *build.Context) {
 // float64, and notes each code-3 element with its value, so that the fix-up
 // never reads x again.
 //
-// Per 8 values: 3 compares and an AND (for |x|) give -1/0 masks; the sum
-// takes 2 conversions to float64, an extract and 2 adds. The masks of a
-// 32-value lane are packed to bytes (3 packs per mask) and combined into the
-// 2-bit codes at byte level, 32 values per instruction.
+// Per 8 values: 2 compares on |x| (an AND) give -1/0 masks; the sum takes 2
+// conversions to float64, an extract and 2 adds. The masks and x itself
+// (for its sign) of a 32-value lane are packed to bytes (3 packs each) and
+// combined into the 2-bit codes at byte level, 32 values per instruction.
 func quantSpecAVX2(c *build.Context) {
 	c.Function("quantSpecAVX2")
 	c.Attributes(attr.NOSPLIT)
 	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)")
 	c.Doc(
-		"quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x:",
-		"2 for x >= hi, 0 for x <= -hi, 3 for other |x| >= lo, else 1 (NaN: 1). It",
+		"quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x",
+		"(0 < lo <= hi, or lo = 0 < hi): 2 for x >= hi, 0 for x <= -hi, 3 for other",
+		"|x| >= lo, else 1 (NaN: 1). It",
 		"returns the float64 sum of |x| over those groups and stores in ent, in",
 		"order of group, byte and lane, one entry per code 3: the element's float32",
 		"bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if",
@@ -344,17 +345,14 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 
 	// The thresholds, broadcast once into the stack: memory operands leave
 	// the registers to the masks.
-	loc := c.AllocLocal(128)
-	loM, hiM, nhiM, ambM := loc, loc.Offset(32), loc.Offset(64), loc.Offset(96)
+	loc := c.AllocLocal(96)
+	loM, hiM, ambM := loc, loc.Offset(32), loc.Offset(64)
 	{
-		t, u := c.YMM(), c.YMM()
+		t := c.YMM()
 		c.VBROADCASTSS(paramAddr(c, "lo"), t)
 		c.VMOVDQU(t, loM)
 		c.VBROADCASTSS(paramAddr(c, "hi"), t)
 		c.VMOVDQU(t, hiM)
-		c.VXORPS(u, u, u)
-		c.VSUBPS(t, u, u)
-		c.VMOVDQU(u, nhiM)
 	}
 	absM := vconst(c, "absMask32", splat(absMask32))
 	perm := vconst(c, "permIdx", permWords())
@@ -376,16 +374,16 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 	prefetch(c, p, prefetchDist, 512)
 	res := c.YMM()
 	for lane := 0; lane < 4; lane++ {
-		// Masks of the lane's 4 vectors: ge (|x| >= lo), pos (x >= hi),
-		// neg (x <= -hi), packed to words by pairs as they come.
+		// Of the lane's 4 vectors: masks ge (|x| >= lo) and big
+		// (|x| >= hi), and x itself, whose sign survives the signed
+		// saturation of the packs; packed to words by pairs as they come.
 		var words [2][3]reg.VecVirtual
 		for s := 0; s < 4; s++ {
-			xv, ax, ge, pos, neg := c.YMM(), c.YMM(), c.YMM(), c.YMM(), c.YMM()
+			xv, ax, ge, big := c.YMM(), c.YMM(), c.YMM(), c.YMM()
 			c.VMOVUPS(mem(p, 4*(32*lane+8*s)), xv)
 			c.VANDPS(absM, xv, ax)
 			c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
-			c.VCMPPS(operand.Imm(cmpGEOQ), hiM, xv, pos)
-			c.VCMPPS(operand.Imm(cmpLEOQ), nhiM, xv, neg)
+			c.VCMPPS(operand.Imm(cmpGEOQ), hiM, ax, big)
 			if reduceMax {
 				c.VPMAXUD(ax, acc[0], acc[0])
 			} else {
@@ -396,7 +394,7 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 				c.VADDPD(d0, acc[0], acc[0])
 				c.VADDPD(d1, acc[1], acc[1])
 			}
-			m := [3]reg.VecVirtual{ge, pos, neg}
+			m := [3]reg.VecVirtual{ge, big, xv}
 			if s&1 == 0 {
 				words[s/2] = m
 			} else {
@@ -408,16 +406,18 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 		for k := 0; k < 3; k++ {
 			c.VPACKSSWB(words[1][k], words[0][k], words[0][k])
 		}
-		ge, pos, neg := words[0][0], words[0][1], words[0][2]
-		// b1 = ge && !neg; b0 = !(pos || neg).
-		c.VPANDN(ge, neg, ge)
-		c.VPOR(pos, neg, pos)
+		ge, big, sgn := words[0][0], words[0][1], words[0][2]
+		// b1 = ge && !(big && x < 0); b0 = !big. (With hi > 0, big
+		// implies x != ±0, so the sign bit is the sign.)
+		t := c.YMM()
+		c.VPANDN(ge, big, t)        // ge && !big
+		c.VPBLENDVB(sgn, t, ge, ge) // x < 0 ? ge && !big : ge
 		c.VPAND(bit1[lane], ge, ge)
-		c.VPANDN(bit0[lane], pos, pos)
+		c.VPANDN(bit0[lane], big, big)
 		if lane == 0 {
-			c.VPOR(pos, ge, res)
+			c.VPOR(big, ge, res)
 		} else {
-			c.VPOR(pos, ge, ge)
+			c.VPOR(big, ge, ge)
 			c.VPOR(ge, res, res)
 		}
 	}
