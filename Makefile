@@ -30,7 +30,9 @@ help:
 
 venv: $(VENV)/.complete
 
-$(VENV)/.complete: $(REQ)
+# Keyed by the content hash in $(VENV)'s name, not by timestamps: a fresh clone
+# (new mtimes) reuses the environment; an edit to $(REQ) names a new one.
+$(VENV)/.complete: | $(REQ)
 	@echo "bitnet_go: creating the Python environment $(VENV) (torch is large: this takes a while once)"
 	rm -rf "$(VENV)"
 	$(PYTHON) -m venv "$(VENV)"
