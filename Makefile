@@ -23,7 +23,7 @@ LIB := python/bitnet_go/libbitnet_go.so
 FUZZTIME ?= 5s
 GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
 
-.PHONY: help venv lib ptx generate check-generate install demo test check-generate test-go test-go-noasm fuzz lint test-py bench wheel clean
+.PHONY: help venv lib ptx generate check-generate install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
 
 help:
 	@sed -n '2,12p' Makefile
@@ -56,7 +56,7 @@ generate:
 	cd gokern/gemm/_gen && $(GO) run -tags generate .
 
 check-generate:
-	cd gokern/gemm/_gen && $(GO) run -tags generate . -check
+	cd gokern/gemm/_gen && $(GO) vet -tags generate . && $(GO) run -tags generate . -check
 
 # Installs the package (non-editable, like a user's pip install) into the venv.
 install: venv
@@ -79,6 +79,7 @@ test-go-noasm:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzQuantize$$' -fuzztime $(FUZZTIME) ./gokern/ternary
+	$(GO) test -run '^$$' -fuzz '^FuzzQuantizeSpecBand$$' -fuzztime $(FUZZTIME) ./gokern/ternary
 	$(GO) test -run '^$$' -fuzz '^FuzzConvShape$$' -fuzztime $(FUZZTIME) ./gokern/conv
 
 lint: venv

@@ -52,6 +52,12 @@ def torch_or_none() -> Any:
         >>> torch_or_none() is None or hasattr(torch_or_none(), "tensor")
         True
     """
+    # Torch's OpenMP workers spin for milliseconds after each parallel op by
+    # default and would take the second core from whatever is timed next (our
+    # 2-thread rows lost up to half their speed that way). Passive waiting
+    # costs torch nothing measurable on these op sizes. Only effective before
+    # torch is first imported; an explicit setting by the user wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch
     except ImportError:
