@@ -86,10 +86,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 		buf := make([]T, p.bufElems)
 		t := make([]A, p.tElems)
 		for u := lo; u < hi; u++ {
-			mb := u % p.mBlocks
-			tile := u / p.mBlocks % p.nTiles
-			g := u / (p.mBlocks * p.nTiles) % d.Groups
-			n := u / (p.mBlocks * p.nTiles * d.Groups)
+			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
 			p0 := tile * p.nTile
 			cols := min(p.nTile, d.P-p0)
 			npn := ceilDivPos(cols, nr)
@@ -270,4 +267,11 @@ func gatherRun[T elem](dst []T, pc *panelCursor, row []T, iw, s, n int) {
 		n -= m
 		pc.advance(m)
 	}
+}
+
+// splitUnit decomposes a work unit of the tiled drivers (im2col, LUT):
+// units run over (sample n, group g, output tile, row block mb), row blocks
+// fastest, so u = ((n*groups + g)*nTiles + tile)*mBlocks + mb.
+func splitUnit(u, mBlocks, nTiles, groups int) (mb, tile, g, n int) {
+	return u % mBlocks, u / mBlocks % nTiles, u / (mBlocks * nTiles) % groups, u / (mBlocks * nTiles * groups)
 }

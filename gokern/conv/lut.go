@@ -269,10 +269,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 		acc := make([]uint64, p.rows*npnMax)
 		ti := make([]int32, p.nTile)
 		for u := lo; u < hi; u++ {
-			mb := u % p.mBlocks
-			tile := u / p.mBlocks % p.nTiles
-			g := u / (p.mBlocks * p.nTiles) % d.Groups
-			n := u / (p.mBlocks * p.nTiles * d.Groups)
+			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
 			p0 := tile * p.nTile
 			cols := min(p.nTile, d.P-p0)
 			npn := ceilDivPos(cols, nr)

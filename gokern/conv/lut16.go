@@ -52,10 +52,7 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 		tab := make([]int16, tabLen)
 		acc := make([]int32, rowsPer*nTile)
 		for u := lo; u < hi; u++ {
-			mb := u % mBlocks
-			tile := u / mBlocks % nTiles
-			g := u / (mBlocks * nTiles) % d.Groups
-			n := u / (mBlocks * nTiles * d.Groups)
+			mb, tile, g, n := splitUnit(u, mBlocks, nTiles, d.Groups)
 			p0 := tile * nTile
 			cols := min(nTile, d.P-p0)
 			npn := ceilDivPos(cols, nr)
