@@ -135,7 +135,8 @@ template <int M> __device__ __forceinline__ float scale_of(double acc, i64 count
     if (M == 0) {
         const float g = __double2float_rn(__ddiv_rn(acc, __ll2double_rn(count)));
         const float eps = __uint_as_float(0x3727c5acu);  // float32(1e-5)
-        return g < eps ? eps : g;                         // NaN stays NaN
+        if (g != g) return __uint_as_float(0x7fc00000u);  // one NaN: ternary.CanonicalNaN
+        return g < eps ? eps : g;
     }
     const float m = __double2float_rn(acc);
     const float eps = __uint_as_float(0x322bcc77u);  // float32(1e-8)

@@ -461,7 +461,8 @@ def test_torch_errors(torch_cuda) -> None:
 def test_non_finite(torch_cuda, bs: int | None, method: str) -> None:
     torch = torch_cuda
     rng = np.random.default_rng(5)
-    for bad, at in ((np.nan, 70_000), (np.inf, 5), (-np.inf, 99_999)):
+    odd_nan = np.array([0xFFC00123], np.uint32).view(np.float32)[0]  # negative, with a payload
+    for bad, at in ((np.nan, 70_000), (odd_nan, 12_345), (np.inf, 5), (-np.inf, 99_999)):
         x = rng.standard_normal(100_000, dtype=np.float32)
         x[at] = bad
         x[at + 1 :: 7000] = np.nan  # later bad values must not win

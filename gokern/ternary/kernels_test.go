@@ -19,14 +19,20 @@ import (
 // usableFamilies returns the compiled-in families this CPU may run, best
 // first.
 func usableFamilies(t testing.TB) []cpu.Family {
+	out := simdFamilies()
+	if len(out) == 0 {
+		t.Skipf("no SIMD kernels usable here (asm built: %v, best: %s)", cpu.AsmBuilt(), cpu.Best())
+	}
+	return out
+}
+
+// simdFamilies lists the SIMD families compiled in and usable here, best first.
+func simdFamilies() []cpu.Family {
 	var out []cpu.Family
 	for _, f := range cpu.Families {
 		if _, ok := simdKernels[f]; ok && cpu.Usable(f) {
 			out = append(out, f)
 		}
-	}
-	if len(out) == 0 {
-		t.Skipf("no SIMD kernels usable here (asm built: %v, best: %s)", cpu.AsmBuilt(), cpu.Best())
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package ternary
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
@@ -52,6 +53,10 @@ func blockScale(x []float32, m Method) (float32, int) {
 	return finishScale(m, s, len(x), 0), bad
 }
 
+// CanonicalNaN is the bit pattern of every NaN scale (absmean over a block
+// holding NaN, without the finiteness check): the default quiet NaN.
+const CanonicalNaN = 0x7FC00000
+
 // finishScale turns a block's reduction into its scale: for absmean the
 // float64 mean of |x| rounded once to float32, floored at 1e-5 (NaN stays
 // NaN); for absmax max|x| floored at 1e-8.
@@ -63,6 +68,12 @@ func finishScale(m Method, sum float64, count int, mx float32) float32 {
 		return mx
 	}
 	g := float32(sum / float64(count))
+	if g != g {
+		// One NaN for every input NaN payload, on every path and on the GPU
+		// (whose arithmetic makes 0x7FFFFFFF): the result is bit-for-bit
+		// defined.
+		return math.Float32frombits(CanonicalNaN)
+	}
 	if g < absMeanEps {
 		return absMeanEps
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -358,4 +359,60 @@ func TestThresholdMatchesDivision(t *testing.T) {
 			t.Fatalf("Threshold(%v) ok", s)
 		}
 	}
+}
+
+// A NaN scale (absmean, unchecked) is always CanonicalNaN, whatever the input
+// NaN's sign and payload, on every family and path (the GPU writes the same).
+func TestNaNScaleIsCanonical(t *testing.T) {
+	defer func() {
+		cpu.Override("")
+		SelectKernels()
+	}()
+	fams := append([]cpu.Family{cpu.Generic}, simdFamilies()...)
+	payloads := []uint32{0x7FC00000, 0xFFC00000, 0x7FC00123, 0xFFFFFFFF, 0x7F800001}
+	for _, fam := range fams {
+		cpu.Override(disableAbove(fam))
+		SelectKernels()
+		if Family() != fam {
+			t.Fatalf("family %s, want %s", Family(), fam)
+		}
+		for _, n := range []int{5, 300, 70_000} {
+			for _, bs := range []int{0, 128, 1000} {
+				for _, nb := range payloads {
+					x := make([]float32, n)
+					for i := range x {
+						x[i] = float32(i%7) - 3
+					}
+					x[n/2] = math.Float32frombits(nb)
+					scales := make([]float32, NumBlocks(n, bs))
+					if err := Quantize(x, bs, AbsMean, false, make([]byte, PackedLen(n)), scales); err != nil {
+						t.Fatal(err)
+					}
+					blk := 0
+					if bs > 0 {
+						blk = (n / 2) / bs
+					}
+					if got := math.Float32bits(scales[blk]); got != CanonicalNaN {
+						t.Errorf("%s n=%d bs=%d NaN %#08x: scale bits %#08x, want %#08x", fam, n, bs, nb, got, CanonicalNaN)
+					}
+				}
+			}
+		}
+	}
+}
+
+// disableAbove is the BITNET_GO_DISABLE value that makes fam the best
+// family: the families ranked above it ("all" for the generic code).
+func disableAbove(fam cpu.Family) string {
+	if fam == cpu.Generic {
+		return "all"
+	}
+	var off []string
+	for _, f := range cpu.Families {
+		if f == fam {
+			break
+		}
+		off = append(off, string(f))
+	}
+	return strings.Join(off, ",")
 }

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import _lib
-from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int
+from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
 
 METHODS = {"absmean": 0, "absmax": 1}
 """Scale methods and their C ABI numbers."""
@@ -391,8 +391,9 @@ def quantize_i2s(
             With ``False`` nothing crashes and the result is defined: a NaN
             element quantizes to 0; a block holding ±Inf gets scale +Inf
             (absmean and absmax), so all its values become 0; under absmean a
-            block holding NaN gets scale NaN (values 0), under absmax NaN is
-            left out of the maximum.
+            block holding NaN gets scale NaN (always the quiet NaN
+            0x7FC00000, on the CPU and the GPU; values 0), under absmax NaN
+            is left out of the maximum.
         device: ``"cpu"``, ``"cuda"`` (or ``"cuda:N"``), or ``"auto"``: the GPU
             for CUDA arrays (``__cuda_array_interface__`` or a CUDA DLPack
             device, e.g. torch CUDA tensors), the CPU for everything else. See
@@ -493,6 +494,10 @@ def is_cuda_array(x: Any) -> bool:
         >>> is_cuda_array(np.zeros(3))
         False
     """
+    if is_torch_tensor(x):
+        # Not the interface: torch raises RuntimeError for it on tensors that
+        # require grad.
+        return bool(x.is_cuda)
     if hasattr(x, "__cuda_array_interface__"):
         return True
     dl = getattr(x, "__dlpack_device__", None)

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <memory>
 #include <vector>
 
 #define __global__
@@ -91,10 +92,13 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
 template <class Args> inline void emu_launch(void (*fn)(Args), unsigned grid, unsigned block, Args a) {
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
-    std::barrier<> cta(block);
-    emu_warp warps[8];
-    emu_cta = &cta;
-    emu_warps = warps;
+    // Heap-allocated: newer g++ rejects storing a local's address in a global
+    // (-Werror=dangling-pointer), though the launch outlives every use.
+    auto cta_owner = std::make_unique<std::barrier<>>(block);
+    auto warps_owner = std::make_unique<emu_warp[]>(8);
+    std::barrier<>& cta = *cta_owner;
+    emu_cta = cta_owner.get();
+    emu_warps = warps_owner.get();
     std::vector<std::thread> ts;
     for (unsigned t = 0; t < block; ++t) {
         ts.emplace_back([=, &cta] {
@@ -107,4 +111,6 @@ template <class Args> inline void emu_launch(void (*fn)(Args), unsigned grid, un
         });
     }
     for (auto& t : ts) t.join();
+    emu_cta = nullptr;
+    emu_warps = nullptr;
 }
