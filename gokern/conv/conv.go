@@ -233,9 +233,9 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	switch kind {
 	case Im2col, Pointwise:
 		if act8 {
-			gemmConv(d, a, acts.q, acts, sc, out, kind == Pointwise, ks.NRI8, microFn[int8, int32](ks.I8), foldI32)
+			gemmConv(d, a, acts.q, acts, sc, out, kind == Pointwise, ks.NRI8, microFn[int8, int32](ks.I8), ks.PrepareI8, foldI32)
 		} else {
-			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), foldF32)
+			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), nil, foldF32)
 		}
 	case Direct:
 		if act8 {
@@ -395,7 +395,7 @@ func quantizeActs(d *Dims, x []float32) *activations {
 		xs := x[n*per : (n+1)*per]
 		chunks := par.Chunks(per, 1<<15)
 		maxes := make([]float32, len(chunks)-1)
-		par.Run(chunks, func(c, lo, hi int) { maxes[c] = absMaxNoNaN(xs[lo:hi]) })
+		par.Run(chunks, func(c, lo, hi int) { maxes[c] = ternary.MaxAbs(xs[lo:hi]) })
 		var m float32
 		for _, v := range maxes {
 			if v > m {
@@ -410,33 +410,6 @@ func quantizeActs(d *Dims, x []float32) *activations {
 		})
 	}
 	return acts
-}
-
-// absMaxNoNaN returns max|x| over the elements that are not NaN (0 for none).
-// For non-NaN floats the order of |x| is the order of the magnitude bits, so
-// the maximum is taken on integers; bits above +Inf's mean a NaN, and only
-// then is the slice scanned again, leaving NaN out.
-func absMaxNoNaN(x []float32) float32 {
-	const inf = 0x7f800000
-	var m0, m1 uint32
-	i := 0
-	for ; i+2 <= len(x); i += 2 {
-		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
-		m1 = max(m1, math.Float32bits(x[i+1])&^(1<<31))
-	}
-	if i < len(x) {
-		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
-	}
-	m := max(m0, m1)
-	if m > inf {
-		m = 0
-		for _, v := range x {
-			if b := math.Float32bits(v) &^ (1 << 31); b <= inf {
-				m = max(m, b)
-			}
-		}
-	}
-	return math.Float32frombits(m)
 }
 
 // quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0 (see

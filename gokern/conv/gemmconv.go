@@ -7,12 +7,15 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
-// Tile budget of the GEMM algorithms: k values per packed B chunk, and the
-// bytes of one B chunk and of one tile of partial sums (each, per worker).
+// Tile budget of the GEMM algorithms: k values per packed B chunk at most,
+// the bytes of one B micro-panel (it stays in L1 while every A panel of the
+// tile runs over it), and the bytes of one B chunk and of one tile of
+// partial sums (each, per worker).
 const (
-	kcMax     = 256
-	tileBytes = 64 << 10
-	maxCols   = 256 // columns (output positions) per tile at most
+	kcMax      = 256
+	microBytes = 32 << 10
+	tileBytes  = 64 << 10
+	maxCols    = 256 // columns (output positions) per tile at most
 )
 
 type elem interface{ float32 | int8 }
@@ -23,6 +26,9 @@ type accum interface{ float32 | int32 }
 type (
 	microFn[T elem, A accum] func(kc int, a []byte, b []T, t []A, ldt int, add bool)
 	foldFn[A accum]          func(s *scaler, dst []float32, src []A, o, b int, a float32)
+	// prepFn is gemm.Kernels.PrepareI8's shape: the micro-panel the
+	// micro-kernel reads, made from a packed one (nil: the packed one).
+	prepFn[T elem] func(src []T, kc int, buf *[]T) []T
 )
 
 func roundUp(v, m int) int { return (v + m - 1) / m * m }
@@ -46,8 +52,10 @@ type gemmPlan struct {
 func planGEMM(d *Dims, nr, esize int) gemmPlan {
 	np := gemm.Panels(d.Og)
 	var p gemmPlan
-	p.kcCap = min(kcMax, d.K)
-	p.nTile = roundUp(min(d.P, maxCols, max(nr, tileBytes/(kcMax*esize))), nr)
+	// Wide float32 micro-panels (AVX-512: 64 columns) take shorter chunks.
+	kc := min(kcMax, max(4, microBytes/(nr*esize)&^3))
+	p.kcCap = min(kc, d.K)
+	p.nTile = roundUp(min(d.P, maxCols, max(nr, tileBytes/(kc*esize))), nr)
 	p.mcPanels = min(np, max(1, tileBytes/(gemm.MR*p.nTile*4)))
 	count := func() {
 		p.nTiles = ceilDivPos(d.P, p.nTile)
@@ -71,12 +79,12 @@ func planGEMM(d *Dims, nr, esize int) gemmPlan {
 
 // gemmConv runs the im2col algorithm (or, with pointwise, the 1x1 GEMM on
 // the input): per unit (sample, group, tile of output positions, block of
-// output channels) it packs chunks of at most kcMax rows of the im2col matrix
+// output channels) it packs chunks of at most kcCap rows of the im2col matrix
 // straight from src into B micro-panels, never the whole matrix, runs the
 // micro-kernel over every (A panel, B micro-panel) pair, and folds each scale
 // block's partial sums into out.
 func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
-	pointwise bool, nr int, micro microFn[T, A], fold foldFn[A]) {
+	pointwise bool, nr int, micro microFn[T, A], prep prepFn[T], fold foldFn[A]) {
 	var zero T
 	p := planGEMM(d, nr, int(unsafe.Sizeof(zero)))
 	np := gemm.Panels(d.Og)
@@ -85,6 +93,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 	par.Run(par.Chunks(p.units, 1), func(_, lo, hi int) {
 		buf := make([]T, p.bufElems)
 		t := make([]A, p.tElems)
+		var prepped []T
 		for u := lo; u < hi; u++ {
 			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
 			p0 := tile * p.nTile
@@ -99,8 +108,8 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 			}
 			for b := range sc.nb {
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
-				for k0 := kb0; k0 < kb1; k0 += kcMax {
-					kc := min(kcMax, kb1-k0)
+				for k0 := kb0; k0 < kb1; k0 += p.kcCap {
+					kc := min(p.kcCap, kb1-k0)
 					bb := buf[:npn*kc*nr]
 					if pointwise {
 						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
@@ -109,6 +118,9 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 					}
 					for jp := range npn {
 						bp := bb[jp*kc*nr : (jp+1)*kc*nr]
+						if prep != nil {
+							bp = prep(bp, kc, &prepped)
+						}
 						for i := i0; i < i1; i++ {
 							ap := apan[(g*np+i)*d.K+k0:][:kc]
 							micro(kc, ap, bp, t[(i-i0)*gemm.MR*ldt+jp*nr:], ldt, k0 != kb0)

@@ -48,8 +48,12 @@ func gemmWith[T float32 | int8, A float32 | int32](ks *Kernels, q []int8, bm []T
 				}
 			}
 		}
+		var prepped []int8
 		for jp := range npn {
 			bp := buf[jp*kc*nr : (jp+1)*kc*nr]
+			if b8, ok := any(bp).([]int8); ok {
+				bp = any(ks.PrepareI8(b8, kc, &prepped)).([]T)
+			}
 			for i := range np {
 				ap := apan[i*k+k0:][:kc]
 				tt := t[i*MR*ldt+jp*nr:]
@@ -78,6 +82,7 @@ func TestFamiliesMatchGeneric(t *testing.T) {
 	shapes := []struct{ m, n, k, kc int }{
 		{1, 1, 1, 1}, {1, 17, 3, 3}, {5, 15, 7, 4}, {7, 33, 27, 27}, {3, 16, 9, 5},
 		{9, 47, 75, 32}, {13, 31, 129, 64}, {4, 16, 256, 256}, {6, 50, 300, 257}, {11, 3, 1001, 251},
+		{5, 130, 37, 13}, {8, 64, 128, 128}, {7, 200, 262, 131}, {2, 65, 4, 4},
 	}
 	gen := Generic()
 	tested := 0
@@ -179,12 +184,17 @@ func TestDisableFamily(t *testing.T) {
 // TestSIMDShortBuffersPanic: the assembly wrappers check buffer lengths.
 func TestSIMDShortBuffersPanic(t *testing.T) {
 	for _, ks := range Families() {
+		nb := 8 * ks.NRI8 // a whole B micro-panel (prepared, where the set prepares them)
+		if ks.PanelI8 != nil {
+			nb = ks.PanelI8(8)
+		}
 		for _, f := range []func(){
 			func() {
 				ks.F32(8, make([]byte, 8), make([]float32, 8*ks.NRF32-1), make([]float32, 4*ks.NRF32), ks.NRF32, false)
 			},
-			func() { ks.I8(8, make([]byte, 7), make([]int8, 8*ks.NRI8), make([]int32, 4*ks.NRI8), ks.NRI8, false) },
-			func() { ks.I8(8, make([]byte, 8), make([]int8, 8*ks.NRI8), make([]int32, 4*ks.NRI8-1), ks.NRI8, false) },
+			func() { ks.I8(8, make([]byte, 7), make([]int8, nb), make([]int32, 4*ks.NRI8), ks.NRI8, false) },
+			func() { ks.I8(8, make([]byte, 8), make([]int8, nb), make([]int32, 4*ks.NRI8-1), ks.NRI8, false) },
+			func() { ks.I8(8, make([]byte, 8), make([]int8, nb-1), make([]int32, 4*ks.NRI8), ks.NRI8, false) },
 		} {
 			func() {
 				defer func() {

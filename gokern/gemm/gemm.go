@@ -83,6 +83,12 @@ type Kernels struct {
 	F32    F32Micro // float32 activations
 	NRI8   int      // columns of an int8 B micro-panel
 	I8     I8Micro  // int8 activations
+	// PrepI8, where set, rewrites a packed int8 B micro-panel (src: kc*NRI8
+	// values, k-major) into dst (PanelI8(kc) values), the layout I8 then
+	// reads: the driver calls it once per micro-panel, before every A panel
+	// runs over it. Without it, I8 reads the packed micro-panel as it is.
+	PrepI8  func(dst, src []int8, kc int)
+	PanelI8 func(kc int) int
 	// QuantI8 sets dst[i] = Quant8(src[i], a) for i < len(dst)
 	// (len(src) >= len(dst)): the int8 path's activation quantizer.
 	QuantI8 func(dst []int8, src []float32, a float32)
@@ -135,6 +141,22 @@ func SelectKernels() {
 	}
 	current.Store(k)
 	cpu.Record("conv_gemm", k.Family)
+}
+
+// PrepareI8 returns the int8 B micro-panel I8 reads for src (kc*NRI8
+// packed values): src itself, or PrepI8's rewrite of it into buf (grown
+// when too short; the caller keeps it for the next call).
+func (k *Kernels) PrepareI8(src []int8, kc int, buf *[]int8) []int8 {
+	if k.PrepI8 == nil {
+		return src
+	}
+	n := k.PanelI8(kc)
+	if cap(*buf) < n {
+		*buf = make([]int8, n)
+	}
+	dst := (*buf)[:n]
+	k.PrepI8(dst, src, kc)
+	return dst
 }
 
 // Current returns the kernel set in use. A convolution reads it once and

@@ -100,7 +100,8 @@ func TestMicroI8(t *testing.T) {
 							want[r*ldt+j] = int32(s)
 						}
 					}
-					ks.I8(kc, a, b, tile, ldt, add)
+					var prepped []int8
+					ks.I8(kc, a, ks.PrepareI8(b, kc, &prepped), tile, ldt, add)
 					for i := range tile {
 						if tile[i] != want[i] {
 							t.Fatalf("%s kc=%d %s add=%v: t[%d] = %d, want %d", ks.Family, kc, mode, add, i, tile[i], want[i])
@@ -198,15 +199,18 @@ func BenchmarkMicro(b *testing.B) {
 	const kc = 256
 	a := randPanel(rng, kc)
 	for _, ks := range Families() {
-		bf := make([]float32, kc*ks.NRF32)
+		// B micro-panels of at most 32 KB (L1), as gokern/conv chunks them.
+		kf := min(kc, 32<<10/(4*ks.NRF32))
+		bf := make([]float32, kf*ks.NRF32)
 		tf := make([]float32, MR*ks.NRF32)
 		b.Run(fmt.Sprintf("%s/f32", ks.Family), func(b *testing.B) {
 			for b.Loop() {
-				ks.F32(kc, a, bf, tf, ks.NRF32, false)
+				ks.F32(kf, a, bf, tf, ks.NRF32, false)
 			}
-			b.ReportMetric(float64(b.N)*2*MR*float64(ks.NRF32*kc)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(float64(b.N)*2*MR*float64(ks.NRF32*kf)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
-		bi := make([]int8, kc*ks.NRI8)
+		var prepped []int8
+		bi := ks.PrepareI8(make([]int8, kc*ks.NRI8), kc, &prepped)
 		ti := make([]int32, MR*ks.NRI8)
 		b.Run(fmt.Sprintf("%s/i8", ks.Family), func(b *testing.B) {
 			for b.Loop() {
@@ -221,17 +225,16 @@ func BenchmarkMicro(b *testing.B) {
 // avx2 name) and checks that dispatch picks it exactly when the CPU, the
 // build and BITNET_GO_DISABLE allow that family, and records the choice.
 func TestSeam(t *testing.T) {
-	old, had := simdKernels[cpu.AVX2]
+	saved := simdKernels
 	defer func() {
-		delete(simdKernels, cpu.AVX2)
-		if had {
-			register(old)
-		}
+		simdKernels = saved
 		cpu.Override("")
 		SelectKernels()
 	}()
+	// The stand-in is the only SIMD set (real AVX-512 sets would win).
 	fake := *genericSet
 	fake.Family = cpu.AVX2
+	simdKernels = map[cpu.Family]*Kernels{}
 	register(&fake)
 	for _, off := range []string{"", "avx2"} {
 		cpu.Override(off)

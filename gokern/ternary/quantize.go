@@ -53,6 +53,18 @@ func blockScale(x []float32, m Method) (float32, int) {
 	return finishScale(m, s, len(x), 0), bad
 }
 
+// MaxAbs returns max|x| over the elements of x that are not NaN (±Inf
+// included; 0 when there are none), with the quantizer's reduction kernel
+// (the SIMD one where a family is in use). gokern/conv takes its int8
+// activation scales with it.
+func MaxAbs(x []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	m, _ := absMax(x)
+	return m
+}
+
 // CanonicalNaN is the bit pattern of every NaN scale (absmean over a block
 // holding NaN, without the finiteness check): the default quiet NaN.
 const CanonicalNaN = 0x7FC00000

@@ -1,0 +1,292 @@
+//go:build generate
+
+package main
+
+import (
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// The conv GEMM's AVX-512 micro-kernels (gokern/gemm, wrapped in
+// kernels_avx512_amd64.go): a 4 x 64 float32 tile of VFMADD231PS on ZMM
+// (families avx512 and avx512vnni) and a 4 x 64 int8 tile of VPDPBUSD on ZMM
+// (family avx512vnni only: the Go assembler encodes VPDPBUSD as EVEX, which
+// AVX-VNNI-only CPUs lack). Both read the shared 2-bit A panel (byte k = the
+// four rows' codes of k); the float32 kernel reads a k-major B micro-panel
+// of 64 columns like the AVX2 kernels, the int8 kernel one that prepI8VNNI
+// has transposed once per micro-panel. Both give the generic kernels'
+// results bit for bit.
+
+const nr512 = 64 // columns of both AVX-512 micro-panels: four ZMM per row
+
+func init() {
+	register(target{
+		name: "gemm512",
+		dir:  "gokern/gemm",
+		pkg:  "gemm",
+		base: "micro_avx512",
+		gen: func(c *build.Context) {
+			microF32AVX512(c)
+			prepI8VNNI(c)
+			microI8VNNI(c)
+		},
+	})
+}
+
+// zeroZ returns n zeroed ZMM registers.
+func zeroZ(c *build.Context, n int) []reg.VecVirtual {
+	out := make([]reg.VecVirtual, n)
+	for i := range out {
+		out[i] = c.ZMM()
+		c.VPXORD(out[i], out[i], out[i])
+	}
+	return out
+}
+
+// bcstZ32 returns a ZMM register holding v in each 32-bit lane.
+func bcstZ32(c *build.Context, v uint32) reg.VecVirtual {
+	r := c.GP32()
+	c.MOVL(operand.U32(v), r)
+	z := c.ZMM()
+	c.VPBROADCASTD(r, z)
+	return z
+}
+
+// microF32AVX512: t[r*ldt+j] (+)= sum_k w(r,k) * b[k*64+j] for r < 4,
+// j < 64. The four weights of byte a[k] are broadcast from lut (as in
+// microF32AVX2); 16 accumulators (four ZMM per row), 16 VFMADD231PS per k
+// against 4 loads of B and 4 broadcasts. Sums run over k in order with
+// exact products: bit-for-bit the generic kernel.
+func microF32AVX512(c *build.Context) {
+	c.Function("microF32AVX512")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)")
+	c.Doc("microF32AVX512 is the 4x64 float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).")
+	n := c.Load(c.Param("kc"), c.GP64())
+	pa := c.Load(c.Param("a"), c.GP64())
+	pb := c.Load(c.Param("b"), c.GP64())
+	pl := c.Load(c.Param("lut"), c.GP64())
+	acc := zeroZ(c, 16)
+
+	step := func(u int) {
+		idx := c.GP64()
+		c.MOVBQZX(mem(pa, u), idx)
+		c.SHLQ(operand.Imm(4), idx)
+		var b [4]reg.VecVirtual
+		for h := range b {
+			b[h] = c.ZMM()
+			c.VMOVUPS(mem(pb, 4*nr512*u+64*h), b[h])
+		}
+		for r := 0; r < 4; r++ {
+			w := c.ZMM()
+			c.VBROADCASTSS(operand.Mem{Base: pl, Index: idx, Scale: 1, Disp: 4 * r}, w)
+			for h := range b {
+				c.VFMADD231PS(b[h], w, acc[4*r+h])
+			}
+		}
+	}
+
+	c.Comment("Two k per iteration.")
+	c.Label("f32loop2")
+	c.CMPQ(n, operand.Imm(2))
+	c.JB(operand.LabelRef("f32tail"))
+	for u := 0; u < 2; u++ {
+		step(u)
+	}
+	c.ADDQ(operand.Imm(2), pa)
+	c.ADDQ(operand.U32(2*4*nr512), pb)
+	c.SUBQ(operand.Imm(2), n)
+	c.JMP(operand.LabelRef("f32loop2"))
+
+	c.Label("f32tail")
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef("f32store"))
+	step(0)
+
+	c.Label("f32store")
+	storeTileZ(c, acc, func(s, d reg.VecVirtual) { c.VADDPS(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVUPS(s, m) })
+}
+
+// storeTileZ stores (or, when the add parameter is true, adds) the sixteen
+// accumulators acc[4r+h] at row r, columns 16h .. 16h+15 of the tile t.
+func storeTileZ(c *build.Context, acc []reg.VecVirtual, addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
+	pt := c.Load(c.Param("t"), c.GP64())
+	ld := c.Load(c.Param("ldt"), c.GP64())
+	c.SHLQ(operand.Imm(2), ld)
+	ld3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	add := c.Load(c.Param("add"), c.GP8())
+	var rows [4][4]operand.Mem
+	for h := range rows {
+		rows[h] = rowAddrs(pt, ld, ld3, 64*h)
+	}
+	c.TESTB(add, add)
+	c.JZ(operand.LabelRef("store"))
+	for r := 0; r < 4; r++ {
+		for h := 0; h < 4; h++ {
+			m := c.ZMM()
+			c.VMOVDQU32(rows[h][r], m)
+			addOp(m, acc[4*r+h])
+		}
+	}
+	c.Label("store")
+	for r := 0; r < 4; r++ {
+		for h := 0; h < 4; h++ {
+			st(acc[4*r+h], rows[h][r])
+		}
+	}
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// prepI8VNNI rewrites a k-major int8 B micro-panel of 64 columns (kq quads
+// of k, then the quad at tail when tail is not nil) into the layout
+// microI8VNNI reads, and appends the column sums.
+//
+// Per quad, the four k rows of 64 bytes are transposed so that a column's
+// four k share a dword: VPUNPCKLBW/HBW of rows (k0,k1) and (k2,k3), then
+// VPUNPCKLWD/HWD of those. In 128-bit lane L the results hold columns
+// 16L+0..3 (z0), 16L+4..7 (z1), 16L+8..11 (z2), 16L+12..15 (z3), stored as
+// 256 bytes z0 z1 z2 z3. After the last quad come the column sums of the
+// panel (VPDPBUSD of the bytes by ones: 64 int32 in the same permuted
+// order). The driver calls it once per packed micro-panel; every A panel of
+// the tile then runs over the result, so the transposition and the sums are
+// not redone per four output channels.
+func prepI8VNNI(c *build.Context) {
+	c.Function("prepI8VNNI")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *int8, src *int8, kq int, tail *int8)")
+	c.Doc("prepI8VNNI transposes kq >= 0 quads of a 64-column int8 B micro-panel (and the quad at tail, if not nil) for microI8VNNI, column sums after them.")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	n := c.Load(c.Param("kq"), c.GP64())
+	ones8 := bcstZ32(c, 0x01010101)
+	csum := zeroZ(c, 4)
+
+	quad := func(src reg.Register) {
+		var k [4]reg.VecVirtual
+		for p := range k {
+			k[p] = c.ZMM()
+			c.VMOVDQU8(mem(src, 64*p), k[p])
+		}
+		u01l, u01h, u23l, u23h := c.ZMM(), c.ZMM(), c.ZMM(), c.ZMM()
+		c.VPUNPCKLBW(k[1], k[0], u01l)
+		c.VPUNPCKHBW(k[1], k[0], u01h)
+		c.VPUNPCKLBW(k[3], k[2], u23l)
+		c.VPUNPCKHBW(k[3], k[2], u23h)
+		var z [4]reg.VecVirtual
+		for i := range z {
+			z[i] = c.ZMM()
+		}
+		c.VPUNPCKLWD(u23l, u01l, z[0])
+		c.VPUNPCKHWD(u23l, u01l, z[1])
+		c.VPUNPCKLWD(u23h, u01h, z[2])
+		c.VPUNPCKHWD(u23h, u01h, z[3])
+		for i := range z {
+			c.VPDPBUSD(z[i], ones8, csum[i])
+			c.VMOVDQU8(z[i], mem(pd, 64*i))
+		}
+		c.ADDQ(operand.U32(4*nr512), pd)
+	}
+
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef("prepTail"))
+	c.Label("prepLoop")
+	quad(ps)
+	c.ADDQ(operand.U32(4*nr512), ps)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("prepLoop"))
+
+	c.Label("prepTail")
+	pt := c.Load(c.Param("tail"), c.GP64())
+	c.TESTQ(pt, pt)
+	c.JZ(operand.LabelRef("prepSums"))
+	quad(pt)
+
+	c.Label("prepSums")
+	for i := range csum {
+		c.VMOVDQU32(csum[i], mem(pd, 64*i))
+	}
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// microI8VNNI: t[r*ldt+j] (+)= sum_k w(r,k) * x(k,j) for r < 4, j < 64 over
+// kq >= 1 quads of k, exact int32, from a B micro-panel prepared by
+// prepI8VNNI (quads transposed, columns permuted) and csum, the 64 column
+// sums to subtract (prepI8VNNI's, or zeros).
+//
+// The quad's four A bytes are broadcast to every dword and each row's
+// codes c = w+1 (0..2) extracted per byte (VPSRLW, VPANDD); VPDPBUSD
+// multiplies them (unsigned) by the activations (signed) and adds the four
+// products of a dword into int32: 16 per quad against 4 loads of B. The
+// sums are of (w+1)*x, hence the column sums subtracted at the end; then a
+// 4x4 transpose of 128-bit lanes (VSHUFI32X4) per row undoes the column
+// permutation. Every step is exact modulo 2^32.
+func microI8VNNI(c *build.Context) {
+	c.Function("microI8VNNI")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)")
+	c.Doc("microI8VNNI is the 4x64 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
+	n := c.Load(c.Param("kq"), c.GP64())
+	pa := c.Load(c.Param("a"), c.GP64())
+	pb := c.Load(c.Param("b"), c.GP64())
+	mask3 := bcstZ32(c, 0x03030303)
+
+	acc := zeroZ(c, 16) // acc[4r+i]: row r, permuted columns of z_i
+
+	c.Label("i8loop")
+	var z [4]reg.VecVirtual
+	for i := range z {
+		z[i] = c.ZMM()
+		c.VMOVDQU8(mem(pb, 64*i), z[i])
+	}
+	w := c.ZMM()
+	c.VPBROADCASTD(mem(pa, 0), w)
+	for r := 0; r < 4; r++ {
+		cr := c.ZMM()
+		if r == 0 {
+			c.VPANDD(mask3, w, cr)
+		} else {
+			c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
+			c.VPANDD(mask3, cr, cr)
+		}
+		for i := range z {
+			c.VPDPBUSD(z[i], cr, acc[4*r+i])
+		}
+	}
+	c.ADDQ(operand.Imm(4), pa)
+	c.ADDQ(operand.U32(4*nr512), pb)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("i8loop"))
+
+	// Subtract the column sums, then undo the column permutation per row:
+	// lanes (z0 z1 z2 z3)[L] become the 16 columns 16L .. 16L+15.
+	pc := c.Load(c.Param("csum"), c.GP64())
+	var cs [4]reg.VecVirtual
+	for i := range cs {
+		cs[i] = c.ZMM()
+		c.VMOVDQU32(mem(pc, 64*i), cs[i])
+	}
+	for r := 0; r < 4; r++ {
+		q := acc[4*r : 4*r+4]
+		for i := range q {
+			c.VPSUBD(cs[i], q[i], q[i])
+		}
+		lo01, hi01, lo23, hi23 := c.ZMM(), c.ZMM(), c.ZMM(), c.ZMM()
+		c.VSHUFI32X4(operand.Imm(0x44), q[1], q[0], lo01) // z0[0] z0[1] z1[0] z1[1]
+		c.VSHUFI32X4(operand.Imm(0xEE), q[1], q[0], hi01) // z0[2] z0[3] z1[2] z1[3]
+		c.VSHUFI32X4(operand.Imm(0x44), q[3], q[2], lo23)
+		c.VSHUFI32X4(operand.Imm(0xEE), q[3], q[2], hi23)
+		c.VSHUFI32X4(operand.Imm(0x88), lo23, lo01, q[0]) // z0[0] z1[0] z2[0] z3[0]
+		c.VSHUFI32X4(operand.Imm(0xDD), lo23, lo01, q[1]) // lane 1 of each
+		c.VSHUFI32X4(operand.Imm(0x88), hi23, hi01, q[2])
+		c.VSHUFI32X4(operand.Imm(0xDD), hi23, hi01, q[3])
+	}
+	storeTileZ(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU32(s, m) })
+}

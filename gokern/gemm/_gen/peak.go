@@ -1,0 +1,62 @@
+//go:build generate
+
+package main
+
+import (
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Peak loops (gokern/gemm BenchmarkPeak): the instruction mixes of the
+// micro-kernels with no loads and enough independent accumulators to hide
+// latency, so their rate is the core's ceiling for that mix.
+
+func init() {
+	register(target{
+		name: "peak",
+		dir:  "gokern/gemm",
+		pkg:  "gemm",
+		base: "peak",
+		gen: func(c *build.Context) {
+			peakLoop(c, "peakFMAAVX2", "12 VFMADD231PS on YMM per iteration", 12, c.YMM, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
+			peakLoop(c, "peakFMAAVX512", "12 VFMADD231PS on ZMM per iteration", 12, c.ZMM, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
+			peakLoop(c, "peakVNNI512", "12 VPDPBUSD on ZMM per iteration", 12, c.ZMM, func(s, d reg.VecVirtual) { c.VPDPBUSD(s, s, d) })
+			peakLoop(c, "peakMADDAVX2", "8 VPMADDUBSW+VPMADDWD+VPADDD on YMM per iteration", 8, c.YMM, func(s, d reg.VecVirtual) {
+				t := c.YMM()
+				c.VPMADDUBSW(s, s, t)
+				c.VPMADDWD(t, t, t)
+				c.VPADDD(t, d, d)
+			})
+		},
+	})
+}
+
+// peakLoop emits func name(n int): n iterations of acc chains of op.
+func peakLoop(c *build.Context, name, doc string, chains int, vec func() reg.VecVirtual, op func(s, d reg.VecVirtual)) {
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(n int)")
+	c.Doc(name + " runs n >= 1 iterations of " + doc + ".")
+	n := c.Load(c.Param("n"), c.GP64())
+	zero := func(v reg.VecVirtual) { c.VPXORD(v, v, v) } // EVEX: any register
+	if v := vec(); v.Size() == 32 {
+		zero = func(v reg.VecVirtual) { c.VPXOR(v, v, v) }
+	}
+	acc := make([]reg.VecVirtual, chains)
+	for i := range acc {
+		acc[i] = vec()
+		zero(acc[i])
+	}
+	src := vec()
+	zero(src)
+	c.Label(name + "_loop")
+	for i := range acc {
+		op(src, acc[i])
+	}
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef(name + "_loop"))
+	c.VZEROUPPER()
+	c.RET()
+}
