@@ -180,14 +180,36 @@ template <int M> __device__ __forceinline__ void fused_body(const bng_args& a) {
         const i64 t0 = tile * T;  // a multiple of bs and of 128 (or 0)
         const int len = (int)min(T, n - t0);
 
-        // 1. Stage the tile in shared memory.
+        // 1. Stage the tile in shared memory: every load of the thread (up to
+        // 4 x 16 bytes) is issued before the first store, so they are all in
+        // flight together.
         if (a.flags & BNG_FLAG_X_ALIGNED16) {
             const float4* x4 = (const float4*)(x + t0);
             const int len4 = len >> 2;
-            for (int i = tid; i < len4; i += BNG_THREADS) ((float4*)sx)[i] = __ldg(x4 + i);
+            float4 q[BNG_TILE_MAX / 4 / BNG_THREADS];
+#pragma unroll
+            for (int r = 0; r < BNG_TILE_MAX / 4 / BNG_THREADS; ++r) {
+                const int i = tid + r * BNG_THREADS;
+                if (i < len4) q[r] = __ldg(x4 + i);
+            }
+#pragma unroll
+            for (int r = 0; r < BNG_TILE_MAX / 4 / BNG_THREADS; ++r) {
+                const int i = tid + r * BNG_THREADS;
+                if (i < len4) ((float4*)sx)[i] = q[r];
+            }
             for (int i = (len4 << 2) + tid; i < len; i += BNG_THREADS) sx[i] = __ldg(x + t0 + i);
         } else {
-            for (int i = tid; i < len; i += BNG_THREADS) sx[i] = __ldg(x + t0 + i);
+            float q[BNG_TILE_MAX / BNG_THREADS];
+#pragma unroll
+            for (int r = 0; r < BNG_TILE_MAX / BNG_THREADS; ++r) {
+                const int i = tid + r * BNG_THREADS;
+                q[r] = i < len ? __ldg(x + t0 + i) : 0.0f;
+            }
+#pragma unroll
+            for (int r = 0; r < BNG_TILE_MAX / BNG_THREADS; ++r) {
+                const int i = tid + r * BNG_THREADS;
+                if (i < len) sx[i] = q[r];
+            }
         }
         __syncthreads();
 
