@@ -29,7 +29,10 @@
 //
 // Layout of the work: 256 threads (8 warps) per CTA, grid-stride loops over
 // tiles / chunks / bytes, so the grid size never changes a result.
-//   fused:     one pass. A tile (a whole number of blocks and of 128-value
+//   warp:      one pass, bs = 32, 64, ..., 1024 (see "warp" below): each warp
+//              reduces and encodes 512-value steps from registers; no shared
+//              memory, no barriers.
+//   fused:     one pass, other bs. A tile (a whole number of blocks and of 128-value
 //              groups, at most 4096 values) is staged in shared memory; its
 //              blocks are reduced (warp shuffles), then every thread builds
 //              whole output bytes from shared memory.
@@ -285,9 +288,9 @@ template <int M> __device__ __forceinline__ void fused_body(const bng_args& a) {
     }
 }
 
-// ---------------------------------------------------------------- warp (one pass, bs = 32 .. 512)
+// ---------------------------------------------------------------- warp (one pass, bs = 32 .. 1024)
 //
-// Block sizes 32, 64, 128, 256 and 512 (the common ones) take this kernel
+// Block sizes 32, 64, 128, 256, 512 and 1024 (the common ones) take this kernel
 // instead of fused_body. fused_body is latency bound: a CTA loads one tile
 // into shared memory (4 x 16 bytes per thread), waits at a barrier, reduces
 // with one lane per block doing the division and threshold search, waits
@@ -301,10 +304,15 @@ template <int M> __device__ __forceinline__ void fused_body(const bng_args& a) {
 // 16 values are exactly the inputs of one 32-bit output word (bytes c..c+3 of
 // the group), so the packed codes go out as one coalesced 128-byte store per
 // warp step. A warp loads BNG_WSTEPS steps (8 float4 = 128 bytes per lane)
-// before it reduces anything; with ~4 CTAs of 256 threads resident per SM
-// that is up to ~128 KB of loads in flight per SM, several times what Little's
-// law asks for at 3 TB/s (~25 KB per SM at ~1 us latency), and as warps are
-// independent, other warps' loads stay in flight while one computes.
+// before it reduces anything. __launch_bounds__(256, 3) keeps it at <= 80
+// registers (sm_90: 80, no spills; at 64 registers the six block sizes
+// together spill), so 3 CTAs = 24 warps are resident per SM: up to 96 KB of
+// loads in flight per SM, several times what Little's law asks for at 3 TB/s
+// (~25 KB per SM at ~1 us latency), and as warps are independent, other
+// warps' loads stay in flight while one computes. The compute per value is
+// small (sm_90 SASS, bs 128: ~3 instructions to sum, ~5 to encode, ~6 for
+// the scale, threshold and shuffles of the block, per lane and value), about
+// half the issue rate of an SM at full bandwidth.
 //
 // A block is 2^LB rows of 32 of one group (LB <= 2) or 2^(LB-2) whole groups:
 // per-lane float64 row sums (4 adds in order), rows combined in a fixed tree,
@@ -316,11 +324,32 @@ template <int M> __device__ __forceinline__ void fused_body(const bng_args& a) {
 // The order is fixed, independent of the grid (see the top of the file for
 // why the float32 scale equals the CPU's). Values past n are loaded as 0:
 // they add nothing, their code is 1 (thresholds are > 0 or NaN), and counts
-// are clipped at n.
+// are clipped at n. bs = 1024 is the two steps of an iteration (warp_pair).
 
 #define BNG_WSTEP 512
 #define BNG_WSTEPS 2
 #define BNG_FLAG_PACKED_ALIGNED4 4ull
+static_assert(BNG_WSTEPS == 2, "warp_pair: a block of 1024 values is the two steps of an iteration");
+
+// warp_store writes the lane's 32-bit word of a warp step: bytes c..c+3 of
+// group g (little-endian), from the 16 values and the thresholds of rows 0..3.
+__device__ __forceinline__ void warp_store(const bng_args& a, const float (&v)[16], const float (&tr)[4], i64 step, int lane) {
+    u32 word = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) word |= code_of(v[4 * k + j], tr[k]) << (8 * j + 6 - 2 * k);
+    }
+    if (step * BNG_WSTEP + 128 * (lane >> 3) < a.n) {
+        if (a.flags & BNG_FLAG_PACKED_ALIGNED4) {
+            ((u32*)a.packed)[step * 32 + lane] = word;
+        } else {
+            u8* o = (u8*)a.packed + step * 128 + 4 * lane;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) o[j] = (u8)(word >> (8 * j));
+        }
+    }
+}
 
 template <int M, int LB>
 __device__ __forceinline__ void warp_step(const bng_args& a, const float (&v)[16], i64 step, int lane, u64& bad) {
@@ -392,22 +421,54 @@ __device__ __forceinline__ void warp_step(const bng_args& a, const float (&v)[16
         for (int i = 0; i < NBL; ++i) t[i] = __shfl_sync(BNG_FULL_MASK, th, (lane & ~7) | i);
     }
 
-    // One 32-bit word: bytes c..c+3 of group g (little-endian).
-    u32 word = 0;
+    float tr[4];  // threshold of each row
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int k = 0; k < 4; ++k) tr[k] = t[(k >> LB) & (NBL - 1)];
+    warp_store(a, v, tr, step, lane);
+}
+
+// warp_pair: bs = 1024, the two steps s0 (even) and s0 + 1 of an iteration
+// are one block; the same scheme as warp_step, one butterfly over the warp.
+template <int M>
+__device__ __forceinline__ void warp_pair(const bng_args& a, const float (&v)[BNG_WSTEPS][16], i64 s0, i64 nsteps, int lane,
+                                          u64& bad) {
+    const i64 n = a.n;
+    const i64 base = s0 * BNG_WSTEP;
+    const int g = lane >> 3, c = (lane & 7) << 2;
+    double h[2];
+    u32 mb = 0;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) word |= code_of(v[4 * k + j], t[(k >> LB) & (NBL - 1)]) << (8 * j + 6 - 2 * k);
-    }
-    if (base + 128 * g < n) {
-        if (a.flags & BNG_FLAG_PACKED_ALIGNED4) {
-            ((u32*)a.packed)[step * 32 + lane] = word;
-        } else {
-            u8* o = (u8*)a.packed + step * 128 + 4 * lane;
+    for (int u = 0; u < 2; ++u) {
+        Acc<M> r[4];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) o[j] = (u8)(word >> (8 * j));
+        for (int k = 0; k < 4; ++k) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const u32 q = abs_bits(v[u][4 * k + j]);
+                mb = q > mb ? q : mb;
+                r[k].add(q);
+            }
         }
+        h[u] = combine<M>(combine<M>(r[0].get(), r[1].get()), combine<M>(r[2].get(), r[3].get()));
     }
+    if (mb >= BNG_INF_BITS) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    note_bad(abs_bits(v[u][4 * k + j]), (u64)(base + BNG_WSTEP * u + 128 * g + 32 * k + c + j), bad);
+    }
+    double sum = combine<M>(h[0], h[1]);
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) sum = combine<M>(sum, __shfl_xor_sync(BNG_FULL_MASK, sum, d));
+    const float sc = scale_of<M>(sum, min((i64)(2 * BNG_WSTEP), n - base));  // base < n
+    if (lane == 0) ((float*)a.scales)[s0 >> 1] = sc;
+    const float t = thr_of(sc);
+    const float tr[4] = {t, t, t, t};
+    warp_store(a, v[0], tr, s0, lane);
+    if (s0 + 1 < nsteps) warp_store(a, v[1], tr, s0 + 1, lane);
 }
 
 template <int M, int LB> __device__ __forceinline__ void warp_body(const bng_args& a) {
@@ -452,21 +513,26 @@ template <int M, int LB> __device__ __forceinline__ void warp_body(const bng_arg
                     }
             }
         }
-        // 2. Reduce and encode step by step.
+        // 2. Reduce and encode step by step (bs 1024: the two steps at once).
+        if constexpr (LB == 5) {
+            warp_pair<M>(a, v, s0, nsteps, lane, bad);
+        } else {
 #pragma unroll
-        for (int u = 0; u < BNG_WSTEPS; ++u)
-            if (s0 + u < nsteps) warp_step<M, LB>(a, v[u], s0 + u, lane, bad);
+            for (int u = 0; u < BNG_WSTEPS; ++u)
+                if (s0 + u < nsteps) warp_step<M, LB>(a, v[u], s0 + u, lane, bad);
+        }
     }
     flush_bad(a, bad);
 }
 
 template <int M> __device__ __forceinline__ void warp_dispatch(const bng_args& a) {
-    switch (a.bs) {  // plan.go: bs is 32, 64, 128, 256 or 512 here
+    switch (a.bs) {  // plan.go: bs is 32, 64, 128, 256, 512 or 1024 here
         case 32: warp_body<M, 0>(a); break;
         case 64: warp_body<M, 1>(a); break;
         case 128: warp_body<M, 2>(a); break;
         case 256: warp_body<M, 3>(a); break;
         case 512: warp_body<M, 4>(a); break;
+        case 1024: warp_body<M, 5>(a); break;
         default: break;
     }
 }
@@ -645,5 +711,5 @@ extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_i2s_finish_absmax(
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_i2s_encode(bng_args a) { encode_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_i2s_unpack(bng_args a) { unpack_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_i2s_dequantize(bng_args a) { dequantize_body(a); }
-extern "C" __global__ void __launch_bounds__(BNG_THREADS, 4) bng_i2s_warp_absmean(bng_args a) { warp_dispatch<0>(a); }
-extern "C" __global__ void __launch_bounds__(BNG_THREADS, 4) bng_i2s_warp_absmax(bng_args a) { warp_dispatch<1>(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS, 3) bng_i2s_warp_absmean(bng_args a) { warp_dispatch<0>(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS, 3) bng_i2s_warp_absmax(bng_args a) { warp_dispatch<1>(a); }

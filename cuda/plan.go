@@ -33,7 +33,7 @@ type kargs struct {
 // on every GPU.
 type plan struct {
 	n, bs, nb int64 // bs == n when the tensor has one scale
-	warp      bool  // one kernel, one warp per 512 values, no shared memory (bs 32..512)
+	warp      bool  // one kernel, one warp per 512 values, no shared memory (bs 32..1024)
 	fused     bool  // one kernel (tiles in shared memory), else partials+finish+encode
 	tile      int64 // fused: values per tile; two-pass: values per chunk
 	wpb       int64 // fused, bs >= 32: warps per block
@@ -94,10 +94,11 @@ func newPlan(n, blockSize int64) (plan, error) {
 }
 
 // warpBlock reports whether blocks of bs values take the warp kernel: whole
-// blocks in a warp step, aligned with its 128-value groups.
+// blocks in a warp step (or, for 1024, in the two steps of an iteration),
+// aligned with its 128-value groups.
 func warpBlock(bs int64) bool {
 	switch bs {
-	case 32, 64, 128, 256, 512:
+	case 32, 64, 128, 256, 512, 1024:
 		return true
 	}
 	return false
