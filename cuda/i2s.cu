@@ -291,11 +291,11 @@ template <int M> __device__ __forceinline__ void fused_body(const bng_args& a) {
 // ---------------------------------------------------------------- warp (one pass, bs = 32 .. 1024)
 //
 // Block sizes 32, 64, 128, 256, 512 and 1024 (the common ones) take this kernel
-// instead of fused_body. fused_body is latency bound: a CTA loads one tile
-// into shared memory (4 x 16 bytes per thread), waits at a barrier, reduces
-// with one lane per block doing the division and threshold search, waits
-// again and encodes, so an SM alternates between "loads in flight" and "no
-// loads in flight", and H100 measured ~0.46 of copy bandwidth.
+// instead of fused_body, which measured only ~0.46 of copy bandwidth on an
+// H100 at bs 128: a CTA loads one tile into shared memory (4 x 16 bytes per
+// thread), waits at a barrier, reduces with one lane per block doing the
+// division and threshold search, waits again and encodes, so its loads are
+// in flight only in short bursts between barriers (latency bound).
 //
 // Here every warp works alone (no shared memory, no __syncthreads): a warp
 // step is 512 values = 4 groups of 128; lane L holds the 16 values of group
