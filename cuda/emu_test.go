@@ -152,11 +152,12 @@ type emuCase struct {
 	m       ternary.Method
 	gridCap int64
 	xOff    int64 // byte offset of x past 256-byte alignment (4: float4 loads off)
+	pOff    int64 // byte offset of packed past 256-byte alignment (1: byte stores)
 	special string
 }
 
 func (c emuCase) String() string {
-	return fmt.Sprintf("n=%d/bs=%d/%v/grid=%d/off=%d/%s", c.n, c.bs, c.m, c.gridCap, c.xOff, c.special)
+	return fmt.Sprintf("n=%d/bs=%d/%v/grid=%d/off=%d,%d/%s", c.n, c.bs, c.m, c.gridCap, c.xOff, c.pOff, c.special)
 }
 
 func makeInput(c emuCase, rng *rand.Rand) []float32 {
@@ -215,7 +216,7 @@ func runEmuCase(t *testing.T, c emuCase, rng *rand.Rand) {
 	var mem emuMem
 	b := devBufs{
 		x:      mem.alloc(4*c.n, c.xOff),
-		packed: mem.alloc(plen, 0),
+		packed: mem.alloc(plen, c.pOff),
 		scales: mem.alloc(4*p.nb, 0),
 		work:   mem.alloc(p.workBytes(), 0),
 	}
@@ -322,6 +323,27 @@ func TestEmulatedKernels(t *testing.T) {
 		{n: 20007, bs: 2048, m: mean, gridCap: 3},
 		{n: 20008, bs: 4096, m: amax, gridCap: 3},
 		{n: 20009, bs: 384, m: mean, gridCap: 100},
+		// warp kernel (bs 32..512): tails, partial steps, small grids,
+		// unaligned x and packed
+		{n: 64, bs: 32, m: mean, gridCap: 4},
+		{n: 511, bs: 128, m: amax, gridCap: 4},
+		{n: 1024, bs: 512, m: mean, gridCap: 1},
+		{n: 16384, bs: 128, m: mean, gridCap: 2},
+		{n: 16385, bs: 128, m: amax, gridCap: 3, xOff: 4, pOff: 1},
+		{n: 20100, bs: 32, m: amax, gridCap: 2, pOff: 2},
+		{n: 20033, bs: 64, m: mean, gridCap: 5, xOff: 8},
+		{n: 20001, bs: 256, m: mean, gridCap: 100},
+		{n: 20500, bs: 512, m: amax, gridCap: 3},
+		{n: 3000, bs: 1024, m: mean, gridCap: 1},
+		{n: 20480, bs: 1024, m: amax, gridCap: 2},
+		{n: 20999, bs: 1024, m: mean, gridCap: 3, xOff: 4, pOff: 3},
+		{n: 21000, bs: 1024, m: mean, gridCap: 3, special: "nan"},
+		{n: 9000, bs: 1024, m: amax, gridCap: 3, special: "boundary"},
+		{n: 9000, bs: 32, m: mean, gridCap: 3, special: "nan"},
+		{n: 9000, bs: 512, m: amax, gridCap: 3, special: "inf"},
+		{n: 9000, bs: 64, m: amax, gridCap: 3, special: "boundary"},
+		{n: 9000, bs: 256, m: mean, gridCap: 3, special: "zeros"},
+		{n: 9000, bs: 128, m: mean, gridCap: 3, special: "tiny"},
 		// two-pass: one scale, and blocks that do not fit a tile
 		{n: 4097, bs: 0, m: mean, gridCap: 3},
 		{n: 30001, bs: 0, m: amax, gridCap: 2, xOff: 4},

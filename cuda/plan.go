@@ -13,9 +13,12 @@ const (
 	smallBlocks = 256  // blocks per fused tile when blocks are < 32 values
 	chunkValues = 2048 // values per warp in the partials kernel
 	wideChunks  = 64   // blocks of more chunks than this finish with a whole CTA
+	warpStep    = 512  // values per warp step of the warp kernel (BNG_WSTEP)
+	warpSteps   = 2    // warp steps loaded at once (BNG_WSTEPS)
 
-	flagXAligned16 = 1
-	flagWide       = 2
+	flagXAligned16     = 1
+	flagWide           = 2
+	flagPackedAligned4 = 4
 )
 
 // kargs mirrors struct bng_args in cuda/i2s.cu: 16 fields of 8 bytes.
@@ -30,6 +33,7 @@ type kargs struct {
 // on every GPU.
 type plan struct {
 	n, bs, nb int64 // bs == n when the tensor has one scale
+	warp      bool  // one kernel, one warp per 512 values, no shared memory (bs 32..1024)
 	fused     bool  // one kernel (tiles in shared memory), else partials+finish+encode
 	tile      int64 // fused: values per tile; two-pass: values per chunk
 	wpb       int64 // fused, bs >= 32: warps per block
@@ -55,6 +59,10 @@ func newPlan(n, blockSize int64) (plan, error) {
 		bs = n
 	}
 	p := plan{n: n, bs: bs, nb: nb, work: 8}
+	if nb > 1 && warpBlock(bs) {
+		p.warp, p.tile = true, warpStep
+		return p, nil
+	}
 	limit := int64(tileMax)
 	if bs < 32 {
 		limit = min(tileMax, smallBlocks*bs)
@@ -83,6 +91,17 @@ func newPlan(n, blockSize int64) (plan, error) {
 	p.offThr = align(p.offPartial+8*p.nchunks, 16)
 	p.work = p.offThr + 4*nb
 	return p, nil
+}
+
+// warpBlock reports whether blocks of bs values take the warp kernel: whole
+// blocks in a warp step (or, for 1024, in the two steps of an iteration),
+// aligned with its 128-value groups.
+func warpBlock(bs int64) bool {
+	switch bs {
+	case 32, 64, 128, 256, 512, 1024:
+		return true
+	}
+	return false
 }
 
 // workBytes is the size of the workspace the caller provides, rounded up to
@@ -126,6 +145,8 @@ const (
 	kEncode
 	kUnpack
 	kDequantize
+	kWarpAbsMean
+	kWarpAbsMax
 	numKernels
 )
 
@@ -139,6 +160,8 @@ var kernelNames = [numKernels]string{
 	"bng_i2s_encode",
 	"bng_i2s_unpack",
 	"bng_i2s_dequantize",
+	"bng_i2s_warp_absmean",
+	"bng_i2s_warp_absmax",
 }
 
 // Entries returns the kernel names the library launches (all must be
@@ -173,6 +196,9 @@ func quantizeOps(p plan, m ternary.Method, check bool, b devBufs, gridCap int64)
 	if b.x%16 == 0 {
 		a.Flags |= flagXAligned16
 	}
+	if b.packed%4 == 0 {
+		a.Flags |= flagPackedAligned4
+	}
 	if p.wide {
 		a.Flags |= flagWide
 	}
@@ -185,6 +211,10 @@ func quantizeOps(p plan, m ternary.Method, check bool, b devBufs, gridCap int64)
 		return op{launch: true, k: k, grid: uint32(max(1, min(units, gridCap))), args: a}
 	}
 	abs := int(m) // AbsMean 0 / AbsMax 1 select the kernel of the pair
+	if p.warp {
+		steps := (p.n + warpStep - 1) / warpStep
+		return append(ops, mk(kWarpAbsMean+kernel(abs), (steps+ctaWarps*warpSteps-1)/(ctaWarps*warpSteps)))
+	}
 	if p.fused {
 		return append(ops, mk(kFusedAbsMean+kernel(abs), p.ntiles()))
 	}
@@ -246,7 +276,7 @@ func Describe(n, blockSize int64) (PlanInfo, error) {
 		return PlanInfo{}, err
 	}
 	info := PlanInfo{Passes: 2, Tile: p.tile, Blocks: p.nb, Workspace: p.workBytes()}
-	if p.fused {
+	if p.fused || p.warp {
 		info.Passes = 1
 	}
 	return info, nil

@@ -64,6 +64,12 @@ func TestPlan(t *testing.T) {
 			if p.nb != int64(ternary.NumBlocks(int(n), int(b))) || (p.nb == 1) != (p.bs == n) {
 				t.Fatalf("n=%d bs=%d: plan %+v", n, b, p)
 			}
+			if p.warp {
+				if !warpBlock(p.bs) || p.nb < 2 || p.tile != warpStep || p.workBytes() != 256 {
+					t.Fatalf("n=%d bs=%d: warp plan %+v", n, b, p)
+				}
+				continue
+			}
 			if p.fused {
 				if p.bs > tileMax || p.tile > tileMax {
 					t.Fatalf("n=%d bs=%d: fused with bs %d tile %d", n, b, p.bs, p.tile)

@@ -43,6 +43,8 @@ ENTRIES = [
     "bng_i2s_encode",
     "bng_i2s_unpack",
     "bng_i2s_dequantize",
+    "bng_i2s_warp_absmean",
+    "bng_i2s_warp_absmax",
 ]
 
 

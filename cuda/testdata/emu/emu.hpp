@@ -22,7 +22,7 @@
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 
 struct emu_dim3 {
@@ -56,6 +56,20 @@ template <class T> inline T __shfl_down_sync(unsigned mask, T v, int d) {
     w.bar.arrive_and_wait();
     return r;
 }
+
+template <class T> inline T emu_shfl(unsigned mask, T v, unsigned src) {
+    static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
+    if (mask != 0xffffffffu) __builtin_trap();
+    emu_warp& w = emu_warps[threadIdx.x >> 5];
+    std::memcpy(&w.buf[threadIdx.x & 31], &v, sizeof(T));
+    w.bar.arrive_and_wait();
+    T r;
+    std::memcpy(&r, &w.buf[src & 31], sizeof(T));
+    w.bar.arrive_and_wait();
+    return r;
+}
+template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int d) { return emu_shfl(mask, v, (threadIdx.x & 31) ^ d); }
+template <class T> inline T __shfl_sync(unsigned mask, T v, int src) { return emu_shfl(mask, v, src); }
 
 inline float __ldg(const float* p) { return *p; }
 inline float4 __ldg(const float4* p) { return *p; }

@@ -16,4 +16,6 @@ static const emu_kernel emu_kernels[] = {
     {"bng_i2s_encode", bng_i2s_encode},
     {"bng_i2s_unpack", bng_i2s_unpack},
     {"bng_i2s_dequantize", bng_i2s_dequantize},
+    {"bng_i2s_warp_absmean", bng_i2s_warp_absmean},
+    {"bng_i2s_warp_absmax", bng_i2s_warp_absmax},
 };
