@@ -46,6 +46,15 @@
 // into int32, the column sums of the activations subtracted at the end.
 // Both read the 2-bit A panel as it is; -tags noasm leaves them out.
 //
+// The AVX-512 families (kernels_avx512_amd64.go; _gen/gemm_avx512.go into
+// micro_avx512_amd64.s) have NR = 64: a 4x64 float32 tile on ZMM (16
+// accumulators) for avx512 and avx512vnni, and for avx512vnni a 4x64 int8
+// tile of VPDPBUSD on ZMM. The int8 kernel reads B micro-panels that
+// PrepI8 has rewritten once per micro-panel (quads of k transposed into
+// dwords, column sums appended), so that each of the tile's A panels runs
+// over them without shuffles; gokern/conv calls PrepareI8 after packing.
+// The avx512 family keeps the AVX2 int8 kernel.
+//
 // Around the micro-kernels each set also carries the int8 activation
 // quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
 // I2_S codes for GEMV-like pointwise convolutions (DotF32, DotI8: no panels)

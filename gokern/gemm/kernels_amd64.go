@@ -16,6 +16,20 @@ import (
 // the two micro-kernels.
 var _ = register(withMicro(cpu.AVX2, nrAVX2, microF32AVX2Kernel, nrAVX2, microI8AVX2Kernel))
 
+// withMicro returns the AVX2 set with family fam's micro-kernels; the int8
+// micro-kernel of nrI8 columns reads micro-panels prepared by prepI8.
+func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, nrI8 int, i8 I8Micro) *Kernels {
+	k := &Kernels{Family: fam, NRF32: nrF32, F32: f32, NRI8: nrI8, I8: i8, QuantI8: quantI8AVX2Kernel,
+		DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
+		FoldI32: foldI32AVX2Kernel}
+	if nrI8 == nr512 {
+		k.PrepI8, k.PanelI8 = prepI8VNNIKernel, panelI8VNNI
+	} else {
+		k.PrepI8, k.PanelI8 = prepI8AVX2Kernel, panelI8AVX2
+	}
+	return k
+}
+
 // nrAVX2 is the width of both AVX2 micro-panels: two YMM of float32 or of
 // int32 sums per row.
 const nrAVX2 = 16
@@ -26,24 +40,82 @@ func microF32AVX2Kernel(kc int, a []byte, b []float32, t []float32, ldt int, add
 }
 
 func microI8AVX2Kernel(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
-	checkMicro(kc, len(a), len(b), nrAVX2, len(t), ldt)
+	microI8Prepared(kc, a, b, t, ldt, add, nrAVX2, false)
+}
+
+func prepI8AVX2Kernel(dst, src []int8, kc int) { prepI8(dst, src, kc, nrAVX2, false) }
+
+func panelI8AVX2(kc int) int { return panelI8(kc, nrAVX2) }
+
+// The int8 micro-kernels of every SIMD family read prepared B micro-panels
+// (PrepI8): each quad of k transposed so that a column's four values share
+// a dword (in the family's column order), the last partial quad padded
+// with zero activations, then the nr int32 column sums, which the kernel
+// subtracts from its sums of (w+1)*x. The helpers below serve both families:
+// vnni selects microI8VNNI / prepI8VNNI (nr 64), else the AVX2 kernels
+// (nr 16). The assembly is called directly, never through a func value, so
+// that its noescape keeps the padded quads on the stack.
+
+// nrMax is the widest int8 micro-panel of any family.
+const nrMax = 64
+
+// zeroSums stands for "no column sums to subtract".
+var zeroSums [nrMax]int32
+
+// panelI8 is the length of a prepared micro-panel of nr columns: kc rounded
+// up to whole quads, then nr int32 column sums.
+func panelI8(kc, nr int) int { return (kc+3)/4*4*nr + 4*nr }
+
+// prepI8 prepares a packed k-major micro-panel src (kc*nr values) into dst.
+func prepI8(dst, src []int8, kc, nr int, vnni bool) {
+	if kc < 1 || len(src) < kc*nr || len(dst) < panelI8(kc, nr) {
+		panic("gemm: int8 panel buffers too short")
+	}
+	kq := kc / 4
+	var tail *int8
+	var tq [4 * nrMax]int8
+	if r := kc - 4*kq; r > 0 {
+		copy(tq[:], src[4*kq*nr:kc*nr])
+		tail = &tq[0]
+	}
+	if vnni {
+		prepI8VNNI(unsafe.SliceData(dst), unsafe.SliceData(src), kq, tail)
+	} else {
+		prepI8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), kq, tail)
+	}
+}
+
+// microI8Prepared runs the micro-kernel on a prepared micro-panel b: the
+// whole quads of k in place, then a last partial quad with its A bytes
+// padded by zero weights (code 1), its activations being zero already.
+func microI8Prepared(kc int, a []byte, b []int8, t []int32, ldt int, add bool, nr int, vnni bool) {
+	checkMicro(kc, len(a), len(b), nr, len(t), ldt)
+	if len(b) < panelI8(kc, nr) {
+		panic("gemm: int8 micro-panel not prepared")
+	}
 	if kc > 1<<24 {
 		panic("gemm: kc too large for exact int32 sums")
 	}
-	kq := kc / 4
-	if kq > 0 {
-		microI8AVX2(kq, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(t), ldt, add)
+	quad := func(kq int, a *byte, b *int8, add bool, sums *int32) {
+		if vnni {
+			microI8VNNI(kq, a, b, unsafe.SliceData(t), ldt, add, sums)
+		} else {
+			microI8AVX2(kq, a, b, unsafe.SliceData(t), ldt, add, sums)
+		}
+	}
+	quads, full := (kc+3)/4, kc/4
+	sums := (*int32)(unsafe.Pointer(&b[quads*4*nr]))
+	if full == quads {
+		quad(full, unsafe.SliceData(a), unsafe.SliceData(b), add, sums)
+		return
+	}
+	if full > 0 {
+		quad(full, unsafe.SliceData(a), unsafe.SliceData(b), add, &zeroSums[0])
 		add = true
 	}
-	if r := kc - 4*kq; r > 0 {
-		// The last 1..3 values of k, padded to a quad with zero weights
-		// (code 1) and zero activations.
-		at := [4]byte{ZeroByte, ZeroByte, ZeroByte, ZeroByte}
-		var bt [4 * nrAVX2]int8
-		copy(at[:], a[4*kq:kc])
-		copy(bt[:], b[4*kq*nrAVX2:kc*nrAVX2])
-		microI8AVX2(1, &at[0], &bt[0], unsafe.SliceData(t), ldt, add)
-	}
+	at := [4]byte{ZeroByte, ZeroByte, ZeroByte, ZeroByte}
+	copy(at[:], a[4*full:kc])
+	quad(1, &at[0], &b[4*full*nr], add, sums)
 }
 
 // quantI8AVX2Kernel runs the assembly on the multiples of 32 and the generic

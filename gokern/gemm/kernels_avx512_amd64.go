@@ -16,75 +16,21 @@ import (
 // (VPMADDUBSW). Everything else is the AVX2 set's.
 var (
 	_ = register(withMicro(cpu.AVX512, nr512, microF32AVX512Kernel, nrAVX2, microI8AVX2Kernel))
-	_ = register(vnniSet())
+	_ = register(withMicro(cpu.AVX512VNNI, nr512, microF32AVX512Kernel, nr512, microI8VNNIKernel))
 )
-
-func vnniSet() *Kernels {
-	k := withMicro(cpu.AVX512VNNI, nr512, microF32AVX512Kernel, nr512, microI8VNNIKernel)
-	k.PrepI8, k.PanelI8 = prepI8VNNIKernel, panelI8VNNI
-	return k
-}
 
 // nr512 is the width of the AVX-512 micro-panels: four ZMM per row.
 const nr512 = 64
-
-// withMicro returns the AVX2 set with family fam's micro-kernels.
-func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, nrI8 int, i8 I8Micro) *Kernels {
-	return &Kernels{Family: fam, NRF32: nrF32, F32: f32, NRI8: nrI8, I8: i8, QuantI8: quantI8AVX2Kernel,
-		DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
-		FoldI32: foldI32AVX2Kernel}
-}
 
 func microF32AVX512Kernel(kc int, a []byte, b []float32, t []float32, ldt int, add bool) {
 	checkMicro(kc, len(a), len(b), nr512, len(t), ldt)
 	microF32AVX512(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(t), ldt, &lutF32[0][0], add)
 }
 
-// panelI8VNNI is the length of a prepared VNNI micro-panel: kc rounded up
-// to whole quads of 64 columns, then 64 int32 column sums.
-func panelI8VNNI(kc int) int { return (kc+3)/4*4*nr512 + 4*nr512 }
-
-// prepI8VNNIKernel prepares a packed 64-column micro-panel for
-// microI8VNNIKernel; a last partial quad of k is padded with zeros.
-func prepI8VNNIKernel(dst, src []int8, kc int) {
-	if kc < 1 || len(src) < kc*nr512 || len(dst) < panelI8VNNI(kc) {
-		panic("gemm: VNNI panel buffers too short")
-	}
-	kq := kc / 4
-	var tail *int8
-	var tq [4 * nr512]int8
-	if r := kc - 4*kq; r > 0 {
-		copy(tq[:], src[4*kq*nr512:kc*nr512])
-		tail = &tq[0]
-	}
-	prepI8VNNI(unsafe.SliceData(dst), unsafe.SliceData(src), kq, tail)
-}
-
-// zeroSums stands for "no column sums to subtract".
-var zeroSums [nr512]int32
-
-// microI8VNNIKernel runs microI8VNNI on a prepared micro-panel b: whole
-// quads of k in place; a last partial quad with its A bytes padded by zero
-// weights (code 1), its activations being zero already.
 func microI8VNNIKernel(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
-	checkMicro(kc, len(a), len(b), nr512, len(t), ldt)
-	if len(b) < panelI8VNNI(kc) {
-		panic("gemm: VNNI micro-panel not prepared")
-	}
-	if kc > 1<<24 {
-		panic("gemm: kc too large for exact int32 sums")
-	}
-	quads, full := (kc+3)/4, kc/4
-	sums := (*int32)(unsafe.Pointer(&b[quads*4*nr512]))
-	if full == quads {
-		microI8VNNI(full, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(t), ldt, add, sums)
-		return
-	}
-	if full > 0 {
-		microI8VNNI(full, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(t), ldt, add, &zeroSums[0])
-		add = true
-	}
-	at := [4]byte{ZeroByte, ZeroByte, ZeroByte, ZeroByte}
-	copy(at[:], a[4*full:kc])
-	microI8VNNI(1, &at[0], &b[4*full*nr512], unsafe.SliceData(t), ldt, add, sums)
+	microI8Prepared(kc, a, b, t, ldt, add, nr512, true)
 }
+
+func prepI8VNNIKernel(dst, src []int8, kc int) { prepI8(dst, src, kc, nr512, true) }
+
+func panelI8VNNI(kc int) int { return panelI8(kc, nr512) }

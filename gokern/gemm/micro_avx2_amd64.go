@@ -9,10 +9,15 @@ package gemm
 //go:noescape
 func microF32AVX2(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)
 
-// microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 quads of k (ldt in elements).
+// prepI8AVX2 transposes kq >= 0 quads of a 16-column int8 B micro-panel (and the quad at tail, if not nil) for microI8AVX2, column sums after them.
 //
 //go:noescape
-func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool)
+func prepI8AVX2(dst *int8, src *int8, kq int, tail *int8)
+
+// microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).
+//
+//go:noescape
+func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)
 
 // quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.
 //

@@ -154,118 +154,67 @@ store:
 	VZEROUPPER
 	RET
 
-// func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool)
+// func prepI8AVX2(dst *int8, src *int8, kq int, tail *int8)
 // Requires: AVX, AVX2
-TEXT ·microI8AVX2(SB), NOSPLIT, $0-41
-	MOVQ         kq+0(FP), AX
-	MOVQ         a+8(FP), CX
-	MOVQ         b+16(FP), DX
+TEXT ·prepI8AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         kq+16(FP), DX
 	MOVL         $0x01010101, BX
 	VMOVD        BX, X0
 	VPBROADCASTD X0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPXOR        Y6, Y6, Y6
-	VPXOR        Y7, Y7, Y7
-	VPXOR        Y8, Y8, Y8
-	VPXOR        Y9, Y9, Y9
-	VPXOR        Y10, Y10, Y10
+	TESTQ        DX, DX
+	JZ           prep2Tail
 
-i8loop:
-	VMOVDQU      (DX), Y11
-	VMOVDQU      32(DX), Y12
-	VPUNPCKLBW   Y12, Y11, Y13
-	VPUNPCKHBW   Y12, Y11, Y11
-	VPERMQ       $0xd8, Y13, Y12
-	VPSHUFB      i8quadShuf<>+0(SB), Y12, Y12
-	VPERMQ       $0xd8, Y11, Y11
-	VPSHUFB      i8quadShuf<>+0(SB), Y11, Y11
-	VPMADDUBSW   Y12, Y0, Y13
-	VPMADDWD     i8ones16<>+0(SB), Y13, Y13
-	VPADDD       Y13, Y9, Y9
-	VPMADDUBSW   Y11, Y0, Y13
-	VPMADDWD     i8ones16<>+0(SB), Y13, Y13
-	VPADDD       Y13, Y10, Y10
-	VPBROADCASTD (CX), Y13
-	VPAND        i8mask03<>+0(SB), Y13, Y14
-	VPMADDUBSW   Y12, Y14, Y15
-	VPMADDWD     i8ones16<>+0(SB), Y15, Y15
-	VPADDD       Y15, Y1, Y1
-	VPMADDUBSW   Y11, Y14, Y14
-	VPMADDWD     i8ones16<>+0(SB), Y14, Y14
-	VPADDD       Y14, Y2, Y2
-	VPSRLW       $0x02, Y13, Y14
-	VPAND        i8mask03<>+0(SB), Y14, Y14
-	VPMADDUBSW   Y12, Y14, Y15
-	VPMADDWD     i8ones16<>+0(SB), Y15, Y15
-	VPADDD       Y15, Y3, Y3
-	VPMADDUBSW   Y11, Y14, Y14
-	VPMADDWD     i8ones16<>+0(SB), Y14, Y14
-	VPADDD       Y14, Y4, Y4
-	VPSRLW       $0x04, Y13, Y14
-	VPAND        i8mask03<>+0(SB), Y14, Y14
-	VPMADDUBSW   Y12, Y14, Y15
-	VPMADDWD     i8ones16<>+0(SB), Y15, Y15
-	VPADDD       Y15, Y5, Y5
-	VPMADDUBSW   Y11, Y14, Y14
-	VPMADDWD     i8ones16<>+0(SB), Y14, Y14
-	VPADDD       Y14, Y6, Y6
-	VPSRLW       $0x06, Y13, Y13
-	VPAND        i8mask03<>+0(SB), Y13, Y13
-	VPMADDUBSW   Y12, Y13, Y12
-	VPMADDWD     i8ones16<>+0(SB), Y12, Y12
-	VPADDD       Y12, Y7, Y7
-	VPMADDUBSW   Y11, Y13, Y11
-	VPMADDWD     i8ones16<>+0(SB), Y11, Y11
-	VPADDD       Y11, Y8, Y8
-	ADDQ         $0x04, CX
-	ADDQ         $0x40, DX
-	DECQ         AX
-	JNZ          i8loop
-	VPSUBD       Y9, Y1, Y1
-	VPSUBD       Y10, Y2, Y2
-	VPSUBD       Y9, Y3, Y3
-	VPSUBD       Y10, Y4, Y4
-	VPSUBD       Y9, Y5, Y5
-	VPSUBD       Y10, Y6, Y6
-	VPSUBD       Y9, Y7, Y7
-	VPSUBD       Y10, Y8, Y8
-	MOVQ         t+24(FP), AX
-	MOVQ         ldt+32(FP), CX
-	SHLQ         $0x02, CX
-	LEAQ         (CX)(CX*2), DX
-	MOVB         add+40(FP), BL
-	TESTB        BL, BL
-	JZ           store
-	VMOVDQU      (AX), Y0
-	VPADDD       Y0, Y1, Y1
-	VMOVDQU      32(AX), Y0
-	VPADDD       Y0, Y2, Y2
-	VMOVDQU      (AX)(CX*1), Y0
-	VPADDD       Y0, Y3, Y3
-	VMOVDQU      32(AX)(CX*1), Y0
-	VPADDD       Y0, Y4, Y4
-	VMOVDQU      (AX)(CX*2), Y0
-	VPADDD       Y0, Y5, Y5
-	VMOVDQU      32(AX)(CX*2), Y0
-	VPADDD       Y0, Y6, Y6
-	VMOVDQU      (AX)(DX*1), Y0
-	VPADDD       Y0, Y7, Y7
-	VMOVDQU      32(AX)(DX*1), Y0
-	VPADDD       Y0, Y8, Y8
+prep2Loop:
+	VMOVDQU    (CX), Y3
+	VMOVDQU    32(CX), Y4
+	VPUNPCKLBW Y4, Y3, Y5
+	VPUNPCKHBW Y4, Y3, Y3
+	VPERMQ     $0xd8, Y5, Y4
+	VPSHUFB    i8quadShuf<>+0(SB), Y4, Y4
+	VMOVDQU    Y4, (AX)
+	VPMADDUBSW Y4, Y0, Y4
+	VPMADDWD   i8ones16<>+0(SB), Y4, Y4
+	VPADDD     Y4, Y1, Y1
+	VPERMQ     $0xd8, Y3, Y3
+	VPSHUFB    i8quadShuf<>+0(SB), Y3, Y3
+	VMOVDQU    Y3, 32(AX)
+	VPMADDUBSW Y3, Y0, Y3
+	VPMADDWD   i8ones16<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y2, Y2
+	ADDQ       $0x40, AX
+	ADDQ       $0x40, CX
+	DECQ       DX
+	JNZ        prep2Loop
 
-store:
+prep2Tail:
+	MOVQ       tail+24(FP), CX
+	TESTQ      CX, CX
+	JZ         prep2Sums
+	VMOVDQU    (CX), Y3
+	VMOVDQU    32(CX), Y4
+	VPUNPCKLBW Y4, Y3, Y5
+	VPUNPCKHBW Y4, Y3, Y3
+	VPERMQ     $0xd8, Y5, Y4
+	VPSHUFB    i8quadShuf<>+0(SB), Y4, Y4
+	VMOVDQU    Y4, (AX)
+	VPMADDUBSW Y4, Y0, Y4
+	VPMADDWD   i8ones16<>+0(SB), Y4, Y4
+	VPADDD     Y4, Y1, Y1
+	VPERMQ     $0xd8, Y3, Y3
+	VPSHUFB    i8quadShuf<>+0(SB), Y3, Y3
+	VMOVDQU    Y3, 32(AX)
+	VPMADDUBSW Y3, Y0, Y0
+	VPMADDWD   i8ones16<>+0(SB), Y0, Y0
+	VPADDD     Y0, Y2, Y2
+	ADDQ       $0x40, AX
+
+prep2Sums:
 	VMOVDQU Y1, (AX)
 	VMOVDQU Y2, 32(AX)
-	VMOVDQU Y3, (AX)(CX*1)
-	VMOVDQU Y4, 32(AX)(CX*1)
-	VMOVDQU Y5, (AX)(CX*2)
-	VMOVDQU Y6, 32(AX)(CX*2)
-	VMOVDQU Y7, (AX)(DX*1)
-	VMOVDQU Y8, 32(AX)(DX*1)
 	VZEROUPPER
 	RET
 
@@ -279,16 +228,6 @@ DATA i8quadShuf<>+24(SB)/4, $0x0d050c04
 DATA i8quadShuf<>+28(SB)/4, $0x0f070e06
 GLOBL i8quadShuf<>(SB), RODATA|NOPTR, $32
 
-DATA i8mask03<>+0(SB)/4, $0x03030303
-DATA i8mask03<>+4(SB)/4, $0x03030303
-DATA i8mask03<>+8(SB)/4, $0x03030303
-DATA i8mask03<>+12(SB)/4, $0x03030303
-DATA i8mask03<>+16(SB)/4, $0x03030303
-DATA i8mask03<>+20(SB)/4, $0x03030303
-DATA i8mask03<>+24(SB)/4, $0x03030303
-DATA i8mask03<>+28(SB)/4, $0x03030303
-GLOBL i8mask03<>(SB), RODATA|NOPTR, $32
-
 DATA i8ones16<>+0(SB)/4, $0x00010001
 DATA i8ones16<>+4(SB)/4, $0x00010001
 DATA i8ones16<>+8(SB)/4, $0x00010001
@@ -298,6 +237,115 @@ DATA i8ones16<>+20(SB)/4, $0x00010001
 DATA i8ones16<>+24(SB)/4, $0x00010001
 DATA i8ones16<>+28(SB)/4, $0x00010001
 GLOBL i8ones16<>(SB), RODATA|NOPTR, $32
+
+// func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)
+// Requires: AVX, AVX2
+TEXT ·microI8AVX2(SB), NOSPLIT, $0-56
+	MOVQ  kq+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  b+16(FP), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+i8loop:
+	VMOVDQU      (DX), Y8
+	VMOVDQU      32(DX), Y9
+	VPBROADCASTD (CX), Y10
+	VPAND        i8mask03<>+0(SB), Y10, Y11
+	VPMADDUBSW   Y8, Y11, Y12
+	VPMADDWD     i8ones16<>+0(SB), Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   Y9, Y11, Y11
+	VPMADDWD     i8ones16<>+0(SB), Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        i8mask03<>+0(SB), Y11, Y11
+	VPMADDUBSW   Y8, Y11, Y12
+	VPMADDWD     i8ones16<>+0(SB), Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   Y9, Y11, Y11
+	VPMADDWD     i8ones16<>+0(SB), Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        i8mask03<>+0(SB), Y11, Y11
+	VPMADDUBSW   Y8, Y11, Y12
+	VPMADDWD     i8ones16<>+0(SB), Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   Y9, Y11, Y11
+	VPMADDWD     i8ones16<>+0(SB), Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPSRLW       $0x06, Y10, Y10
+	VPAND        i8mask03<>+0(SB), Y10, Y10
+	VPMADDUBSW   Y8, Y10, Y8
+	VPMADDWD     i8ones16<>+0(SB), Y8, Y8
+	VPADDD       Y8, Y6, Y6
+	VPMADDUBSW   Y9, Y10, Y8
+	VPMADDWD     i8ones16<>+0(SB), Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	ADDQ         $0x04, CX
+	ADDQ         $0x40, DX
+	DECQ         AX
+	JNZ          i8loop
+	MOVQ         csum+48(FP), AX
+	VPSUBD       (AX), Y0, Y0
+	VPSUBD       32(AX), Y1, Y1
+	VPSUBD       (AX), Y2, Y2
+	VPSUBD       32(AX), Y3, Y3
+	VPSUBD       (AX), Y4, Y4
+	VPSUBD       32(AX), Y5, Y5
+	VPSUBD       (AX), Y6, Y6
+	VPSUBD       32(AX), Y7, Y7
+	MOVQ         t+24(FP), AX
+	MOVQ         ldt+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), DX
+	MOVB         add+40(FP), BL
+	TESTB        BL, BL
+	JZ           store
+	VMOVDQU      (AX), Y8
+	VPADDD       Y8, Y0, Y0
+	VMOVDQU      32(AX), Y8
+	VPADDD       Y8, Y1, Y1
+	VMOVDQU      (AX)(CX*1), Y8
+	VPADDD       Y8, Y2, Y2
+	VMOVDQU      32(AX)(CX*1), Y8
+	VPADDD       Y8, Y3, Y3
+	VMOVDQU      (AX)(CX*2), Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVDQU      32(AX)(CX*2), Y8
+	VPADDD       Y8, Y5, Y5
+	VMOVDQU      (AX)(DX*1), Y8
+	VPADDD       Y8, Y6, Y6
+	VMOVDQU      32(AX)(DX*1), Y8
+	VPADDD       Y8, Y7, Y7
+
+store:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y1, 32(AX)
+	VMOVDQU Y2, (AX)(CX*1)
+	VMOVDQU Y3, 32(AX)(CX*1)
+	VMOVDQU Y4, (AX)(CX*2)
+	VMOVDQU Y5, 32(AX)(CX*2)
+	VMOVDQU Y6, (AX)(DX*1)
+	VMOVDQU Y7, 32(AX)(DX*1)
+	VZEROUPPER
+	RET
+
+DATA i8mask03<>+0(SB)/4, $0x03030303
+DATA i8mask03<>+4(SB)/4, $0x03030303
+DATA i8mask03<>+8(SB)/4, $0x03030303
+DATA i8mask03<>+12(SB)/4, $0x03030303
+DATA i8mask03<>+16(SB)/4, $0x03030303
+DATA i8mask03<>+20(SB)/4, $0x03030303
+DATA i8mask03<>+24(SB)/4, $0x03030303
+DATA i8mask03<>+28(SB)/4, $0x03030303
+GLOBL i8mask03<>(SB), RODATA|NOPTR, $32
 
 // func quantI8AVX2(dst *int8, src *float32, n int, a float32)
 // Requires: AVX, AVX2

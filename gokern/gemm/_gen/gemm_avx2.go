@@ -26,6 +26,7 @@ func init() {
 		avx2Only: true,
 		gen: func(c *build.Context) {
 			microF32AVX2(c)
+			prepI8AVX2(c)
 			microI8AVX2(c)
 			quantI8AVX2(c)
 			dotF32I2SAVX2(c)
@@ -134,28 +135,25 @@ func storeTile(c *build.Context, acc []reg.VecVirtual, addOp func(m, d reg.VecVi
 	c.RET()
 }
 
-// microI8AVX2: t[r*ldt+j] (+)= sum_k w(r,k) * b[k*16+j] for r < 4, j < 16
-// over kq quads of k (4*kq values of k), exact int32.
+// prepI8AVX2 rewrites a k-major int8 B micro-panel of 16 columns (kq quads
+// of k, then the quad at tail when tail is not nil) into the layout
+// microI8AVX2 reads, and appends the column sums.
 //
 // Per quad, the 64 bytes of B (four k rows of 16 columns) are transposed
 // into two YMM of eight columns each, a column's four k in one dword
-// (VPUNPCKLBW/HBW, VPERMQ, VPSHUFB). The A panel's four bytes of the quad
-// are broadcast to every dword and each row's 2-bit codes c = w+1 (0..2)
-// extracted per byte (VPSRLW, VPAND). VPMADDUBSW multiplies the unsigned
-// codes by the signed activations and adds pairs (|c0*x0+c1*x1| <= 512:
-// no saturation), VPMADDWD by ones adds the two pairs of a dword into int32,
-// and VPADDD accumulates. The sums are of c*x = (w+1)*x, so the column sums
-// of x (accumulated the same way with c = 1) are subtracted at the end.
-// Every step is exact modulo 2^32, hence so is the result.
-func microI8AVX2(c *build.Context) {
-	c.Function("microI8AVX2")
+// (VPUNPCKLBW/HBW, VPERMQ, VPSHUFB), and stored as 64 bytes (columns 0-7,
+// then 8-15). After the last quad come the 16 int32 column sums of the
+// panel (VPMADDUBSW by ones, VPMADDWD by ones). The driver calls it once per
+// packed micro-panel; every A panel of the tile then runs over the result.
+func prepI8AVX2(c *build.Context) {
+	c.Function("prepI8AVX2")
 	c.Attributes(attr.NOSPLIT)
 	c.Pragma("noescape")
-	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool)")
-	c.Doc("microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 quads of k (ldt in elements).")
+	c.SignatureExpr("func(dst *int8, src *int8, kq int, tail *int8)")
+	c.Doc("prepI8AVX2 transposes kq >= 0 quads of a 16-column int8 B micro-panel (and the quad at tail, if not nil) for microI8AVX2, column sums after them.")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
 	n := c.Load(c.Param("kq"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
 
 	// byte index of k_p of column t (0..3) in a lane holding, after the
 	// unpack and VPERMQ, (k0,k2) pairs of columns 0..3 then (k1,k3) pairs.
@@ -167,31 +165,80 @@ func microI8AVX2(c *build.Context) {
 		}
 	}
 	shufM := vconst(c, "i8quadShuf", shuf)
-	mask3 := vconst(c, "i8mask03", [8]uint32{0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303})
 	ones16 := vconst(c, "i8ones16", [8]uint32{0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001})
 	ones8 := bcst32(c, 0x01010101)
-
-	acc := zeroY(c, 8)
 	csum := zeroY(c, 2)
 
+	quad := func(src reg.Register) {
+		y0, y1 := c.YMM(), c.YMM()
+		c.VMOVDQU(mem(src, 0), y0)  // k0 | k1
+		c.VMOVDQU(mem(src, 32), y1) // k2 | k3
+		lo, hi := c.YMM(), c.YMM()
+		c.VPUNPCKLBW(y1, y0, lo) // (k0,k2) cols 0-7 | (k1,k3) cols 0-7
+		c.VPUNPCKHBW(y1, y0, hi) // same, cols 8-15
+		for h, s := range []reg.VecVirtual{lo, hi} {
+			v, t := c.YMM(), c.YMM()
+			c.VPERMQ(operand.Imm(0xD8), s, v)
+			c.VPSHUFB(shufM, v, v)
+			c.VMOVDQU(v, mem(pd, 32*h))
+			c.VPMADDUBSW(v, ones8, t)
+			c.VPMADDWD(ones16, t, t)
+			c.VPADDD(t, csum[h], csum[h])
+		}
+		c.ADDQ(operand.Imm(64), pd)
+	}
+
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef("prep2Tail"))
+	c.Label("prep2Loop")
+	quad(ps)
+	c.ADDQ(operand.Imm(64), ps)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("prep2Loop"))
+
+	c.Label("prep2Tail")
+	pt := c.Load(c.Param("tail"), c.GP64())
+	c.TESTQ(pt, pt)
+	c.JZ(operand.LabelRef("prep2Sums"))
+	quad(pt)
+
+	c.Label("prep2Sums")
+	c.VMOVDQU(csum[0], mem(pd, 0))
+	c.VMOVDQU(csum[1], mem(pd, 32))
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// microI8AVX2: t[r*ldt+j] (+)= sum_k w(r,k) * x(k,j) for r < 4, j < 16 over
+// kq >= 1 quads of k, exact int32, from a B micro-panel prepared by
+// prepI8AVX2 (a column's four k in one dword) and csum, the 16 column sums
+// to subtract (prepI8AVX2's, or zeros).
+//
+// The A panel's four bytes of the quad are broadcast to every dword and
+// each row's 2-bit codes c = w+1 (0..2) extracted per byte (VPSRLW, VPAND).
+// VPMADDUBSW multiplies the unsigned codes by the signed activations and
+// adds pairs (|c0*x0+c1*x1| <= 512: no saturation), VPMADDWD by ones adds
+// the two pairs of a dword into int32, and VPADDD accumulates. The sums are
+// of c*x = (w+1)*x, hence the column sums subtracted at the end. Every step
+// is exact modulo 2^32, hence so is the result.
+func microI8AVX2(c *build.Context) {
+	c.Function("microI8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)")
+	c.Doc("microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
+	n := c.Load(c.Param("kq"), c.GP64())
+	pa := c.Load(c.Param("a"), c.GP64())
+	pb := c.Load(c.Param("b"), c.GP64())
+	mask3 := vconst(c, "i8mask03", [8]uint32{0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303})
+	ones16 := vconst(c, "i8ones16", [8]uint32{0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001})
+
+	acc := zeroY(c, 8)
+
 	c.Label("i8loop")
-	y0, y1 := c.YMM(), c.YMM()
-	c.VMOVDQU(mem(pb, 0), y0)  // k0 | k1
-	c.VMOVDQU(mem(pb, 32), y1) // k2 | k3
-	lo, hi := c.YMM(), c.YMM()
-	c.VPUNPCKLBW(y1, y0, lo) // (k0,k2) cols 0-7 | (k1,k3) cols 0-7
-	c.VPUNPCKHBW(y1, y0, hi) // same, cols 8-15
 	v := [2]reg.VecVirtual{c.YMM(), c.YMM()}
-	for h, s := range []reg.VecVirtual{lo, hi} {
-		c.VPERMQ(operand.Imm(0xD8), s, v[h])
-		c.VPSHUFB(shufM, v[h], v[h])
-	}
-	for h := 0; h < 2; h++ {
-		t := c.YMM()
-		c.VPMADDUBSW(v[h], ones8, t)
-		c.VPMADDWD(ones16, t, t)
-		c.VPADDD(t, csum[h], csum[h])
-	}
+	c.VMOVDQU(mem(pb, 0), v[0])
+	c.VMOVDQU(mem(pb, 32), v[1])
 	w := c.YMM()
 	c.VPBROADCASTD(mem(pa, 0), w)
 	for r := 0; r < 4; r++ {
@@ -214,9 +261,10 @@ func microI8AVX2(c *build.Context) {
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("i8loop"))
 
+	pc := c.Load(c.Param("csum"), c.GP64())
 	for r := 0; r < 4; r++ {
 		for h := 0; h < 2; h++ {
-			c.VPSUBD(csum[h], acc[2*r+h], acc[2*r+h])
+			c.VPSUBD(mem(pc, 32*h), acc[2*r+h], acc[2*r+h])
 		}
 	}
 	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU(s, m) })
