@@ -89,8 +89,11 @@ fuzz:
 lint: venv
 	"$(PY)" -m ruff check python tests_py tests_go setup.py
 
+# The whole suite on the default family, then the parity tests again on the
+# generic Go kernels alone (every SIMD family switched off).
 test-py: install
 	"$(PY)" -m pytest tests_py -q
+	BITNET_GO_DISABLE=all "$(PY)" -m pytest -q tests_py/test_quantize.py tests_py/test_tl.py tests_py/test_conv.py
 
 bench: install
 	cd /tmp && "$(PY)" -m bitnet_go bench $(BENCH_ARGS)
