@@ -20,7 +20,7 @@ TEXT ·microF32AVX2(SB), NOSPLIT, $0-49
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
-	// Four k per iteration.
+	// 4 k per iteration.
 f32loop4:
 	CMPQ         AX, $0x04
 	JB           f32tail
@@ -113,7 +113,7 @@ f32tail:
 	VFMADD231PS  Y8, Y10, Y6
 	VFMADD231PS  Y9, Y10, Y7
 	INCQ         CX
-	ADDQ         $0x40, DX
+	ADDQ         $0x00000040, DX
 	DECQ         AX
 	JMP          f32tail
 
@@ -166,9 +166,9 @@ TEXT ·prepI8AVX2(SB), NOSPLIT, $0-32
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
 	TESTQ        DX, DX
-	JZ           prep2Tail
+	JZ           prepTail
 
-prep2Loop:
+prepLoop:
 	VMOVDQU    (CX), Y3
 	VMOVDQU    32(CX), Y4
 	VPUNPCKLBW Y4, Y3, Y5
@@ -186,14 +186,14 @@ prep2Loop:
 	VPMADDWD   i8ones16<>+0(SB), Y3, Y3
 	VPADDD     Y3, Y2, Y2
 	ADDQ       $0x40, AX
-	ADDQ       $0x40, CX
+	ADDQ       $0x00000040, CX
 	DECQ       DX
-	JNZ        prep2Loop
+	JNZ        prepLoop
 
-prep2Tail:
+prepTail:
 	MOVQ       tail+24(FP), CX
 	TESTQ      CX, CX
-	JZ         prep2Sums
+	JZ         prepSums
 	VMOVDQU    (CX), Y3
 	VMOVDQU    32(CX), Y4
 	VPUNPCKLBW Y4, Y3, Y5
@@ -212,7 +212,7 @@ prep2Tail:
 	VPADDD     Y0, Y2, Y2
 	ADDQ       $0x40, AX
 
-prep2Sums:
+prepSums:
 	VMOVDQU Y1, (AX)
 	VMOVDQU Y2, 32(AX)
 	VZEROUPPER

@@ -55,82 +55,132 @@ func rowAddrs(p, ld, ld3 reg.Register, disp int) [4]operand.Mem {
 // with exact products (w is -1, 0 or +1), so the result is bit-for-bit the
 // generic kernel's.
 func microF32AVX2(c *build.Context) {
-	c.Function("microF32AVX2")
+	microF32(c, "microF32AVX2", "4x16", 2, 32, 4, c.YMM, zeroY, loadY(c))
+}
+
+// microF32 emits a 4 x (per*vb/4) float32 micro-kernel of the F32Micro
+// contract: per vectors of vb bytes per row (new ones from vec), unroll k
+// per iteration of the main loop, then one k at a time.
+func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func() reg.VecVirtual,
+	zero func(*build.Context, int) []reg.VecVirtual, ld func(operand.Mem) reg.VecVirtual) {
+	c.Function(name)
 	c.Attributes(attr.NOSPLIT)
 	c.Pragma("noescape")
 	c.SignatureExpr("func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)")
-	c.Doc("microF32AVX2 is the 4x16 float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).")
+	c.Doc(fmt.Sprintf("%s is the %s float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).", name, tile))
 	n := c.Load(c.Param("kc"), c.GP64())
 	pa := c.Load(c.Param("a"), c.GP64())
 	pb := c.Load(c.Param("b"), c.GP64())
 	pl := c.Load(c.Param("lut"), c.GP64())
-	acc := zeroY(c, 8)
+	acc := zero(c, 4*per)
+	row := per * vb // bytes of B per k
 
 	step := func(u int) {
 		idx := c.GP64()
 		c.MOVBQZX(mem(pa, u), idx)
 		c.SHLQ(operand.Imm(4), idx)
-		b0, b1 := c.YMM(), c.YMM()
-		c.VMOVUPS(mem(pb, 64*u), b0)
-		c.VMOVUPS(mem(pb, 64*u+32), b1)
+		b := make([]reg.VecVirtual, per)
+		for h := range b {
+			b[h] = vec()
+			c.VMOVUPS(mem(pb, row*u+vb*h), b[h])
+		}
 		for r := 0; r < 4; r++ {
-			w := c.YMM()
+			w := vec()
 			c.VBROADCASTSS(operand.Mem{Base: pl, Index: idx, Scale: 1, Disp: 4 * r}, w)
-			c.VFMADD231PS(b0, w, acc[2*r])
-			c.VFMADD231PS(b1, w, acc[2*r+1])
+			for h := range b {
+				c.VFMADD231PS(b[h], w, acc[per*r+h])
+			}
 		}
 	}
 
-	c.Comment("Four k per iteration.")
-	c.Label("f32loop4")
-	c.CMPQ(n, operand.Imm(4))
+	loop := fmt.Sprintf("f32loop%d", unroll)
+	c.Comment(fmt.Sprintf("%d k per iteration.", unroll))
+	c.Label(loop)
+	c.CMPQ(n, operand.Imm(uint64(unroll)))
 	c.JB(operand.LabelRef("f32tail"))
-	for u := 0; u < 4; u++ {
+	for u := 0; u < unroll; u++ {
 		step(u)
 	}
-	c.ADDQ(operand.Imm(4), pa)
-	c.ADDQ(operand.U32(4*64), pb)
-	c.SUBQ(operand.Imm(4), n)
-	c.JMP(operand.LabelRef("f32loop4"))
+	c.ADDQ(operand.Imm(uint64(unroll)), pa)
+	c.ADDQ(operand.U32(uint64(unroll*row)), pb)
+	c.SUBQ(operand.Imm(uint64(unroll)), n)
+	c.JMP(operand.LabelRef(loop))
 
 	c.Label("f32tail")
 	c.TESTQ(n, n)
 	c.JZ(operand.LabelRef("f32store"))
 	step(0)
 	c.INCQ(pa)
-	c.ADDQ(operand.Imm(64), pb)
+	c.ADDQ(operand.U32(uint64(row)), pb)
 	c.DECQ(n)
 	c.JMP(operand.LabelRef("f32tail"))
 
 	c.Label("f32store")
-	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VADDPS(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVUPS(s, m) })
+	storeTile(c, acc, per, vb, ld, func(s, d reg.VecVirtual) { c.VADDPS(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVUPS(s, m) })
 }
 
-// storeTile stores (or, when the add parameter is true, adds) the eight
-// accumulators acc[2r+h] at row r, columns 8h .. 8h+7 of the tile t.
-func storeTile(c *build.Context, acc []reg.VecVirtual, addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
+// storeTile stores (or, when the add parameter is true, adds) the
+// accumulators of a 4-row tile at t: acc[per*r+h] holds row r, bytes
+// vb*h .. vb*h+vb-1 of the row (per vectors of vb bytes per row). ld loads
+// a vector of the tile into a new register.
+func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m operand.Mem) reg.VecVirtual,
+	addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
 	pt := c.Load(c.Param("t"), c.GP64())
-	ld := c.Load(c.Param("ldt"), c.GP64())
-	c.SHLQ(operand.Imm(2), ld)
+	ldt := c.Load(c.Param("ldt"), c.GP64())
+	c.SHLQ(operand.Imm(2), ldt)
 	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	c.LEAQ(operand.Mem{Base: ldt, Index: ldt, Scale: 2}, ld3)
 	add := c.Load(c.Param("add"), c.GP8())
-	rows := [2][4]operand.Mem{rowAddrs(pt, ld, ld3, 0), rowAddrs(pt, ld, ld3, 32)}
+	rows := make([][4]operand.Mem, per)
+	for h := range rows {
+		rows[h] = rowAddrs(pt, ldt, ld3, vb*h)
+	}
 	c.TESTB(add, add)
 	c.JZ(operand.LabelRef("store"))
 	for r := 0; r < 4; r++ {
-		for h := 0; h < 2; h++ {
-			m := c.YMM()
-			c.VMOVDQU(rows[h][r], m)
-			addOp(m, acc[2*r+h])
+		for h := 0; h < per; h++ {
+			addOp(ld(rows[h][r]), acc[per*r+h])
 		}
 	}
 	c.Label("store")
 	for r := 0; r < 4; r++ {
-		for h := 0; h < 2; h++ {
-			st(acc[2*r+h], rows[h][r])
+		for h := 0; h < per; h++ {
+			st(acc[per*r+h], rows[h][r])
 		}
 	}
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// loadY loads 32 bytes into a new YMM register.
+func loadY(c *build.Context) func(m operand.Mem) reg.VecVirtual {
+	return func(m operand.Mem) reg.VecVirtual {
+		y := c.YMM()
+		c.VMOVDQU(m, y)
+		return y
+	}
+}
+
+// prepQuads emits the body of a prepI8 kernel: quad(src) on each of n
+// quads from ps (step bytes apart), then on the quad at the tail parameter
+// when it is not nil, then sums() (which stores the column sums).
+func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg.Register), sums func()) {
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef("prepTail"))
+	c.Label("prepLoop")
+	quad(ps)
+	c.ADDQ(operand.U32(uint64(step)), ps)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("prepLoop"))
+
+	c.Label("prepTail")
+	pt := c.Load(c.Param("tail"), c.GP64())
+	c.TESTQ(pt, pt)
+	c.JZ(operand.LabelRef("prepSums"))
+	quad(pt)
+
+	c.Label("prepSums")
+	sums()
 	c.VZEROUPPER()
 	c.RET()
 }
@@ -188,25 +238,10 @@ func prepI8AVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(64), pd)
 	}
 
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("prep2Tail"))
-	c.Label("prep2Loop")
-	quad(ps)
-	c.ADDQ(operand.Imm(64), ps)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("prep2Loop"))
-
-	c.Label("prep2Tail")
-	pt := c.Load(c.Param("tail"), c.GP64())
-	c.TESTQ(pt, pt)
-	c.JZ(operand.LabelRef("prep2Sums"))
-	quad(pt)
-
-	c.Label("prep2Sums")
-	c.VMOVDQU(csum[0], mem(pd, 0))
-	c.VMOVDQU(csum[1], mem(pd, 32))
-	c.VZEROUPPER()
-	c.RET()
+	prepQuads(c, ps, n, 64, quad, func() {
+		c.VMOVDQU(csum[0], mem(pd, 0))
+		c.VMOVDQU(csum[1], mem(pd, 32))
+	})
 }
 
 // microI8AVX2: t[r*ldt+j] (+)= sum_k w(r,k) * x(k,j) for r < 4, j < 16 over
@@ -267,7 +302,7 @@ func microI8AVX2(c *build.Context) {
 			c.VPSUBD(mem(pc, 32*h), acc[2*r+h], acc[2*r+h])
 		}
 	}
-	storeTile(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU(s, m) })
+	storeTile(c, acc, 2, 32, loadY(c), func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU(s, m) })
 }
 
 // quantI8AVX2: dst[i] = clamp(round_half_even(src[i]*a), -128, 127), NaN -> 0,

@@ -60,86 +60,16 @@ func bcstZ32(c *build.Context, v uint32) reg.VecVirtual {
 // against 4 loads of B and 4 broadcasts. Sums run over k in order with
 // exact products: bit-for-bit the generic kernel.
 func microF32AVX512(c *build.Context) {
-	c.Function("microF32AVX512")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)")
-	c.Doc("microF32AVX512 is the 4x64 float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).")
-	n := c.Load(c.Param("kc"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pl := c.Load(c.Param("lut"), c.GP64())
-	acc := zeroZ(c, 16)
-
-	step := func(u int) {
-		idx := c.GP64()
-		c.MOVBQZX(mem(pa, u), idx)
-		c.SHLQ(operand.Imm(4), idx)
-		var b [4]reg.VecVirtual
-		for h := range b {
-			b[h] = c.ZMM()
-			c.VMOVUPS(mem(pb, 4*nr512*u+64*h), b[h])
-		}
-		for r := 0; r < 4; r++ {
-			w := c.ZMM()
-			c.VBROADCASTSS(operand.Mem{Base: pl, Index: idx, Scale: 1, Disp: 4 * r}, w)
-			for h := range b {
-				c.VFMADD231PS(b[h], w, acc[4*r+h])
-			}
-		}
-	}
-
-	c.Comment("Two k per iteration.")
-	c.Label("f32loop2")
-	c.CMPQ(n, operand.Imm(2))
-	c.JB(operand.LabelRef("f32tail"))
-	for u := 0; u < 2; u++ {
-		step(u)
-	}
-	c.ADDQ(operand.Imm(2), pa)
-	c.ADDQ(operand.U32(2*4*nr512), pb)
-	c.SUBQ(operand.Imm(2), n)
-	c.JMP(operand.LabelRef("f32loop2"))
-
-	c.Label("f32tail")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("f32store"))
-	step(0)
-
-	c.Label("f32store")
-	storeTileZ(c, acc, func(s, d reg.VecVirtual) { c.VADDPS(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVUPS(s, m) })
+	microF32(c, "microF32AVX512", "4x64", 4, 64, 2, c.ZMM, zeroZ, loadZ(c))
 }
 
-// storeTileZ stores (or, when the add parameter is true, adds) the sixteen
-// accumulators acc[4r+h] at row r, columns 16h .. 16h+15 of the tile t.
-func storeTileZ(c *build.Context, acc []reg.VecVirtual, addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
-	pt := c.Load(c.Param("t"), c.GP64())
-	ld := c.Load(c.Param("ldt"), c.GP64())
-	c.SHLQ(operand.Imm(2), ld)
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
-	add := c.Load(c.Param("add"), c.GP8())
-	var rows [4][4]operand.Mem
-	for h := range rows {
-		rows[h] = rowAddrs(pt, ld, ld3, 64*h)
+// loadZ loads 64 bytes into a new ZMM register.
+func loadZ(c *build.Context) func(m operand.Mem) reg.VecVirtual {
+	return func(m operand.Mem) reg.VecVirtual {
+		z := c.ZMM()
+		c.VMOVDQU32(m, z)
+		return z
 	}
-	c.TESTB(add, add)
-	c.JZ(operand.LabelRef("store"))
-	for r := 0; r < 4; r++ {
-		for h := 0; h < 4; h++ {
-			m := c.ZMM()
-			c.VMOVDQU32(rows[h][r], m)
-			addOp(m, acc[4*r+h])
-		}
-	}
-	c.Label("store")
-	for r := 0; r < 4; r++ {
-		for h := 0; h < 4; h++ {
-			st(acc[4*r+h], rows[h][r])
-		}
-	}
-	c.VZEROUPPER()
-	c.RET()
 }
 
 // prepI8VNNI rewrites a k-major int8 B micro-panel of 64 columns (kq quads
@@ -193,26 +123,11 @@ func prepI8VNNI(c *build.Context) {
 		c.ADDQ(operand.U32(4*nr512), pd)
 	}
 
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("prepTail"))
-	c.Label("prepLoop")
-	quad(ps)
-	c.ADDQ(operand.U32(4*nr512), ps)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("prepLoop"))
-
-	c.Label("prepTail")
-	pt := c.Load(c.Param("tail"), c.GP64())
-	c.TESTQ(pt, pt)
-	c.JZ(operand.LabelRef("prepSums"))
-	quad(pt)
-
-	c.Label("prepSums")
-	for i := range csum {
-		c.VMOVDQU32(csum[i], mem(pd, 64*i))
-	}
-	c.VZEROUPPER()
-	c.RET()
+	prepQuads(c, ps, n, 4*nr512, quad, func() {
+		for i := range csum {
+			c.VMOVDQU32(csum[i], mem(pd, 64*i))
+		}
+	})
 }
 
 // microI8VNNI: t[r*ldt+j] (+)= sum_k w(r,k) * x(k,j) for r < 4, j < 64 over
@@ -288,5 +203,5 @@ func microI8VNNI(c *build.Context) {
 		c.VSHUFI32X4(operand.Imm(0x88), hi23, hi01, q[2])
 		c.VSHUFI32X4(operand.Imm(0xDD), hi23, hi01, q[3])
 	}
-	storeTileZ(c, acc, func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU32(s, m) })
+	storeTile(c, acc, 4, 64, loadZ(c), func(s, d reg.VecVirtual) { c.VPADDD(s, d, d) }, func(s reg.VecVirtual, m operand.Mem) { c.VMOVDQU32(s, m) })
 }
