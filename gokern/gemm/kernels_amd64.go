@@ -14,18 +14,19 @@ import (
 // FMA present, not disabled).
 // The AVX-512 families (kernels_avx512_amd64.go) reuse every kernel here but
 // the two micro-kernels.
-var _ = register(withMicro(cpu.AVX2, nrAVX2, microF32AVX2Kernel, nrAVX2, microI8AVX2Kernel))
+var _ = register(withMicro(cpu.AVX2, nrAVX2, microF32AVX2Kernel, false))
 
-// withMicro returns the AVX2 set with family fam's micro-kernels; the int8
-// micro-kernel of nrI8 columns reads micro-panels prepared by prepI8.
-func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, nrI8 int, i8 I8Micro) *Kernels {
-	k := &Kernels{Family: fam, NRF32: nrF32, F32: f32, NRI8: nrI8, I8: i8, QuantI8: quantI8AVX2Kernel,
+// withMicro returns the AVX2 set with family fam's float32 micro-kernel and,
+// with vnni, the VNNI int8 micro-kernel and its panel preparation in place
+// of the AVX2 ones (the int8 kernel and its prepared layout go together).
+func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
+	k := &Kernels{Family: fam, NRF32: nrF32, F32: f32, QuantI8: quantI8AVX2Kernel,
 		DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
 		FoldI32: foldI32AVX2Kernel}
-	if nrI8 == nr512 {
-		k.PrepI8, k.PanelI8 = prepI8VNNIKernel, panelI8VNNI
+	if vnni {
+		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nr512, microI8VNNIKernel, prepI8VNNIKernel, panelI8VNNI
 	} else {
-		k.PrepI8, k.PanelI8 = prepI8AVX2Kernel, panelI8AVX2
+		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nrAVX2, microI8AVX2Kernel, prepI8AVX2Kernel, panelI8AVX2
 	}
 	return k
 }

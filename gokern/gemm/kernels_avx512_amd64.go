@@ -15,8 +15,8 @@ import (
 // cpu.Usable rules out). The avx512 family keeps the AVX2 int8 kernel
 // (VPMADDUBSW). Everything else is the AVX2 set's.
 var (
-	_ = register(withMicro(cpu.AVX512, nr512, microF32AVX512Kernel, nrAVX2, microI8AVX2Kernel))
-	_ = register(withMicro(cpu.AVX512VNNI, nr512, microF32AVX512Kernel, nr512, microI8VNNIKernel))
+	_ = register(withMicro(cpu.AVX512, nr512, microF32AVX512Kernel, false))
+	_ = register(withMicro(cpu.AVX512VNNI, nr512, microF32AVX512Kernel, true))
 )
 
 // nr512 is the width of the AVX-512 micro-panels: four ZMM per row.

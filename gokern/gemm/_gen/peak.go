@@ -20,10 +20,10 @@ func init() {
 		pkg:  "gemm",
 		base: "peak",
 		gen: func(c *build.Context) {
-			peakLoop(c, "peakFMAAVX2", "12 VFMADD231PS on YMM per iteration", 12, c.YMM, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
-			peakLoop(c, "peakFMAAVX512", "12 VFMADD231PS on ZMM per iteration", 12, c.ZMM, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
-			peakLoop(c, "peakVNNI512", "12 VPDPBUSD on ZMM per iteration", 12, c.ZMM, func(s, d reg.VecVirtual) { c.VPDPBUSD(s, s, d) })
-			peakLoop(c, "peakMADDAVX2", "8 VPMADDUBSW+VPMADDWD+VPADDD on YMM per iteration", 8, c.YMM, func(s, d reg.VecVirtual) {
+			peakLoop(c, "peakFMAAVX2", "12 VFMADD231PS on YMM per iteration", 12, false, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
+			peakLoop(c, "peakFMAAVX512", "12 VFMADD231PS on ZMM per iteration", 12, true, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
+			peakLoop(c, "peakVNNI512", "12 VPDPBUSD on ZMM per iteration", 12, true, func(s, d reg.VecVirtual) { c.VPDPBUSD(s, s, d) })
+			peakLoop(c, "peakMADDAVX2", "8 VPMADDUBSW+VPMADDWD+VPADDD on YMM per iteration", 8, false, func(s, d reg.VecVirtual) {
 				t := c.YMM()
 				c.VPMADDUBSW(s, s, t)
 				c.VPMADDWD(t, t, t)
@@ -33,16 +33,17 @@ func init() {
 	})
 }
 
-// peakLoop emits func name(n int): n iterations of acc chains of op.
-func peakLoop(c *build.Context, name, doc string, chains int, vec func() reg.VecVirtual, op func(s, d reg.VecVirtual)) {
+// peakLoop emits func name(n int): n iterations of acc chains of op, on
+// ZMM registers with zmm, else on YMM.
+func peakLoop(c *build.Context, name, doc string, chains int, zmm bool, op func(s, d reg.VecVirtual)) {
 	c.Function(name)
 	c.Attributes(attr.NOSPLIT)
 	c.SignatureExpr("func(n int)")
 	c.Doc(name + " runs n >= 1 iterations of " + doc + ".")
 	n := c.Load(c.Param("n"), c.GP64())
-	zero := func(v reg.VecVirtual) { c.VPXORD(v, v, v) } // EVEX: any register
-	if v := vec(); v.Size() == 32 {
-		zero = func(v reg.VecVirtual) { c.VPXOR(v, v, v) }
+	vec, zero := c.YMM, func(v reg.VecVirtual) { c.VPXOR(v, v, v) }
+	if zmm {
+		vec, zero = c.ZMM, func(v reg.VecVirtual) { c.VPXORD(v, v, v) } // EVEX: any register
 	}
 	acc := make([]reg.VecVirtual, chains)
 	for i := range acc {
