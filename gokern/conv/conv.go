@@ -218,9 +218,9 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	}
 	if kind == Pointwise && useGEMV(d, sc) {
 		if act8 {
-			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.DotI8, foldI32)
+			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.GemvI8, nil, gemm.SumI8, foldI32)
 		}
-		return gemv(d, w.Packed, x, nil, sc, out, ks.DotF32, foldF32)
+		return gemv(d, w.Packed, x, nil, sc, out, gemvF32(ks), gemm.GemvOrder, nil, foldF32)
 	}
 	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
 	if !ok {
@@ -326,33 +326,14 @@ func (s *scaler) scale(o, b int) float32 {
 // Conv2D documents. Block 0 assigns, the last block adds the bias.
 
 func foldF32(s *scaler, dst []float32, src []float32, o, b int, _ float32) {
-	sc := s.scale(o, b)
-	src = src[:len(dst)]
-	switch {
-	case b == 0 && s.nb == 1:
-		bias := float32(0)
-		if s.bias != nil {
-			bias = s.bias[o]
-		}
-		for j, v := range src {
-			dst[j] = float32(sc*v) + bias
-		}
-		return
-	case b == 0:
-		for j, v := range src {
-			dst[j] = sc * v
-		}
-	default:
-		for j, v := range src {
-			dst[j] += float32(sc * v)
-		}
+	// one block: sc*v + bias (0 without one); then per block sc*v, added
+	// to dst from the second, the bias after the last
+	last := b == s.nb-1 && (s.bias != nil || s.nb == 1)
+	bias := float32(0)
+	if last && s.bias != nil {
+		bias = s.bias[o]
 	}
-	if b == s.nb-1 && s.bias != nil {
-		bias := s.bias[o]
-		for j := range dst {
-			dst[j] += bias
-		}
-	}
+	gemm.Current().FoldF32(dst, src, s.scale(o, b), bias, b > 0, last)
 }
 
 // fold1I32 is the int8 path's arithmetic for one element: y is the sum so
@@ -386,31 +367,46 @@ type activations struct {
 // actEps is the floor of a sample's max|x| (as float32).
 const actEps = float32(1e-5)
 
-// quantizeActs quantizes x sample by sample (see Conv2D).
+// quantizeActs quantizes x sample by sample (see Conv2D): one parallel pass
+// for every sample's max|x| and one for the quantization, over pieces of at
+// most actPiece values of one sample.
 func quantizeActs(d *Dims, x []float32) *activations {
 	per := d.C * d.H * d.W
 	quant := gemm.Current().QuantI8
 	acts := &activations{q: make([]int8, len(x)), a: make([]float32, d.N)}
+	pieces := ceilDivPos(per, actPiece) // per sample
+	span := func(i int) (lo, hi int) {
+		n, j := i/pieces, i%pieces
+		return n*per + j*actPiece, n*per + min(per, (j+1)*actPiece)
+	}
+	chunks := par.ChunksWork(d.N*pieces, min(per, actPiece))
+	maxes := make([]float32, d.N*pieces)
+	par.Run(chunks, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			a, b := span(i)
+			maxes[i] = ternary.MaxAbs(x[a:b])
+		}
+	})
 	for n := range d.N {
-		xs := x[n*per : (n+1)*per]
-		chunks := par.Chunks(per, 1<<15)
-		maxes := make([]float32, len(chunks)-1)
-		par.Run(chunks, func(c, lo, hi int) { maxes[c] = ternary.MaxAbs(xs[lo:hi]) })
 		var m float32
-		for _, v := range maxes {
+		for _, v := range maxes[n*pieces : (n+1)*pieces] {
 			if v > m {
 				m = v
 			}
 		}
-		a := float32(127) / max(m, actEps)
-		acts.a[n] = a
-		qs := acts.q[n*per : (n+1)*per]
-		par.Run(chunks, func(_, lo, hi int) {
-			quant(qs[lo:hi], xs[lo:hi], a)
-		})
+		acts.a[n] = float32(127) / max(m, actEps)
 	}
+	par.Run(chunks, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			a, b := span(i)
+			quant(acts.q[a:b], x[a:b], acts.a[i/pieces])
+		}
+	})
 	return acts
 }
+
+// actPiece is the most values of one quantizeActs piece.
+const actPiece = 1 << 15
 
 // quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0 (see
 // gemm.Quant8; the kernel sets' QuantI8 apply it to slices).

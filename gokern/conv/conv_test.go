@@ -260,12 +260,20 @@ func checkExact(t *testing.T, what string, got, want []float32) {
 	}
 }
 
+// splitSmall makes the parallel drivers split even the tests' small shapes
+// over every thread (par.MinWork 1) until t ends.
+func splitSmall(t *testing.T) {
+	old := par.SetMinWork(1)
+	t.Cleanup(func() { par.SetMinWork(old) })
+}
+
 // TestKernelsAgree runs every kernel (and every gemm family) on random
 // shapes: the float path against the float64 reference, the int8 path bit
 // for bit against the independent reference and against naive.
 func TestKernelsAgree(t *testing.T) {
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
+	splitSmall(t)
 	rng := rand.New(rand.NewPCG(7, 7))
 	cases := 120
 	if testing.Short() {

@@ -47,8 +47,8 @@ type gemmPlan struct {
 }
 
 // planGEMM sizes the tiles within tileBytes and splits the work into at least
-// par.Threads() units where the shape allows it: first smaller column
-// tiles, then blocks of rows.
+// par.Threads() units where the shape allows it and each unit keeps
+// par.MinWork(): first smaller column tiles, then blocks of rows.
 func planGEMM(d *Dims, nr, esize int) gemmPlan {
 	np := gemm.Panels(d.Og)
 	var p gemmPlan
@@ -64,11 +64,15 @@ func planGEMM(d *Dims, nr, esize int) gemmPlan {
 	}
 	count()
 	th := par.Threads()
-	for p.units < th && p.nTile > 8*nr {
+	// split while there are fewer units than threads and each half would
+	// still be worth a thread (par.MinWork multiply-adds)
+	work := d.N * d.Groups * d.P * d.Og * d.K
+	more := func() bool { return p.units < th && work/p.units >= 2*par.MinWork() }
+	for more() && p.nTile > 8*nr {
 		p.nTile = roundUp(p.nTile/2, nr)
 		count()
 	}
-	for p.units < th && p.mcPanels > 1 {
+	for more() && p.mcPanels > 1 {
 		p.mcPanels = ceilDivPos(p.mcPanels, 2)
 		count()
 	}
@@ -89,8 +93,11 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 	p := planGEMM(d, nr, int(unsafe.Sizeof(zero)))
 	np := gemm.Panels(d.Og)
 	per := d.C * d.H * d.W
+	if !pointwise {
+		src = im2colSource(d, src)
+	}
 	ldt := p.nTile
-	par.Run(par.Chunks(p.units, 1), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(p.units, p.nTile*p.mcPanels*gemm.MR*d.K), func(_, lo, hi int) {
 		buf := make([]T, p.bufElems)
 		t := make([]A, p.tElems)
 		var prepped []T
@@ -181,14 +188,49 @@ func copySmall[T elem](dst, src []T) {
 	}
 }
 
+// im2colSource returns the input as packIm2col reads it: x itself for a
+// column stride of 1; otherwise a copy with every row (W values) grouped by
+// column phase modulo the stride, [x0, xs, x2s, ..., x1, x1+s, ...], so that
+// the columns ow*s+off of one kernel column are one contiguous run.
+func im2colSource[T elem](d *Dims, x []T) []T {
+	s, w := d.StrideW, d.W
+	if s == 1 {
+		return x
+	}
+	dst := make([]T, len(x))
+	rows := len(x) / w
+	par.Run(par.ChunksWork(rows, w), func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			src, out := x[r*w:][:w], dst[r*w:][:w]
+			i := 0
+			for ph := range s {
+				for c := ph; c < w; c += s {
+					out[i] = src[c]
+					i++
+				}
+			}
+		}
+	})
+	return dst
+}
+
+// phasePos returns where column iw of a row of w values sits in the row's
+// phase order for stride s (im2colSource): after the ceil((w-r)/s) values of
+// every phase r < iw%s.
+func phasePos(iw, w, s int) int {
+	ph := iw % s
+	return ph*(w/s) + min(ph, w%s) + iw/s
+}
+
 // packIm2col packs rows k0 .. k0+kc of the im2col matrix of one sample and
 // group (input channels cbase ..) for the cols output positions starting at
-// p0, into B micro-panels of nr columns (zeros past cols). Row k is
-// (c, i, j) = (k / (kH*kW), k / kW % kH, k % kW), the order of the flattened
-// weight. Positions are walked one output row at a time: the input row and
-// the range of columns inside the image are computed once per row, so the
-// inner loops only copy, gather with the stride, or write the zeros of the
-// padding, a micro-panel segment at a time (panelCursor).
+// p0, into B micro-panels of nr columns (zeros past cols); xs is the sample
+// as im2colSource returns it. Row k is (c, i, j) = (k / (kH*kW),
+// k / kW % kH, k % kW), the order of the flattened weight. Positions are
+// walked one output row at a time: the input row and the range of columns
+// inside the image are computed once per row, so the inner loops only copy
+// a contiguous run (for any stride, thanks to the phase order) or write the
+// zeros of the padding, a micro-panel segment at a time (panelCursor).
 func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr int) {
 	khw := d.KH * d.KW
 	hw := d.H * d.W
@@ -214,11 +256,11 @@ func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr in
 			}
 			row := plane[ih*d.W:][:d.W]
 			zeroRun(dst, &pc, lo-ow0)
-			if sw == 1 {
-				copyRun(dst, &pc, row[lo+offW:hi+offW])
-			} else {
-				gatherRun(dst, &pc, row, lo*sw+offW, sw, hi-lo)
+			st := lo + offW
+			if sw > 1 {
+				st = phasePos(lo*sw+offW, d.W, sw)
 			}
+			copyRun(dst, &pc, row[st:st+hi-lo])
 			zeroRun(dst, &pc, ow1-hi)
 		}
 		zeroRun(dst, &pc, npn*nr-cols)
@@ -254,28 +296,6 @@ func zeroRun[T elem](dst []T, pc *panelCursor, n int) {
 	for n > 0 {
 		m := min(pc.nr-pc.lane, n)
 		clear(dst[pc.di : pc.di+m])
-		n -= m
-		pc.advance(m)
-	}
-}
-
-// gatherRun writes n columns row[iw], row[iw+s], ... (s > 1), a segment at a
-// time with the bounds checked once per segment.
-func gatherRun[T elem](dst []T, pc *panelCursor, row []T, iw, s, n int) {
-	for n > 0 {
-		m := min(pc.nr-pc.lane, n)
-		seg := dst[pc.di : pc.di+m]
-		src := row[iw : iw+(m-1)*s+1]
-		if s == 2 {
-			for j := range seg {
-				seg[j] = src[2*j]
-			}
-		} else {
-			for j := range seg {
-				seg[j] = src[j*s]
-			}
-		}
-		iw += m * s
 		n -= m
 		pc.advance(m)
 	}

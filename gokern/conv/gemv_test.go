@@ -11,16 +11,20 @@ import (
 )
 
 // TestGEMV runs pointwise shapes that take the gemv path (K a multiple of
-// 128, at most gemvMaxP positions) and some just outside it, with every
+// 128, at most gemvMaxP positions; up to 40 columns, several column
+// blocks) and some just outside it, with every
 // gemm family and thread count, against the references; a code 3 gives
 // PackA's error.
 func TestGEMV(t *testing.T) {
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
+	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	for ci, c := range []struct{ n, c, o, h, w, bs int }{
 		{1, 128, 5, 1, 1, 0}, {2, 256, 9, 1, 1, 128}, {1, 256, 7, 1, 3, 256}, {2, 384, 13, 2, 2, 128},
 		{1, 512, 33, 1, 1, 512}, {1, 256, 6, 1, 5, 0}, {1, 200, 6, 1, 1, 0}, {3, 128, 4, 1, 2, 64},
+		{4, 256, 9, 2, 2, 0}, {17, 128, 5, 1, 1, 128}, {3, 128, 6, 1, 5, 0}, {9, 256, 4, 1, 1, 256},
+		{16, 128, 3, 1, 1, 0}, {2, 640, 21, 3, 3, 128}, {5, 128, 6, 2, 4, 0}, {40, 256, 3, 1, 1, 128},
 	} {
 		_ = par.SetThreads(1 + ci%2)
 		s := Shape{N: c.n, C: c.c, H: c.h, W: c.w, O: c.o, WC: c.c, KH: 1, KW: 1, Groups: 1,

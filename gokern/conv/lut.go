@@ -257,6 +257,10 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 	const nr = gemm.LUTCols
 	p := planLUT(d, lw.triples)
 	per := d.C * d.H * d.W
+	q := acts.q
+	if !d.Pointwise() {
+		q = im2colSource(d, q)
+	}
 	pointwise := d.Pointwise()
 	magBytes := 0
 	if lw.triples {
@@ -275,7 +279,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 			npn := ceilDivPos(cols, nr)
 			r0 := mb * p.rows
 			r1 := min(d.Og, r0+p.rows)
-			xs := acts.q[n*per : (n+1)*per]
+			xs := q[n*per : (n+1)*per]
 			a := acts.a[n]
 			for b := range sc.nb {
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl

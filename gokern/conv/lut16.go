@@ -39,6 +39,10 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 		rowsPer = ceilDivPos(rowsPer, 2)
 	}
 	per := d.C * d.H * d.W
+	q := acts.q
+	if !d.Pointwise() {
+		q = im2colSource(d, q)
+	}
 	pointwise := d.Pointwise()
 	ldi := sc.nb * lw.segBytes // bytes from one output channel's row to the next
 	kcL, tabLen := lut16KC, nr*(gemm.LUT16Entries*lut16KC/2+gemm.LUT16Pad)
@@ -58,7 +62,7 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 			npn := ceilDivPos(cols, nr)
 			r0 := mb * rowsPer
 			rows := min(d.Og, r0+rowsPer) - r0
-			xs := acts.q[n*per : (n+1)*per]
+			xs := q[n*per : (n+1)*per]
 			a := acts.a[n]
 			for b := range sc.nb {
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl

@@ -34,6 +34,7 @@ func withQType(t testing.TB, tc *testCase, q ternary.QType) Weights {
 func TestLUTAgrees(t *testing.T) {
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
+	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 5))
 	cases := 150
 	if testing.Short() {
@@ -215,6 +216,7 @@ func TestLUTFamilies(t *testing.T) {
 	defer cpu.Override("")
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
+	splitSmall(t)
 	rng := rand.New(rand.NewPCG(21, 8))
 	cases := 80
 	if testing.Short() {

@@ -245,68 +245,130 @@ func TestQuantI8MatchesGeneric(t *testing.T) {
 	}
 }
 
-// TestDotMatchesGeneric compares every family's DotF32 and DotI8 with a
-// direct sum over the unpacked values (int8 exactly, float32 to rounding).
-func TestDotMatchesGeneric(t *testing.T) {
+// TestGemvMatchesGeneric compares every family's GemvF32 and GemvI8 with a
+// direct sum over the unpacked values (int8 exactly, float32 to rounding),
+// for column counts around every generated kernel width, padded column
+// strides and misaligned buffers; then a code 3 at every position class
+// must be reported. Float columns are passed in gemv order.
+func TestGemvMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for _, ng := range []int{0, 1, 2, 3, 7, 40} {
-		n := ng * GroupValues
-		q := make([]int8, n)
+	for _, tc := range []struct{ ng, cols, pad int }{
+		{1, 1, 0}, {1, 2, 3}, {2, 3, 0}, {3, 4, 1}, {1, 5, 0}, {7, 7, 5}, {2, 8, 0},
+		{3, 9, 2}, {1, 13, 0}, {40, 1, 0}, {40, 8, 7}, {5, 16, 0}, {2, 17, 1},
+	} {
+		k := tc.ng * GroupValues
+		ldx := k + tc.pad
+		q := make([]int8, k)
 		for i := range q {
 			q[i] = int8(rng.IntN(3) - 1)
 		}
-		w := make([]byte, ternary.PackedLen(n)+1)[1:] // misaligned
+		w := make([]byte, ternary.PackedLen(k)+1)[1:] // misaligned
 		if err := ternary.Pack(q, w); err != nil {
 			t.Fatal(err)
 		}
-		x := make([]float32, n+1)[1:]
-		x8 := make([]int8, n+1)[1:]
-		var want64, mag float64
-		var want8 int32
+		lx := (tc.cols-1)*ldx + k
+		x := make([]float32, lx+1)[1:]
+		xg := make([]float32, lx+1)[1:] // x in gemv order
+		x8 := make([]int8, lx+1)[1:]
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
 			x8[i] = int8(rng.IntN(256) - 128)
 			if i%97 == 0 {
 				x8[i] = -128
 			}
-			want64 += float64(q[i]) * float64(x[i])
-			mag += math.Abs(float64(x[i]))
-			want8 += int32(q[i]) * int32(x8[i])
+		}
+		want8 := make([]int32, tc.cols)
+		want64 := make([]float64, tc.cols)
+		mag := make([]float64, tc.cols)
+		xsum := make([]int32, tc.cols)
+		for j := range tc.cols {
+			for i, v := range q {
+				want8[j] += int32(v) * int32(x8[j*ldx+i])
+				want64[j] += float64(v) * float64(x[j*ldx+i])
+				mag[j] += math.Abs(float64(x[j*ldx+i]))
+			}
+			xsum[j] = SumI8(x8[j*ldx:][:k])
+			GemvOrder(xg[j*ldx:][:k], x[j*ldx:][:k])
 		}
 		for _, ks := range Families() {
-			if got := ks.DotI8(w, x8); got != want8 {
-				t.Errorf("%s: DotI8(%d groups) = %d, want %d", ks.Family, ng, got, want8)
+			got8 := make([]int32, tc.cols)
+			got := make([]float32, tc.cols)
+			if !ks.GemvI8(w, x8, k, ldx, xsum, got8) || !ks.GemvF32(w, xg, k, ldx, got) {
+				t.Fatalf("%s: %+v: code 3 reported in valid codes", ks.Family, tc)
 			}
-			if got := ks.DotF32(w, x); math.Abs(float64(got)-want64) > 1e-6*mag+1e-6 {
-				t.Errorf("%s: DotF32(%d groups) = %v, want %v", ks.Family, ng, got, want64)
+			for j := range tc.cols {
+				if got8[j] != want8[j] {
+					t.Errorf("%s: %+v: GemvI8 column %d = %d, want %d", ks.Family, tc, j, got8[j], want8[j])
+				}
+				if math.Abs(float64(got[j])-want64[j]) > 1e-6*mag[j]+1e-6 {
+					t.Errorf("%s: %+v: GemvF32 column %d = %v, want %v", ks.Family, tc, j, got[j], want64[j])
+				}
+			}
+			for _, pos := range []int{0, 31, 32, 77, 127, k - 1} {
+				bad := append([]byte(nil), w...)
+				bad[pos/128*32+pos%32] |= 3 << (6 - 2*(pos%128/32))
+				if Code3(bad[:k/4]) != pos {
+					t.Errorf("Code3 = %d, want %d", Code3(bad[:k/4]), pos)
+				}
+				if ks.GemvI8(bad, x8, k, ldx, xsum, got8) || ks.GemvF32(bad, xg, k, ldx, got) {
+					t.Errorf("%s: %+v: code 3 at %d not reported", ks.Family, tc, pos)
+				}
 			}
 		}
 	}
 }
 
-// TestFoldI32MatchesGeneric: every family's FoldI32 bit for bit against the
-// generic one, every mode, lengths around the SIMD width.
-func TestFoldI32MatchesGeneric(t *testing.T) {
+// TestFoldMatchesGeneric: every family's FoldI32 and FoldF32 bit for bit
+// against the generic ones, every mode, lengths around the SIMD width,
+// signed zeros among the float32 sums.
+func TestFoldMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s [%d]: %v, want %v", what, i, got[i], want[i])
+			}
+		}
+	}
 	for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 100} {
 		src := make([]int32, n)
+		srcF := make([]float32, n)
 		init := make([]float32, n)
 		for i := range src {
 			src[i] = int32(rng.IntN(1<<20) - 1<<19)
+			srcF[i] = float32(rng.NormFloat64() * 100)
 			init[i] = float32(rng.NormFloat64())
+			if i%5 == 1 {
+				srcF[i] = float32(math.Copysign(0, -1))
+			}
 		}
 		a, sc, bias := float32(127)/float32(rng.Float64()*3+0.01), float32(rng.Float64()+0.05), float32(rng.NormFloat64())
 		for mode := range 4 {
+			add, addBias := mode&1 != 0, mode&2 != 0
 			want := append([]float32(nil), init...)
-			foldI32Generic(want, src, a, sc, bias, mode&1 != 0, mode&2 != 0)
+			foldI32Generic(want, src, a, sc, bias, add, addBias)
+			wantF := append([]float32(nil), init...)
+			foldF32Generic(wantF, srcF, sc, bias, add, addBias)
+			for i, v := range srcF { // the formula, independently
+				e := v * sc
+				if add {
+					e = init[i] + e
+				}
+				if addBias {
+					e += bias
+				}
+				if math.Float32bits(e) != math.Float32bits(wantF[i]) {
+					t.Fatalf("foldF32Generic n=%d mode=%d [%d]: %v, want %v", n, mode, i, wantF[i], e)
+				}
+			}
 			for _, ks := range Families() {
 				got := append([]float32(nil), init...)
-				ks.FoldI32(got, src, a, sc, bias, mode&1 != 0, mode&2 != 0)
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%s: n=%d mode=%d [%d]: %v, want %v", ks.Family, n, mode, i, got[i], want[i])
-					}
-				}
+				ks.FoldI32(got, src, a, sc, bias, add, addBias)
+				same(fmt.Sprintf("%s: FoldI32 n=%d mode=%d", ks.Family, n, mode), got, want)
+				got = append(got[:0], init...)
+				ks.FoldF32(got, srcF, sc, bias, add, addBias)
+				same(fmt.Sprintf("%s: FoldF32 n=%d mode=%d", ks.Family, n, mode), got, wantF)
 			}
 		}
 	}

@@ -57,13 +57,14 @@
 //
 // Around the micro-kernels each set also carries the int8 activation
 // quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
-// I2_S codes for GEMV-like pointwise convolutions (DotF32, DotI8: no panels)
+// I2_S codes for GEMV-like pointwise convolutions (GemvF32, GemvI8: no panels)
 // and, where rows are whole I2_S groups, the panel packer PackA uses. The
 // AVX2 versions are generated into the same file; the generic Go versions
-// are their oracles, bit for bit except DotF32 (float32 summation order).
+// are their oracles, bit for bit except GemvF32 (float32 summation order).
 package gemm
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
 
@@ -101,12 +102,18 @@ type Kernels struct {
 	// QuantI8 sets dst[i] = Quant8(src[i], a) for i < len(dst)
 	// (len(src) >= len(dst)): the int8 path's activation quantizer.
 	QuantI8 func(dst []int8, src []float32, a float32)
-	// DotF32 and DotI8 return sum_i w(i)*x[i] straight from I2_S codes:
-	// w holds len(x)/128 whole I2_S groups of 32 bytes (len(x) a multiple
-	// of GroupValues, len(w) >= len(x)/4; no code 3). DotF32 sums in
-	// float32 in any order; DotI8 is exact (len(x) <= 2^24).
-	DotF32 func(w []byte, x []float32) float32
-	DotI8  func(w []byte, x []int8) int32
+	// GemvF32 sets out[j] = sum_{i<k} w(i)*x[j*ldx+i] for j < len(out),
+	// straight from I2_S codes, with each column's x in gemv order
+	// (GemvOrder): w holds k/128 whole I2_S groups (k a positive multiple of
+	// GroupValues, at most 2^24; len(w) >= k/4; ldx >= k; len(x) >=
+	// (len(out)-1)*ldx+k). It sums in float32 in any order and returns
+	// false where w holds a code 3 (out is then undefined): the GEMV-like
+	// pointwise convolutions run on it, no panels.
+	GemvF32 func(w []byte, x []float32, k, ldx int, out []float32) bool
+	// GemvI8 is GemvF32 for int8 activations, exact: given xsum[j] = the sum
+	// of column j's k activations (SumI8), out[j] = sum_i w(i)*x[j*ldx+i]
+	// (the kernels sum the codes w+1 times x and subtract xsum once).
+	GemvI8 func(w []byte, x []int8, k, ldx int, xsum, out []int32) bool
 	// packPanel, where set, writes an A panel (len(panel) = k, a multiple
 	// of GroupValues) from the I2_S bytes of its four rows (k/4 bytes
 	// each); false (panel partly written) where a code 3 occurs. PackA
@@ -116,6 +123,9 @@ type Kernels struct {
 	// operation in float32: t = (float32(src[i]) / a) * sc; t = dst[i] + t
 	// if add; t = t + bias if addBias; dst[i] = t (the int8 path's fold).
 	FoldI32 func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
+	// FoldF32 is FoldI32 for float32 sums: t = src[i] * sc, then the same
+	// adds (the float32 path's fold).
+	FoldF32 func(dst []float32, src []float32, sc, bias float32, add, addBias bool)
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).
@@ -124,7 +134,7 @@ const GroupValues = 128
 var (
 	current    atomic.Pointer[Kernels]
 	genericSet = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
-		DotF32: dotF32Generic, DotI8: dotI8Generic, FoldI32: foldI32Generic}
+		GemvF32: gemvF32Generic, GemvI8: gemvI8Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic}
 	simdKernels = map[cpu.Family]*Kernels{}
 )
 
@@ -407,45 +417,99 @@ func quantI8Generic(dst []int8, src []float32, a float32) {
 	}
 }
 
-// checkDot panics (recovered by the C ABI) on a bad DotF32 / DotI8 call.
-func checkDot(lw, lx int) {
-	if lx%GroupValues != 0 || lw < lx/4 || lx > 1<<24 {
-		panic("gemm: dot buffers do not hold whole I2_S groups")
+// checkGemv panics (recovered by the C ABI) on a bad GemvF32 / GemvI8 call.
+func checkGemv(lw, lx, k, ldx, cols int) {
+	if k < GroupValues || k%GroupValues != 0 || k > 1<<24 || lw < k/4 || ldx < k || cols < 1 || lx < (cols-1)*ldx+k {
+		panic("gemm: gemv buffers do not hold whole I2_S groups")
 	}
 }
 
-// dotF32Generic is the generic DotF32: the weights of a group decoded with
-// lutF32 (byte j holds values j, j+32, j+64, j+96 at shifts 6, 4, 2, 0:
-// the byte with its bit pairs reversed is a panel byte of those four).
-func dotF32Generic(w []byte, x []float32) float32 {
-	checkDot(len(w), len(x))
-	var s0, s1, s2, s3 float32
-	for g := 0; g < len(x); g += GroupValues {
-		xs := x[g : g+GroupValues]
-		ws := w[g/4 : g/4+32]
-		for j, b := range ws {
-			v := &lutF32[reverse2[b]]
-			s0 += v[0] * xs[j]
-			s1 += v[1] * xs[j+32]
-			s2 += v[2] * xs[j+64]
-			s3 += v[3] * xs[j+96]
+// Code3 returns the index of the first value with the invalid code 3 in
+// whole I2_S groups w (len(w) a multiple of 32), or -1.
+func Code3(w []byte) int {
+	for g := 0; g+32 <= len(w); g += 32 {
+		grp := w[g : g+32]
+		var three uint64 // a code 3 sets both bits of its pair
+		for i := 0; i < 32; i += 8 {
+			v := binary.LittleEndian.Uint64(grp[i:])
+			three |= v & (v >> 1)
+		}
+		if three&0x5555555555555555 == 0 {
+			continue
+		}
+		for j := range GroupValues {
+			if grp[j%32]>>(6-2*(j/32))&3 == 3 {
+				return g*4 + j
+			}
 		}
 	}
-	return (s0 + s1) + (s2 + s3)
+	return -1
 }
 
-// dotI8Generic is the generic DotI8.
-func dotI8Generic(w []byte, x []int8) int32 {
-	checkDot(len(w), len(x))
+// GemvOrder writes the len(x) values of x (a multiple of 32) into dst in
+// the order GemvF32 reads them: within every 32 values dst[8m+l] = x[4l+m]
+// (m < 4, l < 8), so that the eight values whose codes share byte m of
+// the eight dwords of an I2_S group are consecutive.
+func GemvOrder(dst, x []float32) {
+	dst = dst[:len(x)]
+	for b := 0; b+32 <= len(x); b += 32 {
+		xs, ds := x[b:b+32], dst[b:b+32]
+		for l := range 8 {
+			for m := range 4 {
+				ds[8*m+l] = xs[4*l+m]
+			}
+		}
+	}
+}
+
+// gemvF32Generic is the generic GemvF32: per column, the weights of a group
+// decoded with lutF32 (byte b holds values b, b+32, b+64, b+96 at shifts
+// 6, 4, 2, 0: the byte with its bit pairs reversed is a panel byte of
+// those four), which sit at 8*(b%4)+b/4 (+32q) in gemv order.
+func gemvF32Generic(w []byte, x []float32, k, ldx int, out []float32) bool {
+	checkGemv(len(w), len(x), k, ldx, len(out))
+	for c := range out {
+		var s0, s1, s2, s3 float32
+		for g := 0; g < k; g += GroupValues {
+			xs := x[c*ldx+g:][:GroupValues]
+			for j, b := range w[g/4 : g/4+32] {
+				v := &lutF32[reverse2[b]]
+				o := 8*(j%4) + j/4
+				s0 += v[0] * xs[o]
+				s1 += v[1] * xs[o+32]
+				s2 += v[2] * xs[o+64]
+				s3 += v[3] * xs[o+96]
+			}
+		}
+		out[c] = (s0 + s1) + (s2 + s3)
+	}
+	return Code3(w[:k/4]) < 0
+}
+
+// gemvI8Generic is the generic GemvI8: the codes c = w+1 times x, minus
+// xsum, as the SIMD kernels compute it.
+func gemvI8Generic(w []byte, x []int8, k, ldx int, xsum, out []int32) bool {
+	checkGemv(len(w), len(x), k, ldx, len(out))
+	xsum = xsum[:len(out)]
+	for c := range out {
+		var s int32
+		for g := 0; g < k; g += GroupValues {
+			xs := x[c*ldx+g:][:GroupValues]
+			for j, b := range w[g/4 : g/4+32] {
+				s += int32(b>>6)*int32(xs[j]) + int32(b>>4&3)*int32(xs[j+32]) +
+					int32(b>>2&3)*int32(xs[j+64]) + int32(b&3)*int32(xs[j+96])
+			}
+		}
+		out[c] = s - xsum[c]
+	}
+	return Code3(w[:k/4]) < 0
+}
+
+// SumI8 returns the sum of x (GemvI8's xsum).
+func SumI8(x []int8) int32 {
 	var s int32
-	for g := 0; g < len(x); g += GroupValues {
-		xs := x[g : g+GroupValues]
-		ws := w[g/4 : g/4+32]
-		for j, b := range ws {
-			v := &lutI8[reverse2[b]]
-			s += int32(v[0])*int32(xs[j]) + int32(v[1])*int32(xs[j+32]) +
-				int32(v[2])*int32(xs[j+64]) + int32(v[3])*int32(xs[j+96])
-		}
+	for _, v := range x {
+		s += int32(v)
 	}
 	return s
 }
@@ -463,6 +527,21 @@ func foldI32Generic(dst []float32, src []int32, a, sc, bias float32, add, addBia
 	src = src[:len(dst)]
 	for j, acc := range src {
 		t := float32(float32(float32(acc)/a) * sc)
+		if add {
+			t = dst[j] + t
+		}
+		if addBias {
+			t = t + bias
+		}
+		dst[j] = t
+	}
+}
+
+// foldF32Generic is the generic FoldF32.
+func foldF32Generic(dst []float32, src []float32, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	for j, v := range src {
+		t := float32(v * sc)
 		if add {
 			t = dst[j] + t
 		}

@@ -21,8 +21,8 @@ var _ = register(withMicro(cpu.AVX2, nrAVX2, microF32AVX2Kernel, false))
 // of the AVX2 ones (the int8 kernel and its prepared layout go together).
 func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
 	k := &Kernels{Family: fam, NRF32: nrF32, F32: f32, QuantI8: quantI8AVX2Kernel,
-		DotF32: dotF32AVX2Kernel, DotI8: dotI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
-		FoldI32: foldI32AVX2Kernel}
+		GemvF32: gemvF32AVX2Kernel, GemvI8: gemvI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
+		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel}
 	if vnni {
 		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nr512, microI8VNNIKernel, prepI8VNNIKernel, panelI8VNNI
 	} else {
@@ -130,20 +130,57 @@ func quantI8AVX2Kernel(dst []int8, src []float32, a float32) {
 	quantI8Generic(dst[n:], src[n:], a)
 }
 
-func dotF32AVX2Kernel(w []byte, x []float32) float32 {
-	checkDot(len(w), len(x))
-	if len(x) == 0 {
-		return 0
+// gemvF32AVX2Kernel runs the widest generated column count that fits, then
+// the narrower ones, over the columns of out.
+func gemvF32AVX2Kernel(w []byte, x []float32, k, ldx int, out []float32) bool {
+	checkGemv(len(w), len(x), k, ldx, len(out))
+	pw, ng := unsafe.SliceData(w), k/GroupValues
+	var bad uint32
+	for j := 0; j < len(out); {
+		px, po := &x[j*ldx], &out[j]
+		switch r := len(out) - j; {
+		case r >= 8:
+			bad |= gemvF32AVX2x8(pw, px, ldx, ng, po)
+			j += 8
+		case r >= 4:
+			bad |= gemvF32AVX2x4(pw, px, ldx, ng, po)
+			j += 4
+		case r >= 2:
+			bad |= gemvF32AVX2x2(pw, px, ldx, ng, po)
+			j += 2
+		default:
+			bad |= gemvF32AVX2x1(pw, px, ldx, ng, po)
+			j++
+		}
 	}
-	return dotF32I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
+	return bad == 0
 }
 
-func dotI8AVX2Kernel(w []byte, x []int8) int32 {
-	checkDot(len(w), len(x))
-	if len(x) == 0 {
-		return 0
+// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (at most four columns a
+// call); the kernels return sums of codes times x, so xsum is subtracted.
+func gemvI8AVX2Kernel(w []byte, x []int8, k, ldx int, xsum, out []int32) bool {
+	checkGemv(len(w), len(x), k, ldx, len(out))
+	xsum = xsum[:len(out)]
+	pw, ng := unsafe.SliceData(w), k/GroupValues
+	var bad uint32
+	for j := 0; j < len(out); {
+		px, po := &x[j*ldx], &out[j]
+		switch r := len(out) - j; {
+		case r >= 4:
+			bad |= gemvI8AVX2x4(pw, px, ldx, ng, po)
+			j += 4
+		case r >= 2:
+			bad |= gemvI8AVX2x2(pw, px, ldx, ng, po)
+			j += 2
+		default:
+			bad |= gemvI8AVX2x1(pw, px, ldx, ng, po)
+			j++
+		}
 	}
-	return dotI8I2SAVX2(unsafe.SliceData(w), unsafe.SliceData(x), len(x)/GroupValues)
+	for j, s := range xsum {
+		out[j] -= s
+	}
+	return bad == 0
 }
 
 func packPanelAVX2Kernel(panel []byte, rows *[MR][]byte) bool {
@@ -163,14 +200,28 @@ func foldI32AVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, add
 	src = src[:len(dst)]
 	n := len(dst) &^ 7
 	if n > 0 {
-		mode := 0
-		if add {
-			mode |= 1
-		}
-		if addBias {
-			mode |= 2
-		}
-		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, mode)
+		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, foldMode(add, addBias))
 	}
 	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
+}
+
+func foldF32AVX2Kernel(dst []float32, src []float32, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		foldF32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, sc, bias, foldMode(add, addBias))
+	}
+	foldF32Generic(dst[n:], src[n:], sc, bias, add, addBias)
+}
+
+// foldMode is the fold kernels' mode: 1 add to dst, 2 add the bias.
+func foldMode(add, addBias bool) int {
+	mode := 0
+	if add {
+		mode |= 1
+	}
+	if addBias {
+		mode |= 2
+	}
+	return mode
 }

@@ -24,15 +24,40 @@ func microI8AVX2(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *in
 //go:noescape
 func quantI8AVX2(dst *int8, src *float32, n int, a float32)
 
-// dotF32I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (float32, any order).
+// gemvF32AVX2x1 sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < 1 over ng >= 1 I2_S groups; nonzero return: a code 3.
 //
 //go:noescape
-func dotF32I2SAVX2(w *byte, x *float32, ng int) float32
+func gemvF32AVX2x1(w *byte, x *float32, ldx int, ng int, out *float32) uint32
 
-// dotI8I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (exact int32).
+// gemvF32AVX2x2 sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < 2 over ng >= 1 I2_S groups; nonzero return: a code 3.
 //
 //go:noescape
-func dotI8I2SAVX2(w *byte, x *int8, ng int) int32
+func gemvF32AVX2x2(w *byte, x *float32, ldx int, ng int, out *float32) uint32
+
+// gemvF32AVX2x4 sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < 4 over ng >= 1 I2_S groups; nonzero return: a code 3.
+//
+//go:noescape
+func gemvF32AVX2x4(w *byte, x *float32, ldx int, ng int, out *float32) uint32
+
+// gemvF32AVX2x8 sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < 8 over ng >= 1 I2_S groups; nonzero return: a code 3.
+//
+//go:noescape
+func gemvF32AVX2x8(w *byte, x *float32, ldx int, ng int, out *float32) uint32
+
+// gemvI8AVX2x1 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 1 over ng >= 1 I2_S groups; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8AVX2x1(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+
+// gemvI8AVX2x2 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 2 over ng >= 1 I2_S groups; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8AVX2x2(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+
+// gemvI8AVX2x4 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 4 over ng >= 1 I2_S groups; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8AVX2x4(w *byte, x *int8, ldx int, ng int, out *int32) uint32
 
 // packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.
 //
@@ -43,3 +68,8 @@ func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) 
 //
 //go:noescape
 func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias float32, mode int)
+
+// foldF32AVX2 folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).
+//
+//go:noescape
+func foldF32AVX2(dst *float32, src *float32, n int, sc float32, bias float32, mode int)

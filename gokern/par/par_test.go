@@ -86,3 +86,31 @@ func TestForPropagatesWorkerPanic(t *testing.T) {
 	})
 	t.Fatal("For returned normally")
 }
+
+// TestChunksWork: chunks keep MinWork of work each where the total allows,
+// never more chunks than threads, and MinWork 1 splits over every thread.
+func TestChunksWork(t *testing.T) {
+	oldT := Threads()
+	defer func() { _ = SetThreads(oldT) }()
+	oldW := SetMinWork(1000)
+	defer SetMinWork(oldW)
+	for _, c := range []struct{ threads, minWork, n, item, want int }{
+		{2, 1000, 10, 10, 1},    // 100 of work: one chunk
+		{2, 1000, 10, 200, 2},   // 2000: two chunks of 1000
+		{4, 1000, 10, 150, 2},   // 1500: 7 items a chunk at least
+		{4, 1000, 100, 1000, 4}, // plenty: every thread
+		{3, 1, 5, 1, 3},         // MinWork 1: every thread
+		{2, 1000, 10, 0, 1},     // no work given: one chunk
+		{2, 1000, 0, 5, 1},      // no items
+	} {
+		_ = SetThreads(c.threads)
+		SetMinWork(c.minWork)
+		b := ChunksWork(c.n, c.item)
+		if got := len(b) - 1; got != c.want || b[0] != 0 || b[len(b)-1] != max(c.n, 0) {
+			t.Errorf("%+v: bounds %v, want %d chunks over [0, %d)", c, b, c.want, c.n)
+		}
+	}
+	if SetMinWork(0); MinWork() != 1 {
+		t.Errorf("SetMinWork(0): MinWork() = %d, want 1", MinWork())
+	}
+}

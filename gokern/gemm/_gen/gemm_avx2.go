@@ -29,10 +29,15 @@ func init() {
 			prepI8AVX2(c)
 			microI8AVX2(c)
 			quantI8AVX2(c)
-			dotF32I2SAVX2(c)
-			dotI8I2SAVX2(c)
+			for _, n := range gemvColsF32 {
+				gemvF32AVX2(c, n)
+			}
+			for _, n := range gemvColsI8 {
+				gemvI8AVX2(c, n)
+			}
 			packPanelAVX2(c)
 			foldI32AVX2(c)
+			foldF32AVX2(c)
 		},
 	})
 }
@@ -351,115 +356,222 @@ func quantI8AVX2(c *build.Context) {
 	c.RET()
 }
 
-// dotF32I2SAVX2: the float32 sum of w(i)*x[i] over ng whole I2_S groups of
-// 128 values (32 bytes each; value 32q+j of a group in byte j at shift 6-2q,
-// code = w+1). Per group and per 8 bytes: VPMOVZXBD to dwords, then for each
-// q the code (VPSRLD, VPAND), w = code-1 (VPSUBD), VCVTDQ2PS and one
-// VFMADD231PS with the eight x; four accumulators, one per 8-byte column.
-func dotF32I2SAVX2(c *build.Context) {
-	c.Function("dotF32I2SAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, x *float32, ng int) float32")
-	c.Doc("dotF32I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (float32, any order).")
-	pw := c.Load(c.Param("w"), c.GP64())
+// groupValues is the number of values of one I2_S group (32 bytes).
+const groupValues = 128
+
+// gemvColsF32 and gemvColsI8 are the column counts the GEMV kernels are
+// generated for; the Go wrappers split wider calls into these.
+var (
+	gemvColsF32 = []int{1, 2, 4, 8}
+	gemvColsI8  = []int{1, 2, 4}
+)
+
+// gemvArgs loads the GEMV kernels' arguments (w *byte, x *T, ldx int, ng int,
+// out *A) and returns the memory operand of column j's x at byte disp.
+// Columns 0..3 are addressed from x, columns 4..7 from x + 4*ldx.
+func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colMem func(j, disp int) operand.Mem, advance func(bytes int)) {
+	pw = c.Load(c.Param("w"), c.GP64())
 	px := c.Load(c.Param("x"), c.GP64())
-	n := c.Load(c.Param("ng"), c.GP64())
-	mask := bcst32(c, 3)
-	one := bcst32(c, 1)
-	acc := zeroY(c, 4)
-	c.Label("dfloop")
-	for h := 0; h < 4; h++ {
-		d := c.YMM()
-		c.VPMOVZXBD(mem(pw, 8*h), d)
-		for q := 0; q < 4; q++ {
-			t := c.YMM()
-			if sh := 6 - 2*q; sh > 0 {
-				c.VPSRLD(operand.Imm(uint64(sh)), d, t)
-				c.VPAND(mask, t, t)
-			} else {
-				c.VPAND(mask, d, t)
-			}
-			c.VPSUBD(one, t, t)
-			c.VCVTDQ2PS(t, t)
-			c.VFMADD231PS(mem(px, 4*(32*q+8*h)), t, acc[h])
+	ld := c.Load(c.Param("ldx"), c.GP64())
+	n = c.Load(c.Param("ng"), c.GP64())
+	pout = c.Load(c.Param("out"), c.GP64())
+	if esize == 4 {
+		c.SHLQ(operand.Imm(2), ld)
+	}
+	ld3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	bases := []reg.Register{px}
+	if ncol > 4 {
+		px4 := c.GP64()
+		c.LEAQ(operand.Mem{Base: px, Index: ld, Scale: 4}, px4)
+		bases = append(bases, px4)
+	}
+	colMem = func(j, disp int) operand.Mem {
+		m := operand.Mem{Base: bases[j/4], Disp: disp}
+		switch j % 4 {
+		case 1:
+			m.Index, m.Scale = ld, 1
+		case 2:
+			m.Index, m.Scale = ld, 2
+		case 3:
+			m.Index, m.Scale = ld3, 1
+		}
+		return m
+	}
+	advance = func(bytes int) {
+		for _, b := range bases {
+			c.ADDQ(operand.U32(uint64(bytes)), b)
 		}
 	}
-	c.ADDQ(operand.Imm(32), pw)
-	c.ADDQ(operand.U32(512), px)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("dfloop"))
-	c.VADDPS(acc[1], acc[0], acc[0])
-	c.VADDPS(acc[3], acc[2], acc[2])
-	c.VADDPS(acc[2], acc[0], acc[0])
+	return pw, n, pout, colMem, advance
+}
+
+// orThree ORs v & (v>>1) (32 bytes of I2_S codes) into three: its bits 0,
+// 2, 4 and 6 (masked with 0x55 by threeFlag) mark code 3 pairs; word shifts
+// leak no bit into a kept position.
+func orThree(c *build.Context, v, three reg.VecVirtual) {
+	t := c.YMM()
+	c.VPSRLW(operand.Imm(1), v, t)
+	c.VPAND(v, t, t)
+	c.VPOR(t, three, three)
+}
+
+// threeFlag reduces three (orThree) to a 32-bit value, nonzero where a code 3
+// occurred, and stores it as the function's result.
+func threeFlag(c *build.Context, three reg.VecVirtual) {
+	c.VPAND(bcst32(c, 0x55555555), three, three)
 	hi := c.XMM()
-	c.VEXTRACTF128(operand.Imm(1), acc[0], hi)
-	lo := acc[0].AsX()
+	c.VEXTRACTI128(operand.Imm(1), three, hi)
+	lo := three.AsX()
+	c.VPOR(hi, lo, lo)
+	t := c.XMM()
+	c.VPSRLDQ(operand.Imm(8), lo, t)
+	c.VPOR(t, lo, lo)
+	c.VPSRLDQ(operand.Imm(4), lo, t)
+	c.VPOR(t, lo, lo)
+	r := c.GP32()
+	c.VMOVD(lo, r)
+	c.Store(r, c.ReturnIndex(0))
+}
+
+// hsumF32 adds the eight lanes of y and stores the sum at m.
+func hsumF32(c *build.Context, y reg.VecVirtual, m operand.Mem) {
+	hi := c.XMM()
+	c.VEXTRACTF128(operand.Imm(1), y, hi)
+	lo := y.AsX()
 	c.VADDPS(hi, lo, lo)
 	c.VHADDPS(lo, lo, lo)
 	c.VHADDPS(lo, lo, lo)
+	c.VMOVSS(lo, m)
+}
+
+// gemvF32AVX2: out[j] = sum_i w(i)*x[j*ldx+i] for j < ncol, over ng whole
+// I2_S groups (32 bytes each; value 32q+b of a group in byte b at shift
+// 6-2q, code = w+1), x in gemv order (gemm.GemvOrder): the eight floats at
+// 32q+8m of a group are the values 32q+4l+m, l < 8, whose codes sit in
+// byte m of dword l. So per (q, m) one VPSRLD of the group's 32 bytes by
+// 8m+6-2q brings the codes to bits 0-1 of each dword, and one VPERMILPS of
+// the table (-1, 0, +1, 0) in each lane decodes eight weights, which every
+// column uses in one VFMADD231PS. Eight accumulators in all (8/ncol per
+// column, taken in turn), so FMA latency is hidden at any ncol. The weight
+// bytes are checked for code 3 on the way.
+func gemvF32AVX2(c *build.Context, ncol int) {
+	name := fmt.Sprintf("gemvF32AVX2x%d", ncol)
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *byte, x *float32, ldx int, ng int, out *float32) uint32")
+	c.Doc(fmt.Sprintf("%s sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
+	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 4)
+	tab := c.YMM()
+	c.VMOVDQU(vconst(c, "gemvTabF32", [8]uint32{0xBF800000, 0, 0x3F800000, 0, 0xBF800000, 0, 0x3F800000, 0}), tab)
+	ah := 8 / ncol
+	acc := make([][]reg.VecVirtual, ncol)
+	for j := range acc {
+		acc[j] = zeroY(c, ah)
+	}
+	three := zeroY(c, 1)[0]
+	loop := name + "loop"
+	c.Label(loop)
+	wb := c.YMM()
+	c.VMOVDQU(mem(pw, 0), wb)
+	orThree(c, wb, three)
+	s := 0
+	for q := 0; q < 4; q++ {
+		for m := 0; m < 4; m++ {
+			idx := wb
+			if sh := 8*m + 6 - 2*q; sh > 0 {
+				idx = c.YMM()
+				c.VPSRLD(operand.Imm(uint64(sh)), wb, idx)
+			}
+			wv := c.YMM()
+			c.VPERMILPS(idx, tab, wv)
+			for j := 0; j < ncol; j++ {
+				c.VFMADD231PS(colMem(j, 4*(32*q+8*m)), wv, acc[j][s%ah])
+			}
+			s++
+		}
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	advance(4 * groupValues)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef(loop))
+	for j := range acc {
+		for s := 1; s < ah; s *= 2 {
+			for a := 0; a+s < ah; a += 2 * s {
+				c.VADDPS(acc[j][a+s], acc[j][a], acc[j][a])
+			}
+		}
+		hsumF32(c, acc[j][0], mem(pout, 4*j))
+	}
+	threeFlag(c, three)
 	c.VZEROUPPER()
-	c.Store(lo, c.ReturnIndex(0))
 	c.RET()
 }
 
-// dotI8I2SAVX2: the exact int32 sum of w(i)*x[i] over ng whole I2_S groups.
-// Per group the 32 bytes are loaded once; for each q the 32 codes (VPSRLW,
-// VPAND) times the 32 consecutive x (VPMADDUBSW: |c0*x0+c1*x1| <= 512, no
-// saturation), VPMADDWD by ones into int32. The sums are of (w+1)*x, so the
-// sum of x (VPMADDUBSW by ones) is subtracted at the end.
-func dotI8I2SAVX2(c *build.Context) {
-	c.Function("dotI8I2SAVX2")
+// gemvI8AVX2: out[j] = sum_i (w(i)+1)*x[j*ldx+i] for j < ncol (the sums of
+// codes times activations: the caller subtracts each column's sum of x),
+// over ng whole I2_S groups. Per group the 32 bytes give four vectors of
+// codes (VPSRLW, VPAND), decoded once for every column; per column and q a
+// VPMADDUBSW (codes 0..2 unsigned x activations signed: |pair| <= 512),
+// the four q added as int16 (|sum| <= 2048), one VPMADDWD by ones into
+// int32. Code 3 is checked on the way.
+func gemvI8AVX2(c *build.Context, ncol int) {
+	name := fmt.Sprintf("gemvI8AVX2x%d", ncol)
+	c.Function(name)
 	c.Attributes(attr.NOSPLIT)
 	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, x *int8, ng int) int32")
-	c.Doc("dotI8I2SAVX2 returns sum w(i)*x[i] over ng >= 1 I2_S groups of 128 values (exact int32).")
-	pw := c.Load(c.Param("w"), c.GP64())
-	px := c.Load(c.Param("x"), c.GP64())
-	n := c.Load(c.Param("ng"), c.GP64())
+	c.SignatureExpr("func(w *byte, x *int8, ldx int, ng int, out *int32) uint32")
+	c.Doc(fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
+	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 1)
 	mask := bcst32(c, 0x03030303)
-	ones8 := bcst32(c, 0x01010101)
 	ones16 := bcst32(c, 0x00010001)
-	acc := zeroY(c, 4)
-	xs := zeroY(c, 2)
-	c.Label("diloop")
+	acc := zeroY(c, ncol)
+	three := zeroY(c, 1)[0]
+	loop := name + "loop"
+	c.Label(loop)
 	wv := c.YMM()
 	c.VMOVDQU(mem(pw, 0), wv)
-	for q := 0; q < 4; q++ {
-		t := c.YMM()
+	orThree(c, wv, three)
+	var codes [4]reg.VecVirtual
+	for q := range codes {
+		codes[q] = c.YMM()
 		if sh := 6 - 2*q; sh > 0 {
-			c.VPSRLW(operand.Imm(uint64(sh)), wv, t)
-			c.VPAND(mask, t, t)
+			c.VPSRLW(operand.Imm(uint64(sh)), wv, codes[q])
+			c.VPAND(mask, codes[q], codes[q])
 		} else {
-			c.VPAND(mask, wv, t)
+			c.VPAND(mask, wv, codes[q])
 		}
-		c.VPMADDUBSW(mem(px, 32*q), t, t)
-		c.VPMADDWD(ones16, t, t)
-		c.VPADDD(t, acc[q], acc[q])
-		u := c.YMM()
-		c.VPMADDUBSW(mem(px, 32*q), ones8, u)
-		c.VPMADDWD(ones16, u, u)
-		c.VPADDD(u, xs[q%2], xs[q%2])
+	}
+	for j := 0; j < ncol; j++ {
+		var s reg.VecVirtual
+		for q := 0; q < 4; q++ {
+			p := c.YMM()
+			c.VPMADDUBSW(colMem(j, 32*q), codes[q], p)
+			if q == 0 {
+				s = p
+			} else {
+				c.VPADDW(p, s, s)
+			}
+		}
+		c.VPMADDWD(ones16, s, s)
+		c.VPADDD(s, acc[j], acc[j])
 	}
 	c.ADDQ(operand.Imm(32), pw)
-	c.ADDQ(operand.Imm(128), px)
+	advance(groupValues)
 	c.DECQ(n)
-	c.JNZ(operand.LabelRef("diloop"))
-	c.VPADDD(acc[1], acc[0], acc[0])
-	c.VPADDD(acc[3], acc[2], acc[2])
-	c.VPADDD(acc[2], acc[0], acc[0])
-	c.VPADDD(xs[1], xs[0], xs[0])
-	c.VPSUBD(xs[0], acc[0], acc[0])
-	hi := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
-	lo := acc[0].AsX()
-	c.VPADDD(hi, lo, lo)
-	c.VPHADDD(lo, lo, lo)
-	c.VPHADDD(lo, lo, lo)
-	r := c.GP32()
-	c.VMOVD(lo, r)
+	c.JNZ(operand.LabelRef(loop))
+	for j := range acc {
+		hi := c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), acc[j], hi)
+		lo := acc[j].AsX()
+		c.VPADDD(hi, lo, lo)
+		c.VPHADDD(lo, lo, lo)
+		c.VPHADDD(lo, lo, lo)
+		c.VMOVD(lo, mem(pout, 4*j))
+	}
+	threeFlag(c, three)
 	c.VZEROUPPER()
-	c.Store(r, c.ReturnIndex(0))
 	c.RET()
 }
 
@@ -485,17 +597,13 @@ func packPanelAVX2(c *build.Context) {
 	for r := range masks {
 		masks[r] = bcst32(c, 0x03030303<<(2*r))
 	}
-	m55 := bcst32(c, 0x55555555)
 	three := zeroY(c, 1)[0]
 	c.Label("pploop")
 	var x [4]reg.VecVirtual
 	for r := range x {
 		x[r] = c.YMM()
 		c.VMOVDQU(mem(pr[r], 0), x[r])
-		t := c.YMM()
-		c.VPSRLW(operand.Imm(1), x[r], t)
-		c.VPAND(x[r], t, t)
-		c.VPOR(t, three, three)
+		orThree(c, x[r], three)
 	}
 	for q := 0; q < 4; q++ {
 		out := c.YMM()
@@ -526,20 +634,8 @@ func packPanelAVX2(c *build.Context) {
 	c.ADDQ(operand.U32(128), pp)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("pploop"))
-	c.VPAND(m55, three, three)
-	hi := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), three, hi)
-	lo := three.AsX()
-	c.VPOR(hi, lo, lo)
-	t := c.XMM()
-	c.VPSRLDQ(operand.Imm(8), lo, t)
-	c.VPOR(t, lo, lo)
-	c.VPSRLDQ(operand.Imm(4), lo, t)
-	c.VPOR(t, lo, lo)
-	r := c.GP32()
-	c.VMOVD(lo, r)
+	threeFlag(c, three)
 	c.VZEROUPPER()
-	c.Store(r, c.ReturnIndex(0))
 	c.RET()
 }
 
@@ -549,31 +645,54 @@ func packPanelAVX2(c *build.Context) {
 // mode&1, t = t + bias when mode&2, dst[i] = t. IEEE operations in the same
 // order: bit for bit the generic result.
 func foldI32AVX2(c *build.Context) {
-	c.Function("foldI32AVX2")
+	fold(c, "foldI32AVX2", true)
+}
+
+// foldF32AVX2 is foldI32AVX2 for float32 sums: t = src[i] * sc (VMULPS),
+// then the same adds.
+func foldF32AVX2(c *build.Context) {
+	fold(c, "foldF32AVX2", false)
+}
+
+// fold emits foldI32AVX2 (ints) or foldF32AVX2: one loop per mode.
+func fold(c *build.Context, name string, ints bool) {
+	c.Function(name)
 	c.Attributes(attr.NOSPLIT)
 	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)")
-	c.Doc("foldI32AVX2 folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+	if ints {
+		c.SignatureExpr("func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)")
+		c.Doc(name + " folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+	} else {
+		c.SignatureExpr("func(dst *float32, src *float32, n int, sc, bias float32, mode int)")
+		c.Doc(name + " folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
+	}
 	pd := c.Load(c.Param("dst"), c.GP64())
 	ps := c.Load(c.Param("src"), c.GP64())
 	n := c.Load(c.Param("n"), c.GP64())
 	mode := c.Load(c.Param("mode"), c.GP64())
 	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
-	c.VBROADCASTSS(paramAddr(c, "a"), va)
+	if ints {
+		c.VBROADCASTSS(paramAddr(c, "a"), va)
+	}
 	c.VBROADCASTSS(paramAddr(c, "sc"), vs)
 	c.VBROADCASTSS(paramAddr(c, "bias"), vb)
+	done := name + "done"
 	for m := 0; m < 4; m++ {
 		c.CMPQ(mode, operand.Imm(uint64(m)))
-		c.JE(operand.LabelRef(fmt.Sprintf("fold%d", m)))
+		c.JE(operand.LabelRef(fmt.Sprintf("%s%d", name, m)))
 	}
-	c.JMP(operand.LabelRef("folddone"))
+	c.JMP(operand.LabelRef(done))
 	for m := 0; m < 4; m++ {
-		l := fmt.Sprintf("fold%d", m)
+		l := fmt.Sprintf("%s%d", name, m)
 		c.Label(l)
 		t := c.YMM()
-		c.VCVTDQ2PS(mem(ps, 0), t)
-		c.VDIVPS(va, t, t)
-		c.VMULPS(vs, t, t)
+		if ints {
+			c.VCVTDQ2PS(mem(ps, 0), t)
+			c.VDIVPS(va, t, t)
+			c.VMULPS(vs, t, t)
+		} else {
+			c.VMULPS(mem(ps, 0), vs, t)
+		}
 		if m&1 != 0 {
 			c.VADDPS(mem(pd, 0), t, t)
 		}
@@ -585,9 +704,9 @@ func foldI32AVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(32), pd)
 		c.SUBQ(operand.Imm(8), n)
 		c.JNZ(operand.LabelRef(l))
-		c.JMP(operand.LabelRef("folddone"))
+		c.JMP(operand.LabelRef(done))
 	}
-	c.Label("folddone")
+	c.Label(done)
 	c.VZEROUPPER()
 	c.RET()
 }
