@@ -130,53 +130,60 @@ func quantI8AVX2Kernel(dst []int8, src []float32, a float32) {
 	quantI8Generic(dst[n:], src[n:], a)
 }
 
-// gemvF32AVX2Kernel runs the widest generated column count that fits, then
-// the narrower ones, over the columns of out.
+// gemvCols covers cols columns with run(j, w) calls on columns j .. j+w-1,
+// the widest of widths (descending, the last 1) that fits first, and ORs
+// their results.
+func gemvCols(cols int, widths []int, run func(j, w int) uint32) uint32 {
+	var bad uint32
+	for j := 0; j < cols; {
+		w := widths[len(widths)-1]
+		for _, c := range widths {
+			if c <= cols-j {
+				w = c
+				break
+			}
+		}
+		bad |= run(j, w)
+		j += w
+	}
+	return bad
+}
+
+// gemvF32AVX2Kernel runs the generated column counts (8, 4, 2, 1) over the
+// columns of out.
 func gemvF32AVX2Kernel(w []byte, x []float32, k, ldx int, out []float32) bool {
 	checkGemv(len(w), len(x), k, ldx, len(out))
 	pw, ng := unsafe.SliceData(w), k/GroupValues
-	var bad uint32
-	for j := 0; j < len(out); {
+	return gemvCols(len(out), []int{8, 4, 2, 1}, func(j, c int) uint32 {
 		px, po := &x[j*ldx], &out[j]
-		switch r := len(out) - j; {
-		case r >= 8:
-			bad |= gemvF32AVX2x8(pw, px, ldx, ng, po)
-			j += 8
-		case r >= 4:
-			bad |= gemvF32AVX2x4(pw, px, ldx, ng, po)
-			j += 4
-		case r >= 2:
-			bad |= gemvF32AVX2x2(pw, px, ldx, ng, po)
-			j += 2
-		default:
-			bad |= gemvF32AVX2x1(pw, px, ldx, ng, po)
-			j++
+		switch c {
+		case 8:
+			return gemvF32AVX2x8(pw, px, ldx, ng, po)
+		case 4:
+			return gemvF32AVX2x4(pw, px, ldx, ng, po)
+		case 2:
+			return gemvF32AVX2x2(pw, px, ldx, ng, po)
 		}
-	}
-	return bad == 0
+		return gemvF32AVX2x1(pw, px, ldx, ng, po)
+	}) == 0
 }
 
-// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (at most four columns a
-// call); the kernels return sums of codes times x, so xsum is subtracted.
+// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (4, 2, 1 columns a call);
+// the kernels return sums of codes times x, so xsum is subtracted.
 func gemvI8AVX2Kernel(w []byte, x []int8, k, ldx int, xsum, out []int32) bool {
 	checkGemv(len(w), len(x), k, ldx, len(out))
 	xsum = xsum[:len(out)]
 	pw, ng := unsafe.SliceData(w), k/GroupValues
-	var bad uint32
-	for j := 0; j < len(out); {
+	bad := gemvCols(len(out), []int{4, 2, 1}, func(j, c int) uint32 {
 		px, po := &x[j*ldx], &out[j]
-		switch r := len(out) - j; {
-		case r >= 4:
-			bad |= gemvI8AVX2x4(pw, px, ldx, ng, po)
-			j += 4
-		case r >= 2:
-			bad |= gemvI8AVX2x2(pw, px, ldx, ng, po)
-			j += 2
-		default:
-			bad |= gemvI8AVX2x1(pw, px, ldx, ng, po)
-			j++
+		switch c {
+		case 4:
+			return gemvI8AVX2x4(pw, px, ldx, ng, po)
+		case 2:
+			return gemvI8AVX2x2(pw, px, ldx, ng, po)
 		}
-	}
+		return gemvI8AVX2x1(pw, px, ldx, ng, po)
+	})
 	for j, s := range xsum {
 		out[j] -= s
 	}
