@@ -326,14 +326,17 @@ func (s *scaler) scale(o, b int) float32 {
 // Conv2D documents. Block 0 assigns, the last block adds the bias.
 
 func foldF32(s *scaler, dst []float32, src []float32, o, b int, _ float32) {
-	// one block: sc*v + bias (0 without one); then per block sc*v, added
-	// to dst from the second, the bias after the last
-	last := b == s.nb-1 && (s.bias != nil || s.nb == 1)
-	bias := float32(0)
-	if last && s.bias != nil {
-		bias = s.bias[o]
+	bias, add := s.biasAt(o, b)
+	gemm.Current().FoldF32(dst, src, s.scale(o, b), bias, b > 0, add)
+}
+
+// biasAt returns channel o's bias and whether block b adds it (the last
+// block, when there is a bias).
+func (s *scaler) biasAt(o, b int) (float32, bool) {
+	if b == s.nb-1 && s.bias != nil {
+		return s.bias[o], true
 	}
-	gemm.Current().FoldF32(dst, src, s.scale(o, b), bias, b > 0, last)
+	return 0, false
 }
 
 // fold1I32 is the int8 path's arithmetic for one element: y is the sum so
@@ -350,12 +353,8 @@ func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
 }
 
 func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
-	last := b == s.nb-1 && s.bias != nil
-	bias := float32(0)
-	if last {
-		bias = s.bias[o]
-	}
-	gemm.Current().FoldI32(dst, src, a, s.scale(o, b), bias, b > 0, last)
+	bias, add := s.biasAt(o, b)
+	gemm.Current().FoldI32(dst, src, a, s.scale(o, b), bias, b > 0, add)
 }
 
 // activations are the int8 path's quantized input and per-sample scales.

@@ -93,9 +93,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 	p := planGEMM(d, nr, int(unsafe.Sizeof(zero)))
 	np := gemm.Panels(d.Og)
 	per := d.C * d.H * d.W
-	if !pointwise {
-		src = im2colSource(d, src)
-	}
+	src = im2colSource(d, src)
 	ldt := p.nTile
 	par.Run(par.ChunksWork(p.units, p.nTile*p.mcPanels*gemm.MR*d.K), func(_, lo, hi int) {
 		buf := make([]T, p.bufElems)
@@ -118,11 +116,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 				for k0 := kb0; k0 < kb1; k0 += p.kcCap {
 					kc := min(p.kcCap, kb1-k0)
 					bb := buf[:npn*kc*nr]
-					if pointwise {
-						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
-					} else {
-						packIm2col(bb, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
-					}
+					packB(bb, xs, d, pointwise, g, k0, kc, p0, cols, nr)
 					for jp := range npn {
 						bp := bb[jp*kc*nr : (jp+1)*kc*nr]
 						if prep != nil {
@@ -148,6 +142,18 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 			}
 		}
 	})
+}
+
+// packB packs rows k0 .. k0+kc of group g's B matrix of one sample, for the
+// cols output positions from p0, into micro-panels of nr columns: the input
+// rows themselves (pointwise: the 1x1 GEMM) or the im2col rows (xs as
+// im2colSource returns it).
+func packB[T elem](dst, xs []T, d *Dims, pointwise bool, g, k0, kc, p0, cols, nr int) {
+	if pointwise {
+		packRows(dst, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
+		return
+	}
+	packIm2col(dst, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
 }
 
 // packRows packs rows ch .. ch+kc of a sample's (C, H*W) matrix, columns
@@ -189,7 +195,7 @@ func copySmall[T elem](dst, src []T) {
 }
 
 // im2colSource returns the input as packIm2col reads it: x itself for a
-// column stride of 1; otherwise a copy with every row (W values) grouped by
+// column stride of 1 (every pointwise shape); otherwise a copy with every row (W values) grouped by
 // column phase modulo the stride, [x0, xs, x2s, ..., x1, x1+s, ...], so that
 // the columns ow*s+off of one kernel column are one contiguous run.
 func im2colSource[T elem](d *Dims, x []T) []T {

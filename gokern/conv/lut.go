@@ -257,10 +257,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 	const nr = gemm.LUTCols
 	p := planLUT(d, lw.triples)
 	per := d.C * d.H * d.W
-	q := acts.q
-	if !d.Pointwise() {
-		q = im2colSource(d, q)
-	}
+	q := im2colSource(d, acts.q)
 	pointwise := d.Pointwise()
 	magBytes := 0
 	if lw.triples {
@@ -288,11 +285,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 					kc := min(p.kcL, kb1-k0)
 					c := (k0 - kb0) / p.kcL
 					bb := buf[:npn*kc*nr]
-					if pointwise {
-						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
-					} else {
-						packIm2col(bb, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
-					}
+					packB(bb, xs, d, pointwise, g, k0, kc, p0, cols, nr)
 					for jp := range npn {
 						bp := bb[jp*kc*nr : (jp+1)*kc*nr]
 						if lw.triples {

@@ -39,10 +39,7 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 		rowsPer = ceilDivPos(rowsPer, 2)
 	}
 	per := d.C * d.H * d.W
-	q := acts.q
-	if !d.Pointwise() {
-		q = im2colSource(d, q)
-	}
+	q := im2colSource(d, acts.q)
 	pointwise := d.Pointwise()
 	ldi := sc.nb * lw.segBytes // bytes from one output channel's row to the next
 	kcL, tabLen := lut16KC, nr*(gemm.LUT16Entries*lut16KC/2+gemm.LUT16Pad)
@@ -71,11 +68,7 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 					kc := min(kcL, kb1-k0)
 					c := (k0 - kb0) / kcL
 					bb := buf[:npn*kc*nr]
-					if pointwise {
-						packRows(bb, xs, d, g*d.Cg+k0, kc, p0, cols, nr)
-					} else {
-						packIm2col(bb, xs, d, g*d.Cg, k0, kc, p0, cols, nr)
-					}
+					packB(bb, xs, d, pointwise, g, k0, kc, p0, cols, nr)
 					seg0 := ((g*d.Og+r0)*sc.nb + b) * lw.segBytes
 					if lw.triples {
 						nt := kc / 3
