@@ -22,7 +22,7 @@ type Algo int32
 const (
 	Auto      Algo = 0 // request only: the planner picks
 	Naive     Algo = 1 // seven plain loops, the oracle
-	Im2col    Algo = 2 // tiled im2col packed on the fly + GEMM micro-kernels
+	Im2col    Algo = 2 // tiled im2col packed on the fly + GEMM micro-kernels (int8 on AVX2: implicit GEMM, implicit.go)
 	Direct    Algo = 3 // general direct kernel, no column buffer
 	Depthwise Algo = 4 // direct kernel for groups == C
 	Pointwise Algo = 5 // 1x1, stride 1, no padding: GEMM straight on the input
@@ -198,7 +198,9 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 		return kind, nil
 	}
 	if kind == LUT {
-		return kind, runLUT(&d, src, quantizeActs(&d, x), sc, out)
+		acts := quantizeActs(&d, x)
+		defer acts.release()
+		return kind, runLUT(&d, src, acts, sc, out)
 	}
 	return kind, run(kind, &d, x, w, sc, out, opt.ActBits == 8, gemm.Current())
 }
@@ -209,6 +211,7 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	var acts *activations
 	if act8 {
 		acts = quantizeActs(d, x)
+		defer acts.release()
 	}
 	if kind == LUT {
 		return runLUT(d, w, acts, sc, out)
@@ -232,7 +235,9 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	}
 	switch kind {
 	case Im2col, Pointwise:
-		if act8 {
+		if act8 && useImplicit(d, sc, ks) {
+			implicitConv(d, a, acts, sc, out, ks.Implicit)
+		} else if act8 {
 			gemmConv(d, a, acts.q, acts, sc, out, kind == Pointwise, ks.NRI8, microFn[int8, int32](ks.I8), ks.PrepareI8, foldI32)
 		} else {
 			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), nil, foldF32)
@@ -363,6 +368,13 @@ type activations struct {
 	a []float32 // a_n = 127 / max(max|x_n|, 1e-5)
 }
 
+// release returns the quantized activations' buffer for reuse: the
+// convolution is done with them.
+func (a *activations) release() {
+	actScratch.put(asBytes(a.q))
+	a.q = nil
+}
+
 // actEps is the floor of a sample's max|x| (as float32).
 const actEps = float32(1e-5)
 
@@ -372,7 +384,7 @@ const actEps = float32(1e-5)
 func quantizeActs(d *Dims, x []float32) *activations {
 	per := d.C * d.H * d.W
 	quant := gemm.Current().QuantI8
-	acts := &activations{q: make([]int8, len(x)), a: make([]float32, d.N)}
+	acts := &activations{q: asInt8(actScratch.get(len(x))), a: make([]float32, d.N)}
 	pieces := ceilDivPos(per, actPiece) // per sample
 	span := func(i int) (lo, hi int) {
 		n, j := i/pieces, i%pieces

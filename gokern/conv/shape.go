@@ -1,8 +1,9 @@
 // Package conv is the ternary 2-D convolution: shape arithmetic, the planner
 // that picks an algorithm, and the algorithms themselves (naive, tiled
-// im2col + GEMM, 1x1 GEMM on the input, depthwise and general direct
-// kernels, lookup tables for int8 activations: lut.go). The micro-kernels live in gokern/gemm; every goroutine goes
-// through gokern/par.
+// im2col + GEMM, 1x1 GEMM on the input, GEMV, the int8 implicit GEMM,
+// depthwise and general direct kernels, lookup tables for int8
+// activations: lut.go). The micro-kernels live in gokern/gemm; every
+// goroutine goes through gokern/par.
 //
 // Semantics are those of torch.nn.functional.conv2d with a ternary weight
 // (values -1, 0, +1 with float32 scales per block of the flattened weight,

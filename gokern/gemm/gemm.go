@@ -55,6 +55,11 @@
 // over them without shuffles; gokern/conv calls PrepareI8 after packing.
 // The avx512 family keeps the AVX2 int8 kernel.
 //
+// The AVX2 int8 path has a second kernel, the implicit GEMM (implicit.go,
+// _gen/implicit_avx2.go): activations channels-last, read in place,
+// weights repacked to a byte each; gokern/conv runs it instead of im2col
+// where Kernels.Implicit is set (the AVX2 and AVX-512-without-VNNI sets).
+//
 // Around the micro-kernels each set also carries the int8 activation
 // quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
 // I2_S codes for GEMV-like pointwise convolutions (GemvF32, GemvI8: no panels)
@@ -126,6 +131,9 @@ type Kernels struct {
 	// FoldF32 is FoldI32 for float32 sums: t = src[i] * sc, then the same
 	// adds (the float32 path's fold).
 	FoldF32 func(dst []float32, src []float32, sc, bias float32, add, addBias bool)
+	// Implicit, where set, is the int8 implicit-GEMM kernel (implicit.go),
+	// which gokern/conv then runs instead of im2col for int8 activations.
+	Implicit ImplicitI8
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).

@@ -27,6 +27,9 @@ func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
 		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nr512, microI8VNNIKernel, prepI8VNNIKernel, panelI8VNNI
 	} else {
 		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nrAVX2, microI8AVX2Kernel, prepI8AVX2Kernel, panelI8AVX2
+		// Measured against the AVX2 int8 micro-kernel only: the VNNI
+		// families keep their im2col path until timed on such a CPU.
+		k.Implicit = implicitI8AVX2Kernel
 	}
 	return k
 }
@@ -231,4 +234,27 @@ func foldMode(add, addBias bool) int {
 		mode |= 2
 	}
 	return mode
+}
+
+// implicitChunk is the most pixels per implicitI8AVX2 call: its tiles go
+// through a buffer on the stack before tileRowsAVX2 turns them into rows.
+const implicitChunk = 16 * ImplicitPix
+
+func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int) {
+	checkImplicit(w, x, px, segs, t, ldt)
+	var tile [implicitChunk * ImplicitOC]int32
+	for p0 := 0; p0 < len(px); p0 += implicitChunk {
+		n := min(implicitChunk, len(px)-p0)
+		implicitI8AVX2(unsafe.SliceData(w), unsafe.SliceData(x), &px[p0], n/ImplicitPix,
+			unsafe.SliceData(segs), len(segs)/3, &tile[0])
+		nb := n / 8
+		if nb > 0 {
+			tileRowsAVX2(&t[p0], ldt, &tile[0], nb, &corr[0])
+		}
+		for i := 8 * nb; i < n; i++ {
+			for o := range ImplicitOC {
+				t[o*ldt+p0+i] = tile[i*ImplicitOC+o] - corr[o]
+			}
+		}
+	}
 }

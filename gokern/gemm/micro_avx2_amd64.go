@@ -73,3 +73,13 @@ func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias fl
 //
 //go:noescape
 func foldF32AVX2(dst *float32, src *float32, n int, sc float32, bias float32, mode int)
+
+// implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).
+//
+//go:noescape
+func implicitI8AVX2(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
+
+// tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).
+//
+//go:noescape
+func tileRowsAVX2(dst *int32, ldd int, t *int32, nblk int, corr *int32)

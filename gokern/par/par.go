@@ -2,9 +2,10 @@
 //
 // The thread count starts from BITNET_GO_NUM_THREADS (when set to a positive
 // integer) or runtime.NumCPU(), and SetThreads changes it at run time. Every
-// kernel that runs goroutines goes through For, so the setting bounds them all
-// and a panic in a worker reaches the caller's goroutine, where the C ABI
-// recovers it, instead of killing the process.
+// kernel that runs goroutines goes through Run (or For), so the setting
+// bounds them all and a panic in a worker reaches the caller's goroutine,
+// where the C ABI recovers it, instead of killing the process. Run's chunks
+// go to a pool of workers that poll between calls (pool.go).
 package par
 
 import (
@@ -112,10 +113,11 @@ func For(n, minChunk int, fn func(lo, hi int)) {
 	Run(Chunks(n, minChunk), func(_, lo, hi int) { fn(lo, hi) })
 }
 
-// Run calls fn(i, bounds[i], bounds[i+1]) for every chunk i, one goroutine a
-// chunk (chunk 0 on the caller's goroutine), and returns when all are done.
-// If any fn panics, Run panics in the caller's goroutine with the first panic
-// value, after every worker has stopped.
+// Run calls fn(i, bounds[i], bounds[i+1]) for every chunk i, chunk 0 on the
+// caller's goroutine and the others on the pool's workers (see pool.go; on
+// fresh goroutines when the pool is busy, as for a Run inside a Run), and
+// returns when all are done. If any fn panics, Run panics in the caller's
+// goroutine with the first panic value, after every worker has stopped.
 func Run(bounds []int, fn func(i, lo, hi int)) {
 	k := len(bounds) - 1
 	if k <= 0 {
@@ -125,32 +127,68 @@ func Run(bounds []int, fn func(i, lo, hi int)) {
 		fn(0, bounds[0], bounds[1])
 		return
 	}
-	var (
-		wg     sync.WaitGroup
-		once   sync.Once
-		perr   any
-		failed bool
-	)
-	run := func(i int) {
-		defer func() {
-			if r := recover(); r != nil {
-				once.Do(func() { perr, failed = r, true })
-			}
-		}()
-		fn(i, bounds[i], bounds[i+1])
+	j := &job{bounds: bounds, fn: fn}
+	j.pending.Store(int32(k - 1))
+	j.wg.Add(k - 1)
+	if poolMu.TryLock() {
+		defer poolMu.Unlock()
+		post(j, k)
+	} else {
+		for i := 1; i < k; i++ {
+			go j.run(i)
+		}
 	}
-	wg.Add(k - 1)
-	for i := 1; i < k; i++ {
-		go func(i int) {
-			defer wg.Done()
-			run(i)
-		}(i)
+	j.run0()
+	j.wait()
+	if j.failed {
+		throw(j.perr)
 	}
-	run(0)
-	wg.Wait()
-	if failed {
-		throw(perr)
+}
+
+// job is one Run's chunks and their completion.
+type job struct {
+	bounds  []int
+	fn      func(i, lo, hi int)
+	pending atomic.Int32 // chunks 1.. not yet done
+	wg      sync.WaitGroup
+	once    sync.Once
+	perr    any
+	failed  bool
+}
+
+// run0 runs chunk 0 on the caller's goroutine, recording a panic.
+func (j *job) run0() {
+	defer j.recover()
+	j.fn(0, j.bounds[0], j.bounds[1])
+}
+
+// run runs chunk i >= 1 and counts it done.
+func (j *job) run(i int) {
+	defer j.finish()
+	j.fn(i, j.bounds[i], j.bounds[i+1])
+}
+
+// recover records a panic (deferred directly: recover works only there).
+func (j *job) recover() {
+	if r := recover(); r != nil {
+		j.once.Do(func() { j.perr, j.failed = r, true })
 	}
+}
+
+// finish is recover for chunks 1.., then counts the chunk done.
+func (j *job) finish() {
+	if r := recover(); r != nil {
+		j.once.Do(func() { j.perr, j.failed = r, true })
+	}
+	j.pending.Add(-1)
+	j.wg.Done()
+}
+
+// wait returns when chunks 1.. are done: it spins for up to spinFor (the
+// workers usually finish within it), then blocks.
+func (j *job) wait() {
+	spin(func() bool { return j.pending.Load() == 0 })
+	j.wg.Wait()
 }
 
 // throw re-raises a worker's panic on the caller's goroutine.

@@ -2,8 +2,10 @@ package par
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestThreadsFromEnv(t *testing.T) {
@@ -112,5 +114,80 @@ func TestChunksWork(t *testing.T) {
 	}
 	if SetMinWork(0); MinWork() != 1 {
 		t.Errorf("SetMinWork(0): MinWork() = %d, want 1", MinWork())
+	}
+}
+
+// TestRunPool: every chunk runs exactly once whether the pool's workers are
+// spinning, parked (after a pause longer than spinFor), busy with another
+// Run (concurrent callers fall back to goroutines) or called from inside a
+// chunk (nested Run), and the pool keeps working after a worker's panic.
+func TestRunPool(t *testing.T) {
+	old := Threads()
+	defer SetThreads(old)
+	SetThreads(4)
+	check := func(name string, n int) {
+		t.Helper()
+		hits := make([]int32, n)
+		Run(Chunks(n, 1), func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&hits[i], 1)
+			}
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Fatalf("%s: index %d hit %d times", name, i, h)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		run  func()
+	}{
+		{"back to back", func() {
+			for range 200 {
+				check("back to back", 37)
+			}
+		}},
+		{"after the workers parked", func() {
+			for range 3 {
+				time.Sleep(2 * spinFor)
+				check("after park", 11)
+			}
+		}},
+		{"concurrent callers", func() {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 50 {
+						check("concurrent", 23)
+					}
+				}()
+			}
+			wg.Wait()
+		}},
+		{"nested", func() {
+			var total atomic.Int32
+			Run(Chunks(4, 1), func(_, lo, hi int) {
+				Run(Chunks(8, 1), func(_, lo, hi int) { total.Add(int32(hi - lo)) })
+			})
+			if total.Load() != 32 {
+				t.Fatalf("nested: %d inner items, want 32", total.Load())
+			}
+		}},
+		{"after a panic", func() {
+			func() {
+				defer func() { _ = recover() }()
+				Run(Chunks(4, 1), func(i, _, _ int) {
+					if i == 2 {
+						panic("boom")
+					}
+				})
+			}()
+			check("after panic", 9)
+		}},
+	} {
+		tc.run()
 	}
 }

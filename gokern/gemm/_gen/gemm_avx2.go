@@ -38,6 +38,8 @@ func init() {
 			packPanelAVX2(c)
 			foldI32AVX2(c)
 			foldF32AVX2(c)
+			implicitI8AVX2(c)
+			tileRowsAVX2(c)
 		},
 	})
 }

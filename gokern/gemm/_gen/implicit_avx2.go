@@ -1,0 +1,191 @@
+//go:build generate
+
+package main
+
+import (
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// implicitI8AVX2 is the int8 implicit-GEMM kernel (gokern/gemm/implicit.go
+// holds its contract and the generic oracle): tiles of 16 output channels x
+// 6 pixels, activations (u8, NHWC) broadcast a channel quad (one dword) at a
+// time straight from the input, weights (s8 -1/0/+1, 64 bytes per quad: 16
+// channels x 4) loaded once per quad into two registers. Each product pair
+// is at most 2*255 in magnitude, so int16 lanes (VPADDW) hold up to 64 quads
+// exactly; a segment marked flush widens them (VPMADDWD by ones) into the
+// tile's int32 sums in t and clears them. Registers: 12 int16 accumulators,
+// 2 weights, 1 broadcast, 1 product (renaming lets one architectural
+// register serve every pixel). Per quad: 8 loads, 12 VPMADDUBSW, 12 VPADDW.
+func implicitI8AVX2(c *build.Context) {
+	const pix = 6
+	c.Function("implicitI8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)")
+	c.Doc("implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
+	ones16 := vconst(c, "imones16", splat(0x00010001))
+	// ntile and px live in the argument frame (advanced there per tile):
+	// the quad loop needs 12 general registers, and R15 is off limits (a
+	// global access clobbers it in the c-shared build).
+	pt := c.Load(c.Param("t"), c.GP64())
+	acc := make([]reg.VecVirtual, 2*pix)
+	for i := range acc {
+		acc[i] = c.YMM()
+	}
+
+	c.Label("imtile")
+	for i := range acc {
+		c.VPXOR(acc[i], acc[i], acc[i])
+	}
+	for i := range acc {
+		c.VMOVDQU(acc[0], mem(pt, 32*i)) // the int32 sums start at 0
+	}
+	pp := make([]reg.Register, pix)
+	{
+		ppx := c.Load(c.Param("px"), c.GP64())
+		for j := range pp {
+			pp[j] = c.Load(c.Param("x"), c.GP64())
+			c.ADDQ(mem(ppx, 8*j), pp[j])
+		}
+		c.ADDQ(operand.Imm(8*pix), ppx)
+		c.Store(ppx, c.Param("px"))
+	}
+	pw := c.Load(c.Param("w"), c.GP64())
+	ps := c.Load(c.Param("segs"), c.GP64())
+	ns := c.Load(c.Param("nseg"), c.GP64())
+
+	c.Label("imseg")
+	off, n := c.GP64(), c.GP64()
+	c.MOVLQSX(mem(ps, 0), off)
+	c.MOVLQSX(mem(ps, 4), n)
+
+	c.Label("imquad")
+	w0, w1 := c.YMM(), c.YMM()
+	c.VMOVDQU(mem(pw, 0), w0)
+	c.VMOVDQU(mem(pw, 32), w1)
+	for j := range pix {
+		b := c.YMM()
+		c.VPBROADCASTD(operand.Mem{Base: pp[j], Index: off, Scale: 1}, b)
+		for h, wv := range []reg.VecVirtual{w0, w1} {
+			p := c.YMM()
+			c.VPMADDUBSW(wv, b, p)
+			c.VPADDW(p, acc[2*j+h], acc[2*j+h])
+		}
+	}
+	c.ADDQ(operand.Imm(4), off)
+	c.ADDQ(operand.Imm(64), pw)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("imquad"))
+
+	c.CMPL(mem(ps, 8), operand.Imm(0))
+	c.JE(operand.LabelRef("imnext"))
+	for i := range acc {
+		c.VPMADDWD(ones16, acc[i], acc[i])
+		c.VPADDD(mem(pt, 32*i), acc[i], acc[i])
+		c.VMOVDQU(acc[i], mem(pt, 32*i))
+		c.VPXOR(acc[i], acc[i], acc[i])
+	}
+	c.Label("imnext")
+	c.ADDQ(operand.Imm(12), ps)
+	c.DECQ(ns)
+	c.JNZ(operand.LabelRef("imseg"))
+
+	c.ADDQ(operand.U32(4*16*pix), pt)
+	c.DECQ(paramAddr(c, "ntile"))
+	c.JNZ(operand.LabelRef("imtile"))
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// tileRowsAVX2 turns the implicit kernel's tiles (pixel-major: 16 sums per
+// pixel) into rows of output channels: for each block of 8 pixels and each
+// half of the 16 channels, 8 YMM loads (one pixel each), the corrections
+// subtracted, an 8x8 dword transpose (VPUNPCKL/HDQ, VPUNPCKL/HQDQ,
+// VPERM2I128) and 8 stores of 8 pixels each into dst rows ldd apart.
+func tileRowsAVX2(c *build.Context) {
+	c.Function("tileRowsAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *int32, ldd int, t *int32, nblk int, corr *int32)")
+	c.Doc("tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ld := c.Load(c.Param("ldd"), c.GP64())
+	pt := c.Load(c.Param("t"), c.GP64())
+	n := c.Load(c.Param("nblk"), c.GP64())
+	pc := c.Load(c.Param("corr"), c.GP64())
+	c.SHLQ(operand.Imm(2), ld)
+	ld3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	c.Label("trblk")
+	for h := range 2 {
+		r := make([]reg.VecVirtual, 8)
+		for j := range r {
+			r[j] = c.YMM()
+			c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
+			c.VPSUBD(mem(pc, 32*h), r[j], r[j])
+		}
+		unpack := func(lo bool, q bool, a, b reg.VecVirtual) reg.VecVirtual {
+			d := c.YMM()
+			switch {
+			case lo && !q:
+				c.VPUNPCKLDQ(b, a, d)
+			case !lo && !q:
+				c.VPUNPCKHDQ(b, a, d)
+			case lo && q:
+				c.VPUNPCKLQDQ(b, a, d)
+			default:
+				c.VPUNPCKHQDQ(b, a, d)
+			}
+			return d
+		}
+		var u [8]reg.VecVirtual
+		for g := range 2 { // pixels 0-3, 4-7
+			q := r[4*g:]
+			t0, t1 := unpack(true, false, q[0], q[1]), unpack(false, false, q[0], q[1])
+			t2, t3 := unpack(true, false, q[2], q[3]), unpack(false, false, q[2], q[3])
+			u[4*g+0] = unpack(true, true, t0, t2) // channels 0 | 4
+			u[4*g+1] = unpack(false, true, t0, t2)
+			u[4*g+2] = unpack(true, true, t1, t3)
+			u[4*g+3] = unpack(false, true, t1, t3)
+		}
+		// row o (o < 4) = low lanes of u[o] and u[4+o]; row 4+o the high ones
+		base := pd
+		if h == 1 {
+			base = c.GP64()
+			c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
+		}
+		rowMem := func(o int) operand.Mem {
+			m := operand.Mem{Base: base}
+			if o >= 4 {
+				b4 := c.GP64()
+				c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
+				m.Base = b4
+			}
+			switch o % 4 {
+			case 1:
+				m.Index, m.Scale = ld, 1
+			case 2:
+				m.Index, m.Scale = ld, 2
+			case 3:
+				m.Index, m.Scale = ld3, 1
+			}
+			return m
+		}
+		for o := range 4 {
+			lo, hi := c.YMM(), c.YMM()
+			c.VPERM2I128(operand.Imm(0x20), u[4+o], u[o], lo)
+			c.VPERM2I128(operand.Imm(0x31), u[4+o], u[o], hi)
+			c.VMOVDQU(lo, rowMem(o))
+			c.VMOVDQU(hi, rowMem(4+o))
+		}
+	}
+	c.ADDQ(operand.U32(8*64), pt)
+	c.ADDQ(operand.Imm(32), pd)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("trblk"))
+	c.VZEROUPPER()
+	c.RET()
+}

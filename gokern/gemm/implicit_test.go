@@ -1,0 +1,248 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// TestImplicitSegs: runs that continue one another merge, flushes come at
+// least every ImplicitMaxQuads quads and on the last segment.
+func TestImplicitSegs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		taps  []int
+		quads int
+		want  []int32
+	}{
+		{"one tap", []int{0}, 5, []int32{0, 5, 1}},
+		{"contiguous taps merge", []int{0, 20, 40}, 5, []int32{0, 15, 1}},
+		{"gaps split", []int{0, 100, 120}, 5, []int32{0, 5, 0, 100, 10, 1}},
+		{"flush at 64 inside a run", []int{0, 64, 128}, 16, []int32{0, 48, 1}},
+		{"flush splits a tap", []int{0, 1000}, 40, []int32{0, 40, 0, 1000, 24, 1, 1096, 16, 1}},
+		{"long tap", []int{8}, 130, []int32{8, 64, 1, 264, 64, 1, 520, 2, 1}},
+		{"flush then contiguous", []int{0, 256}, 64, []int32{0, 64, 1, 256, 64, 1}},
+	} {
+		if got := ImplicitSegs(tc.taps, tc.quads); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: ImplicitSegs(%v, %d) = %v, want %v", tc.name, tc.taps, tc.quads, got, tc.want)
+		}
+	}
+}
+
+// TestPackImplicit packs random weights of odd sizes through PackA and
+// PackImplicit and checks every byte and correction against the values.
+func TestPackImplicit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, tc := range []struct{ og, cg, taps int }{
+		{1, 1, 1}, {4, 4, 9}, {16, 64, 9}, {13, 7, 3}, {40, 5, 1}, {33, 130, 2}, {16, 3, 49},
+	} {
+		k := tc.cg * tc.taps
+		q := make([]int8, tc.og*k)
+		for i := range q {
+			q[i] = int8(rng.IntN(3) - 1)
+		}
+		packed := make([]byte, ternary.PackedLen(len(q)))
+		if err := ternary.Pack(q, packed); err != nil {
+			t.Fatal(err)
+		}
+		apan := make([]byte, ALen(tc.og, 1, k))
+		if err := PackA(apan, packed, tc.og, 1, k); err != nil {
+			t.Fatal(err)
+		}
+		quads := (tc.cg + 3) / 4
+		for ob := range (tc.og + ImplicitOC - 1) / ImplicitOC {
+			dst := make([]int8, ImplicitBlockLen(tc.taps, quads)+1)[1:]
+			var corr [ImplicitOC]int32
+			PackImplicit(dst, &corr, apan, tc.cg, tc.taps, ob)
+			for o := range ImplicitOC {
+				row := ob*ImplicitOC + o
+				sum := 0
+				for tap := range tc.taps {
+					for c := range 4 * quads {
+						var want int8
+						if row < tc.og && c < tc.cg {
+							want = q[row*k+c*tc.taps+tap]
+						}
+						if got := dst[(tap*quads+c/4)*64+4*o+c%4]; got != want {
+							t.Fatalf("%+v: block %d, channel %d, tap %d, input %d: %d, want %d", tc, ob, o, tap, c, got, want)
+						}
+						sum += int(want)
+					}
+				}
+				if corr[o] != int32(128*sum) {
+					t.Fatalf("%+v: block %d, channel %d: corr %d, want %d", tc, ob, o, corr[o], 128*sum)
+				}
+			}
+		}
+	}
+}
+
+// TestImplicitMatchesGeneric checks every family's implicit kernel against
+// the generic one, and the generic one against plain sums, on random
+// segments, pixel offsets and tile counts, and on the extremes of the int16
+// partial sums (every activation 255 or 0, every weight +1 or -1).
+func TestImplicitMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, tc := range []struct {
+		name        string
+		taps, quads int
+		tiles       int
+		fill        int // 0 random, 1 all 255 and w +1, 2 all 255 and w -1
+	}{
+		{"1 quad", 1, 1, 1, 0}, {"3x3 c16", 9, 4, 2, 0}, {"3x3 c64", 9, 16, 3, 0},
+		{"c512 1x1", 1, 128, 1, 0}, {"stem", 49, 1, 4, 0}, {"odd", 5, 67, 5, 0},
+		{"max +", 3, 100, 1, 1}, {"max -", 3, 100, 1, 2}, {"past one chunk", 9, 4, 17, 0},
+	} {
+		stride := 4*tc.quads + 4*rng.IntN(3) // gaps between taps (or none)
+		taps := make([]int, tc.taps)
+		for i := range taps {
+			taps[i] = i * stride
+		}
+		segs := ImplicitSegs(taps, tc.quads)
+		span := (tc.taps-1)*stride + 4*tc.quads
+		x := make([]byte, span+64+1)[1:]
+		w := make([]int8, ImplicitBlockLen(tc.taps, tc.quads)+3)[3:]
+		for i := range x {
+			switch tc.fill {
+			case 0:
+				x[i] = byte(rng.IntN(256))
+			default:
+				x[i] = 255
+			}
+		}
+		for i := range w {
+			switch tc.fill {
+			case 0:
+				w[i] = int8(rng.IntN(3) - 1)
+			case 1:
+				w[i] = 1
+			case 2:
+				w[i] = -1
+			}
+		}
+		px := make([]int, tc.tiles*ImplicitPix)
+		for i := range px {
+			px[i] = rng.IntN(65)
+		}
+		var corr [ImplicitOC]int32
+		for o := range corr {
+			corr[o] = int32(rng.IntN(1<<20) - 1<<19)
+		}
+		ldt := len(px) + rng.IntN(3)
+		want := make([]int32, (ImplicitOC-1)*ldt+len(px))
+		for i, p := range px {
+			wq := 0
+			for _, off := range taps {
+				for q := range tc.quads {
+					for o := range ImplicitOC {
+						for c := range 4 {
+							want[o*ldt+i] += int32(w[(wq+q)*64+4*o+c]) * int32(x[p+off+4*q+c])
+						}
+					}
+				}
+				wq += tc.quads
+			}
+			for o := range ImplicitOC {
+				want[o*ldt+i] -= corr[o]
+			}
+		}
+		got := make([]int32, len(want))
+		implicitI8Generic(w, x, px, segs, &corr, got, ldt)
+		if i := firstDiff(got, want); i >= 0 {
+			t.Fatalf("%s: generic [%d] = %d, want %d", tc.name, i, got[i], want[i])
+		}
+		for _, ks := range Families() {
+			if ks.Implicit == nil {
+				continue
+			}
+			clear(got)
+			ks.Implicit(w, x, px, segs, &corr, got, ldt)
+			if i := firstDiff(got, want); i >= 0 {
+				t.Fatalf("%s: %s [%d] = %d, want %d", tc.name, ks.Family, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestImplicitBadArgsPanic: the wrappers refuse reads outside x and
+// malformed segments.
+func TestImplicitBadArgsPanic(t *testing.T) {
+	segs := ImplicitSegs([]int{0}, 2)
+	w := make([]int8, ImplicitBlockLen(1, 2))
+	x := make([]byte, 16)
+	tt := make([]int32, ImplicitPix*ImplicitOC)
+	var corr [ImplicitOC]int32
+	tile := func(last int) []int { // a tile of pixels at 0 but the last
+		px := make([]int, ImplicitPix)
+		px[ImplicitPix-1] = last
+		return px
+	}
+	kernels := []ImplicitI8{implicitI8Generic}
+	for _, ks := range Families() {
+		if ks.Implicit != nil {
+			kernels = append(kernels, ks.Implicit)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		px   []int
+		segs []int32
+		w    []int8
+	}{
+		{"pixel past the end", tile(9), segs, w},
+		{"negative pixel", tile(-1), segs, w},
+		{"pixels not in whole tiles", tile(0)[1:], segs, w},
+		{"no flush at the end", tile(0), []int32{0, 2, 0}, w},
+		{"flush too rare", tile(0), []int32{0, 65, 1}, make([]int8, ImplicitBlockLen(1, 65))},
+		{"weights short", tile(0), segs, w[:100]},
+		{"two tiles, sums for one", append(tile(0), tile(0)...), segs, w},
+	} {
+		for _, k := range kernels {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: no panic", tc.name)
+					}
+				}()
+				k(tc.w, x, tc.px, tc.segs, &corr, tt, ImplicitPix)
+			}()
+		}
+	}
+}
+
+// BenchmarkImplicit times the kernel set's implicit kernel on 16 tiles of a
+// 3x3 convolution over 64 and over 512 channels (one thread); GMAC/s counts
+// the multiply-adds of the tiles.
+func BenchmarkImplicit(b *testing.B) {
+	ks := Current()
+	if ks.Implicit == nil {
+		b.Skipf("no implicit kernel in the %s set", ks.Family)
+	}
+	for _, c := range []int{64, 512} {
+		quads, wp := c/4, 58
+		taps := make([]int, 0, 9)
+		for i := range 3 {
+			for j := range 3 {
+				taps = append(taps, (i*wp+j)*c)
+			}
+		}
+		segs := ImplicitSegs(taps, quads)
+		x := make([]byte, 20*wp*c)
+		w := make([]int8, ImplicitBlockLen(9, quads))
+		px := make([]int, 16*ImplicitPix)
+		for i := range px {
+			px[i] = i * c
+		}
+		t := make([]int32, ImplicitOC*len(px))
+		var corr [ImplicitOC]int32
+		b.Run(fmt.Sprintf("3x3_c%d", c), func(b *testing.B) {
+			for b.Loop() {
+				ks.Implicit(w, x, px, segs, &corr, t, len(px))
+			}
+			b.ReportMetric(float64(len(px)*ImplicitOC*9*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
+}
