@@ -364,15 +364,16 @@ func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
 
 // activations are the int8 path's quantized input and per-sample scales.
 type activations struct {
-	q []int8
-	a []float32 // a_n = 127 / max(max|x_n|, 1e-5)
+	q   []int8
+	a   []float32 // a_n = 127 / max(max|x_n|, 1e-5)
+	buf *[]byte   // q's actScratch buffer, for release
 }
 
 // release returns the quantized activations' buffer for reuse: the
 // convolution is done with them.
 func (a *activations) release() {
-	actScratch.put(asBytes(a.q))
-	a.q = nil
+	actScratch.Put(a.buf)
+	a.q, a.buf = nil, nil
 }
 
 // actEps is the floor of a sample's max|x| (as float32).
@@ -384,7 +385,8 @@ const actEps = float32(1e-5)
 func quantizeActs(d *Dims, x []float32) *activations {
 	per := d.C * d.H * d.W
 	quant := gemm.Current().QuantI8
-	acts := &activations{q: asInt8(actScratch.get(len(x))), a: make([]float32, d.N)}
+	qb, h := actScratch.Sized(len(x))
+	acts := &activations{q: asInt8(qb), a: make([]float32, d.N), buf: h}
 	pieces := ceilDivPos(per, actPiece) // per sample
 	span := func(i int) (lo, hi int) {
 		n, j := i/pieces, i%pieces

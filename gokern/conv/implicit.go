@@ -1,9 +1,9 @@
 package conv
 
 import (
-	"sync"
 	"unsafe"
 
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
@@ -62,13 +62,13 @@ func useImplicit(d *Dims, sc *scaler, ks *gemm.Kernels) bool {
 // out as soon as its sums are done.
 func implicitConv(d *Dims, apan []byte, acts *activations, sc *scaler, out []float32, kern gemm.ImplicitI8) {
 	g := newImplicitGeom(d)
-	xp := nhwcU8(d, acts.q, g)
-	defer layoutScratch.put(xp)
+	xp, xh := nhwcU8(d, acts.q, g)
+	defer layoutScratch.Put(xh)
 	khw, quads := d.KH*d.KW, g.cg4/4
 	blen := gemm.ImplicitBlockLen(khw, quads)
 	nob := ceilDivPos(d.Og, gemm.ImplicitOC)
-	wbBytes := weightScratch.get(d.Groups * nob * blen)
-	defer weightScratch.put(wbBytes)
+	wbBytes, wh := weightScratch.Sized(d.Groups * nob * blen)
+	defer weightScratch.Put(wh)
 	wb := asInt8(wbBytes)
 	corr := make([][gemm.ImplicitOC]int32, d.Groups*nob)
 	gpan := gemm.Panels(d.Og) * d.K
@@ -119,12 +119,12 @@ func implicitConv(d *Dims, apan []byte, acts *activations, sc *scaler, out []flo
 const actZero = 0x80
 
 // nhwcU8 writes the quantized samples q (N, C, H, W) in the implicit
-// layout g: byte q+128 of channel c at pixel (h+PadT, w+PadL), channel
+// layout g, into a layoutScratch buffer (returned with its handle): byte q+128 of channel c at pixel (h+PadT, w+PadL), channel
 // offset group*cg4 + c%Cg; the spatial padding holds actZero. The bytes of
 // the channels that round a group up to a quad keep what the scratch
 // buffer held: their weights are 0.
-func nhwcU8(d *Dims, q []int8, g implicitGeom) []byte {
-	xp := layoutScratch.get(d.N * g.per)
+func nhwcU8(d *Dims, q []int8, g implicitGeom) ([]byte, *[]byte) {
+	xp, h := layoutScratch.Sized(d.N * g.per)
 	rowLen := g.wp * g.cp
 	hw := d.H * d.W
 	par.Run(par.ChunksWork(d.N*g.hp, rowLen), func(_, lo, hi int) {
@@ -166,7 +166,7 @@ func nhwcU8(d *Dims, q []int8, g implicitGeom) []byte {
 			}
 		}
 	})
-	return xp
+	return xp, h
 }
 
 // transpose8 writes 8 channels of one input row (src: channel i's w values
@@ -233,33 +233,18 @@ func fill(b []byte, v byte) {
 	}
 }
 
-// scratch is a pool of byte buffers for one role (quantized activations,
-// the implicit layout, repacked weights), reused from call to call: fresh
-// buffers of megabytes cost page faults and garbage collections that took
-// as long as the convolution itself when called from Python (a 1x1
-// 256->64 @56 int8 call: 2.2-4.6 ms with fresh buffers, 1.9 ms reused).
-// Buffers come back with stale contents; every user writes all it reads.
-type scratch struct{ p sync.Pool }
+// Scratch buffers per role (quantized activations, the implicit layout,
+// repacked weights), kept from call to call (gokern/buf): fresh buffers of
+// megabytes cost page faults and garbage collections that took as long as
+// the convolution itself when called from Python (a 1x1 256->64 @56 int8
+// call: 2.2-4.6 ms with fresh buffers, 1.9 ms reused). They come back with
+// stale contents; every user writes all it reads. Buffers above 256 MB are
+// not kept.
+var actScratch, layoutScratch, weightScratch = newScratch(), newScratch(), newScratch()
 
-// get returns a buffer of n bytes.
-func (s *scratch) get(n int) []byte {
-	if b, ok := s.p.Get().(*[]byte); ok && cap(*b) >= n {
-		return (*b)[:n]
-	}
-	return make([]byte, n)
-}
-
-// put returns b to the pool; the caller no longer uses it.
-func (s *scratch) put(b []byte) { s.p.Put(&b) }
-
-var actScratch, layoutScratch, weightScratch scratch
+func newScratch() *buf.List[byte] { return &buf.List[byte]{MaxCap: 1 << 28, MaxCount: par.MaxThreads} }
 
 // asInt8 views b as int8 values.
 func asInt8(b []byte) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
-}
-
-// asBytes views q as bytes.
-func asBytes(q []int8) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(q))), len(q))
 }

@@ -77,12 +77,12 @@ func TestNHWCU8(t *testing.T) {
 			q[i] = int8(rng.IntN(256) - 128)
 		}
 		g := newImplicitGeom(&d)
-		stale := layoutScratch.get(d.N * g.per)
+		stale, sh := layoutScratch.Sized(d.N * g.per)
 		for i := range stale {
 			stale[i] = 0x5a
 		}
-		layoutScratch.put(stale)
-		xp := nhwcU8(&d, q, g)
+		layoutScratch.Put(sh)
+		xp, xh := nhwcU8(&d, q, g)
 		for n := range d.N {
 			for hp := range g.hp {
 				for wp := range g.wp {
@@ -103,6 +103,6 @@ func TestNHWCU8(t *testing.T) {
 				}
 			}
 		}
-		layoutScratch.put(xp)
+		layoutScratch.Put(xh)
 	}
 }

@@ -169,19 +169,20 @@ func (j *job) run(i int) {
 }
 
 // recover records a panic (deferred directly: recover works only there).
-func (j *job) recover() {
-	if r := recover(); r != nil {
-		j.once.Do(func() { j.perr, j.failed = r, true })
-	}
-}
+func (j *job) recover() { j.record(recover()) }
 
 // finish is recover for chunks 1.., then counts the chunk done.
 func (j *job) finish() {
-	if r := recover(); r != nil {
-		j.once.Do(func() { j.perr, j.failed = r, true })
-	}
+	j.record(recover())
 	j.pending.Add(-1)
 	j.wg.Done()
+}
+
+// record keeps the first panic value r (nil: none).
+func (j *job) record(r any) {
+	if r != nil {
+		j.once.Do(func() { j.perr, j.failed = r, true })
+	}
 }
 
 // wait returns when chunks 1.. are done: it spins for up to spinFor (the

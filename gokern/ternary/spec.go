@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync"
 	"sync/atomic"
 
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -210,7 +210,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	var next atomic.Int64
 	var seen atomic.Uint32 // absmax: the bits of the largest |x| seen so far
 	par.Run(workers, func(c, _, _ int) {
-		list := getFixList()
+		list := fixLists.Get()
 		l := (*list)[:0]
 		poor := false // the band gave too many fix-ups: stop guessing
 		lo := b.lo
@@ -258,7 +258,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	})
 	defer func() {
 		for _, l := range fix {
-			putFixList(l)
+			fixLists.Put(l)
 		}
 	}()
 	tail := x[whole*GroupValues:]
@@ -309,40 +309,9 @@ const specMaxValues = 1 << 32
 // piece with more is requantized whole instead (a poor band).
 const specMaxFix = specPiece * GroupValues / 16
 
-// fixLists keeps the workers' fix-up lists between calls: grown once, they
-// cost no allocation, page faults or garbage collections afterwards (a
-// sync.Pool would be emptied by the collections that the regrowing itself
-// causes when the Go heap is small, as it is under Python). Lists above
-// fixKeep entries are not kept.
-var fixLists struct {
-	sync.Mutex
-	free []*[]uint64
-}
-
-const fixKeep = 1 << 21 // 16 MB
-
-func getFixList() *[]uint64 {
-	fixLists.Lock()
-	defer fixLists.Unlock()
-	if k := len(fixLists.free); k > 0 {
-		l := fixLists.free[k-1]
-		fixLists.free = fixLists.free[:k-1]
-		return l
-	}
-	return new([]uint64)
-}
-
-func putFixList(l *[]uint64) {
-	if cap(*l) > fixKeep {
-		return
-	}
-	*l = (*l)[:0]
-	fixLists.Lock()
-	defer fixLists.Unlock()
-	if len(fixLists.free) < par.MaxThreads {
-		fixLists.free = append(fixLists.free, l)
-	}
-}
+// fixLists keeps the workers' fix-up lists between calls (see gokern/buf);
+// lists above 2^21 entries (16 MB) are not kept.
+var fixLists = buf.List[uint64]{MaxCap: 1 << 21, MaxCount: par.MaxThreads}
 
 // fixCodesGeneric writes, for each entry of ent (see quantSpecGeneric), the
 // code of its value with the scale at flat position base + its offset.
