@@ -296,6 +296,28 @@ def test_threads_give_same_bits():
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
 
 
+def test_weights_changed_in_place_are_repacked():
+    """Layouts kept between calls (BITNET_GO_WEIGHT_CACHE_MB) never outlive the codes they came from:
+    a weight whose packed bytes are overwritten in place gives the new weight's results, on both paths."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 24, 12, 12), dtype=np.float32)
+    cfg = dict(stride=1, padding=1, dilation=1, groups=1)
+    t = bitnet_go.quantize_conv_weight(rng.standard_normal((20, 24, 3, 3), dtype=np.float32))
+    for step in range(3):
+        if step:
+            other = bitnet_go.quantize_conv_weight(rng.standard_normal((20, 24, 3, 3), dtype=np.float32))
+            for a, b in ((t.packed, other.packed), (t.scales, other.scales)):
+                a.flags.writeable = True  # read-only by default; a user can still do this
+                a[...] = b  # same array, same address, new codes
+                a.flags.writeable = False
+        for _ in range(2):
+            got8 = bitnet_go.conv2d_quantized(x, t, padding=1, act_bits=8)
+            np.testing.assert_array_equal(got8, torch_int8_ref(x, t, None, cfg))
+            got = bitnet_go.conv2d_quantized(x, t, padding=1)
+            want = torch_float_ref(x, t, None, cfg)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
 def test_check_finite_off_does_not_crash():
     x = np.ones((1, 2, 5, 5), np.float32)
     x[0, 0, 1, 1] = np.nan

@@ -1,8 +1,9 @@
-// Package buf keeps scratch buffers between calls. Grown once, a kept
-// buffer costs no allocation, page faults or garbage collection afterwards;
-// a sync.Pool would not do, because the collections that fresh buffers
-// cause empty it, and with the small Go heap of a library called from
-// Python they come every few calls.
+// Package buf keeps memory between calls: scratch buffers (List) and values
+// derived from weights (Cache). Grown once, a kept buffer costs no
+// allocation, page faults or garbage collection afterwards; a sync.Pool
+// would not do, because the collections that fresh buffers cause empty it,
+// and with the small Go heap of a library called from Python they come
+// every few calls.
 package buf
 
 import "sync"

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -9,25 +10,35 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
-// BenchmarkConv times the kernels on ResNet layers (batch 1) with the gemm
-// family dispatch picked; GFLOP/s counts 2*N*O*C/groups*kH*kW*Ho*Wo.
+// benchThreads is the thread count of BenchmarkConv (-threads N).
+var benchThreads = flag.Int("threads", 1, "threads for BenchmarkConv")
+
+// BenchmarkConv times the kernels on ResNet layers (batch 1 unless the name
+// says xN) with the gemm family dispatch picked, on -threads threads (1 by
+// default); GFLOP/s counts 2*N*O*C/groups*kH*kW*Ho*Wo.
 func BenchmarkConv(b *testing.B) {
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, l := range []struct {
-		name              string
-		c, o, k, s, p, hw int
+		name                 string
+		n, c, o, k, s, p, hw int
 	}{
-		{"3x3_64@56", 64, 64, 3, 1, 1, 56},
-		{"3x3_512@7", 512, 512, 3, 1, 1, 7},
-		{"1x1_256-64@56", 256, 64, 1, 1, 0, 56},
-		{"1x1_64-256@56", 64, 256, 1, 1, 0, 56},
-		{"stem7x7", 3, 64, 7, 2, 3, 224},
-		{"gemv_4096@1", 4096, 4096, 1, 1, 0, 1},
-		{"gemv_4096@4x4", 4096, 4096, 1, 1, 0, 4},
+		{"3x3_64@56", 1, 64, 64, 3, 1, 1, 56},
+		{"3x3_64@56x8", 8, 64, 64, 3, 1, 1, 56},
+		{"3x3_128@28x8", 8, 128, 128, 3, 1, 1, 28},
+		{"3x3_512@7", 1, 512, 512, 3, 1, 1, 7},
+		{"3x3_512@7x8", 8, 512, 512, 3, 1, 1, 7},
+		{"1x1_256-64@56", 1, 256, 64, 1, 1, 0, 56},
+		{"1x1_256-64@56x8", 8, 256, 64, 1, 1, 0, 56},
+		{"1x1_64-256@56", 1, 64, 256, 1, 1, 0, 56},
+		{"stem7x7", 1, 3, 64, 7, 2, 3, 224},
+		{"gemv_4096@1", 1, 4096, 4096, 1, 1, 0, 1},
+		{"gemv_4096@1x8", 8, 4096, 4096, 1, 1, 0, 1},
+		{"gemv_1024@1x8", 8, 1024, 1024, 1, 1, 0, 1},
+		{"gemv_4096@4x4", 1, 4096, 4096, 1, 1, 0, 4},
 	} {
-		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
+		s := Shape{N: l.n, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
 			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}
 		d, _ := s.Check()
 		tc := newCase(b, rng, s, d.K, false)
@@ -36,7 +47,9 @@ func BenchmarkConv(b *testing.B) {
 		for _, kind := range []Algo{Auto, Direct} {
 			for _, bits := range []int{0, 8} {
 				b.Run(fmt.Sprintf("%s/%s/act%d/%s", l.name, kind, bits, gemm.Current().Family), func(b *testing.B) {
-					_ = par.SetThreads(1)
+					if err := par.SetThreads(*benchThreads); err != nil {
+						b.Fatal(err)
+					}
 					for b.Loop() {
 						if _, err := Conv2D(d, tc.x, tc.w, nil, out, Options{ActBits: bits, Algo: kind}); err != nil {
 							b.Fatal(err)

@@ -1,7 +1,6 @@
 package conv
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
@@ -94,6 +93,7 @@ type Weights struct {
 	Scales    []float32
 	BlockSize int
 	QType     ternary.QType // I2S, TL1 or TL2 (TL rows are the O output channels)
+	converted bool          // Packed converted to I2_S for this call (asI2S): not cached
 }
 
 // asI2S returns w with its codes in I2_S, the layout the kernels' panel
@@ -122,7 +122,7 @@ func asI2S(d *Dims, w Weights) (Weights, error) {
 	if err := ternary.Pack(vals, i2s); err != nil {
 		return w, err
 	}
-	w.Packed, w.QType = i2s, ternary.I2S
+	w.Packed, w.QType, w.converted = i2s, ternary.I2S, true
 	return w, nil
 }
 
@@ -189,8 +189,15 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 	if kind == LUT && opt.ActBits != 8 {
 		return 0, errs.Value("algorithm 'lut' needs int8 activations (act_bits=8); with act_bits=None use another algorithm")
 	}
+	// The int8 path takes its activation scales first: their max|x| pass
+	// finds x's first NaN/Inf too, so checking x costs nothing more there.
+	var acts *activations
+	if opt.ActBits == 8 && d.N > 0 {
+		acts = actScales(&d, x)
+		defer acts.release()
+	}
 	if opt.CheckFinite {
-		if err := checkFinite(&d, x, w.Scales, bias); err != nil {
+		if err := checkFinite(&d, x, acts, w.Scales, bias); err != nil {
 			return 0, err
 		}
 	}
@@ -198,20 +205,22 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 		return kind, nil
 	}
 	if kind == LUT {
-		acts := quantizeActs(&d, x)
-		defer acts.release()
+		acts.quantize(&d, x)
 		return kind, runLUT(&d, src, acts, sc, out)
 	}
-	return kind, run(kind, &d, x, w, sc, out, opt.ActBits == 8, gemm.Current())
+	return kind, run(kind, &d, x, acts, w, sc, out, gemm.Current())
 }
 
-// run executes one kernel; tests call it to run a kernel the planner would
-// not pick (the general direct kernel on a depthwise shape, for instance).
-func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, act8 bool, ks *gemm.Kernels) error {
-	var acts *activations
-	if act8 {
-		acts = quantizeActs(d, x)
-		defer acts.release()
+// run executes one kernel, with the activation scales acts (int8 path; run
+// quantizes x with them unless the implicit GEMM does) or on x (acts nil:
+// float32 path); tests call it to run a kernel the planner would not pick
+// (the general direct kernel on a depthwise shape, for instance).
+func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out []float32, ks *gemm.Kernels) error {
+	act8 := acts != nil
+	asGEMV := kind == Pointwise && useGEMV(d, sc)
+	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, ks)
+	if act8 && !implicit {
+		acts.quantize(d, x)
 	}
 	if kind == LUT {
 		return runLUT(d, w, acts, sc, out)
@@ -219,25 +228,27 @@ func run(kind Algo, d *Dims, x []float32, w Weights, sc *scaler, out []float32, 
 	if kind == Naive {
 		return naive(d, x, acts, w, sc, out)
 	}
-	if kind == Pointwise && useGEMV(d, sc) {
+	if asGEMV {
 		if act8 {
 			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.GemvI8, nil, gemm.SumI8, foldI32)
 		}
 		return gemv(d, w.Packed, x, nil, sc, out, gemvF32(ks), gemm.GemvOrder, nil, foldF32)
 	}
-	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
-	if !ok {
-		return errs.Memory("weight panels would take more than %d bytes", ternary.MaxElements)
+	if implicit {
+		wl, err := implicitWeights(d, w, newImplicitGeom(d))
+		if err != nil {
+			return err
+		}
+		implicitConv(d, wl, x, acts.a, sc, out, implicitOf(ks))
+		return nil
 	}
-	a := make([]byte, alen)
-	if err := gemm.PackA(a, w.Packed, d.Og, d.Groups, d.K); err != nil {
+	a, err := panels(d, w)
+	if err != nil {
 		return err
 	}
 	switch kind {
 	case Im2col, Pointwise:
-		if act8 && useImplicit(d, sc, ks) {
-			implicitConv(d, a, acts, sc, out, ks.Implicit)
-		} else if act8 {
+		if act8 {
 			gemmConv(d, a, acts.q, acts, sc, out, kind == Pointwise, ks.NRI8, microFn[int8, int32](ks.I8), ks.PrepareI8, foldI32)
 		} else {
 			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), nil, foldF32)
@@ -366,40 +377,47 @@ func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
 type activations struct {
 	q   []int8
 	a   []float32 // a_n = 127 / max(max|x_n|, 1e-5)
+	bad int       // index of x's first NaN or ±Inf, -1 when none
 	buf *[]byte   // q's actScratch buffer, for release
 }
 
-// release returns the quantized activations' buffer for reuse: the
-// convolution is done with them.
+// release returns the quantized activations' buffer (if any) for reuse:
+// the convolution is done with them.
 func (a *activations) release() {
-	actScratch.Put(a.buf)
+	if a.buf != nil {
+		actScratch.Put(a.buf)
+	}
 	a.q, a.buf = nil, nil
 }
 
 // actEps is the floor of a sample's max|x| (as float32).
 const actEps = float32(1e-5)
 
-// quantizeActs quantizes x sample by sample (see Conv2D): one parallel pass
-// for every sample's max|x| and one for the quantization, over pieces of at
-// most actPiece values of one sample.
-func quantizeActs(d *Dims, x []float32) *activations {
-	per := d.C * d.H * d.W
-	quant := gemm.Current().QuantI8
-	qb, h := actScratch.Sized(len(x))
-	acts := &activations{q: asInt8(qb), a: make([]float32, d.N), buf: h}
-	pieces := ceilDivPos(per, actPiece) // per sample
-	span := func(i int) (lo, hi int) {
-		n, j := i/pieces, i%pieces
-		return n*per + j*actPiece, n*per + min(per, (j+1)*actPiece)
-	}
-	chunks := par.ChunksWork(d.N*pieces, min(per, actPiece))
+// actScales takes the int8 path's per-sample scales a_n (see Conv2D) in one
+// parallel pass over pieces of at most actPiece values of one sample, which
+// also finds x's first non-finite element; q stays nil until quantize (the
+// implicit GEMM quantizes straight into its own layout instead).
+func actScales(d *Dims, x []float32) *activations {
+	acts := &activations{a: make([]float32, d.N), bad: -1}
+	chunks, pieces, span := actPieces(d)
 	maxes := make([]float32, d.N*pieces)
+	bads := make([]int, d.N*pieces)
 	par.Run(chunks, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			a, b := span(i)
-			maxes[i] = ternary.MaxAbs(x[a:b])
+			m, bad := ternary.MaxAbs(x[a:b])
+			maxes[i], bads[i] = m, bad
+			if bad >= 0 {
+				bads[i] += a
+			}
 		}
 	})
+	for _, b := range bads {
+		if b >= 0 {
+			acts.bad = b
+			break
+		}
+	}
 	for n := range d.N {
 		var m float32
 		for _, v := range maxes[n*pieces : (n+1)*pieces] {
@@ -409,12 +427,43 @@ func quantizeActs(d *Dims, x []float32) *activations {
 		}
 		acts.a[n] = float32(127) / max(m, actEps)
 	}
+	return acts
+}
+
+// actPieces returns the activation passes' split over threads (par.Chunks
+// of pieces), the pieces per sample and the span of piece i (sample
+// i/pieces) in x.
+func actPieces(d *Dims) ([]int, int, func(i int) (lo, hi int)) {
+	per := d.C * d.H * d.W
+	pieces := ceilDivPos(per, actPiece)
+	return par.ChunksWork(d.N*pieces, min(per, actPiece)), pieces, func(i int) (lo, hi int) {
+		n, j := i/pieces, i%pieces
+		return n*per + j*actPiece, n*per + min(per, (j+1)*actPiece)
+	}
+}
+
+// quantize writes q, x quantized with the scales a (NCHW int8, into an
+// actScratch buffer that release returns), in one parallel pass.
+func (acts *activations) quantize(d *Dims, x []float32) {
+	if acts.q != nil {
+		return
+	}
+	quant := gemm.Current().QuantI8
+	qb, h := actScratch.Sized(len(x))
+	acts.q, acts.buf = asInt8(qb), h
+	chunks, pieces, span := actPieces(d)
 	par.Run(chunks, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			a, b := span(i)
 			quant(acts.q[a:b], x[a:b], acts.a[i/pieces])
 		}
 	})
+}
+
+// quantizeActs is actScales and quantize.
+func quantizeActs(d *Dims, x []float32) *activations {
+	acts := actScales(d, x)
+	acts.quantize(d, x)
 	return acts
 }
 
@@ -425,9 +474,16 @@ const actPiece = 1 << 15
 // gemm.Quant8; the kernel sets' QuantI8 apply it to slices).
 func quant8(v, a float32) int8 { return gemm.Quant8(v, a) }
 
-// checkFinite reports the first NaN or Inf of x, bias or the weight scales.
-func checkFinite(d *Dims, x []float32, scales, bias []float32) error {
-	if i := firstNonFinite(x); i >= 0 {
+// checkFinite reports the first NaN or Inf of x, bias or the weight scales;
+// x's is acts.bad when x has been quantized (acts not nil).
+func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32) error {
+	i := -1
+	if acts != nil {
+		i = acts.bad
+	} else {
+		i = firstNonFinite(x)
+	}
+	if i >= 0 {
 		w, h := i%d.W, i/d.W%d.H
 		c, n := i/(d.W*d.H)%d.C, i/(d.W*d.H*d.C)
 		return errs.Value("x contains NaN or Inf (first at index (%d, %d, %d, %d), value %v); "+
@@ -443,17 +499,15 @@ func checkFinite(d *Dims, x []float32, scales, bias []float32) error {
 }
 
 // firstNonFinite returns the index of the first NaN or ±Inf, or -1; the scan
-// is parallel and the earliest chunk's hit wins.
+// is parallel (ternary.MaxAbs: SIMD where a family is in use) and the
+// earliest chunk's hit wins.
 func firstNonFinite(x []float32) int {
 	chunks := par.Chunks(len(x), 1<<16)
 	hits := make([]int, len(chunks)-1)
 	par.Run(chunks, func(c, lo, hi int) {
 		hits[c] = -1
-		for i, v := range x[lo:hi] {
-			if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
-				hits[c] = lo + i
-				return
-			}
+		if _, i := ternary.MaxAbs(x[lo:hi]); i >= 0 {
+			hits[c] = lo + i
 		}
 	})
 	for _, h := range hits {

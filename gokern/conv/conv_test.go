@@ -228,7 +228,12 @@ func runKind(t testing.TB, tc *testCase, kind Algo, act8 bool, ks *gemm.Kernels)
 	for i := range out {
 		out[i] = float32(math.NaN()) // every element must be written
 	}
-	if err := run(kind, &tc.d, tc.x, tc.w, sc, out, act8, ks); err != nil {
+	var acts *activations
+	if act8 {
+		acts = quantizeActs(&tc.d, tc.x)
+		defer acts.release()
+	}
+	if err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, ks); err != nil {
 		t.Fatalf("%v %v: %v", tc, kind, err)
 	}
 	return out
@@ -427,6 +432,36 @@ func TestConv2DErrors(t *testing.T) {
 	}
 }
 
+// The first non-finite element of x is reported at its index on both paths:
+// the int8 path finds it in its max|x| pass, per piece of actPiece values
+// (two pieces per sample here), the float32 path in a separate scan.
+func TestCheckFiniteIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	s := Shape{N: 3, C: 2, H: 130, W: 130, O: 2, WC: 2, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	tc := newCase(t, rng, s, 0, false)
+	out := make([]float32, tc.d.OutLen)
+	per := 2 * 130 * 130
+	for _, c := range []struct {
+		bad  []int // indices set to NaN / Inf in turn
+		want string
+	}{
+		{[]int{2*per + actPiece + 5, 2*per + actPiece + 9}, "(2, 1, 122, 13)"},
+		{[]int{per - 1, 2 * per}, "(0, 1, 129, 129)"},
+		{[]int{2*per + 7, per + actPiece + 1}, "(1, 1, 122, 9)"},
+	} {
+		x := append([]float32(nil), tc.x...)
+		for i, j := range c.bad {
+			x[j] = [2]float32{float32(math.NaN()), float32(math.Inf(-1))}[i%2]
+		}
+		for _, bits := range []int{0, 8} {
+			_, err := Conv2D(tc.d, x, tc.w, nil, out, Options{ActBits: bits, CheckFinite: true})
+			if err == nil || !strings.Contains(err.Error(), "first at index "+c.want) {
+				t.Errorf("act%d, bad %v: err %v, want index %s", bits, c.bad, err, c.want)
+			}
+		}
+	}
+}
+
 func TestShapeErrors(t *testing.T) {
 	good := Shape{N: 1, C: 4, H: 6, W: 6, O: 6, WC: 2, KH: 3, KW: 3, Groups: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
 	if _, err := good.Check(); err != nil {
@@ -521,18 +556,21 @@ func TestValidRange(t *testing.T) {
 	}
 }
 
-// The activation scale's max|x| leaves NaN out (ternary.MaxAbs).
+// The activation scale's max|x| leaves NaN out and finds the first
+// non-finite element (ternary.MaxAbs).
 func TestAbsMaxNoNaN(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
 	for _, c := range []struct {
 		x    []float32
 		want float32
+		bad  int
 	}{
-		{nil, 0}, {[]float32{-3}, 3}, {[]float32{1, -2, 0.5}, 2}, {[]float32{nan, -2, 1}, 2},
-		{[]float32{1, nan, inf, 2}, float32(math.Inf(1))}, {[]float32{nan, nan, nan}, 0},
+		{nil, 0, -1}, {[]float32{-3}, 3, -1}, {[]float32{1, -2, 0.5}, 2, -1}, {[]float32{nan, -2, 1}, 2, 0},
+		{[]float32{1, nan, inf, 2}, float32(math.Inf(1)), 1}, {[]float32{nan, nan, nan}, 0, 0},
+		{[]float32{1, 2, inf}, float32(math.Inf(1)), 2},
 	} {
-		if got := ternary.MaxAbs(c.x); got != c.want {
-			t.Errorf("MaxAbs(%v) = %v, want %v", c.x, got, c.want)
+		if got, bad := ternary.MaxAbs(c.x); got != c.want || bad != c.bad {
+			t.Errorf("MaxAbs(%v) = %v, %d, want %v, %d", c.x, got, bad, c.want, c.bad)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package conv
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -19,9 +20,10 @@ func TestImplicitAgrees(t *testing.T) {
 	defer func() { _ = par.SetThreads(old) }()
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
-	kernels := map[string]gemm.ImplicitI8{"generic": gemm.ImplicitGeneric()}
-	if k := gemm.Current().Implicit; k != nil {
-		kernels[fmt.Sprint(gemm.Current().Family)] = k
+	gen := gemm.Generic()
+	kernels := map[string]implicitKernels{"generic": {gemm.ImplicitGeneric(), gen.QuantU8x8, gen.QuantU8x4}}
+	if ks := gemm.Current(); ks.Implicit != nil {
+		kernels[fmt.Sprint(ks.Family)] = implicitOf(ks)
 	}
 	for ci := range 60 {
 		_ = par.SetThreads(1 + ci%3)
@@ -43,66 +45,77 @@ func TestImplicitAgrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := make([]byte, gemm.ALen(d.Og, d.Groups, d.K))
-		if err := gemm.PackA(a, tc.w.Packed, d.Og, d.Groups, d.K); err != nil {
+		wl, err := implicitWeights(&tc.d, tc.w, newImplicitGeom(&tc.d))
+		if err != nil {
 			t.Fatal(err)
 		}
-		for name, kern := range kernels {
-			acts := quantizeActs(&tc.d, tc.x)
+		for name, k := range kernels {
+			acts := actScales(&tc.d, tc.x)
 			out := make([]float32, d.OutLen)
-			implicitConv(&tc.d, a, acts, sc, out, kern)
-			acts.release()
+			implicitConv(&tc.d, wl, tc.x, acts.a, sc, out, k)
 			checkExact(t, fmt.Sprintf("case %d %v implicit/%s", ci, tc, name), out, want)
 		}
 	}
 }
 
-// TestNHWCU8 checks the implicit layout byte by byte on shapes whose
-// channel and width counts hit the 8x8 transposes, the quads and the single
-// channels, with stale bytes in the scratch buffer.
-func TestNHWCU8(t *testing.T) {
+// TestLayoutU8 checks the implicit layout byte by byte, with the generic
+// and the kernel set's quantizers, on shapes whose channel and width counts
+// hit the 8-channel runs and the quads (whole or partial; rows narrower than
+// 8 pixels too), with NaN among the values and stale bytes in the scratch
+// buffer: the channels that complete a quad repeat its last one.
+func TestLayoutU8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))
 	for _, s := range []Shape{
 		{N: 2, C: 19, H: 3, W: 21, Groups: 1, PadT: 1, PadL: 2, PadB: 0, PadR: 3},
 		{N: 1, C: 12, H: 2, W: 8, Groups: 3, PadT: 0, PadL: 0, PadB: 2, PadR: 1},
 		{N: 1, C: 16, H: 5, W: 7, Groups: 2},
+		{N: 2, C: 24, H: 2, W: 13, Groups: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1},
+		{N: 1, C: 3, H: 4, W: 11, Groups: 1, PadT: 3, PadL: 3, PadB: 3, PadR: 3},
+		{N: 2, C: 26, H: 2, W: 5, Groups: 2, PadL: 1},
 	} {
 		s.O, s.WC, s.KH, s.KW, s.StrideH, s.StrideW, s.DilH, s.DilW = s.Groups, s.C/s.Groups, 1, 1, 1, 1, 1, 1
 		d, err := s.Check()
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := make([]int8, d.XLen)
-		for i := range q {
-			q[i] = int8(rng.IntN(256) - 128)
+		x := make([]float32, d.XLen)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+			if rng.IntN(50) == 0 {
+				x[i] = float32(math.NaN())
+			}
 		}
+		a := []float32{37.5, 90}[:d.N]
 		g := newImplicitGeom(&d)
-		stale, sh := layoutScratch.Sized(d.N * g.per)
-		for i := range stale {
-			stale[i] = 0x5a
-		}
-		layoutScratch.Put(sh)
-		xp, xh := nhwcU8(&d, q, g)
-		for n := range d.N {
-			for hp := range g.hp {
-				for wp := range g.wp {
-					for gi := range d.Groups {
-						for c := range d.Cg {
-							want := byte(actZero)
-							h, w := hp-d.PadT, wp-d.PadL
-							if h >= 0 && h < d.H && w >= 0 && w < d.W {
-								want = byte(q[((n*d.C+gi*d.Cg+c)*d.H+h)*d.W+w]) ^ actZero
-							}
-							at := n*g.per + (hp*g.wp+wp)*g.cp + gi*g.cg4 + c
-							if xp[at] != want {
-								t.Fatalf("%+v: sample %d pixel (%d, %d) group %d channel %d: %#x, want %#x",
-									s, n, hp, wp, gi, c, xp[at], want)
+		for _, k := range []implicitKernels{implicitOf(gemm.Generic()), implicitOf(gemm.Current())} {
+			stale, sh := layoutScratch.Sized(d.N * g.per)
+			for i := range stale {
+				stale[i] = 0x5a
+			}
+			layoutScratch.Put(sh)
+			xp, xh := layoutU8(&d, x, a, g, k)
+			for n := range d.N {
+				for hp := range g.hp {
+					for wp := range g.wp {
+						for gi := range d.Groups {
+							for c := range g.cg4 {
+								want := byte(actZero)
+								h, w := hp-d.PadT, wp-d.PadL
+								if h >= 0 && h < d.H && w >= 0 && w < d.W {
+									cs := min(c, d.Cg-1)
+									want = byte(gemm.Quant8(x[((n*d.C+gi*d.Cg+cs)*d.H+h)*d.W+w], a[n])) ^ actZero
+								}
+								at := n*g.per + (hp*g.wp+wp)*g.cp + gi*g.cg4 + c
+								if xp[at] != want {
+									t.Fatalf("%+v: sample %d pixel (%d, %d) group %d channel %d: %#x, want %#x",
+										s, n, hp, wp, gi, c, xp[at], want)
+								}
 							}
 						}
 					}
 				}
 			}
+			layoutScratch.Put(xh)
 		}
-		layoutScratch.Put(xh)
 	}
 }

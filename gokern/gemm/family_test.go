@@ -245,6 +245,57 @@ func TestQuantI8MatchesGeneric(t *testing.T) {
 	}
 }
 
+// TestQuantU8MatchesGeneric checks every family's QuantU8x8 and QuantU8x4
+// (1 to 4 channels) byte for byte against Quant8 (the special values of
+// TestQuantI8MatchesGeneric, ties, NaN), on row widths around the 8-pixel
+// blocks, padded channel and pixel strides and misaligned buffers; bytes
+// they must not write keep their stale value.
+func TestQuantU8MatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	special := []float32{0, 0.5, -0.5, 2.5, -2.5, 127.5, -128.5, 1e30, -1e30,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, ks := range Families() {
+		for _, nc := range []int{8, 1, 2, 3, 4} {
+			width := min(8, (nc+3)&^3)
+			for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 28, 56, 61} {
+				for _, a := range []float32{1, 0.37, 3e4} {
+					hw, cp, off := w+rng.IntN(3)*rng.IntN(20), width+rng.IntN(3)*rng.IntN(9), rng.IntN(4)
+					src := make([]float32, (nc-1)*hw+w+off)[off:]
+					for i := range src {
+						switch rng.IntN(4) {
+						case 0:
+							src[i] = special[rng.IntN(len(special))]
+						case 1:
+							src[i] = float32(rng.IntN(600)-300) / 2 / a
+						default:
+							src[i] = float32(rng.NormFloat64()) * 2
+						}
+					}
+					dst := make([]byte, (w-1)*cp+width+off+5)[off:]
+					for i := range dst {
+						dst[i] = 0x5a
+					}
+					if nc == 8 {
+						ks.QuantU8x8(dst, src, hw, w, cp, a)
+					} else {
+						ks.QuantU8x4(dst, src, hw, w, cp, nc, a)
+					}
+					for i, b := range dst {
+						want := byte(0x5a)
+						if x, c := i/cp, i%cp; x < w && c < width {
+							want = byte(Quant8(src[min(c, nc-1)*hw+x], a)) ^ 0x80
+						}
+						if b != want {
+							t.Fatalf("%s: nc=%d, w=%d, hw=%d, cp=%d, a=%v: byte %d = %#x, want %#x",
+								ks.Family, nc, w, hw, cp, a, i, b, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestGemvMatchesGeneric compares every family's GemvF32 and GemvI8 with a
 // direct sum over the unpacked values (int8 exactly, float32 to rounding),
 // for column counts around every generated kernel width, padded column

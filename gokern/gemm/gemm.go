@@ -134,6 +134,10 @@ type Kernels struct {
 	// Implicit, where set, is the int8 implicit-GEMM kernel (implicit.go),
 	// which gokern/conv then runs instead of im2col for int8 activations.
 	Implicit ImplicitI8
+	// QuantU8x8 and QuantU8x4 quantize activations into the implicit
+	// layout (implicit.go).
+	QuantU8x8 QuantU8x8
+	QuantU8x4 QuantU8x4
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).
@@ -142,7 +146,8 @@ const GroupValues = 128
 var (
 	current    atomic.Pointer[Kernels]
 	genericSet = &Kernels{Family: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
-		GemvF32: gemvF32Generic, GemvI8: gemvI8Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic}
+		GemvF32: gemvF32Generic, GemvI8: gemvI8Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic,
+		QuantU8x8: quantU8x8Generic, QuantU8x4: quantU8x4Generic}
 	simdKernels = map[cpu.Family]*Kernels{}
 )
 

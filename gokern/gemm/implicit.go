@@ -244,3 +244,50 @@ func init() {
 // ImplicitGeneric returns the generic ImplicitI8, the oracle (no kernel set
 // carries it: scalar, it is slower than the generic im2col kernels).
 func ImplicitGeneric() ImplicitI8 { return implicitI8Generic }
+
+// QuantU8x8 quantizes 8 channels of one row of activations straight into the
+// implicit layout: for pixel x < w and channel i < 8,
+//
+//	dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80
+//
+// (the byte q+128 of Quant8's q), with w >= 1, hw >= w, cp >= 8 and the
+// slices long enough (the wrappers panic otherwise). gokern/conv writes the
+// implicit GEMM's input with it: one pass from float32 NCHW to u8 NHWC.
+type QuantU8x8 func(dst []byte, src []float32, hw, w, cp int, a float32)
+
+// QuantU8x4 is QuantU8x8 for a quad of nc (1 to 4) channels: for x < w and
+// i < 4, dst[x*cp+i] = byte(Quant8(src[min(i, nc-1)*hw+x], a)) ^ 0x80 (the
+// quad's missing channels repeat its last one), with cp >= 4.
+type QuantU8x4 func(dst []byte, src []float32, hw, w, cp, nc int, a float32)
+
+// checkQuantU8 panics (recovered by the C ABI) on a bad QuantU8x8 (width 8,
+// nc 8) or QuantU8x4 (width 4, nc 1 to 4) call.
+func checkQuantU8(ld, ls, hw, w, cp, nc, width int) {
+	if w < 1 || hw < w || nc < 1 || nc > width || (width == 8 && nc != 8) || cp < width ||
+		ld < (w-1)*cp+width || ls < (nc-1)*hw+w {
+		panic("gemm: bad QuantU8x8/QuantU8x4 arguments")
+	}
+}
+
+// quantU8x8Generic is the generic QuantU8x8, the oracle.
+func quantU8x8Generic(dst []byte, src []float32, hw, w, cp int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, 8, 8)
+	quantU8Generic(dst, src, hw, w, cp, 8, 8, a)
+}
+
+// quantU8x4Generic is the generic QuantU8x4, the oracle.
+func quantU8x4Generic(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, nc, 4)
+	quantU8Generic(dst, src, hw, w, cp, nc, 4, a)
+}
+
+// quantU8Generic writes width bytes per pixel from nc channels (the last
+// one repeated).
+func quantU8Generic(dst []byte, src []float32, hw, w, cp, nc, width int, a float32) {
+	for i := range width {
+		row := src[min(i, nc-1)*hw:][:w]
+		for x, v := range row {
+			dst[x*cp+i] = byte(Quant8(v, a)) ^ 0x80
+		}
+	}
+}

@@ -213,6 +213,42 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 	}
 }
 
+// TestQuantU8BadArgsPanic: the quantizers refuse writes or reads outside
+// their slices and channel counts out of range.
+func TestQuantU8BadArgsPanic(t *testing.T) {
+	src := make([]float32, 7*10+10)
+	dst := make([]byte, 9*12+8)
+	for _, tc := range []struct {
+		name          string
+		dst           []byte
+		src           []float32
+		hw, w, cp, nc int
+	}{
+		{"dst short", dst[:9*12+7], src, 10, 10, 12, 8},
+		{"src short", dst, src[:7*10+9], 10, 10, 12, 8},
+		{"row past its plane", dst, src, 9, 10, 12, 8},
+		{"pixels overlap", dst, src, 10, 10, 7, 8},
+		{"no pixels", dst, src, 10, 0, 12, 8},
+		{"no channels", dst, src, 10, 10, 12, 0},
+		{"five channels", dst, src, 10, 10, 12, 5},
+	} {
+		for _, ks := range Families() {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: %s: no panic", ks.Family, tc.name)
+					}
+				}()
+				if tc.nc == 8 {
+					ks.QuantU8x8(tc.dst, tc.src, tc.hw, tc.w, tc.cp, 1)
+				} else {
+					ks.QuantU8x4(tc.dst, tc.src, tc.hw, tc.w, tc.cp, tc.nc, 1)
+				}
+			}()
+		}
+	}
+}
+
 // BenchmarkImplicit times the kernel set's implicit kernel on 16 tiles of a
 // 3x3 convolution over 64 and over 512 channels (one thread); GMAC/s counts
 // the multiply-adds of the tiles.

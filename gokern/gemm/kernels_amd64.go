@@ -22,7 +22,8 @@ var _ = register(withMicro(cpu.AVX2, nrAVX2, microF32AVX2Kernel, false))
 func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
 	k := &Kernels{Family: fam, NRF32: nrF32, F32: f32, QuantI8: quantI8AVX2Kernel,
 		GemvF32: gemvF32AVX2Kernel, GemvI8: gemvI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
-		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel}
+		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel,
+		QuantU8x4: quantU8x4AVX2Kernel}
 	if vnni {
 		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nr512, microI8VNNIKernel, prepI8VNNIKernel, panelI8VNNI
 	} else {
@@ -256,5 +257,64 @@ func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[Imp
 				t[o*ldt+p0+i] = tile[i*ImplicitOC+o] - corr[o]
 			}
 		}
+	}
+}
+
+// quantU8x8AVX2Kernel runs the assembly over the row's whole blocks of 8
+// pixels; a partial last block is done again from pixel w-8 (rewriting
+// some pixels with the same bytes), and rows narrower than 8 pixels go
+// through quantU8Narrow.
+func quantU8x8AVX2Kernel(dst []byte, src []float32, hw, w, cp int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, 8, 8)
+	if w < 8 {
+		quantU8Narrow(dst, src, hw, w, cp, 8, a)
+		return
+	}
+	quantU8x8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), hw, w/8, cp, a)
+	if w%8 != 0 {
+		quantU8x8AVX2(&dst[(w-8)*cp], &src[w-8], hw, 1, cp, a)
+	}
+}
+
+// quantU8x4AVX2Kernel is quantU8x8AVX2Kernel for QuantU8x4.
+func quantU8x4AVX2Kernel(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, nc, 4)
+	if w < 8 {
+		quantU8Narrow(dst, src, hw, w, cp, nc, a)
+		return
+	}
+	var offs [4]int
+	for i := range offs {
+		offs[i] = 4 * min(i, nc-1) * hw
+	}
+	quantU8x4AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), &offs[0], w/8, cp, a)
+	if w%8 != 0 {
+		quantU8x4AVX2(&dst[(w-8)*cp], &src[w-8], &offs[0], 1, cp, a)
+	}
+}
+
+// quantU8Narrow does a row of w < 8 pixels (nc = 8 channels, or 1 to 4
+// with the last repeated up to a quad) with the assembly through buffers on the stack: the
+// row copied to 8 pixels a channel (zeros after w), the bytes written 8 a
+// pixel, then copied to their places.
+func quantU8Narrow(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
+	var in [8 * 8]float32
+	var out [8 * 8]byte
+	for i := range nc {
+		copy(in[8*i:][:w], src[i*hw:][:w])
+	}
+	width := 8
+	if nc <= 4 {
+		width = 4
+		offs := [4]int{}
+		for i := range offs {
+			offs[i] = 4 * 8 * min(i, nc-1)
+		}
+		quantU8x4AVX2(&out[0], &in[0], &offs[0], 1, 8, a)
+	} else { // nc = 8
+		quantU8x8AVX2(&out[0], &in[0], 8, 1, 8, a)
+	}
+	for x := range w {
+		copy(dst[x*cp:][:width], out[8*x:][:width])
 	}
 }

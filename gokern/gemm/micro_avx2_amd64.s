@@ -1821,3 +1821,191 @@ trblk:
 	JNZ         trblk
 	VZEROUPPER
 	RET
+
+// func quantU8x8AVX2(dst *byte, src *float32, hw int, nblk int, cp int, a float32)
+// Requires: AVX, AVX2
+TEXT ·quantU8x8AVX2(SB), NOSPLIT, $0-44
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         hw+16(FP), DX
+	MOVQ         nblk+24(FP), BX
+	MOVQ         cp+32(FP), SI
+	SHLQ         $0x02, DX
+	LEAQ         (DX)(DX*2), DI
+	LEAQ         (SI)(SI*2), R8
+	VBROADCASTSS a+40(FP), Y0
+	MOVL         $0xc3000000, R9
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y2
+	MOVL         $0x42fe0000, R9
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y3
+	MOVL         $0x80808080, R9
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y4
+	VMOVDQU      qu8tr<>+0(SB), Y1
+
+qu8blk:
+	LEAQ         (CX)(DX*4), R9
+	LEAQ         (AX)(SI*4), R10
+	VMULPS       (CX), Y0, Y5
+	VCMPPS       $0x07, Y5, Y5, Y6
+	VANDPS       Y6, Y5, Y5
+	VMAXPS       Y2, Y5, Y5
+	VMINPS       Y3, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       (CX)(DX*1), Y0, Y6
+	VCMPPS       $0x07, Y6, Y6, Y7
+	VANDPS       Y7, Y6, Y6
+	VMAXPS       Y2, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VMULPS       (CX)(DX*2), Y0, Y7
+	VCMPPS       $0x07, Y7, Y7, Y8
+	VANDPS       Y8, Y7, Y7
+	VMAXPS       Y2, Y7, Y7
+	VMINPS       Y3, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VMULPS       (CX)(DI*1), Y0, Y8
+	VCMPPS       $0x07, Y8, Y8, Y9
+	VANDPS       Y9, Y8, Y8
+	VMAXPS       Y2, Y8, Y8
+	VMINPS       Y3, Y8, Y8
+	VCVTPS2DQ    Y8, Y8
+	VMULPS       (R9), Y0, Y9
+	VCMPPS       $0x07, Y9, Y9, Y10
+	VANDPS       Y10, Y9, Y9
+	VMAXPS       Y2, Y9, Y9
+	VMINPS       Y3, Y9, Y9
+	VCVTPS2DQ    Y9, Y9
+	VMULPS       (R9)(DX*1), Y0, Y10
+	VCMPPS       $0x07, Y10, Y10, Y11
+	VANDPS       Y11, Y10, Y10
+	VMAXPS       Y2, Y10, Y10
+	VMINPS       Y3, Y10, Y10
+	VCVTPS2DQ    Y10, Y10
+	VMULPS       (R9)(DX*2), Y0, Y11
+	VCMPPS       $0x07, Y11, Y11, Y12
+	VANDPS       Y12, Y11, Y11
+	VMAXPS       Y2, Y11, Y11
+	VMINPS       Y3, Y11, Y11
+	VCVTPS2DQ    Y11, Y11
+	VMULPS       (R9)(DI*1), Y0, Y12
+	VCMPPS       $0x07, Y12, Y12, Y13
+	VANDPS       Y13, Y12, Y12
+	VMAXPS       Y2, Y12, Y12
+	VMINPS       Y3, Y12, Y12
+	VCVTPS2DQ    Y12, Y12
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSDW    Y8, Y7, Y7
+	VPACKSSWB    Y7, Y5, Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPXOR        Y4, Y5, Y5
+	VPACKSSDW    Y10, Y9, Y9
+	VPACKSSDW    Y12, Y11, Y11
+	VPACKSSWB    Y11, Y9, Y9
+	VPSHUFB      Y1, Y9, Y9
+	VPXOR        Y4, Y9, Y9
+	VPUNPCKLDQ   Y9, Y5, Y6
+	VPUNPCKHDQ   Y9, Y5, Y5
+	VEXTRACTI128 $0x01, Y6, X7
+	VEXTRACTI128 $0x01, Y5, X8
+	VMOVQ        X6, (AX)
+	VPEXTRQ      $0x01, X6, (AX)(SI*1)
+	VMOVQ        X5, (AX)(SI*2)
+	VPEXTRQ      $0x01, X5, (AX)(R8*1)
+	VMOVQ        X7, (R10)
+	VPEXTRQ      $0x01, X7, (R10)(SI*1)
+	VMOVQ        X8, (R10)(SI*2)
+	VPEXTRQ      $0x01, X8, (R10)(R8*1)
+	ADDQ         $0x20, CX
+	LEAQ         (R10)(SI*4), AX
+	DECQ         BX
+	JNZ          qu8blk
+	VZEROUPPER
+	RET
+
+DATA qu8tr<>+0(SB)/4, $0x0c080400
+DATA qu8tr<>+4(SB)/4, $0x0d090501
+DATA qu8tr<>+8(SB)/4, $0x0e0a0602
+DATA qu8tr<>+12(SB)/4, $0x0f0b0703
+DATA qu8tr<>+16(SB)/4, $0x0c080400
+DATA qu8tr<>+20(SB)/4, $0x0d090501
+DATA qu8tr<>+24(SB)/4, $0x0e0a0602
+DATA qu8tr<>+28(SB)/4, $0x0f0b0703
+GLOBL qu8tr<>(SB), RODATA|NOPTR, $32
+
+// func quantU8x4AVX2(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)
+// Requires: AVX, AVX2
+TEXT ·quantU8x4AVX2(SB), NOSPLIT, $0-44
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         offs+16(FP), DX
+	MOVQ         nblk+24(FP), BX
+	MOVQ         cp+32(FP), SI
+	MOVQ         8(DX), DI
+	MOVQ         16(DX), R8
+	MOVQ         24(DX), R9
+	ADDQ         (DX), CX
+	SUBQ         (DX), DI
+	SUBQ         (DX), R8
+	SUBQ         (DX), R9
+	LEAQ         (SI)(SI*2), DX
+	VBROADCASTSS a+40(FP), Y0
+	MOVL         $0xc3000000, R10
+	VMOVD        R10, X1
+	VPBROADCASTD X1, Y2
+	MOVL         $0x42fe0000, R10
+	VMOVD        R10, X1
+	VPBROADCASTD X1, Y3
+	MOVL         $0x80808080, R10
+	VMOVD        R10, X1
+	VPBROADCASTD X1, Y4
+	VMOVDQU      qu8tr<>+0(SB), Y1
+
+qu4blk:
+	LEAQ         (AX)(SI*4), R10
+	VMULPS       (CX), Y0, Y5
+	VCMPPS       $0x07, Y5, Y5, Y6
+	VANDPS       Y6, Y5, Y5
+	VMAXPS       Y2, Y5, Y5
+	VMINPS       Y3, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       (CX)(DI*1), Y0, Y6
+	VCMPPS       $0x07, Y6, Y6, Y7
+	VANDPS       Y7, Y6, Y6
+	VMAXPS       Y2, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VMULPS       (CX)(R8*1), Y0, Y7
+	VCMPPS       $0x07, Y7, Y7, Y8
+	VANDPS       Y8, Y7, Y7
+	VMAXPS       Y2, Y7, Y7
+	VMINPS       Y3, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VMULPS       (CX)(R9*1), Y0, Y8
+	VCMPPS       $0x07, Y8, Y8, Y9
+	VANDPS       Y9, Y8, Y8
+	VMAXPS       Y2, Y8, Y8
+	VMINPS       Y3, Y8, Y8
+	VCVTPS2DQ    Y8, Y8
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSDW    Y8, Y7, Y7
+	VPACKSSWB    Y7, Y5, Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPXOR        Y4, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VMOVD        X5, (AX)
+	VPEXTRD      $0x01, X5, (AX)(SI*1)
+	VPEXTRD      $0x02, X5, (AX)(SI*2)
+	VPEXTRD      $0x03, X5, (AX)(DX*1)
+	VMOVD        X6, (R10)
+	VPEXTRD      $0x01, X6, (R10)(SI*1)
+	VPEXTRD      $0x02, X6, (R10)(SI*2)
+	VPEXTRD      $0x03, X6, (R10)(DX*1)
+	ADDQ         $0x20, CX
+	LEAQ         (R10)(SI*4), AX
+	DECQ         BX
+	JNZ          qu4blk
+	VZEROUPPER
+	RET

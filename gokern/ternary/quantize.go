@@ -54,15 +54,15 @@ func blockScale(x []float32, m Method) (float32, int) {
 }
 
 // MaxAbs returns max|x| over the elements of x that are not NaN (±Inf
-// included; 0 when there are none), with the quantizer's reduction kernel
-// (the SIMD one where a family is in use). gokern/conv takes its int8
-// activation scales with it.
-func MaxAbs(x []float32) float32 {
+// included; 0 when there are none) and the index of the first NaN or ±Inf
+// (-1 when all are finite), with the quantizer's reduction kernel (the SIMD
+// one where a family is in use): one pass while x is finite. gokern/conv
+// takes its int8 activation scales, and the finiteness check of x, from it.
+func MaxAbs(x []float32) (float32, int) {
 	if len(x) == 0 {
-		return 0
+		return 0, -1
 	}
-	m, _ := absMax(x)
-	return m
+	return absMax(x)
 }
 
 // CanonicalNaN is the bit pattern of every NaN scale (absmean over a block

@@ -272,11 +272,15 @@ def conv2d_quantized(
         stride + 1 (likewise W_out). Runs on ``bitnet_go.get_num_threads()``
         threads and releases the GIL.
 
-    Memory: besides the output, a call allocates the weight unpacked into the
-    kernels' panel layout (2 bits a weight: about ``weight.packed.nbytes``),
-    per-thread tiles of at most about 128 KiB (the im2col buffer never holds
-    more than a tile), and with ``act_bits=8`` an int8 copy of ``x``. The
-    float32 input is used in place when it is C-contiguous float32.
+    Memory: besides the output, a call needs the weight in the kernels'
+    layout (2 bits a weight, about ``weight.packed.nbytes``; one byte a
+    weight for the int8 implicit GEMM), per-thread tiles of at most about
+    128 KiB (the im2col buffer never holds more than a tile), and with
+    ``act_bits=8`` a one-byte copy of ``x``. The weight layouts are kept for
+    later calls with the same ``weight.packed`` array and bytes (checked on
+    every call), up to ``BITNET_GO_WEIGHT_CACHE_MB`` megabytes (default
+    256). The float32 input is used in place when it is C-contiguous
+    float32.
 
     Raises:
         TypeError: ``weight`` is not a TernaryTensor (a float array: quantize

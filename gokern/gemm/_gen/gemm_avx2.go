@@ -40,6 +40,8 @@ func init() {
 			foldF32AVX2(c)
 			implicitI8AVX2(c)
 			tileRowsAVX2(c)
+			quantU8x8AVX2(c)
+			quantU8x4AVX2(c)
 		},
 	})
 }

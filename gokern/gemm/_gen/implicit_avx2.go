@@ -189,3 +189,173 @@ func tileRowsAVX2(c *build.Context) {
 	c.VZEROUPPER()
 	c.RET()
 }
+
+// quantU8 holds the constants of the implicit-layout quantizers.
+type quantU8 struct {
+	c                *build.Context
+	va, lo, hi, flip reg.VecVirtual
+	tr               reg.VecVirtual
+}
+
+func newQuantU8(c *build.Context) *quantU8 {
+	q := &quantU8{c: c, va: c.YMM(), tr: c.YMM()}
+	c.VBROADCASTSS(paramAddr(c, "a"), q.va)
+	q.lo = bcst32(c, 0xc3000000) // -128.0
+	q.hi = bcst32(c, 0x42fe0000) // 127.0
+	q.flip = bcst32(c, 0x80808080)
+	c.VMOVDQU(vconst(c, "qu8tr", [8]uint32{0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703,
+		0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703}), q.tr)
+	return q
+}
+
+// quant returns 8 floats at m quantized as quantI8AVX2 does (VMULPS, NaN
+// cleared, clamp, VCVTPS2DQ), as int32.
+func (q *quantU8) quant(m operand.Mem) reg.VecVirtual {
+	c := q.c
+	v, k := c.YMM(), c.YMM()
+	c.VMULPS(m, q.va, v)
+	c.VCMPPS(operand.Imm(7), v, v, k) // ordered: not NaN
+	c.VANDPS(k, v, v)
+	c.VMAXPS(q.lo, v, v)
+	c.VMINPS(q.hi, v, v)
+	c.VCVTPS2DQ(v, v)
+	return v
+}
+
+// quad packs four channels' int32 (8 pixels each) into v[0]: per lane the
+// 4 pixels' dwords of channel bytes (lane 1: pixels 4-7), plus 128.
+// VPACKSSDW and VPACKSSWB leave them channel-major, a 4x4 byte transpose
+// (VPSHUFB) makes them pixel-major.
+func (q *quantU8) quad(v []reg.VecVirtual) {
+	c := q.c
+	c.VPACKSSDW(v[1], v[0], v[0])
+	c.VPACKSSDW(v[3], v[2], v[2])
+	c.VPACKSSWB(v[2], v[0], v[0])
+	c.VPSHUFB(q.tr, v[0], v[0])
+	c.VPXOR(q.flip, v[0], v[0])
+}
+
+// at returns row i (< 4) of four rows l bytes apart from b (l3 = 3*l).
+func at(b, l, l3 reg.Register, i int) operand.Mem {
+	m := operand.Mem{Base: b}
+	switch i {
+	case 1:
+		m.Index, m.Scale = l, 1
+	case 2:
+		m.Index, m.Scale = l, 2
+	case 3:
+		m.Index, m.Scale = l3, 1
+	}
+	return m
+}
+
+// quantU8x8AVX2 quantizes 8 channels x 8 pixels per block into the
+// implicit layout (QuantU8x8 in gokern/gemm/implicit.go): per channel one
+// load of 8 pixels (quantU8.quant), each half of the channels packed to a
+// dword per pixel (quantU8.quad), VPUNPCKL/HDQ joining the halves into one
+// qword per pixel, and 8 qword stores cp bytes apart, in pixel order.
+func quantU8x8AVX2(c *build.Context) {
+	c.Function("quantU8x8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *byte, src *float32, hw int, nblk int, cp int, a float32)")
+	c.Doc("quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1).")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	ld := c.Load(c.Param("hw"), c.GP64())
+	n := c.Load(c.Param("nblk"), c.GP64())
+	cp := c.Load(c.Param("cp"), c.GP64())
+	c.SHLQ(operand.Imm(2), ld)
+	ld3, cp3 := c.GP64(), c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
+	ps4, pd4 := c.GP64(), c.GP64()
+	q := newQuantU8(c)
+	c.Label("qu8blk")
+	c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
+	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
+	var v [8]reg.VecVirtual
+	for i := range v {
+		base := ps
+		if i >= 4 {
+			base = ps4
+		}
+		v[i] = q.quant(at(base, ld, ld3, i%4))
+	}
+	q.quad(v[:4])
+	q.quad(v[4:])
+	l, u := c.YMM(), c.YMM()
+	c.VPUNPCKLDQ(v[4], v[0], l) // pixels 0, 1 | 4, 5
+	c.VPUNPCKHDQ(v[4], v[0], u) // pixels 2, 3 | 6, 7
+	lh, uh := c.XMM(), c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), l, lh)
+	c.VEXTRACTI128(operand.Imm(1), u, uh)
+	for k, x := range []reg.Register{l.AsX(), u.AsX(), lh, uh} { // pixels 2k, 2k+1
+		base := pd
+		if k >= 2 {
+			base = pd4
+		}
+		c.VMOVQ(x, at(base, cp, cp3, 2*k%4))
+		c.VPEXTRQ(operand.Imm(1), x, at(base, cp, cp3, 2*k%4+1))
+	}
+	c.ADDQ(operand.Imm(32), ps)
+	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("qu8blk"))
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// quantU8x4AVX2 is quantU8x8AVX2 for 4 channels at byte offsets offs[0..3]
+// from src (QuantU8x4: the caller repeats the last channel's offset for
+// fewer), with a dword store per pixel.
+func quantU8x4AVX2(c *build.Context) {
+	c.Function("quantU8x4AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)")
+	c.Doc("quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).")
+	pd := c.Load(c.Param("dst"), c.GP64())
+	ps := c.Load(c.Param("src"), c.GP64())
+	po := c.Load(c.Param("offs"), c.GP64())
+	n := c.Load(c.Param("nblk"), c.GP64())
+	cp := c.Load(c.Param("cp"), c.GP64())
+	var off [3]reg.GPVirtual
+	for i := range off {
+		off[i] = c.GP64()
+		c.MOVQ(mem(po, 8*(i+1)), off[i])
+	}
+	c.ADDQ(mem(po, 0), ps)
+	c.SUBQ(mem(po, 0), off[0])
+	c.SUBQ(mem(po, 0), off[1])
+	c.SUBQ(mem(po, 0), off[2])
+	cp3, pd4 := c.GP64(), c.GP64()
+	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
+	q := newQuantU8(c)
+	c.Label("qu4blk")
+	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
+	var v [4]reg.VecVirtual
+	v[0] = q.quant(mem(ps, 0))
+	for i := 1; i < 4; i++ {
+		v[i] = q.quant(operand.Mem{Base: ps, Index: off[i-1], Scale: 1})
+	}
+	q.quad(v[:])
+	h := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), v[0], h)
+	for k, x := range []reg.Register{v[0].AsX(), h} { // pixels 4k..4k+3
+		base := pd
+		if k == 1 {
+			base = pd4
+		}
+		c.VMOVD(x, at(base, cp, cp3, 0))
+		for j := 1; j < 4; j++ {
+			c.VPEXTRD(operand.Imm(uint64(j)), x, at(base, cp, cp3, j))
+		}
+	}
+	c.ADDQ(operand.Imm(32), ps)
+	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("qu4blk"))
+	c.VZEROUPPER()
+	c.RET()
+}

@@ -1,0 +1,122 @@
+package conv
+
+import (
+	"os"
+	"strconv"
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// Weight layouts kept from call to call: the A panels (PackA) and the
+// implicit GEMM's blocks (gemm.PackImplicit) of a weight are derived from
+// its I2_S codes on the first call and reused while later calls pass the
+// same codes at the same address with the same geometry (buf.Cache
+// compares the codes byte for byte, so codes changed in place are
+// repacked). A layer called again, as a model's layers are, then skips the
+// packing: for a 3x3 512->512 layer on 7x7 pixels, about a third of an
+// int8 call. TL1/TL2 weights converted for the call are not kept.
+
+// EnvWeightCache names the variable that sets the most megabytes the
+// layouts kept may take (default DefaultWeightCacheMB; 0 keeps none).
+const (
+	EnvWeightCache       = "BITNET_GO_WEIGHT_CACHE_MB"
+	DefaultWeightCacheMB = 256
+)
+
+var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: weightCacheBytes(os.Getenv(EnvWeightCache))}
+
+// weightCacheBytes parses EnvWeightCache's value (a whole number of
+// megabytes; empty or malformed: the default).
+func weightCacheBytes(v string) int {
+	mb, err := strconv.Atoi(v)
+	if err != nil || mb < 0 {
+		mb = DefaultWeightCacheMB
+	}
+	return min(mb, 1<<20) << 20
+}
+
+// layoutKey identifies a weight's layout: the codes' address and length,
+// the geometry the layout depends on, and which layout.
+type layoutKey struct {
+	addr                    uintptr
+	n                       int
+	og, groups, k, cg, taps int
+	implicit                bool
+}
+
+// weightLayout is a derived layout: the A panels, or the implicit GEMM's
+// blocks (per group, ceil(Og/ImplicitOC) blocks of blen values) and their
+// corrections.
+type weightLayout struct {
+	apan   []byte
+	blocks []int8
+	corr   [][gemm.ImplicitOC]int32
+	blen   int
+	nob    int
+}
+
+// cachedLayout returns w's layout from the cache or from build.
+func cachedLayout(d *Dims, w Weights, implicit bool, build func() (*weightLayout, int, error)) (*weightLayout, error) {
+	if w.converted {
+		l, _, err := build()
+		return l, err
+	}
+	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, implicit}
+	return layoutCache.Get(key, w.Packed, build)
+}
+
+// panels returns w's A panels (gemm.PackA).
+func panels(d *Dims, w Weights) ([]byte, error) {
+	l, err := cachedLayout(d, w, false, func() (*weightLayout, int, error) {
+		a, err := packPanels(d, w)
+		return &weightLayout{apan: a}, len(a), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.apan, nil
+}
+
+// packPanels packs w's A panels into a new buffer.
+func packPanels(d *Dims, w Weights) ([]byte, error) {
+	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
+	if !ok {
+		return nil, errs.Memory("weight panels would take more than %d bytes", ternary.MaxElements)
+	}
+	a := make([]byte, alen)
+	if err := gemm.PackA(a, w.Packed, d.Og, d.Groups, d.K); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// implicitWeights returns w's implicit-GEMM blocks, packed from its A
+// panels: per group and block of gemm.ImplicitOC output channels, the
+// weights in the kernel's order for taps kernel taps of g.cg4/4 channel
+// quads each, and the corrections.
+func implicitWeights(d *Dims, w Weights, g implicitGeom) (*weightLayout, error) {
+	return cachedLayout(d, w, true, func() (*weightLayout, int, error) {
+		apan, err := packPanels(d, w)
+		if err != nil {
+			return nil, 0, err
+		}
+		khw := d.KH * d.KW
+		l := &weightLayout{blen: gemm.ImplicitBlockLen(khw, g.cg4/4), nob: ceilDivPos(d.Og, gemm.ImplicitOC)}
+		nb := d.Groups * l.nob
+		l.blocks = make([]int8, nb*l.blen)
+		l.corr = make([][gemm.ImplicitOC]int32, nb)
+		gpan := gemm.Panels(d.Og) * d.K
+		par.Run(par.ChunksWork(nb, l.blen), func(_, lo, hi int) {
+			for b := lo; b < hi; b++ {
+				gemm.PackImplicit(l.blocks[b*l.blen:][:l.blen], &l.corr[b], apan[b/l.nob*gpan:][:gpan], d.Cg, khw, b%l.nob)
+			}
+		})
+		return l, len(l.blocks) + 4*gemm.ImplicitOC*nb, nil
+	})
+}
