@@ -66,16 +66,19 @@ func SetThreads(n int) error {
 // Chunks splits [0, n) into at most Threads() contiguous chunks of at least
 // minChunk items each (the last may be shorter when n < minChunk) and returns
 // the chunk boundaries: chunk i is [b[i], b[i+1]).
-func Chunks(n, minChunk int) []int {
+func Chunks(n, minChunk int) []int { return chunks(n, minChunk, Threads()) }
+
+// chunks splits [0, n) into at most most chunks of at least minChunk items.
+func chunks(n, minChunk, most int) []int {
 	if n <= 0 {
 		return []int{0, 0}
 	}
 	if minChunk < 1 {
 		minChunk = 1
 	}
-	k := Threads()
-	if most := (n + minChunk - 1) / minChunk; k > most {
-		k = most
+	k := max(most, 1)
+	if fit := (n + minChunk - 1) / minChunk; k > fit {
+		k = fit
 	}
 	b := make([]int, k+1)
 	for i := 0; i <= k; i++ {
@@ -101,23 +104,31 @@ func MinWork() int { return int(minWork.Load()) }
 // split small shapes over every thread.
 func SetMinWork(n int) int { return int(minWork.Swap(int64(max(n, 1)))) }
 
-// ChunksWork is Chunks for n items of itemWork work each: every chunk gets
-// at least MinWork() of work where n*itemWork allows.
+// ChunksWork is Chunks for n items of itemWork work each, for kernels whose
+// chunks are independent: every chunk gets at least MinWork() of work where
+// n*itemWork allows, and there are up to ChunksPerThread chunks per thread,
+// so that Run's threads, which take chunks as they free up, even out a
+// thread that runs late (on a shared VM a vCPU is often held up for a
+// while).
 func ChunksWork(n, itemWork int) []int {
 	w, iw := MinWork(), max(itemWork, 1)
-	return Chunks(n, (w+iw-1)/iw)
+	return chunks(n, (w+iw-1)/iw, ChunksPerThread*Threads())
 }
+
+// ChunksPerThread is the most chunks per thread ChunksWork makes.
+const ChunksPerThread = 4
 
 // For runs fn over [0, n) split as Chunks(n, minChunk) splits it; see Run.
 func For(n, minChunk int, fn func(lo, hi int)) {
 	Run(Chunks(n, minChunk), func(_, lo, hi int) { fn(lo, hi) })
 }
 
-// Run calls fn(i, bounds[i], bounds[i+1]) for every chunk i, chunk 0 on the
-// caller's goroutine and the others on the pool's workers (see pool.go; on
-// fresh goroutines when the pool is busy, as for a Run inside a Run), and
-// returns when all are done. If any fn panics, Run panics in the caller's
-// goroutine with the first panic value, after every worker has stopped.
+// Run calls fn(i, bounds[i], bounds[i+1]) once for every chunk i and
+// returns when all are done. The caller's goroutine and up to Threads()-1 of
+// the pool's workers (see pool.go; fresh goroutines when the pool is busy,
+// as for a Run inside a Run) take the chunks in order, each the next one
+// not taken, until none is left. If any fn panics, Run panics in the
+// caller's goroutine with the first panic value, after every chunk is done.
 func Run(bounds []int, fn func(i, lo, hi int)) {
 	k := len(bounds) - 1
 	if k <= 0 {
@@ -127,18 +138,21 @@ func Run(bounds []int, fn func(i, lo, hi int)) {
 		fn(0, bounds[0], bounds[1])
 		return
 	}
-	j := &job{bounds: bounds, fn: fn}
-	j.pending.Store(int32(k - 1))
-	j.wg.Add(k - 1)
-	if poolMu.TryLock() {
-		defer poolMu.Unlock()
-		post(j, k)
-	} else {
-		for i := 1; i < k; i++ {
-			go j.run(i)
+	j := &job{bounds: bounds, fn: fn, k: int32(k)}
+	j.left.Store(int32(k))
+	j.wg.Add(k)
+	helpers := min(k, Threads()) - 1
+	if helpers > 0 {
+		if poolMu.TryLock() {
+			defer poolMu.Unlock()
+			post(j, helpers)
+		} else {
+			for range helpers {
+				go j.help()
+			}
 		}
 	}
-	j.run0()
+	j.help()
 	j.wait()
 	if j.failed {
 		throw(j.perr)
@@ -147,34 +161,41 @@ func Run(bounds []int, fn func(i, lo, hi int)) {
 
 // job is one Run's chunks and their completion.
 type job struct {
-	bounds  []int
-	fn      func(i, lo, hi int)
-	pending atomic.Int32 // chunks 1.. not yet done
-	wg      sync.WaitGroup
-	once    sync.Once
-	perr    any
-	failed  bool
+	bounds []int
+	fn     func(i, lo, hi int)
+	k      int32
+	next   atomic.Int32 // the next chunk to take
+	left   atomic.Int32 // chunks not yet done
+	wg     sync.WaitGroup
+	once   sync.Once
+	perr   any
+	failed bool
 }
 
-// run0 runs chunk 0 on the caller's goroutine, recording a panic.
-func (j *job) run0() {
-	defer j.recover()
-	j.fn(0, j.bounds[0], j.bounds[1])
+// help runs the chunks not yet taken, one at a time, until none is left. A
+// helper that comes late finds none and returns at once: the caller waits
+// for the chunks, not for its helpers.
+func (j *job) help() {
+	for {
+		i := j.next.Add(1) - 1
+		if i >= j.k {
+			return
+		}
+		j.run(int(i))
+	}
 }
 
-// run runs chunk i >= 1 and counts it done.
+// run runs chunk i, recording a panic, and counts it done.
 func (j *job) run(i int) {
 	defer j.finish()
 	j.fn(i, j.bounds[i], j.bounds[i+1])
 }
 
-// recover records a panic (deferred directly: recover works only there).
-func (j *job) recover() { j.record(recover()) }
-
-// finish is recover for chunks 1.., then counts the chunk done.
+// finish records a panic (deferred directly: recover works only there) and
+// counts the chunk done.
 func (j *job) finish() {
 	j.record(recover())
-	j.pending.Add(-1)
+	j.left.Add(-1)
 	j.wg.Done()
 }
 
@@ -185,10 +206,10 @@ func (j *job) record(r any) {
 	}
 }
 
-// wait returns when chunks 1.. are done: it spins for up to spinFor (the
-// workers usually finish within it), then blocks.
+// wait returns when every chunk is done: it spins for up to spinFor (the
+// helpers usually finish within it), then blocks.
 func (j *job) wait() {
-	spin(func() bool { return j.pending.Load() == 0 })
+	spin(func() bool { return j.left.Load() == 0 })
 	j.wg.Wait()
 }
 

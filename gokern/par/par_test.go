@@ -90,20 +90,22 @@ func TestForPropagatesWorkerPanic(t *testing.T) {
 }
 
 // TestChunksWork: chunks keep MinWork of work each where the total allows,
-// never more chunks than threads, and MinWork 1 splits over every thread.
+// never more than ChunksPerThread chunks per thread, and MinWork 1 splits
+// into that many where there are enough items.
 func TestChunksWork(t *testing.T) {
 	oldT := Threads()
 	defer func() { _ = SetThreads(oldT) }()
 	oldW := SetMinWork(1000)
 	defer SetMinWork(oldW)
 	for _, c := range []struct{ threads, minWork, n, item, want int }{
-		{2, 1000, 10, 10, 1},    // 100 of work: one chunk
-		{2, 1000, 10, 200, 2},   // 2000: two chunks of 1000
-		{4, 1000, 10, 150, 2},   // 1500: 7 items a chunk at least
-		{4, 1000, 100, 1000, 4}, // plenty: every thread
-		{3, 1, 5, 1, 3},         // MinWork 1: every thread
-		{2, 1000, 10, 0, 1},     // no work given: one chunk
-		{2, 1000, 0, 5, 1},      // no items
+		{2, 1000, 10, 10, 1},                      // 100 of work: one chunk
+		{2, 1000, 10, 200, 2},                     // 2000: two chunks of 1000
+		{4, 1000, 10, 150, 2},                     // 1500: 7 items a chunk at least
+		{4, 1000, 100, 1000, 4 * ChunksPerThread}, // plenty: ChunksPerThread per thread
+		{3, 1, 5, 1, 5},                           // MinWork 1: one item each
+		{3, 1, 50, 1, 3 * ChunksPerThread},
+		{2, 1000, 10, 0, 1}, // no work given: one chunk
+		{2, 1000, 0, 5, 1},  // no items
 	} {
 		_ = SetThreads(c.threads)
 		SetMinWork(c.minWork)
@@ -128,7 +130,14 @@ func TestRunPool(t *testing.T) {
 	check := func(name string, n int) {
 		t.Helper()
 		hits := make([]int32, n)
-		Run(Chunks(n, 1), func(_, lo, hi int) {
+		b := Chunks(n, 1)
+		if n%2 == 1 { // one item a chunk: more chunks than threads
+			b = make([]int, n+1)
+			for i := range b {
+				b[i] = i
+			}
+		}
+		Run(b, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				atomic.AddInt32(&hits[i], 1)
 			}
@@ -166,6 +175,20 @@ func TestRunPool(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+		}},
+		{"a slow chunk", func() { // the others take the rest meanwhile
+			var byOthers atomic.Int32
+			b := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+			Run(b, func(i, _, _ int) {
+				if i == 0 {
+					time.Sleep(20 * time.Millisecond)
+					return
+				}
+				byOthers.Add(1)
+			})
+			if byOthers.Load() != 11 {
+				t.Fatalf("a slow chunk: %d other chunks ran, want 11", byOthers.Load())
+			}
 		}},
 		{"nested", func() {
 			var total atomic.Int32

@@ -25,28 +25,24 @@ var (
 	workers []*worker  // grown under poolMu, never shrunk
 )
 
-// worker runs chunk i of the job posted to it.
+// worker helps with the job posted to it.
 type worker struct {
-	task   atomic.Pointer[task]
+	task   atomic.Pointer[job]
 	parked atomic.Bool
 	wake   chan struct{} // one token: "look for a task"
 }
 
-type task struct {
-	j *job
-	i int
-}
-
-// post hands chunks 1 .. k-1 of j to workers 0 .. k-2 (poolMu held).
-func post(j *job, k int) {
-	for len(workers) < k-1 {
+// post has workers 0 .. n-1 help with j (poolMu held). A worker still busy
+// with an earlier job's last chunk, or parked, takes it up when free: the
+// chunks go to whoever is ready first.
+func post(j *job, n int) {
+	for len(workers) < n {
 		w := &worker{wake: make(chan struct{}, 1)}
 		workers = append(workers, w)
 		go w.loop()
 	}
-	for i := 1; i < k; i++ {
-		w := workers[i-1]
-		w.task.Store(&task{j: j, i: i})
+	for _, w := range workers[:n] {
+		w.task.Store(j)
 		if w.parked.Load() {
 			select {
 			case w.wake <- struct{}{}:
@@ -58,8 +54,7 @@ func post(j *job, k int) {
 
 func (w *worker) loop() {
 	for {
-		t := w.next()
-		t.j.run(t.i)
+		w.next().help()
 	}
 }
 
@@ -67,8 +62,8 @@ func (w *worker) loop() {
 // parked. parked is set before the last check, and post sets the task
 // before it reads parked, so a task is never missed; a stale token only
 // costs one more check.
-func (w *worker) next() *task {
-	var t *task
+func (w *worker) next() *job {
+	var t *job
 	if spin(func() bool { t = w.task.Swap(nil); return t != nil }) {
 		return t
 	}
