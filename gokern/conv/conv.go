@@ -230,9 +230,9 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	}
 	if asGEMV {
 		if act8 {
-			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.GemvI8, nil, gemm.SumI8, foldI32)
+			return gemv(d, w.Packed, acts.q, acts, sc, out, ks.GemvI8, nil, gemm.SumI8, (*scaler).fold1I32)
 		}
-		return gemv(d, w.Packed, x, nil, sc, out, gemvF32(ks), gemm.GemvOrder, nil, foldF32)
+		return gemv(d, w.Packed, x, nil, sc, out, gemvF32(ks), gemm.GemvOrder, nil, (*scaler).fold1F32)
 	}
 	if implicit {
 		wl, err := implicitWeights(d, w, newImplicitGeom(d))
@@ -359,6 +359,18 @@ func (s *scaler) biasAt(o, b int) (float32, bool) {
 // far (ignored for b == 0); the result includes the bias after the last block.
 func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
 	t := float32(float32(float32(acc)/a) * s.scale(o, b))
+	if b > 0 {
+		t = y + t
+	}
+	if b == s.nb-1 && s.bias != nil {
+		t = t + s.bias[o]
+	}
+	return t
+}
+
+// fold1F32 is fold1I32 for a float32 sum v (a unused): t = v * scale.
+func (s *scaler) fold1F32(y float32, v float32, o, b int, _ float32) float32 {
+	t := float32(v * s.scale(o, b))
 	if b > 0 {
 		t = y + t
 	}

@@ -32,23 +32,26 @@ func useGEMV(d *Dims, sc *scaler) bool {
 }
 
 // gemvKernel is the shape of gemm.Kernels.GemvI8 (GemvF32 adapted: no xsum).
-type gemvKernel[T elem, A accum] func(w []byte, x []T, k, ldx int, xsum, out []A) bool
+type gemvKernel[T elem, A accum] func(w []byte, ldw int, x []T, k, ldx int, xsum, out []A) bool
 
 // gemvF32 adapts ks.GemvF32 to gemvKernel.
 func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
-	return func(w []byte, x []float32, k, ldx int, _, out []float32) bool { return ks.GemvF32(w, x, k, ldx, out) }
+	return func(w []byte, ldw int, x []float32, k, ldx int, xsum, out []float32) bool {
+		return ks.GemvF32(w, ldw, x, k, ldx, len(xsum), out)
+	}
 }
 
 // gemv computes a pointwise convolution (useGEMV) with one Gemv call per
-// (block of columns, output channel, scale block), folded into out as the
-// GEMM algorithms do. Columns are the samples' positions, copied once into
+// (block of columns, thread's run of output channels, scale block), folded
+// into out as the GEMM algorithms do. Columns are the samples' positions, copied once into
 // a (columns, K) matrix (a transposition where P > 1), with order (float32:
 // gemm.GemvOrder; nil: none) rearranging each as the kernel reads it. Rows
 // are split over par's threads. sum (int8 only, else nil) gives the
 // columns' activation sums per block. A code 3 gives PackA's error, for
 // the first one in the tensor.
 func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, sc *scaler, out []float32,
-	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A, fold foldFn[A]) error {
+	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A,
+	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32) error {
 	k, cols := d.K, d.N*d.P
 	// Columns are copied ldx = k plus one cache line apart: at k*size a
 	// multiple of 4 KB they would all fall into one L1 set.
@@ -86,25 +89,29 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 	bad := make([]int, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
 		bad[ci] = -1
-		res := make([]A, min(cols, gemvBlockCols))
-		var one [1]A // fold's source, one sum at a time
+		res := make([]A, (hi-lo)*min(cols, gemvBlockCols))
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
-			for o := lo; o < hi; o++ {
-				for b := range sc.nb {
-					w0 := o*k + b*sc.bl
-					if !kern(packed[w0/4:(w0+sc.bl)/4], xt[j0*ldx+b*sc.bl:], sc.bl, ldx, xsum[b*cols+j0:][:nc], res[:nc]) {
-						bad[ci] = o
-						return
+			for b := range sc.nb {
+				w0 := lo*k + b*sc.bl
+				if !kern(packed[w0/4:], k/4, xt[j0*ldx+b*sc.bl:], sc.bl, ldx, xsum[b*cols+j0:][:nc], res[:(hi-lo)*nc]) {
+					for o := lo; o < hi && bad[ci] < 0; o++ {
+						if gemm.Code3(packed[o*k/4:(o+1)*k/4]) >= 0 {
+							bad[ci] = o
+						}
 					}
-					for jj, r := range res[:nc] {
+					return
+				}
+				for o := lo; o < hi; o++ {
+					r := res[(o-lo)*nc:][:nc]
+					for jj, v := range r {
 						n, p := (j0+jj)/d.P, (j0+jj)%d.P
 						var a float32
 						if acts != nil {
 							a = acts.a[n]
 						}
-						one[0] = r
-						fold(sc, out[(n*d.O+o)*d.P+p:][:1], one[:], o, b, a)
+						at := (n*d.O+o)*d.P + p
+						out[at] = fold1(sc, out[at], v, o, b, a)
 					}
 				}
 			}

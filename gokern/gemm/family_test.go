@@ -298,24 +298,28 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 
 // TestGemvMatchesGeneric compares every family's GemvF32 and GemvI8 with a
 // direct sum over the unpacked values (int8 exactly, float32 to rounding),
-// for column counts around every generated kernel width, padded column
-// strides and misaligned buffers; then a code 3 at every position class
-// must be reported. Float columns are passed in gemv order.
+// for column counts around every generated kernel width, one or several
+// rows (packed or with a gap between rows), padded column strides and
+// misaligned buffers; then a code 3 at every position class of any row must
+// be reported. Float columns are passed in gemv order.
 func TestGemvMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for _, tc := range []struct{ ng, cols, pad int }{
-		{1, 1, 0}, {1, 2, 3}, {2, 3, 0}, {3, 4, 1}, {1, 5, 0}, {7, 7, 5}, {2, 8, 0},
-		{3, 9, 2}, {1, 13, 0}, {40, 1, 0}, {40, 8, 7}, {5, 16, 0}, {2, 17, 1},
+	for _, tc := range []struct{ ng, cols, pad, rows int }{
+		{1, 1, 0, 1}, {1, 2, 3, 3}, {2, 3, 0, 1}, {3, 4, 1, 2}, {1, 5, 0, 5}, {7, 7, 5, 1}, {2, 8, 0, 4},
+		{3, 9, 2, 1}, {1, 13, 0, 2}, {40, 1, 0, 3}, {40, 8, 7, 1}, {5, 16, 0, 2}, {2, 17, 1, 1},
 	} {
 		k := tc.ng * GroupValues
 		ldx := k + tc.pad
-		q := make([]int8, k)
+		ldw := k/4 + 32*(tc.rows%2)
+		q := make([]int8, tc.rows*k)
 		for i := range q {
 			q[i] = int8(rng.IntN(3) - 1)
 		}
-		w := make([]byte, ternary.PackedLen(k)+1)[1:] // misaligned
-		if err := ternary.Pack(q, w); err != nil {
-			t.Fatal(err)
+		w := make([]byte, (tc.rows-1)*ldw+k/4+1)[1:] // misaligned
+		for r := range tc.rows {
+			if err := ternary.Pack(q[r*k:][:k], w[r*ldw:][:k/4]); err != nil {
+				t.Fatal(err)
+			}
 		}
 		lx := (tc.cols-1)*ldx + k
 		x := make([]float32, lx+1)[1:]
@@ -328,41 +332,48 @@ func TestGemvMatchesGeneric(t *testing.T) {
 				x8[i] = -128
 			}
 		}
-		want8 := make([]int32, tc.cols)
-		want64 := make([]float64, tc.cols)
+		n := tc.rows * tc.cols
+		want8 := make([]int32, n)
+		want64 := make([]float64, n)
 		mag := make([]float64, tc.cols)
 		xsum := make([]int32, tc.cols)
 		for j := range tc.cols {
-			for i, v := range q {
-				want8[j] += int32(v) * int32(x8[j*ldx+i])
-				want64[j] += float64(v) * float64(x[j*ldx+i])
+			for r := range tc.rows {
+				for i, v := range q[r*k:][:k] {
+					want8[r*tc.cols+j] += int32(v) * int32(x8[j*ldx+i])
+					want64[r*tc.cols+j] += float64(v) * float64(x[j*ldx+i])
+				}
+			}
+			for i := range k {
 				mag[j] += math.Abs(float64(x[j*ldx+i]))
 			}
 			xsum[j] = SumI8(x8[j*ldx:][:k])
 			GemvOrder(xg[j*ldx:][:k], x[j*ldx:][:k])
 		}
 		for _, ks := range Families() {
-			got8 := make([]int32, tc.cols)
-			got := make([]float32, tc.cols)
-			if !ks.GemvI8(w, x8, k, ldx, xsum, got8) || !ks.GemvF32(w, xg, k, ldx, got) {
+			got8 := make([]int32, n)
+			got := make([]float32, n)
+			if !ks.GemvI8(w, ldw, x8, k, ldx, xsum, got8) || !ks.GemvF32(w, ldw, xg, k, ldx, tc.cols, got) {
 				t.Fatalf("%s: %+v: code 3 reported in valid codes", ks.Family, tc)
 			}
-			for j := range tc.cols {
-				if got8[j] != want8[j] {
-					t.Errorf("%s: %+v: GemvI8 column %d = %d, want %d", ks.Family, tc, j, got8[j], want8[j])
+			for i := range n {
+				j := i % tc.cols
+				if got8[i] != want8[i] {
+					t.Errorf("%s: %+v: GemvI8 row %d column %d = %d, want %d", ks.Family, tc, i/tc.cols, j, got8[i], want8[i])
 				}
-				if math.Abs(float64(got[j])-want64[j]) > 1e-6*mag[j]+1e-6 {
-					t.Errorf("%s: %+v: GemvF32 column %d = %v, want %v", ks.Family, tc, j, got[j], want64[j])
+				if math.Abs(float64(got[i])-want64[i]) > 1e-6*mag[j]+1e-6 {
+					t.Errorf("%s: %+v: GemvF32 row %d column %d = %v, want %v", ks.Family, tc, i/tc.cols, j, got[i], want64[i])
 				}
 			}
 			for _, pos := range []int{0, 31, 32, 77, 127, k - 1} {
+				r := rng.IntN(tc.rows)
 				bad := append([]byte(nil), w...)
-				bad[pos/128*32+pos%32] |= 3 << (6 - 2*(pos%128/32))
-				if Code3(bad[:k/4]) != pos {
-					t.Errorf("Code3 = %d, want %d", Code3(bad[:k/4]), pos)
+				bad[r*ldw+pos/128*32+pos%32] |= 3 << (6 - 2*(pos%128/32))
+				if Code3(bad[r*ldw:][:k/4]) != pos {
+					t.Errorf("Code3 = %d, want %d", Code3(bad[r*ldw:][:k/4]), pos)
 				}
-				if ks.GemvI8(bad, x8, k, ldx, xsum, got8) || ks.GemvF32(bad, xg, k, ldx, got) {
-					t.Errorf("%s: %+v: code 3 at %d not reported", ks.Family, tc, pos)
+				if ks.GemvI8(bad, ldw, x8, k, ldx, xsum, got8) || ks.GemvF32(bad, ldw, xg, k, ldx, tc.cols, got) {
+					t.Errorf("%s: %+v: code 3 at %d of row %d not reported", ks.Family, tc, pos, r)
 				}
 			}
 		}

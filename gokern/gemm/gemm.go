@@ -107,18 +107,20 @@ type Kernels struct {
 	// QuantI8 sets dst[i] = Quant8(src[i], a) for i < len(dst)
 	// (len(src) >= len(dst)): the int8 path's activation quantizer.
 	QuantI8 func(dst []int8, src []float32, a float32)
-	// GemvF32 sets out[j] = sum_{i<k} w(i)*x[j*ldx+i] for j < len(out),
-	// straight from I2_S codes, with each column's x in gemv order
-	// (GemvOrder): w holds k/128 whole I2_S groups (k a positive multiple of
-	// GroupValues, at most 2^24; len(w) >= k/4; ldx >= k; len(x) >=
-	// (len(out)-1)*ldx+k). It sums in float32 in any order and returns
-	// false where w holds a code 3 (out is then undefined): the GEMV-like
-	// pointwise convolutions run on it, no panels.
-	GemvF32 func(w []byte, x []float32, k, ldx int, out []float32) bool
+	// GemvF32 sets out[r*ncol+j] = sum_{i<k} w_r(i)*x[j*ldx+i] for rows
+	// r < len(out)/ncol and columns j < ncol, straight from I2_S codes: row
+	// r's k/128 whole I2_S groups start at w[r*ldw] (k a positive multiple
+	// of GroupValues, at most 2^24; ldw >= k/4), each column's x is in gemv
+	// order (GemvOrder), ldx >= k and len(x) >= (ncol-1)*ldx+k. It sums in
+	// float32 in any order and returns false where a row holds a code 3 (out
+	// is then undefined): the GEMV-like pointwise convolutions run on it, no
+	// panels, a run of rows a call.
+	GemvF32 func(w []byte, ldw int, x []float32, k, ldx, ncol int, out []float32) bool
 	// GemvI8 is GemvF32 for int8 activations, exact: given xsum[j] = the sum
-	// of column j's k activations (SumI8), out[j] = sum_i w(i)*x[j*ldx+i]
-	// (the kernels sum the codes w+1 times x and subtract xsum once).
-	GemvI8 func(w []byte, x []int8, k, ldx int, xsum, out []int32) bool
+	// of column j's k activations (SumI8), ncol = len(xsum), out[r*ncol+j] =
+	// sum_i w_r(i)*x[j*ldx+i] (the kernels sum the codes w+1 times x and
+	// subtract xsum once).
+	GemvI8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool
 	// packPanel, where set, writes an A panel (len(panel) = k, a multiple
 	// of GroupValues) from the I2_S bytes of its four rows (k/4 bytes
 	// each); false (panel partly written) where a code 3 occurs. PackA
@@ -430,11 +432,25 @@ func quantI8Generic(dst []int8, src []float32, a float32) {
 	}
 }
 
-// checkGemv panics (recovered by the C ABI) on a bad GemvF32 / GemvI8 call.
-func checkGemv(lw, lx, k, ldx, cols int) {
-	if k < GroupValues || k%GroupValues != 0 || k > 1<<24 || lw < k/4 || ldx < k || cols < 1 || lx < (cols-1)*ldx+k {
+// checkGemv panics (recovered by the C ABI) on a bad GemvF32 / GemvI8 call
+// (lo: len(out)); it returns the rows.
+func checkGemv(lw, ldw, lx, k, ldx, cols, lo int) int {
+	if k < GroupValues || k%GroupValues != 0 || k > 1<<24 || ldw < k/4 || ldx < k || cols < 1 ||
+		lx < (cols-1)*ldx+k || lo < cols || lo%cols != 0 || lw < (lo/cols-1)*ldw+k/4 {
 		panic("gemm: gemv buffers do not hold whole I2_S groups")
 	}
+	return lo / cols
+}
+
+// gemvRowsValid reports whether rows r < rows of codes (k/4 bytes each, ldw
+// apart) are free of code 3.
+func gemvRowsValid(w []byte, ldw, k, rows int) bool {
+	for r := range rows {
+		if Code3(w[r*ldw:][:k/4]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Code3 returns the index of the first value with the invalid code 3 in
@@ -479,43 +495,49 @@ func GemvOrder(dst, x []float32) {
 // decoded with lutF32 (byte b holds values b, b+32, b+64, b+96 at shifts
 // 6, 4, 2, 0: the byte with its bit pairs reversed is a panel byte of
 // those four), which sit at 8*(b%4)+b/4 (+32q) in gemv order.
-func gemvF32Generic(w []byte, x []float32, k, ldx int, out []float32) bool {
-	checkGemv(len(w), len(x), k, ldx, len(out))
-	for c := range out {
-		var s0, s1, s2, s3 float32
-		for g := 0; g < k; g += GroupValues {
-			xs := x[c*ldx+g:][:GroupValues]
-			for j, b := range w[g/4 : g/4+32] {
-				v := &lutF32[reverse2[b]]
-				o := 8*(j%4) + j/4
-				s0 += v[0] * xs[o]
-				s1 += v[1] * xs[o+32]
-				s2 += v[2] * xs[o+64]
-				s3 += v[3] * xs[o+96]
+func gemvF32Generic(w []byte, ldw int, x []float32, k, ldx, ncol int, out []float32) bool {
+	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
+	for r := range rows {
+		wr := w[r*ldw:][:k/4]
+		for c := range ncol {
+			var s0, s1, s2, s3 float32
+			for g := 0; g < k; g += GroupValues {
+				xs := x[c*ldx+g:][:GroupValues]
+				for j, b := range wr[g/4 : g/4+32] {
+					v := &lutF32[reverse2[b]]
+					o := 8*(j%4) + j/4
+					s0 += v[0] * xs[o]
+					s1 += v[1] * xs[o+32]
+					s2 += v[2] * xs[o+64]
+					s3 += v[3] * xs[o+96]
+				}
 			}
+			out[r*ncol+c] = (s0 + s1) + (s2 + s3)
 		}
-		out[c] = (s0 + s1) + (s2 + s3)
 	}
-	return Code3(w[:k/4]) < 0
+	return gemvRowsValid(w, ldw, k, rows)
 }
 
 // gemvI8Generic is the generic GemvI8: the codes c = w+1 times x, minus
 // xsum, as the SIMD kernels compute it.
-func gemvI8Generic(w []byte, x []int8, k, ldx int, xsum, out []int32) bool {
-	checkGemv(len(w), len(x), k, ldx, len(out))
-	xsum = xsum[:len(out)]
-	for c := range out {
-		var s int32
-		for g := 0; g < k; g += GroupValues {
-			xs := x[c*ldx+g:][:GroupValues]
-			for j, b := range w[g/4 : g/4+32] {
-				s += int32(b>>6)*int32(xs[j]) + int32(b>>4&3)*int32(xs[j+32]) +
-					int32(b>>2&3)*int32(xs[j+64]) + int32(b&3)*int32(xs[j+96])
+func gemvI8Generic(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+	ncol := len(xsum)
+	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
+	for r := range rows {
+		wr := w[r*ldw:][:k/4]
+		for c := range ncol {
+			var s int32
+			for g := 0; g < k; g += GroupValues {
+				xs := x[c*ldx+g:][:GroupValues]
+				for j, b := range wr[g/4 : g/4+32] {
+					s += int32(b>>6)*int32(xs[j]) + int32(b>>4&3)*int32(xs[j+32]) +
+						int32(b>>2&3)*int32(xs[j+64]) + int32(b&3)*int32(xs[j+96])
+				}
 			}
+			out[r*ncol+c] = s - xsum[c]
 		}
-		out[c] = s - xsum[c]
 	}
-	return Code3(w[:k/4]) < 0
+	return gemvRowsValid(w, ldw, k, rows)
 }
 
 // SumI8 returns the sum of x (GemvI8's xsum).

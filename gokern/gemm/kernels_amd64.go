@@ -154,42 +154,51 @@ func gemvCols(cols int, widths []int, run func(j, w int) uint32) uint32 {
 }
 
 // gemvF32AVX2Kernel runs the generated column counts (8, 4, 2, 1) over the
-// columns of out.
-func gemvF32AVX2Kernel(w []byte, x []float32, k, ldx int, out []float32) bool {
-	checkGemv(len(w), len(x), k, ldx, len(out))
-	pw, ng := unsafe.SliceData(w), k/GroupValues
-	return gemvCols(len(out), []int{8, 4, 2, 1}, func(j, c int) uint32 {
-		px, po := &x[j*ldx], &out[j]
-		switch c {
-		case 8:
-			return gemvF32AVX2x8(pw, px, ldx, ng, po)
-		case 4:
-			return gemvF32AVX2x4(pw, px, ldx, ng, po)
-		case 2:
-			return gemvF32AVX2x2(pw, px, ldx, ng, po)
-		}
-		return gemvF32AVX2x1(pw, px, ldx, ng, po)
-	}) == 0
+// columns of out, row by row.
+func gemvF32AVX2Kernel(w []byte, ldw int, x []float32, k, ldx, ncol int, out []float32) bool {
+	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
+	ng := k / GroupValues
+	var bad uint32
+	for r := range rows {
+		pw, o := &w[r*ldw], out[r*ncol:]
+		bad |= gemvCols(ncol, []int{8, 4, 2, 1}, func(j, c int) uint32 {
+			px, po := &x[j*ldx], &o[j]
+			switch c {
+			case 8:
+				return gemvF32AVX2x8(pw, px, ldx, ng, po)
+			case 4:
+				return gemvF32AVX2x4(pw, px, ldx, ng, po)
+			case 2:
+				return gemvF32AVX2x2(pw, px, ldx, ng, po)
+			}
+			return gemvF32AVX2x1(pw, px, ldx, ng, po)
+		})
+	}
+	return bad == 0
 }
 
 // gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (4, 2, 1 columns a call);
 // the kernels return sums of codes times x, so xsum is subtracted.
-func gemvI8AVX2Kernel(w []byte, x []int8, k, ldx int, xsum, out []int32) bool {
-	checkGemv(len(w), len(x), k, ldx, len(out))
-	xsum = xsum[:len(out)]
-	pw, ng := unsafe.SliceData(w), k/GroupValues
-	bad := gemvCols(len(out), []int{4, 2, 1}, func(j, c int) uint32 {
-		px, po := &x[j*ldx], &out[j]
-		switch c {
-		case 4:
-			return gemvI8AVX2x4(pw, px, ldx, ng, po)
-		case 2:
-			return gemvI8AVX2x2(pw, px, ldx, ng, po)
+func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+	ncol := len(xsum)
+	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
+	ng := k / GroupValues
+	var bad uint32
+	for r := range rows {
+		pw, o := &w[r*ldw], out[r*ncol:][:ncol]
+		bad |= gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
+			px, po := &x[j*ldx], &o[j]
+			switch c {
+			case 4:
+				return gemvI8AVX2x4(pw, px, ldx, ng, po)
+			case 2:
+				return gemvI8AVX2x2(pw, px, ldx, ng, po)
+			}
+			return gemvI8AVX2x1(pw, px, ldx, ng, po)
+		})
+		for j, s := range xsum {
+			o[j] -= s
 		}
-		return gemvI8AVX2x1(pw, px, ldx, ng, po)
-	})
-	for j, s := range xsum {
-		out[j] -= s
 	}
 	return bad == 0
 }
