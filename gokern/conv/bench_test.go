@@ -37,6 +37,7 @@ func BenchmarkConv(b *testing.B) {
 		{"gemv_4096@1x8", 8, 4096, 4096, 1, 1, 0, 1},
 		{"gemv_1024@1x8", 8, 1024, 1024, 1, 1, 0, 1},
 		{"gemv_4096@4x4", 1, 4096, 4096, 1, 1, 0, 4},
+		{"gemv_4096@4x4x8", 8, 4096, 4096, 1, 1, 0, 4},
 	} {
 		s := Shape{N: l.n, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
 			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}

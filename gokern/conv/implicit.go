@@ -70,9 +70,8 @@ func implicitOf(ks *gemm.Kernels) implicitKernels {
 // implicitConv computes the convolution with the kernels k from the
 // weight's implicit blocks wl (implicitWeights) and the activations x with
 // their scales a (quantized into the implicit layout by layoutU8): work
-// units (sample, group, range of implicitPix output pixels, block), blocks
-// fastest so that a range's activations stay in cache, each folded into
-// out as soon as its sums are done.
+// units (group, range of implicitPix output pixels, block), each folded
+// into out as soon as its sums are done.
 func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []float32, k implicitKernels) {
 	g := newImplicitGeom(d)
 	xp, xh := layoutU8(d, x, a, g, k)
@@ -86,36 +85,70 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 		}
 	}
 	segs := gemm.ImplicitSegs(taps, quads)
-	nr := ceilDivPos(d.P, implicitPix)
-	units := d.N * d.Groups * nr * nob
+	// Pixel ranges run over the samples' output pixels end to end (a range
+	// may span samples: the kernel takes any pixel offsets), so that a few
+	// pixels per sample do not each cost a pass over the weights. The units'
+	// order keeps the larger of the two operands in place: weight blocks
+	// fastest when a group's activations are the larger (each range's
+	// activations stay in L1/L2 while every block passes), ranges fastest
+	// when its weights are (each block stays while every range passes).
+	total := d.N * d.P
+	nr := ceilDivPos(total, implicitPix)
+	rangesFast := nob*blen > d.N*g.hp*g.wp*g.cg4
+	units := d.Groups * nr * nob
 	par.Run(par.ChunksWork(units, implicitPix*gemm.ImplicitOC*d.K), func(_, lo, hi int) {
 		px := make([]int, implicitPix)
 		var rows [gemm.ImplicitOC * implicitPix]int32 // the sums, a row per channel
+		var runs []sampleRun                          // the range's pixels per sample
+		lastR, lastG := -1, -1
 		for u := lo; u < hi; u++ {
-			ob, r, gi, n := splitUnit(u, nob, nr, d.Groups)
-			p0 := r * implicitPix
-			cnt := min(implicitPix, d.P-p0)
+			var ob, r, gi int
+			if rangesFast {
+				r, ob, gi = u%nr, u/nr%nob, u/(nr*nob)
+			} else {
+				ob, r, gi = u%nob, u/nob%nr, u/(nob*nr)
+			}
+			q0 := r * implicitPix // first pixel over all samples
+			cnt := min(implicitPix, total-q0)
 			npx := roundUp(cnt, gemm.ImplicitPix)
-			if ob == 0 || u == lo {
-				oh, ow := p0/d.Wo, p0%d.Wo
+			if r != lastR || gi != lastG {
+				n, p := q0/d.P, q0%d.P
+				oh, ow := p/d.Wo, p%d.Wo
 				for i := range npx {
 					px[i] = n*g.per + (oh*d.StrideH*g.wp+ow*d.StrideW)*g.cp + gi*g.cg4
 					if i < cnt-1 { // a partial tile repeats its last pixel
 						if ow++; ow == d.Wo {
-							oh, ow = oh+1, 0
+							if oh, ow = oh+1, 0; oh == d.Ho {
+								n, oh = n+1, 0
+							}
 						}
 					}
 				}
+				runs = runs[:0]
+				for q := q0; q < q0+cnt; { // one run per sample
+					n, p := q/d.P, q%d.P
+					m := min(d.P-p, q0+cnt-q)
+					runs = append(runs, sampleRun{n, n*d.O*d.P + p, q - q0, m})
+					q += m
+				}
+				lastR, lastG = r, gi
 			}
 			b := gi*nob + ob
 			k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, &corr[b], rows[:], implicitPix)
 			for o := range min(gemm.ImplicitOC, d.Og-ob*gemm.ImplicitOC) {
 				oc := gi*d.Og + ob*gemm.ImplicitOC + o
-				foldI32(sc, out[(n*d.O+oc)*d.P+p0:][:cnt], rows[o*implicitPix:][:cnt], oc, 0, a[n])
+				row := rows[o*implicitPix:]
+				for _, run := range runs {
+					foldI32(sc, out[run.out+oc*d.P:][:run.m], row[run.at:][:run.m], oc, 0, a[run.n])
+				}
 			}
 		}
 	})
 }
+
+// sampleRun is the part of a pixel range in one sample n: m pixels from
+// index at of the range, written from out[run.out + channel*P].
+type sampleRun struct{ n, out, at, m int }
 
 // actZero is the byte of activation 0 in the implicit layout (q + 128).
 const actZero = 0x80

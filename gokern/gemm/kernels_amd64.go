@@ -270,18 +270,20 @@ func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[Imp
 }
 
 // quantU8x8AVX2Kernel runs the assembly over the row's whole blocks of 8
-// pixels; a partial last block is done again from pixel w-8 (rewriting
-// some pixels with the same bytes), and rows narrower than 8 pixels go
-// through quantU8Narrow.
+// pixels, prefetching the rows quantPrefetch channels ahead (the next calls'
+// rows: a prefetch never faults, past the end of src too); a partial last
+// block is done again from pixel w-8 (rewriting some pixels with the same
+// bytes), and rows narrower than 8 pixels go through quantU8Narrow.
 func quantU8x8AVX2Kernel(dst []byte, src []float32, hw, w, cp int, a float32) {
 	checkQuantU8(len(dst), len(src), hw, w, cp, 8, 8)
 	if w < 8 {
 		quantU8Narrow(dst, src, hw, w, cp, 8, a)
 		return
 	}
-	quantU8x8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), hw, w/8, cp, a)
+	pf := quantPrefetch * 4 * hw
+	quantU8x8AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), hw, w/8, cp, a, pf)
 	if w%8 != 0 {
-		quantU8x8AVX2(&dst[(w-8)*cp], &src[w-8], hw, 1, cp, a)
+		quantU8x8AVX2(&dst[(w-8)*cp], &src[w-8], hw, 1, cp, a, pf)
 	}
 }
 
@@ -321,9 +323,16 @@ func quantU8Narrow(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
 		}
 		quantU8x4AVX2(&out[0], &in[0], &offs[0], 1, 8, a)
 	} else { // nc = 8
-		quantU8x8AVX2(&out[0], &in[0], 8, 1, 8, a)
+		quantU8x8AVX2(&out[0], &in[0], 8, 1, 8, a, 0)
 	}
 	for x := range w {
 		copy(dst[x*cp:][:width], out[8*x:][:width])
 	}
 }
+
+// quantPrefetch is how many channels ahead quantU8x8AVX2 prefetches its
+// rows: two calls ahead. Measured (layout of 8 samples of 256 channels at
+// 56x56, 25.7 MB of float32, ms on 1 / 2 threads): none 2.9-3.9 / 1.9, 8
+// channels 2.2 / 1.2, 16 2.0 / 1.0, 32 2.1 / 1.0, 64 2.2 / 1.2; one sample
+// (in cache) 0.13 ms with 16 channels, 0.14-0.19 without.
+const quantPrefetch = 16

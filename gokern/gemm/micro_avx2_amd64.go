@@ -84,10 +84,10 @@ func implicitI8AVX2(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int,
 //go:noescape
 func tileRowsAVX2(dst *int32, ldd int, t *int32, nblk int, corr *int32)
 
-// quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1).
+// quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.
 //
 //go:noescape
-func quantU8x8AVX2(dst *byte, src *float32, hw int, nblk int, cp int, a float32)
+func quantU8x8AVX2(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)
 
 // quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).
 //

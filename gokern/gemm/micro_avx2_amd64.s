@@ -1822,32 +1822,43 @@ trblk:
 	VZEROUPPER
 	RET
 
-// func quantU8x8AVX2(dst *byte, src *float32, hw int, nblk int, cp int, a float32)
-// Requires: AVX, AVX2
-TEXT ·quantU8x8AVX2(SB), NOSPLIT, $0-44
+// func quantU8x8AVX2(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantU8x8AVX2(SB), NOSPLIT, $0-56
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         hw+16(FP), DX
 	MOVQ         nblk+24(FP), BX
 	MOVQ         cp+32(FP), SI
+	MOVQ         pf+48(FP), DI
 	SHLQ         $0x02, DX
-	LEAQ         (DX)(DX*2), DI
-	LEAQ         (SI)(SI*2), R8
+	LEAQ         (DX)(DX*2), R8
+	LEAQ         (SI)(SI*2), R9
 	VBROADCASTSS a+40(FP), Y0
-	MOVL         $0xc3000000, R9
-	VMOVD        R9, X1
+	MOVL         $0xc3000000, R10
+	VMOVD        R10, X1
 	VPBROADCASTD X1, Y2
-	MOVL         $0x42fe0000, R9
-	VMOVD        R9, X1
+	MOVL         $0x42fe0000, R10
+	VMOVD        R10, X1
 	VPBROADCASTD X1, Y3
-	MOVL         $0x80808080, R9
-	VMOVD        R9, X1
+	MOVL         $0x80808080, R10
+	VMOVD        R10, X1
 	VPBROADCASTD X1, Y4
 	VMOVDQU      qu8tr<>+0(SB), Y1
 
 qu8blk:
-	LEAQ         (CX)(DX*4), R9
-	LEAQ         (AX)(SI*4), R10
+	LEAQ         (CX)(DI*1), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   (R10)(DX*1)
+	PREFETCHT0   (R10)(DX*2)
+	PREFETCHT0   (R10)(R8*1)
+	LEAQ         (R10)(DX*4), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   (R10)(DX*1)
+	PREFETCHT0   (R10)(DX*2)
+	PREFETCHT0   (R10)(R8*1)
+	LEAQ         (CX)(DX*4), R10
+	LEAQ         (AX)(SI*4), R11
 	VMULPS       (CX), Y0, Y5
 	VCMPPS       $0x07, Y5, Y5, Y6
 	VANDPS       Y6, Y5, Y5
@@ -1866,31 +1877,31 @@ qu8blk:
 	VMAXPS       Y2, Y7, Y7
 	VMINPS       Y3, Y7, Y7
 	VCVTPS2DQ    Y7, Y7
-	VMULPS       (CX)(DI*1), Y0, Y8
+	VMULPS       (CX)(R8*1), Y0, Y8
 	VCMPPS       $0x07, Y8, Y8, Y9
 	VANDPS       Y9, Y8, Y8
 	VMAXPS       Y2, Y8, Y8
 	VMINPS       Y3, Y8, Y8
 	VCVTPS2DQ    Y8, Y8
-	VMULPS       (R9), Y0, Y9
+	VMULPS       (R10), Y0, Y9
 	VCMPPS       $0x07, Y9, Y9, Y10
 	VANDPS       Y10, Y9, Y9
 	VMAXPS       Y2, Y9, Y9
 	VMINPS       Y3, Y9, Y9
 	VCVTPS2DQ    Y9, Y9
-	VMULPS       (R9)(DX*1), Y0, Y10
+	VMULPS       (R10)(DX*1), Y0, Y10
 	VCMPPS       $0x07, Y10, Y10, Y11
 	VANDPS       Y11, Y10, Y10
 	VMAXPS       Y2, Y10, Y10
 	VMINPS       Y3, Y10, Y10
 	VCVTPS2DQ    Y10, Y10
-	VMULPS       (R9)(DX*2), Y0, Y11
+	VMULPS       (R10)(DX*2), Y0, Y11
 	VCMPPS       $0x07, Y11, Y11, Y12
 	VANDPS       Y12, Y11, Y11
 	VMAXPS       Y2, Y11, Y11
 	VMINPS       Y3, Y11, Y11
 	VCVTPS2DQ    Y11, Y11
-	VMULPS       (R9)(DI*1), Y0, Y12
+	VMULPS       (R10)(R8*1), Y0, Y12
 	VCMPPS       $0x07, Y12, Y12, Y13
 	VANDPS       Y13, Y12, Y12
 	VMAXPS       Y2, Y12, Y12
@@ -1913,13 +1924,13 @@ qu8blk:
 	VMOVQ        X6, (AX)
 	VPEXTRQ      $0x01, X6, (AX)(SI*1)
 	VMOVQ        X5, (AX)(SI*2)
-	VPEXTRQ      $0x01, X5, (AX)(R8*1)
-	VMOVQ        X7, (R10)
-	VPEXTRQ      $0x01, X7, (R10)(SI*1)
-	VMOVQ        X8, (R10)(SI*2)
-	VPEXTRQ      $0x01, X8, (R10)(R8*1)
+	VPEXTRQ      $0x01, X5, (AX)(R9*1)
+	VMOVQ        X7, (R11)
+	VPEXTRQ      $0x01, X7, (R11)(SI*1)
+	VMOVQ        X8, (R11)(SI*2)
+	VPEXTRQ      $0x01, X8, (R11)(R9*1)
 	ADDQ         $0x20, CX
-	LEAQ         (R10)(SI*4), AX
+	LEAQ         (R11)(SI*4), AX
 	DECQ         BX
 	JNZ          qu8blk
 	VZEROUPPER

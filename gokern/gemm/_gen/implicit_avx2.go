@@ -258,13 +258,14 @@ func quantU8x8AVX2(c *build.Context) {
 	c.Function("quantU8x8AVX2")
 	c.Attributes(attr.NOSPLIT)
 	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *byte, src *float32, hw int, nblk int, cp int, a float32)")
-	c.Doc("quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1).")
+	c.SignatureExpr("func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)")
+	c.Doc("quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
 	pd := c.Load(c.Param("dst"), c.GP64())
 	ps := c.Load(c.Param("src"), c.GP64())
 	ld := c.Load(c.Param("hw"), c.GP64())
 	n := c.Load(c.Param("nblk"), c.GP64())
 	cp := c.Load(c.Param("cp"), c.GP64())
+	pf := c.Load(c.Param("pf"), c.GP64())
 	c.SHLQ(operand.Imm(2), ld)
 	ld3, cp3 := c.GP64(), c.GP64()
 	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
@@ -272,6 +273,17 @@ func quantU8x8AVX2(c *build.Context) {
 	ps4, pd4 := c.GP64(), c.GP64()
 	q := newQuantU8(c)
 	c.Label("qu8blk")
+	// The 8 rows' data pf bytes ahead (later channels, read by a later
+	// call): with 8 rows a call, and hundreds of rows per output row of the
+	// layout, the hardware prefetchers do not follow the streams.
+	pfb := c.GP64()
+	c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
+	for i := range 8 {
+		if i == 4 {
+			c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
+		}
+		c.PREFETCHT0(at(pfb, ld, ld3, i%4))
+	}
 	c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
 	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
 	var v [8]reg.VecVirtual
