@@ -235,20 +235,6 @@ func (q *quantU8) quad(v []reg.VecVirtual) {
 	c.VPXOR(q.flip, v[0], v[0])
 }
 
-// at returns row i (< 4) of four rows l bytes apart from b (l3 = 3*l).
-func at(b, l, l3 reg.Register, i int) operand.Mem {
-	m := operand.Mem{Base: b}
-	switch i {
-	case 1:
-		m.Index, m.Scale = l, 1
-	case 2:
-		m.Index, m.Scale = l, 2
-	case 3:
-		m.Index, m.Scale = l3, 1
-	}
-	return m
-}
-
 // quantU8x8AVX2 quantizes 8 channels x 8 pixels per block into the
 // implicit layout (QuantU8x8 in gokern/gemm/implicit.go): per channel one
 // load of 8 pixels (quantU8.quant), each half of the channels packed to a
@@ -282,7 +268,7 @@ func quantU8x8AVX2(c *build.Context) {
 		if i == 4 {
 			c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
 		}
-		c.PREFETCHT0(at(pfb, ld, ld3, i%4))
+		c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
 	}
 	c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
 	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
@@ -292,7 +278,7 @@ func quantU8x8AVX2(c *build.Context) {
 		if i >= 4 {
 			base = ps4
 		}
-		v[i] = q.quant(at(base, ld, ld3, i%4))
+		v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
 	}
 	q.quad(v[:4])
 	q.quad(v[4:])
@@ -307,8 +293,8 @@ func quantU8x8AVX2(c *build.Context) {
 		if k >= 2 {
 			base = pd4
 		}
-		c.VMOVQ(x, at(base, cp, cp3, 2*k%4))
-		c.VPEXTRQ(operand.Imm(1), x, at(base, cp, cp3, 2*k%4+1))
+		c.VMOVQ(x, rowAddrs(base, cp, cp3, 0)[2*k%4])
+		c.VPEXTRQ(operand.Imm(1), x, rowAddrs(base, cp, cp3, 0)[2*k%4+1])
 	}
 	c.ADDQ(operand.Imm(32), ps)
 	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
@@ -359,9 +345,9 @@ func quantU8x4AVX2(c *build.Context) {
 		if k == 1 {
 			base = pd4
 		}
-		c.VMOVD(x, at(base, cp, cp3, 0))
+		c.VMOVD(x, rowAddrs(base, cp, cp3, 0)[0])
 		for j := 1; j < 4; j++ {
-			c.VPEXTRD(operand.Imm(uint64(j)), x, at(base, cp, cp3, j))
+			c.VPEXTRD(operand.Imm(uint64(j)), x, rowAddrs(base, cp, cp3, 0)[j])
 		}
 	}
 	c.ADDQ(operand.Imm(32), ps)
