@@ -49,6 +49,8 @@ except AttributeError as e:  # a library built before the conv export existed
 
 def _pair(v: Any, name: str, lo: int) -> tuple[int, int]:
     """An int or a sequence of one or two ints, each >= lo, as a pair."""
+    if type(v) is int and lo <= v <= MAX_DIM:  # the common case, checked at once
+        return v, v
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be an int or a pair of ints, got {v!r}")
     if isinstance(v, (int, np.integer)):
@@ -192,7 +194,7 @@ def _conv2d(
     _lib.call(
         "bng_conv2d",
         _lib.ptr(a), n, c, h, wd,
-        _lib.ptr(w.packed), w.packed.size, _lib.ptr(w.scales), w.scales.size, w.block_size or 0, QTYPES[w.qtype],
+        w._addrs[0], w.packed.size, w._addrs[1], w.scales.size, w.block_size or 0, QTYPES[w.qtype],
         o, wc, kh, kw,
         _lib.ptr(b) if b is not None else None, 0 if b is None else b.size,
         sh, sw, pt, pl, pb, pr, dh, dw, g,

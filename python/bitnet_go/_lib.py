@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +128,18 @@ def _load() -> ctypes.CDLL:
 lib = _load()
 
 
+_errbuf = threading.local()
+
+
 def call(name: str, *args: Any) -> None:
     """Call a status-returning export and raise the mapped exception on failure.
 
     Example:
         >>> call("bng_set_num_threads", get_num_threads_raw())
     """
-    buf = ctypes.create_string_buffer(ERRCAP)
+    buf = getattr(_errbuf, "buf", None)
+    if buf is None:  # one per thread: calls release the GIL and may overlap
+        buf = _errbuf.buf = ctypes.create_string_buffer(ERRCAP)
     status = getattr(lib, name)(*args, buf, ERRCAP)
     if status:
         exc = _EXCEPTIONS.get(status, RuntimeError)

@@ -119,7 +119,7 @@ class TernaryTensor:
         array([1.05], dtype=float32)
     """
 
-    __slots__ = ("qtype", "shape", "block_size", "method", "packed", "scales")
+    __slots__ = ("qtype", "shape", "block_size", "method", "packed", "scales", "_addrs")
     qtype: str
     shape: tuple[int, ...]
     block_size: int | None
@@ -154,6 +154,12 @@ class TernaryTensor:
             ("scales", scales),
         ):
             object.__setattr__(self, k, v)
+        # the arrays' addresses for the C calls (numpy only; fixed, as the
+        # tensor is immutable): ndarray.ctypes costs microseconds a call
+        addrs = None
+        if isinstance(packed, np.ndarray) and isinstance(scales, np.ndarray):
+            addrs = (int(packed.ctypes.data), int(scales.ctypes.data))
+        object.__setattr__(self, "_addrs", addrs)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
