@@ -35,7 +35,7 @@ import (
 
 // abiVersion changes whenever an export's signature changes; the Python
 // loader refuses a library whose version differs from its own.
-const abiVersion = 1
+const abiVersion = 2
 
 // maxBytes bounds any buffer the ABI accepts (2^62 bytes).
 const maxBytes = int64(1) << 62

@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	_ "github.com/bitnet-go/bitnet_go/gokern/ternary" // registers its dispatch
 )
@@ -41,6 +42,23 @@ func bng_cpu_features(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.in
 			"go_version":      runtime.Version(),
 		}
 		b, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		return str(buf, bufcap, string(b))
+	})
+}
+
+// bng_peak writes a JSON object into buf: one core's G operations a second
+// for the instruction mixes of the float32 and int8 kernels in use
+// (gemm.Peak: about 30 ms of measurement), zero for the generic kernels.
+//
+//export bng_peak
+func bng_peak(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		r := gemm.Peak()
+		b, err := json.Marshal(map[string]any{"f32": r.F32, "i8": r.I8, "f32_mix": r.F32Mix, "i8_mix": r.I8Mix,
+			"family": string(gemm.Current().Family)})
 		if err != nil {
 			return err
 		}

@@ -464,6 +464,14 @@ def test_bench_suite_quick(tmp_path):
     assert any(r.get("naive_ms") for r in rows) and any(r.get("torch_f32_ms") for r in rows)
     assert all(r["mem_extra_mb"] is None or r["mem_extra_mb"] >= 0 for r in rows)
     assert all(math.isfinite(r["ours_f32_gflops"]) for r in rows)
+    # fractions of the measured peak where the family has peak loops (none for the generic kernels)
+    simd = bitnet_go.cpu_features()["family"] != "generic"
+    for r in rows:
+        for key in ("f32", "i8"):
+            assert (r[f"peak_{key}_gops"] > 0) == simd
+            if simd:
+                assert r[f"{key}_of_peak"] == pytest.approx(r[f"ours_{key}_gflops"] / r[f"peak_{key}_gops"])
+                assert 0 < r[f"{key}_of_peak"] < 1.5  # a kernel cannot beat its own instruction mix
     bench_conv.plot(rows, str(tmp_path / "conv.png"))
     assert (tmp_path / "conv.png").stat().st_size > 0
 

@@ -15,3 +15,6 @@ func peakVNNI512(n int)
 
 // peakMADDAVX2 runs n >= 1 iterations of 8 VPMADDUBSW+VPMADDWD+VPADDD on YMM per iteration.
 func peakMADDAVX2(n int)
+
+// peakMADDWAVX2 runs n >= 1 iterations of 12 VPMADDUBSW+VPADDW on YMM per iteration.
+func peakMADDWAVX2(n int)

@@ -23,6 +23,7 @@ func BenchmarkPeak(b *testing.B) {
 	}{
 		{"fma_avx2", cpu.AVX2, 12 * 8 * 2, peakFMAAVX2},
 		{"maddubsw_avx2", cpu.AVX2, 8 * 32 * 2, peakMADDAVX2},
+		{"maddubsw_addw_avx2", cpu.AVX2, 12 * 32 * 2, peakMADDWAVX2},
 		{"fma_avx512", cpu.AVX512, 12 * 16 * 2, peakFMAAVX512},
 		{"vpdpbusd_avx512", cpu.AVX512VNNI, 12 * 64 * 2, peakVNNI512},
 	} {

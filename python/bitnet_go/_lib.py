@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 """Must equal ``abiVersion`` in bindings/main.go."""
 
 ENV_LIBRARY = "BITNET_GO_LIBRARY"
@@ -46,6 +46,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any], bool]] = {
     "bng_get_num_threads": (_i64, [], False),
     "bng_set_num_threads": (_i32, [_i64], True),
     "bng_cpu_features": (_i32, [_s, _i64], True),
+    "bng_peak": (_i32, [_s, _i64], True),
     # x, n, block_size, method, check_finite, packed, packed_len, scales, n_scales
     "bng_quantize_i2s": (_i32, [_p, _i64, _i64, _i32, _i32, _p, _i64, _p, _i64], True),
     # qtype, n, rows, out(int64*)

@@ -33,6 +33,26 @@ def cpu_features() -> dict[str, Any]:
     return json.loads(buf.value.decode())
 
 
+def peak_rates() -> dict[str, Any]:
+    """One core's peak rates for the instruction mix of each path's kernels.
+
+    Measured now (about 30 ms, on the calling thread) with register-only
+    loops of the family in use: keys ``f32`` and ``i8`` (G operations a
+    second, a multiply-add counting 2; 0 with the generic kernels),
+    ``f32_mix`` and ``i8_mix`` (the instructions timed) and ``family``.
+    The benchmark reports its rates as fractions of these.
+
+    Example:
+        >>> from bitnet_go._runtime import peak_rates
+        >>> r = peak_rates()
+        >>> r["i8"] >= 0 and r["f32"] >= 0
+        True
+    """
+    buf = ctypes.create_string_buffer(1024)
+    _lib.call("bng_peak", buf, len(buf))
+    return json.loads(buf.value.decode())
+
+
 def set_num_threads(n: int) -> None:
     """Set how many threads the kernels use (1 to 1024).
 

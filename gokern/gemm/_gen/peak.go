@@ -29,6 +29,12 @@ func init() {
 				c.VPMADDWD(t, t, t)
 				c.VPADDD(t, d, d)
 			})
+			// the implicit GEMM's mix: int16 sums widened only now and then
+			peakLoop(c, "peakMADDWAVX2", "12 VPMADDUBSW+VPADDW on YMM per iteration", 12, false, func(s, d reg.VecVirtual) {
+				t := c.YMM()
+				c.VPMADDUBSW(s, s, t)
+				c.VPADDW(t, d, d)
+			})
 		},
 	})
 }

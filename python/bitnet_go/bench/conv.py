@@ -20,8 +20,11 @@ thread count for every library (``torch.set_num_threads``):
   ``kernel i8 TL1`` what the planner runs for the TL1 weight.
 
 Reported: median ms, GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
-to torch fp32 and torch int8 (ours / theirs: above 1 is slower), the speed-up
-over naive, and the peak extra memory of our call next to input + output +
+to torch fp32 and torch int8 (ours / theirs: above 1 is slower), our rates as
+a fraction of the machine's peak (``% pk``: threads times one core's rate
+for the kernels' instruction mix, measured at the start by
+``bitnet_go._runtime.peak_rates``), the speed-up over naive, and the peak
+extra memory of our call next to input + output +
 packed weight. Memory is measured in a fresh process per call: the peak
 resident set (``VmHWM``, reset by writing 5 to ``/proc/self/clear_refs``)
 during one call, minus the resident set before it and minus the output
@@ -49,6 +52,7 @@ import numpy as np
 import bitnet_go
 
 from .._conv import _conv2d
+from .._runtime import peak_rates
 from ._common import median, parse_int_list, print_table, timeit, torch_or_none
 
 # name, C, O, k, stride, padding, H (= W)
@@ -202,6 +206,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     old = bitnet_go.get_num_threads()
     old_torch = torch.get_num_threads() if torch else None
     rng = np.random.default_rng(0)
+    peak = peak_rates()
+    if peak["i8"] > 0:
+        print(
+            f"peak of one core ({peak['family']}): float32 {peak['f32']:.0f} GFLOP/s ({peak['f32_mix']}), "
+            f"int8 {peak['i8']:.0f} GOP/s ({peak['i8_mix']}); '% pk' columns are our rate over threads x these"
+        )
     try:
         for name, c, o, k, s, p, h in layers:
             w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
@@ -225,6 +235,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         row[f"ours_{key}_gflops"] = gf / t
                     row["kernel"] = kern["f32"]
                     row["kernel_i8"] = kern["i8"]
+                    for key in ("f32", "i8"):
+                        row[f"peak_{key}_gops"] = peak[key] * th
+                        if peak[key] > 0:
+                            row[f"{key}_of_peak"] = row[f"ours_{key}_gflops"] / (peak[key] * th)
                     # int8 path: multiply-add (the kernel the planner picks without LUT) vs the LUT
                     # kernels on the same values packed as TL1 (pairs) and TL2 (triples)
                     madd = "direct" if (k, s, p) == (1, 1, 0) else "im2col"
@@ -341,6 +355,8 @@ _COLUMNS = [
     ("kernel_tl1", "kernel i8 TL1", "s"),
     ("ours_f32_gflops", "ours32 GF/s", ".2f"),
     ("ours_i8_gflops", "oursi8 GF/s", ".2f"),
+    ("f32_of_peak", "32 % pk", ".0%"),
+    ("i8_of_peak", "i8 % pk", ".0%"),
     ("ratio_f32", "32/torch32", ".1f"),
     ("ratio_i8", "i8/torchi8", ".1f"),
     ("speedup_vs_naive", "x naive", ".1f"),
