@@ -13,20 +13,29 @@ import (
 // TestImplicitAgrees runs the implicit-GEMM driver with the generic kernel
 // and with the kernel set's (where it has one) on random shapes (groups,
 // strides, dilations, uneven padding, channel counts off the quad, pixel
-// counts off the tile, 1 to 3 threads) and checks it bit for bit against
-// the int8 reference, whatever the planner would choose.
+// counts off the tile, 1 to 3 threads; every third case with the output
+// written by streaming stores) and checks it bit for bit against the int8
+// reference, whatever the planner would choose.
 func TestImplicitAgrees(t *testing.T) {
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	gen := gemm.Generic()
-	kernels := map[string]implicitKernels{"generic": {gemm.ImplicitGeneric(), gen.QuantU8x8, gen.QuantU8x4}}
+	generic := implicitOf(gen)
+	generic.gemm = gemm.ImplicitGeneric()
+	kernels := map[string]implicitKernels{"generic": generic}
 	if ks := gemm.Current(); ks.Implicit != nil {
 		kernels[fmt.Sprint(ks.Family)] = implicitOf(ks)
 	}
+	oldStream := streamOutBytes
+	defer func() { streamOutBytes = oldStream }()
 	for ci := range 60 {
 		_ = par.SetThreads(1 + ci%3)
+		streamOutBytes = oldStream
+		if ci%3 == 1 {
+			streamOutBytes = 0
+		}
 		s := randShape(rng)
 		if ci%4 == 0 { // many channels: quads past a flush, several blocks
 			s.C, s.WC, s.O = 70*s.Groups, 70, s.Groups*(17+rng.IntN(20))

@@ -23,6 +23,7 @@ func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
 	k := &Kernels{Family: fam, NRF32: nrF32, F32: f32, QuantI8: quantI8AVX2Kernel,
 		GemvF32: gemvF32AVX2Kernel, GemvI8: gemvI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
 		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel,
+		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2,
 		QuantU8x4: quantU8x4AVX2Kernel}
 	if vnni {
 		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nr512, microI8VNNIKernel, prepI8VNNIKernel, panelI8VNNI
@@ -221,6 +222,21 @@ func foldI32AVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, add
 	n := len(dst) &^ 7
 	if n > 0 {
 		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, foldMode(add, addBias))
+	}
+	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
+}
+
+// foldI32StreamAVX2Kernel is foldI32AVX2Kernel with non-temporal stores
+// from dst's first 32-byte boundary on (the elements before it, and the
+// tail, by the generic code).
+func foldI32StreamAVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	head := min(int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%32/4), len(dst))
+	foldI32Generic(dst[:head], src[:head], a, sc, bias, add, addBias)
+	dst, src = dst[head:], src[head:]
+	n := len(dst) &^ 7
+	if n > 0 {
+		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, foldMode(add, addBias)|4)
 	}
 	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
 }

@@ -93,3 +93,6 @@ func quantU8x8AVX2(dst *byte, src *float32, hw int, nblk int, cp int, a float32,
 //
 //go:noescape
 func quantU8x4AVX2(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)
+
+// sfenceAVX2 orders the non-temporal stores before it before the stores after it.
+func sfenceAVX2()

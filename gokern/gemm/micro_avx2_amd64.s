@@ -1422,6 +1422,14 @@ TEXT ·foldI32AVX2(SB), NOSPLIT, $0-48
 	JE           foldI32AVX22
 	CMPQ         BX, $0x03
 	JE           foldI32AVX23
+	CMPQ         BX, $0x04
+	JE           foldI32AVX24
+	CMPQ         BX, $0x05
+	JE           foldI32AVX25
+	CMPQ         BX, $0x06
+	JE           foldI32AVX26
+	CMPQ         BX, $0x07
+	JE           foldI32AVX27
 	JMP          foldI32AVX2done
 
 foldI32AVX20:
@@ -1470,6 +1478,54 @@ foldI32AVX23:
 	ADDQ      $0x20, AX
 	SUBQ      $0x08, DX
 	JNZ       foldI32AVX23
+	JMP       foldI32AVX2done
+
+foldI32AVX24:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVNTPS  Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX24
+	JMP       foldI32AVX2done
+
+foldI32AVX25:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (AX), Y2, Y2
+	VMOVNTPS  Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX25
+	JMP       foldI32AVX2done
+
+foldI32AVX26:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVNTPS  Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX26
+	JMP       foldI32AVX2done
+
+foldI32AVX27:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (AX), Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVNTPS  Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX27
 
 foldI32AVX2done:
 	VZEROUPPER
@@ -2019,4 +2075,10 @@ qu4blk:
 	DECQ         BX
 	JNZ          qu4blk
 	VZEROUPPER
+	RET
+
+// func sfenceAVX2()
+// Requires: MMX+
+TEXT ·sfenceAVX2(SB), NOSPLIT, $0
+	SFENCE
 	RET

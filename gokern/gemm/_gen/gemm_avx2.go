@@ -42,6 +42,7 @@ func init() {
 			tileRowsAVX2(c)
 			quantU8x8AVX2(c)
 			quantU8x4AVX2(c)
+			sfenceAVX2(c)
 		},
 	})
 }
@@ -647,9 +648,21 @@ func packPanelAVX2(c *build.Context) {
 // t = (float32(src[i]) / a) * sc (VCVTDQ2PS, VDIVPS, VMULPS: each rounded to
 // float32 as the generic code's operations are), then t = dst[i] + t when
 // mode&1, t = t + bias when mode&2, dst[i] = t. IEEE operations in the same
-// order: bit for bit the generic result.
+// order: bit for bit the generic result. mode&4 stores with VMOVNTPS (dst
+// 32-byte aligned; the caller fences).
 func foldI32AVX2(c *build.Context) {
 	fold(c, "foldI32AVX2", true)
+}
+
+// sfenceAVX2 is SFENCE: the non-temporal stores before it are visible
+// before any store after it.
+func sfenceAVX2(c *build.Context) {
+	c.Function("sfenceAVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func()")
+	c.Doc("sfenceAVX2 orders the non-temporal stores before it before the stores after it.")
+	c.SFENCE()
+	c.RET()
 }
 
 // foldF32AVX2 is foldI32AVX2 for float32 sums: t = src[i] * sc (VMULPS),
@@ -681,12 +694,16 @@ func fold(c *build.Context, name string, ints bool) {
 	c.VBROADCASTSS(paramAddr(c, "sc"), vs)
 	c.VBROADCASTSS(paramAddr(c, "bias"), vb)
 	done := name + "done"
-	for m := 0; m < 4; m++ {
+	modes := 4
+	if ints {
+		modes = 8 // 4..7: the same with non-temporal stores
+	}
+	for m := range modes {
 		c.CMPQ(mode, operand.Imm(uint64(m)))
 		c.JE(operand.LabelRef(fmt.Sprintf("%s%d", name, m)))
 	}
 	c.JMP(operand.LabelRef(done))
-	for m := 0; m < 4; m++ {
+	for m := range modes {
 		l := fmt.Sprintf("%s%d", name, m)
 		c.Label(l)
 		t := c.YMM()
@@ -703,7 +720,11 @@ func fold(c *build.Context, name string, ints bool) {
 		if m&2 != 0 {
 			c.VADDPS(vb, t, t)
 		}
-		c.VMOVUPS(t, mem(pd, 0))
+		if m&4 != 0 {
+			c.VMOVNTPS(t, mem(pd, 0))
+		} else {
+			c.VMOVUPS(t, mem(pd, 0))
+		}
 		c.ADDQ(operand.Imm(32), ps)
 		c.ADDQ(operand.Imm(32), pd)
 		c.SUBQ(operand.Imm(8), n)
