@@ -71,11 +71,15 @@ demo: install
 
 test: test-go test-go-noasm check-generate fuzz lint test-py
 
+# test-go ends with the concurrency packages under the race detector (fast,
+# with checkptr); `go test -race ./gokern/...` covers the kernels too, in a
+# few minutes.
 test-go:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/_gen/')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(GO) test -race ./gokern/par ./gokern/buf
 
 test-go-noasm:
 	$(GO) vet -tags noasm ./...

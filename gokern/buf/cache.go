@@ -28,10 +28,12 @@ type cached[V any] struct {
 }
 
 // Get returns the value kept under key when it was derived from bytes equal
-// to src; otherwise it calls build (outside the lock: concurrent misses may
-// build twice) and keeps its value, of size bytes, under key. A value that
-// build reports with an error is neither kept nor returned.
-func (c *Cache[K, V]) Get(key K, src []byte, build func() (V, int, error)) (V, error) {
+// to src; otherwise it copies src, calls build on the copy (outside the
+// lock: concurrent misses may build twice) and keeps its value, of size
+// bytes, under key with that copy: what is kept is derived from exactly the
+// bytes kept, even if src changes meanwhile. A value that build reports
+// with an error is neither kept nor returned.
+func (c *Cache[K, V]) Get(key K, src []byte, build func(src []byte) (V, int, error)) (V, error) {
 	c.mu.Lock()
 	e := c.m[key]
 	c.mu.Unlock()
@@ -42,15 +44,20 @@ func (c *Cache[K, V]) Get(key K, src []byte, build func() (V, int, error)) (V, e
 		c.mu.Unlock()
 		return e.val, nil
 	}
-	v, n, err := build()
+	size := len(src)
+	if size > c.MaxBytes/2 { // would push out most of the rest: not kept
+		v, _, err := build(src)
+		return v, err
+	}
+	cp := bytes.Clone(src)
+	v, n, err := build(cp)
 	if err != nil {
 		return v, err
 	}
-	size := len(src) + n
-	if size > c.MaxBytes/2 { // would push out most of the rest: not kept
+	if size += n; size > c.MaxBytes/2 {
 		return v, nil
 	}
-	e = &cached[V]{src: bytes.Clone(src), val: v, size: size}
+	e = &cached[V]{src: cp, val: v, size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

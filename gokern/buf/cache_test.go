@@ -37,7 +37,10 @@ func TestCache(t *testing.T) {
 		c := &Cache[string, int]{MaxBytes: tc.max}
 		for i, s := range tc.steps {
 			built := false
-			v, err := c.Get(s.key, []byte(s.src), func() (int, int, error) {
+			v, err := c.Get(s.key, []byte(s.src), func(src []byte) (int, int, error) {
+				if string(src) != s.src {
+					t.Fatalf("%s step %d: build got %q, want %q", tc.name, i, src, s.src)
+				}
 				built = true
 				if s.fail {
 					return 0, 0, errors.New("no")

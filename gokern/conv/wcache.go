@@ -60,20 +60,24 @@ type weightLayout struct {
 	nob    int
 }
 
-// cachedLayout returns w's layout from the cache or from build.
-func cachedLayout(d *Dims, w Weights, implicit bool, build func() (*weightLayout, int, error)) (*weightLayout, error) {
+// cachedLayout returns w's layout from the cache or from build, which packs
+// the codes it is given (a copy of w.Packed when the layout is kept).
+func cachedLayout(d *Dims, w Weights, implicit bool, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
 	if w.converted {
-		l, _, err := build()
+		l, _, err := build(w)
 		return l, err
 	}
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
 		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, implicit}
-	return layoutCache.Get(key, w.Packed, build)
+	return layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
+		w.Packed = codes
+		return build(w)
+	})
 }
 
 // panels returns w's A panels (gemm.PackA).
 func panels(d *Dims, w Weights) ([]byte, error) {
-	l, err := cachedLayout(d, w, false, func() (*weightLayout, int, error) {
+	l, err := cachedLayout(d, w, false, func(w Weights) (*weightLayout, int, error) {
 		a, err := packPanels(d, w)
 		return &weightLayout{apan: a}, len(a), err
 	})
@@ -101,7 +105,7 @@ func packPanels(d *Dims, w Weights) ([]byte, error) {
 // weights in the kernel's order for taps kernel taps of g.cg4/4 channel
 // quads each, and the corrections.
 func implicitWeights(d *Dims, w Weights, g implicitGeom) (*weightLayout, error) {
-	return cachedLayout(d, w, true, func() (*weightLayout, int, error) {
+	return cachedLayout(d, w, true, func(w Weights) (*weightLayout, int, error) {
 		apan, err := packPanels(d, w)
 		if err != nil {
 			return nil, 0, err

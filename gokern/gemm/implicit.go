@@ -173,14 +173,16 @@ func PackImplicit(dst []int8, corr *[ImplicitOC]int32, panels []byte, cg, taps, 
 		var total [MR]int
 		for t := range taps {
 			var sums uint64 // code sums (0..2) of rows 0..3, 16-bit lanes
-			at := unsafe.Add(pd, t*quads*implicitQuadBytes+16*pi)
+			base := t*quads*implicitQuadBytes + 16*pi
 			q, c0 := 0, t
 			for ; 4*q+4 <= cg; q, c0 = q+1, c0+4*taps {
+				// the address is made per quad: a pointer stepped past the
+				// last one would point past dst (checkptr rejects that)
+				at := unsafe.Add(pd, base+q*implicitQuadBytes)
 				b0, b1, b2, b3 := row[c0], row[c0+taps], row[c0+2*taps], row[c0+3*taps]
 				*(*uint64)(at) = implicitLo[0][b0] | implicitLo[1][b1] | implicitLo[2][b2] | implicitLo[3][b3]
 				*(*uint64)(unsafe.Add(at, 8)) = implicitHi[0][b0] | implicitHi[1][b1] | implicitHi[2][b2] | implicitHi[3][b3]
 				sums += implicitSum[b0] + implicitSum[b1] + implicitSum[b2] + implicitSum[b3]
-				at = unsafe.Add(at, implicitQuadBytes)
 				if q&4095 == 4095 { // at most 8 per lane and quad
 					addLanes(&total, &sums)
 				}
@@ -193,6 +195,7 @@ func PackImplicit(dst []int8, corr *[ImplicitOC]int32, panels []byte, cg, taps, 
 					hi |= implicitHi[c][b]
 					sums += implicitSum[b]
 				}
+				at := unsafe.Add(pd, base+q*implicitQuadBytes)
 				*(*uint64)(at) = lo
 				*(*uint64)(unsafe.Add(at, 8)) = hi
 			}
