@@ -307,6 +307,7 @@ func TestGemvMatchesGeneric(t *testing.T) {
 	for _, tc := range []struct{ ng, cols, pad, rows int }{
 		{1, 1, 0, 1}, {1, 2, 3, 3}, {2, 3, 0, 1}, {3, 4, 1, 2}, {1, 5, 0, 5}, {7, 7, 5, 1}, {2, 8, 0, 4},
 		{3, 9, 2, 1}, {1, 13, 0, 2}, {40, 1, 0, 3}, {40, 8, 7, 1}, {5, 16, 0, 2}, {2, 17, 1, 1},
+		{3, 1, 0, 9}, {1, 1, 2, 4}, {6, 1, 0, 8}, // one column: four rows a call
 	} {
 		k := tc.ng * GroupValues
 		ldx := k + tc.pad

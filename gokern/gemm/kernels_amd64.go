@@ -178,14 +178,24 @@ func gemvF32AVX2Kernel(w []byte, ldw int, x []float32, k, ldx, ncol int, out []f
 	return bad == 0
 }
 
-// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (4, 2, 1 columns a call);
-// the kernels return sums of codes times x, so xsum is subtracted.
+// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (4, 2, 1 columns a call,
+// and four rows a call for a single column); the kernels return sums of
+// codes times x, so xsum is subtracted.
 func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
 	ncol := len(xsum)
 	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
 	ng := k / GroupValues
 	var bad uint32
-	for r := range rows {
+	r0 := 0
+	if ncol == 1 { // one column: four rows a call
+		for ; r0+4 <= rows; r0 += 4 {
+			bad |= gemvI8AVX2r4(&w[r0*ldw], ldw, &x[0], ng, &out[r0])
+			for j := range 4 {
+				out[r0+j] -= xsum[0]
+			}
+		}
+	}
+	for r := r0; r < rows; r++ {
 		pw, o := &w[r*ldw], out[r*ncol:][:ncol]
 		bad |= gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
 			px, po := &x[j*ldx], &o[j]

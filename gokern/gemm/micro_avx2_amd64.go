@@ -59,6 +59,11 @@ func gemvI8AVX2x2(w *byte, x *int8, ldx int, ng int, out *int32) uint32
 //go:noescape
 func gemvI8AVX2x4(w *byte, x *int8, ldx int, ng int, out *int32) uint32
 
+// gemvI8AVX2r4 sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
+
 // packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.
 //
 //go:noescape

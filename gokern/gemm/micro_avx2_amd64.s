@@ -1298,6 +1298,133 @@ gemvI8AVX2x4loop:
 	VZEROUPPER
 	RET
 
+// func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
+// Requires: AVX, AVX2
+TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ng+24(FP), BX
+	MOVQ         out+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+
+gemvI8AVX2r4loop:
+	VMOVDQU      (AX), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x06, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (DX), Y8, Y8
+	VPSRLW       $0x04, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   32(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPSRLW       $0x02, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   64(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   96(DX), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VMOVDQU      (AX)(CX*1), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x06, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (DX), Y8, Y8
+	VPSRLW       $0x04, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   32(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPSRLW       $0x02, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   64(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   96(DX), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VMOVDQU      (AX)(CX*2), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x06, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (DX), Y8, Y8
+	VPSRLW       $0x04, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   32(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPSRLW       $0x02, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   64(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   96(DX), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVDQU      (AX)(DI*1), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x06, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (DX), Y8, Y8
+	VPSRLW       $0x04, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   32(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPSRLW       $0x02, Y7, Y9
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   64(DX), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   96(DX), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	ADDQ         $0x20, AX
+	ADDQ         $0x80, DX
+	DECQ         BX
+	JNZ          gemvI8AVX2r4loop
+	VPHADDD      Y3, Y2, Y0
+	VPHADDD      Y5, Y4, Y1
+	VPHADDD      Y1, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDD       X1, X0, X1
+	VMOVDQU      X1, (SI)
+	MOVL         $0x55555555, AX
+	VMOVD        AX, X0
+	VPBROADCASTD X0, Y0
+	VPAND        Y0, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X0
+	VPOR         X0, X6, X6
+	VPSRLDQ      $0x08, X6, X0
+	VPOR         X0, X6, X6
+	VPSRLDQ      $0x04, X6, X0
+	VPOR         X0, X6, X6
+	VMOVD        X6, AX
+	MOVL         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
 // func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32
 // Requires: AVX, AVX2
 TEXT ·packPanelAVX2(SB), NOSPLIT, $0-52

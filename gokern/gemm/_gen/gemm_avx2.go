@@ -35,6 +35,7 @@ func init() {
 			for _, n := range gemvColsI8 {
 				gemvI8AVX2(c, n)
 			}
+			gemvI8AVX2Rows4(c)
 			packPanelAVX2(c)
 			foldI32AVX2(c)
 			foldF32AVX2(c)
@@ -575,6 +576,73 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 		c.VPHADDD(lo, lo, lo)
 		c.VMOVD(lo, mem(pout, 4*j))
 	}
+	threeFlag(c, three)
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// gemvI8AVX2Rows4 is gemvI8AVX2 for one column and four rows of codes ldw
+// bytes apart (GEMV proper: a linear layer on one vector). The column is
+// read once per group for the four rows (VPMADDUBSW from memory), and the
+// four sums end in one VPHADDD tree and one 16-byte store: a row costs
+// no call, horizontal sum or code-3 reduction of its own.
+func gemvI8AVX2Rows4(c *build.Context) {
+	name := "gemvI8AVX2r4"
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr("func(w *byte, ldw int, x *int8, ng int, out *int32) uint32")
+	c.Doc(name + " sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
+	pw := c.Load(c.Param("w"), c.GP64())
+	ld := c.Load(c.Param("ldw"), c.GP64())
+	px := c.Load(c.Param("x"), c.GP64())
+	n := c.Load(c.Param("ng"), c.GP64())
+	pout := c.Load(c.Param("out"), c.GP64())
+	ld3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	mask := bcst32(c, 0x03030303)
+	ones16 := bcst32(c, 0x00010001)
+	acc := zeroY(c, 4)
+	three := zeroY(c, 1)[0]
+	loop := name + "loop"
+	c.Label(loop)
+	rows := rowAddrs(pw, ld, ld3, 0)
+	for r := range 4 {
+		wv := c.YMM()
+		c.VMOVDQU(rows[r], wv)
+		orThree(c, wv, three)
+		var s reg.VecVirtual
+		for q := range 4 {
+			code := c.YMM()
+			if sh := 6 - 2*q; sh > 0 {
+				c.VPSRLW(operand.Imm(uint64(sh)), wv, code)
+				c.VPAND(mask, code, code)
+			} else {
+				c.VPAND(mask, wv, code)
+			}
+			p := c.YMM()
+			c.VPMADDUBSW(mem(px, 32*q), code, p)
+			if q == 0 {
+				s = p
+			} else {
+				c.VPADDW(p, s, s)
+			}
+		}
+		c.VPMADDWD(ones16, s, s)
+		c.VPADDD(s, acc[r], acc[r])
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	c.ADDQ(operand.Imm(groupValues), px)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef(loop))
+	t0, t1 := c.YMM(), c.YMM()
+	c.VPHADDD(acc[1], acc[0], t0) // per lane: pairs of rows 0, 1
+	c.VPHADDD(acc[3], acc[2], t1)
+	c.VPHADDD(t1, t0, t0) // per lane: rows 0..3
+	hi := c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), t0, hi)
+	c.VPADDD(hi, t0.AsX(), hi)
+	c.VMOVDQU(hi, mem(pout, 0))
 	threeFlag(c, three)
 	c.VZEROUPPER()
 	c.RET()
