@@ -154,28 +154,36 @@ func gemvCols(cols int, widths []int, run func(j, w int) uint32) uint32 {
 	return bad
 }
 
+// gemvRows covers rows r0 .. rows-1 of codes (ldw bytes apart) and the ncol
+// columns of x (ldx apart) with kern calls of the widest of widths
+// (descending, the last 1) that fits (gemvCols), row r's results at
+// out[r*ncol:]; it ORs the kernels' code-3 flags.
+func gemvRows[T, A any](w []byte, ldw, r0, rows int, x []T, ldx, ncol int, out []A, widths []int,
+	kern func(width int, pw *byte, px *T, po *A) uint32) uint32 {
+	var bad uint32
+	for r := r0; r < rows; r++ {
+		pw, o := &w[r*ldw], out[r*ncol:][:ncol]
+		bad |= gemvCols(ncol, widths, func(j, c int) uint32 { return kern(c, pw, &x[j*ldx], &o[j]) })
+	}
+	return bad
+}
+
 // gemvF32AVX2Kernel runs the generated column counts (8, 4, 2, 1) over the
 // columns of out, row by row.
 func gemvF32AVX2Kernel(w []byte, ldw int, x []float32, k, ldx, ncol int, out []float32) bool {
 	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
 	ng := k / GroupValues
-	var bad uint32
-	for r := range rows {
-		pw, o := &w[r*ldw], out[r*ncol:]
-		bad |= gemvCols(ncol, []int{8, 4, 2, 1}, func(j, c int) uint32 {
-			px, po := &x[j*ldx], &o[j]
-			switch c {
-			case 8:
-				return gemvF32AVX2x8(pw, px, ldx, ng, po)
-			case 4:
-				return gemvF32AVX2x4(pw, px, ldx, ng, po)
-			case 2:
-				return gemvF32AVX2x2(pw, px, ldx, ng, po)
-			}
-			return gemvF32AVX2x1(pw, px, ldx, ng, po)
-		})
-	}
-	return bad == 0
+	return gemvRows(w, ldw, 0, rows, x, ldx, ncol, out, []int{8, 4, 2, 1}, func(c int, pw *byte, px, po *float32) uint32 {
+		switch c {
+		case 8:
+			return gemvF32AVX2x8(pw, px, ldx, ng, po)
+		case 4:
+			return gemvF32AVX2x4(pw, px, ldx, ng, po)
+		case 2:
+			return gemvF32AVX2x2(pw, px, ldx, ng, po)
+		}
+		return gemvF32AVX2x1(pw, px, ldx, ng, po)
+	}) == 0
 }
 
 // gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (4, 2, 1 columns a call,
@@ -190,25 +198,20 @@ func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32
 	if ncol == 1 { // one column: four rows a call
 		for ; r0+4 <= rows; r0 += 4 {
 			bad |= gemvI8AVX2r4(&w[r0*ldw], ldw, &x[0], ng, &out[r0])
-			for j := range 4 {
-				out[r0+j] -= xsum[0]
-			}
 		}
 	}
-	for r := r0; r < rows; r++ {
-		pw, o := &w[r*ldw], out[r*ncol:][:ncol]
-		bad |= gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
-			px, po := &x[j*ldx], &o[j]
-			switch c {
-			case 4:
-				return gemvI8AVX2x4(pw, px, ldx, ng, po)
-			case 2:
-				return gemvI8AVX2x2(pw, px, ldx, ng, po)
-			}
-			return gemvI8AVX2x1(pw, px, ldx, ng, po)
-		})
+	bad |= gemvRows(w, ldw, r0, rows, x, ldx, ncol, out, []int{4, 2, 1}, func(c int, pw *byte, px *int8, po *int32) uint32 {
+		switch c {
+		case 4:
+			return gemvI8AVX2x4(pw, px, ldx, ng, po)
+		case 2:
+			return gemvI8AVX2x2(pw, px, ldx, ng, po)
+		}
+		return gemvI8AVX2x1(pw, px, ldx, ng, po)
+	})
+	for r := range rows {
 		for j, s := range xsum {
-			o[j] -= s
+			out[r*ncol+j] -= s
 		}
 	}
 	return bad == 0

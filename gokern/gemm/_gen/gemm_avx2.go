@@ -541,27 +541,10 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 	orThree(c, wv, three)
 	var codes [4]reg.VecVirtual
 	for q := range codes {
-		codes[q] = c.YMM()
-		if sh := 6 - 2*q; sh > 0 {
-			c.VPSRLW(operand.Imm(uint64(sh)), wv, codes[q])
-			c.VPAND(mask, codes[q], codes[q])
-		} else {
-			c.VPAND(mask, wv, codes[q])
-		}
+		codes[q] = unpackCodes(c, wv, mask, q)
 	}
 	for j := 0; j < ncol; j++ {
-		var s reg.VecVirtual
-		for q := 0; q < 4; q++ {
-			p := c.YMM()
-			c.VPMADDUBSW(colMem(j, 32*q), codes[q], p)
-			if q == 0 {
-				s = p
-			} else {
-				c.VPADDW(p, s, s)
-			}
-		}
-		c.VPMADDWD(ones16, s, s)
-		c.VPADDD(s, acc[j], acc[j])
+		dotGroup(c, func(q int) reg.VecVirtual { return codes[q] }, func(q int) operand.Mem { return colMem(j, 32*q) }, ones16, acc[j])
 	}
 	c.ADDQ(operand.Imm(32), pw)
 	advance(groupValues)
@@ -579,6 +562,39 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 	threeFlag(c, three)
 	c.VZEROUPPER()
 	c.RET()
+}
+
+// unpackCodes returns the codes 0..2 of values 32q..32q+31 of an I2_S
+// group wv (bits 6-2q of each byte; VPSRLW leaks no bit into a kept pair).
+func unpackCodes(c *build.Context, wv, mask reg.VecVirtual, q int) reg.VecVirtual {
+	code := c.YMM()
+	if sh := 6 - 2*q; sh > 0 {
+		c.VPSRLW(operand.Imm(uint64(sh)), wv, code)
+		c.VPAND(mask, code, code)
+	} else {
+		c.VPAND(mask, wv, code)
+	}
+	return code
+}
+
+// dotGroup adds to acc (int32 lanes) one group's sums of codes times
+// activations: per q a VPMADDUBSW of code(q) (unsigned) with the 32 bytes
+// x(q) (signed), the four added as int16 (|sum| <= 2048), one VPMADDWD by
+// ones16.
+func dotGroup(c *build.Context, code func(q int) reg.VecVirtual, x func(q int) operand.Mem, ones16, acc reg.VecVirtual) {
+	var s reg.VecVirtual
+	for q := range 4 {
+		cq := code(q)
+		p := c.YMM()
+		c.VPMADDUBSW(x(q), cq, p)
+		if q == 0 {
+			s = p
+		} else {
+			c.VPADDW(p, s, s)
+		}
+	}
+	c.VPMADDWD(ones16, s, s)
+	c.VPADDD(s, acc, acc)
 }
 
 // gemvI8AVX2Rows4 is gemvI8AVX2 for one column and four rows of codes ldw
@@ -611,25 +627,7 @@ func gemvI8AVX2Rows4(c *build.Context) {
 		wv := c.YMM()
 		c.VMOVDQU(rows[r], wv)
 		orThree(c, wv, three)
-		var s reg.VecVirtual
-		for q := range 4 {
-			code := c.YMM()
-			if sh := 6 - 2*q; sh > 0 {
-				c.VPSRLW(operand.Imm(uint64(sh)), wv, code)
-				c.VPAND(mask, code, code)
-			} else {
-				c.VPAND(mask, wv, code)
-			}
-			p := c.YMM()
-			c.VPMADDUBSW(mem(px, 32*q), code, p)
-			if q == 0 {
-				s = p
-			} else {
-				c.VPADDW(p, s, s)
-			}
-		}
-		c.VPMADDWD(ones16, s, s)
-		c.VPADDD(s, acc[r], acc[r])
+		dotGroup(c, func(q int) reg.VecVirtual { return unpackCodes(c, wv, mask, q) }, func(q int) operand.Mem { return mem(px, 32*q) }, ones16, acc[r])
 	}
 	c.ADDQ(operand.Imm(32), pw)
 	c.ADDQ(operand.Imm(groupValues), px)
