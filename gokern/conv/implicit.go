@@ -72,10 +72,13 @@ func implicitOf(ks *gemm.Kernels) implicitKernels {
 // streamOutBytes is the least output for which the implicit GEMM writes it
 // with streaming stores (FoldI32Stream): an output this large leaves the
 // caches anyway, and writing it past them saves reading every line first.
-// Measured (one thread, 8 samples, 25.7 MB of output): 1x1 64->256 @56
-// 11.9 -> 9.4-11.3 ms, stem 7x7/2 17.4 -> 14.4-14.9 ms; 6.4 MB (3x3 64->64
-// @56): 9.9 -> 9.3-9.7 ms, left to the caches. Tests lower it.
-var streamOutBytes = 16 << 20
+// Measured on the 2-vCPU Zen 3 dev box (ms, 8 samples): 25.7 MB of output,
+// one thread: 1x1 64->256 @56 11.9 -> 9.4-11.3, stem 7x7/2 17.4 ->
+// 14.4-14.9; 6.4 MB (3x3 64->64 @56): one thread 11.0-12.6 -> 10.3-11.4,
+// two threads 6.4-7.7 -> 5.8-6.4. At 3.2 MB (one sample of 1x1 64->256)
+// it made no difference, so smaller outputs stay in the caches for the
+// next layer. Tests lower it.
+var streamOutBytes = 4 << 20
 
 // implicitConv computes the convolution with the kernels k from the
 // weight's implicit blocks wl (implicitWeights) and the activations x with
@@ -110,7 +113,8 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 	par.Run(par.ChunksWork(units, implicitPix*gemm.ImplicitOC*d.K), func(_, lo, hi int) {
 		px := make([]int, implicitPix)
 		var rows [gemm.ImplicitOC * implicitPix]int32 // the sums, a row per channel
-		var runs []sampleRun                          // the range's pixels per sample
+		scratch := make([]int32, gemm.ImplicitScratch)
+		var runs []sampleRun // the range's pixels per sample
 		lastR, lastG := -1, -1
 		for u := lo; u < hi; u++ {
 			var ob, r, gi int
@@ -145,7 +149,7 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 				lastR, lastG = r, gi
 			}
 			b := gi*nob + ob
-			k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, &corr[b], rows[:], implicitPix)
+			k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, &corr[b], rows[:], implicitPix, scratch)
 			for o := range min(gemm.ImplicitOC, d.Og-ob*gemm.ImplicitOC) {
 				oc := gi*d.Og + ob*gemm.ImplicitOC + o
 				row := rows[o*implicitPix:]

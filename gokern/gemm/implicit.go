@@ -50,7 +50,13 @@ const (
 // segments are ImplicitSegs's, every byte read lies inside x, ldt >=
 // len(px) and len(t) >= 15*ldt+len(px) (the wrappers panic otherwise).
 // int32 arithmetic wraps, so t is exact whenever the true value fits.
-type ImplicitI8 func(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int)
+// scratch (at least ImplicitScratch values, contents ignored and
+// overwritten) is the kernel's working space: the caller keeps one per
+// goroutine, so that no call clears a buffer of its own.
+type ImplicitI8 func(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32)
+
+// ImplicitScratch is the least length of ImplicitI8's scratch.
+const ImplicitScratch = 16 * ImplicitPix * ImplicitOC
 
 // ImplicitSegs returns the segments of one output pixel's K dimension: taps
 // at byte offsets taps[i] (in the order of the packed weights), each
@@ -116,7 +122,7 @@ func checkImplicit(w []int8, x []byte, px []int, segs []int32, t []int32, ldt in
 }
 
 // implicitI8Generic is the generic ImplicitI8, the oracle.
-func implicitI8Generic(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int) {
+func implicitI8Generic(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, _ []int32) {
 	checkImplicit(w, x, px, segs, t, ldt)
 	for i, p := range px {
 		var acc [ImplicitOC]int32

@@ -150,7 +150,7 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 			}
 		}
 		got := make([]int32, len(want))
-		implicitI8Generic(w, x, px, segs, &corr, got, ldt)
+		implicitI8Generic(w, x, px, segs, &corr, got, ldt, nil)
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("%s: generic [%d] = %d, want %d", tc.name, i, got[i], want[i])
 		}
@@ -159,7 +159,7 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 				continue
 			}
 			clear(got)
-			ks.Implicit(w, x, px, segs, &corr, got, ldt)
+			ks.Implicit(w, x, px, segs, &corr, got, ldt, stale(ImplicitScratch))
 			if i := firstDiff(got, want); i >= 0 {
 				t.Fatalf("%s: %s [%d] = %d, want %d", tc.name, ks.Family, i, got[i], want[i])
 			}
@@ -207,7 +207,7 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 						t.Errorf("%s: no panic", tc.name)
 					}
 				}()
-				k(tc.w, x, tc.px, tc.segs, &corr, tt, ImplicitPix)
+				k(tc.w, x, tc.px, tc.segs, &corr, tt, ImplicitPix, make([]int32, ImplicitScratch))
 			}()
 		}
 	}
@@ -273,12 +273,23 @@ func BenchmarkImplicit(b *testing.B) {
 			px[i] = i * c
 		}
 		t := make([]int32, ImplicitOC*len(px))
+		scratch := make([]int32, ImplicitScratch)
 		var corr [ImplicitOC]int32
 		b.Run(fmt.Sprintf("3x3_c%d", c), func(b *testing.B) {
 			for b.Loop() {
-				ks.Implicit(w, x, px, segs, &corr, t, len(px))
+				ks.Implicit(w, x, px, segs, &corr, t, len(px), scratch)
 			}
 			b.ReportMetric(float64(len(px)*ImplicitOC*9*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
+}
+
+// stale returns n int32 of garbage: a kernel's scratch must not be read
+// before it is written.
+func stale(n int) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(i*2654435761) ^ 0x5a5a5a5a
+	}
+	return s
 }
