@@ -358,24 +358,22 @@ func (s *scaler) biasAt(o, b int) (float32, bool) {
 // fold1I32 is the int8 path's arithmetic for one element: y is the sum so
 // far (ignored for b == 0); the result includes the bias after the last block.
 func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
-	t := float32(float32(float32(acc)/a) * s.scale(o, b))
-	if b > 0 {
-		t = y + t
-	}
-	if b == s.nb-1 && s.bias != nil {
-		t = t + s.bias[o]
-	}
-	return t
+	return s.add1(y, float32(float32(float32(acc)/a)*s.scale(o, b)), o, b)
 }
 
 // fold1F32 is fold1I32 for a float32 sum v (a unused): t = v * scale.
 func (s *scaler) fold1F32(y float32, v float32, o, b int, _ float32) float32 {
-	t := float32(v * s.scale(o, b))
+	return s.add1(y, float32(v*s.scale(o, b)), o, b)
+}
+
+// add1 is the folds' tail for one element: block b's term t added to the
+// sum so far y (b > 0), then the bias after the last block.
+func (s *scaler) add1(y, t float32, o, b int) float32 {
 	if b > 0 {
 		t = y + t
 	}
-	if b == s.nb-1 && s.bias != nil {
-		t = t + s.bias[o]
+	if bias, add := s.biasAt(o, b); add {
+		t = t + bias
 	}
 	return t
 }

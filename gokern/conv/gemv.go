@@ -43,7 +43,8 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 
 // gemv computes a pointwise convolution (useGEMV) with one Gemv call per
 // (block of columns, thread's run of output channels, scale block), folded
-// into out as the GEMM algorithms do. Columns are the samples' positions, copied once into
+// into out by fold1 (the scaler's one-element arithmetic, as the GEMM
+// algorithms' folds). Columns are the samples' positions, copied once into
 // a (columns, K) matrix (a transposition where P > 1), with order (float32:
 // gemm.GemvOrder; nil: none) rearranging each as the kernel reads it. Rows
 // are split over par's threads. sum (int8 only, else nil) gives the

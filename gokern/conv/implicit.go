@@ -60,13 +60,17 @@ type implicitKernels struct {
 	gemm   gemm.ImplicitI8
 	q8     gemm.QuantU8x8
 	q4     gemm.QuantU8x4
-	stream func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) // FoldI32Stream
+	fold   foldI32Fn // FoldI32
+	stream foldI32Fn // FoldI32Stream
 	fence  func()
 }
 
+// foldI32Fn is the shape of gemm.Kernels.FoldI32 and FoldI32Stream.
+type foldI32Fn = func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
+
 // implicitOf returns the kernel set's implicit kernels.
 func implicitOf(ks *gemm.Kernels) implicitKernels {
-	return implicitKernels{ks.Implicit, ks.QuantU8x8, ks.QuantU8x4, ks.FoldI32Stream, ks.Fence}
+	return implicitKernels{ks.Implicit, ks.QuantU8x8, ks.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
 }
 
 // streamOutBytes is the least output for which the implicit GEMM writes it
@@ -107,6 +111,10 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 	// when its weights are (each block stays while every range passes).
 	total := d.N * d.P
 	stream := 4*d.OutLen >= streamOutBytes
+	fold := k.fold
+	if stream {
+		fold = k.stream
+	}
 	nr := ceilDivPos(total, implicitPix)
 	rangesFast := nob*blen > d.N*g.hp*g.wp*g.cg4
 	units := d.Groups * nr * nob
@@ -153,14 +161,9 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 			for o := range min(gemm.ImplicitOC, d.Og-ob*gemm.ImplicitOC) {
 				oc := gi*d.Og + ob*gemm.ImplicitOC + o
 				row := rows[o*implicitPix:]
+				bias, addBias := sc.biasAt(oc, 0) // one scale block (useImplicit)
 				for _, run := range runs {
-					dst, src := out[run.out+oc*d.P:][:run.m], row[run.at:][:run.m]
-					if stream {
-						bias, addBias := sc.biasAt(oc, 0)
-						k.stream(dst, src, a[run.n], sc.scale(oc, 0), bias, false, addBias)
-					} else {
-						foldI32(sc, dst, src, oc, 0, a[run.n])
-					}
+					fold(out[run.out+oc*d.P:][:run.m], row[run.at:][:run.m], a[run.n], sc.scale(oc, 0), bias, false, addBias)
 				}
 			}
 		}

@@ -342,9 +342,9 @@ func quantU8x4AVX2Kernel(dst []byte, src []float32, hw, w, cp, nc int, a float32
 }
 
 // quantU8Narrow does a row of w < 8 pixels (nc = 8 channels, or 1 to 4
-// with the last repeated up to a quad) with the assembly through buffers on the stack: the
-// row copied to 8 pixels a channel (zeros after w), the bytes written 8 a
-// pixel, then copied to their places.
+// with the last repeated up to a quad) through buffers on the stack: the
+// row copied to 8 pixels a channel (zeros after w), one 8-pixel block by
+// the wrappers above, the bytes copied to their places.
 func quantU8Narrow(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
 	var in [8 * 8]float32
 	var out [8 * 8]byte
@@ -354,13 +354,9 @@ func quantU8Narrow(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
 	width := 8
 	if nc <= 4 {
 		width = 4
-		offs := [4]int{}
-		for i := range offs {
-			offs[i] = 4 * 8 * min(i, nc-1)
-		}
-		quantU8x4AVX2(&out[0], &in[0], &offs[0], 1, 8, a)
+		quantU8x4AVX2Kernel(out[:], in[:], 8, 8, 8, nc, a)
 	} else { // nc = 8
-		quantU8x8AVX2(&out[0], &in[0], 8, 1, 8, a, 0)
+		quantU8x8AVX2Kernel(out[:], in[:], 8, 8, 8, a)
 	}
 	for x := range w {
 		copy(dst[x*cp:][:width], out[8*x:][:width])

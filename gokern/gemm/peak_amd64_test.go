@@ -15,26 +15,15 @@ import (
 // as fractions of these.
 func BenchmarkPeak(b *testing.B) {
 	const iters = 1 << 16
-	for _, p := range []struct {
-		name string
-		fam  cpu.Family
-		ops  float64 // per iteration
-		loop func(int)
-	}{
-		{"fma_avx2", cpu.AVX2, 12 * 8 * 2, peakFMAAVX2},
-		{"maddubsw_avx2", cpu.AVX2, 8 * 32 * 2, peakMADDAVX2},
-		{"maddubsw_addw_avx2", cpu.AVX2, 12 * 32 * 2, peakMADDWAVX2},
-		{"fma_avx512", cpu.AVX512, 12 * 16 * 2, peakFMAAVX512},
-		{"vpdpbusd_avx512", cpu.AVX512VNNI, 12 * 64 * 2, peakVNNI512},
-	} {
+	for _, p := range peakTable {
 		b.Run(p.name, func(b *testing.B) {
 			if !cpu.Usable(p.fam) {
 				b.Skipf("family %s not usable here", p.fam)
 			}
 			for b.Loop() {
-				p.loop(iters)
+				p.loop.run(iters)
 			}
-			b.ReportMetric(p.ops*iters*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gops/s")
+			b.ReportMetric(p.loop.ops*iters*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gops/s")
 		})
 	}
 }
