@@ -20,6 +20,11 @@ const (
 	KindType    Kind = 2 // TypeError: wrong kind of argument
 	KindMemory  Kind = 3 // MemoryError: an allocation failed or would be too large
 	KindRuntime Kind = 4 // RuntimeError: anything else, including recovered panics
+	// KindInterrupted: the call stopped early because SIGINT arrived while it
+	// ran (gokern/par); its outputs are incomplete. Python raises
+	// KeyboardInterrupt (its own SIGINT handler does), or runs the call again
+	// when the handler does not raise.
+	KindInterrupted Kind = 5
 )
 
 // Error is an error with a Kind.
@@ -48,6 +53,11 @@ func Memory(format string, args ...any) error {
 // Runtime returns a KindRuntime error with a formatted message.
 func Runtime(format string, args ...any) error {
 	return &Error{KindRuntime, fmt.Sprintf(format, args...)}
+}
+
+// Interrupted returns a KindInterrupted error.
+func Interrupted(format string, args ...any) error {
+	return &Error{KindInterrupted, fmt.Sprintf(format, args...)}
 }
 
 // KindOf reports the Kind of err: the Kind of the first *Error in its chain,

@@ -135,7 +135,9 @@ func Run(bounds []int, fn func(i, lo, hi int)) {
 		return
 	}
 	if k == 1 {
+		Check()
 		fn(0, bounds[0], bounds[1])
+		Check()
 		return
 	}
 	j := &job{bounds: bounds, fn: fn, k: int32(k)}
@@ -157,6 +159,7 @@ func Run(bounds []int, fn func(i, lo, hi int)) {
 	if j.failed {
 		throw(j.perr)
 	}
+	Check()
 }
 
 // job is one Run's chunks and their completion.
@@ -174,15 +177,26 @@ type job struct {
 
 // help runs the chunks not yet taken, one at a time, until none is left. A
 // helper that comes late finds none and returns at once: the caller waits
-// for the chunks, not for its helpers.
+// for the chunks, not for its helpers. Once the call is interrupted
+// (Stopped) the chunks left are counted done without running.
 func (j *job) help() {
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.k {
 			return
 		}
+		if Stopped() {
+			j.skip()
+			continue
+		}
 		j.run(int(i))
 	}
+}
+
+// skip counts a chunk done without running it.
+func (j *job) skip() {
+	j.left.Add(-1)
+	j.wg.Done()
 }
 
 // run runs chunk i, recording a panic, and counts it done.
@@ -213,7 +227,11 @@ func (j *job) wait() {
 	j.wg.Wait()
 }
 
-// throw re-raises a worker's panic on the caller's goroutine.
+// throw re-raises a worker's panic on the caller's goroutine
+// (ErrInterrupted as it is: it is no failure).
 func throw(v any) {
+	if v == ErrInterrupted {
+		panic(v)
+	}
 	panic(fmt.Sprintf("panic in worker: %v", v))
 }
