@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/bitnet-go/bitnet_go/gokern/envvar"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 )
 
@@ -29,12 +30,17 @@ const MaxThreads = 1024
 var threads atomic.Int64
 
 func init() {
-	n, err := threadsFromEnv(os.Getenv(EnvThreads))
+	v := os.Getenv(EnvThreads)
+	n, err := threadsFromEnv(v)
+	s := envvar.Setting{Name: EnvThreads, Value: v}
 	if err != nil {
-		// A bad value must not stop the library from loading: fall back and
-		// let Threads report what is in force.
+		// A bad value must not stop the library from loading: fall back,
+		// and record why (the Python layer warns once).
 		n = runtime.NumCPU()
+		s.Problem = err.Error() + fmt.Sprintf("; using %d (the number of CPUs)", n)
 	}
+	s.InEffect = int64(n)
+	envvar.Record(s)
 	threads.Store(int64(n))
 }
 
