@@ -25,7 +25,7 @@ FUZZTIME ?= 5s
 # time limit can expire mid-input, which go test reports as a failure
 # ("context deadline exceeded") with no failing input.
 SPEC_FUZZ_EXECS ?= 30000x
-GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
+GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.c' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
 
 .PHONY: help venv lib ptx generate check-generate install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
 

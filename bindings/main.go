@@ -16,6 +16,9 @@
 //     which gokern/par re-raises on the calling goroutine) into status 4.
 //   - Every export checks its own arguments: NULL pointers with a non-zero
 //     count, negative or overflowing counts, and mismatched lengths.
+//   - Status 5 (KindInterrupted): SIGINT arrived while the call ran and it
+//     stopped early (interrupt.go); its outputs are incomplete. Calling it
+//     again runs it in full.
 //
 // This package holds no logic beyond that: kernels live in gokern/.
 package main
@@ -31,11 +34,12 @@ import (
 	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
 // abiVersion changes whenever an export's signature changes; the Python
 // loader refuses a library whose version differs from its own.
-const abiVersion = 2
+const abiVersion = 3
 
 // maxBytes bounds any buffer the ABI accepts (2^62 bytes).
 const maxBytes = int64(1) << 62
@@ -45,10 +49,17 @@ func main() {}
 //export bng_abi_version
 func bng_abi_version() C.int32_t { return abiVersion }
 
-// guard runs fn, turning its error or panic into a status and a message.
+// guard runs fn as one call from the host (par.Begin/End: Ctrl-C stops it,
+// see interrupt.go), turning its error or panic into a status and a message.
 func guard(errbuf *C.char, errcap C.int64_t, fn func() error) (status C.int32_t) {
+	armInterrupt()
+	par.Begin()
+	defer par.End()
 	defer func() {
-		if r := recover(); r != nil {
+		if r := recover(); r == par.ErrInterrupted {
+			writeErr(errbuf, errcap, par.ErrInterrupted.Error())
+			status = C.int32_t(errs.KindInterrupted)
+		} else if r != nil {
 			writeErr(errbuf, errcap, fmt.Sprintf("internal error (please report): panic: %v\n%s", r, debug.Stack()))
 			status = C.int32_t(errs.KindRuntime)
 		}

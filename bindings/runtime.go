@@ -10,13 +10,15 @@ import (
 	"runtime"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/envvar"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	_ "github.com/bitnet-go/bitnet_go/gokern/ternary" // registers its dispatch
 )
 
 // bng_cpu_features writes a JSON object into buf: the cpuid/v2 features, the
-// families disabled by BITNET_GO_DISABLE, and the kernel families in use.
+// families disabled by BITNET_GO_DISABLE, the kernel families in use, the
+// numeric environment settings as read (envvar) and the thread limit.
 //
 //export bng_cpu_features
 func bng_cpu_features(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
@@ -40,6 +42,8 @@ func bng_cpu_features(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.in
 			"best_available":  string(cpu.Best()),
 			"kernels":         cpu.Kernels(),
 			"go_version":      runtime.Version(),
+			"settings":        envvar.All(),
+			"max_threads":     par.MaxThreads,
 		}
 		b, err := json.Marshal(doc)
 		if err != nil {

@@ -63,7 +63,7 @@ func Threads() int { return int(threads.Load()) }
 // SetThreads sets the number of worker goroutines kernels may use.
 func SetThreads(n int) error {
 	if n < 1 || n > MaxThreads {
-		return errs.Value("num_threads must be in [1, %d], got %d", MaxThreads, n)
+		return errs.Value("n (the number of threads) must be in [1, %d], got %d", MaxThreads, n)
 	}
 	threads.Store(int64(n))
 	return nil

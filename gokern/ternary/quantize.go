@@ -179,7 +179,7 @@ func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []
 	par.Run(workers, func(c, _, _ int) {
 		for {
 			bt := int(next.Add(1) - 1)
-			if bt >= batches {
+			if bt >= batches || par.Stopped() {
 				break
 			}
 			s := bt * batch
@@ -264,6 +264,9 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 		bad := badSlots(chunks)
 		par.Run(chunks, func(c, b0, b1 int) {
 			for b := b0; b < b1; b++ {
+				if b&63 == 0 && par.Stopped() {
+					return
+				}
 				s := b * bs
 				sc, i := blockScale(x[s:min(s+bs, n)], m)
 				scales[b] = sc
@@ -286,8 +289,11 @@ func quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
 	par.For(groups, 64, func(g0, g1 int) {
 		lo, hi := g0*GroupValues, min(g1*GroupValues, n)
 		for s := lo; s < hi; {
+			if par.Stopped() {
+				return
+			}
 			blk := s / bs
-			e := min((blk+1)*bs, hi)
+			e := min((blk+1)*bs, hi, s+stopStep)
 			quantRun(x[s:e], scales[blk], s, packed)
 			s = e
 		}
@@ -296,6 +302,10 @@ func quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
 		}
 	})
 }
+
+// stopStep is the most values a loop quantizes between two checks of
+// par.Stopped (about a millisecond with the generic kernels).
+const stopStep = 1 << 18
 
 // tensorScale computes the one scale of the whole tensor with a parallel
 // reduction (float64 partial sums; the float32 result does not depend on the

@@ -216,7 +216,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 		lo := b.lo
 		for {
 			pc := int(next.Add(1) - 1)
-			if pc >= pieces {
+			if pc >= pieces || par.Stopped() {
 				break
 			}
 			if m == AbsMax {

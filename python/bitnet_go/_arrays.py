@@ -25,13 +25,19 @@ def as_float32(x: Any, name: str) -> np.ndarray:
     """Return ``x`` as a C-contiguous float32 ndarray, copying only if needed.
 
     Accepts anything :func:`numpy.asarray` accepts, CPU torch tensors included,
-    of a real dtype (bool, integers, floats). Complex, object and string input
-    is a ``TypeError``; a torch tensor on another device is a ``ValueError``.
+    of a real dtype (bool, integers, floats). Complex, object and string input,
+    and masked arrays (``numpy.ma``: the mask would be ignored), are a
+    ``TypeError``; a torch tensor on another device is a ``ValueError``.
 
     Example:
         >>> as_float32([1, 2, 3], "x").dtype
         dtype('float32')
     """
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array: masks are not supported (the masked entries would be used as they are); "
+            f"pass {name}.filled(value) or np.asarray({name}) if that is what you mean"
+        )
     if is_torch_tensor(x):
         t = x.detach()
         if t.device.type != "cpu":

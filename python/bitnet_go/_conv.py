@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,11 +92,6 @@ def _padding(
     return ph, pw, ph, pw
 
 
-def _divisors(k: int) -> list[int]:
-    small = [i for i in range(1, math.isqrt(k) + 1) if k % i == 0]
-    return sorted(set(small + [k // i for i in small]))
-
-
 def _check_weight(weight: Any) -> TernaryTensor:
     if isinstance(weight, TernaryTensor):
         if weight.on_device:
@@ -163,13 +157,6 @@ def _conv2d(
         raise ValueError(
             f"weight has {wc} input channels per group, but x has C={c} channels with groups={g} "
             f"(weight shape must be (O, C/groups, kH, kW) = ({o}, {c // g}, {kh}, {kw}), got {w.shape})"
-        )
-    k = wc * kh * kw
-    if w.block_size is not None and k % w.block_size:
-        raise ValueError(
-            f"weight.block_size={w.block_size} must be None (one scale) or divide K = C/groups*kH*kW = {k}; "
-            f"valid block sizes: {_divisors(k)} (block_size=K is one scale per output channel, "
-            f"which bitnet_go.quantize_conv_weight(w) makes)"
         )
     pt, pl, pb, pr = _padding(padding, (kh, kw), (sh, sw), (dh, dw))
     ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1

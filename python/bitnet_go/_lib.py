@@ -5,30 +5,41 @@ Every exported function of the C ABI is declared once: the core ones in
 The library is loaded with :class:`ctypes.CDLL`, which releases the GIL for the
 duration of each call, so kernels run in parallel with other Python threads.
 
+The library is loaded at the first call that needs it, not at import:
+loading starts the Go runtime, and a Go runtime does not survive ``fork()``
+(its threads are gone in the child). A process that forks before its first
+call (``import bitnet_go``, then a ``fork`` multiprocessing pool or torch
+DataLoader workers) gives each child a runtime of its own; a child forked
+after the parent loaded the library gets a ``RuntimeError`` at its first
+call, never a hang (see :func:`handle`).
+
 ABI conventions (see ``bindings/main.go``): pointers are passed as integers
 (``ndarray.ctypes.data``), counts as int64, output buffers are allocated here,
 and every function except the trivial getters returns a status (0 success,
-1 ValueError, 2 TypeError, 3 MemoryError, 4 RuntimeError) and writes its error
-message into the ``(errbuf, errcap)`` pair passed as the last two arguments.
+1 ValueError, 2 TypeError, 3 MemoryError, 4 RuntimeError, 5 interrupted by
+SIGINT) and writes its error message into the ``(errbuf, errcap)`` pair
+passed as the last two arguments.
 
 Example:
     >>> from bitnet_go import _lib
-    >>> _lib.lib.bng_abi_version() == _lib.ABI_VERSION
+    >>> _lib.handle().bng_abi_version() == _lib.ABI_VERSION
     True
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 """Must equal ``abiVersion`` in bindings/main.go."""
 
 ENV_LIBRARY = "BITNET_GO_LIBRARY"
@@ -87,7 +98,13 @@ def library_path() -> Path:
 
 def _bind(handle: ctypes.CDLL, signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
     for name, (restype, argtypes, status) in signatures.items():
-        fn = getattr(handle, name)
+        try:
+            fn = getattr(handle, name)
+        except AttributeError:
+            raise ImportError(
+                f"bitnet_go: {_describe_path()} has no export {name}: it is not this version's bitnet_go "
+                f"library; rebuild it (`make lib`) or reinstall the package"
+            ) from None
         fn.restype = restype
         fn.argtypes = argtypes + (_ERR if status else [])
 
@@ -96,7 +113,8 @@ def declare(signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
     """Declare more exports (same form as ``_SIGNATURES``), once per name.
 
     Feature modules (conv, cuda, ...) keep their signatures beside their code
-    and declare them at import; a name declared twice is a bug.
+    and declare them at import; they are bound when the library is loaded
+    (at once if it already is). A name declared twice is a bug.
 
     Example:
         >>> declare({})
@@ -104,36 +122,154 @@ def declare(signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
     dup = set(signatures) & set(_SIGNATURES)
     if dup:
         raise RuntimeError(f"internal: C ABI functions declared twice: {sorted(dup)}")
-    _bind(lib, signatures)
     _SIGNATURES.update(signatures)
+    if _state.handle is not None:
+        _bind(_state.handle, signatures)
+
+
+def _describe_path() -> str:
+    path = library_path()
+    return f"{ENV_LIBRARY}={os.environ[ENV_LIBRARY]!r}" if os.environ.get(ENV_LIBRARY) else f"the library {path}"
+
+
+_MAGICS = (b"\x7fELF", b"MZ", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def check_library_file() -> Path:
+    """Check that the library file exists and looks like a shared library.
+
+    Runs at import (cheap: no loading). ``ImportError`` names
+    ``BITNET_GO_LIBRARY`` when that variable chose the file.
+
+    Example:
+        >>> check_library_file().is_file()
+        True
+    """
+    path = library_path()
+    what = _describe_path()
+    if path.is_dir():
+        raise ImportError(f"bitnet_go: {what} is a directory; it must name the shared library file")
+    if not path.is_file():
+        hint = (
+            f"set {ENV_LIBRARY} to an existing library file, or unset it"
+            if os.environ.get(ENV_LIBRARY)
+            else "build it with `make lib` or reinstall the package (`pip install .` needs Go on PATH)"
+        )
+        raise ImportError(f"bitnet_go: {what} does not exist; {hint}")
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise ImportError(f"bitnet_go: {what} cannot be read: {e}") from None
+    if not magic.startswith(_MAGICS):
+        raise ImportError(f"bitnet_go: {what} is not a shared library (no ELF, Mach-O or PE header)")
+    return path
+
+
+class _State:
+    """The loaded library and the process that loaded it."""
+
+    handle: ctypes.CDLL | None = None
+    pid: int = 0
+    lock = threading.Lock()
+
+
+_state = _State()
+
+
+def handle() -> ctypes.CDLL:
+    """The loaded library, loading it at the first call.
+
+    Raises ``RuntimeError`` in a process forked after its parent loaded the
+    library (the Go runtime's threads do not exist in the child: calling into
+    it could hang), and ``ImportError`` when the library cannot be loaded.
+
+    Example:
+        >>> handle().bng_abi_version() == ABI_VERSION
+        True
+    """
+    h = _state.handle
+    if h is not None and _state.pid == os.getpid():
+        return h
+    return _load()
 
 
 def _load() -> ctypes.CDLL:
-    path = library_path()
-    if not path.is_file():
-        raise ImportError(
-            f"bitnet_go: the Go library {path} is missing; build it with `make lib` "
-            f"or reinstall the package (`pip install .` needs Go on PATH)"
-        )
-    handle = ctypes.CDLL(str(path))
-    _bind(handle, _SIGNATURES)
-    got = handle.bng_abi_version()
-    if got != ABI_VERSION:
-        raise ImportError(
-            f"bitnet_go: {path} has C ABI version {got}, this Python package needs "
-            f"{ABI_VERSION}; rebuild the library (`make lib`)"
-        )
-    return handle
+    with _state.lock:
+        if _state.handle is not None:
+            if _state.pid != os.getpid():
+                raise RuntimeError(_forked_message(_state.pid))
+            return _state.handle
+        path = check_library_file()
+        try:
+            h = ctypes.CDLL(str(path))
+        except OSError as e:
+            raise ImportError(f"bitnet_go: {_describe_path()} cannot be loaded: {e}") from None
+        _bind(h, _SIGNATURES)
+        got = h.bng_abi_version()
+        if got != ABI_VERSION:
+            raise ImportError(
+                f"bitnet_go: {_describe_path()} has C ABI version {got}, this Python package needs "
+                f"{ABI_VERSION}; rebuild the library (`make lib`)"
+            )
+        _state.handle, _state.pid = h, os.getpid()
+    _warn_settings()
+    return h
 
 
-lib = _load()
+def _forked_message(parent: int) -> str:
+    return (
+        f"bitnet_go: this process (pid {os.getpid()}) was forked from process {parent} after that process "
+        f"loaded bitnet_go's Go library (its first bitnet_go call). A Go runtime does not survive fork(): its "
+        f"threads do not exist in the child, and calling into it can hang. Start worker processes with the "
+        f"'spawn' or 'forkserver' method (multiprocessing.get_context('spawn'), "
+        f"torch DataLoader(..., multiprocessing_context='spawn')), or make the first bitnet_go call in the "
+        f"children only (importing bitnet_go does not load the library)."
+    )
+
+
+def settings() -> list[dict[str, Any]]:
+    """How the numeric environment variables were read (Go's records).
+
+    Each entry has ``name``, ``value`` (as set, ``""`` when unset),
+    ``in_effect`` and, for a refused value, ``problem``.
+
+    Example:
+        >>> sorted(s["name"] for s in settings())
+        ['BITNET_GO_NUM_THREADS', 'BITNET_GO_WEIGHT_CACHE_MB']
+    """
+    buf = ctypes.create_string_buffer(8192)
+    call("bng_cpu_features", buf, len(buf))
+    return list(json.loads(buf.value.decode())["settings"])
+
+
+def _warn_settings() -> None:
+    """Warn once per process (at load) about each refused environment value."""
+    for s in settings():
+        if s.get("problem"):
+            warnings.warn(f"bitnet_go: {s['problem']}", RuntimeWarning, stacklevel=4)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "lib":  # the handle, as older code reads it
+        return handle()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _errbuf = threading.local()
 
+STATUS_INTERRUPTED = 5
+"""The status of a call that SIGINT stopped early (its outputs are incomplete)."""
+
 
 def call(name: str, *args: Any) -> None:
     """Call a status-returning export and raise the mapped exception on failure.
+
+    A call that SIGINT interrupted (status 5) has let Python's SIGINT handler
+    run by the time it returns here: the default handler raises
+    ``KeyboardInterrupt`` (on the main thread) at the next bytecode. If it
+    does not (another thread, a handler that does not raise), the call is
+    made again, so the result is always complete.
 
     Example:
         >>> call("bng_set_num_threads", get_num_threads_raw())
@@ -141,7 +277,10 @@ def call(name: str, *args: Any) -> None:
     buf = getattr(_errbuf, "buf", None)
     if buf is None:  # one per thread: calls release the GIL and may overlap
         buf = _errbuf.buf = ctypes.create_string_buffer(ERRCAP)
-    status = getattr(lib, name)(*args, buf, ERRCAP)
+    fn = getattr(handle(), name)
+    status = fn(*args, buf, ERRCAP)
+    while status == STATUS_INTERRUPTED:
+        status = fn(*args, buf, ERRCAP)
     if status:
         exc = _EXCEPTIONS.get(status, RuntimeError)
         raise exc(buf.value.decode("utf-8", "replace"))
@@ -149,10 +288,13 @@ def call(name: str, *args: Any) -> None:
 
 def get_num_threads_raw() -> int:
     """Return the Go side's thread setting (no checks)."""
-    return int(lib.bng_get_num_threads())
+    return int(handle().bng_get_num_threads())
 
 
 def ptr(a: np.ndarray) -> int:
     """Address of a C-contiguous array's data, for a ``c_void_p`` argument."""
     assert a.flags.c_contiguous, "internal: non-contiguous array passed to Go"
     return int(a.ctypes.data)
+
+
+check_library_file()  # at import: a missing or wrong file is an ImportError at once

@@ -6,8 +6,9 @@ import ctypes
 import json
 from typing import Any
 
+import numpy as np
+
 from . import _lib
-from ._arrays import check_positive_int
 
 ENV_THREADS = "BITNET_GO_NUM_THREADS"
 ENV_DISABLE = "BITNET_GO_DISABLE"
@@ -21,7 +22,13 @@ def cpu_features() -> dict[str, Any]:
     ``disabled`` (families switched off by ``BITNET_GO_DISABLE``, read at
     import), ``disable_ignored`` (names in it that are not families),
     ``family`` (the best family usable here: ``"avx512vnni"``, ``"avx512"``,
-    ``"avx2"`` or ``"generic"``) and ``kernels`` (the family each kernel uses).
+    ``"avx2"`` or ``"generic"``), ``kernels`` (the family each kernel uses:
+    ``quantize_i2s``, ``conv_gemm``, ``conv_lut``), ``settings`` (how the
+    numeric environment variables ``BITNET_GO_NUM_THREADS`` and
+    ``BITNET_GO_WEIGHT_CACHE_MB`` were read: ``name``, ``value`` as set,
+    ``in_effect``, and ``problem`` for a value that was refused, about which
+    a ``RuntimeWarning`` is issued once when the library loads) and
+    ``max_threads``.
 
     Example:
         >>> import bitnet_go
@@ -54,7 +61,7 @@ def peak_rates() -> dict[str, Any]:
 
 
 def set_num_threads(n: int) -> None:
-    """Set how many threads the kernels use (1 to 1024).
+    """Set how many threads the kernels use (1 to ``cpu_features()["max_threads"]``, 1024).
 
     The starting value is ``BITNET_GO_NUM_THREADS`` if set, else the number of
     CPUs.
@@ -66,7 +73,11 @@ def set_num_threads(n: int) -> None:
         1
         >>> bitnet_go.set_num_threads(old)
     """
-    v = check_positive_int(n, "n")
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+    v = int(n)
+    if not -(2**63) <= v < 2**63:  # cannot cross the C ABI; Go checks the rest
+        raise ValueError(f"n (the number of threads) must be in [1, {cpu_features()['max_threads']}], got {v}")
     _lib.call("bng_set_num_threads", v)
 
 
