@@ -311,7 +311,9 @@ const stopStep = 1 << 18
 // reduction (float64 partial sums; the float32 result does not depend on the
 // split in practice, see DESIGN.md).
 func tensorScale(x []float32, m Method, scales []float32) int {
-	chunks := par.Chunks(len(x), 1<<16)
+	// pieces of at least par.MinWork values, up to par.ChunksPerThread a
+	// thread: a few milliseconds each, so that an interrupt is seen soon
+	chunks := par.ChunksWork(len(x), 1)
 	k := len(chunks) - 1
 	sums := make([]float64, k)
 	maxs := make([]float32, k)
