@@ -487,3 +487,19 @@ def test_kernels_listed_before_any_call():
 def test_library_errors_name_the_status():
     """Status 5 (interrupted) is known to the Python layer as the retry status."""
     assert _lib.STATUS_INTERRUPTED == 5 and _lib.handle().bng_abi_version() == _lib.ABI_VERSION
+
+
+class _FakeCudaArray:
+    """Stands for a CuPy/torch CUDA array: only the interface is looked at."""
+
+    __cuda_array_interface__ = {"shape": (1, 1, 2, 2), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+def test_gpu_array_to_cpu_conv_is_a_clear_error():
+    w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 1, 1), np.float32))
+    with pytest.raises(ValueError, match=r"x is a GPU array, but conv2d_quantized runs on the CPU: copy it"):
+        bitnet_go.conv2d_quantized(_FakeCudaArray(), w)
+    with pytest.raises(ValueError, match=r"bias is a GPU array"):
+        bitnet_go.conv2d_quantized(np.ones((1, 1, 2, 2), np.float32), w, bias=_FakeCudaArray())
+    with pytest.raises(ValueError, match=r"x is a GPU array but device='cpu'"):
+        bitnet_go.quantize_i2s(_FakeCudaArray(), device="cpu")

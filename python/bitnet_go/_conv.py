@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _lib
 from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
-from ._ternary import METHODS, QTYPES, TernaryTensor, quantize_i2s
+from ._ternary import METHODS, QTYPES, TernaryTensor, is_cuda_array, quantize_i2s
 
 ALGORITHMS: dict[str, int] = {"auto": 0, "naive": 1, "im2col": 2, "direct": 3, "lut": 6}
 """Algorithm names accepted by :func:`conv2d_quantized` and their C ABI numbers."""
@@ -139,6 +139,12 @@ def _conv2d(
     sh, sw = _pair(stride, "stride", 1)
     dh, dw = _pair(dilation, "dilation", 1)
 
+    for name, v in (("x", x), ("bias", bias)):
+        if v is not None and is_cuda_array(v):
+            raise ValueError(
+                f"{name} is a GPU array, but conv2d_quantized runs on the CPU: copy it to the host "
+                f"(torch: {name}.cpu(); CuPy: {name}.get())"
+            )
     a = as_float32(x, "x")
     if a.ndim not in (3, 4):
         raise ValueError(f"x must have 3 (C, H, W) or 4 (N, C, H, W) dimensions, got shape {a.shape}")
@@ -215,7 +221,8 @@ def conv2d_quantized(
             :func:`quantize_conv_weight` (or :func:`quantize_i2s`); its
             ``block_size`` must be None (one scale) or divide
             K = C/groups*kH*kW (``block_size=K``: one scale per output channel;
-            smaller divisors give each channel several scales).
+            smaller divisors give each channel several scales). A
+            ``block_size`` of at least the weight's size is one scale too.
         bias: None or shape (O,), cast to float32.
         stride, dilation: an int or a pair (height, width), each >= 1.
         padding: an int or a pair (zero padding on both sides), ``"valid"``
