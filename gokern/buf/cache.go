@@ -12,19 +12,31 @@ import (
 // reused by another array, codes changed in place) and still never yields
 // a stale value. At most MaxBytes (copies and values together) are kept,
 // the least recently used dropped first; the zero value keeps nothing.
+//
+// The values kept are on a list in recency order (a hit moves its value to
+// the front, a value kept goes in at the front, the back is dropped first),
+// so that a hit, an insertion and each value dropped take constant time
+// whatever the number of values kept.
 type Cache[K comparable, V any] struct {
 	MaxBytes int
 	mu       sync.Mutex
-	m        map[K]*cached[V]
-	size     int
-	tick     uint64
+	m        map[K]*cached[K, V]
+	// front is the most recently used value, back the least; nil when
+	// none is kept.
+	front, back *cached[K, V]
+	size        int
 }
 
-type cached[V any] struct {
-	src  []byte
-	val  V
-	size int
-	used uint64
+// cached is a value kept. key, src, val and size never change once it is
+// kept (they are read outside the lock); prev, next and kept are the
+// cache's, under its lock.
+type cached[K comparable, V any] struct {
+	key        K
+	src        []byte
+	val        V
+	size       int
+	prev, next *cached[K, V] // towards the front, towards the back
+	kept       bool          // on the list (and in the map)
 }
 
 // Get returns the value kept under key when it was derived from bytes equal
@@ -32,20 +44,23 @@ type cached[V any] struct {
 // lock: concurrent misses may build twice) and keeps its value, of size
 // bytes, under key with that copy: what is kept is derived from exactly the
 // bytes kept, even if src changes meanwhile. A value that build reports
-// with an error is neither kept nor returned.
+// with an error is neither kept nor returned; if build panics, nothing is
+// kept and the panic goes on to Get's caller with the cache unlocked.
 func (c *Cache[K, V]) Get(key K, src []byte, build func(src []byte) (V, int, error)) (V, error) {
 	c.mu.Lock()
 	e := c.m[key]
 	c.mu.Unlock()
-	if e != nil && bytes.Equal(e.src, src) { // e is never modified once kept
+	if e != nil && bytes.Equal(e.src, src) { // e.src is never modified once kept
 		c.mu.Lock()
-		c.tick++
-		e.used = c.tick
+		if e.kept { // not dropped meanwhile
+			c.unlink(e)
+			c.pushFront(e)
+		}
 		c.mu.Unlock()
 		return e.val, nil
 	}
 	size := len(src)
-	if size > c.MaxBytes/2 { // would push out most of the rest: not kept
+	if c.MaxBytes <= 0 || size > c.MaxBytes/2 { // would push out most of the rest: not kept
 		v, _, err := build(src)
 		return v, err
 	}
@@ -54,34 +69,58 @@ func (c *Cache[K, V]) Get(key K, src []byte, build func(src []byte) (V, int, err
 	if err != nil {
 		return v, err
 	}
-	if size += n; size > c.MaxBytes/2 {
+	if size += n; n < 0 || size > c.MaxBytes/2 {
 		return v, nil
 	}
-	e = &cached[V]{src: cp, val: v, size: size}
+	e = &cached[K, V]{key: key, src: cp, val: v, size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[K]*cached[V]{}
+		c.m = map[K]*cached[K, V]{}
 	}
 	if old := c.m[key]; old != nil {
-		c.size -= old.size
+		c.drop(old)
 	}
-	c.tick++
-	e.used = c.tick
 	c.m[key] = e
+	c.pushFront(e)
 	c.size += size
-	for c.size > c.MaxBytes {
-		var lru K
-		oldest := ^uint64(0)
-		for k, x := range c.m {
-			if x.used < oldest {
-				lru, oldest = k, x.used
-			}
-		}
-		c.size -= c.m[lru].size
-		delete(c.m, lru)
+	for c.size > c.MaxBytes { // never reaches e: size <= MaxBytes/2
+		c.drop(c.back)
 	}
 	return v, nil
+}
+
+// pushFront puts e, not on the list, at its front.
+func (c *Cache[K, V]) pushFront(e *cached[K, V]) {
+	e.prev, e.next, e.kept = nil, c.front, true
+	if c.front != nil {
+		c.front.prev = e
+	} else {
+		c.back = e
+	}
+	c.front = e
+}
+
+// unlink takes e off the list.
+func (c *Cache[K, V]) unlink(e *cached[K, V]) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.front = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.back = e.prev
+	}
+	e.prev, e.next, e.kept = nil, nil, false
+}
+
+// drop stops keeping e.
+func (c *Cache[K, V]) drop(e *cached[K, V]) {
+	c.unlink(e)
+	delete(c.m, e.key)
+	c.size -= e.size
 }
 
 // Len returns the number of values kept and their size in bytes.
@@ -95,5 +134,8 @@ func (c *Cache[K, V]) Len() (int, int) {
 func (c *Cache[K, V]) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for c.front != nil {
+		c.unlink(c.front)
+	}
 	c.m, c.size = nil, 0
 }
