@@ -208,14 +208,16 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 		acts.quantize(&d, x)
 		return kind, runLUT(&d, src, acts, sc, out)
 	}
-	return kind, run(kind, &d, x, acts, w, sc, out, gemm.Current())
+	return kind, run(kind, &d, x, acts, w, sc, out, gemm.Current(), opt.CheckFinite)
 }
 
 // run executes one kernel, with the activation scales acts (int8 path; run
 // quantizes x with them unless the implicit GEMM does) or on x (acts nil:
 // float32 path); tests call it to run a kernel the planner would not pick
-// (the general direct kernel on a depthwise shape, for instance).
-func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out []float32, ks *gemm.Kernels) error {
+// (the general direct kernel on a depthwise shape, for instance). finite
+// says that x was checked to hold no NaN or Inf.
+func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out []float32, ks *gemm.Kernels,
+	finite bool) error {
 	act8 := acts != nil
 	asGEMV := kind == Pointwise && useGEMV(d, sc)
 	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, ks)
@@ -253,17 +255,20 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		} else {
 			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), nil, foldF32)
 		}
-	case Direct:
-		if act8 {
-			direct(d, a, acts.q, acts, sc, out, foldI32)
-		} else {
-			direct(d, a, x, nil, sc, out, foldF32)
-		}
-	case Depthwise:
-		if act8 {
-			depthwise(d, a, acts.q, acts, sc, out, foldI32)
-		} else {
-			depthwise(d, a, x, nil, sc, out, foldF32)
+	case Direct, Depthwise:
+		// The direct kernels skip zero weights, which add nothing to
+		// finite sums but must turn NaN and Inf into NaN (0*x): they skip
+		// them when x is known finite (int8 values always are).
+		skip := act8 || finite || firstNonFinite(x) < 0
+		switch {
+		case kind == Direct && act8:
+			direct(d, a, acts.q, acts, sc, out, foldI32, skip)
+		case kind == Direct:
+			direct(d, a, x, nil, sc, out, foldF32, skip)
+		case act8:
+			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip)
+		default:
+			depthwise(d, a, x, nil, sc, out, foldF32, skip)
 		}
 	default:
 		return errs.Runtime("conv: no kernel for algorithm %d", int32(kind))

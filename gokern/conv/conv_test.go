@@ -233,7 +233,7 @@ func runKind(t testing.TB, tc *testCase, kind Algo, act8 bool, ks *gemm.Kernels)
 		acts = quantizeActs(&tc.d, tc.x)
 		defer acts.release()
 	}
-	if err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, ks); err != nil {
+	if err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, ks, false); err != nil {
 		t.Fatalf("%v %v: %v", tc, kind, err)
 	}
 	return out
