@@ -87,7 +87,8 @@ func Plan(req Algo, d *Dims) (Algo, error) {
 
 // Weights is a ternary weight as the C ABI passes it: the packed codes of the
 // flattened (O, C/groups, kH, kW) tensor and one float32 scale per BlockSize
-// consecutive elements (BlockSize 0: one scale for the tensor).
+// consecutive elements (BlockSize 0, or at least the tensor's size: one
+// scale for the tensor).
 type Weights struct {
 	Packed    []byte
 	Scales    []float32
@@ -287,6 +288,9 @@ type scaler struct {
 
 func newScaler(d *Dims, w Weights, bias []float32) (*scaler, error) {
 	bs := w.BlockSize
+	if bs > 0 && ternary.NumBlocks(d.WLen, bs) == 1 {
+		bs = 0 // one block covers the tensor: one scale, whatever K
+	}
 	if bs < 0 || (bs > 0 && d.K%bs != 0) {
 		return nil, errs.Value("weight: block_size=%d must be None (one scale) or divide K = C/groups*kH*kW = %d "+
 			"(block_size=K is one scale per output channel); valid block sizes: %s", bs, d.K, divisors(d.K))
