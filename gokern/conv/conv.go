@@ -422,7 +422,7 @@ func actScales(d *Dims, x []float32) *activations {
 	maxes := make([]float32, d.N*pieces)
 	bads := make([]int, d.N*pieces)
 	par.Run(chunks, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
+		for i := lo; i < hi && !par.Stopped(); i++ {
 			a, b := span(i)
 			m, bad := ternary.MaxAbs(x[a:b])
 			maxes[i], bads[i] = m, bad
@@ -472,7 +472,7 @@ func (acts *activations) quantize(d *Dims, x []float32) {
 	acts.q, acts.buf = asInt8(qb), h
 	chunks, pieces, span := actPieces(d)
 	par.Run(chunks, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
+		for i := lo; i < hi && !par.Stopped(); i++ {
 			a, b := span(i)
 			quant(acts.q[a:b], x[a:b], acts.a[i/pieces])
 		}
@@ -486,8 +486,12 @@ func quantizeActs(d *Dims, x []float32) *activations {
 	return acts
 }
 
-// actPiece is the most values of one quantizeActs piece.
-const actPiece = 1 << 15
+// actPiece is the most values of one quantizeActs piece, finitePiece of
+// one step of firstNonFinite.
+const (
+	actPiece    = 1 << 15
+	finitePiece = 1 << 16
+)
 
 // quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0 (see
 // gemm.Quant8; the kernel sets' QuantI8 apply it to slices).
@@ -518,15 +522,19 @@ func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32
 }
 
 // firstNonFinite returns the index of the first NaN or ±Inf, or -1; the scan
-// is parallel (ternary.MaxAbs: SIMD where a family is in use) and the
+// is parallel (ternary.MaxAbs: SIMD where a family is in use), by pieces
+// of finitePiece values (checking par.Stopped between them), and the
 // earliest chunk's hit wins.
 func firstNonFinite(x []float32) int {
-	chunks := par.Chunks(len(x), 1<<16)
+	chunks := par.Chunks(len(x), finitePiece)
 	hits := make([]int, len(chunks)-1)
 	par.Run(chunks, func(c, lo, hi int) {
 		hits[c] = -1
-		if _, i := ternary.MaxAbs(x[lo:hi]); i >= 0 {
-			hits[c] = lo + i
+		for p := lo; p < hi && !par.Stopped(); p += finitePiece {
+			if _, i := ternary.MaxAbs(x[p:min(hi, p+finitePiece)]); i >= 0 {
+				hits[c] = p + i
+				return
+			}
 		}
 	})
 	for _, h := range hits {

@@ -65,7 +65,7 @@ func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations
 	par.Run(par.Chunks(d.N*d.O*bands, 1), func(_, lo, hi int) {
 		acc := make([]A, rows*d.Wo)
 		wk := make([]int8, d.K)
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			o := u / bands % d.O
 			n := u / (bands * d.O)
@@ -119,7 +119,7 @@ func direct[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, s
 	khw := d.KH * d.KW
 	par.Run(par.Chunks(d.N*d.Groups*np*bands, 1), func(_, lo, hi int) {
 		acc := make([]A, gemm.MR*rows*d.Wo)
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			i := u / bands % np
 			g := u / (bands * np) % d.Groups
@@ -138,6 +138,9 @@ func direct[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, s
 			for b := range sc.nb {
 				clear(sums)
 				for k := b * sc.bl; k < (b+1)*sc.bl; k++ {
+					if par.Stopped() { // a unit runs K steps of up to 16K adds
+						return
+					}
 					code := panel[k]
 					if code == gemm.ZeroByte && skipZero {
 						continue

@@ -99,7 +99,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 		buf := make([]T, p.bufElems)
 		t := make([]A, p.tElems)
 		var prepped []T
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
 			p0 := tile * p.nTile
 			cols := min(p.nTile, d.P-p0)
@@ -114,6 +114,9 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 			for b := range sc.nb {
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
 				for k0 := kb0; k0 < kb1; k0 += p.kcCap {
+					if par.Stopped() { // a unit runs K/kcCap chunks
+						return
+					}
 					kc := min(p.kcCap, kb1-k0)
 					bb := buf[:npn*kc*nr]
 					packB(bb, xs, d, pointwise, g, k0, kc, p0, cols, nr)
@@ -207,7 +210,7 @@ func im2colSource[T elem](d *Dims, x []T) []T {
 	dst := make([]T, len(x))
 	rows := len(x) / w
 	par.Run(par.ChunksWork(rows, w), func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
+		for r := lo; r < hi && !par.Stopped(); r++ {
 			src, out := x[r*w:][:w], dst[r*w:][:w]
 			i := 0
 			for ph := range s { // s < w (phased)

@@ -127,7 +127,7 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 		scratch := make([]int32, gemm.ImplicitScratch)
 		var runs []sampleRun // the range's pixels per sample
 		lastR, lastG := -1, -1
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			var ob, r, gi int
 			if rangesFast {
 				r, ob, gi = u%nr, u/nr%nob, u/(nr*nob)
@@ -195,7 +195,7 @@ func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byt
 	rowLen := g.wp * g.cp
 	hw := d.H * d.W
 	par.Run(par.ChunksWork(d.N*g.hp, rowLen), func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
+		for r := lo; r < hi && !par.Stopped(); r++ {
 			n, h := r/g.hp, r%g.hp-d.PadT
 			dst := xp[r*rowLen:][:rowLen]
 			if h < 0 || h >= d.H {

@@ -142,7 +142,7 @@ func implicitWeights(d *Dims, w Weights, g implicitGeom) (*weightLayout, error) 
 		l.corr = make([][gemm.ImplicitOC]int32, nb)
 		gpan := gemm.Panels(d.Og) * d.K
 		par.Run(par.ChunksWork(nb, l.blen), func(_, lo, hi int) {
-			for b := lo; b < hi; b++ {
+			for b := lo; b < hi && !par.Stopped(); b++ {
 				gemm.PackImplicit(l.blocks[b*l.blen:][:l.blen], &l.corr[b], apan[b/l.nob*gpan:][:gpan], d.Cg, khw, b%l.nob)
 			}
 		})
