@@ -521,3 +521,149 @@ def test_lut_algorithm():
         np.testing.assert_array_equal(
             _conv._conv2d(xv, wv.to(q), act_bits=8)[0], _conv._conv2d(xv, wv, act_bits=8, algorithm="im2col")[0]
         )
+
+
+HUGE_RUNNER = """
+import pickle, sys
+from bitnet_go import _conv
+cases = pickle.load(open(sys.argv[1], "rb"))
+outs = []
+for x, t, b, kw in cases:
+    res = {}
+    for alg in ("auto", "naive", "im2col", "direct", "lut"):
+        for ab in (None, 8):
+            if alg != "lut" or ab == 8:
+                res[alg, ab] = _conv._conv2d(x, t, b, act_bits=ab, algorithm=alg, **kw)
+    outs.append(res)
+pickle.dump(outs, open(sys.argv[2], "wb"))
+"""
+
+
+def test_huge_strides_dilations_paddings(tmp_path):
+    """Strides, dilations and paddings up to 2**31 cost time in proportion to the data, not to their
+    values (a column stride of 2**31 once ran for minutes), with every algorithm and both paths, and
+    match torch. Run in a subprocess with a time limit, so that a hang fails instead of hanging."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(12)
+    big = 2**31
+    cases = []
+    for xs, ws, kw in [
+        ((1, 4, 16, 2), (4, 4, 1, 1), dict(stride=(1, big))),  # the issue's call
+        ((1, 4, 2, 16), (4, 4, 1, 1), dict(stride=(big, 1))),
+        ((2, 3, 5, 6), (5, 3, 3, 3), dict(stride=big, padding=1)),
+        ((1, 3, 4, 40), (4, 3, 2, 2), dict(stride=(1, 2**20))),
+        ((1, 3, 5, 6), (4, 3, 2, 3), dict(stride=big // 2, padding=big // 2, dilation=big // 2)),
+        ((1, 3, 5, 6), (4, 3, 2, 3), dict(stride=big, padding=big, dilation=big)),
+        ((1, 2, 3, 4), (3, 2, 1, 1), dict(stride=(1, big), padding=(3, big // 2))),
+        ((8, 4, 2, 2), (16, 4, 1, 1), dict(stride=big, padding=big - 1)),
+    ]:
+        x = rng.standard_normal(xs, dtype=np.float32)
+        t = bitnet_go.quantize_conv_weight(rng.standard_normal(ws, dtype=np.float32))
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        cases.append((x, t, b, kw))
+    src, dst = tmp_path / "cases.pkl", tmp_path / "outs.pkl"
+    src.write_bytes(pickle.dumps(cases))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", HUGE_RUNNER, str(src), str(dst)], env=env, timeout=60, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outs = pickle.loads(dst.read_bytes())
+    for (x, t, b, kw), res in zip(cases, outs):
+        cfg = dict(stride=kw.get("stride", 1), padding=kw.get("padding", 0), dilation=kw.get("dilation", 1), groups=1)
+        ref, ref8 = torch_float_ref(x, t, b, cfg), torch_int8_ref(x, t, b, cfg)
+        for (alg, ab), (out, kernel) in res.items():
+            what = f"{kw} {alg} ({kernel}) act_bits={ab}"
+            assert out.shape == ref.shape, what
+            if ab == 8:
+                np.testing.assert_allclose(out, ref8, rtol=1e-6, atol=0, err_msg=what)
+            else:
+                np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg=what)
+
+
+def _nonfinite_pattern(out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.isnan(out), np.isposinf(out), np.isneginf(out)
+
+
+def test_nonfinite_propagate_like_torch():
+    """With check_finite=False NaN and +-Inf propagate as in torch through every float-path kernel,
+    zero weights included (0*NaN = 0*Inf = NaN): the NaN / +Inf / -Inf pattern of the output is torch's.
+    With act_bits=8 every algorithm gives naive's result (NaN activations quantize to 0; an Inf makes
+    its sample's outputs NaN)."""
+    rng = np.random.default_rng(13)
+    nan, inf = np.float32(np.nan), np.float32(np.inf)
+    shapes = [  # x shape, weight shape, kwargs, the kernels expected
+        ((1, 1, 1, 1), (1, 1, 1, 1), {}, {"depthwise", "im2col", "naive"}),
+        ((2, 128, 2, 2), (6, 128, 1, 1), {}, {"gemm1x1", "im2col", "naive"}),  # GEMV (few positions)
+        ((1, 12, 6, 7), (9, 12, 1, 1), {}, {"gemm1x1", "im2col", "naive"}),
+        ((2, 5, 7, 8), (7, 5, 3, 3), dict(padding=1, stride=(1, 2)), {"im2col", "direct", "naive"}),
+        ((1, 8, 9, 9), (8, 4, 3, 2), dict(groups=2, stride=(2, 1), dilation=(1, 2)), {"im2col", "direct", "naive"}),
+        ((2, 6, 7, 7), (12, 1, 3, 3), dict(groups=6, padding=1), {"depthwise", "im2col", "naive"}),
+    ]
+    for xs, ws, kw, kernels in shapes:
+        wf = rng.standard_normal(ws, dtype=np.float32) * (rng.random(ws) < 0.5)  # many zero weights
+        wf[0] = 0  # and an all-zero output channel
+        t = bitnet_go.quantize_conv_weight(wf)
+        wd = torch.from_numpy(t.dequantize()).double()
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        clean = rng.standard_normal(xs, dtype=np.float32)
+        flat = clean.size
+        for vals in ([nan], [inf], [-inf], [inf, -inf], [nan, -inf]):
+            for at in (0, flat // 2, flat - 1):
+                x = clean.copy().reshape(-1)
+                for i, v in enumerate(vals):
+                    x[min(at + i * xs[3], flat - 1)] = v
+                x = x.reshape(xs)
+                ref = F.conv2d(torch.from_numpy(x).double(), wd, torch.from_numpy(b).double(), **kw).numpy()
+                want = _nonfinite_pattern(ref)
+                seen = set()
+                naive8 = _conv._conv2d(x, t, b, act_bits=8, algorithm="naive", check_finite=False, **kw)[0]
+                for alg in ("auto", "naive", "im2col", "direct", "lut"):
+                    for ab in (None, 8):
+                        if alg == "lut" and ab is None:
+                            continue
+                        out, kernel = _conv._conv2d(x, t, b, act_bits=ab, algorithm=alg, check_finite=False, **kw)
+                        what = f"{xs} {ws} {kw} values {vals} at {at}: {alg} ({kernel}) act_bits={ab}"
+                        if ab == 8:
+                            np.testing.assert_array_equal(out, naive8, err_msg=what)
+                            continue
+                        seen.add(kernel)
+                        for name, g, w in zip(("NaN", "+Inf", "-Inf"), _nonfinite_pattern(out), want):
+                            assert np.array_equal(g, w), f"{what}: {name} at {np.argwhere(g != w)[:5].tolist()}"
+                assert seen == kernels, (xs, ws, seen)
+    # the int8 path's documented semantics, on naive itself
+    x = rng.standard_normal((2, 3, 5, 5), dtype=np.float32)
+    x[0, 1, 2, 2], x[1, 0, 0, 0] = inf, nan
+    t = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))
+    out = bitnet_go.conv2d_quantized(x, t, act_bits=8, algorithm="naive", check_finite=False)
+    assert np.isnan(out[0]).all() and np.isfinite(out[1]).all()
+    x1 = x[1:].copy()
+    x1[0, 0, 0, 0] = 0
+    np.testing.assert_array_equal(out[1:], bitnet_go.conv2d_quantized(x1, t, act_bits=8, algorithm="naive"))
+
+
+def test_abi_one_block_is_per_tensor():
+    """A weight whose single block covers the whole tensor (block_size >= its size, dividing K or not)
+    is one scale per tensor, through the C ABI (the Python layer has its own check)."""
+    from bitnet_go import _lib
+
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((2, 3, 7, 6), dtype=np.float32)
+    t = bitnet_go.quantize_i2s(rng.standard_normal((4, 3, 3, 3), dtype=np.float32), block_size=1000)
+    assert t.scales.size == 1 and t.block_size == 1000
+    cfg = dict(stride=1, padding=1, dilation=1, groups=1)
+    for bs in (1000, 108, 109):
+        for ab, alg in ((0, 0), (0, 1), (0, 2), (0, 3), (8, 0), (8, 1), (8, 2), (8, 3), (8, 6)):
+            out = np.full((2, 4, 7, 6), np.nan, np.float32)
+            _lib.call(
+                "bng_conv2d", _lib.ptr(x), 2, 3, 7, 6, _lib.ptr(t.packed), t.packed.size, _lib.ptr(t.scales), 1, bs, 0,
+                4, 3, 3, 3, None, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, ab, alg, 1, _lib.ptr(out), 7, 6, out.size, None,
+            )  # fmt: skip
+            if ab == 8:
+                np.testing.assert_allclose(out, torch_int8_ref(x, t, None, cfg), rtol=1e-6, atol=0)
+            else:
+                np.testing.assert_allclose(out, torch_float_ref(x, t, None, cfg), rtol=1e-5, atol=1e-5)

@@ -87,7 +87,8 @@ func Plan(req Algo, d *Dims) (Algo, error) {
 
 // Weights is a ternary weight as the C ABI passes it: the packed codes of the
 // flattened (O, C/groups, kH, kW) tensor and one float32 scale per BlockSize
-// consecutive elements (BlockSize 0: one scale for the tensor).
+// consecutive elements (BlockSize 0, or at least the tensor's size: one
+// scale for the tensor).
 type Weights struct {
 	Packed    []byte
 	Scales    []float32
@@ -208,14 +209,16 @@ func Conv2D(d Dims, x []float32, w Weights, bias []float32, out []float32, opt O
 		acts.quantize(&d, x)
 		return kind, runLUT(&d, src, acts, sc, out)
 	}
-	return kind, run(kind, &d, x, acts, w, sc, out, gemm.Current())
+	return kind, run(kind, &d, x, acts, w, sc, out, gemm.Current(), opt.CheckFinite)
 }
 
 // run executes one kernel, with the activation scales acts (int8 path; run
 // quantizes x with them unless the implicit GEMM does) or on x (acts nil:
 // float32 path); tests call it to run a kernel the planner would not pick
-// (the general direct kernel on a depthwise shape, for instance).
-func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out []float32, ks *gemm.Kernels) error {
+// (the general direct kernel on a depthwise shape, for instance). finite
+// says that x was checked to hold no NaN or Inf.
+func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out []float32, ks *gemm.Kernels,
+	finite bool) error {
 	act8 := acts != nil
 	asGEMV := kind == Pointwise && useGEMV(d, sc)
 	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, ks)
@@ -253,17 +256,20 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		} else {
 			gemmConv(d, a, x, nil, sc, out, kind == Pointwise, ks.NRF32, microFn[float32, float32](ks.F32), nil, foldF32)
 		}
-	case Direct:
-		if act8 {
-			direct(d, a, acts.q, acts, sc, out, foldI32)
-		} else {
-			direct(d, a, x, nil, sc, out, foldF32)
-		}
-	case Depthwise:
-		if act8 {
-			depthwise(d, a, acts.q, acts, sc, out, foldI32)
-		} else {
-			depthwise(d, a, x, nil, sc, out, foldF32)
+	case Direct, Depthwise:
+		// The direct kernels skip zero weights, which add nothing to
+		// finite sums but must turn NaN and Inf into NaN (0*x): they skip
+		// them when x is known finite (int8 values always are).
+		skip := act8 || finite || firstNonFinite(x) < 0
+		switch {
+		case kind == Direct && act8:
+			direct(d, a, acts.q, acts, sc, out, foldI32, skip)
+		case kind == Direct:
+			direct(d, a, x, nil, sc, out, foldF32, skip)
+		case act8:
+			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip)
+		default:
+			depthwise(d, a, x, nil, sc, out, foldF32, skip)
 		}
 	default:
 		return errs.Runtime("conv: no kernel for algorithm %d", int32(kind))
@@ -282,6 +288,9 @@ type scaler struct {
 
 func newScaler(d *Dims, w Weights, bias []float32) (*scaler, error) {
 	bs := w.BlockSize
+	if bs > 0 && ternary.NumBlocks(d.WLen, bs) == 1 {
+		bs = 0 // one block covers the tensor: one scale, whatever K
+	}
 	if bs < 0 || (bs > 0 && d.K%bs != 0) {
 		return nil, errs.Value("weight: block_size=%d must be None (one scale) or divide K = C/groups*kH*kW = %d "+
 			"(block_size=K is one scale per output channel); valid block sizes: %s", bs, d.K, divisors(d.K))
@@ -413,7 +422,7 @@ func actScales(d *Dims, x []float32) *activations {
 	maxes := make([]float32, d.N*pieces)
 	bads := make([]int, d.N*pieces)
 	par.Run(chunks, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
+		for i := lo; i < hi && !par.Stopped(); i++ {
 			a, b := span(i)
 			m, bad := ternary.MaxAbs(x[a:b])
 			maxes[i], bads[i] = m, bad
@@ -463,7 +472,7 @@ func (acts *activations) quantize(d *Dims, x []float32) {
 	acts.q, acts.buf = asInt8(qb), h
 	chunks, pieces, span := actPieces(d)
 	par.Run(chunks, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
+		for i := lo; i < hi && !par.Stopped(); i++ {
 			a, b := span(i)
 			quant(acts.q[a:b], x[a:b], acts.a[i/pieces])
 		}
@@ -477,8 +486,12 @@ func quantizeActs(d *Dims, x []float32) *activations {
 	return acts
 }
 
-// actPiece is the most values of one quantizeActs piece.
-const actPiece = 1 << 15
+// actPiece is the most values of one quantizeActs piece, finitePiece of
+// one step of firstNonFinite.
+const (
+	actPiece    = 1 << 15
+	finitePiece = 1 << 16
+)
 
 // quant8 is clamp(round_half_even(v*a), -128, 127), with NaN -> 0 (see
 // gemm.Quant8; the kernel sets' QuantI8 apply it to slices).
@@ -509,15 +522,19 @@ func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32
 }
 
 // firstNonFinite returns the index of the first NaN or ±Inf, or -1; the scan
-// is parallel (ternary.MaxAbs: SIMD where a family is in use) and the
+// is parallel (ternary.MaxAbs: SIMD where a family is in use), by pieces
+// of finitePiece values (checking par.Stopped between them), and the
 // earliest chunk's hit wins.
 func firstNonFinite(x []float32) int {
-	chunks := par.Chunks(len(x), 1<<16)
+	chunks := par.Chunks(len(x), finitePiece)
 	hits := make([]int, len(chunks)-1)
 	par.Run(chunks, func(c, lo, hi int) {
 		hits[c] = -1
-		if _, i := ternary.MaxAbs(x[lo:hi]); i >= 0 {
-			hits[c] = lo + i
+		for p := lo; p < hi && !par.Stopped(); p += finitePiece {
+			if _, i := ternary.MaxAbs(x[p:min(hi, p+finitePiece)]); i >= 0 {
+				hits[c] = p + i
+				return
+			}
 		}
 	})
 	for _, h := range hits {

@@ -233,7 +233,7 @@ func runKind(t testing.TB, tc *testCase, kind Algo, act8 bool, ks *gemm.Kernels)
 		acts = quantizeActs(&tc.d, tc.x)
 		defer acts.release()
 	}
-	if err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, ks); err != nil {
+	if err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, ks, false); err != nil {
 		t.Fatalf("%v %v: %v", tc, kind, err)
 	}
 	return out
@@ -589,5 +589,49 @@ func TestMaxKKeepsInt32Exact(t *testing.T) {
 	over.C, over.WC = MaxK+1, MaxK+1
 	if _, err := over.Check(); err == nil {
 		t.Fatal("K=MaxK+1 accepted")
+	}
+}
+
+// TestOneBlockIsPerTensor: a block size at least the weight's size is one
+// scale for the tensor (whether or not it divides K) and gives the
+// per-tensor results on every kernel; blocks that cut the tensor must
+// still divide K.
+func TestOneBlockIsPerTensor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	s := Shape{N: 2, C: 3, H: 7, W: 6, O: 4, WC: 3, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 2,
+		PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}
+	tc := newCase(t, rng, s, 0, true) // K = 27, 108 values, one scale
+	d := &tc.d
+	for _, c := range []struct {
+		bs   int
+		want string // error, "" for the per-tensor result
+	}{
+		{0, ""}, {108, ""}, {109, ""}, {1000, ""}, {1 << 40, ""},
+		{54, "block_size=54 must be None"}, {5, "block_size=5 must be None"}, {-1, "block_size=-1 must be None"},
+	} {
+		w := tc.w
+		w.BlockSize = c.bs
+		for _, req := range []Algo{Auto, Naive, Im2col, Direct, LUT} {
+			for _, bits := range []int{0, 8} {
+				if req == LUT && bits == 0 {
+					continue
+				}
+				got, want := make([]float32, d.OutLen), make([]float32, d.OutLen)
+				_, err := Conv2D(*d, tc.x, w, tc.bias, got, Options{Algo: req, ActBits: bits})
+				if c.want != "" {
+					if err == nil || !strings.Contains(err.Error(), c.want) {
+						t.Errorf("block size %d %v act%d: err %v, want %q", c.bs, req, bits, err, c.want)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("block size %d %v act%d: %v", c.bs, req, bits, err)
+				}
+				if _, err := Conv2D(*d, tc.x, tc.w, tc.bias, want, Options{Algo: req, ActBits: bits}); err != nil {
+					t.Fatal(err)
+				}
+				checkExact(t, fmt.Sprintf("block size %d %v act%d", c.bs, req, bits), got, want)
+			}
+		}
 	}
 }

@@ -9,13 +9,22 @@ import (
 // (elements, per worker).
 const directTile = 1 << 14
 
-// addRow adds (plus) or subtracts the input values x[start], x[start+stride],
-// ... to the len(dst) sums of dst: a ternary weight's contribution to a run of
-// outputs of one row.
-func addRow[T elem, A accum](dst []A, x []T, start, stride int, plus bool) {
+// addRow adds w (-1, 0 or +1) times the input values x[start],
+// x[start+stride], ... to the len(dst) sums of dst: a ternary weight's
+// contribution to a run of outputs of one row. For w = 0 it adds 0*x, which
+// changes nothing but NaN and ±Inf (0*NaN = 0*Inf = NaN, as in torch): the
+// kernels skip zero weights where x is known finite.
+func addRow[T elem, A accum](dst []A, x []T, start, stride int, w int8) {
 	if len(dst) == 0 {
 		return
 	}
+	if w == 0 {
+		for i := range dst {
+			dst[i] += A(x[start+i*stride]) * 0
+		}
+		return
+	}
+	plus := w > 0
 	if stride == 1 {
 		xs := x[start : start+len(dst)]
 		if plus {
@@ -44,9 +53,11 @@ func addRow[T elem, A accum](dst []A, x []T, start, stride int, plus bool) {
 // depthwise is the direct kernel for groups == C (one input channel per
 // group; O/C output channels per input channel). Units are (sample, output
 // channel, band of output rows); for each nonzero weight it adds or subtracts
-// a shifted, strided window of the input plane into the band's sums.
+// a shifted, strided window of the input plane into the band's sums; zero
+// weights are skipped when skipZero (src holds no NaN or Inf), else added
+// as 0*x.
 func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
-	fold foldFn[A]) {
+	fold foldFn[A], skipZero bool) {
 	np := gemm.Panels(d.Og)
 	rows := max(1, min(d.Ho, directTile/d.Wo))
 	bands := ceilDivPos(d.Ho, rows)
@@ -54,7 +65,7 @@ func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations
 	par.Run(par.Chunks(d.N*d.O*bands, 1), func(_, lo, hi int) {
 		acc := make([]A, rows*d.Wo)
 		wk := make([]int8, d.K)
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			o := u / bands % d.O
 			n := u / (bands * d.O)
@@ -76,7 +87,7 @@ func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations
 				clear(sums)
 				for k := b * sc.bl; k < (b+1)*sc.bl; k++ {
 					w := wk[k]
-					if w == 0 {
+					if w == 0 && skipZero {
 						continue
 					}
 					offW := k%d.KW*d.DilW - d.PadL
@@ -85,7 +96,7 @@ func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations
 					ohLo, ohHi := validRange(d.Ho, d.H, d.StrideH, offH)
 					for oh := max(oh0, ohLo); oh < min(oh1, ohHi); oh++ {
 						ih := oh*d.StrideH + offH
-						addRow(sums[(oh-oh0)*d.Wo:][owLo:owHi], plane[ih*d.W:][:d.W], owLo*d.StrideW+offW, d.StrideW, w > 0)
+						addRow(sums[(oh-oh0)*d.Wo:][owLo:owHi], plane[ih*d.W:][:d.W], owLo*d.StrideW+offW, d.StrideW, w)
 					}
 				}
 				fold(sc, dst, sums, o, b, a)
@@ -97,9 +108,10 @@ func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations
 // direct is the general direct kernel: no column buffer. Units are (sample,
 // group, A panel of MR output channels, band of output rows); for each k it
 // decodes the panel byte (four weights) once and adds or subtracts the
-// shifted input rows into the sums of the channels whose weight is nonzero.
+// shifted input rows into the sums of the channels whose weight is nonzero
+// (every channel unless skipZero: see depthwise).
 func direct[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
-	fold foldFn[A]) {
+	fold foldFn[A], skipZero bool) {
 	np := gemm.Panels(d.Og)
 	rows := max(1, min(d.Ho, directTile/(gemm.MR*d.Wo)))
 	bands := ceilDivPos(d.Ho, rows)
@@ -107,7 +119,7 @@ func direct[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, s
 	khw := d.KH * d.KW
 	par.Run(par.Chunks(d.N*d.Groups*np*bands, 1), func(_, lo, hi int) {
 		acc := make([]A, gemm.MR*rows*d.Wo)
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			i := u / bands % np
 			g := u / (bands * np) % d.Groups
@@ -126,8 +138,11 @@ func direct[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, s
 			for b := range sc.nb {
 				clear(sums)
 				for k := b * sc.bl; k < (b+1)*sc.bl; k++ {
+					if par.Stopped() { // a unit runs K steps of up to 16K adds
+						return
+					}
 					code := panel[k]
-					if code == gemm.ZeroByte {
+					if code == gemm.ZeroByte && skipZero {
 						continue
 					}
 					w4 := gemm.Weights(code)
@@ -141,8 +156,8 @@ func direct[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, s
 						xrow := plane[(oh*d.StrideH+offH)*d.W:][:d.W]
 						base := (oh - oh0) * d.Wo
 						for r, w := range w4[:valid] {
-							if w != 0 {
-								addRow(sums[r*span+base:][owLo:owHi], xrow, owLo*d.StrideW+offW, d.StrideW, w > 0)
+							if w != 0 || !skipZero {
+								addRow(sums[r*span+base:][owLo:owHi], xrow, owLo*d.StrideW+offW, d.StrideW, w)
 							}
 						}
 					}

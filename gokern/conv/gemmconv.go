@@ -99,7 +99,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 		buf := make([]T, p.bufElems)
 		t := make([]A, p.tElems)
 		var prepped []T
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
 			p0 := tile * p.nTile
 			cols := min(p.nTile, d.P-p0)
@@ -114,6 +114,9 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 			for b := range sc.nb {
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
 				for k0 := kb0; k0 < kb1; k0 += p.kcCap {
+					if par.Stopped() { // a unit runs K/kcCap chunks
+						return
+					}
 					kc := min(p.kcCap, kb1-k0)
 					bb := buf[:npn*kc*nr]
 					packB(bb, xs, d, pointwise, g, k0, kc, p0, cols, nr)
@@ -194,22 +197,23 @@ func copySmall[T elem](dst, src []T) {
 	}
 }
 
-// im2colSource returns the input as packIm2col reads it: x itself for a
-// column stride of 1 (every pointwise shape); otherwise a copy with every row (W values) grouped by
-// column phase modulo the stride, [x0, xs, x2s, ..., x1, x1+s, ...], so that
-// the columns ow*s+off of one kernel column are one contiguous run.
+// im2colSource returns the input as packIm2col reads it: x itself when
+// the phase order is the identity (phased false: every pointwise shape);
+// otherwise a copy with every row (W values) grouped by column phase modulo
+// the stride, [x0, xs, x2s, ..., x1, x1+s, ...], so that the columns
+// ow*s+off of one kernel column are one contiguous run.
 func im2colSource[T elem](d *Dims, x []T) []T {
-	s, w := d.StrideW, d.W
-	if s == 1 {
+	if !phased(d) {
 		return x
 	}
+	s, w := d.StrideW, d.W
 	dst := make([]T, len(x))
 	rows := len(x) / w
 	par.Run(par.ChunksWork(rows, w), func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
+		for r := lo; r < hi && !par.Stopped(); r++ {
 			src, out := x[r*w:][:w], dst[r*w:][:w]
 			i := 0
-			for ph := range s {
+			for ph := range s { // s < w (phased)
 				for c := ph; c < w; c += s {
 					out[i] = src[c]
 					i++
@@ -219,6 +223,11 @@ func im2colSource[T elem](d *Dims, x []T) []T {
 	})
 	return dst
 }
+
+// phased reports whether im2colSource reorders the rows of d's input: for
+// a column stride of 1, and for one of at least W (each phase then holds
+// at most one column, in order), the phase order is the identity.
+func phased(d *Dims) bool { return d.StrideW > 1 && d.StrideW < d.W }
 
 // phasePos returns where column iw of a row of w values sits in the row's
 // phase order for stride s (im2colSource): after the ceil((w-r)/s) values of
@@ -241,7 +250,7 @@ func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr in
 	khw := d.KH * d.KW
 	hw := d.H * d.W
 	npn := ceilDivPos(cols, nr)
-	sw := d.StrideW
+	sw, ph := d.StrideW, phased(d)
 	for kk := range kc {
 		k := k0 + kk
 		c, r := k/khw, k%khw
@@ -262,9 +271,9 @@ func packIm2col[T elem](dst []T, xs []T, d *Dims, cbase, k0, kc, p0, cols, nr in
 			}
 			row := plane[ih*d.W:][:d.W]
 			zeroRun(dst, &pc, lo-ow0)
-			st := lo + offW
-			if sw > 1 {
-				st = phasePos(lo*sw+offW, d.W, sw)
+			st := lo*sw + offW
+			if ph {
+				st = phasePos(st, d.W, sw)
 			}
 			copyRun(dst, &pc, row[st:st+hi-lo])
 			zeroRun(dst, &pc, ow1-hi)

@@ -21,6 +21,7 @@ import (
 const (
 	gemvMaxP      = 8
 	gemvBlockCols = 16
+	gemvRows      = 64 // rows per kernel call (par.Stopped is checked between calls)
 )
 
 // useGEMV reports whether the pointwise shape d with scale blocks sc runs as
@@ -63,7 +64,8 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 	if d.P > 1 {
 		col = make([]T, k)
 	}
-	for j := range cols {
+	for j := range cols { // outside par.Run: par.Check per column
+		par.Check()
 		n, p := j/d.P, j%d.P
 		x := src[n*k*d.P:][:k*d.P]
 		if d.P > 1 {
@@ -81,6 +83,7 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 	xsum := make([]A, sc.nb*cols)
 	if sum != nil {
 		for b := range sc.nb {
+			par.Check()
 			for j := range cols {
 				xsum[b*cols+j] = sum(xt[j*ldx+b*sc.bl:][:sc.bl])
 			}
@@ -94,14 +97,22 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
 			for b := range sc.nb {
-				w0 := lo*k + b*sc.bl
-				if !kern(packed[w0/4:], k/4, xt[j0*ldx+b*sc.bl:], sc.bl, ldx, xsum[b*cols+j0:][:nc], res[:(hi-lo)*nc]) {
-					for o := lo; o < hi && bad[ci] < 0; o++ {
-						if gemm.Code3(packed[o*k/4:(o+1)*k/4]) >= 0 {
-							bad[ci] = o
-						}
+				// gemvRows rows per kernel call: a step between checks
+				// of par.Stopped.
+				for r0 := lo; r0 < hi; r0 += gemvRows {
+					if par.Stopped() {
+						return
 					}
-					return
+					r1 := min(hi, r0+gemvRows)
+					w0 := r0*k + b*sc.bl
+					if !kern(packed[w0/4:], k/4, xt[j0*ldx+b*sc.bl:], sc.bl, ldx, xsum[b*cols+j0:][:nc], res[(r0-lo)*nc:(r1-lo)*nc]) {
+						for o := lo; o < hi && bad[ci] < 0; o++ {
+							if gemm.Code3(packed[o*k/4:(o+1)*k/4]) >= 0 {
+								bad[ci] = o
+							}
+						}
+						return
+					}
 				}
 				for o := lo; o < hi; o++ {
 					r := res[(o-lo)*nc:][:nc]

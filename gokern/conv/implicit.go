@@ -36,7 +36,7 @@ type implicitGeom struct {
 func newImplicitGeom(d *Dims) implicitGeom {
 	g := implicitGeom{hp: d.H + d.PadT + d.PadB, wp: d.W + d.PadL + d.PadR, cg4: roundUp(d.Cg, 4)}
 	g.cp = d.Groups * g.cg4
-	g.per = g.hp * g.wp * g.cp
+	g.per = g.hp * g.wp * g.cp // may overflow where useImplicit is false
 	return g
 }
 
@@ -49,9 +49,12 @@ func useImplicit(d *Dims, sc *scaler, ks *gemm.Kernels) bool {
 	if ks.Implicit == nil || sc.nb != 1 || d.Depthwise() || d.N*d.P < implicitMinPix {
 		return false
 	}
+	// The padded sizes are checked with mul: with paddings near MaxDim,
+	// hp*wp*cp overflows (and may wrap to a small value).
 	g := newImplicitGeom(d)
-	padded, ok := mul(1<<62, d.N, g.per)
-	return ok && g.per < 1<<31 && padded <= 4*d.XLen+1<<20
+	per, ok := mul(1<<31-1, g.hp, g.wp, g.cp)
+	padded, ok2 := mul(1<<62, d.N, per)
+	return ok && ok2 && padded <= 4*d.XLen+1<<20
 }
 
 // implicitKernels are the kernels of the implicit GEMM: the GEMM itself and
@@ -124,7 +127,7 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 		scratch := make([]int32, gemm.ImplicitScratch)
 		var runs []sampleRun // the range's pixels per sample
 		lastR, lastG := -1, -1
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			var ob, r, gi int
 			if rangesFast {
 				r, ob, gi = u%nr, u/nr%nob, u/(nr*nob)
@@ -192,7 +195,7 @@ func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byt
 	rowLen := g.wp * g.cp
 	hw := d.H * d.W
 	par.Run(par.ChunksWork(d.N*g.hp, rowLen), func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
+		for r := lo; r < hi && !par.Stopped(); r++ {
 			n, h := r/g.hp, r%g.hp-d.PadT
 			dst := xp[r*rowLen:][:rowLen]
 			if h < 0 || h >= d.H {

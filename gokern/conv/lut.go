@@ -80,7 +80,7 @@ func newLUTWeights(d *Dims, w Weights, sc *scaler) (*lutWeights, error) {
 func packPairs(vals []int8, rows, k int, dst []byte) {
 	rb := ternary.TL1RowBytes(k)
 	par.Run(par.Chunks(rows, max(1, 1<<15/max(k, 1))), func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
+		for r := lo; r < hi && !par.Stopped(); r++ {
 			w := vals[r*k : (r+1)*k]
 			out := dst[r*rb : (r+1)*rb]
 			full := k / 4
@@ -165,7 +165,7 @@ func checkTL(d *Dims, w Weights) error {
 	chunks := par.Chunks(d.O, max(1, 1<<16/max(rb, 1)))
 	bad := make([]error, len(chunks)-1)
 	par.Run(chunks, func(c, lo, hi int) {
-		for r := lo; r < hi; r++ {
+		for r := lo; r < hi && !par.Stopped(); r++ {
 			row := w.Packed[r*rb : (r+1)*rb]
 			if w.QType == ternary.TL1 {
 				if j := checkNibbles(row, (d.K+1)/2, 8); j >= 0 {
@@ -269,7 +269,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 		npnMax := p.nTile / nr
 		acc := make([]uint64, p.rows*npnMax)
 		ti := make([]int32, p.nTile)
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
 			p0 := tile * p.nTile
 			cols := min(p.nTile, d.P-p0)
@@ -282,6 +282,9 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
 				clear(acc)
 				for k0 := kb0; k0 < kb1; k0 += p.kcL {
+					if par.Stopped() {
+						return
+					}
 					kc := min(p.kcL, kb1-k0)
 					c := (k0 - kb0) / p.kcL
 					bb := buf[:npn*kc*nr]

@@ -52,7 +52,7 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 		buf := make([]int8, nTile*min(kcL, d.K))
 		tab := make([]int16, tabLen)
 		acc := make([]int32, rowsPer*nTile)
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			mb, tile, g, n := splitUnit(u, mBlocks, nTiles, d.Groups)
 			p0 := tile * nTile
 			cols := min(nTile, d.P-p0)
@@ -65,6 +65,9 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 				kb0, kb1 := b*sc.bl, (b+1)*sc.bl
 				clear(acc)
 				for k0 := kb0; k0 < kb1; k0 += kcL {
+					if par.Stopped() {
+						return
+					}
 					kc := min(kcL, kb1-k0)
 					c := (k0 - kb0) / kcL
 					bb := buf[:npn*kc*nr]

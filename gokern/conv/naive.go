@@ -18,7 +18,7 @@ func naive(d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out [
 		return errs.Value("weight: %v", err)
 	}
 	par.For(d.N*d.O, 1, func(lo, hi int) {
-		for u := lo; u < hi; u++ {
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			n, o := u/d.O, u%d.O
 			g := o / d.Og
 			wo := wq[o*d.K:][:d.K]
@@ -33,8 +33,10 @@ func naive(d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out [
 	return nil
 }
 
+// naiveF32 and naiveI8 compute one output plane; they return early, a row
+// at a time, once the call is interrupted (par.Stopped).
 func naiveF32(d *Dims, x []float32, wo []int8, sc *scaler, dst []float32, n, o, g int) {
-	for oh := range d.Ho {
+	for oh := 0; oh < d.Ho && !par.Stopped(); oh++ {
 		for ow := range d.Wo {
 			var y, acc float32
 			k, b := 0, 0
@@ -67,7 +69,7 @@ func naiveF32(d *Dims, x []float32, wo []int8, sc *scaler, dst []float32, n, o, 
 }
 
 func naiveI8(d *Dims, q []int8, a float32, wo []int8, sc *scaler, dst []float32, n, o, g int) {
-	for oh := range d.Ho {
+	for oh := 0; oh < d.Ho && !par.Stopped(); oh++ {
 		for ow := range d.Wo {
 			var y float32
 			var acc int32

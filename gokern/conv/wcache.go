@@ -1,11 +1,14 @@
 package conv
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	"github.com/bitnet-go/bitnet_go/gokern/envvar"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -28,16 +31,38 @@ const (
 	DefaultWeightCacheMB = 256
 )
 
-var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: weightCacheBytes(os.Getenv(EnvWeightCache))}
+var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: DefaultWeightCacheMB << 20}
 
-// weightCacheBytes parses EnvWeightCache's value (a whole number of
-// megabytes; empty or malformed: the default).
-func weightCacheBytes(v string) int {
+func init() {
+	v := os.Getenv(EnvWeightCache)
+	n, err := weightCacheBytes(v)
+	s := envvar.Setting{Name: EnvWeightCache, Value: v}
+	if err != nil {
+		// A bad value must not stop the library from loading: fall back,
+		// and record why (the Python layer warns once).
+		n = DefaultWeightCacheMB << 20
+		s.Problem = err.Error() + fmt.Sprintf("; using %d", DefaultWeightCacheMB)
+	}
+	s.InEffect = int64(n >> 20)
+	envvar.Record(s)
+	layoutCache.MaxBytes = n
+}
+
+// maxWeightCacheMB bounds EnvWeightCache (larger values are taken as it).
+const maxWeightCacheMB = 1 << 20
+
+// weightCacheBytes parses EnvWeightCache's value, a whole number of
+// megabytes >= 0 (empty: the default), into bytes.
+func weightCacheBytes(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return DefaultWeightCacheMB << 20, nil
+	}
 	mb, err := strconv.Atoi(v)
 	if err != nil || mb < 0 {
-		mb = DefaultWeightCacheMB
+		return 0, errs.Value("%s must be a whole number of megabytes >= 0, got %q", EnvWeightCache, v)
 	}
-	return min(mb, 1<<20) << 20
+	return min(mb, maxWeightCacheMB) << 20, nil
 }
 
 // layoutKey identifies a weight's layout: the codes' address and length,
@@ -117,7 +142,7 @@ func implicitWeights(d *Dims, w Weights, g implicitGeom) (*weightLayout, error) 
 		l.corr = make([][gemm.ImplicitOC]int32, nb)
 		gpan := gemm.Panels(d.Og) * d.K
 		par.Run(par.ChunksWork(nb, l.blen), func(_, lo, hi int) {
-			for b := lo; b < hi; b++ {
+			for b := lo; b < hi && !par.Stopped(); b++ {
 				gemm.PackImplicit(l.blocks[b*l.blen:][:l.blen], &l.corr[b], apan[b/l.nob*gpan:][:gpan], d.Cg, khw, b%l.nob)
 			}
 		})

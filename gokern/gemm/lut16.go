@@ -86,6 +86,12 @@ type LUT16Kernels struct {
 
 var lut16Kernels = map[cpu.Family]*LUT16Kernels{}
 
+// The choice is recorded as "conv_lut" at start-up, as SelectKernels
+// records "conv_gemm", so that cpu.Kernels lists it before any LUT
+// convolution runs (lut16Kernels is filled by the families' variable
+// initialisers, which run before any init function).
+func init() { LUT16() }
+
 // LUT16 returns the wide LUT kernels of the best usable family, or nil when
 // none is (generic only: use the 2-column kernels of lut.go). It consults
 // cpu.Pick on every call, so cpu.Override takes effect at once, and records
