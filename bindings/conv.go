@@ -85,7 +85,7 @@ func bng_conv2d(x *C.float, n, c, h, w C.int64_t,
 		if err != nil {
 			return err
 		}
-		if blockSize < 0 || int64(blockSize) > int64(conv.MaxK) {
+		if blockSize < 0 {
 			return errs.Value("weight: block_size must be 0 (one scale) or a divisor of K = %d, got %d", d.K, int64(blockSize))
 		}
 		wts := conv.Weights{Packed: ps, Scales: ss, BlockSize: int(blockSize), QType: ternary.QType(qtype)}
