@@ -10,20 +10,23 @@ static struct sigaction bng_prev;             // the handler chained to (Python'
 static volatile sig_atomic_t bng_in_handler;  // breaks a cycle of handlers that chain to each other
 static pthread_mutex_t bng_sig_mu = PTHREAD_MUTEX_INITIALIZER;
 
+// The previous handler runs first and the count is taken after it: once Go
+// sees the count change and the call returns, Python has already marked the
+// signal pending, so it raises KeyboardInterrupt as the call returns instead
+// of running it again.
 static void bng_on_sigint(int sig, siginfo_t *info, void *ctx) {
-	__atomic_add_fetch(&bng_sigint_count, 1, __ATOMIC_SEQ_CST);
-	if (bng_in_handler) {
-		return;
-	}
-	bng_in_handler = 1;
-	if (bng_prev.sa_flags & SA_SIGINFO) {
-		if (bng_prev.sa_sigaction != NULL) {
-			bng_prev.sa_sigaction(sig, info, ctx);
+	if (!bng_in_handler) {
+		bng_in_handler = 1;
+		if (bng_prev.sa_flags & SA_SIGINFO) {
+			if (bng_prev.sa_sigaction != NULL) {
+				bng_prev.sa_sigaction(sig, info, ctx);
+			}
+		} else if (bng_prev.sa_handler != SIG_DFL && bng_prev.sa_handler != SIG_IGN && bng_prev.sa_handler != NULL) {
+			bng_prev.sa_handler(sig);
 		}
-	} else if (bng_prev.sa_handler != SIG_DFL && bng_prev.sa_handler != SIG_IGN && bng_prev.sa_handler != NULL) {
-		bng_prev.sa_handler(sig);
+		bng_in_handler = 0;
 	}
-	bng_in_handler = 0;
+	__atomic_add_fetch(&bng_sigint_count, 1, __ATOMIC_SEQ_CST);
 }
 
 static int bng_is_ours(const struct sigaction *sa) {
