@@ -210,7 +210,7 @@ class TernaryTensor:
                    [ 0,  0, -1]], dtype=int8)
             >>> TernaryTensor._make("i2_s", (3,), None, None, np.zeros(31, np.uint8), np.ones(1, np.float32))
             Traceback (most recent call last):
-            ValueError: packed must be a 1-D C-contiguous uint8 array of 32 bytes (i2_s, 3 values, ...), got shape (31,)
+            ValueError: packed must be a 1-D ... uint8 array of 32 bytes (i2_s, 3 values, rows=1), got shape (31,)
         """
         fields = _check_fields(qtype, shape, block_size, method, packed, scales)
         qtype, shape, block_size, method, packed, scales = fields
@@ -552,15 +552,18 @@ def _check_fields(
 def _check_host(a: np.ndarray, name: str, dtype: np.dtype, size: int, what: Callable[[int], str], i: int) -> np.ndarray:
     if type(a) is not np.ndarray:
         a = a.view(np.ndarray)  # a subclass's overrides play no part
-    if a.dtype == dtype and a.ndim == 1 and a.flags.c_contiguous and a.size == size:
+    f = a.flags
+    if a.dtype == dtype and a.ndim == 1 and f.c_contiguous and f.aligned and a.size == size:
         return a
-    expect = f"{name} must be a 1-D C-contiguous {dtype} array of {what(i)}"
+    expect = f"{name} must be a 1-D C-contiguous aligned {dtype} array of {what(i)}"
     if a.dtype != dtype:
         raise TypeError(f"{expect}, got dtype {a.dtype}")
     if a.ndim != 1:
         raise ValueError(f"{expect}, got shape {a.shape}")
-    if not a.flags.c_contiguous:
+    if not f.c_contiguous:
         raise ValueError(f"{expect}, got strides {a.strides}")
+    if not f.aligned:
+        raise ValueError(f"{expect}, got an unaligned array (address {a.ctypes.data:#x})")
     raise ValueError(f"{expect}, got shape {a.shape}")
 
 
