@@ -41,7 +41,12 @@ func bng_quantize_i2s(x *C.float, n C.int64_t, blockSize C.int64_t, method C.int
 
 // bng_packed_len writes into *out the number of bytes that n values in rows
 // rows (the first dimension; 1 for rank 0 or 1) take in format qtype
-// (0 i2_s, 1 tl1, 2 tl2).
+// (0 i2_s, 1 tl1, 2 tl2). n must be in [1, 2^60] and rows in [1, n],
+// dividing n, for every format.
+//
+// The counts of bng_unpack, bng_pack and bng_dequantize are checked the same
+// way (ternary.PackedLenQ, before any loop), and their packed_len must equal
+// this length exactly.
 //
 //export bng_packed_len
 func bng_packed_len(qtype C.int32_t, n C.int64_t, rows C.int64_t, out *C.int64_t,
@@ -49,9 +54,6 @@ func bng_packed_len(qtype C.int32_t, n C.int64_t, rows C.int64_t, out *C.int64_t
 	return guard(errbuf, errcap, func() error {
 		o, err := view[int64](unsafe.Pointer(out), 1, "out")
 		if err != nil {
-			return err
-		}
-		if err := ternary.CheckSizes(int(n), 0); err != nil {
 			return err
 		}
 		l, err := ternary.PackedLenQ(ternary.QType(qtype), int(n), int(rows))

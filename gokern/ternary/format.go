@@ -98,11 +98,15 @@ func Code(q int8) byte { return byte(q + 1) }
 
 // Unpack writes the ternary values of the first len(out) positions of packed.
 // A code 3 (never written by Quantize or Pack) is a ValueError naming its
-// position.
+// position, and so is a code other than 1 in the padding of a short last
+// group (see checkPadding).
 func Unpack(packed []byte, out []int8) error {
 	n := len(out)
 	if len(packed) < PackedLen(n) {
 		return errs.Value("packed has %d bytes, %d values need %d", len(packed), n, PackedLen(n))
+	}
+	if err := checkPadding(packed, n); err != nil {
+		return err
 	}
 	return forGroups(n, func(lo, hi int) error {
 		for p := lo; p < hi; p++ {
@@ -118,7 +122,8 @@ func Unpack(packed []byte, out []int8) error {
 }
 
 // Dequantize writes value*scale for the first len(out) positions of packed,
-// with one scale per blockSize values (blockSize 0: one scale).
+// with one scale per blockSize values (blockSize 0: one scale). Invalid codes
+// and padding are ValueErrors, as in Unpack.
 func Dequantize(packed []byte, blockSize int, scales []float32, out []float32) error {
 	n := len(out)
 	if err := CheckSizes(n, blockSize); err != nil {
@@ -126,6 +131,9 @@ func Dequantize(packed []byte, blockSize int, scales []float32, out []float32) e
 	}
 	if len(packed) < PackedLen(n) {
 		return errs.Value("packed has %d bytes, %d values need %d", len(packed), n, PackedLen(n))
+	}
+	if err := checkPadding(packed, n); err != nil {
+		return err
 	}
 	nb := NumBlocks(n, blockSize)
 	if len(scales) != nb {
@@ -181,6 +189,21 @@ func Pack(values []int8, packed []byte) error {
 		packed[b] |= Code(q) << sh
 	}
 	padTail(packed, n)
+	return nil
+}
+
+// checkPadding returns a ValueError when a position of the last group past
+// n (there are none when 128 divides n) holds a code other than 1, the
+// padding Quantize, Pack and bitnet.cpp write: the bytes then are not an I2_S
+// tensor of n values. packed holds at least PackedLen(n) bytes.
+func checkPadding(packed []byte, n int) error {
+	for p := n; p&(GroupValues-1) != 0; p++ {
+		b, sh := slot(p)
+		if c := packed[b] >> sh & 3; c != 1 {
+			return errs.Value("invalid I2_S padding: code %d at position %d (byte %d), past the %d values, "+
+				"where a short last group holds code 1", c, p, b, n)
+		}
+	}
 	return nil
 }
 

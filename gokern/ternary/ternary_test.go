@@ -1,6 +1,7 @@
 package ternary
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -251,8 +252,8 @@ func TestBadInput(t *testing.T) {
 	if err := Unpack([]byte{0xff}, make([]int8, 1)); err == nil {
 		t.Fatal("short packed accepted by Unpack")
 	}
-	bad := make([]byte, 32)
-	bad[0] = 0xC0 // code 3 at position 0
+	bad := bytes.Repeat([]byte{padByte}, 32) // code 1 everywhere: value 0 and valid padding
+	bad[0] = 0xD5                            // code 3 at position 0 (top lane), padding code 1 below
 	if err := Unpack(bad, make([]int8, 1)); err == nil || !strings.Contains(err.Error(), "code 3") {
 		t.Fatalf("code 3: %v", err)
 	}
@@ -415,4 +416,78 @@ func disableAbove(fam cpu.Family) string {
 		off = append(off, string(f))
 	}
 	return strings.Join(off, ",")
+}
+
+// The padding of a short last I2_S group must hold code 1: Unpack, Dequantize
+// and their Q forms reject anything else, and Quantize and Pack write it
+// whatever the buffer held.
+func TestPadding(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int
+		pos     int  // padding position to spoil; -1: none
+		code    byte // code written there
+		wantSub string
+	}{
+		{"n=1 code 0 right after", 1, 1, 0, "code 0 at position 1"},
+		{"n=1 code 2 last", 1, 127, 2, "code 2 at position 127"},
+		{"n=1 code 3 other lane", 1, 33, 3, "code 3 at position 33"},
+		{"n=100 code 0", 100, 100, 0, "code 0 at position 100"},
+		{"n=129 second group", 129, 200, 2, "code 2 at position 200"},
+		{"n=127 only padding slot", 127, 127, 0, "code 0 at position 127"},
+		{"n=100 valid", 100, -1, 0, ""},
+		{"n=128 no padding", 128, -1, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := make([]int8, tc.n)
+			for i := range vals {
+				vals[i] = int8(i%3) - 1
+			}
+			packed := bytes.Repeat([]byte{0xff}, PackedLen(tc.n)) // garbage Pack must overwrite
+			if err := Pack(vals, packed); err != nil {
+				t.Fatal(err)
+			}
+			if err := checkPadding(packed, tc.n); err != nil {
+				t.Fatalf("Pack wrote bad padding: %v", err)
+			}
+			if tc.pos >= 0 {
+				b, sh := slot(tc.pos)
+				packed[b] = packed[b]&^(3<<sh) | tc.code<<sh
+			}
+			check := func(what string, err error) {
+				t.Helper()
+				switch {
+				case tc.wantSub == "" && err != nil:
+					t.Fatalf("%s: %v", what, err)
+				case tc.wantSub != "" && (err == nil || !strings.Contains(err.Error(), tc.wantSub)):
+					t.Fatalf("%s: err = %v, want it to mention %q", what, err, tc.wantSub)
+				}
+			}
+			got := make([]int8, tc.n)
+			check("Unpack", Unpack(packed, got))
+			check("UnpackQ", UnpackQ(I2S, packed, 1, got))
+			out := make([]float32, tc.n)
+			check("Dequantize", Dequantize(packed, 0, []float32{1}, out))
+			check("DequantizeQ", DequantizeQ(I2S, packed, 1, 0, []float32{1}, out))
+			if tc.wantSub == "" && fmt.Sprint(got) != fmt.Sprint(vals) {
+				t.Fatalf("values %v, want %v", got, vals)
+			}
+		})
+	}
+	// Quantize writes code 1 past n whatever the buffer held.
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{1, 31, 33, 100, 127, 129, 1000} {
+		for _, bs := range []int{0, 7, 64} {
+			for _, m := range []Method{AbsMean, AbsMax} {
+				packed := bytes.Repeat([]byte{0xff}, PackedLen(n))
+				if err := Quantize(randTensor(r, n), bs, m, true, packed, make([]float32, NumBlocks(n, bs))); err != nil {
+					t.Fatal(err)
+				}
+				if err := checkPadding(packed, n); err != nil {
+					t.Fatalf("Quantize n=%d bs=%d %v: %v", n, bs, m, err)
+				}
+			}
+		}
+	}
 }

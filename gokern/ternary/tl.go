@@ -50,10 +50,15 @@ func (q QType) String() string {
 	return "unknown"
 }
 
-// checkRowsK returns K of the rows x K view of n elements, checking rows.
+// checkRowsK returns K of the rows x K view of n elements: n must be in
+// [1, MaxElements] and rows in [1, n], dividing n (every format, I2_S too, so
+// that a count that makes no tensor fails before any loop runs over it).
 func checkRowsK(n, rows int) (int, error) {
-	if rows < 1 || n%rows != 0 {
-		return 0, errs.Value("rows must be >= 1 and divide the %d elements, got %d", n, rows)
+	if n < 1 || n > MaxElements {
+		return 0, errs.Value("n (the number of values) must be between 1 and %d, got %d", MaxElements, n)
+	}
+	if rows < 1 || rows > n || n%rows != 0 {
+		return 0, errs.Value("rows must be between 1 and n = %d and divide it, got %d", n, rows)
 	}
 	return n / rows, nil
 }
@@ -71,22 +76,25 @@ func TL2RowBytes(k int) int {
 	return b
 }
 
-// PackedLenQ is the number of packed bytes of n values in rows rows.
+// PackedLenQ is the number of packed bytes of n values in rows rows (see
+// checkRowsK for the counts it accepts). It is the one statement of the
+// packed lengths: the C ABI's bng_packed_len and every check of a packed
+// buffer's length use it.
 func PackedLenQ(q QType, n, rows int) (int, error) {
+	if q != I2S && q != TL1 && q != TL2 {
+		return 0, errs.Value("qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(q))
+	}
+	k, err := checkRowsK(n, rows)
+	if err != nil {
+		return 0, err
+	}
 	switch q {
-	case I2S:
-		return PackedLen(n), nil
-	case TL1, TL2:
-		k, err := checkRowsK(n, rows)
-		if err != nil {
-			return 0, err
-		}
-		if q == TL1 {
-			return rows * TL1RowBytes(k), nil
-		}
+	case TL1:
+		return rows * TL1RowBytes(k), nil
+	case TL2:
 		return rows * TL2RowBytes(k), nil
 	}
-	return 0, errs.Value("unknown qtype %d", q)
+	return PackedLen(n), nil
 }
 
 func pairIndex(w0, w1 int8) byte { return byte(3*w0 + w1 + 4) }
@@ -240,10 +248,17 @@ func UnpackQ(q QType, src []byte, rows int, values []int8) error {
 // DequantizeQ writes value*scale for the values held in src (format q, rows
 // x K), one scale per blockSize values of the flattened tensor (0: one).
 func DequantizeQ(q QType, src []byte, rows, blockSize int, scales []float32, out []float32) error {
+	n := len(out)
+	want, err := PackedLenQ(q, n, rows)
+	if err != nil {
+		return err
+	}
+	if len(src) != want {
+		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, n, q, len(src))
+	}
 	if q == I2S {
 		return Dequantize(src, blockSize, scales, out)
 	}
-	n := len(out)
 	if err := CheckSizes(n, blockSize); err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 package ternary
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -111,5 +113,89 @@ func TestTLBadInput(t *testing.T) {
 	}
 	if err := UnpackQ(TL2, make([]byte, 5), 1, make([]int8, 3)); err == nil {
 		t.Fatal("wrong packed length accepted")
+	}
+}
+
+// Counts that describe no tensor must fail before any loop runs: n = 0 with
+// a huge row count used to pass "rows divides n" and loop over 2^62 rows.
+func TestCountsChecked(t *testing.T) {
+	const huge = 1 << 62
+	tests := []struct {
+		name    string
+		n, rows int
+		wantSub string // "" : valid
+	}{
+		{"n=0 rows=1", 0, 1, "n (the number of values)"},
+		{"n=0 huge rows", 0, huge, "n (the number of values)"},
+		{"n<0", -4, 1, "n (the number of values)"},
+		{"n too large", MaxElements + 1, 1, "n (the number of values)"},
+		{"rows=0", 6, 0, "rows must be between 1 and n = 6"},
+		{"rows<0", 6, -2, "rows must be between 1 and n = 6"},
+		{"rows>n", 6, 12, "rows must be between 1 and n = 6"},
+		{"huge rows", 6, huge, "rows must be between 1 and n = 6"},
+		{"rows not dividing", 6, 4, "rows must be between 1 and n = 6"},
+		{"valid rows=n", 6, 6, ""},
+		{"valid rows=1", 6, 1, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			check := func(what string, err error) {
+				t.Helper()
+				switch {
+				case tc.wantSub == "" && err != nil:
+					t.Fatalf("%s: %v", what, err)
+				case tc.wantSub != "" && (err == nil || !strings.Contains(err.Error(), tc.wantSub)):
+					t.Fatalf("%s: err = %v, want it to mention %q", what, err, tc.wantSub)
+				}
+			}
+			_, err := checkRowsK(tc.n, tc.rows)
+			check("checkRowsK", err)
+			for _, q := range []QType{I2S, TL1, TL2} {
+				l, err := PackedLenQ(q, tc.n, tc.rows)
+				check(fmt.Sprintf("PackedLenQ(%s)", q), err)
+				if tc.n < 0 || tc.n > 1<<20 {
+					continue // no slice of that length
+				}
+				if l == 0 {
+					l = 1 // some buffer: the counts must be rejected whatever its length
+				}
+				vals := make([]int8, tc.n)
+				packed := bytes.Repeat([]byte{0xff}, l) // overwritten by a valid PackQ
+				check(fmt.Sprintf("PackQ(%s)", q), PackQ(q, vals, tc.rows, packed))
+				check(fmt.Sprintf("UnpackQ(%s)", q), UnpackQ(q, packed, tc.rows, vals))
+				out := make([]float32, tc.n)
+				check(fmt.Sprintf("DequantizeQ(%s)", q), DequantizeQ(q, packed, tc.rows, 0, []float32{1}, out))
+			}
+		})
+	}
+}
+
+func TestPackedLengthExact(t *testing.T) {
+	tests := []struct {
+		name    string
+		q       QType
+		n, rows int
+		plen    int
+	}{
+		{"i2s short", I2S, 129, 1, 63},
+		{"i2s long", I2S, 129, 1, 65},
+		{"i2s empty", I2S, 1, 1, 0},
+		{"tl1 short", TL1, 10, 2, 3},
+		{"tl2 long", TL2, 6, 1, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := bytes.Repeat([]byte{padByte}, tc.plen)
+			if err := UnpackQ(tc.q, p, tc.rows, make([]int8, tc.n)); err == nil || !strings.Contains(err.Error(), "packed must have") {
+				t.Fatalf("UnpackQ: err = %v", err)
+			}
+			if err := PackQ(tc.q, make([]int8, tc.n), tc.rows, p); err == nil || !strings.Contains(err.Error(), "packed must have") {
+				t.Fatalf("PackQ: err = %v", err)
+			}
+			err := DequantizeQ(tc.q, p, tc.rows, 0, []float32{1}, make([]float32, tc.n))
+			if err == nil || !strings.Contains(err.Error(), "packed must have") {
+				t.Fatalf("DequantizeQ: err = %v", err)
+			}
+		})
 	}
 }

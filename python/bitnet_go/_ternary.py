@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
+import operator
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,19 +27,50 @@ BITNET_CPP_TAIL = 32
 """bitnet.cpp stores an I2_S tensor as its packed bytes plus a 32-byte tail."""
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def packed_len(n: int, qtype: str = "i2_s", rows: int = 1) -> int:
     """Bytes of packed data for ``n`` values in ``rows`` rows (asks the Go side).
 
     I2_S takes 32 bytes per started group of 128 values; TL1 and TL2 are laid
-    out per row (see :func:`quantize_tl1`, :func:`quantize_tl2`).
+    out per row (see :func:`quantize_tl1`, :func:`quantize_tl2`). ``n`` must be
+    in [1, 2**60] and ``rows`` in [1, n], dividing ``n`` (``ValueError``).
 
     Example:
         >>> packed_len(129), packed_len(10, "tl1", 2), packed_len(6, "tl2")
         (64, 4, 2)
     """
-    out = np.zeros(1, np.int64)
-    _lib.call("bng_packed_len", QTYPES[qtype], n, rows, _lib.ptr(out))
-    return int(out[0])
+    q = _check_qtype(qtype)
+    return _packed_len(QTYPES[q], _check_count(n, "n"), _check_count(rows, "rows"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _packed_len(q: int, n: int, rows: int) -> int:
+    # Cached: _make checks every tensor's packed length, and a C call costs
+    # microseconds. Errors are raised, so never cached.
+    out = ctypes.c_int64(0)
+    _lib.call("bng_packed_len", q, n, rows, ctypes.addressof(out))
+    return out.value
+
+
+def _check_count(v: Any, name: str) -> int:
+    """An int argument of the C ABI: bool and non-ints are ``TypeError``; the
+    range is the Go side's to check, past int64 a ``ValueError`` here."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    v = int(v)
+    if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+        raise ValueError(f"{name} must fit in int64, got {v}")
+    return v
+
+
+def _check_qtype(qtype: Any) -> str:
+    if not isinstance(qtype, str):
+        raise TypeError(f"qtype must be a str, one of {sorted(QTYPES)}, got {type(qtype).__name__} {qtype!r}")
+    if qtype not in QTYPES:
+        raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
+    return qtype
 
 
 def rows_of(shape: tuple[int, ...]) -> int:
@@ -66,11 +101,29 @@ def _check_method(method: Any) -> str:
     return method
 
 
-def _check_shape(shape: Any) -> tuple[int, ...]:
+def _max_dims() -> int:
+    """numpy's limit on dimensions (64 in numpy 2, 32 before)."""
     try:
-        dims = tuple(int(operator_index(d)) for d in shape)
-    except TypeError:
-        raise TypeError(f"shape must be a tuple of ints, got {shape!r}") from None
+        np.empty((1,) * 64)
+        return 64
+    except ValueError:
+        return 32
+
+
+MAX_DIMS = _max_dims()
+"""Most dimensions a tensor may have (numpy's limit: ``values()`` must be able to reshape)."""
+
+
+def _check_shape(shape: Any) -> tuple[int, ...]:
+    if type(shape) is tuple and all(type(d) is int for d in shape):
+        dims = shape  # the common case (an ndarray's shape), without conversions
+    else:
+        try:
+            dims = tuple(int(operator_index(d)) for d in shape)
+        except TypeError:
+            raise TypeError(f"shape must be a tuple of ints, got {shape!r}") from None
+    if len(dims) > MAX_DIMS:
+        raise ValueError(f"shape must have at most {MAX_DIMS} dimensions, got {len(dims)}")
     if any(d < 0 for d in dims):
         raise ValueError(f"shape must not have negative dimensions, got {dims}")
     n = math.prod(dims)
@@ -82,9 +135,12 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
 
 
 def operator_index(d: Any) -> int:
-    """``operator.index`` that also rejects bool (a shape of ``True`` is a bug)."""
-    import operator
+    """``operator.index`` that also rejects bool (a shape of ``True`` is a bug).
 
+    Example:
+        >>> operator_index(np.int64(3))
+        3
+    """
     if isinstance(d, (bool, np.bool_)):
         raise TypeError("bool is not a dimension")
     return operator.index(d)
@@ -137,17 +193,35 @@ class TernaryTensor:
         shape: tuple[int, ...],
         block_size: int | None,
         method: str | None,
-        packed: np.ndarray,
-        scales: np.ndarray,
+        packed: Any,
+        scales: Any,
     ) -> TernaryTensor:
+        """Every tensor is made here, its fields checked (see :func:`_check_fields`).
+
+        ``packed`` and ``scales`` are numpy arrays, or both GPU arrays (torch
+        CUDA tensors or CuPy arrays, from ``bitnet_go.cuda``); numpy arrays are
+        made read-only.
+
+        Example:
+            >>> import numpy as np
+            >>> TernaryTensor._make("tl1", (2, 3), None, None, np.array([0x14, 0x14], np.uint8),
+            ...                     np.ones(1, np.float32)).values()
+            array([[ 0,  0, -1],
+                   [ 0,  0, -1]], dtype=int8)
+            >>> TernaryTensor._make("i2_s", (3,), None, None, np.zeros(31, np.uint8), np.ones(1, np.float32))
+            Traceback (most recent call last):
+            ValueError: packed must be a 1-D ... uint8 array of 32 bytes (i2_s, 3 values, rows=1), got shape (31,)
+        """
+        fields = _check_fields(qtype, shape, block_size, method, packed, scales)
+        qtype, shape, block_size, method, packed, scales = fields
         self = object.__new__(cls)
-        if isinstance(packed, np.ndarray):
+        host = isinstance(packed, np.ndarray)
+        if host:
             packed.flags.writeable = False
-        if isinstance(scales, np.ndarray):
             scales.flags.writeable = False
         for k, v in (
             ("qtype", qtype),
-            ("shape", tuple(shape)),
+            ("shape", shape),
             ("block_size", block_size),
             ("method", method),
             ("packed", packed),
@@ -155,10 +229,9 @@ class TernaryTensor:
         ):
             object.__setattr__(self, k, v)
         # the arrays' addresses for the C calls (numpy only; fixed, as the
-        # tensor is immutable): ndarray.ctypes costs microseconds a call
-        addrs = None
-        if isinstance(packed, np.ndarray) and isinstance(scales, np.ndarray):
-            addrs = (int(packed.ctypes.data), int(scales.ctypes.data))
+        # tensor is immutable and its arrays checked above): ndarray.ctypes
+        # costs microseconds a call
+        addrs = (int(packed.ctypes.data), int(scales.ctypes.data)) if host else None
         object.__setattr__(self, "_addrs", addrs)
         return self
 
@@ -325,10 +398,14 @@ class TernaryTensor:
     def from_bitnet_cpp_bytes(cls, data: Any, shape: Any) -> TernaryTensor:
         """Read bytes in the layout of :meth:`to_bitnet_cpp_bytes`.
 
-        ``data`` is bytes-like (bytes, bytearray, memoryview, np.uint8 array) of
-        exactly ``ceil(n/128) * 32 + 32`` bytes for ``n = prod(shape)``. The
-        result has ``block_size=None`` and ``method=None`` (bitnet.cpp does not
-        record it). A code 3 anywhere is a ``ValueError``.
+        ``data`` is any C-contiguous buffer (bytes, bytearray, memoryview, a
+        numpy array of any dtype and rank, read as its raw bytes) of exactly
+        ``ceil(n/128) * 32 + 32`` bytes for ``n = prod(shape)``; a
+        non-contiguous one is a ``TypeError``. The result has
+        ``block_size=None`` and ``method=None`` (bitnet.cpp does not record
+        it). A ``ValueError`` for: a code 3 anywhere, a code other than 1 in the
+        padding of a short last group of 128, or a non-zero byte among the 28
+        reserved bytes of the tail.
 
         Example:
             >>> import bitnet_go
@@ -338,18 +415,23 @@ class TernaryTensor:
             True
         """
         dims = _check_shape(shape)
-        try:
-            buf = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        except TypeError:
-            raise TypeError(f"data must be bytes-like, got {type(data).__name__}") from None
+        buf = _raw_bytes(data, "data")
         n = math.prod(dims)
         want = packed_len(n) + BITNET_CPP_TAIL
         if buf.size != want:
             raise ValueError(f"data must have {want} bytes for shape {dims} ({n} values), got {buf.size}")
-        packed = buf[: want - BITNET_CPP_TAIL].copy()
-        scales = buf[want - BITNET_CPP_TAIL : want - BITNET_CPP_TAIL + 4].copy().view("<f4").astype(np.float32)
+        end = want - BITNET_CPP_TAIL
+        reserved = np.flatnonzero(buf[end + 4 :])
+        if reserved.size:
+            k = int(reserved[0]) + 4
+            raise ValueError(
+                f"data: the 28 reserved bytes of the 32-byte tail must be zero, got {int(buf[end + k]):#04x} "
+                f"at tail byte {k} (data byte {end + k})"
+            )
+        packed = buf[:end].copy()
+        scales = buf[end : end + 4].copy().view("<f4").astype(np.float32)
         t = cls._make("i2_s", dims, None, None, packed, scales)
-        t.values()  # validates every code
+        t.values()  # validates every code and the padding
         return t
 
     def __repr__(self) -> str:
@@ -360,6 +442,32 @@ class TernaryTensor:
         )
 
 
+def _raw_bytes(data: Any, name: str) -> np.ndarray:
+    """The bytes of a C-contiguous buffer as a 1-D uint8 view (no copy).
+
+    Example:
+        >>> _raw_bytes(np.ones((2, 1), np.float32), "data").size
+        8
+    """
+    if isinstance(data, np.ndarray):
+        if data.dtype.hasobject:
+            raise TypeError(f"{name} must hold bytes, got an array of Python objects (dtype {data.dtype})")
+        if not data.flags.c_contiguous:
+            raise TypeError(f"{name} must be contiguous (C order), got an array with strides {data.strides}")
+        return data.reshape(-1).view(np.uint8)
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a bytes-like object (bytes, bytearray, memoryview, numpy array), got {type(data).__name__}"
+        ) from None
+    if not mv.c_contiguous:
+        raise TypeError(f"{name} must be contiguous (C order), got a {type(data).__name__} that is not")
+    if "O" in mv.format:
+        raise TypeError(f"{name} must hold bytes, got a buffer of Python objects (format {mv.format!r})")
+    return np.frombuffer(mv, np.uint8)
+
+
 def _rebuild(
     qtype: str,
     shape: tuple[int, ...],
@@ -368,7 +476,107 @@ def _rebuild(
     packed: np.ndarray,
     scales: np.ndarray,
 ) -> TernaryTensor:
+    """Unpickle a :class:`TernaryTensor` (see ``__reduce__``): pickles hold numpy
+    arrays, and every field is checked as :meth:`TernaryTensor._make` does.
+
+    Example:
+        >>> import pickle, bitnet_go
+        >>> t = bitnet_go.quantize_i2s([1.0, -1.0, 0.0])
+        >>> pickle.loads(pickle.dumps(t)).values()
+        array([ 1, -1,  0], dtype=int8)
+    """
+    for name, a in (("packed", packed), ("scales", scales)):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name} must be a numpy.ndarray in a pickled TernaryTensor, got {type(a).__name__}")
     return TernaryTensor._make(qtype, shape, block_size, method, packed, scales)
+
+
+_UINT8, _FLOAT32 = np.dtype(np.uint8), np.dtype(np.float32)
+
+
+def _check_fields(
+    qtype: Any, shape: Any, block_size: Any, method: Any, packed: Any, scales: Any
+) -> tuple[str, tuple[int, ...], int | None, str | None, Any, Any]:
+    """Check the fields of a :class:`TernaryTensor` and return them normalised.
+
+    ``qtype`` a known format; ``shape`` a tuple of non-negative ints whose
+    product is in [1, 2**60]; ``block_size`` None or an int >= 1; ``method``
+    None or a known method; ``packed`` a 1-D C-contiguous uint8 array of
+    exactly :func:`packed_len` bytes; ``scales`` a 1-D C-contiguous float32
+    array of exactly :func:`num_blocks` entries (NaN and Inf are data). Both
+    are numpy arrays (a subclass is viewed as ndarray), or both GPU arrays of
+    an I2_S tensor. Raises ``TypeError`` for a wrong kind of value,
+    ``ValueError`` for a wrong value; the codes themselves are checked when
+    read (``values()``).
+
+    Example:
+        >>> _check_fields("i2_s", (2, 3), None, "absmax", np.zeros(32, np.uint8), np.ones(1, np.float32))[:4]
+        ('i2_s', (2, 3), None, 'absmax')
+    """
+    q = _check_qtype(qtype)
+    if not isinstance(shape, tuple):
+        raise TypeError(f"shape must be a tuple of ints, got {type(shape).__name__} {shape!r}")
+    dims = _check_shape(shape)
+    bs = check_positive_int(block_size, "block_size", allow_none=True)
+    if method is not None:
+        if not isinstance(method, str):
+            raise TypeError(f"method must be None or a str, one of {sorted(METHODS)}, got {type(method).__name__}")
+        _check_method(method)
+    n = math.prod(dims)
+    rows = rows_of(dims)
+    plen = _packed_len(QTYPES[q], n, rows)
+    nb = num_blocks(n, bs)
+
+    def what(i: int) -> str:  # for the messages only: formatting costs a microsecond
+        if i == 0:
+            return f"{plen} bytes ({q}, {n} values, rows={rows})"
+        return f"{nb} entries (block_size={bs}, {n} values)"
+
+    if isinstance(packed, np.ndarray):
+        if not isinstance(scales, np.ndarray):
+            raise TypeError(f"scales must be a numpy.ndarray like packed, got {type(scales).__name__}")
+        packed = _check_host(packed, "packed", _UINT8, plen, what, 0)
+        scales = _check_host(scales, "scales", _FLOAT32, nb, what, 1)
+    else:
+        if not is_cuda_array(packed):
+            raise TypeError(f"packed must be a numpy.ndarray (or a GPU array), got {type(packed).__name__}")
+        if not is_cuda_array(scales):
+            raise TypeError(f"scales must be a GPU array like packed, got {type(scales).__name__}")
+        if q != "i2_s":
+            raise ValueError(f"GPU tensors are I2_S, got qtype {q!r}")
+        _check_device(packed, "packed", "uint8", plen, what(0))
+        _check_device(scales, "scales", "float32", nb, what(1))
+    return q, dims, bs, method, packed, scales
+
+
+def _check_host(a: np.ndarray, name: str, dtype: np.dtype, size: int, what: Callable[[int], str], i: int) -> np.ndarray:
+    if type(a) is not np.ndarray:
+        a = a.view(np.ndarray)  # a subclass's overrides play no part
+    f = a.flags
+    if a.dtype == dtype and a.ndim == 1 and f.c_contiguous and f.aligned and a.size == size:
+        return a
+    expect = f"{name} must be a 1-D C-contiguous aligned {dtype} array of {what(i)}"
+    if a.dtype != dtype:
+        raise TypeError(f"{expect}, got dtype {a.dtype}")
+    if a.ndim != 1:
+        raise ValueError(f"{expect}, got shape {a.shape}")
+    if not f.c_contiguous:
+        raise ValueError(f"{expect}, got strides {a.strides}")
+    if not f.aligned:
+        raise ValueError(f"{expect}, got an unaligned array (address {a.ctypes.data:#x})")
+    raise ValueError(f"{expect}, got shape {a.shape}")
+
+
+def _check_device(a: Any, name: str, dtype: str, size: int, what: str) -> None:
+    # torch tensors and CuPy arrays: shape, dtype and contiguity, no GPU call
+    shape = tuple(int(d) for d in a.shape)
+    dt = str(a.dtype).removeprefix("torch.")
+    contiguous = a.is_contiguous() if is_torch_tensor(a) else bool(a.flags.c_contiguous)
+    if dt != dtype or len(shape) != 1 or not contiguous or shape[0] != size:
+        raise ValueError(
+            f"{name} must be a 1-D contiguous {dtype} array of {what}, "
+            f"got dtype {dt}, shape {shape}{'' if contiguous else ', not contiguous'}"
+        )
 
 
 def quantize_i2s(
