@@ -343,8 +343,9 @@ func TestCacheConcurrent(t *testing.T) {
 				case r < 6:
 					_, err := c.Get(key, src, func([]byte) (string, int, error) { return "", 0, errors.New("no") })
 					if err == nil {
-						// a hit: the value kept is for equal bytes
-						v, _ := c.Get(key, src, nil)
+						// a hit: the value kept is for equal bytes (or,
+						// dropped by another goroutine meanwhile, rebuilt)
+						v, _ := c.Get(key, src, func(b []byte) (string, int, error) { return string(b), 1, nil })
 						if v != want {
 							t.Errorf("goroutine %d get %d: %q, want %q", g, i, v, want)
 						}
