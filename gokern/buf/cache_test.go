@@ -376,6 +376,19 @@ func TestCacheConcurrent(t *testing.T) {
 	cacheOrder(t, c)
 }
 
+// fullCache returns a cache holding entries values of size bytes each
+// (their 8 bytes of source included), and the source and build that made
+// them.
+func fullCache(entries, size int) (*Cache[int, int], []byte, func([]byte) (int, int, error)) {
+	c := &Cache[int, int]{MaxBytes: entries * size}
+	src := make([]byte, 8)
+	build := func([]byte) (int, int, error) { return 0, size - len(src), nil }
+	for i := range entries {
+		c.Get(i, src, build)
+	}
+	return c, src, build
+}
+
 // BenchmarkCacheEvict: a miss that keeps its value and drops the least
 // recently used, with entries values kept: the cost does not depend on
 // entries.
@@ -383,12 +396,7 @@ func BenchmarkCacheEvict(b *testing.B) {
 	const size = 100 // bytes per value, its 8 bytes of source included
 	for _, entries := range []int{100, 40000} {
 		b.Run("entries="+strconv.Itoa(entries), func(b *testing.B) {
-			c := &Cache[int, int]{MaxBytes: entries * size}
-			src := make([]byte, 8)
-			build := func([]byte) (int, int, error) { return 0, size - len(src), nil }
-			for i := range entries {
-				c.Get(i, src, build)
-			}
+			c, src, build := fullCache(entries, size)
 			key := entries
 			for b.Loop() {
 				c.Get(key, src, build)
@@ -407,12 +415,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	const size = 100
 	for _, entries := range []int{100, 40000} {
 		b.Run("entries="+strconv.Itoa(entries), func(b *testing.B) {
-			c := &Cache[int, int]{MaxBytes: entries * size}
-			src := make([]byte, 8)
-			build := func([]byte) (int, int, error) { return 0, size - len(src), nil }
-			for i := range entries {
-				c.Get(i, src, build)
-			}
+			c, src, build := fullCache(entries, size)
 			key := 0
 			for b.Loop() {
 				c.Get(key, src, build) // the least recently used: a hit moves it from the back

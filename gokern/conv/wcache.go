@@ -1,8 +1,6 @@
 package conv
 
 import (
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -34,18 +32,13 @@ const (
 var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: DefaultWeightCacheMB << 20}
 
 func init() {
-	v := os.Getenv(EnvWeightCache)
-	n, err := weightCacheBytes(v)
-	s := envvar.Setting{Name: EnvWeightCache, Value: v}
-	if err != nil {
-		// A bad value must not stop the library from loading: fall back,
-		// and record why (the Python layer warns once).
-		n = DefaultWeightCacheMB << 20
-		s.Problem = err.Error() + fmt.Sprintf("; using %d", DefaultWeightCacheMB)
-	}
-	s.InEffect = int64(n >> 20)
-	envvar.Record(s)
-	layoutCache.MaxBytes = n
+	// A bad value must not stop the library from loading: envvar falls back
+	// and records why (the Python layer warns once).
+	mb := envvar.Int(EnvWeightCache, DefaultWeightCacheMB, "", func(v string) (int64, error) {
+		n, err := weightCacheBytes(v)
+		return int64(n >> 20), err
+	})
+	layoutCache.MaxBytes = int(mb) << 20
 }
 
 // maxWeightCacheMB bounds EnvWeightCache (larger values are taken as it).

@@ -6,6 +6,8 @@
 package envvar
 
 import (
+	"fmt"
+	"os"
 	"sort"
 	"sync"
 )
@@ -28,6 +30,22 @@ func Record(s Setting) {
 	mu.Lock()
 	settings[s.Name] = s
 	mu.Unlock()
+}
+
+// Int reads the numeric variable name, records how it was taken and
+// returns the value in effect: parse's result for the value as set (parse
+// handles the empty value too), or def when parse refuses it; note
+// describes def in the record's problem (e.g. " (the number of CPUs)").
+func Int(name string, def int64, note string, parse func(v string) (int64, error)) int64 {
+	v := os.Getenv(name)
+	s := Setting{Name: name, Value: v, InEffect: def}
+	if n, err := parse(v); err != nil {
+		s.Problem = fmt.Sprintf("%v; using %d%s", err, def, note)
+	} else {
+		s.InEffect = n
+	}
+	Record(s)
+	return s.InEffect
 }
 
 // All returns every record, sorted by name.

@@ -10,7 +10,6 @@ package par
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -30,18 +29,12 @@ const MaxThreads = 1024
 var threads atomic.Int64
 
 func init() {
-	v := os.Getenv(EnvThreads)
-	n, err := threadsFromEnv(v)
-	s := envvar.Setting{Name: EnvThreads, Value: v}
-	if err != nil {
-		// A bad value must not stop the library from loading: fall back,
-		// and record why (the Python layer warns once).
-		n = runtime.NumCPU()
-		s.Problem = err.Error() + fmt.Sprintf("; using %d (the number of CPUs)", n)
-	}
-	s.InEffect = int64(n)
-	envvar.Record(s)
-	threads.Store(int64(n))
+	// A bad value must not stop the library from loading: envvar falls back
+	// and records why (the Python layer warns once).
+	threads.Store(envvar.Int(EnvThreads, int64(runtime.NumCPU()), " (the number of CPUs)", func(v string) (int64, error) {
+		n, err := threadsFromEnv(v)
+		return int64(n), err
+	}))
 }
 
 // threadsFromEnv parses the environment value; "" means runtime.NumCPU().

@@ -455,15 +455,7 @@ func TestPadding(t *testing.T) {
 				b, sh := slot(tc.pos)
 				packed[b] = packed[b]&^(3<<sh) | tc.code<<sh
 			}
-			check := func(what string, err error) {
-				t.Helper()
-				switch {
-				case tc.wantSub == "" && err != nil:
-					t.Fatalf("%s: %v", what, err)
-				case tc.wantSub != "" && (err == nil || !strings.Contains(err.Error(), tc.wantSub)):
-					t.Fatalf("%s: err = %v, want it to mention %q", what, err, tc.wantSub)
-				}
-			}
+			check := func(what string, err error) { t.Helper(); wantErr(t, what, err, tc.wantSub) }
 			got := make([]int8, tc.n)
 			check("Unpack", Unpack(packed, got))
 			check("UnpackQ", UnpackQ(I2S, packed, 1, got))

@@ -139,15 +139,7 @@ func TestCountsChecked(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			check := func(what string, err error) {
-				t.Helper()
-				switch {
-				case tc.wantSub == "" && err != nil:
-					t.Fatalf("%s: %v", what, err)
-				case tc.wantSub != "" && (err == nil || !strings.Contains(err.Error(), tc.wantSub)):
-					t.Fatalf("%s: err = %v, want it to mention %q", what, err, tc.wantSub)
-				}
-			}
+			check := func(what string, err error) { t.Helper(); wantErr(t, what, err, tc.wantSub) }
 			_, err := checkRowsK(tc.n, tc.rows)
 			check("checkRowsK", err)
 			for _, q := range []QType{I2S, TL1, TL2} {
@@ -197,5 +189,17 @@ func TestPackedLengthExact(t *testing.T) {
 				t.Fatalf("DequantizeQ: err = %v", err)
 			}
 		})
+	}
+}
+
+// wantErr fails the test unless err is nil where wantSub is empty, or an
+// error mentioning wantSub.
+func wantErr(t *testing.T, what string, err error, wantSub string) {
+	t.Helper()
+	switch {
+	case wantSub == "" && err != nil:
+		t.Fatalf("%s: %v", what, err)
+	case wantSub != "" && (err == nil || !strings.Contains(err.Error(), wantSub)):
+		t.Fatalf("%s: err = %v, want it to mention %q", what, err, wantSub)
 	}
 }

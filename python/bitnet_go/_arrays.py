@@ -74,6 +74,28 @@ def check_real(a: np.ndarray, name: str) -> None:
         raise TypeError(f"{name} must be a real numeric array, got {a.dtype}")
 
 
+def check_int(v: Any, name: str, *, or_none: bool = False) -> int:
+    """Return ``v`` as a Python int; ``bool``, floats and other types are ``TypeError``.
+
+    Example:
+        >>> check_int(np.int32(-3), "n")
+        -3
+    """
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int{' or None' if or_none else ''}, got {type(v).__name__} {v!r}")
+    return int(v)
+
+
+def fits_int64(v: int) -> bool:
+    """Whether ``v`` can cross the C ABI as an int64 (the Go side checks its range).
+
+    Example:
+        >>> fits_int64(2**63), fits_int64(-(2**63))
+        (False, True)
+    """
+    return -(2**63) <= v < 2**63
+
+
 def check_positive_int(v: Any, name: str, *, allow_none: bool = False) -> int | None:
     """Validate an integer argument that must be >= 1 (``None`` if allowed).
 
@@ -86,8 +108,7 @@ def check_positive_int(v: Any, name: str, *, allow_none: bool = False) -> int | 
     """
     if v is None and allow_none:
         return None
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {type(v).__name__} {v!r}")
+    v = check_int(v, name, or_none=allow_none)
     if v < 1:
         raise ValueError(f"{name} must be >= 1, got {v}")
     if v > MAX_ELEMENTS:

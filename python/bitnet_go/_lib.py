@@ -228,24 +228,25 @@ def _forked_message(parent: int) -> str:
     )
 
 
-def settings() -> list[dict[str, Any]]:
-    """How the numeric environment variables were read (Go's records).
+def features() -> dict[str, Any]:
+    """The Go side's report (``bng_cpu_features``): what ``bitnet_go.cpu_features()`` returns.
 
-    Each entry has ``name``, ``value`` (as set, ``""`` when unset),
-    ``in_effect`` and, for a refused value, ``problem``.
+    Its ``settings`` say how the numeric environment variables were read:
+    ``name``, ``value`` (as set, ``""`` when unset), ``in_effect`` and, for a
+    refused value, ``problem``.
 
     Example:
-        >>> sorted(s["name"] for s in settings())
+        >>> sorted(s["name"] for s in features()["settings"])
         ['BITNET_GO_NUM_THREADS', 'BITNET_GO_WEIGHT_CACHE_MB']
     """
     buf = ctypes.create_string_buffer(8192)
     call("bng_cpu_features", buf, len(buf))
-    return list(json.loads(buf.value.decode())["settings"])
+    return dict(json.loads(buf.value.decode()))
 
 
 def _warn_settings() -> None:
     """Warn once per process (at load) about each refused environment value."""
-    for s in settings():
+    for s in features()["settings"]:
         if s.get("problem"):
             warnings.warn(f"bitnet_go: {s['problem']}", RuntimeWarning, stacklevel=4)
 

@@ -6,9 +6,8 @@ import ctypes
 import json
 from typing import Any
 
-import numpy as np
-
 from . import _lib
+from ._arrays import check_int, fits_int64
 
 ENV_THREADS = "BITNET_GO_NUM_THREADS"
 ENV_DISABLE = "BITNET_GO_DISABLE"
@@ -35,9 +34,7 @@ def cpu_features() -> dict[str, Any]:
         >>> bitnet_go.cpu_features()["family"] in ("avx512vnni", "avx512", "avx2", "generic")
         True
     """
-    buf = ctypes.create_string_buffer(4096)
-    _lib.call("bng_cpu_features", buf, len(buf))
-    return json.loads(buf.value.decode())
+    return _lib.features()
 
 
 def peak_rates() -> dict[str, Any]:
@@ -73,10 +70,8 @@ def set_num_threads(n: int) -> None:
         1
         >>> bitnet_go.set_num_threads(old)
     """
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
-    v = int(n)
-    if not -(2**63) <= v < 2**63:  # cannot cross the C ABI; Go checks the rest
+    v = check_int(n, "n")
+    if not fits_int64(v):  # cannot cross the C ABI; Go checks the rest
         raise ValueError(f"n (the number of threads) must be in [1, {cpu_features()['max_threads']}], got {v}")
     _lib.call("bng_set_num_threads", v)
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _lib
-from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
+from ._arrays import MAX_ELEMENTS, as_float32, check_int, check_positive_int, fits_int64, is_torch_tensor
 
 METHODS = {"absmean": 0, "absmax": 1}
 """Scale methods and their C ABI numbers."""
@@ -25,9 +25,6 @@ GROUP_VALUES = 128
 GROUP_BYTES = 32
 BITNET_CPP_TAIL = 32
 """bitnet.cpp stores an I2_S tensor as its packed bytes plus a 32-byte tail."""
-
-
-_INT64_MAX = (1 << 63) - 1
 
 
 def packed_len(n: int, qtype: str = "i2_s", rows: int = 1) -> int:
@@ -57,10 +54,8 @@ def _packed_len(q: int, n: int, rows: int) -> int:
 def _check_count(v: Any, name: str) -> int:
     """An int argument of the C ABI: bool and non-ints are ``TypeError``; the
     range is the Go side's to check, past int64 a ``ValueError`` here."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-    v = int(v)
-    if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+    v = check_int(v, name)
+    if not fits_int64(v):
         raise ValueError(f"{name} must fit in int64, got {v}")
     return v
 
