@@ -1,102 +1,105 @@
 package main
 
 /*
-#include <stdint.h>
+#include "bng_abi.h"
 */
 import "C"
 
 import (
-	"unsafe"
-
 	"github.com/bitnet-go/bitnet_go/gokern/conv"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
-	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
-// bng_conv2d computes a 2-D convolution of float32 x (n, c, h, w) with a
-// ternary weight (o, wc, kh, kw), wc = c/groups, into the caller's out
-// (n, o, out_h, out_w). See gokern/conv.Conv2D for the arithmetic.
-//
-//	x                          float32[n*c*h*w]
-//	packed, packed_len         the weight's codes in format qtype (I2_S:
-//	                           ceil(o*wc*kh*kw/128)*32 bytes; TL1/TL2: o rows
-//	                           of wc*kh*kw values, see gokern/ternary/tl.go)
-//	scales, n_scales           float32, one per block_size elements of the
-//	                           flattened weight; block_size 0: one scale;
-//	                           otherwise block_size must divide wc*kh*kw
-//	qtype                      0 i2_s, 1 tl1, 2 tl2 (TL rows: the O output channels)
-//	bias, n_bias               float32[o], or NULL with n_bias 0
-//	stride_*, pad_*, dil_*     padding per side: top, left, bottom, right
-//	act_bits                   0 (float32 activations) or 8 (int8)
-//	algorithm                  0 auto, 1 naive, 2 im2col, 3 direct,
-//	                           4 depthwise, 5 gemm1x1, 6 lut (act_bits 8 only)
-//	check_finite               non-zero: NaN/Inf in x, bias, scales is an error
-//	out, out_h, out_w, out_len float32[n*o*out_h*out_w]; out_h and out_w must
-//	                           be the output size the geometry implies; out
-//	                           must not overlap x, bias or scales
-//	algo_used                  if not NULL, receives the algorithm that ran
-//	                           (1..6)
-//
-// Sizes are int64 and flags int32; every length, shape and product is checked
-// here, whoever the caller.
+// bng_conv2d computes a 2-D convolution of float32 x (N, C, H, W) with a
+// ternary weight w (O, C/groups, kH, kW; dtype i2_s, tl1 or tl2, its scales
+// one per w.block_size values of the flattened weight, 0: one scale) plus
+// an optional float32 bias (O) (NULL: none) into float32 out (N, O, outH,
+// outW), out's spatial size being the one the geometry implies. Every
+// operand is a C-contiguous host tensor; out must not overlap the others.
+// p holds the geometry (padding per side: top, left, bottom, right), the
+// activation bits (0 float32, 8 int8), the algorithm (0 auto ... 6 lut:
+// bng_abi.h) and check_finite (NaN/Inf in x, bias or the scales is then a
+// ValueError). info, if not NULL, receives the algorithm and the kernel
+// that ran. See gokern/conv for the arithmetic.
 //
 //export bng_conv2d
-func bng_conv2d(x *C.float, n, c, h, w C.int64_t,
-	packed *C.uint8_t, packedLen C.int64_t, scales *C.float, nScales C.int64_t, blockSize C.int64_t, qtype C.int32_t,
-	o, wc, kh, kw C.int64_t,
-	bias *C.float, nBias C.int64_t,
-	strideH, strideW, padTop, padLeft, padBottom, padRight, dilH, dilW, groups C.int64_t,
-	actBits, algorithm, checkFinite C.int32_t,
-	out *C.float, outH, outW, outLen C.int64_t, algoUsed *C.int32_t,
+func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.bng_op_info,
 	errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
+		if p == nil || p.version != C.BNG_CONV2D_V1 {
+			return errs.Value("params: bng_conv2d_params is NULL or of a version other than %d", C.BNG_CONV2D_V1)
+		}
+		if err := checkInfo(info); err != nil {
+			return err
+		}
+		xt, err := decode(x, "x", tensorOpt{})
+		if err != nil {
+			return err
+		}
+		wt, err := decode(w, "weight", tensorOpt{})
+		if err != nil {
+			return err
+		}
+		bt, err := decode(bias, "bias", tensorOpt{optional: true})
+		if err != nil {
+			return err
+		}
+		ot, err := decode(out, "out", tensorOpt{})
+		if err != nil {
+			return err
+		}
+		if len(xt.Shape) != 4 {
+			return errs.Value("x must have 4 dimensions (N, C, H, W), got shape %v", xt.Shape)
+		}
+		if len(wt.Shape) != 4 {
+			return errs.Value("weight must have 4 dimensions (O, C/groups, kH, kW), got shape %v", wt.Shape)
+		}
+		if len(ot.Shape) != 4 {
+			return errs.Value("out must have 4 dimensions (N, O, outH, outW), got shape %v", ot.Shape)
+		}
 		s := conv.Shape{
-			N: int(n), C: int(c), H: int(h), W: int(w),
-			O: int(o), WC: int(wc), KH: int(kh), KW: int(kw), Groups: int(groups),
-			StrideH: int(strideH), StrideW: int(strideW),
-			PadT: int(padTop), PadL: int(padLeft), PadB: int(padBottom), PadR: int(padRight),
-			DilH: int(dilH), DilW: int(dilW),
+			N: xt.Shape[0], C: xt.Shape[1], H: xt.Shape[2], W: xt.Shape[3],
+			O: wt.Shape[0], WC: wt.Shape[1], KH: wt.Shape[2], KW: wt.Shape[3], Groups: int(p.groups),
+			StrideH: int(p.stride[0]), StrideW: int(p.stride[1]),
+			PadT: int(p.padding[0]), PadL: int(p.padding[1]), PadB: int(p.padding[2]), PadR: int(p.padding[3]),
+			DilH: int(p.dilation[0]), DilW: int(p.dilation[1]),
 		}
 		d, err := s.Check()
 		if err != nil {
 			return err
 		}
-		if int64(outH) != int64(d.Ho) || int64(outW) != int64(d.Wo) {
-			return errs.Value("out: spatial size (%d, %d) does not match the convolution's output size (%d, %d)",
-				int64(outH), int64(outW), d.Ho, d.Wo)
+		if ot.Shape[0] != d.N || ot.Shape[1] != d.O || ot.Shape[2] != d.Ho || ot.Shape[3] != d.Wo {
+			return errs.Value("out: shape %v does not match the convolution's output shape [%d %d %d %d]",
+				ot.Shape, d.N, d.O, d.Ho, d.Wo)
 		}
-		xs, err := view[float32](unsafe.Pointer(x), C.int64_t(d.XLen), "x")
+		xs, err := qtensor.View[float32](xt, qtensor.F32)
 		if err != nil {
 			return err
 		}
-		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
+		outs, err := qtensor.View[float32](ot, qtensor.F32)
 		if err != nil {
 			return err
 		}
-		ss, err := view[float32](unsafe.Pointer(scales), nScales, "scales")
-		if err != nil {
-			return err
+		var bs []float32
+		if bt != nil {
+			if bs, err = qtensor.View[float32](bt, qtensor.F32); err != nil {
+				return err
+			}
 		}
-		bs, err := view[float32](unsafe.Pointer(bias), nBias, "bias")
-		if err != nil {
-			return err
+		if !wt.Contiguous() {
+			return errs.Value("weight: strides %v are not C-contiguous for shape %v; pass a contiguous array", wt.Strides, wt.Shape)
 		}
-		outs, err := view[float32](unsafe.Pointer(out), outLen, "out")
-		if err != nil {
-			return err
+		if wt.Axis != -1 {
+			return errs.Value("weight: scales run along blocks of the flattened weight (axis -1), got axis %d", wt.Axis)
 		}
-		if blockSize < 0 {
-			return errs.Value("weight: block_size must be 0 (one scale) or a divisor of K = %d, got %d", d.K, int64(blockSize))
-		}
-		wts := conv.Weights{Packed: ps, Scales: ss, BlockSize: int(blockSize), QType: ternary.QType(qtype)}
-		opt := conv.Options{ActBits: int(actBits), Algo: conv.Algo(algorithm), CheckFinite: checkFinite != 0}
+		wts := conv.Weights{Packed: wt.Data, Scales: wt.Scales, BlockSize: wt.BlockSize, QType: wt.DType}
+		opt := conv.Options{ActBits: int(p.act_bits), Algo: conv.Algo(p.algorithm), CheckFinite: p.check_finite != 0}
 		used, err := conv.Conv2D(d, xs, wts, bs, outs, opt)
 		if err != nil {
 			return err
 		}
-		if algoUsed != nil {
-			*algoUsed = C.int32_t(used)
-		}
+		writeInfo(info, int(used), "")
 		return nil
 	})
 }

@@ -3,9 +3,11 @@
 // package loads.
 //
 // Conventions, the same for every export:
-//   - Arguments are pointers, element counts (int64) and plain integers. All
-//     output buffers are allocated by the caller; Go writes into them and never
-//     keeps a pointer after returning, and never hands Go memory to C.
+//   - Ops take one bng_tensor descriptor per operand and a versioned
+//     parameter struct (bng_abi.h; decoded in desc.go); queries take plain
+//     integers and buffers. All output buffers are allocated by the caller;
+//     Go writes into them and never keeps a pointer after returning, and
+//     never hands Go memory to C.
 //   - The return value is a status: 0 success, 1 ValueError, 2 TypeError,
 //     3 MemoryError, 4 RuntimeError (see gokern/errs).
 //   - The last two arguments are (char *errbuf, int64 errcap): on failure the
@@ -37,9 +39,10 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
-// abiVersion changes whenever an export's signature changes; the Python
-// loader refuses a library whose version differs from its own.
-const abiVersion = 3
+// abiVersion changes whenever an export's signature or a struct's layout
+// changes incompatibly; the Python loader refuses a library whose version
+// differs from its own. (Version 4: ops over descriptors.)
+const abiVersion = 4
 
 // maxBytes bounds any buffer the ABI accepts (2^62 bytes).
 const maxBytes = int64(1) << 62

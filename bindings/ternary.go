@@ -1,125 +1,189 @@
 package main
 
 /*
-#include <stdint.h>
+#include "bng_abi.h"
 */
 import "C"
 
 import (
-	"unsafe"
-
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
-// bng_quantize_i2s quantizes n float32 values into I2_S. block_size 0 means
-// one scale; method 0 is absmean, 1 absmax. packed must hold
-// ceil(n/128)*32 bytes and scales one float per block.
+// The format ops: quantize, dequantize, pack, unpack and the layout query,
+// each over bng_tensor descriptors (bng_abi.h). A packed operand's dtype
+// names its format (qtensor's registry); TL1/TL2 rows are its first
+// dimension.
+
+// bng_layout writes the bytes and the number of scales that tensor t
+// (dtype, shape, block_size; data may be NULL) takes: a packed format's
+// bytes (the registry's PackedLen) and ceil(n/block_size) scales, or
+// n*element size and 0 scales for a plain type. Every op checks its
+// buffers against these same numbers.
 //
-//export bng_quantize_i2s
-func bng_quantize_i2s(x *C.float, n C.int64_t, blockSize C.int64_t, method C.int32_t, checkFinite C.int32_t,
-	packed *C.uint8_t, packedLen C.int64_t, scales *C.float, nScales C.int64_t,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
+//export bng_layout
+func bng_layout(t *C.bng_tensor, nbytes, nScales *C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		xs, err := view[float32](unsafe.Pointer(x), n, "x")
+		d, err := decode(t, "t", tensorOpt{device: true})
 		if err != nil {
 			return err
 		}
-		if err := ternary.CheckSizes(len(xs), int(blockSize)); err != nil {
-			return err
+		if nbytes == nil || nScales == nil {
+			return errs.Value("nbytes and n_scales must not be NULL")
 		}
-		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
+		f, err := qtensor.Lookup(d.DType)
 		if err != nil {
 			return err
 		}
-		ss, err := view[float32](unsafe.Pointer(scales), nScales, "scales")
+		n := d.Len()
+		b, err := f.PackedLen(n, d.Rows())
 		if err != nil {
 			return err
 		}
-		return ternary.Quantize(xs, int(blockSize), ternary.Method(method), checkFinite != 0, ps, ss)
+		*nbytes, *nScales = C.int64_t(b), C.int64_t(ternary.NumBlocks(n, d.BlockSize))
+		return nil
 	})
 }
 
-// bng_packed_len writes into *out the number of bytes that n values in rows
-// rows (the first dimension; 1 for rank 0 or 1) take in format qtype
-// (0 i2_s, 1 tl1, 2 tl2). n must be in [1, 2^60] and rows in [1, n],
-// dividing n, for every format.
+// bng_quantize quantizes float32 x into out (dtype i2_s, x's shape, one
+// scale per out.block_size values; 0: one scale), writing out's data and
+// scales. Host operands run on the CPU unless p.run_on is BNG_CUDA (then on
+// that GPU, through pooled device buffers); CUDA operands run on their
+// device and out's stream with p.work as workspace, returning once enqueued
+// (with check_finite it waits, to read the first NaN/Inf index).
 //
-// The counts of bng_unpack, bng_pack and bng_dequantize are checked the same
-// way (ternary.PackedLenQ, before any loop), and their packed_len must equal
-// this length exactly.
-//
-//export bng_packed_len
-func bng_packed_len(qtype C.int32_t, n C.int64_t, rows C.int64_t, out *C.int64_t,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
+//export bng_quantize
+func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		o, err := view[int64](unsafe.Pointer(out), 1, "out")
+		if p == nil || p.version != C.BNG_QUANTIZE_V1 {
+			return errs.Value("params: bng_quantize_params is NULL or of a version other than %d", C.BNG_QUANTIZE_V1)
+		}
+		xt, err := decode(x, "x", tensorOpt{device: true})
 		if err != nil {
 			return err
 		}
-		l, err := ternary.PackedLenQ(ternary.QType(qtype), int(n), int(rows))
-		o[0] = int64(l)
-		return err
+		ot, err := decode(out, "out", tensorOpt{device: true})
+		if err != nil {
+			return err
+		}
+		if ot.DType != qtensor.I2S {
+			return errs.Value("out: quantize writes i2_s (convert to other formats with bng_unpack and bng_pack), got dtype %d", int32(ot.DType))
+		}
+		if err := sameShape(xt, ot); err != nil {
+			return err
+		}
+		if err := sameDevice(xt, ot); err != nil {
+			return err
+		}
+		if ot.Axis != -1 {
+			return errs.Value("out: quantize scales blocks of the flattened tensor (axis -1), got axis %d", ot.Axis)
+		}
+		m, check := ternary.Method(p.method), p.check_finite != 0
+		if !xt.OnHost() {
+			return quantizeDevice(xt, ot, m, check, p)
+		}
+		if p.run_on == C.BNG_CUDA {
+			return quantizeHostOnDevice(int(p.run_on_id), xt, ot, m, check)
+		}
+		if p.run_on != 0 {
+			return errs.Value("params: run_on must be 0 or %d (cuda), got %d", C.BNG_CUDA, int32(p.run_on))
+		}
+		xs, err := qtensor.View[float32](xt, qtensor.F32)
+		if err != nil {
+			return err
+		}
+		if err := ternary.CheckSizes(len(xs), ot.BlockSize); err != nil {
+			return err
+		}
+		return ternary.Quantize(xs, ot.BlockSize, m, check, ot.Data, ot.Scales)
 	})
 }
 
-// bng_unpack writes the n ternary values (int8) held in packed (format
-// qtype, rows rows).
-//
-//export bng_unpack
-func bng_unpack(qtype C.int32_t, packed *C.uint8_t, packedLen C.int64_t, rows C.int64_t,
-	out *C.int8_t, n C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
-		if err != nil {
-			return err
-		}
-		os, err := view[int8](unsafe.Pointer(out), n, "out")
-		if err != nil {
-			return err
-		}
-		return ternary.UnpackQ(ternary.QType(qtype), ps, int(rows), os)
-	})
-}
-
-// bng_pack packs n ternary values (int8, each -1, 0 or +1; rows rows) into
-// format qtype.
-//
-//export bng_pack
-func bng_pack(qtype C.int32_t, values *C.int8_t, n C.int64_t, rows C.int64_t,
-	packed *C.uint8_t, packedLen C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		vs, err := view[int8](unsafe.Pointer(values), n, "values")
-		if err != nil {
-			return err
-		}
-		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
-		if err != nil {
-			return err
-		}
-		return ternary.PackQ(ternary.QType(qtype), vs, int(rows), ps)
-	})
-}
-
-// bng_dequantize writes value*scale for the n values held in packed (format
-// qtype, rows rows, one scale per block_size values; 0: one scale).
+// bng_dequantize writes value*scale (float32, out) for the values of packed
+// (any registered format; its scales and block_size). A CUDA i2_s operand
+// runs on its device and out's stream (no wait).
 //
 //export bng_dequantize
-func bng_dequantize(qtype C.int32_t, packed *C.uint8_t, packedLen C.int64_t, rows C.int64_t, blockSize C.int64_t,
-	scales *C.float, nScales C.int64_t, out *C.float, n C.int64_t,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
+func bng_dequantize(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
+		pt, ot, f, err := formatPair(packed, out, "packed", "out")
 		if err != nil {
 			return err
 		}
-		ss, err := view[float32](unsafe.Pointer(scales), nScales, "scales")
+		if !pt.OnHost() {
+			return dequantizeDevice(pt, ot)
+		}
+		os, err := qtensor.View[float32](ot, qtensor.F32)
 		if err != nil {
 			return err
 		}
-		os, err := view[float32](unsafe.Pointer(out), n, "out")
-		if err != nil {
-			return err
-		}
-		return ternary.DequantizeQ(ternary.QType(qtype), ps, int(rows), int(blockSize), ss, os)
+		return f.Dequantize(pt.Data, pt.Rows(), pt.BlockSize, pt.Scales, os)
 	})
+}
+
+// bng_unpack writes the ternary values (int8, out) held in packed. A CUDA
+// i2_s operand runs on its device and out's stream (no wait; codes are not
+// validated there: a code 3 unpacks as 2).
+//
+//export bng_unpack
+func bng_unpack(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		pt, ot, f, err := formatPair(packed, out, "packed", "out")
+		if err != nil {
+			return err
+		}
+		if !pt.OnHost() {
+			return unpackDevice(pt, ot)
+		}
+		os, err := qtensor.View[int8](ot, qtensor.I8)
+		if err != nil {
+			return err
+		}
+		return f.Unpack(pt.Data, pt.Rows(), os)
+	})
+}
+
+// bng_pack packs ternary values (int8, each -1, 0 or +1) into out's format.
+//
+//export bng_pack
+func bng_pack(values, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.int32_t {
+	return guard(errbuf, errcap, func() error {
+		ot, vt, f, err := formatPair(out, values, "out", "values")
+		if err != nil {
+			return err
+		}
+		if !ot.OnHost() {
+			return errs.Value("out: bng_pack runs on host tensors only, got %s", ot.Device)
+		}
+		vs, err := qtensor.View[int8](vt, qtensor.I8)
+		if err != nil {
+			return err
+		}
+		return f.Pack(vs, ot.Rows(), ot.Data)
+	})
+}
+
+// formatPair decodes a packed operand and its plain counterpart (same
+// shape, same device) and looks up the packed one's format.
+func formatPair(packed, plain *C.bng_tensor, pname, name string) (*qtensor.Tensor, *qtensor.Tensor, qtensor.Format, error) {
+	pt, err := decode(packed, pname, tensorOpt{device: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := decode(plain, name, tensorOpt{device: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f, err := qtensor.Lookup(pt.DType)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := sameShape(pt, t); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := sameDevice(pt, t); err != nil {
+		return nil, nil, nil, err
+	}
+	return pt, t, f, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
 // Group geometry of the I2_S layout.
@@ -57,9 +58,8 @@ func ParseMethod(s string) (Method, error) {
 	return 0, errs.Value("method must be 'absmean' or 'absmax', got %q", s)
 }
 
-// MaxElements bounds tensor sizes so that every byte count below fits in an
-// int on any platform we build for (and float32 counts fit in int64 bytes).
-const MaxElements = 1 << 60
+// MaxElements bounds tensor sizes (qtensor.MaxElements).
+const MaxElements = qtensor.MaxElements
 
 // PackedLen is the number of I2_S bytes for n values.
 func PackedLen(n int) int { return (n + GroupValues - 1) / GroupValues * GroupBytes }

@@ -1,6 +1,9 @@
 package ternary
 
-import "github.com/bitnet-go/bitnet_go/gokern/errs"
+import (
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
+)
 
 // TL1 and TL2: bitnet.cpp's lookup-table weight formats, laid out our way.
 //
@@ -27,28 +30,15 @@ import "github.com/bitnet-go/bitnet_go/gokern/errs"
 //     only when K%3 != 0.
 // Row bytes: ceil(T/2) + ceil(T/8) + (1 if K%3 != 0). About 5/3 bits a value.
 
-// QType names a packed format.
-type QType int32
+// QType names a packed format: the ternary formats' qtensor dtypes.
+type QType = qtensor.DType
 
-// The packed formats; the numbers are those of the C ABI.
+// The packed ternary formats (registered with qtensor in init).
 const (
-	I2S QType = 0
-	TL1 QType = 1
-	TL2 QType = 2
+	I2S = qtensor.I2S
+	TL1 = qtensor.TL1
+	TL2 = qtensor.TL2
 )
-
-// String returns the format's Python name.
-func (q QType) String() string {
-	switch q {
-	case I2S:
-		return "i2_s"
-	case TL1:
-		return "tl1"
-	case TL2:
-		return "tl2"
-	}
-	return "unknown"
-}
 
 // checkRowsK returns K of the rows x K view of n elements: n must be in
 // [1, MaxElements] and rows in [1, n], dividing n (every format, I2_S too, so
@@ -76,25 +66,121 @@ func TL2RowBytes(k int) int {
 	return b
 }
 
-// PackedLenQ is the number of packed bytes of n values in rows rows (see
-// checkRowsK for the counts it accepts). It is the one statement of the
-// packed lengths: the C ABI's bng_packed_len and every check of a packed
-// buffer's length use it.
-func PackedLenQ(q QType, n, rows int) (int, error) {
-	if q != I2S && q != TL1 && q != TL2 {
-		return 0, errs.Value("qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(q))
-	}
+// format is one ternary format: its rows' byte count and row (un)packers;
+// I2S packs the flattened tensor (rows ignored). It implements
+// qtensor.Format; the exported PackedLenQ, PackQ, UnpackQ and DequantizeQ
+// look the format up there.
+type format struct {
+	name      string
+	rowBytes  func(k int) int                  // nil: I2_S, whole tensor
+	packRow   func(w []int8, dst []byte)       // TL rows
+	unpackRow func(src []byte, w []int8) error // TL rows
+}
+
+func init() {
+	qtensor.Register(I2S, &format{name: "i2_s"})
+	qtensor.Register(TL1, &format{name: "tl1", rowBytes: TL1RowBytes, packRow: packTL1Row, unpackRow: unpackTL1Row})
+	qtensor.Register(TL2, &format{name: "tl2", rowBytes: TL2RowBytes, packRow: packTL2Row, unpackRow: unpackTL2Row})
+}
+
+func (f *format) Name() string { return f.name }
+
+// PackedLen is the number of packed bytes of n values in rows rows (see
+// checkRowsK for the counts it accepts): the one statement of the packed
+// lengths, which every check of a packed buffer's length uses.
+func (f *format) PackedLen(n, rows int) (int, error) {
 	k, err := checkRowsK(n, rows)
 	if err != nil {
 		return 0, err
 	}
-	switch q {
-	case TL1:
-		return rows * TL1RowBytes(k), nil
-	case TL2:
-		return rows * TL2RowBytes(k), nil
+	if f.rowBytes == nil {
+		return PackedLen(n), nil
 	}
-	return PackedLen(n), nil
+	return rows * f.rowBytes(k), nil
+}
+
+// checkLen checks the packed buffer's length for n values in rows rows.
+func (f *format) checkLen(n, rows, got int) error {
+	want, err := f.PackedLen(n, rows)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, n, f.name, got)
+	}
+	return nil
+}
+
+func (f *format) Pack(values []int8, rows int, dst []byte) error {
+	if err := f.checkLen(len(values), rows, len(dst)); err != nil {
+		return err
+	}
+	if f.rowBytes == nil {
+		return Pack(values, dst)
+	}
+	if err := checkTernary(values); err != nil {
+		return err
+	}
+	k, rb := len(values)/rows, len(dst)/rows
+	for r := 0; r < rows; r++ {
+		f.packRow(values[r*k:(r+1)*k], dst[r*rb:(r+1)*rb])
+	}
+	return nil
+}
+
+func (f *format) Unpack(src []byte, rows int, values []int8) error {
+	if err := f.checkLen(len(values), rows, len(src)); err != nil {
+		return err
+	}
+	if f.rowBytes == nil {
+		return Unpack(src, values)
+	}
+	k, rb := len(values)/rows, len(src)/rows
+	for r := 0; r < rows; r++ {
+		if err := f.unpackRow(src[r*rb:(r+1)*rb], values[r*k:(r+1)*k]); err != nil {
+			return errs.Value("row %d: %v", r, err)
+		}
+	}
+	return nil
+}
+
+func (f *format) Dequantize(src []byte, rows, blockSize int, scales []float32, out []float32) error {
+	n := len(out)
+	if err := f.checkLen(n, rows, len(src)); err != nil {
+		return err
+	}
+	if f.rowBytes == nil {
+		return Dequantize(src, blockSize, scales, out)
+	}
+	if err := CheckSizes(n, blockSize); err != nil {
+		return err
+	}
+	nb := NumBlocks(n, blockSize)
+	if len(scales) != nb {
+		return errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, blockSize, len(scales))
+	}
+	vals := make([]int8, n)
+	if err := f.Unpack(src, rows, vals); err != nil {
+		return err
+	}
+	bs := blockSize
+	if nb == 1 {
+		bs = n
+	}
+	for p, v := range vals {
+		out[p] = float32(v) * scales[p/bs]
+	}
+	return nil
+}
+
+// PackedLenQ is qtensor.Lookup(q).PackedLen: the packed bytes of n values
+// in rows rows of format q.
+func PackedLenQ(q QType, n, rows int) (int, error) {
+	f, err := qtensor.Lookup(q)
+	if err != nil {
+		return 0, err
+	}
+	return f.PackedLen(n, rows)
 }
 
 func pairIndex(w0, w1 int8) byte { return byte(3*w0 + w1 + 4) }
@@ -194,88 +280,28 @@ func balancedDigit(v int) int {
 
 // PackQ packs ternary values (rows x K, C order) into format q.
 func PackQ(q QType, values []int8, rows int, dst []byte) error {
-	want, err := PackedLenQ(q, len(values), rows)
+	f, err := qtensor.Lookup(q)
 	if err != nil {
 		return err
 	}
-	if len(dst) != want {
-		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, len(values), q, len(dst))
-	}
-	if q == I2S {
-		return Pack(values, dst)
-	}
-	if err := checkTernary(values); err != nil {
-		return err
-	}
-	k := len(values) / rows
-	rb := len(dst) / rows
-	row := packTL1Row
-	if q == TL2 {
-		row = packTL2Row
-	}
-	for r := 0; r < rows; r++ {
-		row(values[r*k:(r+1)*k], dst[r*rb:(r+1)*rb])
-	}
-	return nil
+	return f.Pack(values, rows, dst)
 }
 
 // UnpackQ writes the ternary values held in src (format q, rows x K).
 func UnpackQ(q QType, src []byte, rows int, values []int8) error {
-	want, err := PackedLenQ(q, len(values), rows)
+	f, err := qtensor.Lookup(q)
 	if err != nil {
 		return err
 	}
-	if len(src) != want {
-		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, len(values), q, len(src))
-	}
-	if q == I2S {
-		return Unpack(src, values)
-	}
-	k := len(values) / rows
-	rb := len(src) / rows
-	row := unpackTL1Row
-	if q == TL2 {
-		row = unpackTL2Row
-	}
-	for r := 0; r < rows; r++ {
-		if err := row(src[r*rb:(r+1)*rb], values[r*k:(r+1)*k]); err != nil {
-			return errs.Value("row %d: %v", r, err)
-		}
-	}
-	return nil
+	return f.Unpack(src, rows, values)
 }
 
 // DequantizeQ writes value*scale for the values held in src (format q, rows
 // x K), one scale per blockSize values of the flattened tensor (0: one).
 func DequantizeQ(q QType, src []byte, rows, blockSize int, scales []float32, out []float32) error {
-	n := len(out)
-	want, err := PackedLenQ(q, n, rows)
+	f, err := qtensor.Lookup(q)
 	if err != nil {
 		return err
 	}
-	if len(src) != want {
-		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, n, q, len(src))
-	}
-	if q == I2S {
-		return Dequantize(src, blockSize, scales, out)
-	}
-	if err := CheckSizes(n, blockSize); err != nil {
-		return err
-	}
-	nb := NumBlocks(n, blockSize)
-	if len(scales) != nb {
-		return errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, blockSize, len(scales))
-	}
-	vals := make([]int8, n)
-	if err := UnpackQ(q, src, rows, vals); err != nil {
-		return err
-	}
-	bs := blockSize
-	if nb == 1 {
-		bs = n
-	}
-	for p, v := range vals {
-		out[p] = float32(v) * scales[p/bs]
-	}
-	return nil
+	return f.Dequantize(src, rows, blockSize, scales, out)
 }

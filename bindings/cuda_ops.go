@@ -1,0 +1,93 @@
+package main
+
+/*
+#include "bng_abi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/cuda"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// The device halves of the format ops (bindings/ternary.go): operands
+// already decoded, on one CUDA device; these route them to package cuda.
+// I2_S is the only format the GPU kernels implement.
+
+// wantI2S checks a CUDA packed operand: i2_s, exactly the registry's bytes.
+func wantI2S(t *qtensor.Tensor) error {
+	if t.DType != qtensor.I2S {
+		return errs.Value("%s: on a CUDA device only i2_s is supported, got dtype %d", t.Name, int32(t.DType))
+	}
+	want, err := ternary.PackedLenQ(qtensor.I2S, t.Len(), 1)
+	if err != nil {
+		return err
+	}
+	if t.NBytes != want {
+		return errs.Value("packed must have %d bytes for %d values in i2_s, got %d", want, t.Len(), t.NBytes)
+	}
+	return nil
+}
+
+// wantPlain checks a CUDA plain operand's dtype and byte count.
+func wantPlain(t *qtensor.Tensor, d qtensor.DType, size int) error {
+	if t.DType != d {
+		return errs.Type("%s: dtype must be %s, got %s", t.Name, d, t.DType)
+	}
+	if !t.Contiguous() {
+		return errs.Value("%s: strides %v are not C-contiguous for shape %v; pass a contiguous array", t.Name, t.Strides, t.Shape)
+	}
+	if t.NBytes != t.Len()*size {
+		return errs.Value("%s: %d bytes do not hold %d %s values (%d bytes)", t.Name, t.NBytes, t.Len(), d, t.Len()*size)
+	}
+	return nil
+}
+
+func quantizeDevice(x, out *qtensor.Tensor, m ternary.Method, check bool, p *C.bng_quantize_params) error {
+	if err := wantPlain(x, qtensor.F32, 4); err != nil {
+		return err
+	}
+	if err := wantI2S(out); err != nil {
+		return err
+	}
+	return cuda.QuantizeDevice(x.Device.ID, x.Addr, out.Addr, out.ScalesAddr, uint64(uintptr(p.work)),
+		int64(x.Len()), int64(out.BlockSize), m, check, int64(out.NBytes), int64(out.NScales), int64(p.work_len), out.Stream)
+}
+
+func quantizeHostOnDevice(dev int, x, out *qtensor.Tensor, m ternary.Method, check bool) error {
+	xs, err := qtensor.View[float32](x, qtensor.F32)
+	if err != nil {
+		return err
+	}
+	if len(xs) == 0 || len(out.Data) == 0 || len(out.Scales) == 0 {
+		return errs.Value("x, packed and scales must not be empty (n=%d, packed_len=%d, n_scales=%d)",
+			len(xs), len(out.Data), len(out.Scales))
+	}
+	return cuda.QuantizeHost(dev, unsafe.Pointer(&xs[0]), int64(len(xs)), int64(out.BlockSize), m, check,
+		unsafe.Pointer(&out.Data[0]), int64(len(out.Data)), unsafe.Pointer(&out.Scales[0]), int64(len(out.Scales)))
+}
+
+func unpackDevice(packed, out *qtensor.Tensor) error {
+	if err := wantI2S(packed); err != nil {
+		return err
+	}
+	if err := wantPlain(out, qtensor.I8, 1); err != nil {
+		return err
+	}
+	return cuda.UnpackDevice(packed.Device.ID, packed.Addr, int64(packed.NBytes), out.Addr, int64(out.Len()), out.Stream)
+}
+
+func dequantizeDevice(packed, out *qtensor.Tensor) error {
+	if err := wantI2S(packed); err != nil {
+		return err
+	}
+	if err := wantPlain(out, qtensor.F32, 4); err != nil {
+		return err
+	}
+	return cuda.DequantizeDevice(packed.Device.ID, packed.Addr, int64(packed.NBytes), int64(packed.BlockSize),
+		packed.ScalesAddr, int64(packed.NScales), out.Addr, int64(out.Len()), out.Stream)
+}

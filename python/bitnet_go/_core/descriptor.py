@@ -1,0 +1,202 @@
+"""The C ABI's structs (``bindings/bng_abi.h``) as ctypes structures.
+
+Every op of the Go library takes one :class:`Tensor` descriptor per operand
+(DLPack's ``DLTensor`` plus quantization parameters) and, where it has any, a
+versioned parameter struct. This module only builds them; ``_core.ops`` makes
+the calls. Example::
+
+    >>> import numpy as np
+    >>> x = np.zeros((2, 3), np.float32)
+    >>> t = host(x, "float32")
+    >>> (t.ndim, t.nbytes, t.dtype == DTYPES["float32"])
+    (2, 24, True)
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Final
+
+import numpy as np
+
+TENSOR_V1: Final = 1
+QUANTIZE_V1: Final = 1
+CONV2D_V1: Final = 1
+OP_INFO_V1: Final = 1
+
+CPU: Final = 1  # DLPack's device codes
+CUDA: Final = 2
+
+#: dtype codes: packed ternary formats below 16, plain element types from 16.
+DTYPES: Final[dict[str, int]] = {
+    "i2_s": 0,
+    "tl1": 1,
+    "tl2": 2,
+    "float32": 16,
+    "int8": 17,
+    "uint8": 18,
+    "int4": 19,
+    "uint4": 20,
+    "binary": 21,
+    "int32": 22,
+}
+
+_I32 = ctypes.c_int32
+_I64 = ctypes.c_int64
+_P = ctypes.c_void_p
+
+
+class Tensor(ctypes.Structure):
+    """``bng_tensor``: one operand (see ``bindings/bng_abi.h`` for each field)."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("dtype", _I32),
+        ("device_type", _I32),
+        ("device_id", _I32),
+        ("data", _P),
+        ("nbytes", _I64),
+        ("ndim", _I32),
+        ("axis", _I32),
+        ("shape", ctypes.POINTER(_I64)),
+        ("strides", ctypes.POINTER(_I64)),
+        ("scales", _P),
+        ("n_scales", _I64),
+        ("block_size", _I64),
+        ("zero_points", _P),
+        ("n_zero_points", _I64),
+        ("stream", ctypes.c_uint64),
+    ]
+
+
+class QuantizeParams(ctypes.Structure):
+    """``bng_quantize_params``."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("method", _I32),
+        ("check_finite", _I32),
+        ("run_on", _I32),
+        ("run_on_id", _I32),
+        ("reserved", _I32),
+        ("work", _P),
+        ("work_len", _I64),
+    ]
+
+
+class Conv2dParams(ctypes.Structure):
+    """``bng_conv2d_params``."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("act_bits", _I32),
+        ("algorithm", _I32),
+        ("check_finite", _I32),
+        ("stride", _I64 * 2),
+        ("padding", _I64 * 4),
+        ("dilation", _I64 * 2),
+        ("groups", _I64),
+    ]
+
+
+class OpInfo(ctypes.Structure):
+    """``bng_op_info``: what an op ran (the algorithm and the kernel's name)."""
+
+    _fields_ = [("version", _I32), ("algorithm", _I32), ("kernel", ctypes.c_char * 64)]
+
+
+def _fill(
+    t: Tensor,
+    dtype: str,
+    shape: tuple[int, ...],
+    *,
+    block_size: int | None,
+    stream: int,
+) -> None:
+    t.version = TENSOR_V1
+    t.dtype = DTYPES[dtype]
+    t.ndim = len(shape)
+    t.axis = -1
+    dims = (_I64 * len(shape))(*shape)
+    t.shape = dims
+    t.block_size = block_size or 0
+    t.stream = stream
+    t._keep = [dims]  # the shape array lives as long as the descriptor
+
+
+def host(
+    arr: np.ndarray,
+    dtype: str,
+    *,
+    shape: tuple[int, ...] | None = None,
+    scales: np.ndarray | None = None,
+    block_size: int | None = None,
+) -> Tensor:
+    """A descriptor of the C-contiguous host array ``arr`` holding a tensor of
+    ``dtype`` and ``shape`` (default ``arr.shape``; packed formats pass the
+    logical shape of the values, ``arr`` being their bytes), with float32
+    ``scales`` for packed formats. The arrays must outlive the call.
+
+    Example::
+
+        >>> w = np.zeros(32, np.uint8)
+        >>> t = host(w, "i2_s", shape=(4, 32), scales=np.ones(1, np.float32))
+        >>> (t.nbytes, t.n_scales)
+        (32, 1)
+    """
+    t = Tensor()
+    _fill(t, dtype, arr.shape if shape is None else shape, block_size=block_size, stream=0)
+    t.device_type = CPU
+    t.data = arr.ctypes.data
+    t.nbytes = arr.nbytes
+    if scales is not None:
+        t.scales = scales.ctypes.data
+        t.n_scales = scales.size
+    return t
+
+
+def device(
+    addr: int,
+    nbytes: int,
+    dtype: str,
+    shape: tuple[int, ...],
+    device_id: int,
+    *,
+    scales: int = 0,
+    n_scales: int = 0,
+    block_size: int | None = None,
+    stream: int = 0,
+) -> Tensor:
+    """A descriptor of a CUDA tensor at device address ``addr`` (``nbytes``
+    bytes on GPU ``device_id``), used on CUDA stream ``stream``.
+
+    Example::
+
+        >>> t = device(0x7F0000000000, 32, "i2_s", (128,), 0, scales=0x7F0000001000, n_scales=1)
+        >>> (t.device_type == CUDA, t.n_scales)
+        (True, 1)
+    """
+    t = Tensor()
+    _fill(t, dtype, shape, block_size=block_size, stream=stream)
+    t.device_type = CUDA
+    t.device_id = device_id
+    t.data = addr or None
+    t.nbytes = nbytes
+    t.scales = scales or None
+    t.n_scales = n_scales
+    return t
+
+
+def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) -> Tensor:
+    """A descriptor without data, for asking the library how many bytes and
+    scales a tensor of ``dtype`` and ``shape`` takes (``bng_layout``).
+
+    Example::
+
+        >>> layout("tl1", (4, 6)).ndim
+        2
+    """
+    t = Tensor()
+    _fill(t, dtype, shape, block_size=block_size, stream=0)
+    t.device_type = CPU
+    return t
