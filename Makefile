@@ -54,13 +54,15 @@ $(LIB): $(GO_SOURCES)
 ptx:
 	bash cuda/build_ptx.sh
 
-# Regenerates the amd64 assembly (avo, gokern/gemm/_gen: its own module) and
-# checks that the checked-in files are what the generator writes.
+# Regenerates the amd64 assembly of every package (avo, _gen at the repository
+# root: its own module) and checks that the checked-in files are what the
+# generator writes.
 generate:
-	cd gokern/gemm/_gen && $(GO) run -tags generate .
+	$(GO) -C _gen run -tags generate .
 
 check-generate:
-	cd gokern/gemm/_gen && $(GO) vet -tags generate . && $(GO) run -tags generate . -check
+	$(GO) -C _gen vet -tags generate .
+	$(GO) -C _gen run -tags generate . -check
 
 # Installs the package (non-editable, like a user's pip install) into the venv.
 install: venv
@@ -75,7 +77,7 @@ test: test-go test-go-noasm check-generate fuzz lint test-py
 # with checkptr); `go test -race ./gokern/...` covers the kernels too, in a
 # few minutes.
 test-go:
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/_gen/')); \
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test ./...
