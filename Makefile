@@ -3,7 +3,7 @@
 #   make demo    set up (Python venv, Go library, package) and run the demo
 #   make test    everything CI runs: Go (also -tags noasm, fuzz), ruff, pytest
 #   make bench   the benchmark suite (python -m bitnet_go bench)
-#   make wheel   build the py3-none-<platform> wheel into dist/
+#   make wheel   build the py3-none-manylinux_2_NN_<arch> wheel into dist/
 #
 # The Python environment (numpy, pytest, torch, ruff, matplotlib) lives in
 # ~/.cache/bitnet_go/venv-<hash of requirements-dev.txt>: created when missing,
@@ -46,9 +46,10 @@ $(VENV)/.complete: | $(REQ)
 
 lib: $(LIB)
 
-$(LIB): $(GO_SOURCES)
-	$(GO) build -buildmode=c-shared -trimpath -buildvcs=false -o $(LIB) ./bindings
-	rm -f $(basename $(LIB)).h
+# The go build command line (stripped: -ldflags=-s -w) is setup.py's, the one
+# the wheel uses; build_go_library needs only the standard library.
+$(LIB): $(GO_SOURCES) setup.py
+	GO=$(GO) $(PYTHON) -c 'import setup, sys; setup.build_go_library(setup.Path(sys.argv[1]))' $(LIB)
 
 # Regenerates cuda/*.ptx (checked in) with NVRTC from PyPI; normal builds need no CUDA toolkit.
 ptx:
