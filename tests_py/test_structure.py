@@ -336,30 +336,49 @@ def _cycle_through(graph: Graph, group: set[str]) -> list[str]:
     raise AssertionError(f"no cycle through {start} in {sorted(group)}")
 
 
-def _write_package(root: Path, files: dict[str, str]) -> Path:
-    """Write a synthetic package tree under ``root`` and return ``root``."""
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+def _write_package(root: Path, spec: str) -> Path:
+    """Write a synthetic package tree under ``root`` and return ``root``.
+
+    ``spec`` holds the files one after another, each after a ``# file: PATH`` line.
+    """
+    path: Path | None = None
+    for line in textwrap.dedent(spec).splitlines(keepends=True):
+        if line.startswith("# file: "):
+            path = root / line[len("# file: ") :].strip()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+        elif path is not None:
+            with path.open("a") as f:
+                f.write(line)
     return root
 
 
 def test_python_import_graph_resolves_every_form(tmp_path: Path) -> None:
-    src = _write_package(
-        tmp_path,
-        {
-            "pkg/__init__.py": "from . import a\nfrom .sub import c\n",
-            "pkg/a.py": "import numpy\nfrom ._b import f\n",
-            "pkg/_b.py": "def f():\n    from pkg.sub import c\n    import pkg.sub.d as d\n",
-            "pkg/sub/__init__.py": "from .. import a\nfrom ..a import x\n",
-            "pkg/sub/c.py": "from . import d\nfrom pkg import name_in_init\n",
-            "pkg/sub/d.py": (
-                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\nelse:\n    import pkg._b\n"
-            ),
-        },
-    )
-    assert python_import_graph(src, "pkg") == {
+    spec = """
+        # file: pkg/__init__.py
+        from . import a
+        from .sub import c
+        # file: pkg/a.py
+        import numpy
+        from ._b import f
+        # file: pkg/_b.py
+        def f():
+            from pkg.sub import c
+            import pkg.sub.d as d
+        # file: pkg/sub/__init__.py
+        from .. import a
+        from ..a import x
+        # file: pkg/sub/c.py
+        from . import d
+        from pkg import name_in_init
+        # file: pkg/sub/d.py
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from pkg import a
+        else:
+            import pkg._b
+    """
+    assert python_import_graph(_write_package(tmp_path, spec), "pkg") == {
         "pkg": {"pkg.a", "pkg.sub.c"},
         "pkg.a": {"pkg._b"},
         "pkg._b": {"pkg.sub.c", "pkg.sub.d"},
@@ -370,16 +389,20 @@ def test_python_import_graph_resolves_every_form(tmp_path: Path) -> None:
 
 
 def test_import_cycles_found_even_inside_functions(tmp_path: Path) -> None:
-    src = _write_package(
-        tmp_path,
-        {
-            "pkg/__init__.py": "from .x import f\n",
-            "pkg/x.py": "from . import y\ndef f():\n    pass\n",
-            "pkg/y.py": "def g():\n    from . import x  # hidden by a local import\n",
-            "pkg/z.py": "from .x import f\n",
-        },
-    )
-    assert import_cycles(python_import_graph(src, "pkg")) == [["pkg.x", "pkg.y", "pkg.x"]]
+    spec = """
+        # file: pkg/__init__.py
+        from .x import f
+        # file: pkg/x.py
+        from . import y
+        def f():
+            pass
+        # file: pkg/y.py
+        def g():
+            from . import x  # hidden by a local import
+        # file: pkg/z.py
+        from .x import f
+    """
+    assert import_cycles(python_import_graph(_write_package(tmp_path, spec), "pkg")) == [["pkg.x", "pkg.y", "pkg.x"]]
 
 
 def test_import_cycles() -> None:
