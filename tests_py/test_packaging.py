@@ -81,7 +81,7 @@ def test_wheel_library_is_stripped_and_within_its_manylinux_tag(wheel: Path) -> 
     assert m, wheel.name
     tag = (int(m.group(1)), int(m.group(2)))
     assert glibc_bound(data) <= tag, (glibc_bound(data), wheel.name)
-    assert tag == max(glibc_bound(data), (2, 17)), "the tag should be the oldest glibc the library allows (floor: manylinux2014)"
+    assert tag == max(glibc_bound(data), (2, 17)), "tag: the oldest glibc the library allows (floor 2.17)"
 
 
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="compares with binutils' objdump -T")
