@@ -3,7 +3,7 @@
 #   make demo    set up (Python venv, Go library, package) and run the demo
 #   make test    everything CI runs: Go (also -tags noasm, fuzz), ruff, pytest
 #   make bench   the benchmark suite (python -m bitnet_go bench)
-#   make wheel   build the py3-none-<platform> wheel into dist/
+#   make wheel   build the py3-none-manylinux_2_NN_<arch> wheel into dist/
 #
 # The Python environment (numpy, pytest, torch, ruff, matplotlib) lives in
 # ~/.cache/bitnet_go/venv-<hash of requirements-dev.txt>: created when missing,
@@ -46,21 +46,24 @@ $(VENV)/.complete: | $(REQ)
 
 lib: $(LIB)
 
-$(LIB): $(GO_SOURCES)
-	$(GO) build -buildmode=c-shared -trimpath -buildvcs=false -o $(LIB) ./bindings
-	rm -f $(basename $(LIB)).h
+# The go build command line (stripped: -ldflags=-s -w) is setup.py's, the one
+# the wheel uses; build_go_library needs only the standard library.
+$(LIB): $(GO_SOURCES) setup.py
+	GO=$(GO) $(PYTHON) -c 'import setup, sys; setup.build_go_library(setup.Path(sys.argv[1]))' $(LIB)
 
 # Regenerates cuda/*.ptx (checked in) with NVRTC from PyPI; normal builds need no CUDA toolkit.
 ptx:
 	bash cuda/build_ptx.sh
 
-# Regenerates the amd64 assembly (avo, gokern/gemm/_gen: its own module) and
-# checks that the checked-in files are what the generator writes.
+# Regenerates the amd64 assembly of every package (avo, _gen at the repository
+# root: its own module) and checks that the checked-in files are what the
+# generator writes.
 generate:
-	cd gokern/gemm/_gen && $(GO) run -tags generate .
+	$(GO) -C _gen run -tags generate .
 
 check-generate:
-	cd gokern/gemm/_gen && $(GO) vet -tags generate . && $(GO) run -tags generate . -check
+	$(GO) -C _gen vet -tags generate .
+	$(GO) -C _gen run -tags generate . -check
 
 # Installs the package (non-editable, like a user's pip install) into the venv.
 install: venv
@@ -75,7 +78,7 @@ test: test-go test-go-noasm check-generate fuzz lint test-py
 # with checkptr); `go test -race ./gokern/...` covers the kernels too, in a
 # few minutes.
 test-go:
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/_gen/')); \
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test ./...

@@ -5,15 +5,19 @@
 // and its Go stubs, both marked "DO NOT EDIT" and built only with
 // `!noasm && amd64`.
 //
-// Run it from this directory (make generate does):
+// It lives at the repository root and serves every package that has
+// assembly. Run it from this directory (make generate does), or from anywhere
+// with go -C:
 //
 //	go run -tags generate .          # rewrite every target
 //	go run -tags generate . -check   # exit 1 if a checked-in file is stale
 //	go run -tags generate . -only ternary
+//	go -C _gen run -tags generate .  # the same, from the repository root
 //
-// This directory is its own Go module so that avo and its dependencies never
-// enter the library's module graph; the leading underscore keeps `./...` in
-// the main module away from it.
+// Output paths are relative to the repository root (-root, default "..", the
+// parent of this directory). This directory is its own Go module so that avo
+// and its dependencies never enter the library's module graph; the leading
+// underscore keeps `./...` in the main module away from it.
 //
 // Adding kernels: write a file beside this one (build tag `generate`) that
 // calls register from init with a target naming the package directory
@@ -43,7 +47,7 @@ const constraint = "!noasm,amd64" // avo takes "// +build" syntax: !noasm && amd
 
 // generator names the program in the "Code generated" line. It is fixed (no
 // flags, no paths) so that regeneration is byte-for-byte reproducible.
-const generator = "gokern/gemm/_gen (go run -tags generate .)"
+const generator = "_gen (go run -tags generate .)"
 
 // target is one generated pair of files: dir/base_amd64.s and
 // dir/base_amd64.go.
@@ -65,10 +69,14 @@ var targets []target
 func register(t target) { targets = append(targets, t) }
 
 func main() {
-	root := flag.String("root", "../../..", "repository root (the generator runs from gokern/gemm/_gen)")
+	root := flag.String("root", "..", "repository root (the generator runs from _gen)")
 	check := flag.Bool("check", false, "do not write: report stale or missing files and exit 1 if any")
 	only := flag.String("only", "", "comma-separated target names (default: all)")
 	flag.Parse()
+	if err := checkRoot(*root); err != nil {
+		fmt.Fprintf(os.Stderr, "_gen: %v\n", err)
+		os.Exit(2)
+	}
 
 	want := map[string]bool{}
 	for _, n := range strings.Split(*only, ",") {
@@ -111,6 +119,23 @@ func main() {
 	if stale > 0 {
 		os.Exit(1)
 	}
+}
+
+// mainModule is the module whose packages the targets write into.
+const mainModule = "github.com/bitnet-go/bitnet_go"
+
+// checkRoot reports an error unless root holds the main module's go.mod, so
+// that a run from the wrong directory writes nothing.
+func checkRoot(root string) error {
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return fmt.Errorf("-root %s is not the repository root: %v", root, err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	if strings.TrimSpace(first) != "module "+mainModule {
+		return fmt.Errorf("-root %s is not the repository root: its go.mod is not module %s", root, mainModule)
+	}
+	return nil
 }
 
 type outFile struct {

@@ -1,4 +1,4 @@
-module github.com/bitnet-go/bitnet_go/gokern/gemm/_gen
+module github.com/bitnet-go/bitnet_go/_gen
 
 go 1.26.0
 
