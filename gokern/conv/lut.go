@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -102,9 +103,10 @@ func packPairs(vals []int8, rows, k int, dst []byte) {
 }
 
 // wantLUT reports whether Conv2D runs the LUT algorithm: on request, or by
-// the planner's rule (preferLUT) for int8 activations.
-func wantLUT(d *Dims, opt Options, q ternary.QType) bool {
-	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d, q))
+// the planner's rule (preferLUT, with the wide kernels k) for int8
+// activations.
+func wantLUT(d *Dims, opt Options, q ternary.QType, k *gemm.LUT16Kernels) bool {
+	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d, q, k))
 }
 
 // SWAR masks over the nibbles of a uint64.
@@ -151,15 +153,9 @@ func checkNibbles(src []byte, n, max int) int {
 // length and every index they read (TL1 indices <= 8, TL2 magnitudes <= 13,
 // the remainder index <= 8), as ternary.UnpackQ would.
 func checkTL(d *Dims, w Weights) error {
-	if w.QType != ternary.TL1 && w.QType != ternary.TL2 {
-		return errs.Value("weight: qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(w.QType))
-	}
-	want, err := ternary.PackedLenQ(w.QType, d.WLen, d.O)
+	want, err := checkPacked(d, w)
 	if err != nil {
 		return err
-	}
-	if len(w.Packed) != want {
-		return errs.Value("weight: packed must have %d bytes for %d values in %s, got %d", want, d.WLen, w.QType, len(w.Packed))
 	}
 	rb := want / d.O
 	chunks := par.Chunks(d.O, max(1, 1<<16/max(rb, 1)))
@@ -231,22 +227,23 @@ func planLUT(d *Dims, triples bool) lutPlan {
 	return p
 }
 
-// runLUT runs the LUT algorithm on quantized activations; w is I2_S, TL1 or
-// TL2 (checked).
-func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32) error {
+// runLUT runs the LUT algorithm on quantized activations with the wide
+// kernels k (lut16), or the 2-column Go kernels where k is the generic set
+// (lut), and returns the kernel's name; w is I2_S, TL1 or TL2 (checked).
+func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32, k *gemm.LUT16Kernels) (string, error) {
 	if acts == nil {
-		return errs.Value("algorithm 'lut' needs int8 activations (act_bits=8)")
+		return "", errs.Value("algorithm 'lut' needs int8 activations (act_bits=8)")
 	}
 	lw, err := newLUTWeights(d, w, sc)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if k := gemm.LUT16(); k != nil {
+	if k.Family != cpu.Generic {
 		lutConv16(d, lw, acts, sc, out, k)
-		return nil
+		return kernelName("lut16", k.Family), nil
 	}
 	lutConv(d, lw, acts, sc, out)
-	return nil
+	return kernelName("lut", cpu.Generic), nil
 }
 
 // lutConv: per unit (sample, group, tile of output positions, block of
@@ -357,11 +354,11 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 //   - Never for fewer than 16 output channels per group (depthwise
 //     included): a table then serves too few rows. This guard is a
 //     heuristic, not a measurement.
-func preferLUT(d *Dims, q ternary.QType) bool {
+func preferLUT(d *Dims, q ternary.QType, k *gemm.LUT16Kernels) bool {
 	if d.Og < 16 || q == ternary.I2S {
 		return false
 	}
-	if gemm.HasLUT16() {
+	if k.Family != cpu.Generic {
 		return d.N*d.P <= 1024
 	}
 	return d.N*d.P <= 32

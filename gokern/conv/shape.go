@@ -142,6 +142,21 @@ func (s Shape) Check() (Dims, error) {
 	return d, nil
 }
 
+// checkBuffers checks the lengths of a call's buffers against d: x and out
+// hold the input and output tensors, bias O entries or none.
+func (d *Dims) checkBuffers(x, out, bias []float32) error {
+	if len(x) != d.XLen {
+		return errs.Value("x must have %d elements for shape (%d, %d, %d, %d), got %d", d.XLen, d.N, d.C, d.H, d.W, len(x))
+	}
+	if len(out) != d.OutLen {
+		return errs.Value("out must have %d elements for shape (%d, %d, %d, %d), got %d", d.OutLen, d.N, d.O, d.Ho, d.Wo, len(out))
+	}
+	if len(bias) != 0 && len(bias) != d.O {
+		return errs.Value("bias must have O=%d elements (or none), got %d", d.O, len(bias))
+	}
+	return nil
+}
+
 // Pointwise reports whether the convolution is a plain matrix product on the
 // input: a 1x1 kernel, stride 1 and no padding.
 func (d *Dims) Pointwise() bool {
