@@ -323,34 +323,15 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 }
 
 // preferLUT is the planner's rule for int8 activations (Auto): whether the
-// LUT algorithm beats multiply-add for d with a weight in q. It encodes
-// BenchmarkLUT as measured on the project's machine (AMD EPYC, AVX2, 2
-// shared cores, one thread; medians of 3, ms), the
-// LUT kernels against the AVX2 multiply-add micro-kernel (VPMADDUBSW, 16
-// columns). AVX2 LUT = the wide kernels of gemm.LUT16 (lut16.go); generic =
-// the 2-column Go kernels (BITNET_GO_DISABLE=avx2, -tags noasm).
+// LUT algorithm, with the wide kernels k or (k generic) the 2-column Go
+// kernels, beats multiply-add for d with a weight in q (BenchmarkLUT):
 //
-//   - I2_S: never. The LUT repacks the weight as TL1 on every call: GEMV
-//     shapes lose (1x1 4096->4096 at 1x1: madd 24, AVX2 LUT 55, generic
-//     103; 1024->1024: 1.2 vs 4.2), ResNet-like layers are mixed (AVX2 LUT
-//     3.4 vs 6.3 at 3x3 128@28 and 4.5 vs 6.5 at 3x3 256@14, but 11.2 vs
-//     5.9 at 3x3 512@7 and 6.2 vs 4.4 at 3x3 64@56): no rule stable under
-//     the noise and the multiply-add work in progress.
+//   - I2_S: never. The LUT repacks the weight as TL1 on every call, and no
+//     rule was stable over the shapes measured.
 //   - TL1 and TL2: multiply-add converts the weight to I2_S on every call
-//     (about 6 ns a weight) while the LUT kernels read TL rows as they are.
-//     With the AVX2 LUT kernels: when N*Ho*Wo <= 1024 output positions.
-//     LUT (TL1 / TL2) against madd (TL1 / TL2): 1x1 4096->4096 at 1x1
-//     10 / 7.7 vs 136 / 169, at 2x2 12 / 10 vs 106 / 140; 3x3 512@7 (49
-//     positions) 3.7 / 4.2 vs 15 / 22; 3x3 256@14 (196) 3.0 / 3.0 vs 9.4 /
-//     9.5; 3x3 128@28 (784) 3.3 / 3.5 vs 9.1 / 8.2; at 3136 positions
-//     multiply-add wins or ties (3x3 64@56: 6.8 / 7.3 vs 4.7 / 5.4; 1x1
-//     64->256@56: 3.5 / 4.1 vs 3.5 / 3.0; 1x1 256->64@56 7.5 / 8.1 vs 7.4 /
-//     7.5), and on the 7x7 stem (12544) 14 / 14 vs 9.8 / 11. The AVX2 LUT
-//     is 1.3x (GEMV, one position: 10 vs 13) to 11x (3x3 128@28: 3.3 vs
-//     32 for TL1, 3.5 vs 39 for TL2) the generic one.
-//     With the generic LUT kernels: when N*Ho*Wo <= 32 (at 4096->4096, 1x1:
-//     13 / 12 against 108; at 4x4: 58 / 69 against 117; at 3x3 512@7 they
-//     tie, beyond multiply-add wins: 3x3 256@14 26 / 38 vs 9.4).
+//     while the LUT kernels read TL rows as they are: LUT when N*Ho*Wo <=
+//     1024 output positions with SIMD wide kernels, <= 32 with the generic
+//     ones.
 //   - Never for fewer than 16 output channels per group (depthwise
 //     included): a table then serves too few rows. This guard is a
 //     heuristic, not a measurement.
