@@ -61,20 +61,3 @@ func bng_set_num_threads(n C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_
 
 //export bng_get_num_threads
 func bng_get_num_threads() C.int64_t { return C.int64_t(par.Threads()) }
-
-// bng_peak writes the diagnostics entry "peak" (diag_peak.go) into buf.
-//
-//export bng_peak
-func bng_peak(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		v, err := diagPeak(nil)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		return str(buf, bufcap, string(b))
-	})
-}
