@@ -12,7 +12,7 @@ import (
 )
 
 // gemmWith computes T = A·B (m x n, row stride n) with kernel set ks the way
-// gokern/conv drives it: A packed by PackA, B packed chunk by chunk (kc
+// gokern/ops/conv2d drives it: A packed by PackA, B packed chunk by chunk (kc
 // values of k at most) into ks's micro-panels, one micro-kernel call per
 // (panel, micro-panel, chunk), later chunks added. Slices handed to the
 // kernels start off elements into their allocations (misaligned).

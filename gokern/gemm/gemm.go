@@ -1,6 +1,6 @@
 // Package gemm holds the micro-kernels of the ternary convolution: small
 // fixed-size matrix products over packed panels, called per tile by
-// gokern/conv, which owns the blocking, the packing of activations and the
+// gokern/ops/conv2d, which owns the blocking, the packing of activations and the
 // goroutines.
 //
 // # Panels
@@ -52,12 +52,12 @@
 // tile of VPDPBUSD on ZMM. The int8 kernel reads B micro-panels that
 // PrepI8 has rewritten once per micro-panel (quads of k transposed into
 // dwords, column sums appended), so that each of the tile's A panels runs
-// over them without shuffles; gokern/conv calls PrepareI8 after packing.
+// over them without shuffles; gokern/ops/conv2d calls PrepareI8 after packing.
 // The avx512 family keeps the AVX2 int8 kernel.
 //
 // The AVX2 int8 path has a second kernel, the implicit GEMM (implicit.go,
 // _gen/implicit_avx2.go): activations channels-last, read in place,
-// weights repacked to a byte each; gokern/conv runs it instead of im2col
+// weights repacked to a byte each; gokern/ops/conv2d runs it instead of im2col
 // where Kernels.Implicit is set (the AVX2 and AVX-512-without-VNNI sets).
 //
 // Around the micro-kernels each set also carries the int8 activation
@@ -145,7 +145,7 @@ type Kernels struct {
 	// adds (the float32 path's fold).
 	FoldF32 func(dst []float32, src []float32, sc, bias float32, add, addBias bool)
 	// Implicit, where set, is the int8 implicit-GEMM kernel (implicit.go),
-	// which gokern/conv then runs instead of im2col for int8 activations.
+	// which gokern/ops/conv2d then runs instead of im2col for int8 activations.
 	Implicit ImplicitI8
 	// QuantU8x8 and QuantU8x4 quantize activations into the implicit
 	// layout (implicit.go).

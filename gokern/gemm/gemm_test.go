@@ -205,7 +205,7 @@ func BenchmarkMicro(b *testing.B) {
 	const kc = 256
 	a := randPanel(rng, kc)
 	for _, ks := range Families() {
-		// B micro-panels of at most 32 KB (L1), as gokern/conv chunks them.
+		// B micro-panels of at most 32 KB (L1), as gokern/ops/conv2d chunks them.
 		kf := min(kc, 32<<10/(4*ks.NRF32))
 		bf := make([]float32, kf*ks.NRF32)
 		tf := make([]float32, MR*ks.NRF32)

@@ -32,7 +32,7 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // so the int16 partial sums are exact and each chunk ends in int32; the
 // tests drive the bounds to their extremes (126*256 and 85*384).
 // Indices 0..8 only, except in the padding pair (checked weights: see
-// gokern/conv checkTL).
+// gokern/ops/conv2d checkTL).
 
 // LUT16Cols is the number of columns of a wide table.
 const LUT16Cols = 16

@@ -32,8 +32,8 @@ func (ks *Quantizer) blockScale(x []float32, m Method) (float32, int) {
 // MaxAbs returns max|x| over the elements of x that are not NaN (±Inf
 // included; 0 when there are none) and the index of the first NaN or ±Inf
 // (-1 when all are finite), with ks's reduction kernel: one pass while x
-// is finite. gokern/conv
-// takes its int8 activation scales, and the finiteness check of x, from it.
+// is finite. gokern/ops/conv2d takes its int8 activation scales, and the
+// finiteness check of x, from it.
 func (ks *Quantizer) MaxAbs(x []float32) (float32, int) {
 	if len(x) == 0 {
 		return 0, -1

@@ -1,4 +1,4 @@
-// Package conv is the ternary 2-D convolution: shape arithmetic, the planner
+// Package conv2d is the ternary 2-D convolution: shape arithmetic, the planner
 // that picks an algorithm, and the algorithms themselves (naive, tiled
 // im2col + GEMM, 1x1 GEMM on the input, GEMV, the int8 implicit GEMM,
 // depthwise and general direct kernels, lookup tables for int8
@@ -9,7 +9,7 @@
 // (values -1, 0, +1 with float32 scales per block of the flattened weight,
 // see gokern/ternary) and optional int8 activations; see Conv2D for the exact
 // arithmetic.
-package conv
+package conv2d
 
 import (
 	"math/bits"
