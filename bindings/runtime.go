@@ -11,13 +11,14 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/envvar"
-	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	_ "github.com/bitnet-go/bitnet_go/gokern/gemm" // registers its kernel ops
 	"github.com/bitnet-go/bitnet_go/gokern/par"
-	_ "github.com/bitnet-go/bitnet_go/gokern/ternary" // registers its dispatch
+	_ "github.com/bitnet-go/bitnet_go/gokern/ternary" // registers its kernel ops
 )
 
 // bng_cpu_features writes a JSON object into buf: the cpuid/v2 features, the
-// families disabled by BITNET_GO_DISABLE, the kernel families in use, the
+// families disabled by BITNET_GO_DISABLE, the family every registered kernel
+// op selected (cpu.Kernels: every op, from start-up), the
 // numeric environment settings as read (envvar) and the thread limit.
 //
 //export bng_cpu_features
@@ -46,23 +47,6 @@ func bng_cpu_features(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.in
 			"max_threads":     par.MaxThreads,
 		}
 		b, err := json.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		return str(buf, bufcap, string(b))
-	})
-}
-
-// bng_peak writes a JSON object into buf: one core's G operations a second
-// for the instruction mixes of the float32 and int8 kernels in use
-// (gemm.Peak: about 30 ms of measurement), zero for the generic kernels.
-//
-//export bng_peak
-func bng_peak(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		r := gemm.Peak()
-		b, err := json.Marshal(map[string]any{"f32": r.F32, "i8": r.I8, "f32_mix": r.F32Mix, "i8_mix": r.I8Mix,
-			"family": string(gemm.Current().Family)})
 		if err != nil {
 			return err
 		}

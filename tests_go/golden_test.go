@@ -43,12 +43,10 @@ func loadGolden(t *testing.T) []goldenCase {
 // TestI2SGolden checks every kernel family the CPU allows (and the generic
 // one) against the golden vectors.
 func TestI2SGolden(t *testing.T) {
-	defer func() { cpu.Override(os.Getenv(cpu.EnvDisable)); ternary.SelectKernels() }()
 	for _, disable := range []string{"", "all"} {
-		cpu.Override(disable)
-		ternary.SelectKernels()
+		q, _ := ternary.QuantizeOp.Select(cpu.ParseDisable(disable))
 		for _, c := range loadGolden(t) {
-			t.Run(string(ternary.Family())+"/"+c.Name, func(t *testing.T) {
+			t.Run(string(q.Family())+"/"+c.Name, func(t *testing.T) {
 				x := make([]float32, len(c.X))
 				for i, v := range c.X {
 					x[i] = float32(v)
@@ -63,7 +61,7 @@ func TestI2SGolden(t *testing.T) {
 				}
 				packed := make([]byte, ternary.PackedLen(len(x)))
 				scales := make([]float32, ternary.NumBlocks(len(x), bs))
-				if err := ternary.Quantize(x, bs, m, true, packed, scales); err != nil {
+				if err := q.Quantize(x, bs, m, true, packed, scales); err != nil {
 					t.Fatal(err)
 				}
 				if got := hex.EncodeToString(packed); got != c.PackedHex {

@@ -4,15 +4,20 @@
 // Families, best first: "avx512vnni", "avx512", "avx2", "generic". A family is
 // usable when the CPU reports every feature it needs, the build has assembly
 // for it (never under -tags noasm), and BITNET_GO_DISABLE does not name it or
-// a family it builds on. Kernel packages call Pick once at start-up (and again
-// in tests after Override) and keep the generic Go version as the oracle.
+// a family it builds on.
+//
+// Kernels are chosen through one registry (registry.go): every op registers
+// its generic Go implementation (the oracle) and one implementation per
+// SIMD family, the process selects once, under the start-up Selection, and
+// tests select per instance under any Selection (or take one family's
+// implementation) without touching process-wide state.
 package cpu
 
 import (
 	"os"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/klauspost/cpuid/v2"
 )
@@ -83,20 +88,27 @@ var builds = map[Family][]Family{
 	Generic:    nil,
 }
 
-type state struct {
+// Selection is a BITNET_GO_DISABLE setting: the families switched off and
+// the names in the setting that are not families. The zero value disables
+// nothing. Kernel ops select their implementation under a Selection
+// (Op.Select); the process's own is Startup.
+type Selection struct {
 	disabled map[Family]bool
 	unknown  []string
 }
 
-var (
-	mu  sync.RWMutex
-	cur = parseDisable(os.Getenv(EnvDisable))
-)
+// startup is the process's selection, read once from the environment.
+var startup = ParseDisable(os.Getenv(EnvDisable))
 
-// parseDisable reads a comma-separated list of family names; "all" and "asm"
-// switch every assembly family off. Unknown names are kept to be reported.
-func parseDisable(v string) state {
-	s := state{disabled: map[Family]bool{}}
+// Startup returns the selection read from BITNET_GO_DISABLE at start-up:
+// the one every op's default implementation (Op.Get) was chosen under.
+func Startup() Selection { return startup }
+
+// ParseDisable reads a comma-separated list of family names (the syntax of
+// BITNET_GO_DISABLE); "all" and "asm" switch every assembly family off.
+// Unknown names are kept to be reported.
+func ParseDisable(v string) Selection {
+	s := Selection{disabled: map[Family]bool{}}
 	for _, tok := range strings.Split(v, ",") {
 		tok = strings.ToLower(strings.TrimSpace(tok))
 		switch tok {
@@ -112,63 +124,56 @@ func parseDisable(v string) state {
 	return s
 }
 
-// Override replaces the BITNET_GO_DISABLE setting (same syntax) for the rest
-// of the process; kernel packages must re-run their selection afterwards. It
-// exists for tests and benchmarks.
-func Override(disable string) {
-	s := parseDisable(disable)
-	mu.Lock()
-	cur = s
-	mu.Unlock()
-}
-
-// Disabled returns the families switched off, sorted, and the names in the
+// Disabled returns the families s switches off, sorted, and the names in the
 // setting that are not families.
-func Disabled() (off []string, unknown []string) {
-	mu.RLock()
-	defer mu.RUnlock()
+func (s Selection) Disabled() (off []string, unknown []string) {
 	off = []string{}
-	for f := range cur.disabled {
+	for f := range s.disabled {
 		off = append(off, string(f))
 	}
 	sort.Strings(off)
-	return off, append([]string{}, cur.unknown...)
+	return off, append([]string{}, s.unknown...)
 }
 
-// Usable reports whether kernels of family f may run here: the CPU supports
-// it, the build has assembly for it, and it is not disabled.
-func Usable(f Family) bool {
+// Usable reports whether kernels of family f may run under s: the CPU
+// supports it, the build has assembly for it, and s disables neither it nor
+// a family it builds on.
+func (s Selection) Usable(f Family) bool {
 	if f == Generic {
 		return true
 	}
 	if !asmBuilt || !Detected().supported(f) {
 		return false
 	}
-	mu.RLock()
-	defer mu.RUnlock()
 	for _, dep := range builds[f] {
-		if cur.disabled[dep] {
+		if s.disabled[dep] {
 			return false
 		}
 	}
 	return true
 }
 
-// Pick returns the best usable family among those a kernel implements
-// (Generic is always implied).
-func Pick(implemented ...Family) Family {
+// Pick returns the best family usable under s among those a kernel
+// implements (Generic is always implied).
+func (s Selection) Pick(implemented ...Family) Family {
 	for _, f := range Families {
-		if f == Generic {
-			return Generic
-		}
-		for _, g := range implemented {
-			if g == f && Usable(f) {
-				return f
-			}
+		if f != Generic && slices.Contains(implemented, f) && s.Usable(f) {
+			return f
 		}
 	}
 	return Generic
 }
+
+// Disabled returns the start-up selection's disabled families and unknown
+// names (Startup().Disabled()).
+func Disabled() (off []string, unknown []string) { return startup.Disabled() }
+
+// Usable reports whether family f is usable under the start-up selection.
+func Usable(f Family) bool { return startup.Usable(f) }
+
+// Pick returns the best family usable under the start-up selection among
+// those implemented.
+func Pick(implemented ...Family) Family { return startup.Pick(implemented...) }
 
 // Best returns the best family this CPU and build may use at all.
 func Best() Family { return Pick(Families...) }
@@ -177,31 +182,8 @@ func Best() Family { return Pick(Families...) }
 // -tags noasm and on other architectures).
 func AsmBuilt() bool { return asmBuilt }
 
-var (
-	kmu     sync.Mutex
-	kernels = map[string]Family{}
-)
-
-// Record notes which family a kernel's dispatch picked, for reporting.
-func Record(kernel string, f Family) {
-	kmu.Lock()
-	kernels[kernel] = f
-	kmu.Unlock()
-}
-
-// Kernels returns, for each kernel that dispatched, the family it picked.
-func Kernels() map[string]Family {
-	kmu.Lock()
-	defer kmu.Unlock()
-	out := make(map[string]Family, len(kernels))
-	for k, f := range kernels {
-		out[k] = f
-	}
-	return out
-}
-
-// InUse returns the best family any kernel picked (Generic if none did):
-// the "kernel family that dispatch picked" reported to users.
+// InUse returns the best family any registered op selected (Generic if
+// none did): the "kernel family that dispatch picked" reported to users.
 func InUse() Family {
 	best := Generic
 	for _, f := range Kernels() {

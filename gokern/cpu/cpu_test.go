@@ -18,7 +18,7 @@ func TestParseDisable(t *testing.T) {
 		{"sse9,avx2", []Family{AVX2}, []string{"sse9"}},
 	}
 	for _, tc := range tests {
-		s := parseDisable(tc.in)
+		s := ParseDisable(tc.in)
 		if len(s.disabled) != len(tc.off) {
 			t.Errorf("%q: disabled %v, want %v", tc.in, s.disabled, tc.off)
 		}
@@ -55,44 +55,104 @@ func TestSupported(t *testing.T) {
 	}
 }
 
-func TestOverrideAndPick(t *testing.T) {
-	defer Override("")
-	Override("avx2")
+func TestSelectionPick(t *testing.T) {
+	off := ParseDisable("avx2")
 	for _, f := range []Family{AVX2, AVX512, AVX512VNNI} {
-		if Usable(f) {
+		if off.Usable(f) {
 			t.Errorf("%s usable with avx2 disabled", f)
 		}
 	}
-	if got := Pick(AVX512VNNI, AVX512, AVX2); got != Generic {
+	if got := off.Pick(AVX512VNNI, AVX512, AVX2); got != Generic {
 		t.Errorf("Pick with avx2 disabled = %s", got)
 	}
-	Override("")
-	if !Usable(Generic) {
+	none := ParseDisable("")
+	if !none.Usable(Generic) || !off.Usable(Generic) {
 		t.Error("generic must always be usable")
 	}
-	best := Best()
+	best := none.Pick(Families...)
 	if !AsmBuilt() && best != Generic {
 		t.Errorf("no assembly built but best family %s", best)
 	}
 	if best != Generic && !Detected().supported(best) {
 		t.Errorf("picked %s that the CPU does not support", best)
 	}
-	if got := Pick(); got != Generic {
+	if got := none.Pick(); got != Generic {
 		t.Errorf("Pick() with nothing implemented = %s", got)
+	}
+	if best512 := ParseDisable("avx512"); best512.Usable(AVX512VNNI) || best512.Usable(AVX512) {
+		t.Error("disabling avx512 must disable avx512vnni, which builds on it")
 	}
 }
 
-func TestRecordAndInUse(t *testing.T) {
-	Record("test_kernel_a", Generic)
-	if got := Kernels()["test_kernel_a"]; got != Generic {
-		t.Fatalf("recorded %s", got)
+// newTestOp makes an op outside the registry, so that tests leave
+// cpu.Kernels as the process has it.
+func newTestOp(generic string) *Op[string] {
+	return &Op[string]{name: "test", impls: map[Family]string{Generic: generic}, fam: Generic, cur: generic}
+}
+
+func TestOpSelect(t *testing.T) {
+	o := newTestOp("g")
+	o.Register(AVX2, "a2")
+	o.Register(AVX512VNNI, "vnni")
+	tests := []struct {
+		disable string
+		want    Family
+	}{
+		{"all", Generic},
+		{"avx2", Generic},
+		{"avx512", AVX2},
+		{"avx512vnni", AVX2},
+		{"", AVX512VNNI},
 	}
-	Record("test_kernel_b", AVX2)
-	if got := InUse(); rank(got) > rank(AVX2) {
-		t.Fatalf("InUse = %s, want avx2 or better", got)
+	for _, tc := range tests {
+		s := ParseDisable(tc.disable)
+		want := tc.want
+		for want != Generic && !s.Usable(want) {
+			want = map[Family]Family{AVX512VNNI: AVX2, AVX2: Generic}[want]
+		}
+		impl, f := o.Select(s)
+		if f != want || impl != map[Family]string{Generic: "g", AVX2: "a2", AVX512VNNI: "vnni"}[want] {
+			t.Errorf("disable %q: selected %s (%q), want %s", tc.disable, f, impl, want)
+		}
 	}
-	kmu.Lock()
-	delete(kernels, "test_kernel_a")
-	delete(kernels, "test_kernel_b")
-	kmu.Unlock()
+	if _, f := o.Select(startup); o.Family() != f || o.Get() != map[Family]string{Generic: "g", AVX2: "a2", AVX512VNNI: "vnni"}[f] {
+		t.Errorf("process selection %s (%q), Select(Startup()) %s", o.Family(), o.Get(), f)
+	}
+	if _, ok := o.Impl(AVX512); ok {
+		t.Error("Impl(avx512) found an implementation never registered")
+	}
+	if fs := o.Families(); fs[0] != Generic || len(fs) > 3 {
+		t.Errorf("Families() = %v", fs)
+	}
+	for name, fn := range map[string]func(){
+		"generic":   func() { o.Register(Generic, "x") },
+		"twice":     func() { o.Register(AVX2, "x") },
+		"same name": func() { NewOp("test_dup", 0); NewOp("test_dup", 0) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			fn()
+		}()
+	}
+	delete(registered, "test_dup")
+}
+
+func TestKernelsAndInUse(t *testing.T) {
+	o := NewOp("test_kernel_a", 1)
+	defer delete(registered, "test_kernel_a")
+	if got, ok := Kernels()["test_kernel_a"]; !ok || got != Generic {
+		t.Fatalf("registered op listed as %q (%v)", got, ok)
+	}
+	o.Register(AVX2, 2)
+	want := Pick(AVX2)
+	if got := Kernels()["test_kernel_a"]; got != want {
+		t.Fatalf("after Register(avx2): %s, want %s", got, want)
+	}
+	if got := InUse(); rank(got) > rank(want) {
+		t.Fatalf("InUse = %s, want %s or better", got, want)
+	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // gemmWith computes T = A·B (m x n, row stride n) with kernel set ks the way
-// gokern/conv drives it: A packed by PackA, B packed chunk by chunk (kc
+// gokern/ops/conv2d drives it: A packed by PackA, B packed chunk by chunk (kc
 // values of k at most) into ks's micro-panels, one micro-kernel call per
 // (panel, micro-panel, chunk), later chunks added. Slices handed to the
 // kernels start off elements into their allocations (misaligned).
@@ -22,7 +22,7 @@ func gemmWith[T float32 | int8, A float32 | int32](ks *Kernels, q []int8, bm []T
 		panic(err)
 	}
 	apan := make([]byte, ALen(m, 1, k)+off)[off:]
-	if err := PackA(apan, packed, m, 1, k); err != nil {
+	if err := ks.PackA(apan, packed, m, 1, k); err != nil {
 		panic(err)
 	}
 	nr := ks.NRF32
@@ -137,13 +137,10 @@ func firstDiff[E comparable](a, b []E) int {
 	return -1
 }
 
-// TestDisableFamily: with each SIMD family switched off the generic kernels
-// are in use and give the same results as the family did.
+// TestDisableFamily: with each SIMD family switched off (a selection as
+// BITNET_GO_DISABLE would make it) a lower family's kernels are selected
+// and give the same results as the family did.
 func TestDisableFamily(t *testing.T) {
-	defer func() {
-		cpu.Override("")
-		SelectKernels()
-	}()
 	rng := rand.New(rand.NewPCG(6, 6))
 	const m, n, k = 7, 37, 83
 	q := make([]int8, m*k)
@@ -164,11 +161,10 @@ func TestDisableFamily(t *testing.T) {
 		}
 		wi := gemmWith[int8, int32](ks, q, bi, m, n, k, 64, 1)
 		wf := gemmWith[float32, float32](ks, q, bf, m, n, k, 64, 1)
-		cpu.Override(string(ks.Family))
-		SelectKernels()
-		cur := Current()
-		if cur.Family == ks.Family || slices.Contains(Families(), ks) {
-			t.Fatalf("%s disabled: still in use (%s)", ks.Family, cur.Family)
+		cur, fam := KernelOp.Select(cpu.ParseDisable(string(ks.Family)))
+		if cur.Family != fam || fam == ks.Family || cur == ks || !slices.Contains(cpu.Families, fam) ||
+			slices.Index(cpu.Families, fam) < slices.Index(cpu.Families, ks.Family) {
+			t.Fatalf("%s disabled: selected %s (set %s)", ks.Family, fam, cur.Family)
 		}
 		if got := gemmWith[int8, int32](cur, q, bi, m, n, k, 64, 3); !slices.Equal(got, wi) {
 			t.Fatalf("%s disabled: i8 results differ", ks.Family)
@@ -176,8 +172,6 @@ func TestDisableFamily(t *testing.T) {
 		if got := gemmWith[float32, float32](cur, q, bf, m, n, k, 64, 2); !slices.Equal(got, wf) {
 			t.Fatalf("%s disabled: f32 results differ", ks.Family)
 		}
-		cpu.Override("")
-		SelectKernels()
 	}
 }
 

@@ -137,13 +137,25 @@ func TestPackA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
-	defer func() { cpu.Override(""); SelectKernels() }()
-	for ti, th := range []int{1, 3, 1, 3} {
-		_ = par.SetThreads(th)
-		if ti >= 2 { // the generic decoder, with every SIMD family off
-			cpu.Override("avx2")
-			SelectKernels()
+	// Every family's packer (the generic decoder first), on one and three
+	// threads.
+	for _, ks := range Families() {
+		for _, th := range []int{1, 3} {
+			_ = par.SetThreads(th)
+			testPackA(t, rng, ks)
 		}
+	}
+	if err := Generic().PackA(make([]byte, 3), make([]byte, 32), 1, 1, 4); err == nil {
+		t.Fatal("short dst accepted")
+	}
+	if err := Generic().PackA(make([]byte, 4), make([]byte, 0), 1, 1, 4); err == nil {
+		t.Fatal("short packed accepted")
+	}
+}
+
+func testPackA(t *testing.T, rng *rand.Rand, ks *Kernels) {
+	t.Helper()
+	{
 		for _, c := range []struct{ og, groups, k int }{
 			{1, 1, 1}, {1, 1, 200}, {3, 2, 27}, {4, 1, 128}, {5, 3, 33}, {64, 1, 576}, {7, 4, 9}, {1, 16, 9},
 			{3, 1, 32}, {6, 2, 96}, {9, 3, 64}, {2, 5, 160}, {6, 2, 128}, {3, 1, 256}, {9, 3, 384}, {64, 2, 512},
@@ -158,7 +170,7 @@ func TestPackA(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := make([]byte, ALen(c.og, c.groups, c.k))
-			if err := PackA(dst, packed, c.og, c.groups, c.k); err != nil {
+			if err := ks.PackA(dst, packed, c.og, c.groups, c.k); err != nil {
 				t.Fatal(err)
 			}
 			np := Panels(c.og)
@@ -171,7 +183,7 @@ func TestPackA(t *testing.T) {
 							want = q[(g*c.og+row)*c.k+k]
 						}
 						if got != want {
-							t.Fatalf("%+v: g=%d row=%d k=%d: %d, want %d", c, g, row, k, got, want)
+							t.Fatalf("%s %+v: g=%d row=%d k=%d: %d, want %d", ks.Family, c, g, row, k, got, want)
 						}
 					}
 				}
@@ -180,17 +192,11 @@ func TestPackA(t *testing.T) {
 			bad := rng.IntN(n)
 			b, sh := (bad>>7)<<5|bad&31, uint(6-2*((bad>>5)&3))
 			packed[b] |= 3 << sh
-			err := PackA(dst, packed, c.og, c.groups, c.k)
+			err := ks.PackA(dst, packed, c.og, c.groups, c.k)
 			if err == nil || err.Error() != fmt.Sprintf("weight: invalid I2_S code 3 at element %d", bad) {
-				t.Fatalf("%+v: code 3 at %d: err %v", c, bad, err)
+				t.Fatalf("%s %+v: code 3 at %d: err %v", ks.Family, c, bad, err)
 			}
 		}
-	}
-	if err := PackA(make([]byte, 3), make([]byte, 32), 1, 1, 4); err == nil {
-		t.Fatal("short dst accepted")
-	}
-	if err := PackA(make([]byte, 4), make([]byte, 0), 1, 1, 4); err == nil {
-		t.Fatal("short packed accepted")
 	}
 }
 
@@ -199,7 +205,7 @@ func BenchmarkMicro(b *testing.B) {
 	const kc = 256
 	a := randPanel(rng, kc)
 	for _, ks := range Families() {
-		// B micro-panels of at most 32 KB (L1), as gokern/conv chunks them.
+		// B micro-panels of at most 32 KB (L1), as gokern/ops/conv2d chunks them.
 		kf := min(kc, 32<<10/(4*ks.NRF32))
 		bf := make([]float32, kf*ks.NRF32)
 		tf := make([]float32, MR*ks.NRF32)
@@ -221,33 +227,30 @@ func BenchmarkMicro(b *testing.B) {
 	}
 }
 
-// TestSeam registers a stand-in SIMD family (the generic kernels under the
-// avx2 name) and checks that dispatch picks it exactly when the CPU, the
-// build and BITNET_GO_DISABLE allow that family, and records the choice.
-func TestSeam(t *testing.T) {
-	saved := simdKernels
-	defer func() {
-		simdKernels = saved
-		cpu.Override("")
-		SelectKernels()
-	}()
-	// The stand-in is the only SIMD set (real AVX-512 sets would win).
-	fake := *genericSet
-	fake.Family = cpu.AVX2
-	simdKernels = map[cpu.Family]*Kernels{}
-	register(&fake)
-	for _, off := range []string{"", "avx2"} {
-		cpu.Override(off)
-		SelectKernels()
+// TestSelect: the "conv_gemm" op selects the best registered set the CPU,
+// the build and a BITNET_GO_DISABLE setting allow (the generic kernels with
+// every assembly family off), whose Family is the family selected; the
+// process's choice is the start-up selection's and is what cpu.Kernels
+// reports.
+func TestSelect(t *testing.T) {
+	for _, off := range []string{"", "avx2", "avx512", "avx512vnni", "all"} {
+		sel := cpu.ParseDisable(off)
+		ks, fam := KernelOp.Select(sel)
 		want := cpu.Generic
-		if cpu.Usable(cpu.AVX2) {
-			want = cpu.AVX2
+		for _, f := range cpu.Families {
+			if _, ok := KernelOp.Impl(f); ok && sel.Usable(f) {
+				want = f
+				break
+			}
 		}
-		if got := Current().Family; got != want {
-			t.Errorf("BITNET_GO_DISABLE=%q: family %s, want %s", off, got, want)
+		if fam != want || ks.Family != want {
+			t.Errorf("BITNET_GO_DISABLE=%q: selected %s (set %s), want %s", off, fam, ks.Family, want)
 		}
-		if got := cpu.Kernels()["conv_gemm"]; got != want {
-			t.Errorf("recorded %s, want %s", got, want)
+		if (off == "avx2" || off == "all") && ks != Generic() {
+			t.Errorf("BITNET_GO_DISABLE=%q: not the generic set", off)
 		}
+	}
+	if _, fam := KernelOp.Select(cpu.Startup()); KernelOp.Get().Family != fam || cpu.Kernels()["conv_gemm"] != fam {
+		t.Errorf("process set %s, reported %s, start-up selection %s", KernelOp.Get().Family, cpu.Kernels()["conv_gemm"], fam)
 	}
 }

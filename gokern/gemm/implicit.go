@@ -6,7 +6,7 @@ import "unsafe"
 //
 // The im2col algorithm copies every input value kH*kW times into B panels,
 // and on AVX2 that copy costs more than the multiply-adds. The implicit GEMM
-// reads the activations where they are instead: gokern/conv writes the
+// reads the activations where they are instead: gokern/ops/conv2d writes the
 // sample once as unsigned bytes u = q + 128, channels last (NHWC) and
 // zero-padded (u = 128) in space, so that for every output pixel and kernel
 // tap the channels to multiply are contiguous. A channel quad (4 bytes) is
@@ -260,7 +260,7 @@ func ImplicitGeneric() ImplicitI8 { return implicitI8Generic }
 //	dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80
 //
 // (the byte q+128 of Quant8's q), with w >= 1, hw >= w, cp >= 8 and the
-// slices long enough (the wrappers panic otherwise). gokern/conv writes the
+// slices long enough (the wrappers panic otherwise). gokern/ops/conv2d writes the
 // implicit GEMM's input with it: one pass from float32 NCHW to u8 NHWC.
 type QuantU8x8 func(dst []byte, src []float32, hw, w, cp int, a float32)
 

@@ -49,7 +49,7 @@ func TestPackImplicit(t *testing.T) {
 			t.Fatal(err)
 		}
 		apan := make([]byte, ALen(tc.og, 1, k))
-		if err := PackA(apan, packed, tc.og, 1, k); err != nil {
+		if err := KernelOp.Get().PackA(apan, packed, tc.og, 1, k); err != nil {
 			t.Fatal(err)
 		}
 		quads := (tc.cg + 3) / 4
@@ -253,7 +253,7 @@ func TestQuantU8BadArgsPanic(t *testing.T) {
 // 3x3 convolution over 64 and over 512 channels (one thread); GMAC/s counts
 // the multiply-adds of the tiles.
 func BenchmarkImplicit(b *testing.B) {
-	ks := Current()
+	ks := KernelOp.Get()
 	if ks.Implicit == nil {
 		b.Skipf("no implicit kernel in the %s set", ks.Family)
 	}

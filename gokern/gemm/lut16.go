@@ -2,9 +2,9 @@ package gemm
 
 import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 
-// Wide LUT kernels for TL1 pairs (SIMD families only; see lut.go for the
-// generic 2-column kernels, which remain the algorithm's oracle and its only
-// version under -tags noasm or BITNET_GO_DISABLE=avx2).
+// Wide LUT kernels for TL1 pairs and TL2 triples. The generic versions here
+// are the SIMD versions' oracle; convolutions without a SIMD family run the
+// 2-column kernels of lut.go (under -tags noasm or BITNET_GO_DISABLE=avx2).
 //
 // # Tables
 //
@@ -32,7 +32,7 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // so the int16 partial sums are exact and each chunk ends in int32; the
 // tests drive the bounds to their extremes (126*256 and 85*384).
 // Indices 0..8 only, except in the padding pair (checked weights: see
-// gokern/conv checkTL).
+// gokern/ops/conv2d checkTL).
 
 // LUT16Cols is the number of columns of a wide table.
 const LUT16Cols = 16
@@ -60,7 +60,7 @@ const LUT16TripleEntries = 32
 // LUT16MaxTriples bounds the triples of one dot so that int16 sums are exact.
 const LUT16MaxTriples = 85
 
-// LUT16Kernels is a SIMD family's set of wide LUT kernels.
+// LUT16Kernels is one family's set of wide LUT kernels.
 type LUT16Kernels struct {
 	Family cpu.Family
 	// Build fills the tables of np pairs of the 16-column micro-panel b
@@ -84,39 +84,15 @@ type LUT16Kernels struct {
 	TripleDot func(nt int, tab []int16, mag, sign []byte, ldi, rows int, out []int32, ldo int)
 }
 
-var lut16Kernels = map[cpu.Family]*LUT16Kernels{}
+// LUT16Op is the registry's op "conv_lut": the wide LUT kernels per SIMD
+// family. Its generic set (the Go versions below) is the SIMD kernels'
+// oracle; a convolution that gets it runs the 2-column kernels of lut.go
+// instead, which are faster in Go.
+var LUT16Op = cpu.NewOp("conv_lut", &LUT16Kernels{Family: cpu.Generic, Build: lut16BuildGeneric,
+	Dot: lut16DotGeneric, BuildTriples: lut16BuildTriplesGeneric, TripleDot: lut16TripleDotGeneric})
 
-// The choice is recorded as "conv_lut" at start-up, as SelectKernels
-// records "conv_gemm", so that cpu.Kernels lists it before any LUT
-// convolution runs (lut16Kernels is filled by the families' variable
-// initialisers, which run before any init function).
-func init() { LUT16() }
-
-// LUT16 returns the wide LUT kernels of the best usable family, or nil when
-// none is (generic only: use the 2-column kernels of lut.go). It consults
-// cpu.Pick on every call, so cpu.Override takes effect at once, and records
-// the choice as "conv_lut".
-func LUT16() *LUT16Kernels {
-	k := pickLUT16()
-	if k == nil {
-		cpu.Record("conv_lut", cpu.Generic)
-		return nil
-	}
-	cpu.Record("conv_lut", k.Family)
-	return k
-}
-
-// HasLUT16 reports whether LUT16 would return kernels (for planning; it
-// records nothing).
-func HasLUT16() bool { return pickLUT16() != nil }
-
-func pickLUT16() *LUT16Kernels {
-	var impl []cpu.Family
-	for f := range lut16Kernels {
-		impl = append(impl, f)
-	}
-	return lut16Kernels[cpu.Pick(impl...)]
-}
+// registerLUT16 adds a SIMD family's wide LUT kernels.
+func registerLUT16(k *LUT16Kernels) bool { return LUT16Op.Register(k.Family, k) }
 
 func checkLUT16Build(tab []int16, b []int8, kc, np int) {
 	if np < 0 || kc < 0 || len(tab) < LUT16Cols*(LUT16Entries*np+LUT16Pad) || len(b) < LUT16Cols*kc {

@@ -13,11 +13,6 @@ import (
 var _ = registerLUT16(&LUT16Kernels{Family: cpu.AVX2, Build: lut16BuildAVX2, Dot: lut16DotAVX2,
 	BuildTriples: lut16BuildTriplesAVX2, TripleDot: lut16TripleDotAVX2})
 
-func registerLUT16(k *LUT16Kernels) bool {
-	lut16Kernels[k.Family] = k
-	return true
-}
-
 func lut16BuildAVX2(tab []int16, b []int8, kc, np int) {
 	checkLUT16Build(tab, b, kc, np)
 	full := min(np, kc/2) // pairs with both rows valid

@@ -10,12 +10,10 @@ import (
 // lut16Families returns the generic wide kernels and every SIMD family's
 // that is usable here.
 func lut16Families() []*LUT16Kernels {
-	out := []*LUT16Kernels{{Family: cpu.Generic, Build: lut16BuildGeneric, Dot: lut16DotGeneric,
-		BuildTriples: lut16BuildTriplesGeneric, TripleDot: lut16TripleDotGeneric}}
-	for f, k := range lut16Kernels {
-		if cpu.Usable(f) {
-			out = append(out, k)
-		}
+	var out []*LUT16Kernels
+	for _, f := range LUT16Op.Families() {
+		k, _ := LUT16Op.Impl(f)
+		out = append(out, k)
 	}
 	return out
 }
@@ -175,15 +173,17 @@ func TestLUT16Triples(t *testing.T) {
 
 func ldo16(rows int) int { return LUT16Cols + rows%3 }
 
-// TestLUT16Select: the wide kernels follow cpu.Override.
+// TestLUT16Select: the wide kernels follow the BITNET_GO_DISABLE setting
+// they are selected under.
 func TestLUT16Select(t *testing.T) {
-	defer cpu.Override("")
-	cpu.Override("avx2")
-	if k := LUT16(); k != nil {
-		t.Fatalf("avx2 disabled: got %s kernels", k.Family)
+	if k, f := LUT16Op.Select(cpu.ParseDisable("avx2")); f != cpu.Generic || k.Family != cpu.Generic {
+		t.Fatalf("avx2 disabled: got %s kernels (%s)", k.Family, f)
 	}
-	cpu.Override("")
-	if k := LUT16(); cpu.Usable(cpu.AVX2) && len(lut16Kernels) > 0 && (k == nil || k.Family != cpu.AVX2) {
-		t.Fatalf("avx2 usable: got %v", k)
+	_, hasAVX2 := LUT16Op.Impl(cpu.AVX2)
+	if k, _ := LUT16Op.Select(cpu.ParseDisable("")); cpu.ParseDisable("").Usable(cpu.AVX2) && hasAVX2 && k.Family != cpu.AVX2 {
+		t.Fatalf("avx2 usable: got %s", k.Family)
+	}
+	if got := cpu.Kernels()["conv_lut"]; got != LUT16Op.Family() {
+		t.Fatalf("reported %s, selected %s", got, LUT16Op.Family())
 	}
 }

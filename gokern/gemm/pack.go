@@ -21,8 +21,9 @@ func ALen(og, groups, k int) int { return groups * Panels(og) * k }
 // the layout of a flattened (O, C/groups, kH, kW) weight) into A panels:
 // panel i of group g starts at (g*Panels(og)+i)*k and holds rows
 // g*og+i*MR .. +MR (rows past og are zero). A code 3 is a ValueError naming
-// the element. The work is spread over par's threads.
-func PackA(dst []byte, packed []byte, og, groups, k int) error {
+// the element. The work is spread over par's threads. Every set writes the
+// same panels; ks's panel packer does it where rows are whole I2_S groups.
+func (ks *Kernels) PackA(dst []byte, packed []byte, og, groups, k int) error {
 	if og < 1 || groups < 1 || k < 1 {
 		return errs.Value("gemm.PackA: og=%d, groups=%d, k=%d must be positive", og, groups, k)
 	}
@@ -36,7 +37,7 @@ func PackA(dst []byte, packed []byte, og, groups, k int) error {
 	}
 	// The family's panel packer, where rows are whole I2_S groups; rows
 	// past og read code 1 everywhere (bytes 0x55).
-	fast := Current().packPanel
+	fast := ks.packPanel
 	var ones []byte
 	if k%GroupValues != 0 {
 		fast = nil

@@ -23,7 +23,7 @@ func BenchmarkPackA(b *testing.B) {
 	}
 	dst := make([]byte, ALen(og, 1, k))
 	for b.Loop() {
-		if err := PackA(dst, packed, og, 1, k); err != nil {
+		if err := KernelOp.Get().PackA(dst, packed, og, 1, k); err != nil {
 			b.Fatal(err)
 		}
 	}

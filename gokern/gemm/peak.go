@@ -35,9 +35,9 @@ func measurePeak(l peakLoop) float64 {
 	return best
 }
 
-// Peak measures PeakRates on the calling goroutine (about 30 ms).
-func Peak() PeakRates {
-	f32, i8 := peakLoops(Current())
+// Peak measures ks's PeakRates on the calling goroutine (about 30 ms).
+func (ks *Kernels) Peak() PeakRates {
+	f32, i8 := peakLoops(ks)
 	var r PeakRates
 	if f32.run != nil {
 		r.F32, r.F32Mix = measurePeak(f32), f32.mix

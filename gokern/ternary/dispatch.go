@@ -2,40 +2,28 @@ package ternary
 
 import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 
-// family is the kernel family the quantizer's seams use now.
-var family = cpu.Generic
+// QuantizeOp is the registry's op "quantize_i2s": the quantizer's kernels
+// per family (the generic set is the oracle; a SIMD family registers its
+// set from kernels_amd64.go). Quantize and MaxAbs run the process's
+// selection; tests run any family's set (QuantizeOp.Select, Impl).
+var QuantizeOp = cpu.NewOp("quantize_i2s", generic)
 
-func init() { SelectKernels() }
-
-// SelectKernels points the kernel seams (see kernelSet) at the
-// best family that cpu.Pick allows among those compiled in (simdKernels,
-// defined per architecture: kernels_amd64.go, kernels_other.go). Tests call
-// it again after cpu.Override.
-func SelectKernels() {
-	generic.install()
-	family = cpu.Generic
-	var impl []cpu.Family
-	for f := range simdKernels {
-		impl = append(impl, f)
-	}
-	f := cpu.Pick(impl...)
-	if k, ok := simdKernels[f]; ok {
-		k.install()
-		family = f
-	}
-	cpu.Record("quantize_i2s", family)
-}
-
-// Family reports the kernel family the quantizer uses.
-func Family() cpu.Family { return family }
-
-// kernelSet is one family's versions of the seams (see quantize.go for their
-// contracts).
-type kernelSet struct {
-	absSum   func(x []float32) (float64, int)
-	absMax   func(x []float32) (float32, int)
+// Quantizer is one family's versions of the quantizer's kernel seams (see
+// quantize.go for their contracts); its methods run the quantizer on them.
+type Quantizer struct {
+	family cpu.Family
+	// absSum returns the float64 sum of |x| and the index of the first
+	// element that is NaN or ±Inf (-1 if none).
+	absSum func(x []float32) (float64, int)
+	// absMax returns max|x| over the non-NaN elements and the index of the
+	// first element that is NaN or ±Inf (-1 if none).
+	absMax func(x []float32) (float32, int)
+	// quantRun quantizes x with one scale and writes the codes into dst,
+	// the whole packed tensor, at flat positions pos, pos+1, ...; the bits
+	// of other positions are left as they are, so dst needs no clearing.
 	quantRun func(x []float32, scale float32, pos int, dst []byte)
-	// quantBlocks: see quantBlocksGeneric.
+	// quantBlocks quantizes whole blocks, scales and codes: see
+	// quantBlocksGeneric.
 	quantBlocks func(x []float32, bs, pos int, m Method, packed []byte, scales []float32) int
 	// quantSpec: see quantSpecGeneric.
 	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
@@ -45,8 +33,12 @@ type kernelSet struct {
 	fixCodes func(packed []byte, ent []uint64, base int, scale float32)
 }
 
+// Family returns the family of q's kernels.
+func (q *Quantizer) Family() cpu.Family { return q.family }
+
 // generic is the oracle every family is tested against.
-var generic = kernelSet{
+var generic = &Quantizer{
+	family:       cpu.Generic,
 	absSum:       absSumGeneric,
 	absMax:       absMaxGeneric,
 	quantRun:     quantRunGeneric,
@@ -54,9 +46,4 @@ var generic = kernelSet{
 	quantSpec:    quantSpecGeneric,
 	quantSpecMax: quantSpecMaxGeneric,
 	fixCodes:     fixCodesGeneric,
-}
-
-func (k kernelSet) install() {
-	absSum, absMax, quantRun = k.absSum, k.absMax, k.quantRun
-	quantBlocks, quantSpec, quantSpecMax, fixCodes = k.quantBlocks, k.quantSpec, k.quantSpecMax, k.fixCodes
 }

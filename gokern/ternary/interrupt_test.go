@@ -15,7 +15,7 @@ import (
 // quantizeInterrupted runs Quantize as a host call (par.Begin/End) with a
 // SIGINT counter that is bumped after delay (0: before the call starts) and
 // reports whether the call stopped with par.ErrInterrupted.
-func quantizeInterrupted(t *testing.T, x []float32, bs int, m Method, delay time.Duration) (stopped bool) {
+func quantizeInterrupted(t *testing.T, q *Quantizer, x []float32, bs int, m Method, delay time.Duration) (stopped bool) {
 	t.Helper()
 	var c uint32
 	par.SetInterruptCounter(&c)
@@ -37,7 +37,7 @@ func quantizeInterrupted(t *testing.T, x []float32, bs int, m Method, delay time
 	}()
 	packed := make([]byte, PackedLen(len(x)))
 	scales := make([]float32, NumBlocks(len(x), bs))
-	if err := Quantize(x, bs, m, true, packed, scales); err != nil {
+	if err := q.Quantize(x, bs, m, true, packed, scales); err != nil {
 		t.Fatal(err)
 	}
 	return false
@@ -47,8 +47,6 @@ func quantizeInterrupted(t *testing.T, x []float32, bs int, m Method, delay time
 // one scale in one or two passes; each family) stops on an interrupt, and
 // the next call gives the same bytes as before.
 func TestQuantizeInterrupt(t *testing.T) {
-	defer cpu.Override("")
-	defer SelectKernels()
 	defer par.SetThreads(par.Threads())
 	r := rand.New(rand.NewPCG(7, 13))
 	x := make([]float32, 1<<21+77)
@@ -66,22 +64,21 @@ func TestQuantizeInterrupt(t *testing.T) {
 		{"one scale absmax", 0, AbsMax},
 	}
 	for _, fam := range []string{"", "all"} {
-		cpu.Override(fam)
-		SelectKernels()
+		q, _ := QuantizeOp.Select(cpu.ParseDisable(fam))
 		for _, tc := range tests {
 			for _, th := range []int{1, 3} {
 				par.SetThreads(th)
 				want := make([]byte, PackedLen(len(x)))
 				ws := make([]float32, NumBlocks(len(x), tc.bs))
-				if err := Quantize(x, tc.bs, tc.m, true, want, ws); err != nil {
+				if err := q.Quantize(x, tc.bs, tc.m, true, want, ws); err != nil {
 					t.Fatal(err)
 				}
-				if !quantizeInterrupted(t, x, tc.bs, tc.m, 0) {
+				if !quantizeInterrupted(t, q, x, tc.bs, tc.m, 0) {
 					t.Errorf("disable=%q %s threads=%d: not interrupted", fam, tc.name, th)
 				}
 				got := make([]byte, len(want))
 				gs := make([]float32, len(ws))
-				if err := Quantize(x, tc.bs, tc.m, true, got, gs); err != nil {
+				if err := q.Quantize(x, tc.bs, tc.m, true, got, gs); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got, want) || !slices.Equal(gs, ws) {
@@ -99,11 +96,8 @@ func TestQuantizeInterruptMidway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long call")
 	}
-	defer cpu.Override("")
-	defer SelectKernels()
 	defer par.SetThreads(par.Threads())
-	cpu.Override("all")
-	SelectKernels()
+	q, _ := QuantizeOp.Select(cpu.ParseDisable("all"))
 	par.SetThreads(1)
 	x := make([]float32, 1<<25)
 	for i := range x {
@@ -112,12 +106,12 @@ func TestQuantizeInterruptMidway(t *testing.T) {
 	for _, bs := range []int{0, 96, 1024} {
 		t0 := time.Now()
 		full := make([]byte, PackedLen(len(x)))
-		if err := Quantize(x, bs, AbsMean, true, full, make([]float32, NumBlocks(len(x), bs))); err != nil {
+		if err := q.Quantize(x, bs, AbsMean, true, full, make([]float32, NumBlocks(len(x), bs))); err != nil {
 			t.Fatal(err)
 		}
 		d := time.Since(t0)
 		t0 = time.Now()
-		stopped := quantizeInterrupted(t, x, bs, AbsMean, d/10)
+		stopped := quantizeInterrupted(t, q, x, bs, AbsMean, d/10)
 		if took := time.Since(t0); !stopped || took > d/4+5*time.Millisecond {
 			t.Errorf("block_size %d: stopped=%v after %v (an uninterrupted call takes %v)", bs, stopped, took, d)
 		}

@@ -29,12 +29,21 @@ func usableFamilies(t testing.TB) []cpu.Family {
 // simdFamilies lists the SIMD families compiled in and usable here, best first.
 func simdFamilies() []cpu.Family {
 	var out []cpu.Family
-	for _, f := range cpu.Families {
-		if _, ok := simdKernels[f]; ok && cpu.Usable(f) {
+	for _, f := range slices.Backward(QuantizeOp.Families()) {
+		if f != cpu.Generic {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// quantizer returns family f's quantizer (registered for f).
+func quantizer(f cpu.Family) *Quantizer {
+	q, ok := QuantizeOp.Impl(f)
+	if !ok {
+		panic("ternary: no " + string(f) + " quantizer")
+	}
+	return q
 }
 
 var (
@@ -107,7 +116,7 @@ func sameF32(a, b float32) bool {
 
 func TestKernelsReductions(t *testing.T) {
 	for _, f := range usableFamilies(t) {
-		k := simdKernels[f]
+		k := quantizer(f)
 		r := rand.New(rand.NewPCG(11, 12))
 		for _, kind := range []string{"normal", "wide", "finite", "special"} {
 			for _, n := range lengths() {
@@ -140,7 +149,7 @@ var scalesToTry = []float32{1, 0.7978846, 3, 1e-5, 1e-8, 1.5e-38, 3e38, maxF32, 
 
 func TestKernelsQuantRun(t *testing.T) {
 	for _, f := range usableFamilies(t) {
-		k := simdKernels[f]
+		k := quantizer(f)
 		r := rand.New(rand.NewPCG(13, 14))
 		for _, kind := range []string{"normal", "wide", "special", "ties"} {
 			for _, n := range lengths() {
@@ -190,7 +199,7 @@ func firstDiff(a, b []byte) int {
 // for many scales, where the quotient's rounding decides the code.
 func TestKernelsThresholds(t *testing.T) {
 	for _, f := range usableFamilies(t) {
-		k := simdKernels[f]
+		k := quantizer(f)
 		r := rand.New(rand.NewPCG(15, 16))
 		for it := 0; it < 2000; it++ {
 			scale := math.Float32frombits(0x00800000 + r.Uint32N(0x7e800000)) // any positive normal
@@ -219,10 +228,6 @@ func TestKernelsThresholds(t *testing.T) {
 // family agrees bit for bit with the generic result (NaN scales only as NaN).
 func TestQuantizeEachFamilyDisabled(t *testing.T) {
 	fams := usableFamilies(t)
-	defer func() {
-		cpu.Override("")
-		SelectKernels()
-	}()
 	old := par.Threads()
 	defer par.SetThreads(old)
 	oldMin := specMinValues
@@ -234,10 +239,10 @@ func TestQuantizeEachFamilyDisabled(t *testing.T) {
 		scales []float32
 		err    string
 	}
-	run := func(x []float32, bs int, m Method, check bool) result {
+	run := func(q *Quantizer, x []float32, bs int, m Method, check bool) result {
 		p := make([]byte, PackedLen(len(x)))
 		s := make([]float32, NumBlocks(len(x), bs))
-		err := Quantize(x, bs, m, check, p, s)
+		err := q.Quantize(x, bs, m, check, p, s)
 		res := result{packed: p, scales: s}
 		if err != nil {
 			res.err = err.Error()
@@ -255,23 +260,21 @@ func TestQuantizeEachFamilyDisabled(t *testing.T) {
 						// Disable the families one at a time, best first,
 						// down to the generic code, and compare each
 						// with the generic result.
-						cpu.Override("all")
-						SelectKernels()
-						if Family() != cpu.Generic {
-							t.Fatalf("family %s with all disabled", Family())
+						q, _ := QuantizeOp.Select(cpu.ParseDisable("all"))
+						if q.Family() != cpu.Generic {
+							t.Fatalf("family %s with all disabled", q.Family())
 						}
-						want := run(x, bs, m, check)
+						want := run(q, x, bs, m, check)
 						for i := range fams {
 							var off []string
 							for _, g := range fams[:i] {
 								off = append(off, string(g))
 							}
-							cpu.Override(strings.Join(off, ","))
-							SelectKernels()
-							if Family() != fams[i] {
-								t.Fatalf("disabled %v: family %s, want %s", off, Family(), fams[i])
+							q, _ := QuantizeOp.Select(cpu.ParseDisable(strings.Join(off, ",")))
+							if q.Family() != fams[i] {
+								t.Fatalf("disabled %v: family %s, want %s", off, q.Family(), fams[i])
 							}
-							got := run(x, bs, m, check)
+							got := run(q, x, bs, m, check)
 							name := fmt.Sprintf("t%d n=%d bs=%d %s %v check=%v family %s", threads, n, bs, kind, m, check, fams[i])
 							if got.err != want.err {
 								t.Fatalf("%s: error %q, want %q", name, got.err, want.err)
@@ -299,16 +302,7 @@ func BenchmarkQuantize(b *testing.B) {
 	const n = 16 << 20
 	x := fill(rand.New(rand.NewPCG(1, 1)), n, "normal", 1)
 	packed := make([]byte, PackedLen(n))
-	defer func() {
-		cpu.Override("")
-		SelectKernels()
-	}()
-	fams := []cpu.Family{cpu.Generic}
-	for _, f := range cpu.Families {
-		if _, ok := simdKernels[f]; ok && cpu.Usable(f) {
-			fams = append(fams, f)
-		}
-	}
+	fams := QuantizeOp.Families()
 	cases := []struct {
 		bs int
 		m  Method
@@ -317,22 +311,14 @@ func BenchmarkQuantize(b *testing.B) {
 		for _, f := range fams {
 			for _, threads := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%v/bs%d/%s/t%d", tc.m, tc.bs, f, threads), func(b *testing.B) {
-					if f == cpu.Generic {
-						cpu.Override("all")
-					} else {
-						cpu.Override("")
-					}
-					SelectKernels()
-					if Family() != f {
-						b.Skipf("family %s not selectable", f)
-					}
+					q := quantizer(f)
 					old := par.Threads()
 					par.SetThreads(threads)
 					defer par.SetThreads(old)
 					scales := make([]float32, NumBlocks(n, tc.bs))
 					b.SetBytes(4 * n)
 					for b.Loop() {
-						if err := Quantize(x, tc.bs, tc.m, true, packed, scales); err != nil {
+						if err := q.Quantize(x, tc.bs, tc.m, true, packed, scales); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -344,7 +330,7 @@ func BenchmarkQuantize(b *testing.B) {
 
 func TestKernelsQuantBlocks(t *testing.T) {
 	for _, f := range usableFamilies(t) {
-		k := simdKernels[f]
+		k := quantizer(f)
 		r := rand.New(rand.NewPCG(19, 20))
 		for _, bs := range []int{1, 3, 8, 16, 24, 32, 64, 96, 128, 200, 256, 384, 1024} {
 			unit := lcm(bs, GroupValues, 1<<30)

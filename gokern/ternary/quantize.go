@@ -15,54 +15,30 @@ const (
 	absMaxEps  = float32(1e-8)
 )
 
-// Kernel seams: the generic versions are the oracle; a SIMD family replaces
-// these variables once at start-up (see selectKernels) and the tests compare
-// every family with the generic functions.
-var (
-	// absSum returns the float64 sum of |x| and the index of the first
-	// element that is NaN or ±Inf (-1 if none).
-	absSum = absSumGeneric
-	// absMax returns max|x| over the non-NaN elements and the index of the
-	// first element that is NaN or ±Inf (-1 if none).
-	absMax = absMaxGeneric
-	// quantBlocks quantizes whole blocks, scales and codes (see
-	// quantBlocksGeneric).
-	quantBlocks = quantBlocksGeneric
-	// quantSpec and fixCodes are the kernels of quantizeSpec (see
-	// quantSpecGeneric, fixCodesGeneric).
-	quantSpec    = quantSpecGeneric
-	quantSpecMax = quantSpecMaxGeneric
-	fixCodes     = fixCodesGeneric
-	// quantRun quantizes x with one scale and writes the codes into dst, the
-	// whole packed tensor, at flat positions pos, pos+1, ...; the bits of
-	// other positions are left as they are, so dst needs no clearing.
-	quantRun = quantRunGeneric
-)
-
 // The generic kernels (absSumGeneric, absMaxGeneric, codeOf,
 // quantRunGeneric) are in generic.go.
 
 // blockScale reduces one block and returns its scale and the index of its
 // first non-finite element (-1 if none).
-func blockScale(x []float32, m Method) (float32, int) {
+func (ks *Quantizer) blockScale(x []float32, m Method) (float32, int) {
 	if m == AbsMax {
-		mx, bad := absMax(x)
+		mx, bad := ks.absMax(x)
 		return finishScale(m, 0, len(x), mx), bad
 	}
-	s, bad := absSum(x)
+	s, bad := ks.absSum(x)
 	return finishScale(m, s, len(x), 0), bad
 }
 
 // MaxAbs returns max|x| over the elements of x that are not NaN (±Inf
 // included; 0 when there are none) and the index of the first NaN or ±Inf
-// (-1 when all are finite), with the quantizer's reduction kernel (the SIMD
-// one where a family is in use): one pass while x is finite. gokern/conv
-// takes its int8 activation scales, and the finiteness check of x, from it.
-func MaxAbs(x []float32) (float32, int) {
+// (-1 when all are finite), with ks's reduction kernel: one pass while x
+// is finite. gokern/ops/conv2d takes its int8 activation scales, and the
+// finiteness check of x, from it.
+func (ks *Quantizer) MaxAbs(x []float32) (float32, int) {
 	if len(x) == 0 {
 		return 0, -1
 	}
-	return absMax(x)
+	return ks.absMax(x)
 }
 
 // CanonicalNaN is the bit pattern of every NaN scale (absmean over a block
@@ -96,7 +72,16 @@ func finishScale(m Method, sum float64, count int, mx float32) float32 {
 // blocks that is also a whole number of 128-value groups.
 const fusedUnit = 1 << 16
 
-// Quantize quantizes x into I2_S: packed receives PackedLen(len(x)) bytes and
+// Quantize quantizes x into I2_S with the kernels the process selected
+// (QuantizeOp.Get()); see Quantizer.Quantize.
+func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
+	return QuantizeOp.Get().Quantize(x, blockSize, m, checkFinite, packed, scales)
+}
+
+// MaxAbs is Quantizer.MaxAbs with the kernels the process selected.
+func MaxAbs(x []float32) (float32, int) { return QuantizeOp.Get().MaxAbs(x) }
+
+// Quantize quantizes x into I2_S with ks's kernels: packed receives PackedLen(len(x)) bytes and
 // scales NumBlocks(len(x), blockSize) float32 scales. blockSize 0 means one
 // scale for the tensor. With checkFinite, a NaN or ±Inf input is a ValueError
 // naming the first such index; without it, non-finite input is quantized as
@@ -108,7 +93,7 @@ const fusedUnit = 1 << 16
 // large tensor is found in one pass as well (quantizeSpec). Otherwise
 // the scales are computed first and the codes in a second parallel pass over
 // groups.
-func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
+func (ks *Quantizer) Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
 	n := len(x)
 	if err := CheckSizes(n, blockSize); err != nil {
 		return err
@@ -130,16 +115,16 @@ func Quantize(x []float32, blockSize int, m Method, checkFinite bool, packed []b
 	var fb int
 	done := false
 	if unit := lcm(bs, GroupValues, fusedUnit); unit != 0 && nb > 1 {
-		fb, done = quantizeFused(x, bs, unit, m, packed, scales), true
-	} else if nb == 1 && n >= specMinValues && family != cpu.Generic {
+		fb, done = ks.quantizeFused(x, bs, unit, m, packed, scales), true
+	} else if nb == 1 && n >= specMinValues && ks.family != cpu.Generic {
 		// The one-pass path pays only with SIMD kernels; in plain Go the
 		// two-pass path (with the threshold comparisons of generic.go) is
 		// faster. TestQuantizeSpecBands runs quantizeSpecBand with the generic
 		// kernels too.
-		fb, done = -1, quantizeSpec(x, m, packed, scales)
+		fb, done = -1, ks.quantizeSpec(x, m, packed, scales)
 	}
 	if !done {
-		fb = quantizeTwoPass(x, bs, m, packed, scales)
+		fb = ks.quantizeTwoPass(x, bs, m, packed, scales)
 	}
 	if checkFinite && fb >= 0 {
 		return errs.Value("x contains a non-finite value (%v) at flat index %d; pass check_finite=False to quantize anyway", x[fb], fb)
@@ -167,7 +152,7 @@ func badSlots(bounds []int) []int {
 	return b
 }
 
-func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []float32) int {
+func (ks *Quantizer) quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []float32) int {
 	n := len(x)
 	batch := max(1, fusedBatch/unit) * unit
 	batches := (n + batch - 1) / batch
@@ -186,7 +171,7 @@ func quantizeFused(x []float32, bs, unit int, m Method, packed []byte, scales []
 			e := min(s+batch, n)
 			// Batches come in increasing order: the first bad index a
 			// worker sees is its smallest.
-			if b := quantBlocks(x[s:e], bs, s, m, packed, scales); b >= 0 && bad[c] < 0 {
+			if b := ks.quantBlocks(x[s:e], bs, s, m, packed, scales); b >= 0 && bad[c] < 0 {
 				bad[c] = s + b
 			}
 			if e == n {
@@ -253,12 +238,12 @@ func quantBlocksWith(k blockKernels, x []float32, bs, pos int, m Method, packed 
 	return bad
 }
 
-func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []float32) int {
+func (ks *Quantizer) quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []float32) int {
 	n := len(x)
 	nb := len(scales)
 	var fb int
 	if nb == 1 {
-		fb = tensorScale(x, m, scales)
+		fb = ks.tensorScale(x, m, scales)
 	} else {
 		chunks := par.Chunks(nb, 1)
 		bad := badSlots(chunks)
@@ -268,7 +253,7 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 					return
 				}
 				s := b * bs
-				sc, i := blockScale(x[s:min(s+bs, n)], m)
+				sc, i := ks.blockScale(x[s:min(s+bs, n)], m)
 				scales[b] = sc
 				if i >= 0 && bad[c] < 0 {
 					bad[c] = s + i
@@ -277,13 +262,13 @@ func quantizeTwoPass(x []float32, bs int, m Method, packed []byte, scales []floa
 		})
 		fb = firstBad(bad)
 	}
-	quantizeGroups(x, bs, scales, packed)
+	ks.quantizeGroups(x, bs, scales, packed)
 	return fb
 }
 
 // quantizeGroups writes the codes of all of x, blocks of bs values with the
 // given scales, and the padding, in parallel over whole groups.
-func quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
+func (ks *Quantizer) quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
 	n := len(x)
 	groups := (n + GroupValues - 1) / GroupValues
 	par.For(groups, 64, func(g0, g1 int) {
@@ -294,7 +279,7 @@ func quantizeGroups(x []float32, bs int, scales []float32, packed []byte) {
 			}
 			blk := s / bs
 			e := min((blk+1)*bs, hi, s+stopStep)
-			quantRun(x[s:e], scales[blk], s, packed)
+			ks.quantRun(x[s:e], scales[blk], s, packed)
 			s = e
 		}
 		if hi == n {
@@ -310,7 +295,7 @@ const stopStep = 1 << 18
 // tensorScale computes the one scale of the whole tensor with a parallel
 // reduction (float64 partial sums; the float32 result does not depend on the
 // split in practice, see DESIGN.md).
-func tensorScale(x []float32, m Method, scales []float32) int {
+func (ks *Quantizer) tensorScale(x []float32, m Method, scales []float32) int {
 	// pieces of at least par.MinWork values, up to par.ChunksPerThread a
 	// thread: a few milliseconds each, so that an interrupt is seen soon
 	chunks := par.ChunksWork(len(x), 1)
@@ -321,9 +306,9 @@ func tensorScale(x []float32, m Method, scales []float32) int {
 	par.Run(chunks, func(c, lo, hi int) {
 		var b int
 		if m == AbsMax {
-			maxs[c], b = absMax(x[lo:hi])
+			maxs[c], b = ks.absMax(x[lo:hi])
 		} else {
-			sums[c], b = absSum(x[lo:hi])
+			sums[c], b = ks.absSum(x[lo:hi])
 		}
 		if b >= 0 {
 			bad[c] = lo + b

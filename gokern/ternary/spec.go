@@ -30,10 +30,9 @@ import (
 // absmax has only a lower bound (the largest |x| sampled, raised as the
 // pass sees larger ones); every |x| at or above half of it waits.
 //
-// For normally distributed data, 16M values: 4% of x is sampled (0.3 ms on
-// the Zen 3 dev machine, mostly TLB and cache misses of the spread runs) and
-// 0.25% of the elements need a fix-up (0.3 ms), against the whole second
-// pass (about 4 ms on one core) that they replace.
+// For normally distributed data, 16M values, 4% of x is sampled and 0.25%
+// of the elements need a fix-up, against the whole second pass that they
+// replace.
 
 // specMinValues: smaller tensors take the two-pass path (they are mostly in
 // cache, and the sampling would not pay). A variable for the tests.
@@ -107,13 +106,13 @@ func runStart(n, l, r, runs int) int {
 // absmean scale by the runs' mean ± specZ standard errors (measured from the
 // spread of the run means, so uneven tensors get a wider band). ok is false
 // when a sample holds NaN or Inf.
-func absMeanBand(x []float32) (b specBand, ok bool) {
+func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
 	k, l := sampleRuns(len(x))
 	means := make([]float64, k)
 	par.For(k, 16, func(r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			start := runStart(len(x), l, r, k)
-			s, bad := absSum(x[start : start+l])
+			s, bad := ks.absSum(x[start : start+l])
 			means[r] = s / float64(l)
 			if bad >= 0 {
 				means[r] = math.NaN()
@@ -144,13 +143,13 @@ func absMeanBand(x []float32) (b specBand, ok bool) {
 // scale: about 1.4% of normally distributed data, far fewer for heavy
 // tails; uniform data has too many, which quantizeSpecBand notices in its
 // first piece and gives up on.
-func absMaxBand(x []float32) (b specBand, ok bool) {
+func (ks *Quantizer) absMaxBand(x []float32) (b specBand, ok bool) {
 	runs, l := sampleRuns(len(x))
 	maxs := make([]uint32, runs)
 	par.For(runs, 16, func(r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			start := runStart(len(x), l, r, runs)
-			maxs[r] = maxBits(x[start : start+l])
+			maxs[r] = ks.maxBits(x[start : start+l])
 		}
 	})
 	m := slices.Max(maxs)
@@ -163,8 +162,8 @@ func absMaxBand(x []float32) (b specBand, ok bool) {
 
 // maxBits is the unsigned maximum of the bits of |x| (NaN and Inf above all
 // finite values), through the absMax seam.
-func maxBits(x []float32) uint32 {
-	m, bad := absMax(x)
+func (ks *Quantizer) maxBits(x []float32) uint32 {
+	m, bad := ks.absMax(x)
 	if bad >= 0 {
 		return 0x7fffffff
 	}
@@ -175,23 +174,23 @@ func maxBits(x []float32) uint32 {
 // m as described above. It returns false, having written nothing that
 // counts, when x holds NaN or Inf: the two-pass path then does the work and
 // finds the first such index.
-func quantizeSpec(x []float32, m Method, packed []byte, scales []float32) bool {
+func (ks *Quantizer) quantizeSpec(x []float32, m Method, packed []byte, scales []float32) bool {
 	var b specBand
 	ok := false
 	if m == AbsMax {
-		b, ok = absMaxBand(x)
+		b, ok = ks.absMaxBand(x)
 	} else {
-		b, ok = absMeanBand(x)
+		b, ok = ks.absMeanBand(x)
 	}
 	if !ok {
 		return false
 	}
-	return quantizeSpecBand(x, m, b, packed, scales)
+	return ks.quantizeSpecBand(x, m, b, packed, scales)
 }
 
 // quantizeSpecBand is quantizeSpec with a given band (any band gives the
 // same result; a poor one only costs time).
-func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales []float32) bool {
+func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales []float32) bool {
 	n := len(x)
 	if n > specMaxValues {
 		return false
@@ -232,9 +231,9 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 				l = slices.Grow(l, specMaxFix)
 				dst, off, ent := packed[g*GroupBytes:e*GroupBytes], uint32(g*GroupValues), l[len(l):len(l)+specMaxFix]
 				if m == AbsMax {
-					maxs[pc], ne = quantSpecMax(xs, dst, lo, b.hi, off, ent)
+					maxs[pc], ne = ks.quantSpecMax(xs, dst, lo, b.hi, off, ent)
 				} else {
-					sums[pc], ne = quantSpec(xs, dst, lo, b.hi, off, ent)
+					sums[pc], ne = ks.quantSpec(xs, dst, lo, b.hi, off, ent)
 				}
 				if ne >= 0 && m == AbsMax && maxs[pc] < 0x7f800000 {
 					for v := seen.Load(); maxs[pc] > v && !seen.CompareAndSwap(v, maxs[pc]); v = seen.Load() {
@@ -244,9 +243,9 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 			if ne < 0 { // too many fix-ups: reduce now, the whole piece later
 				poor = true
 				if m == AbsMax {
-					maxs[pc] = maxBits(xs)
+					maxs[pc] = ks.maxBits(xs)
 				} else {
-					sums[pc], _ = absSum(xs)
+					sums[pc], _ = ks.absSum(xs)
 				}
 				redo[pc] = true
 				ne = 0
@@ -264,7 +263,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	tail := x[whole*GroupValues:]
 	var sc float32
 	if m == AbsMax {
-		mx := max(maxBits(tail), slices.Max(append(maxs, 0)))
+		mx := max(ks.maxBits(tail), slices.Max(append(maxs, 0)))
 		if mx >= 0x7f800000 { // Inf or NaN
 			return false
 		}
@@ -274,7 +273,7 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 		for _, s := range sums {
 			sum += s
 		}
-		t, _ := absSum(tail)
+		t, _ := ks.absSum(tail)
 		sum += t
 		if !(sum <= math.MaxFloat64) {
 			return false
@@ -283,20 +282,20 @@ func quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales [
 	}
 	scales[0] = sc
 	if !b.contains(sc) {
-		quantizeGroups(x, n, scales, packed)
+		ks.quantizeGroups(x, n, scales, packed)
 		return true
 	}
 	par.Run(workers, func(c, p0, p1 int) {
-		fixCodes(packed, *fix[c], 0, sc)
+		ks.fixCodes(packed, *fix[c], 0, sc)
 		for pc := p0; pc < p1; pc++ {
 			if redo[pc] {
 				g := pc * specPiece
 				e := min(g+specPiece, whole)
-				quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
+				ks.quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
 			}
 		}
 	})
-	quantRun(tail, sc, whole*GroupValues, packed)
+	ks.quantRun(tail, sc, whole*GroupValues, packed)
 	padTail(packed, n)
 	return true
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -52,7 +51,7 @@ func TestSpecBandThresholds(t *testing.T) {
 
 func TestKernelsQuantSpec(t *testing.T) {
 	for _, f := range usableFamilies(t) {
-		k := simdKernels[f]
+		k := quantizer(f)
 		r := rand.New(rand.NewPCG(23, 24))
 		for _, kind := range []string{"normal", "wide", "special", "ties"} {
 			for _, groups := range []int{0, 1, 2, 3, 5, 8, 17, 64, 300} {
@@ -150,26 +149,11 @@ func checkAgainstRef(t *testing.T, name string, x []float32, m Method, packed []
 // TestQuantizeSpecBands runs the one-pass path with good, wide, missed and
 // exact bands, in every usable family: the result never depends on the band.
 func TestQuantizeSpecBands(t *testing.T) {
-	defer func() {
-		cpu.Override("")
-		SelectKernels()
-	}()
 	old := par.Threads()
 	defer par.SetThreads(old)
-	fams := []cpu.Family{cpu.Generic}
-	for _, f := range cpu.Families {
-		if _, ok := simdKernels[f]; ok && cpu.Usable(f) {
-			fams = append(fams, f)
-		}
-	}
 	r := rand.New(rand.NewPCG(25, 26))
-	for _, f := range fams {
-		if f == cpu.Generic {
-			cpu.Override("all")
-		} else {
-			cpu.Override("")
-		}
-		SelectKernels()
+	for _, f := range QuantizeOp.Families() {
+		q := quantizer(f)
 		for _, threads := range []int{1, 2, 3} {
 			par.SetThreads(threads)
 			for _, n := range []int{1, 100, 128, 129, 1000, 32769, 70001, 300007} {
@@ -191,9 +175,9 @@ func TestQuantizeSpecBands(t *testing.T) {
 						var good specBand
 						var ok bool
 						if m == AbsMax {
-							good, ok = absMaxBand(x)
+							good, ok = q.absMaxBand(x)
 						} else {
-							good, ok = absMeanBand(x)
+							good, ok = q.absMeanBand(x)
 						}
 						if !ok {
 							t.Fatalf("band(n=%d %s %v) failed on finite data", n, kind, m)
@@ -213,7 +197,7 @@ func TestQuantizeSpecBands(t *testing.T) {
 								packed[i] = byte(r.Uint32())
 							}
 							scales := []float32{-1}
-							if !quantizeSpecBand(x, m, b, packed, scales) {
+							if !q.quantizeSpecBand(x, m, b, packed, scales) {
 								t.Fatalf("quantizeSpecBand failed on finite data")
 							}
 							checkAgainstRef(t, fmt.Sprintf("%s t%d n=%d %s %v band %s", f, threads, n, kind, m, bn), x, m, packed, scales)
@@ -267,7 +251,7 @@ func TestQuantizeSpecPath(t *testing.T) {
 
 func TestKernelsFixCodes(t *testing.T) {
 	for _, f := range usableFamilies(t) {
-		k := simdKernels[f]
+		k := quantizer(f)
 		r := rand.New(rand.NewPCG(29, 30))
 		for _, count := range []int{0, 1, 5, 31, 32, 33, 100, 5000} {
 			for _, scale := range scalesToTry {
@@ -338,7 +322,7 @@ func FuzzQuantizeSpecBand(f *testing.F) {
 		s := float64(ws[0])
 		packed := make([]byte, PackedLen(n))
 		scales := make([]float32, 1)
-		if !quantizeSpecBand(x, m, newSpecBand(s*lo, s*hi), packed, scales) {
+		if !QuantizeOp.Get().quantizeSpecBand(x, m, newSpecBand(s*lo, s*hi), packed, scales) {
 			t.Fatal("quantizeSpecBand failed on finite data")
 		}
 		checkAgainstRef(t, fmt.Sprintf("%v n=%d band [%v, %v]", m, n, lo, hi), x, m, packed, scales)

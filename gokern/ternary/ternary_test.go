@@ -365,17 +365,12 @@ func TestThresholdMatchesDivision(t *testing.T) {
 // A NaN scale (absmean, unchecked) is always CanonicalNaN, whatever the input
 // NaN's sign and payload, on every family and path (the GPU writes the same).
 func TestNaNScaleIsCanonical(t *testing.T) {
-	defer func() {
-		cpu.Override("")
-		SelectKernels()
-	}()
 	fams := append([]cpu.Family{cpu.Generic}, simdFamilies()...)
 	payloads := []uint32{0x7FC00000, 0xFFC00000, 0x7FC00123, 0xFFFFFFFF, 0x7F800001}
 	for _, fam := range fams {
-		cpu.Override(disableAbove(fam))
-		SelectKernels()
-		if Family() != fam {
-			t.Fatalf("family %s, want %s", Family(), fam)
+		q, _ := QuantizeOp.Select(cpu.ParseDisable(disableAbove(fam)))
+		if q.Family() != fam {
+			t.Fatalf("family %s, want %s", q.Family(), fam)
 		}
 		for _, n := range []int{5, 300, 70_000} {
 			for _, bs := range []int{0, 128, 1000} {
@@ -386,7 +381,7 @@ func TestNaNScaleIsCanonical(t *testing.T) {
 					}
 					x[n/2] = math.Float32frombits(nb)
 					scales := make([]float32, NumBlocks(n, bs))
-					if err := Quantize(x, bs, AbsMean, false, make([]byte, PackedLen(n)), scales); err != nil {
+					if err := q.Quantize(x, bs, AbsMean, false, make([]byte, PackedLen(n)), scales); err != nil {
 						t.Fatal(err)
 					}
 					blk := 0

@@ -1,4 +1,4 @@
-// Package conv is the ternary 2-D convolution: shape arithmetic, the planner
+// Package conv2d is the ternary 2-D convolution: shape arithmetic, the planner
 // that picks an algorithm, and the algorithms themselves (naive, tiled
 // im2col + GEMM, 1x1 GEMM on the input, GEMV, the int8 implicit GEMM,
 // depthwise and general direct kernels, lookup tables for int8
@@ -9,7 +9,7 @@
 // (values -1, 0, +1 with float32 scales per block of the flattened weight,
 // see gokern/ternary) and optional int8 activations; see Conv2D for the exact
 // arithmetic.
-package conv
+package conv2d
 
 import (
 	"math/bits"
@@ -140,6 +140,21 @@ func (s Shape) Check() (Dims, error) {
 	}
 	d.P = d.Ho * d.Wo
 	return d, nil
+}
+
+// checkBuffers checks the lengths of a call's buffers against d: x and out
+// hold the input and output tensors, bias O entries or none.
+func (d *Dims) checkBuffers(x, out, bias []float32) error {
+	if len(x) != d.XLen {
+		return errs.Value("x must have %d elements for shape (%d, %d, %d, %d), got %d", d.XLen, d.N, d.C, d.H, d.W, len(x))
+	}
+	if len(out) != d.OutLen {
+		return errs.Value("out must have %d elements for shape (%d, %d, %d, %d), got %d", d.OutLen, d.N, d.O, d.Ho, d.Wo, len(out))
+	}
+	if len(bias) != 0 && len(bias) != d.O {
+		return errs.Value("bias must have O=%d elements (or none), got %d", d.O, len(bias))
+	}
+	return nil
 }
 
 // Pointwise reports whether the convolution is a plain matrix product on the

@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"unsafe"
@@ -14,10 +14,7 @@ import (
 // sample's positions (16 columns or more: at a few positions they are
 // mostly padding). The GEMV kernels read each weight row from memory once
 // per block of gemvBlockCols columns (samples times positions) and pack no
-// panels. Measured (one thread, AVX2, 2048->2048, float32 / int8 ms, gemv
-// against panels): P = 4: 0.76 / 0.37 vs 3.4 / 2.5; P = 8: 2.6 / 0.85 vs
-// 3.8 / 2.7, and with N = 8: 19 / 8.9 vs 21 / 13; P = 1, N = 2 (4096):
-// 1.9 / 1.1 vs 20 / 13. At P = 16 (1024) the panels win: 0.63 vs 1.46.
+// panels. The limit is where the panels start to win (BenchmarkConv).
 const (
 	gemvMaxP      = 8
 	gemvBlockCols = 16

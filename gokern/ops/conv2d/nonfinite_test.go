@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"fmt"
@@ -112,7 +112,7 @@ func TestNonFinitePropagates(t *testing.T) {
 						}
 					}
 				}
-				if i := sameOrBothNaN(runKind(t, tc, LUT, true, gemm.Current()), naive8); i >= 0 {
+				if i := sameOrBothNaN(runKind(t, tc, LUT, true, gemm.KernelOp.Get()), naive8); i >= 0 {
 					t.Fatalf("%s values %d at %d: lut int8: out[%d] differs from naive's %g", c.name, vi, at, i, naive8[i])
 				}
 				// Conv2D itself, as the C ABI calls it, on every request.

@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"fmt"
@@ -228,12 +228,15 @@ func runKind(t testing.TB, tc *testCase, kind Algo, act8 bool, ks *gemm.Kernels)
 	for i := range out {
 		out[i] = float32(math.NaN()) // every element must be written
 	}
+	k := selected()
+	k.gemm = ks
 	var acts *activations
 	if act8 {
-		acts = quantizeActs(&tc.d, tc.x)
+		acts = actScales(&tc.d, tc.x, k.scan)
+		acts.quantize(&tc.d, tc.x, ks.QuantI8)
 		defer acts.release()
 	}
-	if err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, ks, false); err != nil {
+	if _, err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, k, false); err != nil {
 		t.Fatalf("%v %v: %v", tc, kind, err)
 	}
 	return out
@@ -323,8 +326,8 @@ func TestTable(t *testing.T) {
 		want, mag := ref64(tc)
 		want8 := ref8(tc)
 		for _, kind := range kindsFor(&tc.d) {
-			checkF32(t, c.name+" "+kind.String(), runKind(t, tc, kind, false, gemm.Current()), want, mag)
-			checkExact(t, c.name+" "+kind.String()+" int8", runKind(t, tc, kind, true, gemm.Current()), want8)
+			checkF32(t, c.name+" "+kind.String(), runKind(t, tc, kind, false, gemm.KernelOp.Get()), want, mag)
+			checkExact(t, c.name+" "+kind.String()+" int8", runKind(t, tc, kind, true, gemm.KernelOp.Get()), want8)
 		}
 	}
 }
@@ -509,8 +512,8 @@ func TestQuant8(t *testing.T) {
 		{0.5, 1, 0}, {1.5, 1, 2}, {2.5, 1, 2}, {-0.5, 1, 0}, {-1.5, 1, -2}, {127.5, 1, 127}, {-200, 1, -128},
 		{float32(math.NaN()), 1, 0}, {float32(math.Inf(1)), 1, 127}, {float32(math.Inf(1)), 0, 0},
 	} {
-		if got := quant8(c.v, c.a); got != c.want {
-			t.Errorf("quant8(%v, %v) = %d, want %d", c.v, c.a, got, c.want)
+		if got := gemm.Quant8(c.v, c.a); got != c.want {
+			t.Errorf("gemm.Quant8(%v, %v) = %d, want %d", c.v, c.a, got, c.want)
 		}
 	}
 }
@@ -528,8 +531,8 @@ func TestQuant8Rounding(t *testing.T) {
 		if i < 600 {
 			v, a = float32(i-300)/2, 1 // ties: -150, -149.5, ..., 149.5
 		}
-		if got, want := quant8(v, a), ref(v, a); got != want {
-			t.Fatalf("quant8(%v, %v) = %d, want %d", v, a, got, want)
+		if got, want := gemm.Quant8(v, a), ref(v, a); got != want {
+			t.Fatalf("gemm.Quant8(%v, %v) = %d, want %d", v, a, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
 // TestImplicitAgrees runs the implicit-GEMM driver with the generic kernel
@@ -25,7 +26,7 @@ func TestImplicitAgrees(t *testing.T) {
 	generic := implicitOf(gen)
 	generic.gemm = gemm.ImplicitGeneric()
 	kernels := map[string]implicitKernels{"generic": generic}
-	if ks := gemm.Current(); ks.Implicit != nil {
+	if ks := gemm.KernelOp.Get(); ks.Implicit != nil {
 		kernels[fmt.Sprint(ks.Family)] = implicitOf(ks)
 	}
 	oldStream := streamOutBytes
@@ -54,12 +55,12 @@ func TestImplicitAgrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wl, err := implicitWeights(&tc.d, tc.w, newImplicitGeom(&tc.d))
+		wl, err := implicitWeights(&tc.d, tc.w, newImplicitGeom(&tc.d), gemm.KernelOp.Get())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for name, k := range kernels {
-			acts := actScales(&tc.d, tc.x)
+			acts := actScales(&tc.d, tc.x, ternary.QuantizeOp.Get())
 			out := make([]float32, d.OutLen)
 			implicitConv(&tc.d, wl, tc.x, acts.a, sc, out, k)
 			checkExact(t, fmt.Sprintf("case %d %v implicit/%s", ci, tc, name), out, want)
@@ -96,7 +97,7 @@ func TestLayoutU8(t *testing.T) {
 		}
 		a := []float32{37.5, 90}[:d.N]
 		g := newImplicitGeom(&d)
-		for _, k := range []implicitKernels{implicitOf(gemm.Generic()), implicitOf(gemm.Current())} {
+		for _, k := range []implicitKernels{implicitOf(gemm.Generic()), implicitOf(gemm.KernelOp.Get())} {
 			stale, sh := layoutScratch.Sized(d.N * g.per)
 			for i := range stale {
 				stale[i] = 0x5a

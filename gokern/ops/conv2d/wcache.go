@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"strconv"
@@ -93,10 +93,10 @@ func cachedLayout(d *Dims, w Weights, implicit bool, build func(Weights) (*weigh
 	})
 }
 
-// panels returns w's A panels (gemm.PackA).
-func panels(d *Dims, w Weights) ([]byte, error) {
+// panels returns w's A panels (ks.PackA; every set packs the same panels).
+func panels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 	l, err := cachedLayout(d, w, false, func(w Weights) (*weightLayout, int, error) {
-		a, err := packPanels(d, w)
+		a, err := packPanels(d, w, ks)
 		return &weightLayout{apan: a}, len(a), err
 	})
 	if err != nil {
@@ -106,13 +106,13 @@ func panels(d *Dims, w Weights) ([]byte, error) {
 }
 
 // packPanels packs w's A panels into a new buffer.
-func packPanels(d *Dims, w Weights) ([]byte, error) {
+func packPanels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 	alen, ok := mul(ternary.MaxElements, d.Groups, gemm.Panels(d.Og), d.K)
 	if !ok {
 		return nil, errs.Memory("weight panels would take more than %d bytes", ternary.MaxElements)
 	}
 	a := make([]byte, alen)
-	if err := gemm.PackA(a, w.Packed, d.Og, d.Groups, d.K); err != nil {
+	if err := ks.PackA(a, w.Packed, d.Og, d.Groups, d.K); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -122,9 +122,9 @@ func packPanels(d *Dims, w Weights) ([]byte, error) {
 // panels: per group and block of gemm.ImplicitOC output channels, the
 // weights in the kernel's order for taps kernel taps of g.cg4/4 channel
 // quads each, and the corrections.
-func implicitWeights(d *Dims, w Weights, g implicitGeom) (*weightLayout, error) {
+func implicitWeights(d *Dims, w Weights, g implicitGeom, ks *gemm.Kernels) (*weightLayout, error) {
 	return cachedLayout(d, w, true, func(w Weights) (*weightLayout, int, error) {
-		apan, err := packPanels(d, w)
+		apan, err := packPanels(d, w, ks)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"fmt"
@@ -213,7 +213,6 @@ func TestLUTRejectsCode3(t *testing.T) {
 // generic ones) on random shapes, per-tensor and per-block scales, odd K:
 // the outputs must be bit-identical across families and to the reference.
 func TestLUTFamilies(t *testing.T) {
-	defer cpu.Override("")
 	old := par.Threads()
 	defer func() { _ = par.SetThreads(old) }()
 	splitSmall(t)
@@ -237,9 +236,8 @@ func TestLUTFamilies(t *testing.T) {
 			w := withQType(t, tc, q)
 			var first []float32
 			for _, off := range []string{"", "avx2"} {
-				cpu.Override(off)
 				out := make([]float32, d.OutLen)
-				if _, err := Conv2D(d, tc.x, w, tc.bias, out, Options{ActBits: 8, Algo: LUT}); err != nil {
+				if _, err := conv2d(&d, tc.x, w, tc.bias, out, Options{ActBits: 8, Algo: LUT}, selectKernels(cpu.ParseDisable(off))); err != nil {
 					t.Fatal(err)
 				}
 				name := fmt.Sprintf("case %d %v %v disable=%q", ci, tc, q, off)
@@ -256,7 +254,6 @@ func TestLUTFamilies(t *testing.T) {
 // TestPreferLUT: the planner's position limits for TL weights, 1024 with the
 // AVX2 LUT kernels and 32 with the generic ones; never I2_S or Og < 16.
 func TestPreferLUT(t *testing.T) {
-	defer cpu.Override("")
 	shape := func(n, hw, o int) *Dims {
 		s := Shape{N: n, C: 64, H: hw, W: hw, O: o, WC: 64, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
 		d, err := s.Check()
@@ -266,9 +263,9 @@ func TestPreferLUT(t *testing.T) {
 		return &d
 	}
 	for _, off := range []string{"", "avx2"} {
-		cpu.Override(off)
+		k, _ := gemm.LUT16Op.Select(cpu.ParseDisable(off))
 		limit := 32
-		if gemm.HasLUT16() {
+		if k.Family != cpu.Generic {
 			limit = 1024
 		}
 		for _, c := range []struct {
@@ -284,7 +281,7 @@ func TestPreferLUT(t *testing.T) {
 			{4, 16, 64, ternary.TL1, limit == 1024},
 			{1, 33, 64, ternary.TL1, false},
 		} {
-			if got := preferLUT(shape(c.n, c.hw, c.o), c.q); got != c.want {
+			if got := preferLUT(shape(c.n, c.hw, c.o), c.q, k); got != c.want {
 				t.Errorf("disable=%q %+v: preferLUT = %v", off, c, got)
 			}
 		}

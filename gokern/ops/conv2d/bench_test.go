@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"flag"
@@ -49,7 +49,7 @@ func BenchmarkConv(b *testing.B) {
 		flops := 2 * float64(d.OutLen) * float64(d.K)
 		for _, kind := range []Algo{Auto, Direct} {
 			for _, bits := range []int{0, 8} {
-				b.Run(fmt.Sprintf("%s/%s/act%d/%s", l.name, kind, bits, gemm.Current().Family), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/act%d/%s", l.name, kind, bits, gemm.KernelOp.Get().Family), func(b *testing.B) {
 					if err := par.SetThreads(*benchThreads); err != nil {
 						b.Fatal(err)
 					}

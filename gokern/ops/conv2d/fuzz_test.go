@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"math/big"
@@ -109,8 +109,8 @@ func FuzzConvShape(f *testing.F) {
 		ref, mag := ref64(tc)
 		checkF32(t, "fuzz naive", want, ref, mag)
 		for _, kind := range kindsFor(&d)[1:] {
-			checkF32(t, "fuzz "+kind.String(), runKind(t, tc, kind, false, gemm.Current()), ref, mag)
-			checkExact(t, "fuzz "+kind.String()+" int8", runKind(t, tc, kind, true, gemm.Current()), want8)
+			checkF32(t, "fuzz "+kind.String(), runKind(t, tc, kind, false, gemm.KernelOp.Get()), ref, mag)
+			checkExact(t, "fuzz "+kind.String()+" int8", runKind(t, tc, kind, true, gemm.KernelOp.Get()), want8)
 		}
 	})
 }

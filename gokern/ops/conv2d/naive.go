@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"github.com/bitnet-go/bitnet_go/gokern/errs"

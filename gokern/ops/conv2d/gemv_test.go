@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"fmt"

@@ -1,6 +1,7 @@
-package conv
+package conv2d
 
 import (
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -102,9 +103,10 @@ func packPairs(vals []int8, rows, k int, dst []byte) {
 }
 
 // wantLUT reports whether Conv2D runs the LUT algorithm: on request, or by
-// the planner's rule (preferLUT) for int8 activations.
-func wantLUT(d *Dims, opt Options, q ternary.QType) bool {
-	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d, q))
+// the planner's rule (preferLUT, with the wide kernels k) for int8
+// activations.
+func wantLUT(d *Dims, opt Options, q ternary.QType, k *gemm.LUT16Kernels) bool {
+	return opt.Algo == LUT || (opt.Algo == Auto && opt.ActBits == 8 && preferLUT(d, q, k))
 }
 
 // SWAR masks over the nibbles of a uint64.
@@ -151,15 +153,9 @@ func checkNibbles(src []byte, n, max int) int {
 // length and every index they read (TL1 indices <= 8, TL2 magnitudes <= 13,
 // the remainder index <= 8), as ternary.UnpackQ would.
 func checkTL(d *Dims, w Weights) error {
-	if w.QType != ternary.TL1 && w.QType != ternary.TL2 {
-		return errs.Value("weight: qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(w.QType))
-	}
-	want, err := ternary.PackedLenQ(w.QType, d.WLen, d.O)
+	want, err := checkPacked(d, w)
 	if err != nil {
 		return err
-	}
-	if len(w.Packed) != want {
-		return errs.Value("weight: packed must have %d bytes for %d values in %s, got %d", want, d.WLen, w.QType, len(w.Packed))
 	}
 	rb := want / d.O
 	chunks := par.Chunks(d.O, max(1, 1<<16/max(rb, 1)))
@@ -231,22 +227,23 @@ func planLUT(d *Dims, triples bool) lutPlan {
 	return p
 }
 
-// runLUT runs the LUT algorithm on quantized activations; w is I2_S, TL1 or
-// TL2 (checked).
-func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32) error {
+// runLUT runs the LUT algorithm on quantized activations with the wide
+// kernels k (lut16), or the 2-column Go kernels where k is the generic set
+// (lut), and returns the kernel's name; w is I2_S, TL1 or TL2 (checked).
+func runLUT(d *Dims, w Weights, acts *activations, sc *scaler, out []float32, k *gemm.LUT16Kernels) (string, error) {
 	if acts == nil {
-		return errs.Value("algorithm 'lut' needs int8 activations (act_bits=8)")
+		return "", errs.Value("algorithm 'lut' needs int8 activations (act_bits=8)")
 	}
 	lw, err := newLUTWeights(d, w, sc)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if k := gemm.LUT16(); k != nil {
+	if k.Family != cpu.Generic {
 		lutConv16(d, lw, acts, sc, out, k)
-		return nil
+		return kernelName("lut16", k.Family), nil
 	}
 	lutConv(d, lw, acts, sc, out)
-	return nil
+	return kernelName("lut", cpu.Generic), nil
 }
 
 // lutConv: per unit (sample, group, tile of output positions, block of
@@ -326,42 +323,23 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 }
 
 // preferLUT is the planner's rule for int8 activations (Auto): whether the
-// LUT algorithm beats multiply-add for d with a weight in q. It encodes
-// BenchmarkLUT as measured on the project's machine (AMD EPYC, AVX2, 2
-// shared cores, one thread; medians of 3, ms), the
-// LUT kernels against the AVX2 multiply-add micro-kernel (VPMADDUBSW, 16
-// columns). AVX2 LUT = the wide kernels of gemm.LUT16 (lut16.go); generic =
-// the 2-column Go kernels (BITNET_GO_DISABLE=avx2, -tags noasm).
+// LUT algorithm, with the wide kernels k or (k generic) the 2-column Go
+// kernels, beats multiply-add for d with a weight in q (BenchmarkLUT):
 //
-//   - I2_S: never. The LUT repacks the weight as TL1 on every call: GEMV
-//     shapes lose (1x1 4096->4096 at 1x1: madd 24, AVX2 LUT 55, generic
-//     103; 1024->1024: 1.2 vs 4.2), ResNet-like layers are mixed (AVX2 LUT
-//     3.4 vs 6.3 at 3x3 128@28 and 4.5 vs 6.5 at 3x3 256@14, but 11.2 vs
-//     5.9 at 3x3 512@7 and 6.2 vs 4.4 at 3x3 64@56): no rule stable under
-//     the noise and the multiply-add work in progress.
+//   - I2_S: never. The LUT repacks the weight as TL1 on every call, and no
+//     rule was stable over the shapes measured.
 //   - TL1 and TL2: multiply-add converts the weight to I2_S on every call
-//     (about 6 ns a weight) while the LUT kernels read TL rows as they are.
-//     With the AVX2 LUT kernels: when N*Ho*Wo <= 1024 output positions.
-//     LUT (TL1 / TL2) against madd (TL1 / TL2): 1x1 4096->4096 at 1x1
-//     10 / 7.7 vs 136 / 169, at 2x2 12 / 10 vs 106 / 140; 3x3 512@7 (49
-//     positions) 3.7 / 4.2 vs 15 / 22; 3x3 256@14 (196) 3.0 / 3.0 vs 9.4 /
-//     9.5; 3x3 128@28 (784) 3.3 / 3.5 vs 9.1 / 8.2; at 3136 positions
-//     multiply-add wins or ties (3x3 64@56: 6.8 / 7.3 vs 4.7 / 5.4; 1x1
-//     64->256@56: 3.5 / 4.1 vs 3.5 / 3.0; 1x1 256->64@56 7.5 / 8.1 vs 7.4 /
-//     7.5), and on the 7x7 stem (12544) 14 / 14 vs 9.8 / 11. The AVX2 LUT
-//     is 1.3x (GEMV, one position: 10 vs 13) to 11x (3x3 128@28: 3.3 vs
-//     32 for TL1, 3.5 vs 39 for TL2) the generic one.
-//     With the generic LUT kernels: when N*Ho*Wo <= 32 (at 4096->4096, 1x1:
-//     13 / 12 against 108; at 4x4: 58 / 69 against 117; at 3x3 512@7 they
-//     tie, beyond multiply-add wins: 3x3 256@14 26 / 38 vs 9.4).
+//     while the LUT kernels read TL rows as they are: LUT when N*Ho*Wo <=
+//     1024 output positions with SIMD wide kernels, <= 32 with the generic
+//     ones.
 //   - Never for fewer than 16 output channels per group (depthwise
 //     included): a table then serves too few rows. This guard is a
 //     heuristic, not a measurement.
-func preferLUT(d *Dims, q ternary.QType) bool {
+func preferLUT(d *Dims, q ternary.QType, k *gemm.LUT16Kernels) bool {
 	if d.Og < 16 || q == ternary.I2S {
 		return false
 	}
-	if gemm.HasLUT16() {
+	if k.Family != cpu.Generic {
 		return d.N*d.P <= 1024
 	}
 	return d.N*d.P <= 32

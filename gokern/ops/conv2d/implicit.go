@@ -1,4 +1,4 @@
-package conv
+package conv2d
 
 import (
 	"unsafe"
@@ -21,9 +21,7 @@ const implicitPix = 96
 
 // implicitMinPix is the fewest output pixels (over all samples) for which
 // the implicit GEMM runs: its weights take a byte per value, repacked on
-// every call, which fewer pixels do not amortize (measured: 1x1 4096->4096
-// over 16 pixels, 7.3 ms by im2col, 17 ms implicit; 3x3 512->512 over 49
-// pixels, 5.2 ms by im2col, 3.5 ms implicit).
+// every call, which fewer pixels do not amortize (BenchmarkConv).
 const implicitMinPix = 32
 
 // implicitGeom is the padded channels-last layout of one sample: hp x wp
@@ -79,12 +77,7 @@ func implicitOf(ks *gemm.Kernels) implicitKernels {
 // streamOutBytes is the least output for which the implicit GEMM writes it
 // with streaming stores (FoldI32Stream): an output this large leaves the
 // caches anyway, and writing it past them saves reading every line first.
-// Measured on the 2-vCPU Zen 3 dev box (ms, 8 samples): 25.7 MB of output,
-// one thread: 1x1 64->256 @56 11.9 -> 9.4-11.3, stem 7x7/2 17.4 ->
-// 14.4-14.9; 6.4 MB (3x3 64->64 @56): one thread 11.0-12.6 -> 10.3-11.4,
-// two threads 6.4-7.7 -> 5.8-6.4. At 3.2 MB (one sample of 1x1 64->256)
-// it made no difference, so smaller outputs stay in the caches for the
-// next layer. Tests lower it.
+// Smaller outputs stay in the caches for the next layer. Tests lower it.
 var streamOutBytes = 4 << 20
 
 // implicitConv computes the convolution with the kernels k from the
@@ -235,9 +228,8 @@ func fill(b []byte, v byte) {
 
 // Scratch buffers per role (quantized activations, the implicit layout),
 // kept from call to call (gokern/buf): fresh buffers of
-// megabytes cost page faults and garbage collections that took as long as
-// the convolution itself when called from Python (a 1x1 256->64 @56 int8
-// call: 2.2-4.6 ms with fresh buffers, 1.9 ms reused). They come back with
+// megabytes cost page faults and garbage collections that can take as long
+// as the convolution itself. They come back with
 // stale contents; every user writes all it reads. Buffers above 256 MB are
 // not kept.
 var actScratch, layoutScratch = newScratch(), newScratch()

@@ -1,0 +1,58 @@
+package conv2d
+
+import (
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// checkFinite reports the first NaN or Inf of x, bias or the weight scales;
+// x's is acts.bad when x has been quantized (acts not nil).
+func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32, scan *ternary.Quantizer) error {
+	i := -1
+	if acts != nil {
+		i = acts.bad
+	} else {
+		i = firstNonFinite(x, scan)
+	}
+	if i >= 0 {
+		w, h := i%d.W, i/d.W%d.H
+		c, n := i/(d.W*d.H)%d.C, i/(d.W*d.H*d.C)
+		return errs.Value("x contains NaN or Inf (first at index (%d, %d, %d, %d), value %v); "+
+			"pass check_finite=False to skip this check", n, c, h, w, x[i])
+	}
+	if i := firstNonFinite(bias, scan); i >= 0 {
+		return errs.Value("bias contains NaN or Inf (first at index %d, value %v)", i, bias[i])
+	}
+	if i := firstNonFinite(scales, scan); i >= 0 {
+		return errs.Value("weight: scales contain NaN or Inf (first at index %d, value %v)", i, scales[i])
+	}
+	return nil
+}
+
+// finitePiece is the most values of one step of firstNonFinite.
+const finitePiece = 1 << 16
+
+// firstNonFinite returns the index of the first NaN or ±Inf, or -1; the scan
+// is parallel (scan.MaxAbs: the quantizer's reduction kernel), by pieces
+// of finitePiece values (checking par.Stopped between them), and the
+// earliest chunk's hit wins.
+func firstNonFinite(x []float32, scan *ternary.Quantizer) int {
+	chunks := par.Chunks(len(x), finitePiece)
+	hits := make([]int, len(chunks)-1)
+	par.Run(chunks, func(c, lo, hi int) {
+		hits[c] = -1
+		for p := lo; p < hi && !par.Stopped(); p += finitePiece {
+			if _, i := scan.MaxAbs(x[p:min(hi, p+finitePiece)]); i >= 0 {
+				hits[c] = p + i
+				return
+			}
+		}
+	})
+	for _, h := range hits {
+		if h >= 0 {
+			return h
+		}
+	}
+	return -1
+}

@@ -1,0 +1,112 @@
+package conv2d
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// envFresh marks the child process of TestKernelsRecordedAtStart.
+const envFresh = "BITNET_GO_TEST_FRESH_PROCESS"
+
+// TestKernelsRecordedAtStart: cpu.Kernels lists the convolution's kernel
+// ops (conv_gemm, conv_lut, quantize_i2s) from start-up, before any
+// convolution runs, as the families selected. Checked in a fresh process
+// running this test alone, so that no other test has run a convolution yet.
+func TestKernelsRecordedAtStart(t *testing.T) {
+	if os.Getenv(envFresh) == "1" {
+		got := cpu.Kernels()
+		for name, want := range map[string]cpu.Family{"conv_gemm": gemm.KernelOp.Get().Family,
+			"conv_lut": gemm.LUT16Op.Get().Family, "quantize_i2s": ternary.QuantizeOp.Get().Family()} {
+			if f, ok := got[name]; !ok || f != want {
+				t.Errorf("at start-up cpu.Kernels()[%q] = %q (listed: %v), want %q", name, f, ok, want)
+			}
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKernelsRecordedAtStart$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envFresh+"=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fresh process: %v\n%s", err, out)
+	}
+}
+
+// TestConv2DInfoKernel: the kernel a call reports is the path that ran, for
+// each conv_gemm / conv_lut family selected (every BITNET_GO_DISABLE setting
+// on an instance); int8 results are the reference's bits whichever ran.
+func TestConv2DInfoKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	shape := func(n, c, hw, o, k, groups int) Shape {
+		return Shape{N: n, C: c, H: hw, W: hw, O: o, WC: c / groups, KH: k, KW: k, Groups: groups,
+			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	}
+	const G, A2, A5, V = cpu.Generic, cpu.AVX2, cpu.AVX512, cpu.AVX512VNNI
+	cases := []struct {
+		name  string
+		s     Shape
+		bits  int
+		req   Algo
+		qtype ternary.QType
+		algo  Algo
+		want  map[cpu.Family]string // by the conv_gemm family (conv_lut's for LUT)
+	}{
+		{"im2col f32", shape(1, 8, 9, 8, 3, 1), 0, Im2col, ternary.I2S, Im2col, map[cpu.Family]string{
+			G: "im2col_gemm/generic", A2: "im2col_gemm/avx2", A5: "im2col_gemm/avx512", V: "im2col_gemm/avx512vnni"}},
+		{"im2col i8", shape(1, 8, 9, 8, 3, 1), 8, Auto, ternary.I2S, Im2col, map[cpu.Family]string{
+			G: "im2col_gemm/generic", A2: "implicit_gemm/avx2", A5: "implicit_gemm/avx2", V: "im2col_gemm/avx512vnni"}},
+		{"gemv f32", shape(1, 256, 2, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
+			G: "gemv/generic", A2: "gemv/avx2", A5: "gemv/avx2", V: "gemv/avx2"}},
+		{"gemv i8", shape(2, 128, 1, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
+			G: "gemv/generic", A2: "gemv/avx2", A5: "gemv/avx2", V: "gemv/avx2"}},
+		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
+			G: "gemm1x1/generic", A2: "gemm1x1/avx2", A5: "gemm1x1/avx512", V: "gemm1x1/avx512vnni"}},
+		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
+			G: "gemm1x1/generic", A2: "gemm1x1/avx2", A5: "gemm1x1/avx2", V: "gemm1x1/avx512vnni"}},
+		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, map[cpu.Family]string{
+			G: "direct/generic", A2: "direct/generic", A5: "direct/generic", V: "direct/generic"}},
+		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, map[cpu.Family]string{
+			G: "depthwise/generic", A2: "depthwise/generic", A5: "depthwise/generic", V: "depthwise/generic"}},
+		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, map[cpu.Family]string{
+			G: "naive/generic", A2: "naive/generic", A5: "naive/generic", V: "naive/generic"}},
+		{"lut tl1", shape(1, 64, 2, 32, 1, 1), 8, Auto, ternary.TL1, LUT, map[cpu.Family]string{
+			G: "lut/generic", A2: "lut16/avx2", A5: "lut16/avx2", V: "lut16/avx2"}},
+	}
+	for _, off := range []string{"", "avx512vnni", "avx512", "avx2"} {
+		ks := selectKernels(cpu.ParseDisable(off))
+		for _, c := range cases {
+			d, err := c.s.Check()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc := newCase(t, rng, c.s, 0, true)
+			w := tc.w
+			if c.qtype != ternary.I2S {
+				w = withQType(t, tc, c.qtype)
+			}
+			out := make([]float32, d.OutLen)
+			info, err := conv2d(&d, tc.x, w, tc.bias, out, Options{ActBits: c.bits, Algo: c.req}, ks)
+			if err != nil {
+				t.Fatalf("%s disable=%q: %v", c.name, off, err)
+			}
+			fam := ks.gemm.Family
+			if c.algo == LUT {
+				fam = ks.lut.Family
+			}
+			if want := c.want[fam]; info.Algo != c.algo || info.Kernel != want {
+				t.Errorf("%s disable=%q: ran %v %q, want %v %q", c.name, off, info.Algo, info.Kernel, c.algo, want)
+			}
+			if c.bits == 8 {
+				checkExact(t, c.name+" disable="+off, out, ref8(tc))
+			}
+		}
+	}
+	empty := newCase(t, rng, shape(0, 4, 5, 4, 3, 1), 0, false)
+	if info, err := Conv2DInfo(empty.d, nil, empty.w, nil, nil, Options{}); err != nil || info != (Info{Algo: Im2col}) {
+		t.Errorf("N = 0: %+v, %v", info, err)
+	}
+}
