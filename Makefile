@@ -91,7 +91,7 @@ test-go-noasm:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzQuantize$$' -fuzztime $(FUZZTIME) ./gokern/ternary
 	$(GO) test -run '^$$' -fuzz '^FuzzQuantizeSpecBand$$' -fuzztime $(SPEC_FUZZ_EXECS) ./gokern/ternary
-	$(GO) test -run '^$$' -fuzz '^FuzzConvShape$$' -fuzztime $(FUZZTIME) ./gokern/conv
+	$(GO) test -run '^$$' -fuzz '^FuzzConvShape$$' -fuzztime $(FUZZTIME) ./gokern/ops/conv2d
 
 lint: venv
 	"$(PY)" -m ruff check python tests_py tests_go setup.py

@@ -6,7 +6,7 @@ package main
 import "C"
 
 import (
-	"github.com/bitnet-go/bitnet_go/gokern/conv"
+	conv "github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
@@ -21,7 +21,7 @@ import (
 // activation bits (0 float32, 8 int8), the algorithm (0 auto ... 6 lut:
 // bng_abi.h) and check_finite (NaN/Inf in x, bias or the scales is then a
 // ValueError). info, if not NULL, receives the algorithm and the kernel
-// that ran. See gokern/conv for the arithmetic.
+// that ran. See gokern/ops/conv2d for the arithmetic.
 //
 //export bng_conv2d
 func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.bng_op_info,
@@ -95,11 +95,11 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 		}
 		wts := conv.Weights{Packed: wt.Data, Scales: wt.Scales, BlockSize: wt.BlockSize, QType: wt.DType}
 		opt := conv.Options{ActBits: int(p.act_bits), Algo: conv.Algo(p.algorithm), CheckFinite: p.check_finite != 0}
-		used, err := conv.Conv2D(d, xs, wts, bs, outs, opt)
+		ran, err := conv.Conv2DInfo(d, xs, wts, bs, outs, opt)
 		if err != nil {
 			return err
 		}
-		writeInfo(info, int(used), "")
+		writeInfo(info, int(ran.Algo), ran.Kernel)
 		return nil
 	})
 }

@@ -191,7 +191,7 @@ func (ks *Quantizer) quantizeFused(x []float32, bs, unit int, m Method, packed [
 // fusedBatch is about how many values quantBlocks gets at a time (whole
 // units): small enough to stay in the L2 cache between the scales and the
 // codes. The AVX2 block-code kernels prefetch one batch ahead
-// (blockBatchBytes in gokern/gemm/_gen/ternary.go): keep the two in step.
+// (blockBatchBytes in _gen/ternary.go): keep the two in step.
 const fusedBatch = 1 << 14
 
 // quantBlocksGeneric quantizes x, the values at flat positions pos, pos+1,
