@@ -6,8 +6,8 @@ package main
 import "C"
 
 import (
-	conv "github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	conv "github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
