@@ -7,7 +7,7 @@ import "C"
 
 import (
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
-	conv "github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
+	"github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
@@ -58,7 +58,7 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 		if len(ot.Shape) != 4 {
 			return errs.Value("out must have 4 dimensions (N, O, outH, outW), got shape %v", ot.Shape)
 		}
-		s := conv.Shape{
+		s := conv2d.Shape{
 			N: xt.Shape[0], C: xt.Shape[1], H: xt.Shape[2], W: xt.Shape[3],
 			O: wt.Shape[0], WC: wt.Shape[1], KH: wt.Shape[2], KW: wt.Shape[3], Groups: int(p.groups),
 			StrideH: int(p.stride[0]), StrideW: int(p.stride[1]),
@@ -93,9 +93,9 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 		if wt.Axis != -1 {
 			return errs.Value("weight: scales run along blocks of the flattened weight (axis -1), got axis %d", wt.Axis)
 		}
-		wts := conv.Weights{Packed: wt.Data, Scales: wt.Scales, BlockSize: wt.BlockSize, QType: wt.DType}
-		opt := conv.Options{ActBits: int(p.act_bits), Algo: conv.Algo(p.algorithm), CheckFinite: p.check_finite != 0}
-		ran, err := conv.Conv2DInfo(d, xs, wts, bs, outs, opt)
+		wts := conv2d.Weights{Packed: wt.Data, Scales: wt.Scales, BlockSize: wt.BlockSize, QType: wt.DType}
+		opt := conv2d.Options{ActBits: int(p.act_bits), Algo: conv2d.Algo(p.algorithm), CheckFinite: p.check_finite != 0}
+		ran, err := conv2d.Conv2DInfo(d, xs, wts, bs, outs, opt)
 		if err != nil {
 			return err
 		}
