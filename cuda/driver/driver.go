@@ -3,7 +3,7 @@
 //
 // On Linux with cgo, the driver is loaded at run time with
 // dlopen("libcuda.so.1") by a small C shim with its own typedefs
-// (driver_linux.go): no CUDA header or library is needed to build, and the
+// (shim_linux.go): no CUDA header or library is needed to build, and the
 // library loads on machines without a GPU or driver, where every call says
 // why CUDA is unavailable. Elsewhere (stub.go) the driver is never
 // available. The GPU operations (package cuda) are written against the
