@@ -184,58 +184,99 @@ func bng_cuda_dequantize_i2s(dev C.int32_t, packed C.uint64_t, packedLen, blockS
 	})
 }
 
-// bng_cuda_time_quantize runs repeat quantizations (no finite check) on
-// stream between two CUDA events and writes the mean milliseconds of one.
-//
-//export bng_cuda_time_quantize
-func bng_cuda_time_quantize(dev C.int32_t, x C.uint64_t, n, blockSize C.int64_t, method C.int32_t,
-	packed C.uint64_t, packedLen C.int64_t, scales C.uint64_t, nScales C.int64_t,
-	work C.uint64_t, workLen C.int64_t, stream C.uint64_t, repeat C.int64_t, ms *C.double,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		if err := outPtr(ms, "ms"); err != nil {
-			return err
-		}
-		if repeat < 1 || repeat > 1<<20 {
-			return errs.Value("repeat must be in [1, %d], got %d", 1<<20, int64(repeat))
-		}
-		v, err := cuda.TimeQuantize(int(dev), uint64(x), uint64(packed), uint64(scales), uint64(work),
-			int64(n), int64(blockSize), ternary.Method(method), int64(packedLen), int64(nScales), int64(workLen),
-			uint64(stream), int(repeat))
-		*ms = C.double(v)
-		return err
-	})
+// Diagnostics entries (bng_diagnostics, diag.go) for the CUDA benchmark and
+// tests. Arguments are JSON numbers; device pointers and streams are
+// unsigned 64-bit integers, decoded exactly.
+func init() {
+	registerDiag("cuda_time_quantize", diagTimeQuantize)
+	registerDiag("cuda_time_copy", diagTimeCopy)
+	registerDiag("cuda_plan", diagPlan)
 }
 
-// bng_cuda_time_copy times repeat device-to-device copies of nbytes on
-// stream with CUDA events and writes the mean milliseconds of one.
-//
-//export bng_cuda_time_copy
-func bng_cuda_time_copy(dev C.int32_t, dst, src C.uint64_t, nbytes C.int64_t, stream C.uint64_t, repeat C.int64_t,
-	ms *C.double, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		if err := outPtr(ms, "ms"); err != nil {
-			return err
-		}
-		if repeat < 1 || repeat > 1<<20 {
-			return errs.Value("repeat must be in [1, %d], got %d", 1<<20, int64(repeat))
-		}
-		v, err := cuda.TimeCopy(int(dev), uint64(dst), uint64(src), int64(nbytes), uint64(stream), int(repeat))
-		*ms = C.double(v)
-		return err
-	})
+// maxRepeat bounds the repeat count of the timers.
+const maxRepeat = 1 << 20
+
+func checkRepeat(repeat int64) error {
+	if repeat < 1 || repeat > maxRepeat {
+		return errs.Value("repeat must be in [1, %d], got %d", maxRepeat, repeat)
+	}
+	return nil
 }
 
-// bng_cuda_plan writes how n values in blocks of block_size run on the GPU
-// as JSON ({"passes", "tile", "blocks", "workspace"}); needs no driver.
-//
-//export bng_cuda_plan
-func bng_cuda_plan(n, blockSize C.int64_t, buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		info, err := cuda.Describe(int64(n), int64(blockSize))
-		if err != nil {
-			return err
-		}
-		return jsonOut(buf, bufcap, info)
-	})
+// msResult is the result of the timers: the mean milliseconds of one call,
+// measured with CUDA events.
+type msResult struct {
+	MS float64 `json:"ms"`
+}
+
+// diagTimeQuantize: {"dev", "x", "n", "block_size", "method", "packed",
+// "packed_len", "scales", "n_scales", "work", "work_len", "stream",
+// "repeat"} (bng_cuda_quantize_i2s's arguments without check_finite, plus
+// repeat) runs repeat quantizations without the finite check on stream
+// between two CUDA events -> {"ms"}.
+func diagTimeQuantize(req json.RawMessage) (any, error) {
+	var a struct {
+		Dev       int32  `json:"dev"`
+		X         uint64 `json:"x"`
+		N         int64  `json:"n"`
+		BlockSize int64  `json:"block_size"`
+		Method    int32  `json:"method"`
+		Packed    uint64 `json:"packed"`
+		PackedLen int64  `json:"packed_len"`
+		Scales    uint64 `json:"scales"`
+		NScales   int64  `json:"n_scales"`
+		Work      uint64 `json:"work"`
+		WorkLen   int64  `json:"work_len"`
+		Stream    uint64 `json:"stream"`
+		Repeat    int64  `json:"repeat"`
+	}
+	if err := decodeArgs("cuda_time_quantize", req, &a); err != nil {
+		return nil, err
+	}
+	if err := checkRepeat(a.Repeat); err != nil {
+		return nil, err
+	}
+	ms, err := cuda.TimeQuantize(int(a.Dev), a.X, a.Packed, a.Scales, a.Work, a.N, a.BlockSize,
+		ternary.Method(a.Method), a.PackedLen, a.NScales, a.WorkLen, a.Stream, int(a.Repeat))
+	if err != nil {
+		return nil, err
+	}
+	return msResult{ms}, nil
+}
+
+// diagTimeCopy: {"dev", "dst", "src", "nbytes", "stream", "repeat"} times
+// repeat device-to-device copies of nbytes on stream -> {"ms"}.
+func diagTimeCopy(req json.RawMessage) (any, error) {
+	var a struct {
+		Dev    int32  `json:"dev"`
+		Dst    uint64 `json:"dst"`
+		Src    uint64 `json:"src"`
+		NBytes int64  `json:"nbytes"`
+		Stream uint64 `json:"stream"`
+		Repeat int64  `json:"repeat"`
+	}
+	if err := decodeArgs("cuda_time_copy", req, &a); err != nil {
+		return nil, err
+	}
+	if err := checkRepeat(a.Repeat); err != nil {
+		return nil, err
+	}
+	ms, err := cuda.TimeCopy(int(a.Dev), a.Dst, a.Src, a.NBytes, a.Stream, int(a.Repeat))
+	if err != nil {
+		return nil, err
+	}
+	return msResult{ms}, nil
+}
+
+// diagPlan: {"n", "block_size"} (0: one scale) -> how the quantization runs
+// on the GPU, {"passes", "tile", "blocks", "workspace"}; needs no driver.
+func diagPlan(req json.RawMessage) (any, error) {
+	var a struct {
+		N         int64 `json:"n"`
+		BlockSize int64 `json:"block_size"`
+	}
+	if err := decodeArgs("cuda_plan", req, &a); err != nil {
+		return nil, err
+	}
+	return cuda.Describe(a.N, a.BlockSize)
 }

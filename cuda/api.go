@@ -1,15 +1,19 @@
 package cuda
 
 import (
+	"fmt"
+	"math"
 	"unsafe"
 
+	"github.com/bitnet-go/bitnet_go/cuda/driver"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
-// This file is the package's API, the same on every platform: argument
-// checks, then the backend (driver_linux.go with cgo, else driver_other.go,
-// where CUDA is never available).
+// This file is the package's API: argument checks, then the work on the
+// driver (exec.go). Without a driver or GPU, or in a build without one (see
+// package driver), every call that needs a device fails with a
+// RuntimeError saying why.
 //
 // Device pointers are uint64 (CUdeviceptr), never Go pointers. Host
 // pointers (QuantizeHost) point to memory the caller owns (numpy arrays);
@@ -17,49 +21,48 @@ import (
 // finished with them.
 
 // Status tells whether CUDA can be used, and if not why.
-type Status struct {
-	Available     bool   `json:"available"`
-	Reason        string `json:"reason,omitempty"`
-	DriverVersion int    `json:"driver_version"` // e.g. 13000 for CUDA 13.0; 0 when unknown
-	DeviceCount   int    `json:"device_count"`
-}
+type Status = driver.Status
+
+// PoolStats describes the pool of every device together.
+type PoolStats = driver.PoolStats
 
 // Probe loads the driver on first use and reports the status. It never
 // fails: an unavailable driver or GPU is a Status with a Reason.
-func Probe() Status { return probe() }
+func Probe() Status { return drv.Status() }
 
 // DeviceCount returns the number of CUDA devices, or the reason there are none.
 func DeviceCount() (int, error) {
-	s := probe()
+	s := drv.Status()
 	if !s.Available {
 		return 0, errs.Runtime("%s", s.Reason)
 	}
 	return s.DeviceCount, nil
 }
 
-// DeviceName returns the name of device i.
-func DeviceName(i int) (string, error) { return deviceName(i) }
+// DeviceName returns the name of device i (without creating its context).
+func DeviceName(i int) (string, error) {
+	d, err := drv.Device(i)
+	if err != nil {
+		return "", err
+	}
+	return d.Name(), nil
+}
 
 // MemInfo returns the free and total memory of device i in bytes.
-func MemInfo(i int) (free, total int64, err error) { return memInfo(i) }
+func MemInfo(i int) (free, total int64, err error) {
+	err = onDevice(i, false, func(g gpu) error {
+		free, total, err = g.ctx.MemInfo()
+		return err
+	})
+	return free, total, err
+}
 
 // EmptyCache frees the idle device buffers and streams of the pool that the
 // host path (QuantizeHost) keeps between calls.
-func EmptyCache() error { return emptyCache() }
-
-// PoolStats describes the pool of every device together.
-type PoolStats struct {
-	IdleBuffers   int   `json:"idle_buffers"`
-	IdleBytes     int64 `json:"idle_bytes"`
-	InUseBuffers  int   `json:"in_use_buffers"`
-	IdleStreams   int   `json:"idle_streams"`
-	InUseStreams  int   `json:"in_use_streams"`
-	Allocations   int64 `json:"allocations"` // cuMemAlloc calls so far
-	ModulesLoaded int   `json:"modules_loaded"`
-}
+func EmptyCache() error { return drv.EmptyCache() }
 
 // Pool returns the pool statistics.
-func Pool() PoolStats { return poolStats() }
+func Pool() PoolStats { return drv.Pool() }
 
 // checkQuantize validates a quantization's sizes and returns its plan.
 func checkQuantize(n, blockSize int64, m ternary.Method, packedLen, nScales int64) (plan, error) {
@@ -113,7 +116,31 @@ func QuantizeDevice(dev int, x, packed, scales, work uint64, n, blockSize int64,
 			return err
 		}
 	}
-	return devQuantize(dev, p, m, check, devBufs{x: x, packed: packed, scales: scales, work: work}, stream)
+	b, s := devBufs{x: x, packed: packed, scales: scales, work: work}, driver.Stream(stream)
+	return onDevice(dev, true, func(g gpu) error {
+		if err := g.ctx.CheckPointers(b.x, b.packed, b.scales, b.work); err != nil {
+			return err
+		}
+		if err := g.exec(quantizeOps(p, m, check, b, g.gridCap), s); err != nil {
+			return err
+		}
+		if !check {
+			return nil
+		}
+		var bad uint64
+		if err := g.ctx.ReadSync(unsafe.Pointer(&bad), b.work, 8, s); err != nil || bad >= uint64(p.n) {
+			return err
+		}
+		var v float32
+		if err := g.ctx.ReadSync(unsafe.Pointer(&v), b.x+4*bad, 4, s); err != nil {
+			return err
+		}
+		return nonFinite(v, int64(bad))
+	})
+}
+
+func nonFinite(v float32, idx int64) error {
+	return errs.Value("x contains a non-finite value (%v) at flat index %d; pass check_finite=False to quantize anyway", v, idx)
 }
 
 // QuantizeHost quantizes n float32 values in host memory on device dev:
@@ -128,7 +155,35 @@ func QuantizeHost(dev int, x unsafe.Pointer, n, blockSize int64, m ternary.Metho
 	if x == nil || packed == nil || scales == nil {
 		return errs.Value("x, packed and scales must not be NULL")
 	}
-	return hostQuantize(dev, p, m, check, x, packed, scales)
+	plen := int64(ternary.PackedLen(int(p.n)))
+	xb, pb, sb := align(4*p.n, 256), align(plen, 256), align(4*p.nb, 256)
+	bad := uint64(math.MaxUint64)
+	err = onDevice(dev, true, func(g gpu) error {
+		c := g.ctx
+		return c.Scratch(xb+pb+sb+p.workBytes(), fmt.Sprintf("quantize_i2s of %d values", p.n), func(buf uint64, s driver.Stream) error {
+			b := devBufs{x: buf, packed: buf + uint64(xb), scales: buf + uint64(xb+pb), work: buf + uint64(xb+pb+sb)}
+			if err := c.CopyHtoD(b.x, x, 4*p.n, s); err != nil {
+				return err
+			}
+			if err := g.exec(quantizeOps(p, m, check, b, g.gridCap), s); err != nil {
+				return err
+			}
+			if err := c.CopyDtoH(packed, b.packed, plen, s); err != nil {
+				return err
+			}
+			if err := c.CopyDtoH(scales, b.scales, 4*p.nb, s); err != nil {
+				return err
+			}
+			if check {
+				return c.ReadSync(unsafe.Pointer(&bad), b.work, 8, s)
+			}
+			return nil
+		})
+	})
+	if err != nil || !check || bad >= uint64(p.n) {
+		return err
+	}
+	return nonFinite(unsafe.Slice((*float32)(x), p.n)[bad], int64(bad))
 }
 
 // UnpackDevice writes the n ternary values (int8) of the I2_S codes at
@@ -144,7 +199,7 @@ func UnpackDevice(dev int, packed uint64, packedLen int64, out uint64, n int64, 
 	if err := checkDevPtr(out, "out", 1); err != nil {
 		return err
 	}
-	return devExec(dev, []op{unpackOp(n, packed, out, 1<<30)}, stream, []uint64{packed, out})
+	return devExec(dev, unpackOp(n, packed, out, 1<<30), stream, packed, out)
 }
 
 // DequantizeDevice writes value*scale (float32) for the n values at packed
@@ -167,7 +222,7 @@ func DequantizeDevice(dev int, packed uint64, packedLen, blockSize int64, scales
 			return err
 		}
 	}
-	return devExec(dev, []op{dequantizeOp(n, blockSize, packed, scales, out, 1<<30)}, stream, []uint64{packed, scales, out})
+	return devExec(dev, dequantizeOp(n, blockSize, packed, scales, out, 1<<30), stream, packed, scales, out)
 }
 
 func checkUnpack(n, blockSize, packedLen int64) error {
@@ -195,7 +250,18 @@ func TimeQuantize(dev int, x, packed, scales, work uint64, n, blockSize int64, m
 	if repeat < 1 {
 		return 0, errs.Value("repeat must be >= 1, got %d", repeat)
 	}
-	return devTimeQuantize(dev, p, m, devBufs{x: x, packed: packed, scales: scales, work: work}, stream, repeat)
+	b, s := devBufs{x: x, packed: packed, scales: scales, work: work}, driver.Stream(stream)
+	var ms float64
+	err = onDevice(dev, true, func(g gpu) error {
+		if err := g.ctx.CheckPointers(b.x, b.packed, b.scales, b.work); err != nil {
+			return err
+		}
+		ops := quantizeOps(p, m, false, b, g.gridCap)
+		var err error
+		ms, err = g.ctx.Time(s, repeat, func() error { return g.exec(ops, s) })
+		return err
+	})
+	return ms, err
 }
 
 // TimeCopy times repeat device-to-device copies of nbytes (cuMemcpyDtoDAsync)
@@ -210,22 +276,15 @@ func TimeCopy(dev int, dst, src uint64, nbytes int64, stream uint64, repeat int)
 	if err := checkDevPtr(src, "src", 1); err != nil {
 		return 0, err
 	}
-	return devTimeCopy(dev, dst, src, nbytes, stream, repeat)
-}
-
-// sizeClass rounds a pool request up: powers of two up to 1 MiB, then steps
-// of 1/8 of the power of two below (at most 12.5% unused).
-func sizeClass(size int64) int64 {
-	if size <= 1<<20 {
-		c := int64(4096)
-		for c < size {
-			c <<= 1
+	s := driver.Stream(stream)
+	var ms float64
+	err := onDevice(dev, false, func(g gpu) error {
+		if err := g.ctx.CheckPointers(dst, src); err != nil {
+			return err
 		}
-		return c
-	}
-	p := int64(1) << 20
-	for p*2 <= size {
-		p *= 2
-	}
-	return align(size, p/8)
+		var err error
+		ms, err = g.ctx.Time(s, repeat, func() error { return g.ctx.CopyDtoD(dst, src, nbytes, s) })
+		return err
+	})
+	return ms, err
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -104,8 +105,35 @@ func (m *emuMem) floats(addr uint64, n int64) []float32 {
 	return out
 }
 
+// emuStep is one step of an emulator program: a launch of the kernel name,
+// or (name "") a 32-bit memset.
+type emuStep struct {
+	name  string
+	grid  uint32
+	args  []byte // the by-value struct bng_args
+	ptr   uint64
+	value uint32
+	count int64
+}
+
+// opSteps is the emulator program of ops.
+func opSteps(ops []op) []emuStep {
+	steps := make([]emuStep, len(ops))
+	for i, o := range ops {
+		if o.launch {
+			a := o.args
+			steps[i] = emuStep{name: kernelNames[o.k], grid: o.grid, args: unsafe.Slice((*byte)(unsafe.Pointer(&a)), unsafe.Sizeof(a))}
+		} else {
+			steps[i] = emuStep{ptr: o.ptr, value: o.value, count: o.count}
+		}
+	}
+	return steps
+}
+
 // run executes ops on the emulator and replaces the arena by the result.
-func (m *emuMem) run(t *testing.T, ops []op) {
+func (m *emuMem) run(t *testing.T, ops []op) { m.runSteps(t, opSteps(ops)) }
+
+func (m *emuMem) runSteps(t *testing.T, steps []emuStep) {
 	t.Helper()
 	bin := buildHarness(t)
 	var prog bytes.Buffer
@@ -113,16 +141,15 @@ func (m *emuMem) run(t *testing.T, ops []op) {
 	le := binary.LittleEndian
 	_ = binary.Write(&prog, le, uint64(len(m.arena)))
 	prog.Write(m.arena)
-	_ = binary.Write(&prog, le, uint64(len(ops)))
-	for _, o := range ops {
-		if o.launch {
-			name := kernelNames[o.k]
+	_ = binary.Write(&prog, le, uint64(len(steps)))
+	for _, o := range steps {
+		if o.name != "" {
 			_ = binary.Write(&prog, le, uint32(1))
-			_ = binary.Write(&prog, le, uint32(len(name)))
-			prog.WriteString(name)
+			_ = binary.Write(&prog, le, uint32(len(o.name)))
+			prog.WriteString(o.name)
 			_ = binary.Write(&prog, le, o.grid)
 			_ = binary.Write(&prog, le, uint32(ctaThreads))
-			_ = binary.Write(&prog, le, o.args)
+			prog.Write(o.args)
 		} else {
 			_ = binary.Write(&prog, le, uint32(2))
 			_ = binary.Write(&prog, le, o.ptr)

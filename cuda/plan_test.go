@@ -100,18 +100,6 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestSizeClass(t *testing.T) {
-	for _, s := range []int64{1, 4096, 4097, 1 << 20, 1<<20 + 1, 3 << 29, 1<<30 + 1} {
-		c := sizeClass(s)
-		if c < s || (s > 1<<20 && float64(c) > float64(s)*1.125+1) {
-			t.Fatalf("sizeClass(%d) = %d", s, c)
-		}
-		if sizeClass(c) != c {
-			t.Fatalf("sizeClass(%d) = %d is not a fixed point", c, sizeClass(c))
-		}
-	}
-}
-
 func TestCheckQuantize(t *testing.T) {
 	if _, err := checkQuantize(10, 0, 7, 32, 1); errs.KindOf(err) != errs.KindValue {
 		t.Fatalf("bad method: %v", err)

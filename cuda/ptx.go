@@ -2,11 +2,10 @@
 //
 // The kernels are CUDA C++ (i2s.cu), compiled to PTX by build_ptx.sh and
 // embedded here; the driver JIT-compiles the PTX for the GPU at hand. The
-// driver API is loaded at run time with dlopen("libcuda.so.1") by a small cgo
-// shim with its own typedefs (driver_linux.go): no CUDA header or library is
-// needed to build, and the library loads on machines without a GPU or
-// driver, where every call reports why CUDA is unavailable. See DESIGN.md,
-// "Why not gopy and gorgonia.org/cu".
+// operations (quantize, unpack, dequantize) are plain Go over the interfaces
+// of package driver, which holds the only cgo: it loads the driver API at
+// run time, so the library builds without CUDA and loads where there is no
+// GPU or driver, and every call then reports why CUDA is unavailable.
 package cuda
 
 import (

@@ -1,12 +1,12 @@
 // A fake libcuda.so.1 for tests on machines without a GPU: the driver API
-// calls that cuda/driver_linux.go makes, over host memory ("device" pointers
+// calls that cuda/driver (shim_linux.go) makes, over host memory ("device" pointers
 // are host addresses), with kernel launches run by the CPU emulator
 // (emu.hpp) on the real i2s.cu. Copies, memsets and launches are
 // synchronous; streams and events are tokens. Every call checks what a real
 // driver would refuse (no current context, pointers outside allocations,
 // launch geometry), so the shim's use of the API is tested end to end.
 //
-// Build (see cuda/fake_test.go): g++ -shared -fPIC -std=c++20 -pthread
+// Build (tests_py/test_cuda.py does): g++ -shared -fPIC -std=c++20 -pthread
 // -I cuda -I cuda/testdata/emu cuda/testdata/emu/fakecuda.cc
 // -o DIR/libcuda.so.1, and put DIR first in LD_LIBRARY_PATH.
 #define BNG_EMU 1
