@@ -131,11 +131,14 @@ def host(
     shape: tuple[int, ...] | None = None,
     scales: np.ndarray | None = None,
     block_size: int | None = None,
+    addrs: tuple[int, int] | None = None,
 ) -> Tensor:
     """A descriptor of the C-contiguous host array ``arr`` holding a tensor of
     ``dtype`` and ``shape`` (default ``arr.shape``; packed formats pass the
     logical shape of the values, ``arr`` being their bytes), with float32
-    ``scales`` for packed formats. The arrays must outlive the call.
+    ``scales`` for packed formats. ``addrs``: the addresses of ``arr`` and
+    ``scales`` when the caller keeps them (``ndarray.ctypes`` costs
+    microseconds a call). The arrays must outlive the call.
 
     Example::
 
@@ -147,10 +150,10 @@ def host(
     t = Tensor()
     _fill(t, dtype, arr.shape if shape is None else shape, block_size=block_size, stream=0)
     t.device_type = CPU
-    t.data = arr.ctypes.data
+    t.data = arr.ctypes.data if addrs is None else addrs[0]
     t.nbytes = arr.nbytes
     if scales is not None:
-        t.scales = scales.ctypes.data
+        t.scales = scales.ctypes.data if addrs is None else addrs[1]
         t.n_scales = scales.size
     return t
 
