@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import bitnet_go
-from bitnet_go import _lib
+from bitnet_go._core import lib as _lib
 from torch_ref import ref_pack, ref_quantize
 
 BLOCKS = [None, 32, 64, 128, 256, 96, 100]
