@@ -27,6 +27,7 @@ def _conv2d(*args, **kwargs):
     out, info = diagnostics.conv2d_with_info(*args, **kwargs)
     return out, info.algorithm
 
+
 N_CASES = 240
 MAX_MACS = 6_000_000  # per call, to keep the file fast on a shared 2-core machine
 NAIVE_MACS = 1_500_000

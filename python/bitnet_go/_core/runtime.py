@@ -7,9 +7,6 @@ from typing import TypedDict, cast
 from . import lib
 from .arrays import check_int, fits_int64
 
-ENV_THREADS = "BITNET_GO_NUM_THREADS"
-ENV_DISABLE = "BITNET_GO_DISABLE"
-
 
 class _SettingFields(TypedDict):
     name: str
