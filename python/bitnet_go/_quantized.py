@@ -221,8 +221,11 @@ class QuantizedTensor:
         """Storage bits per element, scales (and zero points) included."""
         return self.nbytes * 8 / self.size
 
-    def dequantize(self) -> np.ndarray | DeviceArray:
-        """The reconstructed values as a new float32 array of ``shape`` (on the tensor's device).
+    def dequantize(self) -> np.ndarray:
+        """The reconstructed values as a new float32 array of ``shape``.
+
+        For a GPU tensor, a float32 array of its framework on its device
+        (see ``bitnet_go.cuda``).
 
         Example:
             >>> import bitnet_go
@@ -230,7 +233,9 @@ class QuantizedTensor:
             array([ 2., -2.,  0.], dtype=float32)
         """
         if self.on_device:
-            return _gpu_dequantize(self.packed, self.scales, self.block_size, self.shape, self.size)
+            return _gpu_dequantize(  # type: ignore[return-value]
+                self.packed, self.scales, self.block_size, self.shape, self.size
+            )
         out = np.empty(self.size, np.float32)
         ops.dequantize(self.qtype, self.packed, rows_of(self.shape), self.block_size, self.scales, out)
         return out.reshape(self.shape)
@@ -242,7 +247,7 @@ class QuantizedTensor:
         )
 
 
-def dequantize(t: QuantizedTensor) -> np.ndarray | DeviceArray:
+def dequantize(t: QuantizedTensor) -> np.ndarray:
     """Reconstruct float32 values from a quantized tensor (``t.dequantize()``).
 
     Example:

@@ -152,8 +152,11 @@ class TernaryTensor(QuantizedTensor):
         """
         return super().cpu()  # type: ignore[return-value]
 
-    def values(self) -> np.ndarray | DeviceArray:
-        """The ternary values as a new ``np.int8`` array of ``shape`` (on the tensor's device).
+    def values(self) -> np.ndarray:
+        """The ternary values as a new ``np.int8`` array of ``shape``.
+
+        For a GPU tensor, an int8 array of its framework on its device
+        (see ``bitnet_go.cuda``).
 
         Example:
             >>> import bitnet_go
@@ -162,7 +165,7 @@ class TernaryTensor(QuantizedTensor):
                    [ 0,  0]], dtype=int8)
         """
         if self.on_device:
-            return _gpu_values(self.packed, self.shape, self.size)
+            return _gpu_values(self.packed, self.shape, self.size)  # type: ignore[return-value]
         out = np.empty(self.size, np.int8)
         ops.unpack(self.qtype, self.packed, rows_of(self.shape), out)
         return out.reshape(self.shape)
