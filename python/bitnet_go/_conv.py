@@ -94,7 +94,7 @@ def _check_groups(groups: object) -> int:
     return g
 
 
-def _conv2d(
+def conv2d_with_info(
     x: ArrayLike,
     weight: TernaryTensor,
     bias: ArrayLike | None = None,
@@ -107,7 +107,20 @@ def _conv2d(
     algorithm: Algorithm = "auto",
     check_finite: bool = True,
 ) -> tuple[np.ndarray, ops.ConvInfo]:
-    """:func:`conv2d_quantized`, also returning what ran.
+    """:func:`bitnet_go.conv2d_quantized` (same arguments, same result), with what ran.
+
+    ``ConvInfo.algorithm`` is the algorithm the planner ran (``"naive"``,
+    ``"im2col"``, ``"direct"``, ``"depthwise"``, ``"gemm1x1"``, ``"lut"``);
+    ``ConvInfo.kernel`` the micro-kernel, None while the library does not
+    report it.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> from bitnet_go import diagnostics
+        >>> w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 3, 3), np.float32))
+        >>> out, info = diagnostics.conv2d_with_info(np.ones((2, 4, 4), np.float32), w, groups=2)
+        >>> out.shape, info.algorithm
+        ((2, 2, 2), 'depthwise')
 
     Python checks what it needs to build the call: types, the ranks to read
     the shapes, the output size to allocate, the bias shape (Go checks only
@@ -146,8 +159,10 @@ def _conv2d(
     o, _, kh, kw = w.shape
     pt, pl, pb, pr = _padding(padding, (kh, kw), (sh, sw), (dh, dw))
     # the output size, to allocate it; below 1, Go reports the geometry
-    ho = max((h + pt + pb - dh * (kh - 1) - 1) // sh + 1, 0)
-    wo = max((wd + pl + pr - dw * (kw - 1) - 1) // sw + 1, 0)
+    ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    if ho < 1 or wo < 1:
+        ho, wo = max(ho, 0), max(wo, 0)
     if n * o * ho * wo > MAX_ELEMENTS:  # numpy would refuse to allocate it first
         raise ValueError(f"output shape {(n, o, ho, wo)} has more than {MAX_ELEMENTS} elements")
 
@@ -160,8 +175,7 @@ def _conv2d(
     out = np.empty((n, o, ho, wo), np.float32)
     ran = ops.conv2d(
         a, w.packed, w.scales, w.qtype, w.block_size, w.shape, b, out,  # type: ignore[arg-type]
-        stride=(sh, sw), padding=(pt, pl, pb, pr), dilation=(dh, dw), groups=g,
-        act_bits=act_bits, algorithm=algorithm, check_finite=check_finite, weight_addrs=w._addrs,
+        (sh, sw), (pt, pl, pb, pr), (dh, dw), g, act_bits, algorithm, check_finite, w._addrs,
     )  # fmt: skip
     return (out[0] if unbatched else out), ran
 
@@ -262,7 +276,7 @@ def conv2d_quantized(
         >>> bitnet_go.conv2d_quantized(x[0], w, stride=2, act_bits=8).shape
         (4, 3, 3)
     """
-    out, _ = _conv2d(
+    out, _ = conv2d_with_info(
         x,
         weight,
         bias,

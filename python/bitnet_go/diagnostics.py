@@ -27,15 +27,11 @@ import ctypes
 import json
 from typing import TypedDict, cast
 
-import numpy as np
-from numpy.typing import ArrayLike
-
-from ._conv import IntPair, _conv2d
+from ._conv import conv2d_with_info
 from ._core import lib, ops
 from ._core.devices import DeviceArray, framework_of, touch_driver
 from ._core.ops import ConvInfo
-from ._core.types import Algorithm, Method
-from ._ternary import TernaryTensor
+from ._core.types import Method
 
 __all__ = [
     "ConvInfo",
@@ -129,48 +125,6 @@ def peak_rates() -> PeakRates:
     return cast(PeakRates, request("peak"))
 
 
-def conv2d_with_info(
-    x: ArrayLike,
-    weight: TernaryTensor,
-    bias: ArrayLike | None = None,
-    *,
-    stride: IntPair = 1,
-    padding: IntPair | str = 0,
-    dilation: IntPair = 1,
-    groups: int = 1,
-    act_bits: int | None = None,
-    algorithm: Algorithm = "auto",
-    check_finite: bool = True,
-) -> tuple[np.ndarray, ConvInfo]:
-    """:func:`bitnet_go.conv2d_quantized` (same arguments, same result), with what ran.
-
-    ``ConvInfo.algorithm`` is the algorithm the planner ran (``"naive"``,
-    ``"im2col"``, ``"direct"``, ``"depthwise"``, ``"gemm1x1"``, ``"lut"``);
-    ``ConvInfo.kernel`` the micro-kernel, None while the library does not
-    report it.
-
-    Example:
-        >>> import numpy as np, bitnet_go
-        >>> from bitnet_go import diagnostics
-        >>> w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 3, 3), np.float32))
-        >>> out, info = diagnostics.conv2d_with_info(np.ones((2, 4, 4), np.float32), w, groups=2)
-        >>> out.shape, info.algorithm
-        ((2, 2, 2), 'depthwise')
-    """
-    return _conv2d(
-        x,
-        weight,
-        bias,
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-        act_bits=act_bits,
-        algorithm=algorithm,
-        check_finite=check_finite,
-    )
-
-
 def cuda_plan(n: int, block_size: int | None = None) -> CudaPlan:
     """How ``n`` values in blocks of ``block_size`` (None: one scale) are quantized on the GPU (needs no GPU).
 
@@ -200,9 +154,9 @@ def cuda_time_quantize(
 
     Example:
         >>> from bitnet_go import diagnostics
-        >>> diagnostics.cuda_time_quantize(np.zeros(4))
+        >>> diagnostics.cuda_time_quantize([1.0, 2.0])
         Traceback (most recent call last):
-        TypeError: expected a torch tensor or CuPy array, got ndarray
+        TypeError: expected a torch tensor or CuPy array, got list
     """
     fw = framework_of(x)
     n = fw.numel(x)
@@ -229,9 +183,9 @@ def cuda_time_copy(dst: DeviceArray, src: DeviceArray, *, repeat: int = 10, warm
 
     Example:
         >>> from bitnet_go import diagnostics
-        >>> diagnostics.cuda_time_copy(np.zeros(4), np.zeros(4))
+        >>> diagnostics.cuda_time_copy([1.0], [1.0])
         Traceback (most recent call last):
-        TypeError: expected a torch tensor or CuPy array, got ndarray
+        TypeError: expected a torch tensor or CuPy array, got list
     """
     fw = framework_of(src)
     if fw.nbytes(dst) < fw.nbytes(src):

@@ -305,7 +305,10 @@ def call(name: str, *args: object) -> None:
     buf = getattr(_errbuf, "buf", None)
     if buf is None:  # one per thread: calls release the GIL and may overlap
         buf = _errbuf.buf = ctypes.create_string_buffer(ERRCAP)
-    fn = function(name)
+    h = _state.handle
+    fn = getattr(h, name, None) if h is not None and _state.pid == os.getpid() else None
+    if fn is None:  # not loaded yet, forked, or a missing export: the slow path says which
+        fn = function(name)
     status = fn(*args, buf, ERRCAP)
     while status == STATUS_INTERRUPTED:
         status = fn(*args, buf, ERRCAP)

@@ -237,6 +237,9 @@ class ConvInfo(NamedTuple):
     """The micro-kernel that ran (e.g. ``"implicit_gemm/avx2"``), None until the Go side reports it."""
 
 
+_RAN = {code: ConvInfo(name, None) for code, name in KERNEL_NAMES.items()}  # one tuple per answer, made once
+
+
 def conv2d(
     x: np.ndarray,
     packed: np.ndarray,
@@ -246,7 +249,6 @@ def conv2d(
     weight_shape: tuple[int, int, int, int],
     bias: np.ndarray | None,
     out: np.ndarray,
-    *,
     stride: tuple[int, int],
     padding: tuple[int, int, int, int],
     dilation: tuple[int, int],
@@ -293,7 +295,7 @@ def conv2d(
         0 if act_bits is None else act_bits, ALGORITHM_CODES[algorithm], 1 if check_finite else 0,
         _ptr(out), out.shape[2], out.shape[3], out.size, ctypes.addressof(used),
     )  # fmt: skip
-    return ConvInfo(KERNEL_NAMES[used.value], None)
+    return _RAN[used.value]
 
 
 # ---------------------------------------------------------------- CUDA ops (I2_S)
