@@ -18,7 +18,15 @@ import torch
 import torch.nn.functional as F
 
 import bitnet_go
-from bitnet_go import _conv
+from bitnet_go import _conv, diagnostics
+from bitnet_go._core import ops
+
+
+def _conv2d(*args, **kwargs):
+    """conv2d_quantized's result and the algorithm that ran."""
+    out, info = diagnostics.conv2d_with_info(*args, **kwargs)
+    return out, info.algorithm
+
 
 N_CASES = 240
 MAX_MACS = 6_000_000  # per call, to keep the file fast on a shared 2-core machine
@@ -202,7 +210,7 @@ def test_parity_with_torch(cfg: dict):
         algos.append("lut")
     outs = {}
     for alg in algos:
-        out, kernel = _conv._conv2d(xin, t, b, act_bits=cfg["act_bits"], algorithm=alg, **conv_kwargs(cfg))
+        out, kernel = _conv2d(xin, t, b, act_bits=cfg["act_bits"], algorithm=alg, **conv_kwargs(cfg))
         if cfg["unbatched"]:
             assert out.shape == ref.shape[1:]
             out = out[None]
@@ -240,13 +248,13 @@ def test_planner_kernels():
     dw = bitnet_go.quantize_conv_weight(rng.standard_normal((8, 1, 3, 3), dtype=np.float32))
     pw = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 1, 1), dtype=np.float32))
     g3 = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 3, 3), dtype=np.float32))
-    assert _conv._conv2d(x, dw, groups=8)[1] == "depthwise"
-    assert _conv._conv2d(x, pw)[1] == "gemm1x1"
-    assert _conv._conv2d(x, g3)[1] == "im2col"
-    assert _conv._conv2d(x, g3, algorithm="direct")[1] == "direct"
-    assert _conv._conv2d(x, pw, algorithm="im2col")[1] == "im2col"
-    assert _conv._conv2d(x, pw, stride=2)[1] == "im2col"
-    assert _conv._conv2d(x, g3, algorithm="naive")[1] == "naive"
+    assert _conv2d(x, dw, groups=8)[1] == "depthwise"
+    assert _conv2d(x, pw)[1] == "gemm1x1"
+    assert _conv2d(x, g3)[1] == "im2col"
+    assert _conv2d(x, g3, algorithm="direct")[1] == "direct"
+    assert _conv2d(x, pw, algorithm="im2col")[1] == "im2col"
+    assert _conv2d(x, pw, stride=2)[1] == "im2col"
+    assert _conv2d(x, g3, algorithm="naive")[1] == "naive"
 
 
 def test_inputs_forms():
@@ -407,7 +415,7 @@ def test_abi_revalidates():
     """The C ABI checks its own arguments, whoever calls it: no crash on lies."""
     import ctypes
 
-    from bitnet_go import _lib
+    from bitnet_go._core import lib as _lib
 
     x = np.ones((1, 2, 4, 4), np.float32)
     t = bitnet_go.quantize_conv_weight(np.ones((3, 2, 3, 3), np.float32))
@@ -446,7 +454,7 @@ def test_abi_revalidates():
             call(**over)
     used = ctypes.c_int32(0)
     call(used=ctypes.addressof(used), alg=3)
-    assert _conv.KERNELS[used.value] == "direct"
+    assert ops.KERNEL_NAMES[used.value] == "direct"
 
 
 def test_bench_suite_quick(tmp_path):
@@ -490,7 +498,7 @@ def test_qtypes_give_identical_results(cfg: dict):
             out = bitnet_go.conv2d_quantized(x, u, b, act_bits=act_bits, **kw)
             np.testing.assert_array_equal(out, ref, err_msg=f"{qtype} act_bits={act_bits}")
             if act_bits == 8:  # the LUT kernels read TL1 / TL2 rows directly
-                out, kernel = _conv._conv2d(x, u, b, act_bits=8, algorithm="lut", **kw)
+                out, kernel = _conv2d(x, u, b, act_bits=8, algorithm="lut", **kw)
                 assert kernel == "lut"
                 np.testing.assert_array_equal(out, ref, err_msg=f"lut {qtype}")
 
@@ -502,30 +510,30 @@ def test_lut_algorithm():
     g3 = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 3, 3), dtype=np.float32))
     with pytest.raises(ValueError, match="algorithm='lut' needs act_bits=8"):
         bitnet_go.conv2d_quantized(x, g3, algorithm="lut")
-    assert _conv._conv2d(x, g3, act_bits=8, algorithm="lut")[1] == "lut"
+    assert _conv2d(x, g3, act_bits=8, algorithm="lut")[1] == "lut"
     xv = rng.standard_normal((1, 1024, 1, 1), dtype=np.float32)
     wv = bitnet_go.quantize_conv_weight(rng.standard_normal((512, 1024, 1, 1), dtype=np.float32))
     # the rule (gokern/conv preferLUT): TL1 / TL2 weights for N*Ho*Wo <= 32 (<= 1024 with the AVX2 LUT
     # kernels), never I2_S, never below 16 output channels per group
     for q in ("tl1", "tl2"):
-        assert _conv._conv2d(xv, wv.to(q), act_bits=8)[1] == "lut"
-        assert _conv._conv2d(xv, wv.to(q))[1] == "gemm1x1"
-    assert _conv._conv2d(xv, wv, act_bits=8)[1] == "gemm1x1"
-    assert _conv._conv2d(x, g3.to("tl1"), act_bits=8)[1] == "im2col"  # O = 4
+        assert _conv2d(xv, wv.to(q), act_bits=8)[1] == "lut"
+        assert _conv2d(xv, wv.to(q))[1] == "gemm1x1"
+    assert _conv2d(xv, wv, act_bits=8)[1] == "gemm1x1"
+    assert _conv2d(x, g3.to("tl1"), act_bits=8)[1] == "im2col"  # O = 4
     g32 = bitnet_go.quantize_conv_weight(rng.standard_normal((32, 8, 3, 3), dtype=np.float32))
-    assert _conv._conv2d(x[:, :, :7, :7], g32.to("tl2"), act_bits=8)[1] == "lut"  # 5x5 outputs
-    assert _conv._conv2d(x[:, :, :7, :7], g32, act_bits=8)[1] == "im2col"
+    assert _conv2d(x[:, :, :7, :7], g32.to("tl2"), act_bits=8)[1] == "lut"  # 5x5 outputs
+    assert _conv2d(x[:, :, :7, :7], g32, act_bits=8)[1] == "im2col"
     xl = rng.standard_normal((1, 8, 36, 36), dtype=np.float32)
-    assert _conv._conv2d(xl, g32.to("tl1"), act_bits=8)[1] == "im2col"  # 34x34 outputs
+    assert _conv2d(xl, g32.to("tl1"), act_bits=8)[1] == "im2col"  # 34x34 outputs
     for q in ("i2_s", "tl1", "tl2"):
         np.testing.assert_array_equal(
-            _conv._conv2d(xv, wv.to(q), act_bits=8)[0], _conv._conv2d(xv, wv, act_bits=8, algorithm="im2col")[0]
+            _conv2d(xv, wv.to(q), act_bits=8)[0], _conv2d(xv, wv, act_bits=8, algorithm="im2col")[0]
         )
 
 
 HUGE_RUNNER = """
 import pickle, sys
-from bitnet_go import _conv
+from bitnet_go import diagnostics
 cases = pickle.load(open(sys.argv[1], "rb"))
 outs = []
 for x, t, b, kw in cases:
@@ -533,7 +541,8 @@ for x, t, b, kw in cases:
     for alg in ("auto", "naive", "im2col", "direct", "lut"):
         for ab in (None, 8):
             if alg != "lut" or ab == 8:
-                res[alg, ab] = _conv._conv2d(x, t, b, act_bits=ab, algorithm=alg, **kw)
+                out, info = diagnostics.conv2d_with_info(x, t, b, act_bits=ab, algorithm=alg, **kw)
+                res[alg, ab] = out, info.algorithm
     outs.append(res)
 pickle.dump(outs, open(sys.argv[2], "wb"))
 """
@@ -621,12 +630,12 @@ def test_nonfinite_propagate_like_torch():
                 ref = F.conv2d(torch.from_numpy(x).double(), wd, torch.from_numpy(b).double(), **kw).numpy()
                 want = _nonfinite_pattern(ref)
                 seen = set()
-                naive8 = _conv._conv2d(x, t, b, act_bits=8, algorithm="naive", check_finite=False, **kw)[0]
+                naive8 = _conv2d(x, t, b, act_bits=8, algorithm="naive", check_finite=False, **kw)[0]
                 for alg in ("auto", "naive", "im2col", "direct", "lut"):
                     for ab in (None, 8):
                         if alg == "lut" and ab is None:
                             continue
-                        out, kernel = _conv._conv2d(x, t, b, act_bits=ab, algorithm=alg, check_finite=False, **kw)
+                        out, kernel = _conv2d(x, t, b, act_bits=ab, algorithm=alg, check_finite=False, **kw)
                         what = f"{xs} {ws} {kw} values {vals} at {at}: {alg} ({kernel}) act_bits={ab}"
                         if ab == 8:
                             np.testing.assert_array_equal(out, naive8, err_msg=what)
@@ -649,7 +658,7 @@ def test_nonfinite_propagate_like_torch():
 def test_abi_one_block_is_per_tensor():
     """A weight whose single block covers the whole tensor (block_size >= its size, dividing K or not)
     is one scale per tensor, through the C ABI (the Python layer has its own check)."""
-    from bitnet_go import _lib
+    from bitnet_go._core import lib as _lib
 
     rng = np.random.default_rng(14)
     x = rng.standard_normal((2, 3, 7, 6), dtype=np.float32)

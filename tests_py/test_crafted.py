@@ -23,8 +23,10 @@ import numpy as np
 import pytest
 
 import bitnet_go
-from bitnet_go import _lib
-from bitnet_go._ternary import QTYPES, TernaryTensor, _rebuild, num_blocks, packed_len, rows_of
+from bitnet_go._core import lib as _lib
+from bitnet_go._core.ops import num_blocks
+from bitnet_go._quantized import rows_of
+from bitnet_go._ternary import QTYPES, TernaryTensor, _rebuild, packed_len
 
 FIELDS = ("qtype", "shape", "block_size", "method", "packed", "scales")
 HUGE = 2**62

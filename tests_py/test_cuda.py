@@ -28,7 +28,9 @@ import pytest
 
 import bitnet_go
 import bitnet_go.cuda as cuda
-from bitnet_go import _lib
+from bitnet_go import diagnostics
+from bitnet_go._core import lib as _lib
+from bitnet_go._core import ops
 
 REASON = cuda.unavailable_reason()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU found, GPU test not run: {REASON}")
@@ -168,15 +170,15 @@ def test_abi_checks_arguments_before_the_driver() -> None:
     with pytest.raises(ValueError, match="x is NULL"):
         _lib.call("bng_cuda_quantize_i2s_host", 0, None, 10, 0, 0, 1, None, 32, None, 1)
     with pytest.raises(ValueError, match="at least one element"):
-        cuda._workspace_size(0, None)
+        ops.cuda_workspace_size(0, None)
 
 
 def test_plans() -> None:
     for bs in (32, 64, 96, 100, 128, 256, 1024, 4096):
-        assert cuda._plan(1 << 24, bs)["passes"] == 1, bs
-    assert cuda._plan(4096, None)["passes"] == 1
-    assert cuda._plan(4097, None)["passes"] == 2
-    assert cuda._plan(1 << 24, 1000)["passes"] == 2
+        assert diagnostics.cuda_plan(1 << 24, bs)["passes"] == 1, bs
+    assert diagnostics.cuda_plan(4096, None)["passes"] == 1
+    assert diagnostics.cuda_plan(4097, None)["passes"] == 2
+    assert diagnostics.cuda_plan(1 << 24, 1000)["passes"] == 2
 
 
 def test_benchmark_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,8 +198,10 @@ FAKE_SCRIPT = r"""
 import ctypes, json, threading
 import numpy as np
 import bitnet_go, bitnet_go.cuda as c
-from bitnet_go import _lib
-from bitnet_go._ternary import METHODS, num_blocks, packed_len
+from bitnet_go import diagnostics
+from bitnet_go._core import lib as _lib
+from bitnet_go._core.ops import cuda_workspace_size, num_blocks
+from bitnet_go._ternary import METHODS, packed_len
 
 fake = ctypes.CDLL("libcuda.so.1")
 fake.fake_alloc.restype, fake.fake_alloc.argtypes = ctypes.c_uint64, [ctypes.c_size_t]
@@ -245,7 +249,7 @@ except ValueError as e:
 for n, bs, m in [(5000, None, "absmean"), (20001, 128, "absmax"), (9000, 1000, "absmean")]:
     x = rng.standard_normal(n, dtype=np.float32)
     ref = bitnet_go.quantize_i2s(x, block_size=bs, method=m)
-    plen, nb, ws = packed_len(n), num_blocks(n, bs), c._workspace_size(n, bs)
+    plen, nb, ws = packed_len(n), num_blocks(n, bs), cuda_workspace_size(n, bs)
     xd, pd, sd, wd = fake.fake_alloc(4 * n), fake.fake_alloc(plen), fake.fake_alloc(4 * nb), fake.fake_alloc(ws)
     qd, fd = fake.fake_alloc(n), fake.fake_alloc(4 * n)
     ctypes.memmove(xd, x.ctypes.data, 4 * n)
@@ -256,11 +260,11 @@ for n, bs, m in [(5000, None, "absmean"), (20001, 128, "absmax"), (9000, 1000, "
     assert ctypes.string_at(qd, n) == ref.values().tobytes()
     _lib.call("bng_cuda_dequantize_i2s", 0, pd, plen, bs or 0, sd, nb, fd, n, 0)
     assert ctypes.string_at(fd, 4 * n) == ref.dequantize().tobytes()
-    ms = ctypes.c_double(-1)
-    _lib.call("bng_cuda_time_quantize", 0, xd, n, bs or 0, METHODS[m], pd, plen, sd, nb, wd, ws, 0, 2, ctypes.byref(ms))
-    assert ms.value >= 0
-    _lib.call("bng_cuda_time_copy", 0, fd, xd, 4 * n, 0, 2, ctypes.byref(ms))
-    assert ms.value >= 0 and ctypes.string_at(fd, 4 * n) == x.tobytes()
+    ms = diagnostics.request("cuda_time_quantize", dev=0, x=xd, n=n, block_size=bs or 0, method=METHODS[m], packed=pd,
+                             packed_len=plen, scales=sd, n_scales=nb, work=wd, work_len=ws, stream=0, repeat=2)["ms"]
+    assert ms >= 0
+    ms = diagnostics.request("cuda_time_copy", dev=0, dst=fd, src=xd, nbytes=4 * n, stream=0, repeat=2)["ms"]
+    assert ms >= 0 and ctypes.string_at(fd, 4 * n) == x.tobytes()
     x[n // 2] = np.nan
     ctypes.memmove(xd, x.ctypes.data, 4 * n)
     try:

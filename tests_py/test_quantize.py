@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import bitnet_go
-from bitnet_go import _lib
+from bitnet_go._core import lib as _lib
 from torch_ref import ref_pack, ref_quantize
 
 BLOCKS = [None, 32, 64, 128, 256, 96, 100]
@@ -414,3 +414,57 @@ def test_cpu_features_and_disable() -> None:
 
 def test_version() -> None:
     assert isinstance(bitnet_go.__version__, str) and bitnet_go.__version__.count(".") >= 2
+
+
+# A TernaryTensor (TL1, shape (2, 3), block_size 4, absmean) pickled (protocol 2) by the version before
+# QuantizedTensor existed: pickles name bitnet_go._ternary._rebuild and its six fields.
+OLD_PICKLE = (
+    b"\x80\x02cbitnet_go._ternary\n_rebuild\nq\x00(X\x03\x00\x00\x00tl1q\x01K\x02K\x03\x86q\x02K\x04X\x07\x00\x00"
+    b"\x00absmeanq\x03cnumpy._core.multiarray\n_reconstruct\nq\x04cnumpy\nndarray\nq\x05K\x00\x85q\x06c_codecs\n"
+    b"encode\nq\x07X\x01\x00\x00\x00bq\x08X\x06\x00\x00\x00latin1q\t\x86q\nRq\x0b\x87q\x0cRq\r(K\x01K\x02\x85q\x0e"
+    b"cnumpy\ndtype\nq\x0fX\x02\x00\x00\x00u1q\x10\x89\x88\x87q\x11Rq\x12(K\x03X\x01\x00\x00\x00|q\x13NNNJ\xff\xff"
+    b"\xff\xffJ\xff\xff\xff\xffK\x00tq\x14b\x89h\x07X\x02\x00\x00\x00\x17\x17q\x15h\t\x86q\x16Rq\x17tq\x18bh\x04h"
+    b"\x05K\x00\x85q\x19h\x0b\x87q\x1aRq\x1b(K\x01K\x02\x85q\x1ch\x0fX\x02\x00\x00\x00f4q\x1d\x89\x88\x87q\x1eRq"
+    b"\x1f(K\x03X\x01\x00\x00\x00<q NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tq!b\x89h\x07X\n\x00\x00\x00ff\xc2"
+    b"\x86?33\xc2\xb3>q\"h\t\x86q#Rq$tq%btq&Rq'."
+)
+
+
+def test_pickles_of_the_previous_format_load() -> None:
+    if int(np.__version__.split(".")[0]) < 2:
+        pytest.skip("the pickle was written with numpy 2 (numpy._core)")
+    t = pickle.loads(OLD_PICKLE)
+    assert type(t) is bitnet_go.TernaryTensor
+    assert (t.qtype, t.shape, t.block_size, t.method) == ("tl1", (2, 3), 4, "absmean")
+    assert t.values().tolist() == [[1, 0, -1], [1, 0, -1]]
+    assert t.scales.tolist() == [np.float32(1.05), np.float32(0.35)]
+    new = bitnet_go.quantize_i2s(np.array([[0.9, -0.1, -2.0], [1.2, 0.0, -0.7]], np.float32), block_size=4)
+    assert pickle.dumps(new.to("tl1"), protocol=2) == OLD_PICKLE  # and the format is unchanged
+
+
+def test_ternary_tensor_is_a_quantized_tensor() -> None:
+    t = bitnet_go.quantize_i2s(np.linspace(-1, 1, 300, dtype=np.float32), block_size=128)
+    assert isinstance(t, bitnet_go.QuantizedTensor) and isinstance(t, bitnet_go.TernaryTensor)
+    assert t.zero_points is None and t.axis is None and t.device == "cpu"
+    np.testing.assert_array_equal(bitnet_go.QuantizedTensor.dequantize(t), t.dequantize())
+    with pytest.raises(TypeError, match="not constructed directly"):
+        bitnet_go.QuantizedTensor()
+    with pytest.raises(AttributeError, match="immutable"):
+        t.axis = 0
+
+
+def test_a_missing_export_fails_only_when_called() -> None:
+    """A library without some export still loads; calling that export names it (and the ABI)."""
+    code = (
+        "import bitnet_go\n"
+        "from bitnet_go._core import lib\n"
+        "lib.declare({'bng_no_such_export': (lib.I32, [], True)})\n"
+        "assert bitnet_go.get_num_threads() >= 1\n"
+        "try:\n"
+        "    lib.call('bng_no_such_export')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert "has no export bng_no_such_export (C ABI version" in out, out

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import bitnet_go
-from bitnet_go import _lib
+from bitnet_go._core import lib as _lib
 
 PY = sys.executable
 PKG_DIR = str(Path(bitnet_go.__file__).resolve().parent.parent)
@@ -113,7 +113,7 @@ def test_fork_before_first_call_works_every_time():
             CHILD_WORK
             + """
 import os, time, signal, sys
-from bitnet_go import _lib
+from bitnet_go._core import lib as _lib
 assert _lib._state.handle is None, "import loaded the library"
 bad = []
 for i in range(200):
@@ -242,7 +242,7 @@ def test_import_loads_neither_library_nor_torch():
         run_py(
             """
 import sys, bitnet_go
-from bitnet_go import _lib
+from bitnet_go._core import lib as _lib
 print(_lib._state.handle is None, "torch" in sys.modules, "bitnet_go.bench" in sys.modules)
 bitnet_go.get_num_threads()
 print(_lib._state.handle is not None)

@@ -7,19 +7,23 @@ Example:
     np.int64(512)
 """
 
-from . import cuda
+from . import cuda, diagnostics
 from ._conv import conv2d_quantized, quantize_conv_weight
-from ._runtime import cpu_features, get_num_threads, set_num_threads
-from ._ternary import TernaryTensor, dequantize, quantize_i2s, quantize_tl1, quantize_tl2
+from ._core.runtime import CPUFeatures, cpu_features, get_num_threads, set_num_threads
+from ._quantized import QuantizedTensor, dequantize
+from ._ternary import TernaryTensor, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
 
 __all__ = [
+    "CPUFeatures",
+    "QuantizedTensor",
     "TernaryTensor",
     "__version__",
     "conv2d_quantized",
     "cpu_features",
     "cuda",
     "dequantize",
+    "diagnostics",
     "get_num_threads",
     "quantize_conv_weight",
     "quantize_i2s",

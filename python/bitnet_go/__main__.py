@@ -43,7 +43,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     import bitnet_go
 
-    from ._lib import library_path
+    from ._core.lib import library_path
 
     print(
         json.dumps(

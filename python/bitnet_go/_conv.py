@@ -2,58 +2,36 @@
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Sequence
-from typing import Any
+from typing import Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from . import _lib
-from ._arrays import MAX_ELEMENTS, as_float32, check_positive_int, is_torch_tensor
-from ._ternary import METHODS, QTYPES, TernaryTensor, is_cuda_array, quantize_i2s
+from ._core import ops
+from ._core.arrays import MAX_ELEMENTS, as_float32, check_int, fits_int64, is_torch_tensor
+from ._core.devices import is_cuda_array
+from ._core.types import Algorithm, Method
+from ._ternary import TernaryTensor, _check_method, quantize_i2s
 
-ALGORITHMS: dict[str, int] = {"auto": 0, "naive": 1, "im2col": 2, "direct": 3, "lut": 6}
-"""Algorithm names accepted by :func:`conv2d_quantized` and their C ABI numbers."""
-
-KERNELS: dict[int, str] = {1: "naive", 2: "im2col", 3: "direct", 4: "depthwise", 5: "gemm1x1", 6: "lut"}
-"""C ABI numbers of the kernels that run (``"direct"`` resolves to the last three)."""
+ALGORITHMS: tuple[Algorithm, ...] = ("auto", "naive", "im2col", "direct", "lut")
+"""Algorithm names accepted by :func:`conv2d_quantized`."""
 
 MAX_DIM = 1 << 31
 """Largest size, stride, padding or dilation the kernels accept (gokern/conv.MaxDim)."""
 
-_I32, _I64, _P = _lib.I32, _lib.I64, _lib.PTR
-_SIGNATURES = {
-    # x, n, c, h, w,
-    # packed, packed_len, scales, n_scales, block_size, qtype,
-    # o, wc, kh, kw, bias, n_bias,
-    # stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w, groups,
-    # act_bits, algorithm, check_finite, out, out_h, out_w, out_len, algo_used
-    "bng_conv2d": (
-        _I32,
-        [_P, _I64, _I64, _I64, _I64]
-        + [_P, _I64, _P, _I64, _I64, _I32]
-        + [_I64, _I64, _I64, _I64, _P, _I64]
-        + [_I64] * 9
-        + [_I32, _I32, _I32, _P, _I64, _I64, _I64, _P],
-        True,
-    ),
-}
-try:
-    _lib.declare(_SIGNATURES)
-except AttributeError as e:  # a library built before the conv export existed
-    raise ImportError(
-        f"bitnet_go: {_lib.library_path()} has no conv2d export ({e}); rebuild the library (`make lib`)"
-    ) from None
+IntPair = Union[int, Sequence[int]]
+"""An int, or a sequence of one or two ints (height, width)."""
 
 
-def _pair(v: Any, name: str, lo: int) -> tuple[int, int]:
+def _pair(v: object, name: str, lo: int) -> tuple[int, int]:
     """An int or a sequence of one or two ints, each >= lo, as a pair."""
     if type(v) is int and lo <= v <= MAX_DIM:  # the common case, checked at once
         return v, v
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be an int or a pair of ints, got {v!r}")
     if isinstance(v, (int, np.integer)):
-        vals: Sequence[Any] = (v, v)
+        vals: Sequence[object] = (v, v)
     elif isinstance(v, (tuple, list)) and len(v) in (1, 2):
         vals = tuple(v) * (2 // len(v))
     else:
@@ -62,16 +40,16 @@ def _pair(v: Any, name: str, lo: int) -> tuple[int, int]:
     for e in vals:
         if isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, np.integer)):
             raise TypeError(f"{name} must be an int or a pair of ints, got {v!r}")
-        if e < lo:
+        if e < lo:  # type: ignore[operator]
             raise ValueError(f"{name} must be >= {lo}, got {v!r}")
-        if e > MAX_DIM:
+        if e > MAX_DIM:  # type: ignore[operator]
             raise ValueError(f"{name} must be <= {MAX_DIM}, got {v!r}")
-        out.append(int(e))
+        out.append(int(e))  # type: ignore[arg-type]
     return out[0], out[1]
 
 
 def _padding(
-    padding: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]
+    padding: object, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]
 ) -> tuple[int, int, int, int]:
     """Resolve ``padding`` to (top, left, bottom, right) as torch does.
 
@@ -92,17 +70,15 @@ def _padding(
     return ph, pw, ph, pw
 
 
-def _check_weight(weight: Any) -> TernaryTensor:
+def _check_weight(weight: object) -> TernaryTensor:
     if isinstance(weight, TernaryTensor):
         if weight.on_device:
             raise ValueError(f"weight is on {weight.device}; conv2d_quantized runs on the CPU: pass weight.cpu()")
-        if weight.qtype not in QTYPES:
-            raise ValueError(f"weight.qtype must be one of {sorted(QTYPES)}, got {weight.qtype!r}")
         if weight.ndim != 4:
             raise ValueError(f"weight must have 4 dimensions (O, C/groups, kH, kW), got shape {weight.shape}")
         return weight
     if isinstance(weight, np.ndarray) or is_torch_tensor(weight) or isinstance(weight, (list, tuple)):
-        shape = tuple(np.shape(weight)) if not is_torch_tensor(weight) else tuple(weight.shape)
+        shape = tuple(np.shape(weight)) if not is_torch_tensor(weight) else tuple(weight.shape)  # type: ignore
         raise TypeError(
             f"weight must be a TernaryTensor, got a float {type(weight).__name__} of shape {shape}; "
             f"quantize it first: weight = bitnet_go.quantize_conv_weight(w)"
@@ -110,20 +86,47 @@ def _check_weight(weight: Any) -> TernaryTensor:
     raise TypeError(f"weight must be a TernaryTensor (see bitnet_go.quantize_conv_weight), got {type(weight).__name__}")
 
 
-def _conv2d(
-    x: Any,
-    weight: Any,
-    bias: Any = None,
+def _check_groups(groups: object) -> int:
+    """An int that can cross the C ABI; its range is Go's to check (same message)."""
+    g = check_int(groups, "groups")
+    if not fits_int64(g):
+        raise ValueError(f"groups must be {'>= 1' if g < 1 else f'<= {MAX_DIM}'}, got {g}")
+    return g
+
+
+def conv2d_with_info(
+    x: ArrayLike,
+    weight: TernaryTensor,
+    bias: ArrayLike | None = None,
     *,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: Any = 1,
-    act_bits: Any = None,
-    algorithm: Any = "auto",
+    stride: IntPair = 1,
+    padding: IntPair | str = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+    act_bits: int | None = None,
+    algorithm: Algorithm = "auto",
     check_finite: bool = True,
-) -> tuple[np.ndarray, str]:
-    """:func:`conv2d_quantized`, also returning the kernel that ran."""
+) -> tuple[np.ndarray, ops.ConvInfo]:
+    """:func:`bitnet_go.conv2d_quantized` (same arguments, same result), with what ran.
+
+    ``ConvInfo.algorithm`` is the algorithm the planner ran (``"naive"``,
+    ``"im2col"``, ``"direct"``, ``"depthwise"``, ``"gemm1x1"``, ``"lut"``);
+    ``ConvInfo.kernel`` the micro-kernel, None while the library does not
+    report it.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> from bitnet_go import diagnostics
+        >>> w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 3, 3), np.float32))
+        >>> out, info = diagnostics.conv2d_with_info(np.ones((2, 4, 4), np.float32), w, groups=2)
+        >>> out.shape, info.algorithm
+        ((2, 2, 2), 'depthwise')
+
+    Python checks what it needs to build the call: types, the ranks to read
+    the shapes, the output size to allocate, the bias shape (Go checks only
+    its length); Go checks the channels, groups, block size and values with
+    the messages users see.
+    """
     w = _check_weight(weight)
     if act_bits is not None and (isinstance(act_bits, (bool, np.bool_)) or act_bits != 8):
         raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
@@ -134,8 +137,7 @@ def _conv2d(
             "algorithm='lut' needs act_bits=8 (the lookup tables hold int8 partial sums); "
             "with act_bits=None use 'auto', 'im2col' or 'direct'"
         )
-    g = check_positive_int(groups, "groups")
-    assert g is not None
+    g = _check_groups(groups)
     sh, sw = _pair(stride, "stride", 1)
     dh, dw = _pair(dilation, "dilation", 1)
 
@@ -152,63 +154,43 @@ def _conv2d(
     if unbatched:
         a = a[None]
     n, c, h, wd = a.shape
-    if c < 1 or h < 1 or wd < 1:
+    if c < 1 or h < 1 or wd < 1:  # Go's message names one dimension: "x: channels C must be >= 1, got 0"
         raise ValueError(f"x must have at least one channel, row and column, got shape {tuple(a.shape)}")
-    o, wc, kh, kw = w.shape
-    if c % g:
-        raise ValueError(f"groups={g} must divide the input channels C={c}")
-    if o % g:
-        raise ValueError(f"groups={g} must divide the weight's output channels O={o}")
-    if wc * g != c:
-        raise ValueError(
-            f"weight has {wc} input channels per group, but x has C={c} channels with groups={g} "
-            f"(weight shape must be (O, C/groups, kH, kW) = ({o}, {c // g}, {kh}, {kw}), got {w.shape})"
-        )
+    o, _, kh, kw = w.shape
     pt, pl, pb, pr = _padding(padding, (kh, kw), (sh, sw), (dh, dw))
+    # the output size, to allocate it; below 1, Go reports the geometry
     ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
     if ho < 1 or wo < 1:
-        raise ValueError(
-            f"output size would be {max(ho, 0)}x{max(wo, 0)}, below 1: x's spatial size ({h}, {wd}) with padding "
-            f"(top {pt}, bottom {pb}, left {pl}, right {pr}) is smaller than the dilated kernel "
-            f"({dh * (kh - 1) + 1}, {dw * (kw - 1) + 1}) (kernel ({kh}, {kw}), dilation ({dh}, {dw}))"
-        )
-    if n * o * ho * wo > MAX_ELEMENTS:
+        ho, wo = max(ho, 0), max(wo, 0)
+    if n * o * ho * wo > MAX_ELEMENTS:  # numpy would refuse to allocate it first
         raise ValueError(f"output shape {(n, o, ho, wo)} has more than {MAX_ELEMENTS} elements")
 
     b = None
     if bias is not None:
         b = as_float32(bias, "bias")
-        if b.shape != (o,):
+        if b.shape != (o,):  # Go sees a length: a (O, 1) bias would pass there
             raise ValueError(f"bias must have shape (O,) = ({o},), got {b.shape}")
 
     out = np.empty((n, o, ho, wo), np.float32)
-    used = ctypes.c_int32(0)
-    _lib.call(
-        "bng_conv2d",
-        _lib.ptr(a), n, c, h, wd,
-        w._addrs[0], w.packed.size, w._addrs[1], w.scales.size, w.block_size or 0, QTYPES[w.qtype],
-        o, wc, kh, kw,
-        _lib.ptr(b) if b is not None else None, 0 if b is None else b.size,
-        sh, sw, pt, pl, pb, pr, dh, dw, g,
-        0 if act_bits is None else 8, ALGORITHMS[algorithm], 1 if check_finite else 0,
-        _lib.ptr(out), ho, wo, out.size, ctypes.addressof(used),
+    ran = ops.conv2d(
+        a, w.packed, w.scales, w.qtype, w.block_size, w.shape, b, out,  # type: ignore[arg-type]
+        (sh, sw), (pt, pl, pb, pr), (dh, dw), g, act_bits, algorithm, check_finite, w._addrs,
     )  # fmt: skip
-    kernel = KERNELS.get(used.value, "unknown")
-    return (out[0] if unbatched else out), kernel
+    return (out[0] if unbatched else out), ran
 
 
 def conv2d_quantized(
-    x: Any,
+    x: ArrayLike,
     weight: TernaryTensor,
-    bias: Any = None,
+    bias: ArrayLike | None = None,
     *,
-    stride: int | Sequence[int] = 1,
-    padding: int | Sequence[int] | str = 0,
-    dilation: int | Sequence[int] = 1,
+    stride: IntPair = 1,
+    padding: IntPair | str = 0,
+    dilation: IntPair = 1,
     groups: int = 1,
     act_bits: int | None = None,
-    algorithm: str = "auto",
+    algorithm: Algorithm = "auto",
     check_finite: bool = True,
 ) -> np.ndarray:
     """2-D convolution with a ternary weight, as ``torch.nn.functional.conv2d``.
@@ -294,7 +276,7 @@ def conv2d_quantized(
         >>> bitnet_go.conv2d_quantized(x[0], w, stride=2, act_bits=8).shape
         (4, 3, 3)
     """
-    out, _ = _conv2d(
+    out, _ = conv2d_with_info(
         x,
         weight,
         bias,
@@ -310,7 +292,7 @@ def conv2d_quantized(
 
 
 def quantize_conv_weight(
-    w: Any, *, per_channel: bool = True, method: str = "absmean", check_finite: bool = True
+    w: ArrayLike, *, per_channel: bool = True, method: Method = "absmean", check_finite: bool = True
 ) -> TernaryTensor:
     """Quantize a float conv weight (O, C/groups, kH, kW) for :func:`conv2d_quantized`.
 
@@ -334,14 +316,11 @@ def quantize_conv_weight(
     """
     if isinstance(w, TernaryTensor):
         raise TypeError("w is already a TernaryTensor; pass it to conv2d_quantized as it is")
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    m = _check_method(method)
     a = as_float32(w, "w")
     if a.ndim != 4:
         raise ValueError(f"w must have 4 dimensions (O, C/groups, kH, kW), got shape {a.shape}")
     if a.size == 0:
         raise ValueError(f"w must have at least one element, got shape {a.shape}")
     k = a.shape[1] * a.shape[2] * a.shape[3]
-    return quantize_i2s(
-        a, block_size=k if per_channel else None, method=method, check_finite=check_finite, device="cpu"
-    )
+    return quantize_i2s(a, block_size=k if per_channel else None, method=m, check_finite=check_finite, device="cpu")

@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
-import operator
 import struct
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from . import _lib
-from ._arrays import MAX_ELEMENTS, as_float32, check_int, check_positive_int, fits_int64, is_torch_tensor
+from ._core import ops
+from ._core.arrays import as_float32, check_int, check_positive_int, fits_int64, is_torch_tensor
+from ._core.devices import DeviceArray, device_index, is_cuda_array, resolve_device, touch_driver
+from ._core.types import Device, Method, QType
+from ._gpu import quantize as _gpu_quantize
+from ._gpu import values as _gpu_values
+from ._quantized import QuantizedTensor, check_shape, rows_of
 
-METHODS = {"absmean": 0, "absmax": 1}
+METHODS = ops.METHOD_CODES
 """Scale methods and their C ABI numbers."""
 
-QTYPES = {"i2_s": 0, "tl1": 1, "tl2": 2}
-"""Packed formats and their C ABI numbers."""
+QTYPES = ops.QTYPE_CODES
+"""Ternary packed formats and their C ABI numbers."""
 
-GROUP_VALUES = 128
-GROUP_BYTES = 32
 BITNET_CPP_TAIL = 32
 """bitnet.cpp stores an I2_S tensor as its packed bytes plus a 32-byte tail."""
 
 
-def packed_len(n: int, qtype: str = "i2_s", rows: int = 1) -> int:
+def packed_len(n: int, qtype: QType = "i2_s", rows: int = 1) -> int:
     """Bytes of packed data for ``n`` values in ``rows`` rows (asks the Go side).
 
     I2_S takes 32 bytes per started group of 128 values; TL1 and TL2 are laid
@@ -38,20 +38,10 @@ def packed_len(n: int, qtype: str = "i2_s", rows: int = 1) -> int:
         >>> packed_len(129), packed_len(10, "tl1", 2), packed_len(6, "tl2")
         (64, 4, 2)
     """
-    q = _check_qtype(qtype)
-    return _packed_len(QTYPES[q], _check_count(n, "n"), _check_count(rows, "rows"))
+    return ops.packed_len(_check_qtype(qtype), _check_count(n, "n"), _check_count(rows, "rows"))
 
 
-@functools.lru_cache(maxsize=1024)
-def _packed_len(q: int, n: int, rows: int) -> int:
-    # Cached: _make checks every tensor's packed length, and a C call costs
-    # microseconds. Errors are raised, so never cached.
-    out = ctypes.c_int64(0)
-    _lib.call("bng_packed_len", q, n, rows, ctypes.addressof(out))
-    return out.value
-
-
-def _check_count(v: Any, name: str) -> int:
+def _check_count(v: object, name: str) -> int:
     """An int argument of the C ABI: bool and non-ints are ``TypeError``; the
     range is the Go side's to check, past int64 a ``ValueError`` here."""
     v = check_int(v, name)
@@ -60,92 +50,27 @@ def _check_count(v: Any, name: str) -> int:
     return v
 
 
-def _check_qtype(qtype: Any) -> str:
+def _check_qtype(qtype: object) -> QType:
     if not isinstance(qtype, str):
         raise TypeError(f"qtype must be a str, one of {sorted(QTYPES)}, got {type(qtype).__name__} {qtype!r}")
     if qtype not in QTYPES:
         raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
-    return qtype
+    return qtype  # type: ignore[return-value]
 
 
-def rows_of(shape: tuple[int, ...]) -> int:
-    """Rows of the rows x K view TL formats use: ``shape[0]``, or 1 for rank <= 1.
-
-    Example:
-        >>> rows_of((8, 3, 3, 3)), rows_of((5,))
-        (8, 1)
-    """
-    return shape[0] if len(shape) >= 2 else 1
-
-
-def num_blocks(n: int, block_size: int | None) -> int:
-    """Number of scales for ``n`` values (``block_size=None``: one).
-
-    Example:
-        >>> num_blocks(100, 32)
-        4
-    """
-    if block_size is None or block_size >= n:
-        return 1
-    return -(-n // block_size)
-
-
-def _check_method(method: Any) -> str:
+def _check_method(method: object) -> Method:
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
-    return method
+    return method  # type: ignore[return-value]
 
 
-def _max_dims() -> int:
-    """numpy's limit on dimensions (64 in numpy 2, 32 before)."""
-    try:
-        np.empty((1,) * 64)
-        return 64
-    except ValueError:
-        return 32
-
-
-MAX_DIMS = _max_dims()
-"""Most dimensions a tensor may have (numpy's limit: ``values()`` must be able to reshape)."""
-
-
-def _check_shape(shape: Any) -> tuple[int, ...]:
-    if type(shape) is tuple and all(type(d) is int for d in shape):
-        dims = shape  # the common case (an ndarray's shape), without conversions
-    else:
-        try:
-            dims = tuple(int(operator_index(d)) for d in shape)
-        except TypeError:
-            raise TypeError(f"shape must be a tuple of ints, got {shape!r}") from None
-    if len(dims) > MAX_DIMS:
-        raise ValueError(f"shape must have at most {MAX_DIMS} dimensions, got {len(dims)}")
-    if any(d < 0 for d in dims):
-        raise ValueError(f"shape must not have negative dimensions, got {dims}")
-    n = math.prod(dims)
-    if n > MAX_ELEMENTS:
-        raise ValueError(f"shape {dims} has {n} elements: the size overflows (limit {MAX_ELEMENTS})")
-    if n == 0:
-        raise ValueError(f"shape {dims} has no elements")
-    return dims
-
-
-def operator_index(d: Any) -> int:
-    """``operator.index`` that also rejects bool (a shape of ``True`` is a bug).
-
-    Example:
-        >>> operator_index(np.int64(3))
-        3
-    """
-    if isinstance(d, (bool, np.bool_)):
-        raise TypeError("bool is not a dimension")
-    return operator.index(d)
-
-
-class TernaryTensor:
+class TernaryTensor(QuantizedTensor):
     """An immutable ternary tensor: values in {-1, 0, +1} with float32 scales.
 
-    Made by :func:`quantize_i2s` (or :meth:`from_bitnet_cpp_bytes`), never by
-    hand. ``value * scale`` of its block reconstructs each element.
+    The ternary case of :class:`~bitnet_go.QuantizedTensor` (``zero_points``
+    and ``axis`` are None). Made by :func:`quantize_i2s` (or
+    :meth:`from_bitnet_cpp_bytes`), never by hand. ``value * scale`` of its
+    block reconstructs each element.
 
     Attributes:
         qtype: the packing: ``"i2_s"``, ``"tl1"`` or ``"tl2"``.
@@ -170,15 +95,10 @@ class TernaryTensor:
         array([1.05], dtype=float32)
     """
 
-    __slots__ = ("qtype", "shape", "block_size", "method", "packed", "scales", "_addrs")
-    qtype: str
-    shape: tuple[int, ...]
-    block_size: int | None
-    method: str | None
-    packed: np.ndarray
-    scales: np.ndarray
+    __slots__ = ("method",)
+    method: Method | None
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("TernaryTensor is made by bitnet_go.quantize_i2s(), not constructed directly")
 
     @classmethod
@@ -188,8 +108,8 @@ class TernaryTensor:
         shape: tuple[int, ...],
         block_size: int | None,
         method: str | None,
-        packed: Any,
-        scales: Any,
+        packed: np.ndarray | DeviceArray,
+        scales: np.ndarray | DeviceArray,
     ) -> TernaryTensor:
         """Every tensor is made here, its fields checked (see :func:`_check_fields`).
 
@@ -207,52 +127,19 @@ class TernaryTensor:
             Traceback (most recent call last):
             ValueError: packed must be a 1-D ... uint8 array of 32 bytes (i2_s, 3 values, rows=1), got shape (31,)
         """
-        fields = _check_fields(qtype, shape, block_size, method, packed, scales)
-        qtype, shape, block_size, method, packed, scales = fields
+        q, dims, bs, m, packed, scales = _check_fields(qtype, shape, block_size, method, packed, scales)
         self = object.__new__(cls)
-        host = isinstance(packed, np.ndarray)
-        if host:
-            packed.flags.writeable = False
-            scales.flags.writeable = False
-        for k, v in (
-            ("qtype", qtype),
-            ("shape", shape),
-            ("block_size", block_size),
-            ("method", method),
-            ("packed", packed),
-            ("scales", scales),
-        ):
-            object.__setattr__(self, k, v)
-        # the arrays' addresses for the C calls (numpy only; fixed, as the
-        # tensor is immutable and its arrays checked above): ndarray.ctypes
-        # costs microseconds a call
-        addrs = (int(packed.ctypes.data), int(scales.ctypes.data)) if host else None
-        object.__setattr__(self, "_addrs", addrs)
+        self._init(q, dims, bs, packed, scales)
+        object.__setattr__(self, "method", m)
         return self
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"TernaryTensor is immutable (cannot set {name!r})")
+    def _reduce_host(self) -> tuple[Callable[..., TernaryTensor], tuple[object, ...]]:
+        # the pickle format of every version: bitnet_go._ternary._rebuild and these six fields
+        return (_rebuild, (self.qtype, self.shape, self.block_size, self.method, np.array(self.packed),
+                           np.array(self.scales)))  # fmt: skip
 
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"TernaryTensor is immutable (cannot delete {name!r})")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        h = self.cpu()  # pickles hold host arrays
-        return (_rebuild, (h.qtype, h.shape, h.block_size, h.method, np.array(h.packed), np.array(h.scales)))
-
-    @property
-    def device(self) -> str:
-        """``"cpu"`` for numpy arrays, else the device of ``packed`` (e.g. ``"cuda:0"``)."""
-        if isinstance(self.packed, np.ndarray):
-            return "cpu"
-        from . import cuda
-
-        return cuda._device_of(self.packed)
-
-    @property
-    def on_device(self) -> bool:
-        """True when ``packed`` and ``scales`` are GPU arrays (see ``bitnet_go.cuda``)."""
-        return not isinstance(self.packed, np.ndarray)
+    def _with_arrays(self, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> TernaryTensor:
+        return TernaryTensor._make(self.qtype, self.shape, self.block_size, self.method, packed, scales)
 
     def cpu(self) -> TernaryTensor:
         """This tensor with ``packed`` and ``scales`` as numpy arrays (self if already).
@@ -263,35 +150,13 @@ class TernaryTensor:
             >>> t.cpu() is t
             True
         """
-        if not self.on_device:
-            return self
-        from . import cuda
-
-        packed, scales = cuda._to_host(self.packed), cuda._to_host(self.scales)
-        return TernaryTensor._make(self.qtype, self.shape, self.block_size, self.method, packed, scales)
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return math.prod(self.shape)
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held: packed codes plus scales."""
-        return int(self.packed.nbytes) + int(self.scales.nbytes)
-
-    @property
-    def bits_per_weight(self) -> float:
-        """Storage bits per element, scales included."""
-        return self.nbytes * 8 / self.size
+        return super().cpu()  # type: ignore[return-value]
 
     def values(self) -> np.ndarray:
         """The ternary values as a new ``np.int8`` array of ``shape``.
+
+        For a GPU tensor, an int8 array of its framework on its device
+        (see ``bitnet_go.cuda``).
 
         Example:
             >>> import bitnet_go
@@ -300,49 +165,12 @@ class TernaryTensor:
                    [ 0,  0]], dtype=int8)
         """
         if self.on_device:
-            from . import cuda
-
-            return cuda._values(self)
+            return _gpu_values(self.packed, self.shape, self.size)  # type: ignore[return-value]
         out = np.empty(self.size, np.int8)
-        _lib.call(
-            "bng_unpack",
-            QTYPES[self.qtype],
-            _lib.ptr(self.packed),
-            self.packed.size,
-            rows_of(self.shape),
-            _lib.ptr(out),
-            out.size,
-        )
+        ops.unpack(self.qtype, self.packed, rows_of(self.shape), out)
         return out.reshape(self.shape)
 
-    def dequantize(self) -> np.ndarray:
-        """``value * scale`` as a new float32 array of ``shape``.
-
-        Example:
-            >>> import bitnet_go
-            >>> bitnet_go.quantize_i2s([2.0, -2.0, 0.0], method="absmax").dequantize()
-            array([ 2., -2.,  0.], dtype=float32)
-        """
-        if self.on_device:
-            from . import cuda
-
-            return cuda._dequantize(self)
-        out = np.empty(self.size, np.float32)
-        _lib.call(
-            "bng_dequantize",
-            QTYPES[self.qtype],
-            _lib.ptr(self.packed),
-            self.packed.size,
-            rows_of(self.shape),
-            self.block_size or 0,
-            _lib.ptr(self.scales),
-            self.scales.size,
-            _lib.ptr(out),
-            out.size,
-        )
-        return out.reshape(self.shape)
-
-    def to(self, qtype: str) -> TernaryTensor:
+    def to(self, qtype: QType) -> TernaryTensor:
         """The same values and scales packed as ``qtype`` (``"i2_s"``, ``"tl1"``, ``"tl2"``).
 
         Returns ``self`` when already in that format; the scales are shared.
@@ -362,8 +190,8 @@ class TernaryTensor:
             raise ValueError(f"TernaryTensor.to({qtype!r}) works on host tensors: call .cpu() first")
         values = self.values().reshape(-1)
         rows = rows_of(self.shape)
-        packed = np.empty(packed_len(values.size, qtype, rows), np.uint8)
-        _lib.call("bng_pack", QTYPES[qtype], _lib.ptr(values), values.size, rows, _lib.ptr(packed), packed.size)
+        packed = np.empty(ops.packed_len(qtype, values.size, rows), np.uint8)
+        ops.pack(qtype, values, rows, packed)
         return TernaryTensor._make(qtype, self.shape, self.block_size, self.method, packed, self.scales)
 
     def to_bitnet_cpp_bytes(self) -> bytes:
@@ -390,7 +218,7 @@ class TernaryTensor:
         return host.packed.tobytes() + tail
 
     @classmethod
-    def from_bitnet_cpp_bytes(cls, data: Any, shape: Any) -> TernaryTensor:
+    def from_bitnet_cpp_bytes(cls, data: object, shape: object) -> TernaryTensor:
         """Read bytes in the layout of :meth:`to_bitnet_cpp_bytes`.
 
         ``data`` is any C-contiguous buffer (bytes, bytearray, memoryview, a
@@ -409,7 +237,7 @@ class TernaryTensor:
             >>> bool((u.values() == t.values()).all() and u.scales[0] == t.scales[0])
             True
         """
-        dims = _check_shape(shape)
+        dims = check_shape(shape)
         buf = _raw_bytes(data, "data")
         n = math.prod(dims)
         want = packed_len(n) + BITNET_CPP_TAIL
@@ -437,7 +265,7 @@ class TernaryTensor:
         )
 
 
-def _raw_bytes(data: Any, name: str) -> np.ndarray:
+def _raw_bytes(data: object, name: str) -> np.ndarray:
     """The bytes of a C-contiguous buffer as a 1-D uint8 view (no copy).
 
     Example:
@@ -451,7 +279,7 @@ def _raw_bytes(data: Any, name: str) -> np.ndarray:
             raise TypeError(f"{name} must be contiguous (C order), got an array with strides {data.strides}")
         return data.reshape(-1).view(np.uint8)
     try:
-        mv = memoryview(data)
+        mv = memoryview(data)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(
             f"{name} must be a bytes-like object (bytes, bytearray, memoryview, numpy array), got {type(data).__name__}"
@@ -490,8 +318,8 @@ _UINT8, _FLOAT32 = np.dtype(np.uint8), np.dtype(np.float32)
 
 
 def _check_fields(
-    qtype: Any, shape: Any, block_size: Any, method: Any, packed: Any, scales: Any
-) -> tuple[str, tuple[int, ...], int | None, str | None, Any, Any]:
+    qtype: object, shape: object, block_size: object, method: object, packed: object, scales: object
+) -> tuple[QType, tuple[int, ...], int | None, Method | None, np.ndarray | DeviceArray, np.ndarray | DeviceArray]:
     """Check the fields of a :class:`TernaryTensor` and return them normalised.
 
     ``qtype`` a known format; ``shape`` a tuple of non-negative ints whose
@@ -511,7 +339,7 @@ def _check_fields(
     q = _check_qtype(qtype)
     if not isinstance(shape, tuple):
         raise TypeError(f"shape must be a tuple of ints, got {type(shape).__name__} {shape!r}")
-    dims = _check_shape(shape)
+    dims = check_shape(shape)
     bs = check_positive_int(block_size, "block_size", allow_none=True)
     if method is not None:
         if not isinstance(method, str):
@@ -519,8 +347,8 @@ def _check_fields(
         _check_method(method)
     n = math.prod(dims)
     rows = rows_of(dims)
-    plen = _packed_len(QTYPES[q], n, rows)
-    nb = num_blocks(n, bs)
+    plen = ops.packed_len(q, n, rows)
+    nb = ops.num_blocks(n, bs)
 
     def what(i: int) -> str:  # for the messages only: formatting costs a microsecond
         if i == 0:
@@ -562,11 +390,11 @@ def _check_host(a: np.ndarray, name: str, dtype: np.dtype, size: int, what: Call
     raise ValueError(f"{expect}, got shape {a.shape}")
 
 
-def _check_device(a: Any, name: str, dtype: str, size: int, what: str) -> None:
+def _check_device(a: DeviceArray, name: str, dtype: str, size: int, what: str) -> None:
     # torch tensors and CuPy arrays: shape, dtype and contiguity, no GPU call
-    shape = tuple(int(d) for d in a.shape)
-    dt = str(a.dtype).removeprefix("torch.")
-    contiguous = a.is_contiguous() if is_torch_tensor(a) else bool(a.flags.c_contiguous)
+    shape = tuple(int(d) for d in a.shape)  # type: ignore[attr-defined]
+    dt = str(a.dtype).removeprefix("torch.")  # type: ignore[attr-defined]
+    contiguous = a.is_contiguous() if is_torch_tensor(a) else bool(a.flags.c_contiguous)  # type: ignore[attr-defined]
     if dt != dtype or len(shape) != 1 or not contiguous or shape[0] != size:
         raise ValueError(
             f"{name} must be a 1-D contiguous {dtype} array of {what}, "
@@ -575,12 +403,12 @@ def _check_device(a: Any, name: str, dtype: str, size: int, what: str) -> None:
 
 
 def quantize_i2s(
-    x: Any,
+    x: ArrayLike,
     *,
     block_size: int | None = None,
-    method: str = "absmean",
+    method: Method = "absmean",
     check_finite: bool = True,
-    device: str = "auto",
+    device: Device = "auto",
 ) -> TernaryTensor:
     """Quantize a float tensor to ternary values packed as I2_S (2 bits each).
 
@@ -620,36 +448,29 @@ def quantize_i2s(
     """
     bs = check_positive_int(block_size, "block_size", allow_none=True)
     m = _check_method(method)
-    if resolve_device(x, device) != "cpu":
-        from . import cuda
-
-        return cuda._quantize_i2s(x, block_size=bs, method=m, check_finite=check_finite, device=device)
+    dev = resolve_device(x, device)
+    if dev != "cpu" and is_cuda_array(x):
+        shape, packed, scales = _gpu_quantize(x, bs, m, check_finite, dev)
+        return TernaryTensor._make("i2_s", shape, bs, m, packed, scales)
     a = as_float32(x, "x")
     if a.size == 0:
         raise ValueError(f"x must have at least one element, got shape {a.shape}")
     n = a.size
-    packed = np.empty(packed_len(n), np.uint8)  # i2_s
-    scales = np.empty(num_blocks(n, bs), np.float32)
-    _lib.call(
-        "bng_quantize_i2s",
-        _lib.ptr(a),
-        n,
-        bs or 0,
-        METHODS[m],
-        1 if check_finite else 0,
-        _lib.ptr(packed),
-        packed.size,
-        _lib.ptr(scales),
-        scales.size,
-    )
+    packed = np.empty(ops.packed_len("i2_s", n, 1), np.uint8)
+    scales = np.empty(ops.num_blocks(n, bs), np.float32)
+    if dev == "cpu":
+        ops.quantize(a, "i2_s", bs, m, check_finite, packed, scales)
+    else:  # host input computed on the GPU: the same bytes
+        touch_driver()
+        ops.cuda_quantize_host(device_index(dev), a, bs, m, check_finite, packed, scales)
     return TernaryTensor._make("i2_s", a.shape, bs, m, packed, scales)
 
 
 def quantize_tl1(
-    x: Any,
+    x: ArrayLike,
     *,
     block_size: int | None = None,
-    method: str = "absmean",
+    method: Method = "absmean",
     check_finite: bool = True,
 ) -> TernaryTensor:
     """Quantize like :func:`quantize_i2s` and pack as TL1 (bitnet.cpp's 2-value LUT format).
@@ -672,10 +493,10 @@ def quantize_tl1(
 
 
 def quantize_tl2(
-    x: Any,
+    x: ArrayLike,
     *,
     block_size: int | None = None,
-    method: str = "absmean",
+    method: Method = "absmean",
     check_finite: bool = True,
 ) -> TernaryTensor:
     """Quantize like :func:`quantize_i2s` and pack as TL2 (bitnet.cpp's 3-value LUT format).
@@ -694,60 +515,3 @@ def quantize_tl2(
         '9d02'
     """
     return quantize_i2s(x, block_size=block_size, method=method, check_finite=check_finite, device="cpu").to("tl2")
-
-
-def is_cuda_array(x: Any) -> bool:
-    """True for arrays that live on an NVIDIA GPU (CUDA array interface or DLPack).
-
-    Example:
-        >>> is_cuda_array(np.zeros(3))
-        False
-    """
-    if is_torch_tensor(x):
-        # Not the interface: torch raises RuntimeError for it on tensors that
-        # require grad.
-        return bool(x.is_cuda)
-    if hasattr(x, "__cuda_array_interface__"):
-        return True
-    dl = getattr(x, "__dlpack_device__", None)
-    if dl is not None and not isinstance(x, np.ndarray):
-        try:
-            return int(dl()[0]) in (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
-        except Exception:
-            return False
-    return False
-
-
-def resolve_device(x: Any, device: str) -> str:
-    """Resolve a ``device`` argument to ``"cpu"`` or ``"cuda"`` / ``"cuda:N"``.
-
-    Example:
-        >>> resolve_device(np.zeros(2), "auto")
-        'cpu'
-    """
-    if not isinstance(device, str):
-        raise TypeError(f"device must be a str ('auto', 'cpu', 'cuda' or 'cuda:N'), got {type(device).__name__}")
-    if device == "auto":
-        return "cuda" if is_cuda_array(x) else "cpu"
-    if device == "cpu":
-        if is_cuda_array(x):
-            raise ValueError(
-                "x is a GPU array but device='cpu': pass device='cuda' (or 'auto'), or copy it to the host"
-            )
-        return "cpu"
-    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
-        return device
-    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-
-
-def dequantize(t: TernaryTensor) -> np.ndarray:
-    """Reconstruct float32 values from a :class:`TernaryTensor` (``t.dequantize()``).
-
-    Example:
-        >>> import bitnet_go
-        >>> bitnet_go.dequantize(bitnet_go.quantize_i2s([1.0, -1.0]))
-        array([ 1., -1.], dtype=float32)
-    """
-    if not isinstance(t, TernaryTensor):
-        raise TypeError(f"t must be a TernaryTensor, got {type(t).__name__}")
-    return t.dequantize()

@@ -12,7 +12,7 @@ import numpy as np
 
 import bitnet_go
 
-from .bench._common import median, timeit, torch_or_none
+from .bench._common import median, timeit, torch_or_none, torch_quantize
 
 
 def main(args: argparse.Namespace) -> int:
@@ -42,8 +42,6 @@ def main(args: argparse.Namespace) -> int:
     line = f"speed: bitnet_go {ours * 1e3:.2f} ms ({w.nbytes / ours / 1e9:.1f} GB/s)"
     torch = torch_or_none()
     if torch is not None:
-        from .bench.quantize import torch_quantize
-
         torch.set_num_threads(bitnet_go.get_num_threads())
         wt = torch.from_numpy(w)
         q, s = torch_quantize(torch, wt, args.block_size, "absmean")

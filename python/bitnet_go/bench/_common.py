@@ -10,10 +10,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
+    import torch
 
 
-def timeit(fn: Callable[[], Any], *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> list[float]:
+def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> list[float]:
     """Call ``fn`` ``warmup`` times, then time ``repeat`` calls (seconds each).
 
     With ``min_time`` > 0, keeps timing past ``repeat`` calls until that many
@@ -45,7 +49,7 @@ def median(ts: Sequence[float]) -> float:
     return float(statistics.median(ts))
 
 
-def torch_or_none() -> Any:
+def torch_or_none() -> ModuleType | None:
     """Import torch if installed (``pip install bitnet_go[bench]``), else None.
 
     Example:
@@ -66,6 +70,56 @@ def torch_or_none() -> Any:
     return torch
 
 
+_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_sizes(s: str) -> list[int]:
+    """Parse ``"1M,16M,1000"`` into element counts (K/M/G are powers of 1024).
+
+    Example:
+        >>> parse_sizes("1M,3")
+        [1048576, 3]
+    """
+    out = []
+    for tok in s.split(","):
+        tok = tok.strip().upper()
+        if not tok:
+            continue
+        mult = _SUFFIX.get(tok[-1], 1)
+        out.append(int(tok[:-1] if mult > 1 else tok) * mult)
+    return out
+
+
+def torch_quantize(
+    torch: ModuleType, x: torch.Tensor, block_size: int | None, method: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The PyTorch expression of quantize_i2s on x's device (values and scales, no packing).
+
+    Example:
+        >>> import torch
+        >>> q, s = torch_quantize(torch, torch.tensor([2.0, -0.1, -3.0]), None, "absmean")
+        >>> [int(v) for v in q]
+        [1, 0, -1]
+    """
+    n = x.numel()
+    bs = n if block_size is None or block_size >= n else block_size
+    pad = (-n) % bs
+    flat = x.reshape(-1)
+    blocks = torch.nn.functional.pad(flat, (0, pad)).reshape(-1, bs)
+    a = blocks.abs()
+    if method == "absmean":
+        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64, device=x.device)
+        if pad:
+            counts[-1] = bs - pad
+        scale = (a.double().sum(1) / counts).float().clamp(min=1e-5)
+        q = torch.round(blocks / scale[:, None]).clamp(-1, 1)
+    else:
+        scale = a.amax(1).clamp(min=1e-8)
+        r = blocks / scale[:, None]
+        q = (r > 0.5).float() - (r < -0.5).float()
+    return q.reshape(-1)[:n], scale
+
+
 def parse_int_list(s: str) -> list[int]:
     """Parse ``"1,2,4"`` into ``[1, 2, 4]``.
 
@@ -76,7 +130,7 @@ def parse_int_list(s: str) -> list[int]:
     return [int(v) for v in s.split(",") if v.strip()]
 
 
-def fmt(v: Any, spec: str) -> str:
+def fmt(v: object, spec: str) -> str:
     """Format a cell; None prints as ``-``.
 
     Example:

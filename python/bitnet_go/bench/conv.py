@@ -23,7 +23,7 @@ Reported: median ms, GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
 to torch fp32 and torch int8 (ours / theirs: above 1 is slower), our rates as
 a fraction of the machine's peak (``% pk``: threads times one core's rate
 for the kernels' instruction mix, measured at the start by
-``bitnet_go._runtime.peak_rates``), the speed-up over naive, and the peak
+``bitnet_go.diagnostics.peak_rates``), the speed-up over naive, and the peak
 extra memory of our call next to input + output +
 packed weight. Memory is measured in a fresh process per call: the peak
 resident set (``VmHWM``, reset by writing 5 to ``/proc/self/clear_refs``)
@@ -43,16 +43,17 @@ import os
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 import bitnet_go
 
-from .._conv import _conv2d
-from .._runtime import peak_rates
+from ..diagnostics import conv2d_with_info, peak_rates
 from ._common import median, parse_int_list, print_table, timeit, torch_or_none
 
 # name, C, O, k, stride, padding, H (= W)
@@ -79,7 +80,7 @@ QUICK_LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
 """Tiny layers of ``--conv-quick`` (a smoke test of the suite in seconds)."""
 
 
-def add_arguments(g: Any) -> None:
+def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the conv suite."""
     g.add_argument("--conv-quick", action="store_true", help="tiny layers, batch 1 (a smoke test)")
     g.add_argument("--conv-batches", default="1,8", help="batch sizes (default 1,8)")
@@ -158,7 +159,9 @@ def measure_extra_memory(cfg: dict[str, Any], threads: int) -> int | None:
         return None
 
 
-def _torch_int8(torch: Any, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: int, padding: int) -> Any:
+def _torch_int8(
+    torch: ModuleType, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: int, padding: int
+) -> Callable[[], object] | None:
     """A closure running torch's quantized conv2d on quantized copies of x and t, or None."""
     try:
         warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*deprecated")
@@ -180,7 +183,7 @@ def _torch_int8(torch: Any, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: i
         ref = F.conv2d(xt, torch.from_numpy(t.dequantize()), None, stride, padding)
         oscale = float(ref.abs().max()) / 127 or 1.0
 
-        def fn() -> Any:
+        def fn() -> object:
             return qF.conv2d(xq, wq, None, stride=stride, padding=padding, scale=oscale, zero_point=128)
 
         fn()
@@ -188,6 +191,12 @@ def _torch_int8(torch: Any, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: i
     except Exception as e:  # the engine may not support a shape or this build
         print(f"bench conv: torch int8 conv unavailable here ({type(e).__name__}: {e})")
         return None
+
+
+def _ran(x: np.ndarray, w: bitnet_go.TernaryTensor, **kw: int | None) -> str:
+    """The algorithm (and kernel, once the library reports it) a call runs, for the table."""
+    info = conv2d_with_info(x, w, **kw)[1]  # type: ignore[arg-type]
+    return info.algorithm if info.kernel is None else f"{info.algorithm}:{info.kernel}"
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -229,8 +238,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     row: dict[str, Any] = {"layer": name, "n": n, "threads": th, "gflop": gf, "base_mb": base / 1e6}
                     kern = {}
                     for key, ab in (("f32", None), ("i8", 8)):
-                        kern[key] = _conv2d(x, w, stride=s, padding=p, act_bits=ab)[1]
-                        t = median(timeit(partial(_conv2d, x, w, stride=s, padding=p, act_bits=ab), repeat=repeat))
+                        kern[key] = _ran(x, w, stride=s, padding=p, act_bits=ab)
+                        t = median(
+                            timeit(partial(conv2d_with_info, x, w, stride=s, padding=p, act_bits=ab), repeat=repeat)
+                        )
                         row[f"ours_{key}_ms"] = t * 1e3
                         row[f"ours_{key}_gflops"] = gf / t
                     row["kernel"] = kern["f32"]
@@ -244,14 +255,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     madd = "direct" if (k, s, p) == (1, 1, 0) else "im2col"
                     variants = (("madd", w, madd), ("madd1", w1, madd), ("lut1", w1, "lut"), ("lut2", w2, "lut"))
                     for key, wq, alg in variants:
-                        f = partial(_conv2d, x, wq, stride=s, padding=p, act_bits=8, algorithm=alg)
+                        f = partial(conv2d_with_info, x, wq, stride=s, padding=p, act_bits=8, algorithm=alg)
                         row[f"i8_{key}_ms"] = median(timeit(f, repeat=repeat)) * 1e3
                     row["lut_speedup"] = row["i8_madd_ms"] / min(row["i8_lut1_ms"], row["i8_lut2_ms"])
-                    row["kernel_tl1"] = _conv2d(x, w1, stride=s, padding=p, act_bits=8)[1]
+                    row["kernel_tl1"] = _ran(x, w1, stride=s, padding=p, act_bits=8)
                     if gf <= naive_gflop:
                         t = median(
                             timeit(
-                                partial(_conv2d, x, w, stride=s, padding=p, algorithm="naive"),
+                                partial(conv2d_with_info, x, w, stride=s, padding=p, algorithm="naive"),
                                 repeat=min(repeat, 3),
                                 warmup=0,
                             )

@@ -25,73 +25,23 @@ import numpy as np
 
 import bitnet_go
 
-from ._common import median, parse_int_list, print_table, timeit, torch_or_none
-
-_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def parse_sizes(s: str) -> list[int]:
-    """Parse ``"1M,16M,1000"`` into element counts (K/M/G are powers of 1024).
-
-    Example:
-        >>> parse_sizes("1M,3")
-        [1048576, 3]
-    """
-    out = []
-    for tok in s.split(","):
-        tok = tok.strip().upper()
-        if not tok:
-            continue
-        mult = _SUFFIX.get(tok[-1], 1)
-        out.append(int(tok[:-1] if mult > 1 else tok) * mult)
-    return out
+from ._common import median, parse_int_list, parse_sizes, print_table, timeit, torch_or_none, torch_quantize
+from .quantize_cuda import add_cuda_arguments, run_cuda
 
 
-def add_arguments(g: Any) -> None:
+def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the quantize suite."""
     g.add_argument("--sizes", default="1M,16M,64M", help="element counts (default 1M,16M,64M)")
     g.add_argument("--block-size", type=int, default=None, help="elements per scale (default: one per tensor)")
     g.add_argument("--method", default="absmean", choices=["absmean", "absmax"])
     g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: GPU benchmark (bitnet_go.cuda)")
-    from .quantize_cuda import add_cuda_arguments
-
     add_cuda_arguments(g)
-
-
-def torch_quantize(torch: Any, x: Any, block_size: int | None, method: str) -> tuple[Any, Any]:
-    """The PyTorch expression of quantize_i2s on x's device (values and scales, no packing).
-
-    Example:
-        >>> import torch
-        >>> q, s = torch_quantize(torch, torch.tensor([2.0, -0.1, -3.0]), None, "absmean")
-        >>> [int(v) for v in q]
-        [1, 0, -1]
-    """
-    n = x.numel()
-    bs = n if block_size is None or block_size >= n else block_size
-    pad = (-n) % bs
-    flat = x.reshape(-1)
-    blocks = torch.nn.functional.pad(flat, (0, pad)).reshape(-1, bs)
-    a = blocks.abs()
-    if method == "absmean":
-        counts = torch.full((blocks.shape[0],), float(bs), dtype=torch.float64, device=x.device)
-        if pad:
-            counts[-1] = bs - pad
-        scale = (a.double().sum(1) / counts).float().clamp(min=1e-5)
-        q = torch.round(blocks / scale[:, None]).clamp(-1, 1)
-    else:
-        scale = a.amax(1).clamp(min=1e-8)
-        r = blocks / scale[:, None]
-        q = (r > 0.5).float() - (r < -0.5).float()
-    return q.reshape(-1)[:n], scale
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its table; returns the rows."""
     if getattr(args, "device", "cpu") == "cuda":
-        from . import quantize_cuda
-
-        return quantize_cuda.run_cuda(args)
+        return run_cuda(args)
     torch = torch_or_none()
     rows: list[dict[str, Any]] = []
     old = bitnet_go.get_num_threads()

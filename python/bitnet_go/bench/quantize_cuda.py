@@ -29,23 +29,28 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
+import argparse
 import time
-from typing import Any
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import bitnet_go
 
-from .. import _lib
-from ._common import median, print_table, timeit
-from .quantize import torch_quantize
+from .. import cuda
+from ..diagnostics import cuda_plan, cuda_time_copy, cuda_time_quantize
+from ._common import median, parse_sizes, print_table, timeit, torch_quantize
+
+if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
+    import torch
 
 DEFAULT_SIZES = "1M,4M,16M,64M,256M"
 DEFAULT_BLOCK_SIZES = "none,128"
 
 
-def add_cuda_arguments(g: Any) -> None:
+def add_cuda_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the GPU benchmark (added to the quantize suite's group)."""
     g.add_argument("--cuda-sizes", default=DEFAULT_SIZES, help=f"GPU element counts (default {DEFAULT_SIZES})")
     g.add_argument(
@@ -70,7 +75,7 @@ def parse_block_sizes(s: str) -> list[int | None]:
     return out
 
 
-def _events_ms(torch: Any, fn: Any, repeat: int) -> float:
+def _events_ms(torch: ModuleType, fn: Callable[[], object], repeat: int) -> float:
     """Mean GPU milliseconds of fn() over repeat calls, timed with torch CUDA events."""
     fn()  # warm-up (allocator, cuBLAS/JIT)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -83,13 +88,11 @@ def _events_ms(torch: Any, fn: Any, repeat: int) -> float:
     return float(start.elapsed_time(end)) / repeat
 
 
-def _sizes(args: Any) -> list[int]:
-    from .quantize import parse_sizes
-
+def _sizes(args: argparse.Namespace) -> list[int]:
     return parse_sizes(getattr(args, "cuda_sizes", None) or DEFAULT_SIZES)
 
 
-def _block_sizes(args: Any) -> list[int | None]:
+def _block_sizes(args: argparse.Namespace) -> list[int | None]:
     s = getattr(args, "cuda_block_sizes", None)
     if s:
         return parse_block_sizes(s)
@@ -98,7 +101,7 @@ def _block_sizes(args: Any) -> list[int | None]:
     return parse_block_sizes(DEFAULT_BLOCK_SIZES)
 
 
-def run_cuda(args: Any) -> list[dict[str, Any]]:
+def run_cuda(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the GPU benchmark and print its table; returns the rows ([] without a GPU).
 
     Example:
@@ -107,8 +110,6 @@ def run_cuda(args: Any) -> list[dict[str, Any]]:
         >>> _sizes(a), _block_sizes(a)
         ([1048576, 67108864], [None, 128])
     """
-    from .. import cuda
-
     reason = cuda.unavailable_reason()
     if reason is not None:
         print(f"bench quantize --device cuda: no CUDA GPU available, nothing measured ({reason})")
@@ -132,11 +133,10 @@ def run_cuda(args: Any) -> list[dict[str, Any]]:
         x = torch.randn(n, device=dev, generator=gen, dtype=torch.float32)
         x_host = x.cpu().numpy()
         dst = torch.empty_like(x)
-        stream = torch.cuda.current_stream(dev).cuda_stream
-        copy_ms = _copy_ms(cuda, dev.index, dst, x, stream, repeat)
+        copy_ms = cuda_time_copy(dst, x, repeat=repeat)
         copy_gbs = 8 * n / copy_ms / 1e6
         for bs in _block_sizes(args):
-            row = _measure(torch, cuda, dev, x, x_host, n, bs, method, repeat, stream)
+            row = _measure(torch, dev, x, x_host, n, bs, method, repeat)
             row.update(gpu=name, copy_ms=copy_ms, copy_gbs=copy_gbs, frac_of_copy=row["kernel_gbs"] / copy_gbs)
             rows.append(row)
             print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
@@ -147,52 +147,20 @@ def run_cuda(args: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _copy_ms(cuda: Any, index: int, dst: Any, src: Any, stream: int, repeat: int) -> float:
-    ms = ctypes.c_double()
-    args = (index, dst.data_ptr(), src.data_ptr(), src.numel() * 4, stream)
-    _lib.call("bng_cuda_time_copy", *args, 1, ctypes.byref(ms))  # warm-up
-    _lib.call("bng_cuda_time_copy", *args, repeat, ctypes.byref(ms))
-    return float(ms.value)
-
-
 def _measure(
-    torch: Any,
-    cuda: Any,
-    dev: Any,
-    x: Any,
+    torch: ModuleType,
+    dev: torch.device,
+    x: torch.Tensor,
     x_host: np.ndarray,
     n: int,
     bs: int | None,
     method: str,
     repeat: int,
-    stream: int,
 ) -> dict[str, Any]:
-    from .._ternary import METHODS, num_blocks, packed_len
-
-    plan = cuda._plan(n, bs)
-    plen, nb, ws = packed_len(n), num_blocks(n, bs), plan["workspace"]
-    packed = torch.empty(plen, dtype=torch.uint8, device=dev)
-    scales = torch.empty(nb, dtype=torch.float32, device=dev)
-    work = torch.empty(ws, dtype=torch.uint8, device=dev)
-    ms = ctypes.c_double()
-    call_args = (
-        dev.index,
-        x.data_ptr(),
-        n,
-        bs or 0,
-        METHODS[method],
-        packed.data_ptr(),
-        plen,
-        scales.data_ptr(),
-        nb,
-        work.data_ptr(),
-        ws,
-        stream,
-    )
-    _lib.call("bng_cuda_time_quantize", *call_args, 1, ctypes.byref(ms))  # warm-up, module load
-    _lib.call("bng_cuda_time_quantize", *call_args, repeat, ctypes.byref(ms))
-    kernel_ms = float(ms.value)
-    logical = 4 * n + plen + 4 * nb
+    plan = cuda_plan(n, bs)
+    kernel_ms = cuda_time_quantize(x, block_size=bs, method=method, repeat=repeat)  # type: ignore[arg-type]
+    written = bitnet_go.quantize_i2s(x, block_size=bs, method=method).nbytes  # packed codes + scales
+    logical = 4 * n + written
     traffic = logical + (4 * n if plan["passes"] == 2 else 0)
 
     def e2e_torch() -> None:

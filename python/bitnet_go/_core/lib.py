@@ -1,7 +1,12 @@
 """Loading the Go shared library and calling it.
 
-Every exported function of the C ABI is declared once: the core ones in
-``_SIGNATURES`` here, feature modules' through :func:`declare`.
+Every exported function of the C ABI is declared once: the runtime ones in
+``_SIGNATURES`` here, the others beside their one caller through
+:func:`declare` (the ops in ``_core/ops.py``, the CUDA status in
+``bitnet_go.cuda``, ``bng_diagnostics`` in ``bitnet_go.diagnostics``).
+Exports are bound lazily: a library without one of them still loads, and
+calling the missing export raises ``RuntimeError`` naming it (only
+``bng_abi_version`` is required at load).
 The library is loaded with :class:`ctypes.CDLL`, which releases the GIL for the
 duration of each call, so kernels run in parallel with other Python threads.
 
@@ -21,8 +26,8 @@ SIGINT) and writes its error message into the ``(errbuf, errcap)`` pair
 passed as the last two arguments.
 
 Example:
-    >>> from bitnet_go import _lib
-    >>> _lib.handle().bng_abi_version() == _lib.ABI_VERSION
+    >>> from bitnet_go._core import lib
+    >>> lib.handle().bng_abi_version() == lib.ABI_VERSION
     True
 """
 
@@ -34,6 +39,7 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,24 +57,18 @@ LIBNAME = _LIBNAMES.get(sys.platform, "libbitnet_go.so")
 _i32, _i64, _p, _s = ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p, ctypes.c_char_p
 _ERR = [_s, _i64]  # every status-returning function ends with (errbuf, errcap)
 
-# name -> (restype, argtypes without the trailing error pair, returns status?)
-_SIGNATURES: dict[str, tuple[Any, list[Any], bool]] = {
+Signature = tuple[Any, list[Any], bool]
+"""(restype, argtypes without the trailing error pair, returns a status?)"""
+
+_SIGNATURES: dict[str, Signature] = {
     "bng_abi_version": (_i32, [], False),
     "bng_get_num_threads": (_i64, [], False),
     "bng_set_num_threads": (_i32, [_i64], True),
     "bng_cpu_features": (_i32, [_s, _i64], True),
-    "bng_peak": (_i32, [_s, _i64], True),
-    # x, n, block_size, method, check_finite, packed, packed_len, scales, n_scales
-    "bng_quantize_i2s": (_i32, [_p, _i64, _i64, _i32, _i32, _p, _i64, _p, _i64], True),
-    # qtype, n, rows, out(int64*)
-    "bng_packed_len": (_i32, [_i32, _i64, _i64, _p], True),
-    # qtype, packed, packed_len, rows, out(int8), n
-    "bng_unpack": (_i32, [_i32, _p, _i64, _i64, _p, _i64], True),
-    # qtype, values(int8), n, rows, packed, packed_len
-    "bng_pack": (_i32, [_i32, _p, _i64, _i64, _p, _i64], True),
-    # qtype, packed, packed_len, rows, block_size, scales, n_scales, out(float32), n
-    "bng_dequantize": (_i32, [_i32, _p, _i64, _i64, _i64, _p, _i64, _p, _i64], True),
 }
+
+_REQUIRED = "bng_abi_version"
+"""The one export a library must have to load: it says which ABI the rest follows."""
 
 _EXCEPTIONS: dict[int, type[Exception]] = {
     1: ValueError,
@@ -93,28 +93,33 @@ def library_path() -> Path:
     env = os.environ.get(ENV_LIBRARY)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent / LIBNAME
+    return Path(__file__).resolve().parent.parent / LIBNAME  # in the package directory, beside _core/
 
 
-def _bind(handle: ctypes.CDLL, signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
+def _bind(handle: ctypes.CDLL, signatures: dict[str, Signature]) -> None:
+    """Set the types of the exports ``handle`` has; a missing one is left for :func:`function` to report."""
     for name, (restype, argtypes, status) in signatures.items():
         try:
             fn = getattr(handle, name)
         except AttributeError:
-            raise ImportError(
-                f"bitnet_go: {_describe_path()} has no export {name}: it is not this version's bitnet_go "
-                f"library; rebuild it (`make lib`) or reinstall the package"
-            ) from None
+            if name == _REQUIRED:
+                raise ImportError(
+                    f"bitnet_go: {_describe_path()} has no export {name}: it is not this version's bitnet_go "
+                    f"library; rebuild it (`make lib`) or reinstall the package"
+                ) from None
+            continue
         fn.restype = restype
         fn.argtypes = argtypes + (_ERR if status else [])
 
 
-def declare(signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
+def declare(signatures: dict[str, Signature]) -> None:
     """Declare more exports (same form as ``_SIGNATURES``), once per name.
 
-    Feature modules (conv, cuda, ...) keep their signatures beside their code
+    Modules keep the signatures of the exports they call beside their code
     and declare them at import; they are bound when the library is loaded
-    (at once if it already is). A name declared twice is a bug.
+    (at once if it already is). A name declared twice is a bug. An export
+    the library lacks does not stop it loading: :func:`function` raises
+    ``RuntimeError`` when it is called.
 
     Example:
         >>> declare({})
@@ -125,6 +130,28 @@ def declare(signatures: dict[str, tuple[Any, list[Any], bool]]) -> None:
     _SIGNATURES.update(signatures)
     if _state.handle is not None:
         _bind(_state.handle, signatures)
+
+
+def function(name: str) -> Callable[..., int]:
+    """The declared export ``name`` of the loaded library (loading it if needed).
+
+    Raises ``RuntimeError`` naming the export and the C ABI version when the
+    library has no such export (a library older or newer than this package).
+
+    Example:
+        >>> function("bng_abi_version")() == ABI_VERSION
+        True
+    """
+    h = handle()
+    if name not in _SIGNATURES:
+        raise RuntimeError(f"internal: C ABI function {name} is not declared")
+    try:
+        return getattr(h, name)
+    except AttributeError:
+        raise RuntimeError(
+            f"bitnet_go: {_describe_path()} has no export {name} (C ABI version {ABI_VERSION}): the library "
+            f"does not match this Python package; rebuild it (`make lib`) or reinstall the package"
+        ) from None
 
 
 def _describe_path() -> str:
@@ -251,7 +278,7 @@ def _warn_settings() -> None:
             warnings.warn(f"bitnet_go: {s['problem']}", RuntimeWarning, stacklevel=4)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> ctypes.CDLL:
     if name == "lib":  # the handle, as older code reads it
         return handle()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -263,7 +290,7 @@ STATUS_INTERRUPTED = 5
 """The status of a call that SIGINT stopped early (its outputs are incomplete)."""
 
 
-def call(name: str, *args: Any) -> None:
+def call(name: str, *args: object) -> None:
     """Call a status-returning export and raise the mapped exception on failure.
 
     A call that SIGINT interrupted (status 5) has let Python's SIGINT handler
@@ -278,7 +305,10 @@ def call(name: str, *args: Any) -> None:
     buf = getattr(_errbuf, "buf", None)
     if buf is None:  # one per thread: calls release the GIL and may overlap
         buf = _errbuf.buf = ctypes.create_string_buffer(ERRCAP)
-    fn = getattr(handle(), name)
+    h = _state.handle
+    fn = getattr(h, name, None) if h is not None and _state.pid == os.getpid() else None
+    if fn is None:  # not loaded yet, forked, or a missing export: the slow path says which
+        fn = function(name)
     status = fn(*args, buf, ERRCAP)
     while status == STATUS_INTERRUPTED:
         status = fn(*args, buf, ERRCAP)

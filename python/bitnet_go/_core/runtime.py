@@ -2,26 +2,67 @@
 
 from __future__ import annotations
 
-import ctypes
-import json
-from typing import Any
+from typing import TypedDict, cast
 
-from . import _lib
-from ._arrays import check_int, fits_int64
-
-ENV_THREADS = "BITNET_GO_NUM_THREADS"
-ENV_DISABLE = "BITNET_GO_DISABLE"
+from . import lib
+from .arrays import check_int, fits_int64
 
 
-def cpu_features() -> dict[str, Any]:
+class _SettingFields(TypedDict):
+    name: str
+    value: str
+    in_effect: int
+
+
+class Setting(_SettingFields, total=False):
+    """How one numeric environment variable was read (``cpu_features()["settings"]``).
+
+    ``value`` is the variable as set (``""`` when unset), ``in_effect`` the
+    value used; ``problem`` is present only when ``value`` was refused.
+    """
+
+    problem: str
+
+
+class CPUFeatures(TypedDict):
+    """What :func:`cpu_features` returns (``bng_cpu_features``'s JSON, bindings/runtime.go).
+
+    Example:
+        >>> import bitnet_go
+        >>> sorted(bitnet_go.cpu_features()) == sorted(bitnet_go.CPUFeatures.__annotations__)
+        True
+    """
+
+    avx2: bool
+    fma: bool
+    avx512f: bool
+    avx512bw: bool
+    avx512vl: bool
+    avx512vnni: bool
+    avxvnni: bool
+    brand: str
+    arch: str
+    asm_built: bool
+    disabled: list[str]
+    disable_ignored: list[str]
+    family: str
+    best_available: str
+    kernels: dict[str, str]
+    go_version: str
+    settings: list[Setting]
+    max_threads: int
+
+
+def cpu_features() -> CPUFeatures:
     """What the CPU offers (cpuid/v2) and which kernel family dispatch picked.
 
     Keys: ``avx2``, ``fma``, ``avx512f``, ``avx512bw``, ``avx512vl``,
     ``avx512vnni``, ``avxvnni`` (bools), ``brand``, ``arch``, ``asm_built``,
     ``disabled`` (families switched off by ``BITNET_GO_DISABLE``, read at
     import), ``disable_ignored`` (names in it that are not families),
-    ``family`` (the best family usable here: ``"avx512vnni"``, ``"avx512"``,
-    ``"avx2"`` or ``"generic"``), ``kernels`` (the family each kernel uses:
+    ``family`` (the best family a kernel picked: ``"avx512vnni"``, ``"avx512"``,
+    ``"avx2"`` or ``"generic"``), ``best_available`` (the best family this
+    CPU and build allow), ``go_version``, ``kernels`` (the family each kernel uses:
     ``quantize_i2s``, ``conv_gemm``, ``conv_lut``), ``settings`` (how the
     numeric environment variables ``BITNET_GO_NUM_THREADS`` and
     ``BITNET_GO_WEIGHT_CACHE_MB`` were read: ``name``, ``value`` as set,
@@ -34,27 +75,7 @@ def cpu_features() -> dict[str, Any]:
         >>> bitnet_go.cpu_features()["family"] in ("avx512vnni", "avx512", "avx2", "generic")
         True
     """
-    return _lib.features()
-
-
-def peak_rates() -> dict[str, Any]:
-    """One core's peak rates for the instruction mix of each path's kernels.
-
-    Measured now (about 30 ms, on the calling thread) with register-only
-    loops of the family in use: keys ``f32`` and ``i8`` (G operations a
-    second, a multiply-add counting 2; 0 with the generic kernels),
-    ``f32_mix`` and ``i8_mix`` (the instructions timed) and ``family``.
-    The benchmark reports its rates as fractions of these.
-
-    Example:
-        >>> from bitnet_go._runtime import peak_rates
-        >>> r = peak_rates()
-        >>> r["i8"] >= 0 and r["f32"] >= 0
-        True
-    """
-    buf = ctypes.create_string_buffer(1024)
-    _lib.call("bng_peak", buf, len(buf))
-    return json.loads(buf.value.decode())
+    return cast(CPUFeatures, lib.features())
 
 
 def set_num_threads(n: int) -> None:
@@ -73,7 +94,7 @@ def set_num_threads(n: int) -> None:
     v = check_int(n, "n")
     if not fits_int64(v):  # cannot cross the C ABI; Go checks the rest
         raise ValueError(f"n (the number of threads) must be in [1, {cpu_features()['max_threads']}], got {v}")
-    _lib.call("bng_set_num_threads", v)
+    lib.call("bng_set_num_threads", v)
 
 
 def get_num_threads() -> int:
@@ -84,4 +105,4 @@ def get_num_threads() -> int:
         >>> bitnet_go.get_num_threads() >= 1
         True
     """
-    return _lib.get_num_threads_raw()
+    return lib.get_num_threads_raw()

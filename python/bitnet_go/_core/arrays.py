@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 MAX_ELEMENTS = 1 << 60
 """Largest tensor the kernels accept (matches gokern/ternary.MaxElements)."""
 
 
-def is_torch_tensor(x: Any) -> bool:
+def is_torch_tensor(x: object) -> bool:
     """True for a ``torch.Tensor`` (checked without importing torch).
 
     Example:
@@ -21,7 +20,7 @@ def is_torch_tensor(x: Any) -> bool:
     return t.__module__.split(".")[0] == "torch" and hasattr(x, "detach") and hasattr(x, "device")
 
 
-def as_float32(x: Any, name: str) -> np.ndarray:
+def as_float32(x: ArrayLike, name: str) -> np.ndarray:
     """Return ``x`` as a C-contiguous float32 ndarray, copying only if needed.
 
     Accepts anything :func:`numpy.asarray` accepts, CPU torch tensors included,
@@ -39,7 +38,7 @@ def as_float32(x: Any, name: str) -> np.ndarray:
             f"pass {name}.filled(value) or np.asarray({name}) if that is what you mean"
         )
     if is_torch_tensor(x):
-        t = x.detach()
+        t = x.detach()  # type: ignore[attr-defined]
         if t.device.type != "cpu":
             raise ValueError(
                 f"{name} is a torch tensor on {t.device}; this function takes host memory (move it with .cpu())"
@@ -56,7 +55,7 @@ def as_float32(x: Any, name: str) -> np.ndarray:
     return np.asarray(a, dtype=np.float32, order="C")  # copies only if needed; keeps 0-d shape
 
 
-def _torch_float32(t: Any) -> Any:
+def _torch_float32(t: object) -> object:
     import torch  # only reached with a torch tensor in hand
 
     return torch.float32
@@ -74,7 +73,7 @@ def check_real(a: np.ndarray, name: str) -> None:
         raise TypeError(f"{name} must be a real numeric array, got {a.dtype}")
 
 
-def check_int(v: Any, name: str, *, or_none: bool = False) -> int:
+def check_int(v: object, name: str, *, or_none: bool = False) -> int:
     """Return ``v`` as a Python int; ``bool``, floats and other types are ``TypeError``.
 
     Example:
@@ -83,7 +82,7 @@ def check_int(v: Any, name: str, *, or_none: bool = False) -> int:
     """
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an int{' or None' if or_none else ''}, got {type(v).__name__} {v!r}")
-    return int(v)
+    return int(v)  # type: ignore[arg-type]
 
 
 def fits_int64(v: int) -> bool:
@@ -96,7 +95,7 @@ def fits_int64(v: int) -> bool:
     return -(2**63) <= v < 2**63
 
 
-def check_positive_int(v: Any, name: str, *, allow_none: bool = False) -> int | None:
+def check_positive_int(v: object, name: str, *, allow_none: bool = False) -> int | None:
     """Validate an integer argument that must be >= 1 (``None`` if allowed).
 
     ``bool`` and floats are ``TypeError`` (``2.0`` is not a size); values < 1 are

@@ -1,0 +1,260 @@
+"""``QuantizedTensor``: what every quantized format holds, and the methods that do not depend on it.
+
+A quantized tensor is immutable: ``packed`` data in its format (``qtype``),
+float32 ``scales`` (one per block of ``block_size`` elements, or one),
+``zero_points`` (None for symmetric formats such as the ternary ones), the
+logical ``shape``, and ``axis`` (None: blocks run over the flattened, C-order
+tensor). Its arrays are numpy arrays (read-only) or GPU arrays of one
+framework (torch, CuPy) on one device. Each format is a subclass
+(:class:`~bitnet_go.TernaryTensor` for ``"i2_s"``, ``"tl1"``, ``"tl2"``) that
+makes and checks its tensors and says how they pickle.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+
+import numpy as np
+
+from ._core import ops
+from ._core.arrays import MAX_ELEMENTS
+from ._core.devices import DeviceArray, device_of, to_host
+from ._core.types import QType
+from ._gpu import dequantize as _gpu_dequantize
+
+
+def _max_dims() -> int:
+    """numpy's limit on dimensions (64 in numpy 2, 32 before)."""
+    try:
+        np.empty((1,) * 64)
+        return 64
+    except ValueError:
+        return 32
+
+
+MAX_DIMS = _max_dims()
+"""Most dimensions a tensor may have (numpy's limit: its values must be able to take its shape)."""
+
+
+def operator_index(d: object) -> int:
+    """``operator.index`` that also rejects bool (a shape of ``True`` is a bug).
+
+    Example:
+        >>> operator_index(np.int64(3))
+        3
+    """
+    if isinstance(d, (bool, np.bool_)):
+        raise TypeError("bool is not a dimension")
+    return operator.index(d)  # type: ignore[arg-type]
+
+
+def check_shape(shape: object) -> tuple[int, ...]:
+    """A shape as a tuple of ints: at most :data:`MAX_DIMS` dimensions, none negative, 1 to 2**60 elements.
+
+    Example:
+        >>> check_shape([2, np.int64(3)])
+        (2, 3)
+    """
+    if type(shape) is tuple and all(type(d) is int for d in shape):
+        dims: tuple[int, ...] = shape  # the common case (an ndarray's shape), without conversions
+    else:
+        try:
+            dims = tuple(int(operator_index(d)) for d in shape)  # type: ignore[attr-defined]
+        except TypeError:
+            raise TypeError(f"shape must be a tuple of ints, got {shape!r}") from None
+    if len(dims) > MAX_DIMS:
+        raise ValueError(f"shape must have at most {MAX_DIMS} dimensions, got {len(dims)}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"shape must not have negative dimensions, got {dims}")
+    n = math.prod(dims)
+    if n > MAX_ELEMENTS:
+        raise ValueError(f"shape {dims} has {n} elements: the size overflows (limit {MAX_ELEMENTS})")
+    if n == 0:
+        raise ValueError(f"shape {dims} has no elements")
+    return dims
+
+
+def rows_of(shape: tuple[int, ...]) -> int:
+    """Rows of the rows x K view that row-wise formats (TL1, TL2) use: ``shape[0]``, or 1 for rank <= 1.
+
+    Example:
+        >>> rows_of((8, 3, 3, 3)), rows_of((5,))
+        (8, 1)
+    """
+    return shape[0] if len(shape) >= 2 else 1
+
+
+class QuantizedTensor:
+    """An immutable quantized tensor: packed data in format ``qtype`` with float32 scales.
+
+    Made by the quantize functions (``bitnet_go.quantize_i2s``, ...), never by
+    hand; each format is a subclass (:class:`~bitnet_go.TernaryTensor`).
+
+    Attributes:
+        qtype: the format (``"i2_s"``, ``"tl1"``, ``"tl2"``).
+        shape: the logical shape.
+        block_size: elements per scale, or ``None`` for one scale.
+        axis: None: the blocks run over the flattened (C-order) tensor.
+        packed: the packed data: read-only ``np.uint8``, or a GPU array.
+        scales: float32, one per block: read-only numpy, or a GPU array.
+        zero_points: None for symmetric formats.
+
+    Example:
+        >>> import bitnet_go
+        >>> t = bitnet_go.quantize_i2s([1.0, -1.0, 0.0])
+        >>> isinstance(t, bitnet_go.QuantizedTensor), t.zero_points, t.axis, t.device
+        (True, None, None, 'cpu')
+    """
+
+    __slots__ = ("qtype", "shape", "block_size", "axis", "packed", "scales", "zero_points", "_addrs")
+    qtype: QType
+    shape: tuple[int, ...]
+    block_size: int | None
+    axis: int | None
+    packed: np.ndarray
+    scales: np.ndarray
+    zero_points: np.ndarray | None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(f"{type(self).__name__} is made by bitnet_go's quantize functions, not constructed directly")
+
+    def _init(
+        self,
+        qtype: QType,
+        shape: tuple[int, ...],
+        block_size: int | None,
+        packed: np.ndarray | DeviceArray,
+        scales: np.ndarray | DeviceArray,
+        *,
+        zero_points: np.ndarray | DeviceArray | None = None,
+        axis: int | None = None,
+    ) -> None:
+        """Set the fields of a new tensor (already checked by the subclass); numpy arrays become read-only."""
+        host = isinstance(packed, np.ndarray)
+        if host:
+            for a in (packed, scales, zero_points):
+                if a is not None:
+                    a.flags.writeable = False  # type: ignore[attr-defined]
+        for k, v in (
+            ("qtype", qtype),
+            ("shape", shape),
+            ("block_size", block_size),
+            ("axis", axis),
+            ("packed", packed),
+            ("scales", scales),
+            ("zero_points", zero_points),
+        ):
+            object.__setattr__(self, k, v)
+        # the arrays' addresses for the C calls (numpy only; fixed, as the
+        # tensor is immutable and its arrays checked): ndarray.ctypes costs
+        # microseconds a call
+        addrs = (int(packed.ctypes.data), int(scales.ctypes.data)) if host else None  # type: ignore[attr-defined]
+        object.__setattr__(self, "_addrs", addrs)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable (cannot delete {name!r})")
+
+    # -- what each format provides
+
+    def _reduce_host(self) -> tuple[Callable[..., QuantizedTensor], tuple[object, ...]]:
+        """``__reduce__`` of this (host) tensor: the format's rebuild function and its arguments."""
+        raise NotImplementedError
+
+    def _with_arrays(self, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> QuantizedTensor:
+        """The same tensor holding these (host) arrays, checked as every new tensor is."""
+        raise NotImplementedError
+
+    # -- generic
+
+    def __reduce__(self) -> tuple[Callable[..., QuantizedTensor], tuple[object, ...]]:
+        return self.cpu()._reduce_host()  # pickles hold host arrays
+
+    @property
+    def device(self) -> str:
+        """``"cpu"`` for numpy arrays, else the device of ``packed`` (e.g. ``"cuda:0"``)."""
+        if isinstance(self.packed, np.ndarray):
+            return "cpu"
+        return device_of(self.packed)
+
+    @property
+    def on_device(self) -> bool:
+        """True when the arrays are GPU arrays (see ``bitnet_go.cuda``)."""
+        return not isinstance(self.packed, np.ndarray)
+
+    def cpu(self) -> QuantizedTensor:
+        """This tensor with numpy arrays (``self`` if already; waits for the GPU copy).
+
+        Example:
+            >>> import bitnet_go
+            >>> t = bitnet_go.quantize_i2s([1.0, -1.0])
+            >>> t.cpu() is t
+            True
+        """
+        if not self.on_device:
+            return self
+        zp = None if self.zero_points is None else to_host(self.zero_points)
+        return self._with_arrays(to_host(self.packed), to_host(self.scales), zp)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: packed data, scales and zero points."""
+        zp = 0 if self.zero_points is None else int(self.zero_points.nbytes)
+        return int(self.packed.nbytes) + int(self.scales.nbytes) + zp
+
+    @property
+    def bits_per_weight(self) -> float:
+        """Storage bits per element, scales (and zero points) included."""
+        return self.nbytes * 8 / self.size
+
+    def dequantize(self) -> np.ndarray:
+        """The reconstructed values as a new float32 array of ``shape``.
+
+        For a GPU tensor, a float32 array of its framework on its device
+        (see ``bitnet_go.cuda``).
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([2.0, -2.0, 0.0], method="absmax").dequantize()
+            array([ 2., -2.,  0.], dtype=float32)
+        """
+        if self.on_device:
+            return _gpu_dequantize(  # type: ignore[return-value]
+                self.packed, self.scales, self.block_size, self.shape, self.size
+            )
+        out = np.empty(self.size, np.float32)
+        ops.dequantize(self.qtype, self.packed, rows_of(self.shape), self.block_size, self.scales, out)
+        return out.reshape(self.shape)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(qtype={self.qtype!r}, shape={self.shape}, block_size={self.block_size}, "
+            f"scales={self.scales.shape[0]}, nbytes={self.nbytes}, bits_per_weight={self.bits_per_weight:.3f})"
+        )
+
+
+def dequantize(t: QuantizedTensor) -> np.ndarray:
+    """Reconstruct float32 values from a quantized tensor (``t.dequantize()``).
+
+    Example:
+        >>> import bitnet_go
+        >>> bitnet_go.dequantize(bitnet_go.quantize_i2s([1.0, -1.0]))
+        array([ 1., -1.], dtype=float32)
+    """
+    if not isinstance(t, QuantizedTensor):
+        raise TypeError(f"t must be a TernaryTensor, got {type(t).__name__}")
+    return t.dequantize()
