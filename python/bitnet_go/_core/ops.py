@@ -29,10 +29,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import lib
+from . import descriptor, lib
 from .types import Kernel, Method, QType
 
-QTYPE_CODES: dict[str, int] = {"i2_s": 0, "tl1": 1, "tl2": 2}
+QTYPE_CODES: dict[str, int] = {q: descriptor.DTYPES[q] for q in ("i2_s", "tl1", "tl2")}
 """Packed formats and their C ABI numbers."""
 
 METHOD_CODES: dict[str, int] = {"absmean": 0, "absmax": 1}
@@ -52,89 +52,79 @@ ALGORITHM_CODES: dict[str, int] = {
 KERNEL_NAMES: dict[int, Kernel] = {1: "naive", 2: "im2col", 3: "direct", 4: "depthwise", 5: "gemm1x1", 6: "lut"}
 """The algorithm numbers ``bng_conv2d`` reports having run."""
 
-_I32, _I64, _P, _U64 = lib.I32, lib.I64, lib.PTR, ctypes.c_uint64
+_I32, _I64 = lib.I32, lib.I64
+_T = ctypes.POINTER(descriptor.Tensor)
 _PI64 = ctypes.POINTER(ctypes.c_int64)
 
 lib.declare(
     {
-        # x, n, block_size, method, check_finite, packed, packed_len, scales, n_scales
-        "bng_quantize_i2s": (_I32, [_P, _I64, _I64, _I32, _I32, _P, _I64, _P, _I64], True),
-        # qtype, n, rows, out(int64*)
-        "bng_packed_len": (_I32, [_I32, _I64, _I64, _P], True),
-        # qtype, packed, packed_len, rows, out(int8), n
-        "bng_unpack": (_I32, [_I32, _P, _I64, _I64, _P, _I64], True),
-        # qtype, values(int8), n, rows, packed, packed_len
-        "bng_pack": (_I32, [_I32, _P, _I64, _I64, _P, _I64], True),
-        # qtype, packed, packed_len, rows, block_size, scales, n_scales, out(float32), n
-        "bng_dequantize": (_I32, [_I32, _P, _I64, _I64, _I64, _P, _I64, _P, _I64], True),
-        # x, n, c, h, w,
-        # packed, packed_len, scales, n_scales, block_size, qtype,
-        # o, wc, kh, kw, bias, n_bias,
-        # stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w, groups,
-        # act_bits, algorithm, check_finite, out, out_h, out_w, out_len, algo_used
+        # every op: one bng_tensor per operand (bindings/bng_abi.h), then its params
+        "bng_layout": (_I32, [_T, _PI64, _PI64], True),
+        "bng_quantize": (_I32, [_T, _T, ctypes.POINTER(descriptor.QuantizeParams)], True),
+        "bng_unpack": (_I32, [_T, _T], True),
+        "bng_pack": (_I32, [_T, _T], True),
+        "bng_dequantize": (_I32, [_T, _T], True),
         "bng_conv2d": (
             _I32,
-            [_P, _I64, _I64, _I64, _I64]
-            + [_P, _I64, _P, _I64, _I64, _I32]
-            + [_I64, _I64, _I64, _I64, _P, _I64]
-            + [_I64] * 9
-            + [_I32, _I32, _I32, _P, _I64, _I64, _I64, _P],
+            [_T, _T, _T, _T, ctypes.POINTER(descriptor.Conv2dParams), ctypes.POINTER(descriptor.OpInfo)],
             True,
         ),
         # n, block_size, out
         "bng_cuda_workspace_size": (_I32, [_I64, _I64, _PI64], True),
-        # dev, x, n, block_size, method, check_finite, packed, packed_len, scales, n_scales, work, work_len, stream
-        "bng_cuda_quantize_i2s": (
-            _I32,
-            [_I32, _U64, _I64, _I64, _I32, _I32, _U64, _I64, _U64, _I64, _U64, _I64, _U64],
-            True,
-        ),
-        # dev, x (host), n, block_size, method, check_finite, packed (host), packed_len, scales (host), n_scales
-        "bng_cuda_quantize_i2s_host": (_I32, [_I32, _P, _I64, _I64, _I32, _I32, _P, _I64, _P, _I64], True),
-        # dev, packed, packed_len, out (int8), n, stream
-        "bng_cuda_unpack_i2s": (_I32, [_I32, _U64, _I64, _U64, _I64, _U64], True),
-        # dev, packed, packed_len, block_size, scales, n_scales, out (float32), n, stream
-        "bng_cuda_dequantize_i2s": (_I32, [_I32, _U64, _I64, _I64, _U64, _I64, _U64, _I64, _U64], True),
     }
 )
 
-_ptr = lib.ptr
+_host = descriptor.host
+_byref = ctypes.byref
+
+
+def _values_shape(n: int, rows: int) -> tuple[int, ...]:
+    """The descriptor shape of ``n`` values in ``rows`` rows (the rows x K view)."""
+    return (n,) if rows == 1 else (rows, n // rows)
 
 
 # ---------------------------------------------------------------- sizes
 
 
 @functools.lru_cache(maxsize=1024)
-def packed_len(qtype: QType, n: int, rows: int) -> int:
-    """Bytes of packed data for ``n`` values in ``rows`` rows of format ``qtype`` (``bng_packed_len``).
+def layout(qtype: QType, n: int, rows: int, block_size: int | None) -> tuple[int, int]:
+    """Bytes and scales of ``n`` values in ``rows`` rows of format ``qtype`` (``bng_layout``).
 
-    Go is the one source of the formats' sizes. ``n`` in [1, 2**60], ``rows``
-    in [1, n] dividing ``n`` (``ValueError`` otherwise). Cached: tensors
-    check their packed length at every construction, and a foreign call
-    costs microseconds (errors are raised, so never cached).
+    Go is the one source of the formats' sizes and block counts. ``n`` in
+    [1, 2**60], ``rows`` in [1, n] dividing ``n`` (``ValueError``
+    otherwise). Cached: tensors check their lengths at every construction,
+    and a foreign call costs microseconds (errors are raised, never cached).
+
+    Example:
+        >>> layout("i2_s", 129, 1, None), layout("tl1", 10, 2, 4)
+        ((64, 1), (4, 3))
+    """
+    nbytes, nscales = ctypes.c_int64(0), ctypes.c_int64(0)
+    t = descriptor.layout(qtype, _values_shape(n, rows), block_size)
+    lib.call("bng_layout", _byref(t), _byref(nbytes), _byref(nscales))
+    return nbytes.value, nscales.value
+
+
+def packed_len(qtype: QType, n: int, rows: int) -> int:
+    """Bytes of packed data for ``n`` values in ``rows`` rows of format ``qtype`` (see :func:`layout`).
 
     Example:
         >>> packed_len("i2_s", 129, 1), packed_len("tl1", 10, 2)
         (64, 4)
     """
-    out = ctypes.c_int64(0)
-    lib.call("bng_packed_len", QTYPE_CODES[qtype], n, rows, ctypes.addressof(out))
-    return out.value
+    return layout(qtype, n, rows, None)[0]
 
 
 def num_blocks(n: int, block_size: int | None) -> int:
-    """Number of scales for ``n`` values in blocks of ``block_size`` (None: one).
+    """Number of scales for ``n`` values in blocks of ``block_size`` (None: one; see :func:`layout`).
 
-    The same rule as gokern/ternary.NumBlocks (a ``block_size`` of at least
-    ``n`` is one block); callers need it to allocate ``scales``.
+    ``n`` must be at least 1 (``ValueError`` otherwise).
 
     Example:
         >>> num_blocks(100, 32), num_blocks(100, None), num_blocks(100, 500)
         (4, 1, 1)
     """
-    if block_size is None or block_size >= n:
-        return 1
-    return -(-n // block_size)
+    return layout("i2_s", n, 1, block_size)[1]
 
 
 # ---------------------------------------------------------------- host ops
@@ -163,18 +153,10 @@ def quantize(
     """
     if qtype != "i2_s":
         raise ValueError(f"quantize packs i2_s only, got qtype {qtype!r}")
-    lib.call(
-        "bng_quantize_i2s",
-        _ptr(x),
-        x.size,
-        block_size or 0,
-        METHOD_CODES[method],
-        1 if check_finite else 0,
-        _ptr(packed),
-        packed.size,
-        _ptr(scales),
-        scales.size,
-    )
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
+    n = x.size
+    out = _host(packed, "i2_s", shape=(n,), scales=scales, block_size=block_size)
+    lib.call("bng_quantize", _byref(_host(x, "float32", shape=(n,))), _byref(out), _byref(p))
 
 
 def pack(qtype: QType, values: np.ndarray, rows: int, packed: np.ndarray) -> None:
@@ -184,7 +166,8 @@ def pack(qtype: QType, values: np.ndarray, rows: int, packed: np.ndarray) -> Non
         >>> p = np.empty(1, np.uint8); pack("tl1", np.array([1, -1], np.int8), 1, p); hex(p[0])
         '0x6'
     """
-    lib.call("bng_pack", QTYPE_CODES[qtype], _ptr(values), values.size, rows, _ptr(packed), packed.size)
+    shape = _values_shape(values.size, rows)
+    lib.call("bng_pack", _byref(_host(values, "int8", shape=shape)), _byref(_host(packed, qtype, shape=shape)))
 
 
 def unpack(qtype: QType, packed: np.ndarray, rows: int, out: np.ndarray) -> None:
@@ -196,7 +179,8 @@ def unpack(qtype: QType, packed: np.ndarray, rows: int, out: np.ndarray) -> None
         >>> out = np.empty(2, np.int8); unpack("tl1", np.array([6], np.uint8), 1, out); out
         array([ 1, -1], dtype=int8)
     """
-    lib.call("bng_unpack", QTYPE_CODES[qtype], _ptr(packed), packed.size, rows, _ptr(out), out.size)
+    shape = _values_shape(out.size, rows)
+    lib.call("bng_unpack", _byref(_host(packed, qtype, shape=shape)), _byref(_host(out, "int8", shape=shape)))
 
 
 def dequantize(
@@ -214,18 +198,9 @@ def dequantize(
         >>> dequantize("tl1", np.array([6], np.uint8), 1, None, np.array([0.5], np.float32), out); out
         array([ 0.5, -0.5], dtype=float32)
     """
-    lib.call(
-        "bng_dequantize",
-        QTYPE_CODES[qtype],
-        _ptr(packed),
-        packed.size,
-        rows,
-        block_size or 0,
-        _ptr(scales),
-        scales.size,
-        _ptr(out),
-        out.size,
-    )
+    shape = _values_shape(out.size, rows)
+    src = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
+    lib.call("bng_dequantize", _byref(src), _byref(_host(out, "float32", shape=shape)))
 
 
 class ConvInfo(NamedTuple):
@@ -233,11 +208,10 @@ class ConvInfo(NamedTuple):
 
     algorithm: Kernel
     """The algorithm the planner ran (``"direct"`` and ``"auto"`` resolved)."""
-    kernel: str | None
-    """The micro-kernel that ran (e.g. ``"implicit_gemm/avx2"``), None until the Go side reports it."""
+    kernel: str
+    """The kernel that ran, ``path/family`` (e.g. ``"implicit_gemm/avx2"``, ``"gemv/avx2"``); empty for an empty batch."""
 
 
-_RAN = {code: ConvInfo(name, None) for code, name in KERNEL_NAMES.items()}  # one tuple per answer, made once
 
 
 def conv2d(
@@ -277,25 +251,20 @@ def conv2d(
         >>> quantize(np.ones(9, np.float32), "i2_s", None, "absmean", True, p, s)
         >>> conv2d(x, p, s, "i2_s", None, (1, 1, 3, 3), None, out, stride=(1, 1), padding=(0, 0, 0, 0),
         ...        dilation=(1, 1), groups=1, act_bits=None, algorithm="naive", check_finite=True)
-        ConvInfo(algorithm='naive', kernel=None)
+        ConvInfo(algorithm='naive', kernel='naive/generic')
         >>> out
         array([[[[9.]]]], dtype=float32)
     """
-    n, c, h, w = x.shape
-    o, wc, kh, kw = weight_shape
-    pa, sa = weight_addrs if weight_addrs is not None else (_ptr(packed), _ptr(scales))
-    used = ctypes.c_int32(0)
-    lib.call(
-        "bng_conv2d",
-        _ptr(x), n, c, h, w,
-        pa, packed.size, sa, scales.size, block_size or 0, QTYPE_CODES[qtype],
-        o, wc, kh, kw,
-        None if bias is None else _ptr(bias), 0 if bias is None else bias.size,
-        stride[0], stride[1], padding[0], padding[1], padding[2], padding[3], dilation[0], dilation[1], groups,
-        0 if act_bits is None else act_bits, ALGORITHM_CODES[algorithm], 1 if check_finite else 0,
-        _ptr(out), out.shape[2], out.shape[3], out.size, ctypes.addressof(used),
-    )  # fmt: skip
-    return _RAN[used.value]
+    p = descriptor.Conv2dParams(
+        descriptor.CONV2D_V1, 0 if act_bits is None else act_bits, ALGORITHM_CODES[algorithm], 1 if check_finite else 0
+    )
+    p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
+    wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size, addrs=weight_addrs)
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    bt = None if bias is None else _byref(_host(bias, "float32"))
+    xt, ot = _host(x, "float32"), _host(out, "float32")
+    lib.call("bng_conv2d", _byref(xt), _byref(wt), bt, _byref(ot), _byref(p), _byref(info))
+    return ConvInfo(KERNEL_NAMES[info.algorithm], info.kernel.decode())
 
 
 # ---------------------------------------------------------------- CUDA ops (I2_S)
@@ -336,11 +305,12 @@ def cuda_quantize(
     enqueued, except with ``check_finite`` (waits to read the first NaN/Inf
     index back).
     """
-    lib.call(
-        "bng_cuda_quantize_i2s",
-        dev, x, n, block_size or 0, METHOD_CODES[method], 1 if check_finite else 0,
-        packed, packed_len, scales, n_scales, work, work_len, stream,
-    )  # fmt: skip
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
+    p.work, p.work_len = work or None, work_len
+    xt = descriptor.device(x, 4 * n, "float32", (n,), dev, stream=stream)
+    out = descriptor.device(packed, packed_len, "i2_s", (n,), dev, scales=scales, n_scales=n_scales,
+                            block_size=block_size, stream=stream)  # fmt: skip
+    lib.call("bng_quantize", _byref(xt), _byref(out), _byref(p))
 
 
 def cuda_quantize_host(
@@ -353,16 +323,17 @@ def cuda_quantize_host(
     scales: np.ndarray,
 ) -> None:
     """:func:`quantize` to I2_S of host arrays, computed on GPU ``dev`` (copies through pooled device buffers)."""
-    lib.call(
-        "bng_cuda_quantize_i2s_host",
-        dev, _ptr(x), x.size, block_size or 0, METHOD_CODES[method], 1 if check_finite else 0,
-        _ptr(packed), packed.size, _ptr(scales), scales.size,
-    )  # fmt: skip
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
+    p.run_on, p.run_on_id = descriptor.CUDA, dev
+    n = x.size
+    out = _host(packed, "i2_s", shape=(n,), scales=scales, block_size=block_size)
+    lib.call("bng_quantize", _byref(_host(x, "float32", shape=(n,))), _byref(out), _byref(p))
 
 
 def cuda_unpack(dev: int, packed: int, packed_len: int, out: int, n: int, stream: int) -> None:
     """Write the ``n`` I2_S values at device address ``packed`` as int8 to device address ``out``, on ``stream``."""
-    lib.call("bng_cuda_unpack_i2s", dev, packed, packed_len, out, n, stream)
+    src = descriptor.device(packed, packed_len, "i2_s", (n,), dev, stream=stream)
+    lib.call("bng_unpack", _byref(src), _byref(descriptor.device(out, n, "int8", (n,), dev, stream=stream)))
 
 
 def cuda_dequantize(
@@ -377,4 +348,7 @@ def cuda_dequantize(
     stream: int,
 ) -> None:
     """Write ``value * scale`` of the ``n`` I2_S values at ``packed`` as float32 to ``out`` (device addresses)."""
-    lib.call("bng_cuda_dequantize_i2s", dev, packed, packed_len, block_size or 0, scales, n_scales, out, n, stream)
+    src = descriptor.device(packed, packed_len, "i2_s", (n,), dev, scales=scales, n_scales=n_scales,
+                            block_size=block_size, stream=stream)  # fmt: skip
+    out_t = descriptor.device(out, 4 * n, "float32", (n,), dev, stream=stream)
+    lib.call("bng_dequantize", _byref(src), _byref(out_t))
