@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"encoding/json"
-	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/cuda"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
@@ -112,75 +111,6 @@ func bng_cuda_workspace_size(n, blockSize C.int64_t, out *C.int64_t, errbuf *C.c
 		}
 		*out = C.int64_t(w)
 		return nil
-	})
-}
-
-// bng_cuda_quantize_i2s quantizes n float32 values at device address x into
-// packed (ceil(n/128)*32 bytes) and scales, enqueued on stream of device
-// dev, using work (bng_cuda_workspace_size bytes). Returns once enqueued;
-// with check_finite it waits for the stream (to read the first NaN/Inf index).
-//
-//export bng_cuda_quantize_i2s
-func bng_cuda_quantize_i2s(dev C.int32_t, x C.uint64_t, n, blockSize C.int64_t, method, checkFinite C.int32_t,
-	packed C.uint64_t, packedLen C.int64_t, scales C.uint64_t, nScales C.int64_t,
-	work C.uint64_t, workLen C.int64_t, stream C.uint64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		return cuda.QuantizeDevice(int(dev), uint64(x), uint64(packed), uint64(scales), uint64(work),
-			int64(n), int64(blockSize), ternary.Method(method), checkFinite != 0,
-			int64(packedLen), int64(nScales), int64(workLen), uint64(stream))
-	})
-}
-
-// bng_cuda_quantize_i2s_host is bng_quantize_i2s on device dev: host arrays
-// in and out (copied through pooled device buffers); returns when done.
-//
-//export bng_cuda_quantize_i2s_host
-func bng_cuda_quantize_i2s_host(dev C.int32_t, x *C.float, n, blockSize C.int64_t, method, checkFinite C.int32_t,
-	packed *C.uint8_t, packedLen C.int64_t, scales *C.float, nScales C.int64_t,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		xs, err := view[float32](unsafe.Pointer(x), n, "x")
-		if err != nil {
-			return err
-		}
-		ps, err := view[byte](unsafe.Pointer(packed), packedLen, "packed")
-		if err != nil {
-			return err
-		}
-		ss, err := view[float32](unsafe.Pointer(scales), nScales, "scales")
-		if err != nil {
-			return err
-		}
-		if len(xs) == 0 || len(ps) == 0 || len(ss) == 0 {
-			return errs.Value("x, packed and scales must not be empty (n=%d, packed_len=%d, n_scales=%d)",
-				int64(n), int64(packedLen), int64(nScales))
-		}
-		return cuda.QuantizeHost(int(dev), unsafe.Pointer(&xs[0]), int64(n), int64(blockSize), ternary.Method(method),
-			checkFinite != 0, unsafe.Pointer(&ps[0]), int64(packedLen), unsafe.Pointer(&ss[0]), int64(nScales))
-	})
-}
-
-// bng_cuda_unpack_i2s writes the n ternary values (int8) of packed into out
-// on stream (no wait; codes are not validated: a code 3 unpacks as 2).
-//
-//export bng_cuda_unpack_i2s
-func bng_cuda_unpack_i2s(dev C.int32_t, packed C.uint64_t, packedLen C.int64_t, out C.uint64_t, n C.int64_t,
-	stream C.uint64_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		return cuda.UnpackDevice(int(dev), uint64(packed), int64(packedLen), uint64(out), int64(n), uint64(stream))
-	})
-}
-
-// bng_cuda_dequantize_i2s writes value*scale (float32) for n values into out
-// on stream (no wait).
-//
-//export bng_cuda_dequantize_i2s
-func bng_cuda_dequantize_i2s(dev C.int32_t, packed C.uint64_t, packedLen, blockSize C.int64_t,
-	scales C.uint64_t, nScales C.int64_t, out C.uint64_t, n C.int64_t, stream C.uint64_t,
-	errbuf *C.char, errcap C.int64_t) C.int32_t {
-	return guard(errbuf, errcap, func() error {
-		return cuda.DequantizeDevice(int(dev), uint64(packed), int64(packedLen), int64(blockSize),
-			uint64(scales), int64(nScales), uint64(out), int64(n), uint64(stream))
 	})
 }
 

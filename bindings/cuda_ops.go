@@ -48,6 +48,9 @@ func wantPlain(t *qtensor.Tensor, d qtensor.DType, size int) error {
 }
 
 func quantizeDevice(x, out *qtensor.Tensor, m ternary.Method, check bool, p *C.bng_quantize_params) error {
+	if err := ternary.CheckSizes(x.Len(), out.BlockSize); err != nil {
+		return err
+	}
 	if err := wantPlain(x, qtensor.F32, 4); err != nil {
 		return err
 	}

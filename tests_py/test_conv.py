@@ -421,13 +421,33 @@ def test_abi_revalidates():
     t = bitnet_go.quantize_conv_weight(np.ones((3, 2, 3, 3), np.float32))
     out = np.empty((1, 3, 2, 2), np.float32)
 
+    from bitnet_go._core import descriptor as d
+
     def call(**over):
         a = dict(x=_lib.ptr(x), n=1, c=2, h=4, w=4, packed=_lib.ptr(t.packed), plen=t.packed.size,
                  scales=_lib.ptr(t.scales), ns=t.scales.size, bs=18, qt=0, o=3, wc=2, kh=3, kw=3,
                  bias=None, nb=0, sh=1, sw=1, pt=0, pl=0, pb=0, pr=0, dh=1, dw=1, g=1,
-                 ab=0, alg=0, cf=1, out=_lib.ptr(out), oh=2, ow=2, olen=out.size, used=None)  # fmt: skip
+                 ab=0, alg=0, cf=1, out=_lib.ptr(out), oh=2, ow=2, olen=out.size, info=None)  # fmt: skip
         a.update(over)
-        _lib.call("bng_conv2d", *a.values())
+        keep = []
+
+        def tensor(data, nbytes, dtype, shape, scales=None, ns=0, bs=0):
+            dims = (ctypes.c_int64 * len(shape))(*shape)
+            keep.append(dims)
+            return d.Tensor(version=d.TENSOR_V1, dtype=dtype, device_type=d.CPU, data=data, nbytes=nbytes,
+                            ndim=len(shape), axis=-1, shape=dims, scales=scales, n_scales=ns, block_size=bs)
+
+        xt = tensor(a["x"], 4 * a["n"] * a["c"] * a["h"] * a["w"] if a["n"] < 1 << 20 else x.nbytes,
+                    d.DTYPES["float32"], (a["n"], a["c"], a["h"], a["w"]))
+        wt = tensor(a["packed"], a["plen"], a["qt"], (a["o"], a["wc"], a["kh"], a["kw"]), a["scales"], a["ns"], a["bs"])
+        bt = None if a["bias"] is None and a["nb"] == 0 else ctypes.byref(tensor(a["bias"], 4 * a["nb"], d.DTYPES["float32"], (a["nb"],)))
+        ot = tensor(a["out"], 4 * a["olen"], d.DTYPES["float32"], (1, 3, a["oh"], a["ow"]))
+        p = d.Conv2dParams(d.CONV2D_V1, a["ab"], a["alg"], a["cf"])
+        p.stride[:], p.padding[:] = [a["sh"], a["sw"]], [a["pt"], a["pl"], a["pb"], a["pr"]]
+        p.dilation[:], p.groups = [a["dh"], a["dw"]], a["g"]
+        info = a["info"]
+        _lib.call("bng_conv2d", ctypes.byref(xt), ctypes.byref(wt), bt, ctypes.byref(ot), ctypes.byref(p),
+                  None if info is None else ctypes.byref(info))
 
     call()
     for over, match in [
@@ -438,9 +458,9 @@ def test_abi_revalidates():
         (dict(qt=1), "tl1"),
         (dict(qt=7), "qtype must be"),
         (dict(oh=3), "does not match"),
-        (dict(olen=3), "out must have"),
-        (dict(olen=-1), "out: length must be non-negative"),
-        (dict(nb=3), "bias is NULL but its length is 3"),
+        (dict(olen=3), "out: 12 bytes do not hold 12 float32 values"),
+        (dict(olen=-1), "must be non-negative"),
+        (dict(nb=3), "bias is NULL but its length is 12"),
         (dict(x=None), "x is NULL"),
         (dict(n=1 << 31, h=1 << 31, w=1 << 31), "x: shape"),
         (dict(wc=3), "weight has 3 input channels per group"),
@@ -452,9 +472,9 @@ def test_abi_revalidates():
     ]:
         with pytest.raises(ValueError, match=match):
             call(**over)
-    used = ctypes.c_int32(0)
-    call(used=ctypes.addressof(used), alg=3)
-    assert ops.KERNEL_NAMES[used.value] == "direct"
+    info = d.OpInfo(d.OP_INFO_V1)
+    call(info=info, alg=3)
+    assert ops.KERNEL_NAMES[info.algorithm] == "direct" and info.kernel.decode() == "direct/generic"
 
 
 def test_bench_suite_quick(tmp_path):
@@ -658,7 +678,6 @@ def test_nonfinite_propagate_like_torch():
 def test_abi_one_block_is_per_tensor():
     """A weight whose single block covers the whole tensor (block_size >= its size, dividing K or not)
     is one scale per tensor, through the C ABI (the Python layer has its own check)."""
-    from bitnet_go._core import lib as _lib
 
     rng = np.random.default_rng(14)
     x = rng.standard_normal((2, 3, 7, 6), dtype=np.float32)
@@ -668,10 +687,9 @@ def test_abi_one_block_is_per_tensor():
     for bs in (1000, 108, 109):
         for ab, alg in ((0, 0), (0, 1), (0, 2), (0, 3), (8, 0), (8, 1), (8, 2), (8, 3), (8, 6)):
             out = np.full((2, 4, 7, 6), np.nan, np.float32)
-            _lib.call(
-                "bng_conv2d", _lib.ptr(x), 2, 3, 7, 6, _lib.ptr(t.packed), t.packed.size, _lib.ptr(t.scales), 1, bs, 0,
-                4, 3, 3, 3, None, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, ab, alg, 1, _lib.ptr(out), 7, 6, out.size, None,
-            )  # fmt: skip
+            algo = list(ops.ALGORITHM_CODES)[alg]
+            ops.conv2d(x, t.packed, t.scales, "i2_s", bs, (4, 3, 3, 3), None, out, (1, 1), (1, 1, 1, 1), (1, 1), 1,
+                       ab or None, algo, True)  # fmt: skip
             if ab == 8:
                 np.testing.assert_allclose(out, torch_int8_ref(x, t, None, cfg), rtol=1e-6, atol=0)
             else:

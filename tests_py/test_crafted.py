@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import bitnet_go
+from bitnet_go._core import descriptor
 from bitnet_go._core import lib as _lib
 from bitnet_go._core.ops import num_blocks
 from bitnet_go._quantized import rows_of
@@ -419,27 +420,34 @@ def _case_abi_counts() -> None:
     vals = np.zeros(64, np.int8)
     out = np.zeros(64, np.float32)
     one = np.ones(1, np.float32)
-    p, v, o, s = buf.ctypes.data, vals.ctypes.data, out.ctypes.data, one.ctypes.data
-    for q in QTYPES.values():
-        for n, rows, plen in ((0, HUGE, 0), (0, 1, 0), (6, 12, 2), (6, 0, 2), (6, -1, 2), (6, HUGE, 2), (6, 4, 2)):
-            with pytest.raises(ValueError, match="n .the number of values.|rows must be"):
-                _abi("bng_unpack", q, p, plen, rows, v, n)
-            with pytest.raises(ValueError, match="n .the number of values.|rows must be"):
-                _abi("bng_pack", q, v, n, rows, p, plen)
-            with pytest.raises(ValueError, match="n .the number of values.|rows must be"):
-                _abi("bng_dequantize", q, p, plen, rows, 0, s, 1, o, n)
-            res = ctypes.c_int64(-1)
-            with pytest.raises(ValueError, match="n .the number of values.|rows must be"):
-                _abi("bng_packed_len", q, n, rows, ctypes.addressof(res))
+
+    def ops3(q: str, shape: tuple[int, ...], plen: int) -> list[tuple[str, object, object]]:
+        n = math.prod(shape) if all(v >= 0 for v in shape) else 0
+        packed = descriptor.host(buf, q, shape=shape, scales=one)
+        packed.nbytes = plen
+        v = descriptor.host(vals, "int8", shape=shape)
+        o = descriptor.host(out, "float32", shape=shape)
+        v.nbytes, o.nbytes = min(max(n, 0), 64), 4 * min(max(n, 0), 16)
+        return [("bng_unpack", packed, v), ("bng_pack", v, packed), ("bng_dequantize", packed, o)]
+
+    def call(name: str, a: object, b: object) -> None:
+        _abi(name, ctypes.byref(a), ctypes.byref(b))  # type: ignore[arg-type]
+
+    for q in QTYPES:
+        # counts that make no tensor: zero values, negative or overflowing dimensions
+        for shape in ((0,), (HUGE, 0), (0, 6), (-1, 6), (HUGE, 2), (2**31, 2**31)):
+            for name, a, b in ops3(q, shape, 2):
+                with pytest.raises(ValueError, match="n .the number of values.|dimension|more than"):
+                    call(name, a, b)
+            nbytes, nscales = ctypes.c_int64(-1), ctypes.c_int64(-1)
+            with pytest.raises(ValueError, match="n .the number of values.|dimension|more than"):
+                _abi("bng_layout", ctypes.byref(descriptor.layout(q, shape)), ctypes.byref(nbytes), ctypes.byref(nscales))
         # a packed length other than the exact one, in every direction
-        want = packed_len(6, list(QTYPES)[q], 2)
+        want = packed_len(6, q, 2)
         for plen in (want - 1, want + 1, 0, 64):
-            with pytest.raises(ValueError, match="packed must have"):
-                _abi("bng_unpack", q, p, plen, 2, v, 6)
-            with pytest.raises(ValueError, match="packed must have"):
-                _abi("bng_pack", q, v, 6, 2, p, plen)
-            with pytest.raises(ValueError, match="packed must have"):
-                _abi("bng_dequantize", q, p, plen, 2, 0, s, 1, o, 6)
+            for name, a, b in ops3(q, (2, 3), plen):
+                with pytest.raises(ValueError, match="packed must have"):
+                    call(name, a, b)
 
 
 def test_abi_counts_checked_before_any_loop() -> None:

@@ -15,6 +15,7 @@ Two kinds of tests:
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ import pytest
 import bitnet_go
 import bitnet_go.cuda as cuda
 from bitnet_go import diagnostics
+from bitnet_go._core import descriptor
 from bitnet_go._core import lib as _lib
 from bitnet_go._core import ops
 
@@ -149,8 +151,14 @@ def test_device_argument_errors() -> None:
 
 
 def test_abi_checks_arguments_before_the_driver() -> None:
-    def call(*a: object) -> None:
-        _lib.call("bng_cuda_quantize_i2s", *a)
+    def call(dev: int, x: int, n: int, bs: int, method: int, check: int, packed: int, plen: int, scales: int,
+             nb: int, work: int, ws: int, stream: int) -> None:  # fmt: skip
+        """bng_quantize on CUDA descriptors, every field given as the old positional export took it."""
+        p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, method, check)
+        p.work, p.work_len = work or None, ws
+        xt = descriptor.device(x, 4 * n, "float32", (n,), dev, stream=stream)
+        out = descriptor.device(packed, plen, "i2_s", (n,), dev, scales=scales, n_scales=nb, block_size=bs, stream=stream)
+        _lib.call("bng_quantize", ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p))
 
     # dev, x, n, block_size, method, check, packed, packed_len, scales, n_scales, work, work_len, stream
     with pytest.raises(ValueError, match="x is NULL"):
@@ -168,7 +176,11 @@ def test_abi_checks_arguments_before_the_driver() -> None:
     with pytest.raises(ValueError, match="at least one element"):
         call(0, 256, 0, 0, 0, 1, 256, 0, 256, 1, 256, 256, 0)
     with pytest.raises(ValueError, match="x is NULL"):
-        _lib.call("bng_cuda_quantize_i2s_host", 0, None, 10, 0, 0, 1, None, 32, None, 1)
+        xt = descriptor.host(np.empty(10, np.float32), "float32")
+        xt.data = None
+        out = descriptor.host(np.empty(32, np.uint8), "i2_s", shape=(10,), scales=np.empty(1, np.float32))
+        p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, 0, 1, descriptor.CUDA, 0)
+        _lib.call("bng_quantize", ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p))
     with pytest.raises(ValueError, match="at least one element"):
         ops.cuda_workspace_size(0, None)
 
@@ -200,6 +212,7 @@ import numpy as np
 import bitnet_go, bitnet_go.cuda as c
 from bitnet_go import diagnostics
 from bitnet_go._core import lib as _lib
+from bitnet_go._core import ops
 from bitnet_go._core.ops import cuda_workspace_size, num_blocks
 from bitnet_go._ternary import METHODS, packed_len
 
@@ -253,12 +266,12 @@ for n, bs, m in [(5000, None, "absmean"), (20001, 128, "absmax"), (9000, 1000, "
     xd, pd, sd, wd = fake.fake_alloc(4 * n), fake.fake_alloc(plen), fake.fake_alloc(4 * nb), fake.fake_alloc(ws)
     qd, fd = fake.fake_alloc(n), fake.fake_alloc(4 * n)
     ctypes.memmove(xd, x.ctypes.data, 4 * n)
-    _lib.call("bng_cuda_quantize_i2s", 0, xd, n, bs or 0, METHODS[m], 1, pd, plen, sd, nb, wd, ws, 0)
+    ops.cuda_quantize(0, xd, n, bs, m, True, pd, plen, sd, nb, wd, ws, 0)
     assert ctypes.string_at(pd, plen) == ref.packed.tobytes()
     assert ctypes.string_at(sd, 4 * nb) == ref.scales.tobytes()
-    _lib.call("bng_cuda_unpack_i2s", 0, pd, plen, qd, n, 0)
+    ops.cuda_unpack(0, pd, plen, qd, n, 0)
     assert ctypes.string_at(qd, n) == ref.values().tobytes()
-    _lib.call("bng_cuda_dequantize_i2s", 0, pd, plen, bs or 0, sd, nb, fd, n, 0)
+    ops.cuda_dequantize(0, pd, plen, bs, sd, nb, fd, n, 0)
     assert ctypes.string_at(fd, 4 * n) == ref.dequantize().tobytes()
     ms = diagnostics.request("cuda_time_quantize", dev=0, x=xd, n=n, block_size=bs or 0, method=METHODS[m], packed=pd,
                              packed_len=plen, scales=sd, n_scales=nb, work=wd, work_len=ws, stream=0, repeat=2)["ms"]
@@ -268,14 +281,14 @@ for n, bs, m in [(5000, None, "absmean"), (20001, 128, "absmax"), (9000, 1000, "
     x[n // 2] = np.nan
     ctypes.memmove(xd, x.ctypes.data, 4 * n)
     try:
-        _lib.call("bng_cuda_quantize_i2s", 0, xd, n, bs or 0, METHODS[m], 1, pd, plen, sd, nb, wd, ws, 0)
+        ops.cuda_quantize(0, xd, n, bs, m, True, pd, plen, sd, nb, wd, ws, 0)
         raise AssertionError("NaN accepted")
     except ValueError as e:
         want = f"x contains a non-finite value (NaN) at flat index {n // 2}; pass check_finite=False to quantize anyway"
         assert str(e) == want, e
     host = np.zeros(n, np.float32)
     try:  # host memory passed as a device pointer: refused, not a fault
-        _lib.call("bng_cuda_quantize_i2s", 0, host.ctypes.data, n, bs or 0, 0, 1, pd, plen, sd, nb, wd, ws, 0)
+        ops.cuda_quantize(0, host.ctypes.data, n, bs, "absmean", True, pd, plen, sd, nb, wd, ws, 0)
         raise AssertionError("host pointer accepted")
     except ValueError as e:
         assert "is not CUDA device memory" in str(e), e

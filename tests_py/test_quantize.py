@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import bitnet_go
+from bitnet_go._core import descriptor, ops
 from bitnet_go._core import lib as _lib
 from torch_ref import ref_pack, ref_quantize
 
@@ -116,10 +117,10 @@ def test_pack_unpack_round_trip(n: int) -> None:
     rng = np.random.default_rng(n)
     v = rng.integers(-1, 2, size=n).astype(np.int8)
     packed = np.empty(-(-n // 128) * 32, np.uint8)
-    _lib.call("bng_pack", 0, _lib.ptr(v), n, 1, _lib.ptr(packed), packed.size)
+    ops.pack("i2_s", v, 1, packed)
     np.testing.assert_array_equal(packed, ref_pack(torch.from_numpy(v)).numpy())
     back = np.empty(n, np.int8)
-    _lib.call("bng_unpack", 0, _lib.ptr(packed), packed.size, 1, _lib.ptr(back), n)
+    ops.unpack("i2_s", packed, 1, back)
     np.testing.assert_array_equal(back, v)
 
 
@@ -303,24 +304,41 @@ def test_abi_validates_its_own_arguments() -> None:
     x = np.ones(300, np.float32)
     packed = np.empty(96, np.uint8)
     scales = np.empty(1, np.float32)
-    ok = (_lib.ptr(x), 300, 0, 0, 1, _lib.ptr(packed), 96, _lib.ptr(scales), 1)
-    _lib.call("bng_quantize_i2s", *ok)
+
+    def run(change: object = None) -> None:
+        xt = descriptor.host(x, "float32")
+        out = descriptor.host(packed, "i2_s", shape=(300,), scales=scales)
+        p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, 0, 1)
+        if change is not None:
+            change(xt, out, p)  # type: ignore[operator]
+        _lib.call("bng_quantize", ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p))
+
+    def shape(t: descriptor.Tensor, *dims: int) -> None:
+        arr = (ctypes.c_int64 * len(dims))(*dims)
+        t._keep.append(arr)
+        t.shape, t.ndim = arr, len(dims)
+
+    run()
     cases = [
-        ((None, 300) + ok[2:], "x is NULL"),
-        ((ok[0], -1) + ok[2:], "non-negative"),
-        ((ok[0], 2**62) + ok[2:], "overflows"),
-        ((ok[0], 0) + ok[2:], "at least one element"),
-        (ok[:2] + (-5,) + ok[3:], "block_size"),
-        (ok[:3] + (9,) + ok[4:], "method"),
-        (ok[:5] + (None, 96) + ok[7:], "packed is NULL"),
-        (ok[:6] + (95,) + ok[7:], "packed must have 96"),
-        (ok[:8] + (2,), "scales must have 1"),
+        (lambda xt, out, p: setattr(xt, "data", None), "x is NULL"),
+        (lambda xt, out, p: setattr(xt, "nbytes", -1), "non-negative"),
+        (lambda xt, out, p: setattr(xt, "nbytes", 2**62 + 1), "overflows"),
+        (lambda xt, out, p: (shape(xt, 0), shape(out, 0), setattr(xt, "nbytes", 0)), "at least one element"),
+        (lambda xt, out, p: setattr(out, "block_size", -5), "block_size"),
+        (lambda xt, out, p: setattr(p, "method", 9), "method"),
+        (lambda xt, out, p: setattr(out, "data", None), "out is NULL"),
+        (lambda xt, out, p: setattr(out, "nbytes", 95), "packed must have 96"),
+        (lambda xt, out, p: setattr(out, "n_scales", 2), "scales must have 1"),
     ]
-    for args, match in cases:
+    for change, match in cases:
         with pytest.raises(ValueError, match=match):
-            _lib.call("bng_quantize_i2s", *args)
+            run(change)
     # status without an error buffer still comes back
-    assert _lib.lib.bng_quantize_i2s(None, 300, 0, 0, 1, None, 96, None, 1, None, 0) == 1
+    xt = descriptor.host(x, "float32")
+    xt.data = None
+    out = descriptor.host(packed, "i2_s", shape=(300,), scales=scales)
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, 0, 1)
+    assert _lib.function("bng_quantize")(ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p), None, 0) == 1
     with pytest.raises(ValueError, match="need"):
         _lib.call("bng_cpu_features", ctypes.create_string_buffer(4), 4)
     with pytest.raises(ValueError, match=r"n \(the number of threads\) must be in \[1, 1024\]"):

@@ -79,8 +79,16 @@ _byref = ctypes.byref
 
 
 def _values_shape(n: int, rows: int) -> tuple[int, ...]:
-    """The descriptor shape of ``n`` values in ``rows`` rows (the rows x K view)."""
-    return (n,) if rows == 1 else (rows, n // rows)
+    """The descriptor shape of ``n`` values in ``rows`` rows (the rows x K view).
+
+    A shape cannot say "``rows`` rows that do not divide ``n``": that one
+    check is made here, with Go's message; Go checks everything else.
+    """
+    if rows == 1:
+        return (n,)
+    if n >= 1 and not (1 <= rows <= n and n % rows == 0):
+        raise ValueError(f"rows must be between 1 and n = {n} and divide it, got {rows}")
+    return (rows, n // rows) if n >= 1 else (n,)
 
 
 # ---------------------------------------------------------------- sizes
