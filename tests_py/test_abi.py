@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import bitnet_go
-from bitnet_go._core import lib as _lib
 from bitnet_go._core import descriptor as d
+from bitnet_go._core import lib as _lib
 
 ROOT = Path(__file__).resolve().parents[1]
 STRUCTS = {"bng_tensor": d.Tensor, "bng_quantize_params": d.QuantizeParams,
@@ -64,7 +64,8 @@ def _want_bytes(qtype: str, shape: tuple[int, ...]) -> int:
     if qtype == "i2_s":
         return -(-n // 128) * 32
     if qtype == "tl1":
-        return rows * -(-(-(-k // 2)) // 2)
+        pairs = (k + 1) // 2
+        return rows * ((pairs + 1) // 2)
     t = k // 3
     return rows * (-(-t // 2) + -(-t // 8) + (1 if k % 3 else 0))
 

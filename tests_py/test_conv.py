@@ -440,7 +440,9 @@ def test_abi_revalidates():
         xt = tensor(a["x"], 4 * a["n"] * a["c"] * a["h"] * a["w"] if a["n"] < 1 << 20 else x.nbytes,
                     d.DTYPES["float32"], (a["n"], a["c"], a["h"], a["w"]))
         wt = tensor(a["packed"], a["plen"], a["qt"], (a["o"], a["wc"], a["kh"], a["kw"]), a["scales"], a["ns"], a["bs"])
-        bt = None if a["bias"] is None and a["nb"] == 0 else ctypes.byref(tensor(a["bias"], 4 * a["nb"], d.DTYPES["float32"], (a["nb"],)))
+        bt = None
+        if a["bias"] is not None or a["nb"]:
+            bt = ctypes.byref(tensor(a["bias"], 4 * a["nb"], d.DTYPES["float32"], (a["nb"],)))
         ot = tensor(a["out"], 4 * a["olen"], d.DTYPES["float32"], (1, 3, a["oh"], a["ow"]))
         p = d.Conv2dParams(d.CONV2D_V1, a["ab"], a["alg"], a["cf"])
         p.stride[:], p.padding[:] = [a["sh"], a["sw"]], [a["pt"], a["pl"], a["pb"], a["pr"]]

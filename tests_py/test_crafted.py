@@ -441,7 +441,8 @@ def _case_abi_counts() -> None:
                     call(name, a, b)
             nbytes, nscales = ctypes.c_int64(-1), ctypes.c_int64(-1)
             with pytest.raises(ValueError, match="n .the number of values.|dimension|more than"):
-                _abi("bng_layout", ctypes.byref(descriptor.layout(q, shape)), ctypes.byref(nbytes), ctypes.byref(nscales))
+                lt = descriptor.layout(q, shape)
+                _abi("bng_layout", ctypes.byref(lt), ctypes.byref(nbytes), ctypes.byref(nscales))
         # a packed length other than the exact one, in every direction
         want = packed_len(6, q, 2)
         for plen in (want - 1, want + 1, 0, 64):

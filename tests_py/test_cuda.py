@@ -30,9 +30,8 @@ import pytest
 import bitnet_go
 import bitnet_go.cuda as cuda
 from bitnet_go import diagnostics
-from bitnet_go._core import descriptor
+from bitnet_go._core import descriptor, ops
 from bitnet_go._core import lib as _lib
-from bitnet_go._core import ops
 
 REASON = cuda.unavailable_reason()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU found, GPU test not run: {REASON}")
@@ -157,7 +156,9 @@ def test_abi_checks_arguments_before_the_driver() -> None:
         p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, method, check)
         p.work, p.work_len = work or None, ws
         xt = descriptor.device(x, 4 * n, "float32", (n,), dev, stream=stream)
-        out = descriptor.device(packed, plen, "i2_s", (n,), dev, scales=scales, n_scales=nb, block_size=bs, stream=stream)
+        out = descriptor.device(
+            packed, plen, "i2_s", (n,), dev, scales=scales, n_scales=nb, block_size=bs, stream=stream
+        )
         _lib.call("bng_quantize", ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p))
 
     # dev, x, n, block_size, method, check, packed, packed_len, scales, n_scales, work, work_len, stream

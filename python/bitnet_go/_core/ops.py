@@ -217,7 +217,7 @@ class ConvInfo(NamedTuple):
     algorithm: Kernel
     """The algorithm the planner ran (``"direct"`` and ``"auto"`` resolved)."""
     kernel: str
-    """The kernel that ran, ``path/family`` (e.g. ``"implicit_gemm/avx2"``, ``"gemv/avx2"``); empty for an empty batch."""
+    """The kernel that ran, ``path/family`` (e.g. ``"implicit_gemm/avx2"``); empty for an empty batch."""
 
 
 
