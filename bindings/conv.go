@@ -87,8 +87,8 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 				return err
 			}
 		}
-		if !wt.Contiguous() {
-			return errs.Value("weight: strides %v are not C-contiguous for shape %v; pass a contiguous array", wt.Strides, wt.Shape)
+		if err := wt.WantContiguous(); err != nil {
+			return err
 		}
 		if wt.Axis != -1 {
 			return errs.Value("weight: scales run along blocks of the flattened weight (axis -1), got axis %d", wt.Axis)

@@ -23,35 +23,18 @@ func wantI2S(t *qtensor.Tensor) error {
 	if t.DType != qtensor.I2S {
 		return errs.Value("%s: on a CUDA device only i2_s is supported, got dtype %d", t.Name, int32(t.DType))
 	}
-	want, err := ternary.PackedLenQ(qtensor.I2S, t.Len(), 1)
+	f, err := qtensor.Lookup(qtensor.I2S)
 	if err != nil {
 		return err
 	}
-	if t.NBytes != want {
-		return errs.Value("packed must have %d bytes for %d values in i2_s, got %d", want, t.Len(), t.NBytes)
-	}
-	return nil
-}
-
-// wantPlain checks a CUDA plain operand's dtype and byte count.
-func wantPlain(t *qtensor.Tensor, d qtensor.DType, size int) error {
-	if t.DType != d {
-		return errs.Type("%s: dtype must be %s, got %s", t.Name, d, t.DType)
-	}
-	if !t.Contiguous() {
-		return errs.Value("%s: strides %v are not C-contiguous for shape %v; pass a contiguous array", t.Name, t.Strides, t.Shape)
-	}
-	if t.NBytes != t.Len()*size {
-		return errs.Value("%s: %d bytes do not hold %d %s values (%d bytes)", t.Name, t.NBytes, t.Len(), d, t.Len()*size)
-	}
-	return nil
+	return qtensor.CheckLen(f, t.Len(), t.Rows(), t.NBytes)
 }
 
 func quantizeDevice(x, out *qtensor.Tensor, m ternary.Method, check bool, p *C.bng_quantize_params) error {
 	if err := ternary.CheckSizes(x.Len(), out.BlockSize); err != nil {
 		return err
 	}
-	if err := wantPlain(x, qtensor.F32, 4); err != nil {
+	if err := x.Want(qtensor.F32); err != nil {
 		return err
 	}
 	if err := wantI2S(out); err != nil {
@@ -78,7 +61,7 @@ func unpackDevice(packed, out *qtensor.Tensor) error {
 	if err := wantI2S(packed); err != nil {
 		return err
 	}
-	if err := wantPlain(out, qtensor.I8, 1); err != nil {
+	if err := out.Want(qtensor.I8); err != nil {
 		return err
 	}
 	return cuda.UnpackDevice(packed.Device.ID, packed.Addr, int64(packed.NBytes), out.Addr, int64(out.Len()), out.Stream)
@@ -88,7 +71,7 @@ func dequantizeDevice(packed, out *qtensor.Tensor) error {
 	if err := wantI2S(packed); err != nil {
 		return err
 	}
-	if err := wantPlain(out, qtensor.F32, 4); err != nil {
+	if err := out.Want(qtensor.F32); err != nil {
 		return err
 	}
 	return cuda.DequantizeDevice(packed.Device.ID, packed.Addr, int64(packed.NBytes), int64(packed.BlockSize),

@@ -30,6 +30,20 @@ type Format interface {
 	Dequantize(src []byte, rows, blockSize int, scales []float32, out []float32) error
 }
 
+// CheckLen checks a packed buffer of got bytes against f's length for n
+// values in rows rows: every format's Pack, Unpack and Dequantize, and the
+// ops that hand packed device buffers on, check through it.
+func CheckLen(f Format, n, rows, got int) error {
+	want, err := f.PackedLen(n, rows)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, n, f.Name(), got)
+	}
+	return nil
+}
+
 var (
 	regMu    sync.RWMutex
 	registry = map[DType]Format{}

@@ -175,16 +175,26 @@ func (t *Tensor) Contiguous() bool {
 	return true
 }
 
-// Want checks that t is a C-contiguous host tensor of type d; ops call it on
-// the plain operands they read as arrays.
+// Want checks that t is a C-contiguous tensor of the plain type d (float32,
+// int8, uint8 or int32) whose byte count holds its shape, on any device: ops
+// call it on the plain operands they read as arrays (View adds the host
+// check).
 func (t *Tensor) Want(d DType) error {
 	if t.DType != d {
 		return errs.Type("%s: dtype must be %s, got %s", t.Name, d, t.DType)
 	}
-	return t.wantLayout()
+	if err := t.WantContiguous(); err != nil {
+		return err
+	}
+	if n := t.Len(); t.NBytes != n*plainSize[d] {
+		return errs.Value("%s: %d bytes do not hold %d %s values (%d bytes)", t.Name, t.NBytes, n, d, n*plainSize[d])
+	}
+	return nil
 }
 
-func (t *Tensor) wantLayout() error {
+// WantContiguous checks that t's strides are C-contiguous (ops do not read
+// strided tensors yet).
+func (t *Tensor) WantContiguous() error {
 	if !t.Contiguous() {
 		return errs.Value("%s: strides %v are not C-contiguous for shape %v; pass a contiguous array", t.Name, t.Strides, t.Shape)
 	}
@@ -192,7 +202,7 @@ func (t *Tensor) wantLayout() error {
 }
 
 // View returns the host elements of a plain tensor of type T (float32, int8,
-// uint8 or int32), checking the dtype, layout and byte count.
+// uint8 or int32), checking the dtype, layout and byte count (Want).
 func View[T float32 | int8 | uint8 | int32](t *Tensor, d DType) ([]T, error) {
 	if err := t.Want(d); err != nil {
 		return nil, err
@@ -201,9 +211,6 @@ func View[T float32 | int8 | uint8 | int32](t *Tensor, d DType) ([]T, error) {
 		return nil, errs.Value("%s: must be a host (CPU) tensor here, got %s", t.Name, t.Device)
 	}
 	n := t.Len()
-	if t.NBytes != n*plainSize[d] {
-		return nil, errs.Value("%s: %d bytes do not hold %d %s values (%d bytes)", t.Name, t.NBytes, n, d, n*plainSize[d])
-	}
 	if n == 0 {
 		return []T{}, nil
 	}

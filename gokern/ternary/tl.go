@@ -99,20 +99,8 @@ func (f *format) PackedLen(n, rows int) (int, error) {
 	return rows * f.rowBytes(k), nil
 }
 
-// checkLen checks the packed buffer's length for n values in rows rows.
-func (f *format) checkLen(n, rows, got int) error {
-	want, err := f.PackedLen(n, rows)
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return errs.Value("packed must have %d bytes for %d values in %s, got %d", want, n, f.name, got)
-	}
-	return nil
-}
-
 func (f *format) Pack(values []int8, rows int, dst []byte) error {
-	if err := f.checkLen(len(values), rows, len(dst)); err != nil {
+	if err := qtensor.CheckLen(f, len(values), rows, len(dst)); err != nil {
 		return err
 	}
 	if f.rowBytes == nil {
@@ -129,7 +117,7 @@ func (f *format) Pack(values []int8, rows int, dst []byte) error {
 }
 
 func (f *format) Unpack(src []byte, rows int, values []int8) error {
-	if err := f.checkLen(len(values), rows, len(src)); err != nil {
+	if err := qtensor.CheckLen(f, len(values), rows, len(src)); err != nil {
 		return err
 	}
 	if f.rowBytes == nil {
@@ -146,7 +134,7 @@ func (f *format) Unpack(src []byte, rows int, values []int8) error {
 
 func (f *format) Dequantize(src []byte, rows, blockSize int, scales []float32, out []float32) error {
 	n := len(out)
-	if err := f.checkLen(n, rows, len(src)); err != nil {
+	if err := qtensor.CheckLen(f, n, rows, len(src)); err != nil {
 		return err
 	}
 	if f.rowBytes == nil {

@@ -211,6 +211,33 @@ def dequantize(
     lib.call("bng_dequantize", _byref(src), _byref(_host(out, "float32", shape=shape)))
 
 
+@functools.lru_cache(maxsize=256)
+def _conv_params(
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    act_bits: int,
+    algorithm: int,
+    check_finite: int,
+) -> descriptor.Conv2dParams:
+    """The conv2d parameter struct, built once per distinct geometry (Go only reads it)."""
+    p = descriptor.Conv2dParams(descriptor.CONV2D_V1, act_bits, algorithm, check_finite)
+    p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
+    return p
+
+
+@functools.lru_cache(maxsize=256)
+def _weight(
+    addrs: tuple[int, int], nbytes: int, n_scales: int, qtype: QType, shape: tuple[int, ...], block_size: int | None
+) -> descriptor.Tensor:
+    """A weight's descriptor from its kept addresses: a function of these values alone (Go only
+    reads it), so it is built once per weight, not once per call."""
+    t = descriptor.layout(qtype, shape, block_size)
+    t.data, t.nbytes, t.scales, t.n_scales = addrs[0], nbytes, addrs[1], n_scales
+    return t
+
+
 class ConvInfo(NamedTuple):
     """What ran in a :func:`conv2d` call."""
 
@@ -218,8 +245,6 @@ class ConvInfo(NamedTuple):
     """The algorithm the planner ran (``"direct"`` and ``"auto"`` resolved)."""
     kernel: str
     """The kernel that ran, ``path/family`` (e.g. ``"implicit_gemm/avx2"``); empty for an empty batch."""
-
-
 
 
 def conv2d(
@@ -263,11 +288,12 @@ def conv2d(
         >>> out
         array([[[[9.]]]], dtype=float32)
     """
-    p = descriptor.Conv2dParams(
-        descriptor.CONV2D_V1, 0 if act_bits is None else act_bits, ALGORITHM_CODES[algorithm], 1 if check_finite else 0
-    )
-    p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
-    wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size, addrs=weight_addrs)
+    p = _conv_params(stride, padding, dilation, groups, 0 if act_bits is None else act_bits,
+                     ALGORITHM_CODES[algorithm], 1 if check_finite else 0)  # fmt: skip
+    if weight_addrs is None:
+        wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size)
+    else:
+        wt = _weight(weight_addrs, packed.nbytes, scales.size, qtype, weight_shape, block_size)
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     bt = None if bias is None else _byref(_host(bias, "float32"))
     xt, ot = _host(x, "float32"), _host(out, "float32")
