@@ -462,7 +462,7 @@ def quantize_i2s(
         ops.quantize(a, "i2_s", bs, m, check_finite, packed, scales)
     else:  # host input computed on the GPU: the same bytes
         touch_driver()
-        ops.cuda_quantize_host(device_index(dev), a, bs, m, check_finite, packed, scales)
+        ops.quantize(a, "i2_s", bs, m, check_finite, packed, scales, run_on_cuda=device_index(dev))
     return TernaryTensor._make("i2_s", a.shape, bs, m, packed, scales)
 
 

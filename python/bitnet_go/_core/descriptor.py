@@ -15,6 +15,7 @@ the calls. Example::
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Final
 
 import numpy as np
@@ -105,23 +106,35 @@ class OpInfo(ctypes.Structure):
     _fields_ = [("version", _I32), ("algorithm", _I32), ("kernel", ctypes.c_char * 64)]
 
 
-def _fill(
-    t: Tensor,
-    dtype: str,
-    shape: tuple[int, ...],
-    *,
-    block_size: int | None,
-    stream: int,
-) -> None:
+@functools.lru_cache(maxsize=1024)
+def _template(
+    dtype: str, shape: tuple[int, ...], block_size: int | None, device_type: int, device_id: int, stream: int
+) -> Tensor:
+    """The fields of a descriptor that follow from these values, built once per distinct value
+    (building one field by field costs microseconds; callers copy it and add the addresses)."""
+    t = Tensor()
     t.version = TENSOR_V1
     t.dtype = DTYPES[dtype]
+    t.device_type = device_type
+    t.device_id = device_id
     t.ndim = len(shape)
     t.axis = -1
     dims = (_I64 * len(shape))(*shape)
     t.shape = dims
     t.block_size = block_size or 0
     t.stream = stream
-    t._keep = [dims]  # the shape array lives as long as the descriptor
+    t._keep = [dims]  # the shape array lives as long as any copy of the descriptor
+    return t
+
+
+def _new(
+    dtype: str, shape: tuple[int, ...], block_size: int | None, device_type: int, device_id: int, stream: int
+) -> Tensor:
+    """A fresh descriptor with :func:`_template`'s fields (no data, scales or sizes yet)."""
+    tmpl = _template(dtype, tuple(shape), block_size, device_type, device_id, stream)
+    t = Tensor.from_buffer_copy(tmpl)
+    t._keep = tmpl._keep
+    return t
 
 
 def host(
@@ -147,9 +160,7 @@ def host(
         >>> (t.nbytes, t.n_scales)
         (32, 1)
     """
-    t = Tensor()
-    _fill(t, dtype, arr.shape if shape is None else shape, block_size=block_size, stream=0)
-    t.device_type = CPU
+    t = _new(dtype, arr.shape if shape is None else shape, block_size, CPU, 0, 0)
     t.data = arr.ctypes.data if addrs is None else addrs[0]
     t.nbytes = arr.nbytes
     if scales is not None:
@@ -179,10 +190,7 @@ def device(
         >>> (t.device_type == CUDA, t.n_scales)
         (True, 1)
     """
-    t = Tensor()
-    _fill(t, dtype, shape, block_size=block_size, stream=stream)
-    t.device_type = CUDA
-    t.device_id = device_id
+    t = _new(dtype, shape, block_size, CUDA, device_id, stream)
     t.data = addr or None
     t.nbytes = nbytes
     t.scales = scales or None
@@ -199,7 +207,4 @@ def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) ->
         >>> layout("tl1", (4, 6)).ndim
         2
     """
-    t = Tensor()
-    _fill(t, dtype, shape, block_size=block_size, stream=0)
-    t.device_type = CPU
-    return t
+    return _new(dtype, shape, block_size, CPU, 0, 0)

@@ -146,13 +146,15 @@ def quantize(
     check_finite: bool,
     packed: np.ndarray,
     scales: np.ndarray,
+    run_on_cuda: int | None = None,
 ) -> None:
     """Quantize float32 ``x`` (any shape, read flat) into ``packed`` (uint8) and ``scales`` (float32).
 
     ``packed`` must hold ``packed_len(qtype, x.size, 1)`` bytes and
     ``scales`` ``num_blocks(x.size, block_size)`` entries. Only ``"i2_s"``
     is quantized directly today (``ValueError`` for the others: pack the
-    values with :func:`pack`).
+    values with :func:`pack`). ``run_on_cuda``: compute on that GPU (the
+    same bytes; the library copies through pooled device buffers).
 
     Example:
         >>> x, p, s = np.ones(3, np.float32), np.empty(32, np.uint8), np.empty(1, np.float32)
@@ -162,6 +164,8 @@ def quantize(
     if qtype != "i2_s":
         raise ValueError(f"quantize packs i2_s only, got qtype {qtype!r}")
     p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
+    if run_on_cuda is not None:
+        p.run_on, p.run_on_id = descriptor.CUDA, run_on_cuda
     n = x.size
     out = _host(packed, "i2_s", shape=(n,), scales=scales, block_size=block_size)
     lib.call("bng_quantize", _byref(_host(x, "float32", shape=(n,))), _byref(out), _byref(p))
@@ -345,23 +349,6 @@ def cuda_quantize(
     out = descriptor.device(packed, packed_len, "i2_s", (n,), dev, scales=scales, n_scales=n_scales,
                             block_size=block_size, stream=stream)  # fmt: skip
     lib.call("bng_quantize", _byref(xt), _byref(out), _byref(p))
-
-
-def cuda_quantize_host(
-    dev: int,
-    x: np.ndarray,
-    block_size: int | None,
-    method: Method,
-    check_finite: bool,
-    packed: np.ndarray,
-    scales: np.ndarray,
-) -> None:
-    """:func:`quantize` to I2_S of host arrays, computed on GPU ``dev`` (copies through pooled device buffers)."""
-    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
-    p.run_on, p.run_on_id = descriptor.CUDA, dev
-    n = x.size
-    out = _host(packed, "i2_s", shape=(n,), scales=scales, block_size=block_size)
-    lib.call("bng_quantize", _byref(_host(x, "float32", shape=(n,))), _byref(out), _byref(p))
 
 
 def cuda_unpack(dev: int, packed: int, packed_len: int, out: int, n: int, stream: int) -> None:
