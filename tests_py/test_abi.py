@@ -188,35 +188,22 @@ def test_descriptors_are_checked(op: str, operand: str, change: Callable[[ctypes
         run(ops)
 
 
-def test_op_specific_checks() -> None:
-    ops, run = _quantize_case()
-    for field, value, match in [
-        ("dtype", d.DTYPES["tl1"], "quantize writes i2_s"),
-        ("device_type", d.CUDA, "operands must be on one device"),
-    ]:
-        ops, run = _quantize_case()
-        setattr(ops["out"], field, value)
-        with pytest.raises(ValueError, match=match):
-            run(ops)
-    ops, run = _quantize_case()
-    ops["p"].version = 7
-    with pytest.raises(ValueError, match="bng_quantize_params is NULL or of a version other than 1"):
-        run(ops)
-    ops, run = _quantize_case()
-    _shape(40, 4)(ops["out"])
-    with pytest.raises(ValueError, match="does not match x's shape"):
-        run(ops)
-    ops, run = _conv_case()
-    ops["info"].version = 9
-    with pytest.raises(ValueError, match="bng_op_info version 9"):
-        run(ops)
-    ops, run = _conv_case()
-    ops["x"].device_type = d.CUDA
-    with pytest.raises(ValueError, match="host .CPU. tensors only"):
-        run(ops)
-    ops, run = _conv_case()
-    _shape(1, 3, 4, 4)(ops["out"])
-    with pytest.raises(ValueError, match="does not match the convolution's output shape"):
+@pytest.mark.parametrize(
+    ("op", "operand", "change", "match"),
+    [
+        ("quantize", "out", _set(dtype=d.DTYPES["tl1"]), "quantize writes i2_s"),
+        ("quantize", "out", _set(device_type=d.CUDA), "operands must be on one device"),
+        ("quantize", "p", _set(version=7), "bng_quantize_params is NULL or of a version other than 1"),
+        ("quantize", "out", _shape(40, 4), "does not match x's shape"),
+        ("conv2d", "info", _set(version=9), "bng_op_info version 9"),
+        ("conv2d", "x", _set(device_type=d.CUDA), "host .CPU. tensors only"),
+        ("conv2d", "out", _shape(1, 3, 4, 4), "does not match the convolution's output shape"),
+    ],
+)
+def test_op_specific_checks(op: str, operand: str, change: Callable[[ctypes.Structure], None], match: str) -> None:
+    ops, run = _quantize_case() if op == "quantize" else _conv_case()
+    change(ops[operand])
+    with pytest.raises(ValueError, match=match):
         run(ops)
 
 

@@ -149,10 +149,23 @@ def test_device_argument_errors() -> None:
         cuda.device_name(-1)
 
 
-def test_abi_checks_arguments_before_the_driver() -> None:
-    def call(dev: int, x: int, n: int, bs: int, method: int, check: int, packed: int, plen: int, scales: int,
-             nb: int, work: int, ws: int, stream: int) -> None:  # fmt: skip
-        """bng_quantize on CUDA descriptors, every field given as the old positional export took it."""
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        # dev, x, n, block_size, method, check, packed, packed_len, scales, n_scales, work, work_len, stream
+        ((0, 0, 10, 0, 0, 1, 256, 32, 256, 1, 256, 256, 0), "x is NULL"),
+        ((0, 256, 10, 0, 0, 1, 256, 31, 256, 1, 256, 256, 0), "packed must have 32 bytes"),
+        ((0, 256, 10, 4, 0, 1, 256, 32, 256, 1, 256, 256, 0), "scales must have 3 entries"),
+        ((0, 256, 10, 0, 9, 1, 256, 32, 256, 1, 256, 256, 0), "method"),
+        ((0, 256, 10, 0, 0, 1, 256, 32, 256, 1, 256, 8, 0), "work must have at least 256"),
+        ((0, 258, 10, 0, 0, 1, 256, 32, 256, 1, 256, 256, 0), "aligned"),
+        ((0, 256, 0, 0, 0, 1, 256, 0, 256, 1, 256, 256, 0), "at least one element"),
+    ],
+)
+def test_abi_checks_device_descriptors_before_the_driver(args: tuple[int, ...], match: str) -> None:
+    """bng_quantize on CUDA descriptors, every field given as the old positional export took it."""
+    dev, x, n, bs, method, check, packed, plen, scales, nb, work, ws, stream = args
+    with pytest.raises(ValueError, match=match):
         p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, method, check)
         p.work, p.work_len = work or None, ws
         xt = descriptor.device(x, 4 * n, "float32", (n,), dev, stream=stream)
@@ -161,21 +174,8 @@ def test_abi_checks_arguments_before_the_driver() -> None:
         )
         _lib.call("bng_quantize", ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p))
 
-    # dev, x, n, block_size, method, check, packed, packed_len, scales, n_scales, work, work_len, stream
-    with pytest.raises(ValueError, match="x is NULL"):
-        call(0, 0, 10, 0, 0, 1, 256, 32, 256, 1, 256, 256, 0)
-    with pytest.raises(ValueError, match="packed must have 32 bytes"):
-        call(0, 256, 10, 0, 0, 1, 256, 31, 256, 1, 256, 256, 0)
-    with pytest.raises(ValueError, match="scales must have 3 entries"):
-        call(0, 256, 10, 4, 0, 1, 256, 32, 256, 1, 256, 256, 0)
-    with pytest.raises(ValueError, match="method"):
-        call(0, 256, 10, 0, 9, 1, 256, 32, 256, 1, 256, 256, 0)
-    with pytest.raises(ValueError, match="work must have at least 256"):
-        call(0, 256, 10, 0, 0, 1, 256, 32, 256, 1, 256, 8, 0)
-    with pytest.raises(ValueError, match="aligned"):
-        call(0, 258, 10, 0, 0, 1, 256, 32, 256, 1, 256, 256, 0)
-    with pytest.raises(ValueError, match="at least one element"):
-        call(0, 256, 0, 0, 0, 1, 256, 0, 256, 1, 256, 256, 0)
+
+def test_abi_checks_arguments_before_the_driver() -> None:
     with pytest.raises(ValueError, match="x is NULL"):
         xt = descriptor.host(np.empty(10, np.float32), "float32")
         xt.data = None

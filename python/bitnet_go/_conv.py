@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike
 from ._core import ops
 from ._core.arrays import MAX_ELEMENTS, as_float32, check_int, fits_int64, is_torch_tensor
 from ._core.devices import is_cuda_array
+from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
 from ._ternary import TernaryTensor, _check_method, quantize_i2s
 
@@ -180,19 +181,8 @@ def conv2d_with_info(
     return (out[0] if unbatched else out), ran
 
 
-def conv2d_quantized(
-    x: ArrayLike,
-    weight: TernaryTensor,
-    bias: ArrayLike | None = None,
-    *,
-    stride: IntPair = 1,
-    padding: IntPair | str = 0,
-    dilation: IntPair = 1,
-    groups: int = 1,
-    act_bits: int | None = None,
-    algorithm: Algorithm = "auto",
-    check_finite: bool = True,
-) -> np.ndarray:
+@parameters_of(conv2d_with_info)
+def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray:  # noqa: ANN401 (the parameters are conv2d_with_info's)
     """2-D convolution with a ternary weight, as ``torch.nn.functional.conv2d``.
 
     Args:
@@ -276,19 +266,7 @@ def conv2d_quantized(
         >>> bitnet_go.conv2d_quantized(x[0], w, stride=2, act_bits=8).shape
         (4, 3, 3)
     """
-    out, _ = conv2d_with_info(
-        x,
-        weight,
-        bias,
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-        act_bits=act_bits,
-        algorithm=algorithm,
-        check_finite=check_finite,
-    )
-    return out
+    return conv2d_with_info(*args, **kwargs)[0]
 
 
 def quantize_conv_weight(

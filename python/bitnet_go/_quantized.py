@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from ._core.arrays import MAX_ELEMENTS
 from ._core.devices import DeviceArray, device_of, to_host
 from ._core.types import QType
 from ._gpu import dequantize as _gpu_dequantize
+
+_Q = TypeVar("_Q", bound="QuantizedTensor")
+"""A subclass of QuantizedTensor: methods that make a tensor of ``self``'s format return its type."""
 
 
 def _max_dims() -> int:
@@ -165,7 +169,7 @@ class QuantizedTensor:
         """``__reduce__`` of this (host) tensor: the format's rebuild function and its arguments."""
         raise NotImplementedError
 
-    def _with_arrays(self, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> QuantizedTensor:
+    def _with_arrays(self: _Q, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> _Q:
         """The same tensor holding these (host) arrays, checked as every new tensor is."""
         raise NotImplementedError
 
@@ -186,7 +190,7 @@ class QuantizedTensor:
         """True when the arrays are GPU arrays (see ``bitnet_go.cuda``)."""
         return not isinstance(self.packed, np.ndarray)
 
-    def cpu(self) -> QuantizedTensor:
+    def cpu(self: _Q) -> _Q:
         """This tensor with numpy arrays (``self`` if already; waits for the GPU copy).
 
         Example:

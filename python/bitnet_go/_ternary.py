@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -12,6 +13,7 @@ from numpy.typing import ArrayLike
 from ._core import ops
 from ._core.arrays import as_float32, check_int, check_positive_int, fits_int64, is_torch_tensor
 from ._core.devices import DeviceArray, device_index, is_cuda_array, resolve_device, touch_driver
+from ._core.params import parameters_of
 from ._core.types import Device, Method, QType
 from ._gpu import quantize as _gpu_quantize
 from ._gpu import values as _gpu_values
@@ -140,17 +142,6 @@ class TernaryTensor(QuantizedTensor):
 
     def _with_arrays(self, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> TernaryTensor:
         return TernaryTensor._make(self.qtype, self.shape, self.block_size, self.method, packed, scales)
-
-    def cpu(self) -> TernaryTensor:
-        """This tensor with ``packed`` and ``scales`` as numpy arrays (self if already).
-
-        Example:
-            >>> import bitnet_go
-            >>> t = bitnet_go.quantize_i2s([1.0, -1.0])
-            >>> t.cpu() is t
-            True
-        """
-        return super().cpu()  # type: ignore[return-value]
 
     def values(self) -> np.ndarray:
         """The ternary values as a new ``np.int8`` array of ``shape``.
@@ -492,13 +483,8 @@ def quantize_tl1(
     return quantize_i2s(x, block_size=block_size, method=method, check_finite=check_finite, device="cpu").to("tl1")
 
 
-def quantize_tl2(
-    x: ArrayLike,
-    *,
-    block_size: int | None = None,
-    method: Method = "absmean",
-    check_finite: bool = True,
-) -> TernaryTensor:
+@parameters_of(quantize_tl1)
+def quantize_tl2(*args: Any, **kwargs: Any) -> TernaryTensor:  # noqa: ANN401 (the parameters are quantize_tl1's)
     """Quantize like :func:`quantize_i2s` and pack as TL2 (bitnet.cpp's 3-value LUT format).
 
     Same ternary values and scales as ``quantize_i2s``. Rows x K as in
@@ -514,4 +500,4 @@ def quantize_tl2(
         >>> bitnet_go.quantize_tl2([1.0, 1.0, 1.0, -1.0, 0.0, 0.0], method="absmax").packed.tobytes().hex()
         '9d02'
     """
-    return quantize_i2s(x, block_size=block_size, method=method, check_finite=check_finite, device="cpu").to("tl2")
+    return quantize_i2s(*args, **kwargs, device="cpu").to("tl2")

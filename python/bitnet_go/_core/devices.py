@@ -14,7 +14,10 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import re
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -134,9 +137,18 @@ def check_same_device(device: str, index: int) -> None:
 
 
 class Framework:
-    """What the GPU paths need of an array library: allocation, pointers, current stream."""
+    """What the GPU paths need of an array library: allocation, pointers, current stream.
+
+    ``lib`` is the library (module ``name``, imported when a framework is
+    made, that is when one of its arrays is in hand), ``device`` the
+    library's device object of the array it was made for.
+    """
 
     name = ""
+
+    def __init__(self, like: DeviceArray) -> None:
+        self.lib: ModuleType = importlib.import_module(self.name)
+        self.device: Any = like.device  # type: ignore[attr-defined]
 
     @property
     def index(self) -> int:
@@ -173,21 +185,15 @@ class Torch(Framework):
 
     name = "torch"
 
-    def __init__(self, like: DeviceArray) -> None:
-        import torch
-
-        self.torch = torch
-        self.device = like.device  # type: ignore[attr-defined]
-
     @property
     def index(self) -> int:
-        return int(self.device.index if self.device.index is not None else self.torch.cuda.current_device())
+        return int(self.device.index if self.device.index is not None else self.lib.cuda.current_device())
 
     def stream(self) -> int:
-        return int(self.torch.cuda.current_stream(self.device).cuda_stream)
+        return int(self.lib.cuda.current_stream(self.device).cuda_stream)
 
     def empty(self, n: int, dtype: str) -> DeviceArray:
-        return self.torch.empty(n, dtype=getattr(self.torch, dtype), device=self.device)
+        return self.lib.empty(n, dtype=getattr(self.lib, dtype), device=self.device)
 
     def ptr(self, a: DeviceArray) -> int:
         return int(a.data_ptr())  # type: ignore[attr-defined]
@@ -202,7 +208,7 @@ class Torch(Framework):
         t = x.detach()  # type: ignore[attr-defined]
         if t.is_complex():
             raise TypeError(f"x must be real, got complex dtype {t.dtype}")
-        if t.dtype != self.torch.float32:
+        if t.dtype != self.lib.float32:
             t = t.float()
         return t.contiguous()
 
@@ -212,23 +218,17 @@ class CuPy(Framework):
 
     name = "cupy"
 
-    def __init__(self, like: DeviceArray) -> None:
-        import cupy
-
-        self.cupy = cupy
-        self.dev = like.device  # type: ignore[attr-defined]
-
     @property
     def index(self) -> int:
-        return int(self.dev.id)
+        return int(self.device.id)
 
     def stream(self) -> int:
-        with self.dev:
-            return int(self.cupy.cuda.get_current_stream().ptr)
+        with self.device:
+            return int(self.lib.cuda.get_current_stream().ptr)
 
     def empty(self, n: int, dtype: str) -> DeviceArray:
-        with self.dev:
-            return self.cupy.empty(n, dtype=dtype)
+        with self.device:
+            return self.lib.empty(n, dtype=dtype)
 
     def ptr(self, a: DeviceArray) -> int:
         return int(a.data.ptr)  # type: ignore[attr-defined]
@@ -245,8 +245,8 @@ class CuPy(Framework):
             raise TypeError(f"x must be a real numeric array, got {dt}")
         if dt == np.float32 and x.flags.c_contiguous:  # type: ignore[attr-defined]
             return x
-        with self.dev:
-            return self.cupy.ascontiguousarray(x, dtype=self.cupy.float32)
+        with self.device:
+            return self.lib.ascontiguousarray(x, dtype=self.lib.float32)
 
 
 def framework_of(a: DeviceArray) -> Framework:

@@ -8,7 +8,8 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -161,6 +162,61 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str
     for c in cells:
         print("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(c, widths))).rstrip())
     sys.stdout.flush()
+
+
+class Table:
+    """A suite's rows, each printed as it comes (the title before the first), all of them at the end.
+
+    Example:
+        >>> t = Table("T", [("a", "A", ".1f")])
+        >>> t.add({"a": 1.0})
+        <BLANKLINE>
+        T
+        A
+        ---
+        1.0
+        >>> len(t.rows)
+        1
+    """
+
+    def __init__(self, title: str, columns: Sequence[tuple[str, str, str]]) -> None:
+        self.title = title
+        self.columns = columns
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Keep ``row`` and print it."""
+        self.rows.append(row)
+        print_table([row], self.columns, title="" if len(self.rows) > 1 else self.title)
+
+    def done(self) -> list[dict[str, Any]]:
+        """Print the whole table; returns the rows."""
+        print_table(self.rows, self.columns, title=self.title)
+        return self.rows
+
+
+@contextmanager
+def restored_threads(torch: ModuleType | None) -> Iterator[None]:
+    """Thread counts set inside (bitnet_go's, and torch's when given) are undone on the way out.
+
+    Example:
+        >>> import bitnet_go
+        >>> n = bitnet_go.get_num_threads()
+        >>> with restored_threads(None):
+        ...     bitnet_go.set_num_threads(1)
+        >>> bitnet_go.get_num_threads() == n
+        True
+    """
+    import bitnet_go
+
+    old = bitnet_go.get_num_threads()
+    old_torch = torch.get_num_threads() if torch else None
+    try:
+        yield
+    finally:
+        bitnet_go.set_num_threads(old)
+        if torch:
+            torch.set_num_threads(old_torch)
 
 
 def machine() -> dict[str, Any]:

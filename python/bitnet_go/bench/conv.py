@@ -54,7 +54,7 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info, peak_rates
-from ._common import median, parse_int_list, print_table, timeit, torch_or_none
+from ._common import Table, median, parse_int_list, restored_threads, timeit, torch_or_none
 
 # name, C, O, k, stride, padding, H (= W)
 LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
@@ -211,9 +211,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
     do_mem = not getattr(args, "conv_no_mem", False)
     repeat = max(1, args.repeat)
-    rows: list[dict[str, Any]] = []
-    old = bitnet_go.get_num_threads()
-    old_torch = torch.get_num_threads() if torch else None
+    table = Table(_TITLE, _COLUMNS)
     rng = np.random.default_rng(0)
     peak = peak_rates()
     if peak["i8"] > 0:
@@ -221,7 +219,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             f"peak of one core ({peak['family']}): float32 {peak['f32']:.0f} GFLOP/s ({peak['f32_mix']}), "
             f"int8 {peak['i8']:.0f} GOP/s ({peak['i8_mix']}); '% pk' columns are our rate over threads x these"
         )
-    try:
+    with restored_threads(torch):
         for name, c, o, k, s, p, h in layers:
             w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
             w1, w2 = w.to("tl1"), w.to("tl2")
@@ -291,14 +289,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                             row["mem_f32_mb"], row["mem_i8_mb"] = m32 / 1e6, m8 / 1e6
                             row["mem_extra_mb"] = max(m32, m8, 0) / 1e6
                             row["mem_ratio"] = max(m32, m8, 0) / base
-                    rows.append(row)
-                    print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
-    finally:
-        bitnet_go.set_num_threads(old)
-        if torch:
-            torch.set_num_threads(old_torch)
-    print_table(rows, _COLUMNS, title=_TITLE)
-    return rows
+                    table.add(row)
+    return table.done()
 
 
 def plot(rows: list[dict[str, Any]], path: str) -> None:

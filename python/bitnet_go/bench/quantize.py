@@ -25,7 +25,16 @@ import numpy as np
 
 import bitnet_go
 
-from ._common import median, parse_int_list, parse_sizes, print_table, timeit, torch_or_none, torch_quantize
+from ._common import (
+    Table,
+    median,
+    parse_int_list,
+    parse_sizes,
+    restored_threads,
+    timeit,
+    torch_or_none,
+    torch_quantize,
+)
 from .quantize_cuda import add_cuda_arguments, run_cuda
 
 
@@ -43,11 +52,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if getattr(args, "device", "cpu") == "cuda":
         return run_cuda(args)
     torch = torch_or_none()
-    rows: list[dict[str, Any]] = []
-    old = bitnet_go.get_num_threads()
-    old_torch = torch.get_num_threads() if torch else None
+    table = Table(_TITLE, _COLUMNS)
     rng = np.random.default_rng(0)
-    try:
+    with restored_threads(torch):
         for n in parse_sizes(args.sizes):
             x = rng.standard_normal(n, dtype=np.float32)
             xt = torch.from_numpy(x) if torch else None
@@ -84,14 +91,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         sum_gbs=gb / t_sum,
                         frac_of_sum=t_sum / t_ours,
                     )
-                rows.append(row)
-                print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
-    finally:
-        bitnet_go.set_num_threads(old)
-        if torch:
-            torch.set_num_threads(old_torch)
-    print_table(rows, _COLUMNS, title=_TITLE)
-    return rows
+                table.add(row)
+    return table.done()
 
 
 _TITLE = "quantize_i2s vs PyTorch (median ms; GB/s of float32 input read)"

@@ -41,7 +41,7 @@ import bitnet_go
 
 from .. import cuda
 from ..diagnostics import cuda_plan, cuda_time_copy, cuda_time_quantize
-from ._common import median, parse_sizes, print_table, timeit, torch_quantize
+from ._common import Table, median, parse_sizes, timeit, torch_quantize
 
 if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
     import torch
@@ -126,7 +126,7 @@ def run_cuda(args: argparse.Namespace) -> list[dict[str, Any]]:
     name = cuda.device_name(dev.index)
     method = getattr(args, "method", "absmean")
     repeat = max(3, int(getattr(args, "repeat", 7)))
-    rows: list[dict[str, Any]] = []
+    table = Table(_TITLE, _COLUMNS)
     gen = torch.Generator(device=dev).manual_seed(0)
     print(f"\nGPU: {name} (cuda:{dev.index}), driver CUDA {cuda.driver_version()}, torch {torch.__version__}")
     for n in _sizes(args):
@@ -138,13 +138,11 @@ def run_cuda(args: argparse.Namespace) -> list[dict[str, Any]]:
         for bs in _block_sizes(args):
             row = _measure(torch, dev, x, x_host, n, bs, method, repeat)
             row.update(gpu=name, copy_ms=copy_ms, copy_gbs=copy_gbs, frac_of_copy=row["kernel_gbs"] / copy_gbs)
-            rows.append(row)
-            print_table(rows[-1:], _COLUMNS, title="" if len(rows) > 1 else _TITLE)
+            table.add(row)
         del x, dst, x_host
         torch.cuda.empty_cache()
         cuda.empty_cache()
-    print_table(rows, _COLUMNS, title=_TITLE)
-    return rows
+    return table.done()
 
 
 def _measure(
