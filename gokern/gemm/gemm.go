@@ -191,14 +191,7 @@ func Generic() *Kernels { return genericSet }
 
 // Families lists the kernel sets compiled in and usable here, generic first
 // (KernelOp.Families), for tests that run every family against the oracle.
-func Families() []*Kernels {
-	var out []*Kernels
-	for _, f := range KernelOp.Families() {
-		k, _ := KernelOp.Impl(f)
-		out = append(out, k)
-	}
-	return out
-}
+func Families() []*Kernels { return KernelOp.Impls() }
 
 // Decoding tables: the four weights of an A panel byte. Code 3 never occurs
 // in a panel (PackA rejects it); its entries are zero.
