@@ -139,6 +139,30 @@ type msResult struct {
 	MS float64 `json:"ms"`
 }
 
+// timerArgs are the arguments every timer takes: the device, the stream
+// and the repeat count.
+type timerArgs struct {
+	Dev    int32  `json:"dev"`
+	Stream uint64 `json:"stream"`
+	Repeat int64  `json:"repeat"`
+}
+
+// timer decodes entry name's arguments (a struct embedding timerArgs) from
+// req into args, checks the repeat count and runs run -> {"ms"}.
+func timer(name string, req json.RawMessage, args any, common *timerArgs, run func() (float64, error)) (any, error) {
+	if err := decodeArgs(name, req, args); err != nil {
+		return nil, err
+	}
+	if err := checkRepeat(common.Repeat); err != nil {
+		return nil, err
+	}
+	ms, err := run()
+	if err != nil {
+		return nil, err
+	}
+	return msResult{ms}, nil
+}
+
 // diagTimeQuantize: {"dev", "x", "n", "block_size", "method", "packed",
 // "packed_len", "scales", "n_scales", "work", "work_len", "stream",
 // "repeat"} (bng_cuda_quantize_i2s's arguments without check_finite, plus
@@ -146,7 +170,7 @@ type msResult struct {
 // between two CUDA events -> {"ms"}.
 func diagTimeQuantize(req json.RawMessage) (any, error) {
 	var a struct {
-		Dev       int32  `json:"dev"`
+		timerArgs
 		X         uint64 `json:"x"`
 		N         int64  `json:"n"`
 		BlockSize int64  `json:"block_size"`
@@ -157,45 +181,25 @@ func diagTimeQuantize(req json.RawMessage) (any, error) {
 		NScales   int64  `json:"n_scales"`
 		Work      uint64 `json:"work"`
 		WorkLen   int64  `json:"work_len"`
-		Stream    uint64 `json:"stream"`
-		Repeat    int64  `json:"repeat"`
 	}
-	if err := decodeArgs("cuda_time_quantize", req, &a); err != nil {
-		return nil, err
-	}
-	if err := checkRepeat(a.Repeat); err != nil {
-		return nil, err
-	}
-	ms, err := cuda.TimeQuantize(int(a.Dev), a.X, a.Packed, a.Scales, a.Work, a.N, a.BlockSize,
-		ternary.Method(a.Method), a.PackedLen, a.NScales, a.WorkLen, a.Stream, int(a.Repeat))
-	if err != nil {
-		return nil, err
-	}
-	return msResult{ms}, nil
+	return timer("cuda_time_quantize", req, &a, &a.timerArgs, func() (float64, error) {
+		return cuda.TimeQuantize(int(a.Dev), a.X, a.Packed, a.Scales, a.Work, a.N, a.BlockSize,
+			ternary.Method(a.Method), a.PackedLen, a.NScales, a.WorkLen, a.Stream, int(a.Repeat))
+	})
 }
 
 // diagTimeCopy: {"dev", "dst", "src", "nbytes", "stream", "repeat"} times
 // repeat device-to-device copies of nbytes on stream -> {"ms"}.
 func diagTimeCopy(req json.RawMessage) (any, error) {
 	var a struct {
-		Dev    int32  `json:"dev"`
+		timerArgs
 		Dst    uint64 `json:"dst"`
 		Src    uint64 `json:"src"`
 		NBytes int64  `json:"nbytes"`
-		Stream uint64 `json:"stream"`
-		Repeat int64  `json:"repeat"`
 	}
-	if err := decodeArgs("cuda_time_copy", req, &a); err != nil {
-		return nil, err
-	}
-	if err := checkRepeat(a.Repeat); err != nil {
-		return nil, err
-	}
-	ms, err := cuda.TimeCopy(int(a.Dev), a.Dst, a.Src, a.NBytes, a.Stream, int(a.Repeat))
-	if err != nil {
-		return nil, err
-	}
-	return msResult{ms}, nil
+	return timer("cuda_time_copy", req, &a, &a.timerArgs, func() (float64, error) {
+		return cuda.TimeCopy(int(a.Dev), a.Dst, a.Src, a.NBytes, a.Stream, int(a.Repeat))
+	})
 }
 
 // diagPlan: {"n", "block_size"} (0: one scale) -> how the quantization runs
