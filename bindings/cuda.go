@@ -139,64 +139,76 @@ type msResult struct {
 	MS float64 `json:"ms"`
 }
 
-// diagTimeQuantize: {"dev", "x", "n", "block_size", "method", "packed",
-// "packed_len", "scales", "n_scales", "work", "work_len", "stream",
-// "repeat"} (bng_cuda_quantize_i2s's arguments without check_finite, plus
-// repeat) runs repeat quantizations without the finite check on stream
-// between two CUDA events -> {"ms"}.
-func diagTimeQuantize(req json.RawMessage) (any, error) {
-	var a struct {
-		Dev       int32  `json:"dev"`
-		X         uint64 `json:"x"`
-		N         int64  `json:"n"`
-		BlockSize int64  `json:"block_size"`
-		Method    int32  `json:"method"`
-		Packed    uint64 `json:"packed"`
-		PackedLen int64  `json:"packed_len"`
-		Scales    uint64 `json:"scales"`
-		NScales   int64  `json:"n_scales"`
-		Work      uint64 `json:"work"`
-		WorkLen   int64  `json:"work_len"`
-		Stream    uint64 `json:"stream"`
-		Repeat    int64  `json:"repeat"`
-	}
-	if err := decodeArgs("cuda_time_quantize", req, &a); err != nil {
-		return nil, err
-	}
-	if err := checkRepeat(a.Repeat); err != nil {
-		return nil, err
-	}
-	ms, err := cuda.TimeQuantize(int(a.Dev), a.X, a.Packed, a.Scales, a.Work, a.N, a.BlockSize,
-		ternary.Method(a.Method), a.PackedLen, a.NScales, a.WorkLen, a.Stream, int(a.Repeat))
-	if err != nil {
-		return nil, err
-	}
-	return msResult{ms}, nil
+// timerArgs are the arguments every timer takes: the device, the stream
+// and the repeat count.
+type timerArgs struct {
+	Dev    int32  `json:"dev"`
+	Stream uint64 `json:"stream"`
+	Repeat int64  `json:"repeat"`
 }
 
-// diagTimeCopy: {"dev", "dst", "src", "nbytes", "stream", "repeat"} times
-// repeat device-to-device copies of nbytes on stream -> {"ms"}.
-func diagTimeCopy(req json.RawMessage) (any, error) {
-	var a struct {
-		Dev    int32  `json:"dev"`
-		Dst    uint64 `json:"dst"`
-		Src    uint64 `json:"src"`
-		NBytes int64  `json:"nbytes"`
-		Stream uint64 `json:"stream"`
-		Repeat int64  `json:"repeat"`
+func (t *timerArgs) common() *timerArgs { return t }
+
+// timer returns the diagnostics entry that decodes its arguments A (a
+// struct embedding timerArgs) as entry name's, checks the repeat count and
+// returns run's time as {"ms"}.
+func timer[A any, P interface {
+	*A
+	common() *timerArgs
+}](name string, run func(a *A) (float64, error)) func(json.RawMessage) (any, error) {
+	return func(req json.RawMessage) (any, error) {
+		a := new(A)
+		if err := decodeArgs(name, req, a); err != nil {
+			return nil, err
+		}
+		if err := checkRepeat(P(a).common().Repeat); err != nil {
+			return nil, err
+		}
+		ms, err := run(a)
+		if err != nil {
+			return nil, err
+		}
+		return msResult{ms}, nil
 	}
-	if err := decodeArgs("cuda_time_copy", req, &a); err != nil {
-		return nil, err
-	}
-	if err := checkRepeat(a.Repeat); err != nil {
-		return nil, err
-	}
-	ms, err := cuda.TimeCopy(int(a.Dev), a.Dst, a.Src, a.NBytes, a.Stream, int(a.Repeat))
-	if err != nil {
-		return nil, err
-	}
-	return msResult{ms}, nil
 }
+
+// quantizeTimerArgs: {"dev", "x", "n", "block_size", "method", "packed",
+// "packed_len", "scales", "n_scales", "work", "work_len", "stream",
+// "repeat"} (bng_cuda_quantize_i2s's arguments without check_finite, plus
+// repeat): cuda_time_quantize runs repeat quantizations without the finite
+// check on stream between two CUDA events -> {"ms"}.
+type quantizeTimerArgs struct {
+	timerArgs
+	X         uint64 `json:"x"`
+	N         int64  `json:"n"`
+	BlockSize int64  `json:"block_size"`
+	Method    int32  `json:"method"`
+	Packed    uint64 `json:"packed"`
+	PackedLen int64  `json:"packed_len"`
+	Scales    uint64 `json:"scales"`
+	NScales   int64  `json:"n_scales"`
+	Work      uint64 `json:"work"`
+	WorkLen   int64  `json:"work_len"`
+}
+
+var diagTimeQuantize = timer("cuda_time_quantize", func(a *quantizeTimerArgs) (float64, error) {
+	return cuda.TimeQuantize(int(a.Dev), a.X, a.Packed, a.Scales, a.Work, a.N, a.BlockSize,
+		ternary.Method(a.Method), a.PackedLen, a.NScales, a.WorkLen, a.Stream, int(a.Repeat))
+})
+
+// copyTimerArgs: {"dev", "dst", "src", "nbytes", "stream", "repeat"}:
+// cuda_time_copy times repeat device-to-device copies of nbytes on stream
+// -> {"ms"}.
+type copyTimerArgs struct {
+	timerArgs
+	Dst    uint64 `json:"dst"`
+	Src    uint64 `json:"src"`
+	NBytes int64  `json:"nbytes"`
+}
+
+var diagTimeCopy = timer("cuda_time_copy", func(a *copyTimerArgs) (float64, error) {
+	return cuda.TimeCopy(int(a.Dev), a.Dst, a.Src, a.NBytes, a.Stream, int(a.Repeat))
+})
 
 // diagPlan: {"n", "block_size"} (0: one scale) -> how the quantization runs
 // on the GPU, {"passes", "tile", "blocks", "workspace"}; needs no driver.

@@ -107,18 +107,10 @@ func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char
 //export bng_dequantize
 func bng_dequantize(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		pt, ot, f, err := formatPair(packed, out, "packed", "out")
-		if err != nil {
-			return err
-		}
-		if !pt.OnHost() {
-			return dequantizeDevice(pt, ot)
-		}
-		os, err := qtensor.View[float32](ot, qtensor.F32)
-		if err != nil {
-			return err
-		}
-		return f.Dequantize(pt.Data, pt.Rows(), pt.BlockSize, pt.Scales, os)
+		return formatOp(packed, out, "packed", "out", qtensor.F32, dequantizeDevice,
+			func(f qtensor.Format, pt *qtensor.Tensor, os []float32) error {
+				return f.Dequantize(pt.Data, pt.Rows(), pt.BlockSize, pt.Scales, os)
+			})
 	})
 }
 
@@ -129,18 +121,8 @@ func bng_dequantize(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t)
 //export bng_unpack
 func bng_unpack(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		pt, ot, f, err := formatPair(packed, out, "packed", "out")
-		if err != nil {
-			return err
-		}
-		if !pt.OnHost() {
-			return unpackDevice(pt, ot)
-		}
-		os, err := qtensor.View[int8](ot, qtensor.I8)
-		if err != nil {
-			return err
-		}
-		return f.Unpack(pt.Data, pt.Rows(), os)
+		return formatOp(packed, out, "packed", "out", qtensor.I8, unpackDevice,
+			func(f qtensor.Format, pt *qtensor.Tensor, os []int8) error { return f.Unpack(pt.Data, pt.Rows(), os) })
 	})
 }
 
@@ -149,19 +131,32 @@ func bng_unpack(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.i
 //export bng_pack
 func bng_pack(values, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		ot, vt, f, err := formatPair(out, values, "out", "values")
-		if err != nil {
-			return err
-		}
-		if !ot.OnHost() {
+		hostOnly := func(ot, _ *qtensor.Tensor) error {
 			return errs.Value("out: bng_pack runs on host tensors only, got %s", ot.Device)
 		}
-		vs, err := qtensor.View[int8](vt, qtensor.I8)
-		if err != nil {
-			return err
-		}
-		return f.Pack(vs, ot.Rows(), ot.Data)
+		return formatOp(out, values, "out", "values", qtensor.I8, hostOnly,
+			func(f qtensor.Format, ot *qtensor.Tensor, vs []int8) error { return f.Pack(vs, ot.Rows(), ot.Data) })
 	})
+}
+
+// formatOp runs a format op between a packed operand and its plain
+// counterpart of element type E (dtype dt; formatPair checks them): on the
+// device through device where the operands are not on the host, else
+// host(the format, the packed operand, the plain one's elements).
+func formatOp[E float32 | int8](packed, plain *C.bng_tensor, pname, name string, dt qtensor.DType,
+	device func(pt, t *qtensor.Tensor) error, host func(qtensor.Format, *qtensor.Tensor, []E) error) error {
+	pt, t, f, err := formatPair(packed, plain, pname, name)
+	if err != nil {
+		return err
+	}
+	if !pt.OnHost() {
+		return device(pt, t)
+	}
+	es, err := qtensor.View[E](t, dt)
+	if err != nil {
+		return err
+	}
+	return host(f, pt, es)
 }
 
 // formatPair decodes a packed operand and its plain counterpart (same

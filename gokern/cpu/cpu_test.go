@@ -104,6 +104,7 @@ func TestOpSelect(t *testing.T) {
 		{"avx512vnni", AVX2},
 		{"", AVX512VNNI},
 	}
+	names := map[Family]string{Generic: "g", AVX2: "a2", AVX512VNNI: "vnni"}
 	for _, tc := range tests {
 		s := ParseDisable(tc.disable)
 		want := tc.want
@@ -111,11 +112,11 @@ func TestOpSelect(t *testing.T) {
 			want = map[Family]Family{AVX512VNNI: AVX2, AVX2: Generic}[want]
 		}
 		impl, f := o.Select(s)
-		if f != want || impl != map[Family]string{Generic: "g", AVX2: "a2", AVX512VNNI: "vnni"}[want] {
+		if f != want || impl != names[want] {
 			t.Errorf("disable %q: selected %s (%q), want %s", tc.disable, f, impl, want)
 		}
 	}
-	if _, f := o.Select(startup); o.Family() != f || o.Get() != map[Family]string{Generic: "g", AVX2: "a2", AVX512VNNI: "vnni"}[f] {
+	if _, f := o.Select(startup); o.Family() != f || o.Get() != names[f] {
 		t.Errorf("process selection %s (%q), Select(Startup()) %s", o.Family(), o.Get(), f)
 	}
 	if _, ok := o.Impl(AVX512); ok {
@@ -123,6 +124,15 @@ func TestOpSelect(t *testing.T) {
 	}
 	if fs := o.Families(); fs[0] != Generic || len(fs) > 3 {
 		t.Errorf("Families() = %v", fs)
+	}
+	if fs, impls := o.Families(), o.Impls(); len(impls) != len(fs) {
+		t.Errorf("Impls() = %q for families %v", impls, fs)
+	} else {
+		for i, f := range fs {
+			if impls[i] != names[f] {
+				t.Errorf("Impls()[%d] = %q, want %s's %q", i, impls[i], f, names[f])
+			}
+		}
 	}
 	for name, fn := range map[string]func(){
 		"generic":   func() { o.Register(Generic, "x") },

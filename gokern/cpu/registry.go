@@ -94,6 +94,16 @@ func (o *Op[T]) Families() []Family {
 	return out
 }
 
+// Impls returns the implementations of Families, in the same order.
+func (o *Op[T]) Impls() []T {
+	fams := o.Families()
+	out := make([]T, len(fams))
+	for i, f := range fams {
+		out[i] = o.impls[f]
+	}
+	return out
+}
+
 // Kernels returns, for every registered op, the family the process
 // selected: every op is listed from start-up, whether it ran or not.
 func Kernels() map[string]Family {

@@ -191,14 +191,7 @@ func Generic() *Kernels { return genericSet }
 
 // Families lists the kernel sets compiled in and usable here, generic first
 // (KernelOp.Families), for tests that run every family against the oracle.
-func Families() []*Kernels {
-	var out []*Kernels
-	for _, f := range KernelOp.Families() {
-		k, _ := KernelOp.Impl(f)
-		out = append(out, k)
-	}
-	return out
-}
+func Families() []*Kernels { return KernelOp.Impls() }
 
 // Decoding tables: the four weights of an A panel byte. Code 3 never occurs
 // in a panel (PackA rejects it); its entries are zero.
@@ -236,65 +229,35 @@ func checkMicro(kc, la, lb, nr, lt, ldt int) {
 	}
 }
 
+// step is one k of a generic micro-kernel: row r's weight w[r] times the
+// tile's two column operands (x0, x1), added to that row's sums (cr0, cr1).
+// The float32 tile's operands are its two columns; the int8 tile's are
+// pairs of columns, (0, 1) and (2, 3), two int32 lanes each (see pair).
+func step[T float32 | uint64](w *[MR]T, x0, x1, c00, c01, c10, c11, c20, c21, c30, c31 T) (T, T, T, T, T, T, T, T) {
+	return c00 + w[0]*x0, c01 + w[0]*x1, c10 + w[1]*x0, c11 + w[1]*x1, c20 + w[2]*x0, c21 + w[2]*x1, c30 + w[3]*x0, c31 + w[3]*x1
+}
+
 // microF32Generic is the generic F32Micro, NR = 2. Go keeps the eight
-// accumulators in registers; four k per iteration amortise the loop.
+// accumulators in registers (step is inlined); four k per iteration
+// amortise the loop.
 func microF32Generic(kc int, a []byte, b []float32, t []float32, ldt int, add bool) {
 	const nr = 2
 	checkMicro(kc, len(a), len(b), nr, len(t), ldt)
 	var c00, c01, c10, c11, c20, c21, c30, c31 float32
 	pa := unsafe.Pointer(unsafe.SliceData(a))
 	pb := unsafe.Pointer(unsafe.SliceData(b))
+	w := func(k int) *[MR]float32 { return &lutF32[*(*byte)(unsafe.Add(pa, k))] }
 	k := 0
 	for ; k+4 <= kc; k += 4 {
 		bb := (*[4 * nr]float32)(unsafe.Add(pb, k*nr*4))
-		w := &lutF32[*(*byte)(unsafe.Add(pa, k))]
-		c00 += w[0] * bb[0]
-		c01 += w[0] * bb[1]
-		c10 += w[1] * bb[0]
-		c11 += w[1] * bb[1]
-		c20 += w[2] * bb[0]
-		c21 += w[2] * bb[1]
-		c30 += w[3] * bb[0]
-		c31 += w[3] * bb[1]
-		w = &lutF32[*(*byte)(unsafe.Add(pa, k+1))]
-		c00 += w[0] * bb[2]
-		c01 += w[0] * bb[3]
-		c10 += w[1] * bb[2]
-		c11 += w[1] * bb[3]
-		c20 += w[2] * bb[2]
-		c21 += w[2] * bb[3]
-		c30 += w[3] * bb[2]
-		c31 += w[3] * bb[3]
-		w = &lutF32[*(*byte)(unsafe.Add(pa, k+2))]
-		c00 += w[0] * bb[4]
-		c01 += w[0] * bb[5]
-		c10 += w[1] * bb[4]
-		c11 += w[1] * bb[5]
-		c20 += w[2] * bb[4]
-		c21 += w[2] * bb[5]
-		c30 += w[3] * bb[4]
-		c31 += w[3] * bb[5]
-		w = &lutF32[*(*byte)(unsafe.Add(pa, k+3))]
-		c00 += w[0] * bb[6]
-		c01 += w[0] * bb[7]
-		c10 += w[1] * bb[6]
-		c11 += w[1] * bb[7]
-		c20 += w[2] * bb[6]
-		c21 += w[2] * bb[7]
-		c30 += w[3] * bb[6]
-		c31 += w[3] * bb[7]
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k), bb[0], bb[1], c00, c01, c10, c11, c20, c21, c30, c31)
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k+1), bb[2], bb[3], c00, c01, c10, c11, c20, c21, c30, c31)
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k+2), bb[4], bb[5], c00, c01, c10, c11, c20, c21, c30, c31)
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k+3), bb[6], bb[7], c00, c01, c10, c11, c20, c21, c30, c31)
 	}
 	for ; k < kc; k++ {
 		bb := (*[nr]float32)(unsafe.Add(pb, k*nr*4))
-		w := &lutF32[*(*byte)(unsafe.Add(pa, k))]
-		c00 += w[0] * bb[0]
-		c01 += w[0] * bb[1]
-		c10 += w[1] * bb[0]
-		c11 += w[1] * bb[1]
-		c20 += w[2] * bb[0]
-		c21 += w[2] * bb[1]
-		c30 += w[3] * bb[0]
-		c31 += w[3] * bb[1]
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k), bb[0], bb[1], c00, c01, c10, c11, c20, c21, c30, c31)
 	}
 	r0 := t[0:nr:nr]
 	r1 := t[ldt : ldt+nr : ldt+nr]
@@ -339,42 +302,16 @@ func microI8Generic(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
 	var c00, c01, c10, c11, c20, c21, c30, c31 uint64
 	pa := unsafe.Pointer(unsafe.SliceData(a))
 	pb := unsafe.Pointer(unsafe.SliceData(b))
+	w := func(k int) *[MR]uint64 { return &lutU64[*(*byte)(unsafe.Add(pa, k))] }
 	k := 0
 	for ; k+2 <= kc; k += 2 {
 		bb := (*[2 * nr]int8)(unsafe.Add(pb, k*nr))
-		w := &lutU64[*(*byte)(unsafe.Add(pa, k))]
-		p0, p1 := pair(bb[0], bb[1]), pair(bb[2], bb[3])
-		c00 += w[0] * p0
-		c01 += w[0] * p1
-		c10 += w[1] * p0
-		c11 += w[1] * p1
-		c20 += w[2] * p0
-		c21 += w[2] * p1
-		c30 += w[3] * p0
-		c31 += w[3] * p1
-		w = &lutU64[*(*byte)(unsafe.Add(pa, k+1))]
-		p0, p1 = pair(bb[4], bb[5]), pair(bb[6], bb[7])
-		c00 += w[0] * p0
-		c01 += w[0] * p1
-		c10 += w[1] * p0
-		c11 += w[1] * p1
-		c20 += w[2] * p0
-		c21 += w[2] * p1
-		c30 += w[3] * p0
-		c31 += w[3] * p1
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k), pair(bb[0], bb[1]), pair(bb[2], bb[3]), c00, c01, c10, c11, c20, c21, c30, c31)
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k+1), pair(bb[4], bb[5]), pair(bb[6], bb[7]), c00, c01, c10, c11, c20, c21, c30, c31)
 	}
 	if k < kc {
 		bb := (*[nr]int8)(unsafe.Add(pb, k*nr))
-		w := &lutU64[*(*byte)(unsafe.Add(pa, k))]
-		p0, p1 := pair(bb[0], bb[1]), pair(bb[2], bb[3])
-		c00 += w[0] * p0
-		c01 += w[0] * p1
-		c10 += w[1] * p0
-		c11 += w[1] * p1
-		c20 += w[2] * p0
-		c21 += w[2] * p1
-		c30 += w[3] * p0
-		c31 += w[3] * p1
+		c00, c01, c10, c11, c20, c21, c30, c31 = step(w(k), pair(bb[0], bb[1]), pair(bb[2], bb[3]), c00, c01, c10, c11, c20, c21, c30, c31)
 	}
 	store := func(row []int32, v0, v1 uint64) {
 		row = row[:nr:nr]

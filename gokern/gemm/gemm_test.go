@@ -22,6 +22,26 @@ func randPanel(rng *rand.Rand, kc int) []byte {
 	return a
 }
 
+// refTile returns tile with the MR x nr product of panel a (kc bytes) and
+// the B micro-panel b stored (or, with add, added) at tile[r*ldt+j],
+// summed in S (float64 for float32 tiles, int64 for int8 ones).
+func refTile[S float64 | int64, B float32 | int8, T float32 | int32](a []byte, b []B, tile []T, kc, nr, ldt int, add bool) []T {
+	want := append([]T(nil), tile...)
+	for r := range MR {
+		for j := range nr {
+			var s S
+			for k := range kc {
+				s += S(lutI8[a[k]][r]) * S(b[k*nr+j])
+			}
+			if add {
+				s += S(want[r*ldt+j])
+			}
+			want[r*ldt+j] = T(s)
+		}
+	}
+	return want
+}
+
 func TestMicroF32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, ks := range Families() {
@@ -38,19 +58,7 @@ func TestMicroF32(t *testing.T) {
 				for i := range tile {
 					tile[i] = rng.Float32()
 				}
-				want := append([]float32(nil), tile...)
-				for r := range MR {
-					for j := range nr {
-						var s float64
-						for k := range kc {
-							s += float64(lutF32[a[k]][r]) * float64(b[k*nr+j])
-						}
-						if add {
-							s += float64(want[r*ldt+j])
-						}
-						want[r*ldt+j] = float32(s)
-					}
-				}
+				want := refTile[float64](a, b, tile, kc, nr, ldt, add)
 				ks.F32(kc, a, b, tile, ldt, add)
 				for i := range tile {
 					if d := math.Abs(float64(tile[i] - want[i])); d > 1e-5*math.Sqrt(float64(kc))+1e-6 {
@@ -87,19 +95,7 @@ func TestMicroI8(t *testing.T) {
 					for i := range tile {
 						tile[i] = int32(rng.IntN(1000) - 500)
 					}
-					want := append([]int32(nil), tile...)
-					for r := range MR {
-						for j := range nr {
-							var s int64
-							for k := range kc {
-								s += int64(lutI8[a[k]][r]) * int64(b[k*nr+j])
-							}
-							if add {
-								s += int64(want[r*ldt+j])
-							}
-							want[r*ldt+j] = int32(s)
-						}
-					}
+					want := refTile[int64](a, b, tile, kc, nr, ldt, add)
 					var prepped []int8
 					ks.I8(kc, a, ks.PrepareI8(b, kc, &prepped), tile, ldt, add)
 					for i := range tile {

@@ -14,21 +14,37 @@ import (
 // FMA present, not disabled).
 // The AVX-512 families (kernels_avx512_amd64.go) reuse every kernel here but
 // the two micro-kernels.
-var _ = register(withMicro(cpu.AVX2, nrAVX2, microF32AVX2Kernel, false))
+var _ = register(withMicro(cpu.AVX2, false, false))
 
-// withMicro returns the AVX2 set with family fam's float32 micro-kernel and,
-// with vnni, the VNNI int8 micro-kernel and its panel preparation in place
-// of the AVX2 ones (the int8 kernel and its prepared layout go together).
-func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
-	k := &Kernels{Family: fam, I8Family: cpu.AVX2, Base: cpu.AVX2, NRF32: nrF32, F32: f32, QuantI8: quantI8AVX2Kernel,
+// withMicro returns the AVX2 set under family fam's name, with the AVX-512
+// float32 micro-kernel (NR 64) in place of the AVX2 one where wide and,
+// with vnni, the VNNI int8 micro-kernel and its panel preparation (NR 64)
+// in place of the AVX2 ones (the int8 kernel and its prepared layout go
+// together).
+func withMicro(fam cpu.Family, wide, vnni bool) *Kernels {
+	nrF32, nrI8 := nrAVX2, nrAVX2
+	if wide {
+		nrF32 = nr512
+	}
+	if vnni {
+		nrI8 = nr512
+	}
+	k := &Kernels{Family: fam, I8Family: cpu.AVX2, Base: cpu.AVX2, NRF32: nrF32, NRI8: nrI8, QuantI8: quantI8AVX2Kernel,
+		F32: func(kc int, a []byte, b []float32, t []float32, ldt int, add bool) {
+			microF32Asm(kc, a, b, t, ldt, add, nrF32)
+		},
+		I8: func(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
+			microI8Prepared(kc, a, b, t, ldt, add, nrI8, vnni)
+		},
+		PrepI8:  func(dst, src []int8, kc int) { prepI8(dst, src, kc, nrI8, vnni) },
+		PanelI8: func(kc int) int { return panelI8(kc, nrI8) },
 		GemvF32: gemvF32AVX2Kernel, GemvI8: gemvI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
 		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel,
 		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2,
 		QuantU8x4: quantU8x4AVX2Kernel}
 	if vnni {
-		k.NRI8, k.I8, k.PrepI8, k.PanelI8, k.I8Family = nr512, microI8VNNIKernel, prepI8VNNIKernel, panelI8VNNI, fam
+		k.I8Family = fam
 	} else {
-		k.NRI8, k.I8, k.PrepI8, k.PanelI8 = nrAVX2, microI8AVX2Kernel, prepI8AVX2Kernel, panelI8AVX2
 		// Measured against the AVX2 int8 micro-kernel only: the VNNI
 		// families keep their im2col path until timed on such a CPU.
 		k.Implicit = implicitI8AVX2Kernel
@@ -40,18 +56,17 @@ func withMicro(fam cpu.Family, nrF32 int, f32 F32Micro, vnni bool) *Kernels {
 // int32 sums per row.
 const nrAVX2 = 16
 
-func microF32AVX2Kernel(kc int, a []byte, b []float32, t []float32, ldt int, add bool) {
-	checkMicro(kc, len(a), len(b), nrAVX2, len(t), ldt)
-	microF32AVX2(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(t), ldt, &lutF32[0][0], add)
+// microF32Asm runs the float32 micro-kernel of width nr: the AVX2 one (nr
+// nrAVX2) or the AVX-512 one (nr512).
+func microF32Asm(kc int, a []byte, b []float32, t []float32, ldt int, add bool, nr int) {
+	checkMicro(kc, len(a), len(b), nr, len(t), ldt)
+	pa, pb, pt := unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(t)
+	if nr == nr512 {
+		microF32AVX512(kc, pa, pb, pt, ldt, &lutF32[0][0], add)
+	} else {
+		microF32AVX2(kc, pa, pb, pt, ldt, &lutF32[0][0], add)
+	}
 }
-
-func microI8AVX2Kernel(kc int, a []byte, b []int8, t []int32, ldt int, add bool) {
-	microI8Prepared(kc, a, b, t, ldt, add, nrAVX2, false)
-}
-
-func prepI8AVX2Kernel(dst, src []int8, kc int) { prepI8(dst, src, kc, nrAVX2, false) }
-
-func panelI8AVX2(kc int) int { return panelI8(kc, nrAVX2) }
 
 // The int8 micro-kernels of every SIMD family read prepared B micro-panels
 // (PrepI8): each quad of k transposed so that a column's four values share

@@ -34,18 +34,6 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // Indices 0..8 only, except in the padding pair (checked weights: see
 // gokern/ops/conv2d checkTL).
 
-// LUT16Cols is the number of columns of a wide table.
-const LUT16Cols = 16
-
-// LUT16Entries is the number of entries of one pair's wide table.
-const LUT16Entries = 9
-
-// LUT16Pad is the number of zero entries after the last pair's table.
-const LUT16Pad = 7
-
-// LUT16MaxPairs bounds the pairs of one dot so that int16 sums are exact.
-const LUT16MaxPairs = 126
-
 // Wide triple tables (TL2): for triple i = rows 3i, 3i+1, 3i+2 of the
 // micro-panel, LUT16TripleEntries = 32 entries of 16 int16 at
 // tab[512*i + 16*e + j]: e = m (0..13) the sum w0*x0 + w1*x1 + w2*x2 for the
@@ -54,11 +42,23 @@ const LUT16MaxPairs = 126
 // with the sign bit as bit 4 selects the signed entry. TripleDot's int16
 // sums are exact for at most LUT16MaxTriples = 85 triples (85*384 = 32640).
 
-// LUT16TripleEntries is the number of entries of one triple's wide table.
-const LUT16TripleEntries = 32
-
-// LUT16MaxTriples bounds the triples of one dot so that int16 sums are exact.
-const LUT16MaxTriples = 85
+// The wide tables' dimensions and the bounds that keep int16 sums exact.
+const (
+	// LUT16Cols is the number of columns of a wide table.
+	LUT16Cols = 16
+	// LUT16Entries is the number of entries of one pair's wide table.
+	LUT16Entries = 9
+	// LUT16Pad is the number of zero entries after the last pair's table.
+	LUT16Pad = 7
+	// LUT16MaxPairs bounds the pairs of one dot so that int16 sums are exact.
+	LUT16MaxPairs = 126
+	// LUT16TripleEntries is the number of entries of one triple's wide table
+	// (the wide triple tables above).
+	LUT16TripleEntries = 32
+	// LUT16MaxTriples bounds the triples of one dot so that int16 sums are
+	// exact.
+	LUT16MaxTriples = 85
+)
 
 // LUT16Kernels is one family's set of wide LUT kernels.
 type LUT16Kernels struct {

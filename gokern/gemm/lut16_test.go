@@ -7,24 +7,13 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 )
 
-// lut16Families returns the generic wide kernels and every SIMD family's
-// that is usable here.
-func lut16Families() []*LUT16Kernels {
-	var out []*LUT16Kernels
-	for _, f := range LUT16Op.Families() {
-		k, _ := LUT16Op.Impl(f)
-		out = append(out, k)
-	}
-	return out
-}
-
 // TestLUT16 checks every wide LUT kernel set against direct int64 sums on
 // random 16-column panels (odd kc, padding nibbles up to 15, extremes at
 // the int16 bound of 126 pairs), several rows with strides, added to
 // random outputs; the SIMD kernels must equal the generic ones exactly.
 func TestLUT16(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 5))
-	for _, k := range lut16Families() {
+	for _, k := range LUT16Op.Impls() {
 		t.Logf("family %s", k.Family)
 		for trial := range 400 {
 			kc := 1 + rng.IntN(2*LUT16MaxPairs)
@@ -95,7 +84,7 @@ func TestLUT16(t *testing.T) {
 // of 85 triples, rows past 3*nt in b ignored.
 func TestLUT16Triples(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 6))
-	for _, k := range lut16Families() {
+	for _, k := range LUT16Op.Impls() {
 		t.Logf("family %s", k.Family)
 		for trial := range 400 {
 			nt := 1 + rng.IntN(LUT16MaxTriples)

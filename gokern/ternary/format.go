@@ -101,24 +101,10 @@ func Code(q int8) byte { return byte(q + 1) }
 // position, and so is a code other than 1 in the padding of a short last
 // group (see checkPadding).
 func Unpack(packed []byte, out []int8) error {
-	n := len(out)
-	if len(packed) < PackedLen(n) {
-		return errs.Value("packed has %d bytes, %d values need %d", len(packed), n, PackedLen(n))
-	}
-	if err := checkPadding(packed, n); err != nil {
+	if err := checkCodes(packed, len(out)); err != nil {
 		return err
 	}
-	return forGroups(n, func(lo, hi int) error {
-		for p := lo; p < hi; p++ {
-			b, sh := slot(p)
-			c := packed[b] >> sh & 3
-			if c == 3 {
-				return errs.Value("invalid I2_S code 3 at position %d (byte %d)", p, b)
-			}
-			out[p] = int8(c) - 1
-		}
-		return nil
-	})
+	return decode(packed, out, nil, 0)
 }
 
 // Dequantize writes value*scale for the first len(out) positions of packed,
@@ -129,28 +115,54 @@ func Dequantize(packed []byte, blockSize int, scales []float32, out []float32) e
 	if err := CheckSizes(n, blockSize); err != nil {
 		return err
 	}
+	if err := checkCodes(packed, n); err != nil {
+		return err
+	}
+	bs, err := scaleBlock(n, blockSize, scales)
+	if err != nil {
+		return err
+	}
+	return decode(packed, out, scales, bs)
+}
+
+// checkCodes checks that packed holds the PackedLen(n) bytes of n values
+// and that the padding after them is code 1 (checkPadding).
+func checkCodes(packed []byte, n int) error {
 	if len(packed) < PackedLen(n) {
 		return errs.Value("packed has %d bytes, %d values need %d", len(packed), n, PackedLen(n))
 	}
-	if err := checkPadding(packed, n); err != nil {
-		return err
-	}
+	return checkPadding(packed, n)
+}
+
+// scaleBlock checks that scales holds one scale per block of blockSize
+// values (0: one scale) of n values and returns the values per scale.
+func scaleBlock(n, blockSize int, scales []float32) (int, error) {
 	nb := NumBlocks(n, blockSize)
 	if len(scales) != nb {
-		return errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, blockSize, len(scales))
+		return 0, errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, blockSize, len(scales))
 	}
-	bs := blockSize
 	if nb == 1 {
-		bs = n
+		return n, nil
 	}
-	return forGroups(n, func(lo, hi int) error {
+	return blockSize, nil
+}
+
+// decode writes the values of the first len(out) positions of packed
+// (checkCodes passed) into out, times scales[p/bs] when scales is not nil
+// (float32 out), in parallel; a code 3 is a ValueError naming its position.
+func decode[T int8 | float32](packed []byte, out []T, scales []float32, bs int) error {
+	return forGroups(len(out), func(lo, hi int) error {
 		for p := lo; p < hi; p++ {
 			b, sh := slot(p)
 			c := packed[b] >> sh & 3
 			if c == 3 {
 				return errs.Value("invalid I2_S code 3 at position %d (byte %d)", p, b)
 			}
-			out[p] = float32(int8(c)-1) * scales[p/bs]
+			v := T(int8(c) - 1)
+			if scales != nil {
+				v *= T(scales[p/bs])
+			}
+			out[p] = v
 		}
 		return nil
 	})

@@ -38,6 +38,22 @@ func simdFamilies() []cpu.Family {
 }
 
 // quantizer returns family f's quantizer (registered for f).
+// forFamilies runs fn with every usable SIMD family's quantizer, each with
+// its own rng seeded (s1, s2).
+func forFamilies(t *testing.T, s1, s2 uint64, fn func(f cpu.Family, k *Quantizer, r *rand.Rand)) {
+	for _, f := range usableFamilies(t) {
+		fn(f, quantizer(f), rand.New(rand.NewPCG(s1, s2)))
+	}
+}
+
+// misaligned returns n values of the given kind (fill) starting off (0 to
+// 7, drawn first) values into their buffer: the kernels see misaligned
+// starts.
+func misaligned(r *rand.Rand, n int, kind string, scale float32) (x []float32, off int) {
+	off = r.IntN(8)
+	return fill(r, n+off, kind, scale)[off : off+n], off
+}
+
 func quantizer(f cpu.Family) *Quantizer {
 	q, ok := QuantizeOp.Impl(f)
 	if !ok {
@@ -115,15 +131,11 @@ func sameF32(a, b float32) bool {
 }
 
 func TestKernelsReductions(t *testing.T) {
-	for _, f := range usableFamilies(t) {
-		k := quantizer(f)
-		r := rand.New(rand.NewPCG(11, 12))
+	forFamilies(t, 11, 12, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
 		for _, kind := range []string{"normal", "wide", "finite", "special"} {
 			for _, n := range lengths() {
 				// misaligned starts: the kernel sees buf[off:off+n]
-				off := r.IntN(8)
-				buf := fill(r, n+off, kind, 1)
-				x := buf[off : off+n]
+				x, off := misaligned(r, n, kind, 1)
 				ws, wb := absSumGeneric(x)
 				gs, gb := k.absSum(x)
 				// The float64 sum may differ in its last bits (other
@@ -141,16 +153,14 @@ func TestKernelsReductions(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // scalesToTry covers ordinary, floored, tiny, huge and non-finite scales.
 var scalesToTry = []float32{1, 0.7978846, 3, 1e-5, 1e-8, 1.5e-38, 3e38, maxF32, inf32, nan32, 0.1, 123.456}
 
 func TestKernelsQuantRun(t *testing.T) {
-	for _, f := range usableFamilies(t) {
-		k := quantizer(f)
-		r := rand.New(rand.NewPCG(13, 14))
+	forFamilies(t, 13, 14, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
 		for _, kind := range []string{"normal", "wide", "special", "ties"} {
 			for _, n := range lengths() {
 				scale := scalesToTry[r.IntN(len(scalesToTry))]
@@ -160,9 +170,7 @@ func TestKernelsQuantRun(t *testing.T) {
 				if r.IntN(4) == 0 {
 					scale *= float32(r.Float64()*2 + 0.5)
 				}
-				off := r.IntN(8)
-				buf := fill(r, n+off, kind, scale)
-				x := buf[off : off+n]
+				x, off := misaligned(r, n, kind, scale)
 				// pos: group-aligned, inside a group, and near a group end.
 				for _, pos := range []int{0, 128, r.IntN(128), 128 + r.IntN(128), 127, 96} {
 					size := PackedLen(pos+n) + 32
@@ -180,7 +188,7 @@ func TestKernelsQuantRun(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 func firstDiff(a, b []byte) int {
@@ -198,9 +206,7 @@ func firstDiff(a, b []byte) int {
 // TestKernelsThresholds walks x over the float32 values around ±0.5*scale
 // for many scales, where the quotient's rounding decides the code.
 func TestKernelsThresholds(t *testing.T) {
-	for _, f := range usableFamilies(t) {
-		k := quantizer(f)
-		r := rand.New(rand.NewPCG(15, 16))
+	forFamilies(t, 15, 16, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
 		for it := 0; it < 2000; it++ {
 			scale := math.Float32frombits(0x00800000 + r.Uint32N(0x7e800000)) // any positive normal
 			if it < 64 {
@@ -220,7 +226,7 @@ func TestKernelsThresholds(t *testing.T) {
 				t.Fatalf("%s scale=%v (%#x): byte %d = %#x, want %#x", f, scale, math.Float32bits(scale), i, got[i], want[i])
 			}
 		}
-	}
+	})
 }
 
 // TestQuantizeEachFamilyDisabled runs Quantize with all families disabled
@@ -329,9 +335,7 @@ func BenchmarkQuantize(b *testing.B) {
 }
 
 func TestKernelsQuantBlocks(t *testing.T) {
-	for _, f := range usableFamilies(t) {
-		k := quantizer(f)
-		r := rand.New(rand.NewPCG(19, 20))
+	forFamilies(t, 19, 20, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
 		for _, bs := range []int{1, 3, 8, 16, 24, 32, 64, 96, 128, 200, 256, 384, 1024} {
 			unit := lcm(bs, GroupValues, 1<<30)
 			for _, kind := range []string{"normal", "wide", "special"} {
@@ -374,5 +378,5 @@ func TestKernelsQuantBlocks(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }

@@ -104,14 +104,11 @@ func (ks *Quantizer) Quantize(x []float32, blockSize int, m Method, checkFinite 
 	if len(packed) != PackedLen(n) {
 		return errs.Value("packed must have %d bytes for %d values, got %d", PackedLen(n), n, len(packed))
 	}
-	nb := NumBlocks(n, blockSize)
-	if len(scales) != nb {
-		return errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, blockSize, len(scales))
+	bs, err := scaleBlock(n, blockSize, scales)
+	if err != nil {
+		return err
 	}
-	bs := blockSize
-	if nb == 1 {
-		bs = n
-	}
+	nb := len(scales) // NumBlocks(n, blockSize), checked
 	var fb int
 	done := false
 	if unit := lcm(bs, GroupValues, fusedUnit); unit != 0 && nb > 1 {

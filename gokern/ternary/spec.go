@@ -101,6 +101,17 @@ func runStart(n, l, r, runs int) int {
 	return int(int64(n-l) * int64(r) / int64(runs-1))
 }
 
+// forSamples calls fn(r, run) for each of the runs runs (sampleRuns) of
+// x, l values each, in parallel.
+func forSamples(x []float32, runs, l int, fn func(r int, run []float32)) {
+	par.For(runs, 16, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			start := runStart(len(x), l, r, runs)
+			fn(r, x[start:start+l])
+		}
+	})
+}
+
 // absMeanBand samples specSampleRuns runs of x, together about (32n)^(2/3)
 // values (the size that balances sampling against fix-ups), and bounds the
 // absmean scale by the runs' mean ± specZ standard errors (measured from the
@@ -109,14 +120,11 @@ func runStart(n, l, r, runs int) int {
 func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
 	k, l := sampleRuns(len(x))
 	means := make([]float64, k)
-	par.For(k, 16, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			start := runStart(len(x), l, r, k)
-			s, bad := ks.absSum(x[start : start+l])
-			means[r] = s / float64(l)
-			if bad >= 0 {
-				means[r] = math.NaN()
-			}
+	forSamples(x, k, l, func(r int, run []float32) {
+		s, bad := ks.absSum(run)
+		means[r] = s / float64(l)
+		if bad >= 0 {
+			means[r] = math.NaN()
 		}
 	})
 	var mu float64
@@ -146,12 +154,7 @@ func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
 func (ks *Quantizer) absMaxBand(x []float32) (b specBand, ok bool) {
 	runs, l := sampleRuns(len(x))
 	maxs := make([]uint32, runs)
-	par.For(runs, 16, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			start := runStart(len(x), l, r, runs)
-			maxs[r] = ks.maxBits(x[start : start+l])
-		}
-	})
+	forSamples(x, runs, l, func(r int, run []float32) { maxs[r] = ks.maxBits(run) })
 	m := slices.Max(maxs)
 	if m >= 0x7f800000 {
 		return specBand{}, false

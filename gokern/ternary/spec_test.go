@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -50,9 +51,7 @@ func TestSpecBandThresholds(t *testing.T) {
 }
 
 func TestKernelsQuantSpec(t *testing.T) {
-	for _, f := range usableFamilies(t) {
-		k := quantizer(f)
-		r := rand.New(rand.NewPCG(23, 24))
+	forFamilies(t, 23, 24, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
 		for _, kind := range []string{"normal", "wide", "special", "ties"} {
 			for _, groups := range []int{0, 1, 2, 3, 5, 8, 17, 64, 300} {
 				for rep := 0; rep < 4; rep++ {
@@ -129,7 +128,7 @@ func TestKernelsQuantSpec(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // checkAgainstRef compares one per-tensor quantization with the scalar
@@ -250,9 +249,7 @@ func TestQuantizeSpecPath(t *testing.T) {
 }
 
 func TestKernelsFixCodes(t *testing.T) {
-	for _, f := range usableFamilies(t) {
-		k := quantizer(f)
-		r := rand.New(rand.NewPCG(29, 30))
+	forFamilies(t, 29, 30, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
 		for _, count := range []int{0, 1, 5, 31, 32, 33, 100, 5000} {
 			for _, scale := range scalesToTry {
 				groups := 1 + r.IntN(200)
@@ -292,7 +289,7 @@ func TestKernelsFixCodes(t *testing.T) {
 			}()
 			k.fixCodes(make([]byte, 32), []uint64{200}, 0, 1)
 		}()
-	}
+	})
 }
 
 // FuzzQuantizeSpecBand: the one-pass path against the scalar reference for

@@ -17,8 +17,7 @@ var benchThreads = flag.Int("threads", 1, "threads for BenchmarkConv")
 // says xN) with the gemm family dispatch picked, on -threads threads (1 by
 // default); GFLOP/s counts 2*N*O*C/groups*kH*kW*Ho*Wo.
 func BenchmarkConv(b *testing.B) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, l := range []struct {
 		name                 string
@@ -68,8 +67,7 @@ func BenchmarkConv(b *testing.B) {
 // BenchmarkDepthwise times the depthwise kernel on MobileNet-like layers
 // (batch 1, one thread).
 func BenchmarkDepthwise(b *testing.B) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, l := range []struct{ c, hw, s int }{{256, 28, 1}, {64, 112, 2}} {
 		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.c, WC: 1, KH: 3, KW: 3, Groups: l.c,

@@ -275,23 +275,54 @@ func splitSmall(t *testing.T) {
 	t.Cleanup(func() { par.SetMinWork(old) })
 }
 
+// keepThreads restores the thread count when tb ends.
+func keepThreads(tb testing.TB) {
+	old := par.Threads()
+	tb.Cleanup(func() { _ = par.SetThreads(old) })
+}
+
+// forRandomCases runs fn(ci) for n cases (short of them with -short), the
+// thread count cycling over 1..threads and the drivers splitting even small
+// shapes (splitSmall); the thread count is restored when t ends.
+func forRandomCases(t *testing.T, n, short, threads int, fn func(ci int)) {
+	keepThreads(t)
+	splitSmall(t)
+	if testing.Short() {
+		n = short
+	}
+	for ci := range n {
+		_ = par.SetThreads(1 + ci%threads)
+		fn(ci)
+	}
+}
+
+// randCase builds a case for shape s with a random block size and, every
+// other time at random, a bias.
+func randCase(t testing.TB, rng *rand.Rand, s Shape) *testCase {
+	d, err := s.Check()
+	if err != nil {
+		t.Fatalf("%+v: %v", s, err)
+	}
+	return newCase(t, rng, s, randBlockSize(rng, d.K), rng.IntN(2) == 0)
+}
+
+// longKShape draws a pointwise shape with a long K (100 to 100+cSpan-1
+// channels), up to oSpan output channels and planes up to hwSpan square:
+// every remainder of K mod 2 and 3, wide O, the LUT planner's shapes.
+func longKShape(rng *rand.Rand, cSpan, hwSpan, oSpan int) Shape {
+	s := Shape{N: 1 + rng.IntN(2), C: 100 + rng.IntN(cSpan), H: 1 + rng.IntN(hwSpan), W: 1 + rng.IntN(hwSpan),
+		O: 1 + rng.IntN(oSpan), KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	s.WC = s.C
+	return s
+}
+
 // TestKernelsAgree runs every kernel (and every gemm family) on random
 // shapes: the float path against the float64 reference, the int8 path bit
 // for bit against the independent reference and against naive.
 func TestKernelsAgree(t *testing.T) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
-	splitSmall(t)
 	rng := rand.New(rand.NewPCG(7, 7))
-	cases := 120
-	if testing.Short() {
-		cases = 30
-	}
-	for ci := range cases {
-		_ = par.SetThreads(1 + ci%3)
-		s := randShape(rng)
-		d, _ := s.Check()
-		tc := newCase(t, rng, s, randBlockSize(rng, d.K), rng.IntN(2) == 0)
+	forRandomCases(t, 120, 30, 3, func(ci int) {
+		tc := randCase(t, rng, randShape(rng))
 		want, mag := ref64(tc)
 		want8 := ref8(tc)
 		for _, ks := range gemm.Families() {
@@ -301,7 +332,7 @@ func TestKernelsAgree(t *testing.T) {
 				checkExact(t, what+" int8", runKind(t, tc, kind, true, ks), want8)
 			}
 		}
-	}
+	})
 }
 
 // TestTable covers named shapes of interest, each against the references.

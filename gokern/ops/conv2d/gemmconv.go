@@ -100,10 +100,7 @@ func gemmConv[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations,
 		t := make([]A, p.tElems)
 		var prepped []T
 		for u := lo; u < hi && !par.Stopped(); u++ {
-			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
-			p0 := tile * p.nTile
-			cols := min(p.nTile, d.P-p0)
-			npn := ceilDivPos(cols, nr)
+			mb, g, n, p0, cols, npn := splitUnit(d, u, p.mBlocks, p.nTiles, p.nTile, nr)
 			i0 := mb * p.mcPanels
 			i1 := min(np, i0+p.mcPanels)
 			xs := src[n*per : (n+1)*per]
@@ -318,7 +315,13 @@ func zeroRun[T elem](dst []T, pc *panelCursor, n int) {
 
 // splitUnit decomposes a work unit of the tiled drivers (im2col, LUT):
 // units run over (sample n, group g, output tile, row block mb), row blocks
-// fastest, so u = ((n*groups + g)*nTiles + tile)*mBlocks + mb.
-func splitUnit(u, mBlocks, nTiles, groups int) (mb, tile, g, n int) {
-	return u % mBlocks, u / mBlocks % nTiles, u / (mBlocks * nTiles) % groups, u / (mBlocks * nTiles * groups)
+// fastest, so u = ((n*groups + g)*nTiles + tile)*mBlocks + mb. The tile
+// holds the output positions [p0, p0+cols) of d.P, nTile a tile (fewer in
+// the last), in npn micro-panels of nr columns.
+func splitUnit(d *Dims, u, mBlocks, nTiles, nTile, nr int) (mb, g, n, p0, cols, npn int) {
+	tile := u / mBlocks % nTiles
+	mb, g, n = u%mBlocks, u/(mBlocks*nTiles)%d.Groups, u/(mBlocks*nTiles*d.Groups)
+	p0 = tile * nTile
+	cols = min(nTile, d.P-p0)
+	return mb, g, n, p0, cols, ceilDivPos(cols, nr)
 }

@@ -16,8 +16,7 @@ import (
 // gemm family and thread count, against the references; a code 3 gives
 // PackA's error.
 func TestGEMV(t *testing.T) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(t)
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	for ci, c := range []struct{ n, c, o, h, w, bs int }{

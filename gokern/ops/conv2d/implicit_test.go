@@ -18,8 +18,7 @@ import (
 // written by streaming stores) and checks it bit for bit against the int8
 // reference, whatever the planner would choose.
 func TestImplicitAgrees(t *testing.T) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(t)
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	gen := gemm.Generic()

@@ -49,8 +49,7 @@ func TestInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large convolutions")
 	}
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(t)
 	_ = par.SetThreads(2)
 	var counter uint32
 	par.SetInterruptCounter(&counter)

@@ -46,6 +46,15 @@ func TestConv2DInfoKernel(t *testing.T) {
 			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
 	}
 	const G, A2, A5, V = cpu.Generic, cpu.AVX2, cpu.AVX512, cpu.AVX512VNNI
+	fams := func(g, a2, a5, v string) map[cpu.Family]string {
+		return map[cpu.Family]string{G: g, A2: a2, A5: a5, V: v}
+	}
+	every := func(k string) map[cpu.Family]string { return fams(k, k, k, k) }
+	// simd: one kernel for every SIMD family; own: each family its own.
+	simd := func(g, k string) map[cpu.Family]string { return fams(g, k, k, k) }
+	own := func(path string) map[cpu.Family]string {
+		return fams(path+"/generic", path+"/avx2", path+"/avx512", path+"/avx512vnni")
+	}
 	cases := []struct {
 		name  string
 		s     Shape
@@ -55,26 +64,18 @@ func TestConv2DInfoKernel(t *testing.T) {
 		algo  Algo
 		want  map[cpu.Family]string // by the conv_gemm family (conv_lut's for LUT)
 	}{
-		{"im2col f32", shape(1, 8, 9, 8, 3, 1), 0, Im2col, ternary.I2S, Im2col, map[cpu.Family]string{
-			G: "im2col_gemm/generic", A2: "im2col_gemm/avx2", A5: "im2col_gemm/avx512", V: "im2col_gemm/avx512vnni"}},
-		{"im2col i8", shape(1, 8, 9, 8, 3, 1), 8, Auto, ternary.I2S, Im2col, map[cpu.Family]string{
-			G: "im2col_gemm/generic", A2: "implicit_gemm/avx2", A5: "implicit_gemm/avx2", V: "im2col_gemm/avx512vnni"}},
-		{"gemv f32", shape(1, 256, 2, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
-			G: "gemv/generic", A2: "gemv/avx2", A5: "gemv/avx2", V: "gemv/avx2"}},
-		{"gemv i8", shape(2, 128, 1, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
-			G: "gemv/generic", A2: "gemv/avx2", A5: "gemv/avx2", V: "gemv/avx2"}},
-		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
-			G: "gemm1x1/generic", A2: "gemm1x1/avx2", A5: "gemm1x1/avx512", V: "gemm1x1/avx512vnni"}},
-		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, map[cpu.Family]string{
-			G: "gemm1x1/generic", A2: "gemm1x1/avx2", A5: "gemm1x1/avx2", V: "gemm1x1/avx512vnni"}},
-		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, map[cpu.Family]string{
-			G: "direct/generic", A2: "direct/generic", A5: "direct/generic", V: "direct/generic"}},
-		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, map[cpu.Family]string{
-			G: "depthwise/generic", A2: "depthwise/generic", A5: "depthwise/generic", V: "depthwise/generic"}},
-		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, map[cpu.Family]string{
-			G: "naive/generic", A2: "naive/generic", A5: "naive/generic", V: "naive/generic"}},
-		{"lut tl1", shape(1, 64, 2, 32, 1, 1), 8, Auto, ternary.TL1, LUT, map[cpu.Family]string{
-			G: "lut/generic", A2: "lut16/avx2", A5: "lut16/avx2", V: "lut16/avx2"}},
+		{"im2col f32", shape(1, 8, 9, 8, 3, 1), 0, Im2col, ternary.I2S, Im2col, own("im2col_gemm")},
+		{"im2col i8", shape(1, 8, 9, 8, 3, 1), 8, Auto, ternary.I2S, Im2col,
+			fams("im2col_gemm/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "im2col_gemm/avx512vnni")},
+		{"gemv f32", shape(1, 256, 2, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, simd("gemv/generic", "gemv/avx2")},
+		{"gemv i8", shape(2, 128, 1, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, simd("gemv/generic", "gemv/avx2")},
+		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, own("gemm1x1")},
+		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise,
+			fams("gemm1x1/generic", "gemm1x1/avx2", "gemm1x1/avx2", "gemm1x1/avx512vnni")},
+		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, every("direct/generic")},
+		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, every("depthwise/generic")},
+		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, every("naive/generic")},
+		{"lut tl1", shape(1, 64, 2, 32, 1, 1), 8, Auto, ternary.TL1, LUT, simd("lut/generic", "lut16/avx2")},
 	}
 	for _, off := range []string{"", "avx512vnni", "avx512", "avx2"} {
 		ks := selectKernels(cpu.ParseDisable(off))

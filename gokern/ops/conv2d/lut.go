@@ -267,10 +267,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 		acc := make([]uint64, p.rows*npnMax)
 		ti := make([]int32, p.nTile)
 		for u := lo; u < hi && !par.Stopped(); u++ {
-			mb, tile, g, n := splitUnit(u, p.mBlocks, p.nTiles, d.Groups)
-			p0 := tile * p.nTile
-			cols := min(p.nTile, d.P-p0)
-			npn := ceilDivPos(cols, nr)
+			mb, g, n, p0, cols, npn := splitUnit(d, u, p.mBlocks, p.nTiles, p.nTile, nr)
 			r0 := mb * p.rows
 			r1 := min(d.Og, r0+p.rows)
 			xs := q[n*per : (n+1)*per]

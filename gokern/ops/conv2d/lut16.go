@@ -53,10 +53,7 @@ func lutConv16(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []flo
 		tab := make([]int16, tabLen)
 		acc := make([]int32, rowsPer*nTile)
 		for u := lo; u < hi && !par.Stopped(); u++ {
-			mb, tile, g, n := splitUnit(u, mBlocks, nTiles, d.Groups)
-			p0 := tile * nTile
-			cols := min(nTile, d.P-p0)
-			npn := ceilDivPos(cols, nr)
+			mb, g, n, p0, cols, npn := splitUnit(d, u, mBlocks, nTiles, nTile, nr)
 			r0 := mb * rowsPer
 			rows := min(d.Og, r0+rowsPer) - r0
 			xs := q[n*per : (n+1)*per]

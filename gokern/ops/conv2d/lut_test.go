@@ -32,24 +32,14 @@ func withQType(t testing.TB, tc *testCase, q ternary.QType) Weights {
 // I2_S, TL1 and TL2 weights: bit for bit against the independent int8
 // reference and against im2col.
 func TestLUTAgrees(t *testing.T) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
-	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 5))
-	cases := 150
-	if testing.Short() {
-		cases = 40
-	}
-	for ci := range cases {
-		_ = par.SetThreads(1 + ci%3)
+	forRandomCases(t, 150, 40, 3, func(ci int) {
 		s := randShape(rng)
 		if ci%5 == 0 { // long K with every remainder mod 2 and 3, wide O
-			s = Shape{N: 1 + rng.IntN(2), C: 100 + rng.IntN(700), H: 1 + rng.IntN(4), W: 1 + rng.IntN(4),
-				O: 1 + rng.IntN(150), KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
-			s.WC = s.C
+			s = longKShape(rng, 700, 4, 150)
 		}
-		d, _ := s.Check()
-		tc := newCase(t, rng, s, randBlockSize(rng, d.K), rng.IntN(2) == 0)
+		tc := randCase(t, rng, s)
+		d := tc.d
 		want := ref8(tc)
 		im2 := make([]float32, d.OutLen)
 		if _, err := Conv2D(d, tc.x, tc.w, tc.bias, im2, Options{ActBits: 8, Algo: Im2col}); err != nil {
@@ -68,7 +58,7 @@ func TestLUTAgrees(t *testing.T) {
 			}
 			checkExact(t, fmt.Sprintf("case %d %v lut/%v", ci, tc, q), out, want)
 		}
-	}
+	})
 }
 
 // TestLUTExtremes: activations at the int8 extremes and all-equal weights,
@@ -113,8 +103,7 @@ func TestLUTNeedsAct8(t *testing.T) {
 // multiply-add kernel the planner would otherwise pick, int8 activations,
 // one thread.
 func BenchmarkLUT(b *testing.B) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, l := range []struct {
 		name              string
@@ -213,24 +202,14 @@ func TestLUTRejectsCode3(t *testing.T) {
 // generic ones) on random shapes, per-tensor and per-block scales, odd K:
 // the outputs must be bit-identical across families and to the reference.
 func TestLUTFamilies(t *testing.T) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
-	splitSmall(t)
 	rng := rand.New(rand.NewPCG(21, 8))
-	cases := 80
-	if testing.Short() {
-		cases = 25
-	}
-	for ci := range cases {
-		_ = par.SetThreads(1 + ci%2)
+	forRandomCases(t, 80, 25, 2, func(ci int) {
 		s := randShape(rng)
 		if ci%3 == 0 { // long K, wide O, few positions: the planner's LUT shapes
-			s = Shape{N: 1 + rng.IntN(2), C: 100 + rng.IntN(900), H: 1 + rng.IntN(5), W: 1 + rng.IntN(5),
-				O: 1 + rng.IntN(100), KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
-			s.WC = s.C
+			s = longKShape(rng, 900, 5, 100)
 		}
-		d, _ := s.Check()
-		tc := newCase(t, rng, s, randBlockSize(rng, d.K), rng.IntN(2) == 0)
+		tc := randCase(t, rng, s)
+		d := tc.d
 		want := ref8(tc)
 		for _, q := range []ternary.QType{ternary.I2S, ternary.TL1, ternary.TL2} {
 			w := withQType(t, tc, q)
@@ -248,7 +227,7 @@ func TestLUTFamilies(t *testing.T) {
 				first = out
 			}
 		}
-	}
+	})
 }
 
 // TestPreferLUT: the planner's position limits for TL weights, 1024 with the

@@ -24,55 +24,26 @@ func naive(d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out [
 			wo := wq[o*d.K:][:d.K]
 			dst := out[u*d.P:][:d.P]
 			if acts != nil {
-				naiveI8(d, acts.q, acts.a[n], wo, sc, dst, n, o, g)
+				naivePlane(d, acts.q, acts.a[n], wo, sc, sc.fold1I32, dst, n, o, g)
 			} else {
-				naiveF32(d, x, wo, sc, dst, n, o, g)
+				naivePlane(d, x, 0, wo, sc, sc.fold1F32, dst, n, o, g)
 			}
 		}
 	})
 	return nil
 }
 
-// naiveF32 and naiveI8 compute one output plane; they return early, a row
-// at a time, once the call is interrupted (par.Stopped).
-func naiveF32(d *Dims, x []float32, wo []int8, sc *scaler, dst []float32, n, o, g int) {
-	for oh := 0; oh < d.Ho && !par.Stopped(); oh++ {
-		for ow := range d.Wo {
-			var y, acc float32
-			k, b := 0, 0
-			for c := range d.Cg {
-				for i := range d.KH {
-					for j := range d.KW {
-						ih := oh*d.StrideH - d.PadT + i*d.DilH
-						iw := ow*d.StrideW - d.PadL + j*d.DilW
-						if ih >= 0 && ih < d.H && iw >= 0 && iw < d.W {
-							acc += float32(wo[k]) * x[((n*d.C+g*d.Cg+c)*d.H+ih)*d.W+iw]
-						}
-						k++
-						if k%sc.bl == 0 {
-							t := float32(sc.scale(o, b) * acc)
-							if b > 0 {
-								t = y + t
-							}
-							y, acc = t, 0
-							b++
-						}
-					}
-				}
-			}
-			if sc.bias != nil {
-				y += sc.bias[o]
-			}
-			dst[oh*d.Wo+ow] = y
-		}
-	}
-}
-
-func naiveI8(d *Dims, q []int8, a float32, wo []int8, sc *scaler, dst []float32, n, o, g int) {
+// naivePlane computes one output plane from x (float32 activations, or
+// the int8 path's quantized ones), summing in S (float32 or int32) and
+// folding each scale block with fold (scaler.fold1F32 / fold1I32, a the
+// sample's activation scale); it returns early, a row at a time, once the
+// call is interrupted (par.Stopped).
+func naivePlane[X float32 | int8, S float32 | int32](d *Dims, x []X, a float32, wo []int8, sc *scaler,
+	fold func(y float32, acc S, o, b int, a float32) float32, dst []float32, n, o, g int) {
 	for oh := 0; oh < d.Ho && !par.Stopped(); oh++ {
 		for ow := range d.Wo {
 			var y float32
-			var acc int32
+			var acc S
 			k, b := 0, 0
 			for c := range d.Cg {
 				for i := range d.KH {
@@ -80,11 +51,11 @@ func naiveI8(d *Dims, q []int8, a float32, wo []int8, sc *scaler, dst []float32,
 						ih := oh*d.StrideH - d.PadT + i*d.DilH
 						iw := ow*d.StrideW - d.PadL + j*d.DilW
 						if ih >= 0 && ih < d.H && iw >= 0 && iw < d.W {
-							acc += int32(wo[k]) * int32(q[((n*d.C+g*d.Cg+c)*d.H+ih)*d.W+iw])
+							acc += S(wo[k]) * S(x[((n*d.C+g*d.Cg+c)*d.H+ih)*d.W+iw])
 						}
 						k++
 						if k%sc.bl == 0 {
-							y = sc.fold1I32(y, acc, o, b, a)
+							y = fold(y, acc, o, b, a)
 							acc = 0
 							b++
 						}

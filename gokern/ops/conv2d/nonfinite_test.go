@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
-	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
@@ -56,8 +55,7 @@ func withZeroWeights(t *testing.T, rng *rand.Rand, tc *testCase) {
 // reference, and every int8 kernel gives naive's result (NaN activations
 // quantize to 0, an Inf makes its sample's outputs NaN).
 func TestNonFinitePropagates(t *testing.T) {
-	old := par.Threads()
-	defer func() { _ = par.SetThreads(old) }()
+	keepThreads(t)
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(21, 21))
 	nan, pinf, ninf := float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))

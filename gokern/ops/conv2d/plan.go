@@ -46,27 +46,27 @@ func (a Algo) String() string {
 	return "unknown"
 }
 
+// special returns the kernel of d's special shapes (Depthwise, Pointwise),
+// or general where d is neither.
+func special(d *Dims, general Algo) Algo {
+	switch {
+	case d.Depthwise():
+		return Depthwise
+	case d.Pointwise():
+		return Pointwise
+	}
+	return general
+}
+
 // Plan resolves a requested algorithm for d into the kernel that runs it.
 func Plan(req Algo, d *Dims) (Algo, error) {
 	switch req {
 	case Auto:
-		switch {
-		case d.Depthwise():
-			return Depthwise, nil
-		case d.Pointwise():
-			return Pointwise, nil
-		}
-		return Im2col, nil
+		return special(d, Im2col), nil
 	case Naive, Im2col, LUT:
 		return req, nil
 	case Direct:
-		switch {
-		case d.Depthwise():
-			return Depthwise, nil
-		case d.Pointwise():
-			return Pointwise, nil
-		}
-		return Direct, nil
+		return special(d, Direct), nil
 	case Depthwise:
 		if !d.Depthwise() {
 			return 0, errs.Value("algorithm 'depthwise' needs groups == C (one input channel per group), got C=%d, groups=%d",
