@@ -13,26 +13,42 @@ import (
 // immediates rather than in DATA sections, so generated files never clash on
 // symbol names inside one package.
 
-// bcst32 returns a YMM register holding v in each 32-bit lane.
-func bcst32(c *build.Context, v uint32) reg.VecVirtual {
+// xmmD returns an XMM register whose low dword is v (moved in through a
+// new general register).
+func xmmD(c *build.Context, v uint32) reg.VecVirtual {
 	r := c.GP32()
 	c.MOVL(operand.U32(v), r)
 	x := c.XMM()
 	c.VMOVD(r, x)
-	y := c.YMM()
-	c.VPBROADCASTD(x, y)
-	return y
+	return x
 }
 
-// bcst64 returns a YMM register holding v in each 64-bit lane.
-func bcst64(c *build.Context, v uint64) reg.VecVirtual {
+// xmmQ returns an XMM register whose low qword is v (moved in through a
+// new general register).
+func xmmQ(c *build.Context, v uint64) reg.VecVirtual {
 	r := c.GP64()
 	c.MOVQ(operand.U64(v), r)
 	x := c.XMM()
 	c.VMOVQ(r, x)
+	return x
+}
+
+// ymmFrom returns a new YMM register written by op(x, y), for the
+// broadcasts and extensions of an XMM source.
+func ymmFrom(c *build.Context, x reg.VecVirtual, op func(...operand.Op)) reg.VecVirtual {
 	y := c.YMM()
-	c.VPBROADCASTQ(x, y)
+	op(x, y)
 	return y
+}
+
+// bcst32 returns a YMM register holding v in each 32-bit lane.
+func bcst32(c *build.Context, v uint32) reg.VecVirtual {
+	return ymmFrom(c, xmmD(c, v), c.VPBROADCASTD)
+}
+
+// bcst64 returns a YMM register holding v in each 64-bit lane.
+func bcst64(c *build.Context, v uint64) reg.VecVirtual {
+	return ymmFrom(c, xmmQ(c, v), c.VPBROADCASTQ)
 }
 
 // dwordIndex returns a YMM register holding the eight 32-bit values idx
@@ -42,13 +58,7 @@ func dwordIndex(c *build.Context, idx [8]byte) reg.VecVirtual {
 	for i, b := range idx {
 		v |= uint64(b) << (8 * i)
 	}
-	r := c.GP64()
-	c.MOVQ(operand.U64(v), r)
-	x := c.XMM()
-	c.VMOVQ(r, x)
-	y := c.YMM()
-	c.VPMOVZXBD(x, y)
-	return y
+	return ymmFrom(c, xmmQ(c, v), c.VPMOVZXBD)
 }
 
 // mem returns the memory operand base+disp.

@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -74,15 +73,10 @@ func microF32AVX2(c *build.Context) {
 // per iteration of the main loop, then one k at a time.
 func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func() reg.VecVirtual,
 	zero func(*build.Context, int) []reg.VecVirtual, ld func(operand.Mem) reg.VecVirtual) {
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)")
-	c.Doc(fmt.Sprintf("%s is the %s float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).", name, tile))
-	n := c.Load(c.Param("kc"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pl := c.Load(c.Param("lut"), c.GP64())
+	declareNoescape(c, name, "func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)",
+		fmt.Sprintf("%s is the %s float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).", name, tile))
+	a := loadArgs(c, "kc", "a", "b", "lut")
+	n, pa, pb, pl := a[0], a[1], a[2], a[3]
 	acc := zero(c, 4*per)
 	row := per * vb // bytes of B per k
 
@@ -136,8 +130,8 @@ func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func
 // a vector of the tile into a new register.
 func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m operand.Mem) reg.VecVirtual,
 	addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
-	pt := c.Load(c.Param("t"), c.GP64())
-	ldt := c.Load(c.Param("ldt"), c.GP64())
+	a := loadArgs(c, "t", "ldt")
+	pt, ldt := a[0], a[1]
 	c.SHLQ(operand.Imm(2), ldt)
 	ld3 := c.GP64()
 	c.LEAQ(operand.Mem{Base: ldt, Index: ldt, Scale: 2}, ld3)
@@ -159,8 +153,7 @@ func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m op
 			st(acc[per*r+h], rows[h][r])
 		}
 	}
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // loadY loads 32 bytes into a new YMM register.
@@ -185,15 +178,14 @@ func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg
 	c.JNZ(operand.LabelRef("prepLoop"))
 
 	c.Label("prepTail")
-	pt := c.Load(c.Param("tail"), c.GP64())
+	pt := loadArg(c, "tail")
 	c.TESTQ(pt, pt)
 	c.JZ(operand.LabelRef("prepSums"))
 	quad(pt)
 
 	c.Label("prepSums")
 	sums()
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // prepI8AVX2 rewrites a k-major int8 B micro-panel of 16 columns (kq quads
@@ -207,14 +199,10 @@ func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg
 // panel (VPMADDUBSW by ones, VPMADDWD by ones). The driver calls it once per
 // packed micro-panel; every A panel of the tile then runs over the result.
 func prepI8AVX2(c *build.Context) {
-	c.Function("prepI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int8, src *int8, kq int, tail *int8)")
-	c.Doc("prepI8AVX2 transposes kq >= 0 quads of a 16-column int8 B micro-panel (and the quad at tail, if not nil) for microI8AVX2, column sums after them.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("kq"), c.GP64())
+	declareNoescape(c, "prepI8AVX2", "func(dst *int8, src *int8, kq int, tail *int8)",
+		"prepI8AVX2 transposes kq >= 0 quads of a 16-column int8 B micro-panel (and the quad at tail, if not nil) for microI8AVX2, column sums after them.")
+	a := loadArgs(c, "dst", "src", "kq")
+	pd, ps, n := a[0], a[1], a[2]
 
 	// byte index of k_p of column t (0..3) in a lane holding, after the
 	// unpack and VPERMQ, (k0,k2) pairs of columns 0..3 then (k1,k3) pairs.
@@ -268,14 +256,10 @@ func prepI8AVX2(c *build.Context) {
 // of c*x = (w+1)*x, hence the column sums subtracted at the end. Every step
 // is exact modulo 2^32, hence so is the result.
 func microI8AVX2(c *build.Context) {
-	c.Function("microI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)")
-	c.Doc("microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
-	n := c.Load(c.Param("kq"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
+	declareNoescape(c, "microI8AVX2", "func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)",
+		"microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
+	a := loadArgs(c, "kq", "a", "b")
+	n, pa, pb := a[0], a[1], a[2]
 	mask3 := vconst(c, "i8mask03", [8]uint32{0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303})
 	ones16 := vconst(c, "i8ones16", [8]uint32{0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001})
 
@@ -307,7 +291,7 @@ func microI8AVX2(c *build.Context) {
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("i8loop"))
 
-	pc := c.Load(c.Param("csum"), c.GP64())
+	pc := loadArg(c, "csum")
 	for r := 0; r < 4; r++ {
 		for h := 0; h < 2; h++ {
 			c.VPSUBD(mem(pc, 32*h), acc[2*r+h], acc[2*r+h])
@@ -324,14 +308,10 @@ func microI8AVX2(c *build.Context) {
 // such YMM packed to 32 bytes with VPACKSSDW, VPACKSSWB (values already in
 // range: no saturation) and VPERMD back into order.
 func quantI8AVX2(c *build.Context) {
-	c.Function("quantI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int8, src *float32, n int, a float32)")
-	c.Doc("quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("n"), c.GP64())
+	declareNoescape(c, "quantI8AVX2", "func(dst *int8, src *float32, n int, a float32)",
+		"quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
+	a := loadArgs(c, "dst", "src", "n")
+	pd, ps, n := a[0], a[1], a[2]
 	va := c.YMM()
 	c.VBROADCASTSS(paramAddr(c, "a"), va)
 	lo := bcst32(c, 0xc3000000) // -128.0
@@ -358,8 +338,7 @@ func quantI8AVX2(c *build.Context) {
 	c.ADDQ(operand.Imm(32), pd)
 	c.SUBQ(operand.Imm(32), n)
 	c.JNZ(operand.LabelRef("q8loop"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // groupValues is the number of values of one I2_S group (32 bytes).
@@ -376,11 +355,9 @@ var (
 // out *A) and returns the memory operand of column j's x at byte disp.
 // Columns 0..3 are addressed from x, columns 4..7 from x + 4*ldx.
 func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colMem func(j, disp int) operand.Mem, advance func(bytes int)) {
-	pw = c.Load(c.Param("w"), c.GP64())
-	px := c.Load(c.Param("x"), c.GP64())
-	ld := c.Load(c.Param("ldx"), c.GP64())
-	n = c.Load(c.Param("ng"), c.GP64())
-	pout = c.Load(c.Param("out"), c.GP64())
+	a := loadArgs(c, "w", "x", "ldx", "ng", "out")
+	px, ld := a[1], a[2]
+	pw, n, pout = a[0], a[3], a[4]
 	if esize == 4 {
 		c.SHLQ(operand.Imm(2), ld)
 	}
@@ -463,11 +440,8 @@ func hsumF32(c *build.Context, y reg.VecVirtual, m operand.Mem) {
 // bytes are checked for code 3 on the way.
 func gemvF32AVX2(c *build.Context, ncol int) {
 	name := fmt.Sprintf("gemvF32AVX2x%d", ncol)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, x *float32, ldx int, ng int, out *float32) uint32")
-	c.Doc(fmt.Sprintf("%s sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
+	declareNoescape(c, name, "func(w *byte, x *float32, ldx int, ng int, out *float32) uint32",
+		fmt.Sprintf("%s sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
 	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 4)
 	tab := c.YMM()
 	c.VMOVDQU(vconst(c, "gemvTabF32", [8]uint32{0xBF800000, 0, 0x3F800000, 0, 0xBF800000, 0, 0x3F800000, 0}), tab)
@@ -511,8 +485,7 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 		hsumF32(c, acc[j][0], mem(pout, 4*j))
 	}
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // gemvI8AVX2: out[j] = sum_i (w(i)+1)*x[j*ldx+i] for j < ncol (the sums of
@@ -524,11 +497,8 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 // int32. Code 3 is checked on the way.
 func gemvI8AVX2(c *build.Context, ncol int) {
 	name := fmt.Sprintf("gemvI8AVX2x%d", ncol)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, x *int8, ldx int, ng int, out *int32) uint32")
-	c.Doc(fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
+	declareNoescape(c, name, "func(w *byte, x *int8, ldx int, ng int, out *int32) uint32",
+		fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
 	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 1)
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
@@ -560,8 +530,7 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 		c.VMOVD(lo, mem(pout, 4*j))
 	}
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // unpackCodes returns the codes 0..2 of values 32q..32q+31 of an I2_S
@@ -604,16 +573,10 @@ func dotGroup(c *build.Context, code func(q int) reg.VecVirtual, x func(q int) o
 // no call, horizontal sum or code-3 reduction of its own.
 func gemvI8AVX2Rows4(c *build.Context) {
 	name := "gemvI8AVX2r4"
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, ldw int, x *int8, ng int, out *int32) uint32")
-	c.Doc(name + " sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
-	pw := c.Load(c.Param("w"), c.GP64())
-	ld := c.Load(c.Param("ldw"), c.GP64())
-	px := c.Load(c.Param("x"), c.GP64())
-	n := c.Load(c.Param("ng"), c.GP64())
-	pout := c.Load(c.Param("out"), c.GP64())
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ng int, out *int32) uint32",
+		name+" sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
+	a := loadArgs(c, "w", "ldw", "x", "ng", "out")
+	pw, ld, px, n, pout := a[0], a[1], a[2], a[3], a[4]
 	ld3 := c.GP64()
 	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
 	mask := bcst32(c, 0x03030303)
@@ -642,8 +605,7 @@ func gemvI8AVX2Rows4(c *build.Context) {
 	c.VPADDD(hi, t0.AsX(), hi)
 	c.VMOVDQU(hi, mem(pout, 0))
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // packPanelAVX2 writes ng*128 bytes of an A panel from four rows of I2_S
@@ -653,17 +615,14 @@ func gemvI8AVX2Rows4(c *build.Context) {
 // shifts leak no bits into the kept pair). It returns, OR-ed over all
 // input bytes, x & (x>>1) & 0x55 (nonzero: a code 3 occurs).
 func packPanelAVX2(c *build.Context) {
-	c.Function("packPanelAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(panel *byte, r0, r1, r2, r3 *byte, ng int) uint32")
-	c.Doc("packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.")
-	pp := c.Load(c.Param("panel"), c.GP64())
+	declareNoescape(c, "packPanelAVX2", "func(panel *byte, r0, r1, r2, r3 *byte, ng int) uint32",
+		"packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.")
+	pp := loadArg(c, "panel")
 	var pr [4]reg.Register
 	for r := range pr {
 		pr[r] = c.Load(c.Param(fmt.Sprintf("r%d", r)), c.GP64())
 	}
-	n := c.Load(c.Param("ng"), c.GP64())
+	n := loadArg(c, "ng")
 	var masks [4]reg.VecVirtual
 	for r := range masks {
 		masks[r] = bcst32(c, 0x03030303<<(2*r))
@@ -706,8 +665,7 @@ func packPanelAVX2(c *build.Context) {
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("pploop"))
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // foldI32AVX2: for n (a positive multiple of 8) elements, eight at a time,
@@ -723,10 +681,7 @@ func foldI32AVX2(c *build.Context) {
 // sfenceAVX2 is SFENCE: the non-temporal stores before it are visible
 // before any store after it.
 func sfenceAVX2(c *build.Context) {
-	c.Function("sfenceAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func()")
-	c.Doc("sfenceAVX2 orders the non-temporal stores before it before the stores after it.")
+	declare(c, "sfenceAVX2", "func()", "sfenceAVX2 orders the non-temporal stores before it before the stores after it.")
 	c.SFENCE()
 	c.RET()
 }
@@ -739,20 +694,15 @@ func foldF32AVX2(c *build.Context) {
 
 // fold emits foldI32AVX2 (ints) or foldF32AVX2: one loop per mode.
 func fold(c *build.Context, name string, ints bool) {
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
 	if ints {
-		c.SignatureExpr("func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)")
-		c.Doc(name + " folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+		declareNoescape(c, name, "func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)",
+			name+" folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
 	} else {
-		c.SignatureExpr("func(dst *float32, src *float32, n int, sc, bias float32, mode int)")
-		c.Doc(name + " folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
+		declareNoescape(c, name, "func(dst *float32, src *float32, n int, sc, bias float32, mode int)",
+			name+" folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
 	}
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("n"), c.GP64())
-	mode := c.Load(c.Param("mode"), c.GP64())
+	a := loadArgs(c, "dst", "src", "n", "mode")
+	pd, ps, n, mode := a[0], a[1], a[2], a[3]
 	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
 	if ints {
 		c.VBROADCASTSS(paramAddr(c, "a"), va)
@@ -798,6 +748,5 @@ func fold(c *build.Context, name string, ints bool) {
 		c.JMP(operand.LabelRef(done))
 	}
 	c.Label(done)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }

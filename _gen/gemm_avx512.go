@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -86,14 +85,10 @@ func loadZ(c *build.Context) func(m operand.Mem) reg.VecVirtual {
 // the tile then runs over the result, so the transposition and the sums are
 // not redone per four output channels.
 func prepI8VNNI(c *build.Context) {
-	c.Function("prepI8VNNI")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int8, src *int8, kq int, tail *int8)")
-	c.Doc("prepI8VNNI transposes kq >= 0 quads of a 64-column int8 B micro-panel (and the quad at tail, if not nil) for microI8VNNI, column sums after them.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("kq"), c.GP64())
+	declareNoescape(c, "prepI8VNNI", "func(dst *int8, src *int8, kq int, tail *int8)",
+		"prepI8VNNI transposes kq >= 0 quads of a 64-column int8 B micro-panel (and the quad at tail, if not nil) for microI8VNNI, column sums after them.")
+	a := loadArgs(c, "dst", "src", "kq")
+	pd, ps, n := a[0], a[1], a[2]
 	ones8 := bcstZ32(c, 0x01010101)
 	csum := zeroZ(c, 4)
 
@@ -143,14 +138,10 @@ func prepI8VNNI(c *build.Context) {
 // 4x4 transpose of 128-bit lanes (VSHUFI32X4) per row undoes the column
 // permutation. Every step is exact modulo 2^32.
 func microI8VNNI(c *build.Context) {
-	c.Function("microI8VNNI")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)")
-	c.Doc("microI8VNNI is the 4x64 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
-	n := c.Load(c.Param("kq"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
+	declareNoescape(c, "microI8VNNI", "func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)",
+		"microI8VNNI is the 4x64 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
+	a := loadArgs(c, "kq", "a", "b")
+	n, pa, pb := a[0], a[1], a[2]
 	mask3 := bcstZ32(c, 0x03030303)
 
 	acc := zeroZ(c, 16) // acc[4r+i]: row r, permuted columns of z_i
@@ -182,7 +173,7 @@ func microI8VNNI(c *build.Context) {
 
 	// Subtract the column sums, then undo the column permutation per row:
 	// lanes (z0 z1 z2 z3)[L] become the 16 columns 16L .. 16L+15.
-	pc := c.Load(c.Param("csum"), c.GP64())
+	pc := loadArg(c, "csum")
 	var cs [4]reg.VecVirtual
 	for i := range cs {
 		cs[i] = c.ZMM()

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -21,16 +20,13 @@ import (
 // register serve every pixel). Per quad: 8 loads, 12 VPMADDUBSW, 12 VPADDW.
 func implicitI8AVX2(c *build.Context) {
 	const pix = 6
-	c.Function("implicitI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)")
-	c.Doc("implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
+	declareNoescape(c, "implicitI8AVX2", "func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)",
+		"implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
 	ones16 := vconst(c, "imones16", splat(0x00010001))
 	// ntile and px live in the argument frame (advanced there per tile):
 	// the quad loop needs 12 general registers, and R15 is off limits (a
 	// global access clobbers it in the c-shared build).
-	pt := c.Load(c.Param("t"), c.GP64())
+	pt := loadArg(c, "t")
 	acc := make([]reg.VecVirtual, 2*pix)
 	for i := range acc {
 		acc[i] = c.YMM()
@@ -45,7 +41,7 @@ func implicitI8AVX2(c *build.Context) {
 	}
 	pp := make([]reg.Register, pix)
 	{
-		ppx := c.Load(c.Param("px"), c.GP64())
+		ppx := loadArg(c, "px")
 		for j := range pp {
 			pp[j] = c.Load(c.Param("x"), c.GP64())
 			c.ADDQ(mem(ppx, 8*j), pp[j])
@@ -53,9 +49,8 @@ func implicitI8AVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(8*pix), ppx)
 		c.Store(ppx, c.Param("px"))
 	}
-	pw := c.Load(c.Param("w"), c.GP64())
-	ps := c.Load(c.Param("segs"), c.GP64())
-	ns := c.Load(c.Param("nseg"), c.GP64())
+	a := loadArgs(c, "w", "segs", "nseg")
+	pw, ps, ns := a[0], a[1], a[2]
 
 	c.Label("imseg")
 	off, n := c.GP64(), c.GP64()
@@ -96,8 +91,7 @@ func implicitI8AVX2(c *build.Context) {
 	c.ADDQ(operand.U32(4*16*pix), pt)
 	c.DECQ(paramAddr(c, "ntile"))
 	c.JNZ(operand.LabelRef("imtile"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // tileRowsAVX2 turns the implicit kernel's tiles (pixel-major: 16 sums per
@@ -106,16 +100,10 @@ func implicitI8AVX2(c *build.Context) {
 // subtracted, an 8x8 dword transpose (VPUNPCKL/HDQ, VPUNPCKL/HQDQ,
 // VPERM2I128) and 8 stores of 8 pixels each into dst rows ldd apart.
 func tileRowsAVX2(c *build.Context) {
-	c.Function("tileRowsAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int32, ldd int, t *int32, nblk int, corr *int32)")
-	c.Doc("tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ld := c.Load(c.Param("ldd"), c.GP64())
-	pt := c.Load(c.Param("t"), c.GP64())
-	n := c.Load(c.Param("nblk"), c.GP64())
-	pc := c.Load(c.Param("corr"), c.GP64())
+	declareNoescape(c, "tileRowsAVX2", "func(dst *int32, ldd int, t *int32, nblk int, corr *int32)",
+		"tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
+	a := loadArgs(c, "dst", "ldd", "t", "nblk", "corr")
+	pd, ld, pt, n, pc := a[0], a[1], a[2], a[3], a[4]
 	c.SHLQ(operand.Imm(2), ld)
 	ld3 := c.GP64()
 	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
@@ -186,8 +174,7 @@ func tileRowsAVX2(c *build.Context) {
 	c.ADDQ(operand.Imm(32), pd)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("trblk"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // quantU8 holds the constants of the implicit-layout quantizers.
@@ -241,17 +228,10 @@ func (q *quantU8) quad(v []reg.VecVirtual) {
 // dword per pixel (quantU8.quad), VPUNPCKL/HDQ joining the halves into one
 // qword per pixel, and 8 qword stores cp bytes apart, in pixel order.
 func quantU8x8AVX2(c *build.Context) {
-	c.Function("quantU8x8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)")
-	c.Doc("quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	ld := c.Load(c.Param("hw"), c.GP64())
-	n := c.Load(c.Param("nblk"), c.GP64())
-	cp := c.Load(c.Param("cp"), c.GP64())
-	pf := c.Load(c.Param("pf"), c.GP64())
+	declareNoescape(c, "quantU8x8AVX2", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
+		"quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
+	a := loadArgs(c, "dst", "src", "hw", "nblk", "cp", "pf")
+	pd, ps, ld, n, cp, pf := a[0], a[1], a[2], a[3], a[4], a[5]
 	c.SHLQ(operand.Imm(2), ld)
 	ld3, cp3 := c.GP64(), c.GP64()
 	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
@@ -300,24 +280,17 @@ func quantU8x8AVX2(c *build.Context) {
 	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("qu8blk"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // quantU8x4AVX2 is quantU8x8AVX2 for 4 channels at byte offsets offs[0..3]
 // from src (QuantU8x4: the caller repeats the last channel's offset for
 // fewer), with a dword store per pixel.
 func quantU8x4AVX2(c *build.Context) {
-	c.Function("quantU8x4AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)")
-	c.Doc("quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	po := c.Load(c.Param("offs"), c.GP64())
-	n := c.Load(c.Param("nblk"), c.GP64())
-	cp := c.Load(c.Param("cp"), c.GP64())
+	declareNoescape(c, "quantU8x4AVX2", "func(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)",
+		"quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).")
+	a := loadArgs(c, "dst", "src", "offs", "nblk", "cp")
+	pd, ps, po, n, cp := a[0], a[1], a[2], a[3], a[4]
 	var off [3]reg.GPVirtual
 	for i := range off {
 		off[i] = c.GP64()
@@ -354,6 +327,5 @@ func quantU8x4AVX2(c *build.Context) {
 	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("qu4blk"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }

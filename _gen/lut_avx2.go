@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -38,14 +37,10 @@ func init() {
 // each pair (32 bytes of b) widened to int16 (VPMOVSXBW), then
 // s = x0+x1, d = x0-x1 and the negations (|.| <= 256: exact in int16).
 func lutBuild16AVX2(c *build.Context) {
-	c.Function("lutBuild16AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(np int, b *int8, tab *int16)")
-	c.Doc("lutBuild16AVX2 fills the int16 tables of np >= 1 pairs of a 16-column B micro-panel (288 bytes a pair).")
-	n := c.Load(c.Param("np"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
+	declareNoescape(c, "lutBuild16AVX2", "func(np int, b *int8, tab *int16)",
+		"lutBuild16AVX2 fills the int16 tables of np >= 1 pairs of a 16-column B micro-panel (288 bytes a pair).")
+	a := loadArgs(c, "np", "b", "tab")
+	n, pb, pt := a[0], a[1], a[2]
 	z := zeroY(c, 1)[0]
 	c.Label("build")
 	x0, x1 := c.YMM(), c.YMM()
@@ -67,8 +62,7 @@ func lutBuild16AVX2(c *build.Context) {
 	c.ADDQ(operand.U32(288), pt)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("build"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // lutDot16AVX2: for rows >= 1 rows r, out[r*ldo+j] += sum over the 2*nb
@@ -80,21 +74,15 @@ func lutBuild16AVX2(c *build.Context) {
 // (|.| <= 256 per pair, 2*nb <= 126 pairs: |.| <= 32256) so it is exact,
 // then widened to int32 (VPMOVSXWD) and added to out.
 func lutDot16AVX2(c *build.Context) {
-	c.Function("lutDot16AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(nb int, tab *int16, idx *byte, ldi int, rows int, out *int32, ldo int)")
-	c.Doc("lutDot16AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nb >= 1 index bytes a row (ldi, ldo in elements).")
-	pi := c.Load(c.Param("idx"), c.GP64())
-	ldi := c.Load(c.Param("ldi"), c.GP64())
-	rows := c.Load(c.Param("rows"), c.GP64())
-	po := c.Load(c.Param("out"), c.GP64())
-	ldo := c.Load(c.Param("ldo"), c.GP64())
+	declareNoescape(c, "lutDot16AVX2", "func(nb int, tab *int16, idx *byte, ldi int, rows int, out *int32, ldo int)",
+		"lutDot16AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nb >= 1 index bytes a row (ldi, ldo in elements).")
+	a := loadArgs(c, "idx", "ldi", "rows", "out", "ldo")
+	pi, ldi, rows, po, ldo := a[0], a[1], a[2], a[3], a[4]
 	c.SHLQ(operand.Imm(2), ldo)
 
 	c.Label("row")
-	n := c.Load(c.Param("nb"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
+	a = loadArgs(c, "nb", "tab")
+	n, pt := a[0], a[1]
 	p := c.GP64()
 	c.MOVQ(pi, p)
 	acc := zeroY(c, 4)
@@ -147,8 +135,7 @@ func lutDot16AVX2(c *build.Context) {
 	c.ADDQ(ldo, po)
 	c.DECQ(rows)
 	c.JNZ(operand.LabelRef("row"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // tl2Digits returns the balanced-ternary digits (w0, w1, w2) of m = 0..13,
@@ -171,14 +158,10 @@ func tl2Digits(m int) [3]int {
 // combination of m, entry 16+m its negation, entries 14, 15, 30, 31 zero
 // (|.| <= 384: exact in int16).
 func lutBuild16TL2AVX2(c *build.Context) {
-	c.Function("lutBuild16TL2AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(nt int, b *int8, tab *int16)")
-	c.Doc("lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).")
-	n := c.Load(c.Param("nt"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
+	declareNoescape(c, "lutBuild16TL2AVX2", "func(nt int, b *int8, tab *int16)",
+		"lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).")
+	a := loadArgs(c, "nt", "b", "tab")
+	n, pb, pt := a[0], a[1], a[2]
 	z := zeroY(c, 1)[0]
 	c.Label("build3")
 	var x [3]reg.VecVirtual
@@ -219,8 +202,7 @@ func lutBuild16TL2AVX2(c *build.Context) {
 	c.ADDQ(operand.U32(1024), pt)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("build3"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // lutDot16TL2AVX2: for rows >= 1 rows r, out[r*ldo+j] += sum over nt >= 1
@@ -233,22 +215,15 @@ func lutBuild16TL2AVX2(c *build.Context) {
 // accumulators wrap as in lutDot16AVX2; the caller bounds the true sum
 // (|.| <= 384 per triple, nt <= 85).
 func lutDot16TL2AVX2(c *build.Context) {
-	c.Function("lutDot16TL2AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)")
-	c.Doc("lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).")
-	pm0 := c.Load(c.Param("mag"), c.GP64())
-	ps0 := c.Load(c.Param("sign"), c.GP64())
-	ldi := c.Load(c.Param("ldi"), c.GP64())
-	rows := c.Load(c.Param("rows"), c.GP64())
-	po := c.Load(c.Param("out"), c.GP64())
-	ldo := c.Load(c.Param("ldo"), c.GP64())
+	declareNoescape(c, "lutDot16TL2AVX2", "func(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)",
+		"lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).")
+	a := loadArgs(c, "mag", "sign", "ldi", "rows", "out", "ldo")
+	pm0, ps0, ldi, rows, po, ldo := a[0], a[1], a[2], a[3], a[4], a[5]
 	c.SHLQ(operand.Imm(2), ldo)
 
 	c.Label("row3")
-	n := c.Load(c.Param("nt"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
+	a = loadArgs(c, "nt", "tab")
+	n, pt := a[0], a[1]
 	pm, ps := c.GP64(), c.GP64()
 	c.MOVQ(pm0, pm)
 	c.MOVQ(ps0, ps)
@@ -336,6 +311,5 @@ func lutDot16TL2AVX2(c *build.Context) {
 	c.ADDQ(ldo, po)
 	c.DECQ(rows)
 	c.JNZ(operand.LabelRef("row3"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }

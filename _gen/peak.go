@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -42,11 +41,8 @@ func init() {
 // peakLoop emits func name(n int): n iterations of acc chains of op, on
 // ZMM registers with zmm, else on YMM.
 func peakLoop(c *build.Context, name, doc string, chains int, zmm bool, op func(s, d reg.VecVirtual)) {
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(n int)")
-	c.Doc(name + " runs n >= 1 iterations of " + doc + ".")
-	n := c.Load(c.Param("n"), c.GP64())
+	declare(c, name, "func(n int)", name+" runs n >= 1 iterations of "+doc+".")
+	n := loadArg(c, "n")
 	vec, zero := c.YMM, func(v reg.VecVirtual) { c.VPXOR(v, v, v) }
 	if zmm {
 		vec, zero = c.ZMM, func(v reg.VecVirtual) { c.VPXORD(v, v, v) } // EVEX: any register
@@ -64,6 +60,5 @@ func peakLoop(c *build.Context, name, doc string, chains int, zmm bool, op func(
 	}
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef(name + "_loop"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }

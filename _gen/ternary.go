@@ -65,12 +65,10 @@ const (
 // absSumAVX2: the float64 sum of |x[i]| (any order; NaN and Inf propagate,
 // the caller rescans when the sum is not finite).
 func absSumAVX2(c *build.Context) {
-	c.Function("absSumAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32) float64")
-	c.Doc("absSumAVX2 returns the float64 sum of |x[i]|, in no particular order.")
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	n := c.Load(c.Param("x").Len(), c.GP64())
+	declare(c, "absSumAVX2", "func(x []float32) float64",
+		"absSumAVX2 returns the float64 sum of |x[i]|, in no particular order.")
+	a := loadArgs(c, "x.base", "x.len")
+	p, n := a[0], a[1]
 	mask := bcst64(c, absMask64)
 	acc := zeroY(c, 8)
 
@@ -134,12 +132,10 @@ func absSumAVX2(c *build.Context) {
 // cleared). For finite input that is the bit pattern of max|x|; a result of
 // 0x7f800000 or more means an Inf or NaN is present.
 func absMaxBitsAVX2(c *build.Context) {
-	c.Function("absMaxBitsAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32) uint32")
-	c.Doc("absMaxBitsAVX2 returns the unsigned maximum of the bits of |x[i]| (0 for empty x).")
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	n := c.Load(c.Param("x").Len(), c.GP64())
+	declare(c, "absMaxBitsAVX2", "func(x []float32) uint32",
+		"absMaxBitsAVX2 returns the unsigned maximum of the bits of |x[i]| (0 for empty x).")
+	a := loadArgs(c, "x.base", "x.len")
+	p, n := a[0], a[1]
 	mask := bcst32(c, absMask32)
 	acc := zeroY(c, 4)
 
@@ -257,16 +253,12 @@ func groupCodes(c *build.Context, k groupConsts, p, out reg.Register, scaleFor f
 
 // quantGroupsAVX2 quantizes len(dst)/32 whole groups.
 func quantGroupsAVX2(c *build.Context) {
-	c.Function("quantGroupsAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, scale float32)")
-	c.Doc(
+	declare(c, "quantGroupsAVX2", "func(x []float32, dst []byte, scale float32)",
 		"quantGroupsAVX2 writes the I2_S codes of len(dst)/32 whole 128-value groups",
 		"of x (len(x) >= 128*(len(dst)/32)) with one scale into dst.",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
+	a := loadArgs(c, "x.base", "dst.base", "dst.len")
+	p, out, g := a[0], a[1], a[2]
 	c.SHRQ(operand.Imm(5), g)
 	scale := c.YMM()
 	c.VBROADCASTSS(paramAddr(c, "scale"), scale)
@@ -283,8 +275,7 @@ func quantGroupsAVX2(c *build.Context) {
 	c.JMP(operand.LabelRef("loop"))
 
 	c.Label("done")
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // quantSpecAVX2 is the one-pass kernel of a per-tensor scale that is not
@@ -301,10 +292,7 @@ func quantGroupsAVX2(c *build.Context) {
 // (for its sign) of a 32-value lane are packed to bytes (3 packs each) and
 // combined into the 2-bit codes at byte level, 32 values per instruction.
 func quantSpecAVX2(c *build.Context) {
-	c.Function("quantSpecAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)")
-	c.Doc(
+	declare(c, "quantSpecAVX2", "func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)",
 		"quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x",
 		"(0 < lo <= hi, or lo = 0 < hi): 2 for x >= hi, 0 for x <= -hi, 3 for other",
 		"|x| >= lo, else 1 (NaN: 1). It",
@@ -319,10 +307,7 @@ func quantSpecAVX2(c *build.Context) {
 // quantSpecMaxAVX2 is quantSpecAVX2 for absmax: the reduction is the
 // unsigned maximum of the bits of |x| (as absMaxBitsAVX2) instead of the sum.
 func quantSpecMaxAVX2(c *build.Context) {
-	c.Function("quantSpecMaxAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)")
-	c.Doc(
+	declare(c, "quantSpecMaxAVX2", "func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)",
 		"quantSpecMaxAVX2 is quantSpecAVX2 returning, instead of the sum, the unsigned",
 		"maximum of the bits of |x| over the groups (0x7f800000 or more: Inf or NaN).",
 	)
@@ -332,12 +317,11 @@ func quantSpecMaxAVX2(c *build.Context) {
 // quantSpecBody emits the body of quantSpecAVX2 (reduceMax false) or
 // quantSpecMaxAVX2.
 func quantSpecBody(c *build.Context, reduceMax bool) {
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
+	a := loadArgs(c, "x.base", "dst.base", "dst.len")
+	p, out, g := a[0], a[1], a[2]
 	c.SHRQ(operand.Imm(5), g)
-	entp := c.Load(c.Param("ent").Base(), c.GP64())
-	entCap := c.Load(c.Param("ent").Len(), c.GP64())
+	a = loadArgs(c, "ent.base", "ent.len")
+	entp, entCap := a[0], a[1]
 	off := c.GP64()
 	c.MOVLQZX(paramAddr(c, "off"), off)
 	ne := c.GP64()
@@ -519,19 +503,14 @@ func permWords() [8]uint32 {
 
 // blockSumScalesAVX2: absmean scales of whole blocks.
 func blockSumScalesAVX2(c *build.Context) {
-	c.Function("blockSumScalesAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, bs int, scales []float32) int")
-	c.Doc(
+	declare(c, "blockSumScalesAVX2", "func(x []float32, bs int, scales []float32) int",
 		"blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the",
 		"block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no",
 		"particular order), for b from 0 up, and returns how many it set: fewer than",
 		"len(scales) when block [result] has a NaN or Inf (its scale is left alone).",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	bs := c.Load(c.Param("bs"), c.GP64())
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
-	nb := c.Load(c.Param("scales").Len(), c.GP64())
+	a := loadArgs(c, "x.base", "bs", "scales.base", "scales.len")
+	p, bs, sp, nb := a[0], a[1], a[2], a[3]
 	cnt := c.XMM()
 	c.CVTSQ2SD(bs, cnt)
 	c.SHRQ(operand.Imm(3), bs) // vectors per block
@@ -590,19 +569,14 @@ func blockSumScalesAVX2(c *build.Context) {
 
 // blockMaxScalesAVX2: absmax scales of whole blocks.
 func blockMaxScalesAVX2(c *build.Context) {
-	c.Function("blockMaxScalesAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, bs int, scales []float32) int")
-	c.Doc(
+	declare(c, "blockMaxScalesAVX2", "func(x []float32, bs int, scales []float32) int",
 		"blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
 		"x[b*bs:(b+1)*bs] (bs a positive multiple of 8), for b from 0 up, and returns",
 		"how many it set: fewer than len(scales) when block [result] has a NaN or Inf",
 		"(its scale is left alone).",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	bs := c.Load(c.Param("bs"), c.GP64())
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
-	nb := c.Load(c.Param("scales").Len(), c.GP64())
+	a := loadArgs(c, "x.base", "bs", "scales.base", "scales.len")
+	p, bs, sp, nb := a[0], a[1], a[2], a[3]
 	c.SHRQ(operand.Imm(3), bs)
 	mask := bcst32(c, absMask32)
 	eps := c.XMM()
@@ -664,18 +638,14 @@ var smallBlocks = []int{8, 16, 32, 64}
 // quantBlocksSmallAVX2: codes of whole groups, blocks of bs < 128 values.
 func quantBlocksSmallAVX2(c *build.Context, bs int) {
 	name := fmt.Sprintf("quantBlocks%dAVX2", bs)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, scales []float32)")
-	c.Doc(
+	declare(c, name, "func(x []float32, dst []byte, scales []float32)",
 		fmt.Sprintf("%s writes the I2_S codes of len(dst)/32 whole groups of x,", name),
 		fmt.Sprintf("value i divided by scales[i/%d].", bs),
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
+	a := loadArgs(c, "x.base", "dst.base", "dst.len")
+	p, out, g := a[0], a[1], a[2]
 	c.SHRQ(operand.Imm(5), g)
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
+	sp := loadArg(c, "scales.base")
 	k := loadGroupConsts(c)
 	c.Label("loop")
 	c.TESTQ(g, g)
@@ -692,25 +662,20 @@ func quantBlocksSmallAVX2(c *build.Context, bs int) {
 	c.DECQ(g)
 	c.JMP(operand.LabelRef("loop"))
 	c.Label("done")
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // quantBlocksBigAVX2: codes of whole groups, blocks of a multiple of 128.
 func quantBlocksBigAVX2(c *build.Context) {
-	c.Function("quantBlocksBigAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, scales []float32, groupsPerBlock int)")
-	c.Doc(
+	declare(c, "quantBlocksBigAVX2", "func(x []float32, dst []byte, scales []float32, groupsPerBlock int)",
 		"quantBlocksBigAVX2 writes the I2_S codes of len(dst)/32 whole groups of x,",
 		"group g divided by scales[g/groupsPerBlock].",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
+	a := loadArgs(c, "x.base", "dst.base", "dst.len")
+	p, out, g := a[0], a[1], a[2]
 	c.SHRQ(operand.Imm(5), g)
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
-	gpb := c.Load(c.Param("groupsPerBlock"), c.GP64())
+	a = loadArgs(c, "scales.base", "groupsPerBlock")
+	sp, gpb := a[0], a[1]
 	k := loadGroupConsts(c)
 	left := c.GP64()
 	c.XORQ(left, left)
@@ -732,8 +697,7 @@ func quantBlocksBigAVX2(c *build.Context) {
 	c.DECQ(g)
 	c.JMP(operand.LabelRef("loop"))
 	c.Label("done")
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // fixDist is how many entries ahead fixCodesAVX2 prefetches: the entries
@@ -744,18 +708,13 @@ const fixDist = 32
 // fixCodesAVX2 finishes quantSpecAVX2's code-3 elements once the scale is
 // known, with the same float32 division and comparisons as the generic code.
 func fixCodesAVX2(c *build.Context) {
-	c.Function("fixCodesAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(packed []byte, ent []uint64, base int, scale float32)")
-	c.Doc(
+	declare(c, "fixCodesAVX2", "func(packed []byte, ent []uint64, base int, scale float32)",
 		"fixCodesAVX2 writes, for each entry of ent (float32 bits << 32 | offset),",
 		"the I2_S code of that value divided by scale at flat position",
 		"base + offset of packed (which must hold it).",
 	)
-	pk := c.Load(c.Param("packed").Base(), c.GP64())
-	ep := c.Load(c.Param("ent").Base(), c.GP64())
-	n := c.Load(c.Param("ent").Len(), c.GP64())
-	base := c.Load(c.Param("base"), c.GP64())
+	a := loadArgs(c, "packed.base", "ent.base", "ent.len", "base")
+	pk, ep, n, base := a[0], a[1], a[2], a[3]
 	scale := c.XMM()
 	c.VMOVSS(paramAddr(c, "scale"), scale)
 	half, nhalf := c.XMM(), c.XMM()

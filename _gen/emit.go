@@ -1,0 +1,66 @@
+//go:build generate
+
+package main
+
+import (
+	"strings"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Emitter sequences that open and close every kernel.
+
+// declare starts the NOSPLIT function name with Go signature sig and the
+// doc comment lines doc (for its stub).
+func declare(c *build.Context, name, sig string, doc ...string) {
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr(sig)
+	c.Doc(doc...)
+}
+
+// declareNoescape is declare with a //go:noescape stub: for kernels whose
+// pointer arguments do not outlive the call.
+func declareNoescape(c *build.Context, name, sig string, doc ...string) {
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.Pragma("noescape")
+	c.SignatureExpr(sig)
+	c.Doc(doc...)
+}
+
+// loadArg loads the parameter named arg into a new 64-bit general register:
+// "p" is a scalar or pointer parameter, "s.base" and "s.len" the data
+// pointer and length of the slice parameter s.
+func loadArg(c *build.Context, arg string) reg.Register {
+	name, part, _ := strings.Cut(arg, ".")
+	p := c.Param(name)
+	switch part {
+	case "":
+	case "base":
+		p = p.Base()
+	case "len":
+		p = p.Len()
+	default:
+		panic("loadArg: bad parameter " + arg)
+	}
+	return c.Load(p, c.GP64())
+}
+
+// loadArgs is loadArg of each of args, in order.
+func loadArgs(c *build.Context, args ...string) []reg.Register {
+	out := make([]reg.Register, len(args))
+	for i, a := range args {
+		out[i] = loadArg(c, a)
+	}
+	return out
+}
+
+// vzeroRet ends a kernel that used YMM or ZMM registers: VZEROUPPER (no
+// AVX-SSE transition penalty in the caller), RET.
+func vzeroRet(c *build.Context) {
+	c.VZEROUPPER()
+	c.RET()
+}
