@@ -16,36 +16,11 @@ import (
 // tile (MR = 4 rows of an A panel, NR = 16 columns of a B micro-panel) and
 // read the shared 2-bit A panel (byte k = the four rows' codes of k).
 
-func init() {
-	register(target{
-		name:     "gemm",
-		dir:      "gokern/gemm",
-		pkg:      "gemm",
-		base:     "micro_avx2",
-		avx2Only: true,
-		gen: func(c *build.Context) {
-			microF32AVX2(c)
-			prepI8AVX2(c)
-			microI8AVX2(c)
-			quantI8AVX2(c)
-			for _, n := range gemvColsF32 {
-				gemvF32AVX2(c, n)
-			}
-			for _, n := range gemvColsI8 {
-				gemvI8AVX2(c, n)
-			}
-			gemvI8AVX2Rows4(c)
-			packPanelAVX2(c)
-			foldI32AVX2(c)
-			foldF32AVX2(c)
-			implicitI8AVX2(c)
-			tileRowsAVX2(c)
-			quantU8x8AVX2(c)
-			quantU8x4AVX2(c)
-			sfenceAVX2(c)
-		},
-	})
-}
+// gemmAVX2 emits gokern/gemm/micro_avx2_amd64.s.
+var gemmAVX2 = kernels(microF32AVX2, prepI8AVX2, microI8AVX2, quantI8AVX2,
+	forEach(gemvColsF32, gemvF32AVX2), forEach(gemvColsI8, gemvI8AVX2), gemvI8AVX2Rows4,
+	packPanelAVX2, foldI32AVX2, foldF32AVX2, implicitI8AVX2, tileRowsAVX2, quantU8x8AVX2,
+	quantU8x4AVX2, sfenceAVX2)
 
 // rowAddrs returns the memory operands of rows 0..3 of a tile at p with a
 // row stride of ld bytes (ld3 = 3*ld), plus disp.

@@ -20,19 +20,8 @@ import (
 
 const nr512 = 64 // columns of both AVX-512 micro-panels: four ZMM per row
 
-func init() {
-	register(target{
-		name: "gemm512",
-		dir:  "gokern/gemm",
-		pkg:  "gemm",
-		base: "micro_avx512",
-		gen: func(c *build.Context) {
-			microF32AVX512(c)
-			prepI8VNNI(c)
-			microI8VNNI(c)
-		},
-	})
-}
+// gemmAVX512 emits gokern/gemm/micro_avx512_amd64.s.
+var gemmAVX512 = kernels(microF32AVX512, prepI8VNNI, microI8VNNI)
 
 // zeroZ returns n zeroed ZMM registers.
 func zeroZ(c *build.Context, n int) []reg.VecVirtual {

@@ -17,21 +17,8 @@ import (
 // the 16 columns' w0*b[2i][j] + w1*b[2i+1][j] at tab + 288*i + 32*e. A row's
 // TL1 index selects one YMM per pair, added with VPADDW.
 
-func init() {
-	register(target{
-		name:     "lut",
-		dir:      "gokern/gemm",
-		pkg:      "gemm",
-		base:     "lut_avx2",
-		avx2Only: true,
-		gen: func(c *build.Context) {
-			lutBuild16AVX2(c)
-			lutDot16AVX2(c)
-			lutBuild16TL2AVX2(c)
-			lutDot16TL2AVX2(c)
-		},
-	})
-}
+// lutAVX2 emits gokern/gemm/lut_avx2_amd64.s.
+var lutAVX2 = kernels(lutBuild16AVX2, lutDot16AVX2, lutBuild16TL2AVX2, lutDot16TL2AVX2)
 
 // lutBuild16AVX2 writes the nine entries of np >= 1 pairs: both rows of
 // each pair (32 bytes of b) widened to int16 (VPMOVSXBW), then

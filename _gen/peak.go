@@ -12,29 +12,22 @@ import (
 // micro-kernels with no loads and enough independent accumulators to hide
 // latency, so their rate is the core's ceiling for that mix.
 
-func init() {
-	register(target{
-		name: "peak",
-		dir:  "gokern/gemm",
-		pkg:  "gemm",
-		base: "peak",
-		gen: func(c *build.Context) {
-			peakLoop(c, "peakFMAAVX2", "12 VFMADD231PS on YMM per iteration", 12, false, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
-			peakLoop(c, "peakFMAAVX512", "12 VFMADD231PS on ZMM per iteration", 12, true, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
-			peakLoop(c, "peakVNNI512", "12 VPDPBUSD on ZMM per iteration", 12, true, func(s, d reg.VecVirtual) { c.VPDPBUSD(s, s, d) })
-			peakLoop(c, "peakMADDAVX2", "8 VPMADDUBSW+VPMADDWD+VPADDD on YMM per iteration", 8, false, func(s, d reg.VecVirtual) {
-				t := c.YMM()
-				c.VPMADDUBSW(s, s, t)
-				c.VPMADDWD(t, t, t)
-				c.VPADDD(t, d, d)
-			})
-			// the implicit GEMM's mix: int16 sums widened only now and then
-			peakLoop(c, "peakMADDWAVX2", "12 VPMADDUBSW+VPADDW on YMM per iteration", 12, false, func(s, d reg.VecVirtual) {
-				t := c.YMM()
-				c.VPMADDUBSW(s, s, t)
-				c.VPADDW(t, d, d)
-			})
-		},
+// peakLoops emits gokern/gemm/peak_amd64.s.
+func peakLoops(c *build.Context) {
+	peakLoop(c, "peakFMAAVX2", "12 VFMADD231PS on YMM per iteration", 12, false, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
+	peakLoop(c, "peakFMAAVX512", "12 VFMADD231PS on ZMM per iteration", 12, true, func(s, d reg.VecVirtual) { c.VFMADD231PS(s, s, d) })
+	peakLoop(c, "peakVNNI512", "12 VPDPBUSD on ZMM per iteration", 12, true, func(s, d reg.VecVirtual) { c.VPDPBUSD(s, s, d) })
+	peakLoop(c, "peakMADDAVX2", "8 VPMADDUBSW+VPMADDWD+VPADDD on YMM per iteration", 8, false, func(s, d reg.VecVirtual) {
+		t := c.YMM()
+		c.VPMADDUBSW(s, s, t)
+		c.VPMADDWD(t, t, t)
+		c.VPADDD(t, d, d)
+	})
+	// the implicit GEMM's mix: int16 sums widened only now and then
+	peakLoop(c, "peakMADDWAVX2", "12 VPMADDUBSW+VPADDW on YMM per iteration", 12, false, func(s, d reg.VecVirtual) {
+		t := c.YMM()
+		c.VPMADDUBSW(s, s, t)
+		c.VPADDW(t, d, d)
 	})
 }
 

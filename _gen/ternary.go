@@ -16,29 +16,10 @@ import (
 // gokern/ternary/kernels_amd64.go, which wraps them; the generic Go versions in
 // quantize.go are the oracle they are tested against.
 
-func init() {
-	register(target{
-		name:     "ternary",
-		dir:      "gokern/ternary",
-		pkg:      "ternary",
-		base:     "quant_avx2",
-		avx2Only: true,
-		gen: func(c *build.Context) {
-			absSumAVX2(c)
-			absMaxBitsAVX2(c)
-			quantGroupsAVX2(c)
-			quantSpecAVX2(c)
-			quantSpecMaxAVX2(c)
-			blockSumScalesAVX2(c)
-			blockMaxScalesAVX2(c)
-			for _, bs := range smallBlocks {
-				quantBlocksSmallAVX2(c, bs)
-			}
-			quantBlocksBigAVX2(c)
-			fixCodesAVX2(c)
-		},
-	})
-}
+// ternaryAVX2 emits gokern/ternary/quant_avx2_amd64.s.
+var ternaryAVX2 = kernels(absSumAVX2, absMaxBitsAVX2, quantGroupsAVX2, quantSpecAVX2, quantSpecMaxAVX2,
+	blockSumScalesAVX2, blockMaxScalesAVX2, forEach(smallBlocks, quantBlocksSmallAVX2), quantBlocksBigAVX2,
+	fixCodesAVX2)
 
 // prefetchDist is how far ahead (bytes) the group kernels prefetch: with
 // this much arithmetic per byte the out-of-order window alone does not keep
