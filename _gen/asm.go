@@ -13,23 +13,29 @@ import (
 // immediates rather than in DATA sections, so generated files never clash on
 // symbol names inside one package.
 
-// xmmD returns an XMM register whose low dword is v (moved in through a
-// new general register).
-func xmmD(c *build.Context, v uint32) reg.VecVirtual {
-	r := c.GP32()
-	c.MOVL(operand.U32(v), r)
-	x := c.XMM()
-	c.VMOVD(r, x)
-	return x
-}
-
-// xmmQ returns an XMM register whose low qword is v (moved in through a
-// new general register).
-func xmmQ(c *build.Context, v uint64) reg.VecVirtual {
+// gpImm returns a new general register of size 4 (MOVL) or 8 (MOVQ) bytes
+// holding v.
+func gpImm(c *build.Context, size int, v uint64) reg.GPVirtual {
+	if size == 4 {
+		r := c.GP32()
+		c.MOVL(operand.U32(v), r)
+		return r
+	}
 	r := c.GP64()
 	c.MOVQ(operand.U64(v), r)
+	return r
+}
+
+// xmmImm returns an XMM register whose low size (4 or 8) bytes are v, moved
+// in through a new general register (gpImm); the rest is zero.
+func xmmImm(c *build.Context, size int, v uint64) reg.VecVirtual {
+	r := gpImm(c, size, v)
 	x := c.XMM()
-	c.VMOVQ(r, x)
+	if size == 4 {
+		c.VMOVD(r, x)
+	} else {
+		c.VMOVQ(r, x)
+	}
 	return x
 }
 
@@ -43,12 +49,12 @@ func ymmFrom(c *build.Context, x reg.VecVirtual, op func(...operand.Op)) reg.Vec
 
 // bcst32 returns a YMM register holding v in each 32-bit lane.
 func bcst32(c *build.Context, v uint32) reg.VecVirtual {
-	return ymmFrom(c, xmmD(c, v), c.VPBROADCASTD)
+	return ymmFrom(c, xmmImm(c, 4, uint64(v)), c.VPBROADCASTD)
 }
 
 // bcst64 returns a YMM register holding v in each 64-bit lane.
 func bcst64(c *build.Context, v uint64) reg.VecVirtual {
-	return ymmFrom(c, xmmQ(c, v), c.VPBROADCASTQ)
+	return ymmFrom(c, xmmImm(c, 8, v), c.VPBROADCASTQ)
 }
 
 // dwordIndex returns a YMM register holding the eight 32-bit values idx
@@ -58,7 +64,7 @@ func dwordIndex(c *build.Context, idx [8]byte) reg.VecVirtual {
 	for i, b := range idx {
 		v |= uint64(b) << (8 * i)
 	}
-	return ymmFrom(c, xmmQ(c, v), c.VPMOVZXBD)
+	return ymmFrom(c, xmmImm(c, 8, v), c.VPMOVZXBD)
 }
 
 // mem returns the memory operand base+disp.

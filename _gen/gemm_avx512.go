@@ -35,8 +35,7 @@ func zeroZ(c *build.Context, n int) []reg.VecVirtual {
 
 // bcstZ32 returns a ZMM register holding v in each 32-bit lane.
 func bcstZ32(c *build.Context, v uint32) reg.VecVirtual {
-	r := c.GP32()
-	c.MOVL(operand.U32(v), r)
+	r := gpImm(c, 4, uint64(v))
 	z := c.ZMM()
 	c.VPBROADCASTD(r, z)
 	return z

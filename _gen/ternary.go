@@ -496,18 +496,8 @@ func blockSumScalesAVX2(c *build.Context) {
 	c.CVTSQ2SD(bs, cnt)
 	c.SHRQ(operand.Imm(3), bs) // vectors per block
 	mask := bcst64(c, absMask64)
-	maxF64 := c.XMM()
-	{
-		r := c.GP64()
-		c.MOVQ(operand.U64(math.Float64bits(math.MaxFloat64)), r)
-		c.VMOVQ(r, maxF64)
-	}
-	eps := c.XMM()
-	{
-		r := c.GP32()
-		c.MOVL(operand.U32(math.Float32bits(1e-5)), r)
-		c.VMOVD(r, eps)
-	}
+	maxF64 := xmmImm(c, 8, math.Float64bits(math.MaxFloat64))
+	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-5)))
 	i := c.GP64()
 	c.XORQ(i, i)
 	c.Label("block")
@@ -560,12 +550,7 @@ func blockMaxScalesAVX2(c *build.Context) {
 	p, bs, sp, nb := a[0], a[1], a[2], a[3]
 	c.SHRQ(operand.Imm(3), bs)
 	mask := bcst32(c, absMask32)
-	eps := c.XMM()
-	{
-		r := c.GP32()
-		c.MOVL(operand.U32(math.Float32bits(1e-8)), r)
-		c.VMOVD(r, eps)
-	}
+	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-8)))
 	i := c.GP64()
 	c.XORQ(i, i)
 	c.Label("block")
@@ -698,14 +683,7 @@ func fixCodesAVX2(c *build.Context) {
 	pk, ep, n, base := a[0], a[1], a[2], a[3]
 	scale := c.XMM()
 	c.VMOVSS(paramAddr(c, "scale"), scale)
-	half, nhalf := c.XMM(), c.XMM()
-	{
-		r := c.GP32()
-		c.MOVL(operand.U32(f32Half), r)
-		c.VMOVD(r, half)
-		c.MOVL(operand.U32(f32NHalf), r)
-		c.VMOVD(r, nhalf)
-	}
+	half, nhalf := xmmImm(c, 4, f32Half), xmmImm(c, 4, f32NHalf)
 	// codes[4*lane+code] = code << (6-2*lane); then keep[lane] at 16.
 	var tab [5]uint32
 	for lane := 0; lane < 4; lane++ {
