@@ -7,6 +7,7 @@ import (
 
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
 
@@ -63,4 +64,45 @@ func loadArgs(c *build.Context, args ...string) []reg.Register {
 func vzeroRet(c *build.Context) {
 	c.VZEROUPPER()
 	c.RET()
+}
+
+// vzeroReturn ends a kernel that used YMM or ZMM registers and returns r as
+// its (first) result: VZEROUPPER, the store of r, RET.
+func vzeroReturn(c *build.Context, r reg.Register) {
+	c.VZEROUPPER()
+	c.Store(r, c.ReturnIndex(0))
+	c.RET()
+}
+
+// Loops. body emits the work of one iteration, pointer advances included.
+
+// repeat emits a loop that runs body n >= 1 times (n counts down to 0):
+// label top, body, DECQ n, JNZ top.
+func repeat(c *build.Context, top string, n reg.Register, body func()) {
+	c.Label(top)
+	body()
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef(top))
+}
+
+// whileAtLeast emits a loop that runs body while the unsigned n >= by, then
+// goes on at label exit: label top, the test (TESTQ/JZ for by 1, else
+// CMPQ/JB), body, n -= by (DECQ or SUBQ), JMP top. Code after it usually
+// starts with label exit.
+func whileAtLeast(c *build.Context, top, exit string, n reg.Register, by int, body func()) {
+	c.Label(top)
+	if by == 1 {
+		c.TESTQ(n, n)
+		c.JZ(operand.LabelRef(exit))
+	} else {
+		c.CMPQ(n, operand.Imm(uint64(by)))
+		c.JB(operand.LabelRef(exit))
+	}
+	body()
+	if by == 1 {
+		c.DECQ(n)
+	} else {
+		c.SUBQ(operand.Imm(uint64(by)), n)
+	}
+	c.JMP(operand.LabelRef(top))
 }

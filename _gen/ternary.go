@@ -53,30 +53,25 @@ func absSumAVX2(c *build.Context) {
 	mask := bcst64(c, absMask64)
 	acc := zeroY(c, 8)
 
-	c.Comment("32 values per iteration, 8 float64 accumulators.")
-	c.Label("loop32")
-	c.CMPQ(n, operand.Imm(32))
-	c.JB(operand.LabelRef("loop4"))
-	for k := 0; k < 8; k++ {
+	// add adds |x| of the 4 values at p+disp into a.
+	add := func(disp int, a reg.VecVirtual) {
 		t := c.YMM()
-		c.VCVTPS2PD(mem(p, 16*k), t)
+		c.VCVTPS2PD(mem(p, disp), t)
 		c.VANDPD(mask, t, t)
-		c.VADDPD(t, acc[k], acc[k])
+		c.VADDPD(t, a, a)
 	}
-	c.ADDQ(operand.Imm(128), p)
-	c.SUBQ(operand.Imm(32), n)
-	c.JMP(operand.LabelRef("loop32"))
 
-	c.Label("loop4")
-	c.CMPQ(n, operand.Imm(4))
-	c.JB(operand.LabelRef("reduce"))
-	t := c.YMM()
-	c.VCVTPS2PD(mem(p, 0), t)
-	c.VANDPD(mask, t, t)
-	c.VADDPD(t, acc[0], acc[0])
-	c.ADDQ(operand.Imm(16), p)
-	c.SUBQ(operand.Imm(4), n)
-	c.JMP(operand.LabelRef("loop4"))
+	c.Comment("32 values per iteration, 8 float64 accumulators.")
+	whileAtLeast(c, "loop32", "loop4", n, 32, func() {
+		for k := 0; k < 8; k++ {
+			add(16*k, acc[k])
+		}
+		c.ADDQ(operand.Imm(128), p)
+	})
+	whileAtLeast(c, "loop4", "reduce", n, 4, func() {
+		add(0, acc[0])
+		c.ADDQ(operand.Imm(16), p)
+	})
 
 	c.Label("reduce")
 	for w := 4; w >= 1; w /= 2 {
@@ -84,29 +79,46 @@ func absSumAVX2(c *build.Context) {
 			c.VADDPD(acc[k+w], acc[k], acc[k])
 		}
 	}
-	lo, hi := acc[0].AsX(), c.XMM()
-	c.VEXTRACTF128(operand.Imm(1), acc[0], hi)
+	lo := hsumF64(c, acc[0])
+
+	c.Comment("The last 0..3 values.")
+	whileAtLeast(c, "tail", "done", n, 1, func() {
+		s := c.XMM()
+		c.VMOVSS(mem(p, 0), s)
+		c.VCVTSS2SD(s, s, s)
+		c.VANDPD(mask.AsX(), s, s)
+		c.VADDSD(s, lo, lo)
+		c.ADDQ(operand.Imm(4), p)
+	})
+
+	c.Label("done")
+	vzeroReturn(c, lo)
+}
+
+// hsumF64 adds the four float64 lanes of y into the low lane of y.AsX(),
+// which it returns (the upper half of y is lost).
+func hsumF64(c *build.Context, y reg.VecVirtual) reg.Register {
+	lo, hi := y.AsX(), c.XMM()
+	c.VEXTRACTF128(operand.Imm(1), y, hi)
 	c.VADDPD(hi, lo, lo)
 	c.VUNPCKHPD(lo, lo, hi)
 	c.VADDSD(hi, lo, lo)
+	return lo
+}
 
-	c.Comment("The last 0..3 values.")
-	c.Label("tail")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("done"))
-	s := c.XMM()
-	c.VMOVSS(mem(p, 0), s)
-	c.VCVTSS2SD(s, s, s)
-	c.VANDPD(mask.AsX(), s, s)
-	c.VADDSD(s, lo, lo)
-	c.ADDQ(operand.Imm(4), p)
-	c.DECQ(n)
-	c.JMP(operand.LabelRef("tail"))
-
-	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(lo, c.ReturnIndex(0))
-	c.RET()
+// hmaxU32 reduces the eight uint32 lanes of y to their maximum, in every
+// lane of lo = y.AsX() and in the new general register m.
+func hmaxU32(c *build.Context, y reg.VecVirtual) (lo reg.Register, m reg.GPVirtual) {
+	lo, hi := y.AsX(), c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), y, hi)
+	c.VPMAXUD(hi, lo, lo)
+	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
+	c.VPMAXUD(hi, lo, lo)
+	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
+	c.VPMAXUD(hi, lo, lo)
+	m = c.GP32()
+	c.VMOVD(lo, m)
+	return lo, m
 }
 
 // absMaxBitsAVX2: the unsigned maximum of the bit patterns of |x[i]| (sign
@@ -120,59 +132,42 @@ func absMaxBitsAVX2(c *build.Context) {
 	mask := bcst32(c, absMask32)
 	acc := zeroY(c, 4)
 
-	c.Label("loop32")
-	c.CMPQ(n, operand.Imm(32))
-	c.JB(operand.LabelRef("loop8"))
-	for k := 0; k < 4; k++ {
+	// maxInto takes |x| of the 8 values at p+disp into a.
+	maxInto := func(disp int, a reg.VecVirtual) {
 		t := c.YMM()
-		c.VPAND(mem(p, 32*k), mask, t)
-		c.VPMAXUD(t, acc[k], acc[k])
+		c.VPAND(mem(p, disp), mask, t)
+		c.VPMAXUD(t, a, a)
 	}
-	c.ADDQ(operand.Imm(128), p)
-	c.SUBQ(operand.Imm(32), n)
-	c.JMP(operand.LabelRef("loop32"))
 
-	c.Label("loop8")
-	c.CMPQ(n, operand.Imm(8))
-	c.JB(operand.LabelRef("reduce"))
-	t := c.YMM()
-	c.VPAND(mem(p, 0), mask, t)
-	c.VPMAXUD(t, acc[0], acc[0])
-	c.ADDQ(operand.Imm(32), p)
-	c.SUBQ(operand.Imm(8), n)
-	c.JMP(operand.LabelRef("loop8"))
+	whileAtLeast(c, "loop32", "loop8", n, 32, func() {
+		for k := 0; k < 4; k++ {
+			maxInto(32*k, acc[k])
+		}
+		c.ADDQ(operand.Imm(128), p)
+	})
+	whileAtLeast(c, "loop8", "reduce", n, 8, func() {
+		maxInto(0, acc[0])
+		c.ADDQ(operand.Imm(32), p)
+	})
 
 	c.Label("reduce")
 	c.VPMAXUD(acc[1], acc[0], acc[0])
 	c.VPMAXUD(acc[3], acc[2], acc[2])
 	c.VPMAXUD(acc[2], acc[0], acc[0])
-	lo, hi := acc[0].AsX(), c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	m := c.GP32()
-	c.VMOVD(lo, m)
+	_, m := hmaxU32(c, acc[0])
 
 	c.Comment("The last 0..7 values.")
 	v := c.GP32()
-	c.Label("tail")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("done"))
-	c.MOVL(mem(p, 0), v)
-	c.ANDL(operand.U32(absMask32), v)
-	c.CMPL(v, m)
-	c.CMOVLHI(v, m)
-	c.ADDQ(operand.Imm(4), p)
-	c.DECQ(n)
-	c.JMP(operand.LabelRef("tail"))
+	whileAtLeast(c, "tail", "done", n, 1, func() {
+		c.MOVL(mem(p, 0), v)
+		c.ANDL(operand.U32(absMask32), v)
+		c.CMPL(v, m)
+		c.CMOVLHI(v, m)
+		c.ADDQ(operand.Imm(4), p)
+	})
 
 	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(m, c.ReturnIndex(0))
-	c.RET()
+	vzeroReturn(c, m)
 }
 
 // groupConsts are the registers every group-quantizing kernel needs.
@@ -440,24 +435,12 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 	c.MOVQ(operand.I32(-1), ne)
 	c.Label("done")
 	if reduceMax {
-		lo, hi := acc[0].AsX(), c.XMM()
-		c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
-		c.VPMAXUD(hi, lo, lo)
-		c.VPSHUFD(operand.Imm(0x4e), lo, hi)
-		c.VPMAXUD(hi, lo, lo)
-		c.VPSHUFD(operand.Imm(0xb1), lo, hi)
-		c.VPMAXUD(hi, lo, lo)
-		m := c.GP32()
-		c.VMOVD(lo, m)
+		_, m := hmaxU32(c, acc[0])
 		c.VZEROUPPER()
 		c.Store(m, c.Return("maxBits"))
 	} else {
 		c.VADDPD(acc[1], acc[0], acc[0])
-		l, h := acc[0].AsX(), c.XMM()
-		c.VEXTRACTF128(operand.Imm(1), acc[0], h)
-		c.VADDPD(h, l, l)
-		c.VUNPCKHPD(l, l, h)
-		c.VADDSD(h, l, l)
+		l := hsumF64(c, acc[0])
 		c.VZEROUPPER()
 		c.Store(l, c.Return("sum"))
 	}
