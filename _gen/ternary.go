@@ -233,23 +233,40 @@ func quantGroupsAVX2(c *build.Context) {
 		"quantGroupsAVX2 writes the I2_S codes of len(dst)/32 whole 128-value groups",
 		"of x (len(x) >= 128*(len(dst)/32)) with one scale into dst.",
 	)
-	a := loadArgs(c, "x.base", "dst.base", "dst.len")
-	p, out, g := a[0], a[1], a[2]
-	c.SHRQ(operand.Imm(5), g)
+	p, out, g := groupArgs(c)
 	scale := c.YMM()
 	c.VBROADCASTSS(paramAddr(c, "scale"), scale)
 	k := loadGroupConsts(c)
+	codeGroups(c, k, p, out, g, prefetchDist, nil, func(int, int) reg.VecVirtual { return scale }, nil)
+}
 
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	prefetch(c, p, prefetchDist, 512)
-	groupCodes(c, k, p, out, func(int, int) reg.VecVirtual { return scale })
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
+// groupArgs loads the group kernels' x.base (p), dst.base (out) and the
+// number of whole groups len(dst)/32 (g).
+func groupArgs(c *build.Context) (p, out, g reg.Register) {
+	a := loadArgs(c, "x.base", "dst.base", "dst.len")
+	p, out, g = a[0], a[1], a[2]
+	c.SHRQ(operand.Imm(5), g)
+	return p, out, g
+}
 
+// codeGroups emits the loop of a group-coding kernel, then its return: while
+// g > 0: before (if not nil), a prefetch dist bytes ahead of p, groupCodes of
+// the group at p into out with scaleFor, p and out advanced one group, after
+// (if not nil), g--.
+func codeGroups(c *build.Context, k groupConsts, p, out, g reg.Register, dist int,
+	before func(), scaleFor func(lane, s int) reg.VecVirtual, after func()) {
+	whileAtLeast(c, "loop", "done", g, 1, func() {
+		if before != nil {
+			before()
+		}
+		prefetch(c, p, dist, 512)
+		groupCodes(c, k, p, out, scaleFor)
+		c.ADDQ(operand.U32(512), p)
+		c.ADDQ(operand.Imm(32), out)
+		if after != nil {
+			after()
+		}
+	})
 	c.Label("done")
 	vzeroRet(c)
 }
@@ -293,10 +310,8 @@ func quantSpecMaxAVX2(c *build.Context) {
 // quantSpecBody emits the body of quantSpecAVX2 (reduceMax false) or
 // quantSpecMaxAVX2.
 func quantSpecBody(c *build.Context, reduceMax bool) {
-	a := loadArgs(c, "x.base", "dst.base", "dst.len")
-	p, out, g := a[0], a[1], a[2]
-	c.SHRQ(operand.Imm(5), g)
-	a = loadArgs(c, "ent.base", "ent.len")
+	p, out, g := groupArgs(c)
+	a := loadArgs(c, "ent.base", "ent.len")
 	entp, entCap := a[0], a[1]
 	off := c.GP64()
 	c.MOVLQZX(paramAddr(c, "off"), off)
@@ -328,108 +343,105 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 		acc = acc[:1]
 	}
 
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	prefetch(c, p, prefetchDist, 512)
-	res := c.YMM()
-	for lane := 0; lane < 4; lane++ {
-		// Of the lane's 4 vectors: masks ge (|x| >= lo) and big
-		// (|x| >= hi), and x itself, whose sign survives the signed
-		// saturation of the packs; packed to words by pairs as they come.
-		var words [2][3]reg.VecVirtual
-		for s := 0; s < 4; s++ {
-			xv, ax, ge, big := c.YMM(), c.YMM(), c.YMM(), c.YMM()
-			c.VMOVUPS(mem(p, 4*(32*lane+8*s)), xv)
-			c.VANDPS(absM, xv, ax)
-			c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
-			c.VCMPPS(operand.Imm(cmpGEOQ), hiM, ax, big)
-			if reduceMax {
-				c.VPMAXUD(ax, acc[0], acc[0])
-			} else {
-				d0, d1 := c.YMM(), c.YMM()
-				c.VCVTPS2PD(ax.AsX(), d0)
-				c.VEXTRACTF128(operand.Imm(1), ax, d1.AsX())
-				c.VCVTPS2PD(d1.AsX(), d1)
-				c.VADDPD(d0, acc[0], acc[0])
-				c.VADDPD(d1, acc[1], acc[1])
-			}
-			m := [3]reg.VecVirtual{ge, big, xv}
-			if s&1 == 0 {
-				words[s/2] = m
-			} else {
-				for k := range m {
-					c.VPACKSSDW(m[k], words[s/2][k], words[s/2][k])
+	whileAtLeast(c, "loop", "done", g, 1, func() {
+		prefetch(c, p, prefetchDist, 512)
+		res := c.YMM()
+		for lane := 0; lane < 4; lane++ {
+			// Of the lane's 4 vectors: masks ge (|x| >= lo) and big
+			// (|x| >= hi), and x itself, whose sign survives the signed
+			// saturation of the packs; packed to words by pairs as they come.
+			var words [2][3]reg.VecVirtual
+			for s := 0; s < 4; s++ {
+				xv, ax, ge, big := c.YMM(), c.YMM(), c.YMM(), c.YMM()
+				c.VMOVUPS(mem(p, 4*(32*lane+8*s)), xv)
+				c.VANDPS(absM, xv, ax)
+				c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
+				c.VCMPPS(operand.Imm(cmpGEOQ), hiM, ax, big)
+				if reduceMax {
+					c.VPMAXUD(ax, acc[0], acc[0])
+				} else {
+					d0, d1 := c.YMM(), c.YMM()
+					c.VCVTPS2PD(ax.AsX(), d0)
+					c.VEXTRACTF128(operand.Imm(1), ax, d1.AsX())
+					c.VCVTPS2PD(d1.AsX(), d1)
+					c.VADDPD(d0, acc[0], acc[0])
+					c.VADDPD(d1, acc[1], acc[1])
+				}
+				m := [3]reg.VecVirtual{ge, big, xv}
+				if s&1 == 0 {
+					words[s/2] = m
+				} else {
+					for k := range m {
+						c.VPACKSSDW(m[k], words[s/2][k], words[s/2][k])
+					}
 				}
 			}
+			for k := 0; k < 3; k++ {
+				c.VPACKSSWB(words[1][k], words[0][k], words[0][k])
+			}
+			ge, big, sgn := words[0][0], words[0][1], words[0][2]
+			// b1 = ge && !(big && x < 0); b0 = !big. (With hi > 0, big
+			// implies x != ±0, so the sign bit is the sign.)
+			t := c.YMM()
+			c.VPANDN(ge, big, t)        // ge && !big
+			c.VPBLENDVB(sgn, t, ge, ge) // x < 0 ? ge && !big : ge
+			c.VPAND(bit1[lane], ge, ge)
+			c.VPANDN(bit0[lane], big, big)
+			if lane == 0 {
+				c.VPOR(big, ge, res)
+			} else {
+				c.VPOR(big, ge, ge)
+				c.VPOR(ge, res, res)
+			}
 		}
-		for k := 0; k < 3; k++ {
-			c.VPACKSSWB(words[1][k], words[0][k], words[0][k])
-		}
-		ge, big, sgn := words[0][0], words[0][1], words[0][2]
-		// b1 = ge && !(big && x < 0); b0 = !big. (With hi > 0, big
-		// implies x != ±0, so the sign bit is the sign.)
+		// The packs interleave 4-byte runs across the 128-bit halves.
+		idx := c.YMM()
+		c.VMOVDQU(perm, idx)
+		c.VPERMD(res, idx, res)
+		c.VMOVDQU(res, mem(out, 0))
+		c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
 		t := c.YMM()
-		c.VPANDN(ge, big, t)        // ge && !big
-		c.VPBLENDVB(sgn, t, ge, ge) // x < 0 ? ge && !big : ge
-		c.VPAND(bit1[lane], ge, ge)
-		c.VPANDN(bit0[lane], big, big)
-		if lane == 0 {
-			c.VPOR(big, ge, res)
-		} else {
-			c.VPOR(big, ge, ge)
-			c.VPOR(ge, res, res)
+		c.VPSRLW(operand.Imm(1), res, t)
+		c.VPAND(res, t, t)
+		c.VPAND(bytes55, t, t)
+		c.VPTEST(t, t)
+		c.JZ(operand.LabelRef("next"))
+		c.VMOVDQU(t, ambM)
+		m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
+		for w := 0; w < 4; w++ {
+			// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
+			c.Label(fmt.Sprintf("word%d", w))
+			c.MOVQ(ambM.Offset(8*w), m)
+			c.Label(fmt.Sprintf("bits%d", w))
+			c.TESTQ(m, m)
+			c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
+			c.CMPQ(ne, entCap)
+			c.JAE(operand.LabelRef("full"))
+			c.BSFQ(m, b)
+			c.MOVQ(b, j)
+			c.SHRQ(operand.Imm(3), j)
+			c.ANDQ(operand.Imm(7), b)
+			c.SHRQ(operand.Imm(1), b)
+			c.NOTQ(b)
+			c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
+			c.SHLQ(operand.Imm(5), b)
+			c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
+			c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
+			c.SHLQ(operand.Imm(32), v)
+			c.ADDL(off.As32(), j.As32())
+			c.ORQ(j, v)
+			c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
+			c.INCQ(ne)
+			c.LEAQ(mem(m, -1), b)
+			c.ANDQ(b, m)
+			c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
 		}
-	}
-	// The packs interleave 4-byte runs across the 128-bit halves.
-	idx := c.YMM()
-	c.VMOVDQU(perm, idx)
-	c.VPERMD(res, idx, res)
-	c.VMOVDQU(res, mem(out, 0))
-	c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
-	t := c.YMM()
-	c.VPSRLW(operand.Imm(1), res, t)
-	c.VPAND(res, t, t)
-	c.VPAND(bytes55, t, t)
-	c.VPTEST(t, t)
-	c.JZ(operand.LabelRef("next"))
-	c.VMOVDQU(t, ambM)
-	m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
-	for w := 0; w < 4; w++ {
-		// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
-		c.Label(fmt.Sprintf("word%d", w))
-		c.MOVQ(ambM.Offset(8*w), m)
-		c.Label(fmt.Sprintf("bits%d", w))
-		c.TESTQ(m, m)
-		c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
-		c.CMPQ(ne, entCap)
-		c.JAE(operand.LabelRef("full"))
-		c.BSFQ(m, b)
-		c.MOVQ(b, j)
-		c.SHRQ(operand.Imm(3), j)
-		c.ANDQ(operand.Imm(7), b)
-		c.SHRQ(operand.Imm(1), b)
-		c.NOTQ(b)
-		c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
-		c.SHLQ(operand.Imm(5), b)
-		c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
-		c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
-		c.SHLQ(operand.Imm(32), v)
-		c.ADDL(off.As32(), j.As32())
-		c.ORQ(j, v)
-		c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
-		c.INCQ(ne)
-		c.LEAQ(mem(m, -1), b)
-		c.ANDQ(b, m)
-		c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
-	}
-	c.Label("word4")
-	c.Label("next")
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.ADDL(operand.U32(128), off.As32())
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
+		c.Label("word4")
+		c.Label("next")
+		c.ADDQ(operand.U32(512), p)
+		c.ADDQ(operand.Imm(32), out)
+		c.ADDL(operand.U32(128), off.As32())
+	})
 
 	c.Label("full")
 	c.MOVQ(operand.I32(-1), ne)
@@ -481,44 +493,53 @@ func blockSumScalesAVX2(c *build.Context) {
 	mask := bcst64(c, absMask64)
 	maxF64 := xmmImm(c, 8, math.Float64bits(math.MaxFloat64))
 	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-5)))
+	vec := func(acc []reg.VecVirtual) {
+		for h := 0; h < 2; h++ {
+			d := c.YMM()
+			c.VCVTPS2PD(mem(p, 16*h), d)
+			c.VANDPD(mask, d, d)
+			c.VADDPD(d, acc[h], acc[h])
+		}
+	}
+	blockScales(c, p, bs, sp, nb, 2, vec, func(acc []reg.VecVirtual) reg.Register {
+		c.VADDPD(acc[1], acc[0], acc[0])
+		l := hsumF64(c, acc[0])
+		c.Comment("Not finite (NaN compares unordered): leave it to the caller.")
+		c.VUCOMISD(maxF64, l)
+		c.JHI(operand.LabelRef("done"))
+		c.JPS(operand.LabelRef("done"))
+		c.VDIVSD(cnt, l, l)
+		c.VCVTSD2SS(l, l, l)
+		c.VMAXSS(eps, l, l)
+		return l
+	})
+}
+
+// blockScales emits the block loop of a block-scale kernel, then its return
+// (the number of scales set): for i from 0 while i < nb, with nacc new
+// zeroed YMM accumulators, vecs >= 1 times vec(acc) with p advancing 32
+// bytes after each, then scale(acc), which returns the register whose low
+// float32 is block i's scale, stored at sp[i], or jumps to label "done" to
+// leave the block to the caller.
+func blockScales(c *build.Context, p, vecs, sp, nb reg.Register, nacc int,
+	vec func(acc []reg.VecVirtual), scale func(acc []reg.VecVirtual) reg.Register) {
 	i := c.GP64()
 	c.XORQ(i, i)
 	c.Label("block")
 	c.CMPQ(i, nb)
 	c.JAE(operand.LabelRef("done"))
-	acc := zeroY(c, 2)
+	acc := zeroY(c, nacc)
 	v := c.GP64()
-	c.MOVQ(bs, v)
-	c.Label("vec")
-	for h := 0; h < 2; h++ {
-		d := c.YMM()
-		c.VCVTPS2PD(mem(p, 16*h), d)
-		c.VANDPD(mask, d, d)
-		c.VADDPD(d, acc[h], acc[h])
-	}
-	c.ADDQ(operand.Imm(32), p)
-	c.DECQ(v)
-	c.JNZ(operand.LabelRef("vec"))
-	c.VADDPD(acc[1], acc[0], acc[0])
-	l, h := acc[0].AsX(), c.XMM()
-	c.VEXTRACTF128(operand.Imm(1), acc[0], h)
-	c.VADDPD(h, l, l)
-	c.VUNPCKHPD(l, l, h)
-	c.VADDSD(h, l, l)
-	c.Comment("Not finite (NaN compares unordered): leave it to the caller.")
-	c.VUCOMISD(maxF64, l)
-	c.JHI(operand.LabelRef("done"))
-	c.JPS(operand.LabelRef("done"))
-	c.VDIVSD(cnt, l, l)
-	c.VCVTSD2SS(l, l, l)
-	c.VMAXSS(eps, l, l)
-	c.VMOVSS(l, operand.Mem{Base: sp, Index: i, Scale: 4})
+	c.MOVQ(vecs, v)
+	repeat(c, "vec", v, func() {
+		vec(acc)
+		c.ADDQ(operand.Imm(32), p)
+	})
+	c.VMOVSS(scale(acc), operand.Mem{Base: sp, Index: i, Scale: 4})
 	c.INCQ(i)
 	c.JMP(operand.LabelRef("block"))
 	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(i, c.ReturnIndex(0))
-	c.RET()
+	vzeroReturn(c, i)
 }
 
 // blockMaxScalesAVX2: absmax scales of whole blocks.
@@ -534,41 +555,19 @@ func blockMaxScalesAVX2(c *build.Context) {
 	c.SHRQ(operand.Imm(3), bs)
 	mask := bcst32(c, absMask32)
 	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-8)))
-	i := c.GP64()
-	c.XORQ(i, i)
-	c.Label("block")
-	c.CMPQ(i, nb)
-	c.JAE(operand.LabelRef("done"))
-	acc := zeroY(c, 1)[0]
-	v := c.GP64()
-	c.MOVQ(bs, v)
-	c.Label("vec")
-	t := c.YMM()
-	c.VPAND(mem(p, 0), mask, t)
-	c.VPMAXUD(t, acc, acc)
-	c.ADDQ(operand.Imm(32), p)
-	c.DECQ(v)
-	c.JNZ(operand.LabelRef("vec"))
-	lo, hi := acc.AsX(), c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc, hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	m := c.GP32()
-	c.VMOVD(lo, m)
-	c.Comment("Inf or NaN: leave it to the caller.")
-	c.CMPL(m, operand.U32(0x7f800000))
-	c.JAE(operand.LabelRef("done"))
-	c.VMAXSS(eps, lo, lo)
-	c.VMOVSS(lo, operand.Mem{Base: sp, Index: i, Scale: 4})
-	c.INCQ(i)
-	c.JMP(operand.LabelRef("block"))
-	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(i, c.ReturnIndex(0))
-	c.RET()
+	vec := func(acc []reg.VecVirtual) {
+		t := c.YMM()
+		c.VPAND(mem(p, 0), mask, t)
+		c.VPMAXUD(t, acc[0], acc[0])
+	}
+	blockScales(c, p, bs, sp, nb, 1, vec, func(acc []reg.VecVirtual) reg.Register {
+		lo, m := hmaxU32(c, acc[0])
+		c.Comment("Inf or NaN: leave it to the caller.")
+		c.CMPL(m, operand.U32(0x7f800000))
+		c.JAE(operand.LabelRef("done"))
+		c.VMAXSS(eps, lo, lo)
+		return lo
+	})
 }
 
 // blockBatchBytes is how far ahead the block-code kernels prefetch: one
@@ -591,27 +590,17 @@ func quantBlocksSmallAVX2(c *build.Context, bs int) {
 		fmt.Sprintf("%s writes the I2_S codes of len(dst)/32 whole groups of x,", name),
 		fmt.Sprintf("value i divided by scales[i/%d].", bs),
 	)
-	a := loadArgs(c, "x.base", "dst.base", "dst.len")
-	p, out, g := a[0], a[1], a[2]
-	c.SHRQ(operand.Imm(5), g)
+	p, out, g := groupArgs(c)
 	sp := loadArg(c, "scales.base")
 	k := loadGroupConsts(c)
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	prefetch(c, p, blockBatchBytes, 512)
-	groupCodes(c, k, p, out, func(lane, s int) reg.VecVirtual {
+	scaleFor := func(lane, s int) reg.VecVirtual {
 		t := c.YMM()
 		c.VBROADCASTSS(mem(sp, 4*((32*lane+8*s)/bs)), t)
 		return t
+	}
+	codeGroups(c, k, p, out, g, blockBatchBytes, nil, scaleFor, func() {
+		c.ADDQ(operand.U32(uint32(4*128/bs)), sp)
 	})
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.ADDQ(operand.U32(uint32(4*128/bs)), sp)
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
-	c.Label("done")
-	vzeroRet(c)
 }
 
 // quantBlocksBigAVX2: codes of whole groups, blocks of a multiple of 128.
@@ -620,33 +609,24 @@ func quantBlocksBigAVX2(c *build.Context) {
 		"quantBlocksBigAVX2 writes the I2_S codes of len(dst)/32 whole groups of x,",
 		"group g divided by scales[g/groupsPerBlock].",
 	)
-	a := loadArgs(c, "x.base", "dst.base", "dst.len")
-	p, out, g := a[0], a[1], a[2]
-	c.SHRQ(operand.Imm(5), g)
-	a = loadArgs(c, "scales.base", "groupsPerBlock")
+	p, out, g := groupArgs(c)
+	a := loadArgs(c, "scales.base", "groupsPerBlock")
 	sp, gpb := a[0], a[1]
 	k := loadGroupConsts(c)
 	left := c.GP64()
 	c.XORQ(left, left)
 	scale := c.YMM()
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	c.TESTQ(left, left)
-	c.JNZ(operand.LabelRef("same"))
-	c.VBROADCASTSS(mem(sp, 0), scale)
-	c.ADDQ(operand.Imm(4), sp)
-	c.MOVQ(gpb, left)
-	c.Label("same")
-	prefetch(c, p, blockBatchBytes, 512)
-	groupCodes(c, k, p, out, func(int, int) reg.VecVirtual { return scale })
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.DECQ(left)
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
-	c.Label("done")
-	vzeroRet(c)
+	nextScale := func() { // at the first group of a block
+		c.TESTQ(left, left)
+		c.JNZ(operand.LabelRef("same"))
+		c.VBROADCASTSS(mem(sp, 0), scale)
+		c.ADDQ(operand.Imm(4), sp)
+		c.MOVQ(gpb, left)
+		c.Label("same")
+	}
+	codeGroups(c, k, p, out, g, blockBatchBytes, nextScale, func(int, int) reg.VecVirtual { return scale }, func() {
+		c.DECQ(left)
+	})
 }
 
 // fixDist is how many entries ahead fixCodesAVX2 prefetches: the entries
