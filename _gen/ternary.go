@@ -62,18 +62,7 @@ func absSumAVX2(c *build.Context) {
 	}
 
 	c.Comment("32 values per iteration, 8 float64 accumulators.")
-	whileAtLeast(c, "loop32", "loop4", n, 32, func() {
-		for k := 0; k < 8; k++ {
-			add(16*k, acc[k])
-		}
-		c.ADDQ(operand.Imm(128), p)
-	})
-	whileAtLeast(c, "loop4", "reduce", n, 4, func() {
-		add(0, acc[0])
-		c.ADDQ(operand.Imm(16), p)
-	})
-
-	c.Label("reduce")
+	scanVectors(c, p, n, acc, add)
 	for w := 4; w >= 1; w /= 2 {
 		for k := 0; k < w; k++ {
 			c.VADDPD(acc[k+w], acc[k], acc[k])
@@ -93,6 +82,27 @@ func absSumAVX2(c *build.Context) {
 
 	c.Label("done")
 	vzeroReturn(c, lo)
+}
+
+// scanVectors emits the vector loops of a reduction over the n float32 at p
+// into acc: 32 values an iteration, op(disp, acc[k]) taking the vb =
+// 128/len(acc) bytes at p+disp (disp = k*vb) into acc[k]; then vb/4 values
+// an iteration into acc[0]; then label "reduce" with n < vb/4 values left,
+// for the caller to reduce acc and finish.
+func scanVectors(c *build.Context, p, n reg.Register, acc []reg.VecVirtual, op func(disp int, a reg.VecVirtual)) {
+	vb := 128 / len(acc)
+	one := fmt.Sprintf("loop%d", vb/4)
+	whileAtLeast(c, "loop32", one, n, 32, func() {
+		for k := range acc {
+			op(vb*k, acc[k])
+		}
+		c.ADDQ(operand.Imm(128), p)
+	})
+	whileAtLeast(c, one, "reduce", n, vb/4, func() {
+		op(0, acc[0])
+		c.ADDQ(operand.Imm(uint64(vb)), p)
+	})
+	c.Label("reduce")
 }
 
 // hsumF64 adds the four float64 lanes of y into the low lane of y.AsX(),
@@ -139,18 +149,7 @@ func absMaxBitsAVX2(c *build.Context) {
 		c.VPMAXUD(t, a, a)
 	}
 
-	whileAtLeast(c, "loop32", "loop8", n, 32, func() {
-		for k := 0; k < 4; k++ {
-			maxInto(32*k, acc[k])
-		}
-		c.ADDQ(operand.Imm(128), p)
-	})
-	whileAtLeast(c, "loop8", "reduce", n, 8, func() {
-		maxInto(0, acc[0])
-		c.ADDQ(operand.Imm(32), p)
-	})
-
-	c.Label("reduce")
+	scanVectors(c, p, n, acc, maxInto)
 	c.VPMAXUD(acc[1], acc[0], acc[0])
 	c.VPMAXUD(acc[3], acc[2], acc[2])
 	c.VPMAXUD(acc[2], acc[0], acc[0])
