@@ -48,40 +48,57 @@ const (
 func absSumAVX2(c *build.Context) {
 	declare(c, "absSumAVX2", "func(x []float32) float64",
 		"absSumAVX2 returns the float64 sum of |x[i]|, in no particular order.")
-	a := loadArgs(c, "x.base", "x.len")
-	p, n := a[0], a[1]
-	mask := bcst64(c, absMask64)
-	acc := zeroY(c, 8)
-
-	// add adds |x| of the 4 values at p+disp into a.
-	add := func(disp int, a reg.VecVirtual) {
+	add := func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual) { // 4 values, as float64
 		t := c.YMM()
-		c.VCVTPS2PD(mem(p, disp), t)
+		c.VCVTPS2PD(src, t)
 		c.VANDPD(mask, t, t)
 		c.VADDPD(t, a, a)
 	}
-
-	c.Comment("32 values per iteration, 8 float64 accumulators.")
-	scanVectors(c, p, n, acc, add)
-	for w := 4; w >= 1; w /= 2 {
-		for k := 0; k < w; k++ {
-			c.VADDPD(acc[k+w], acc[k], acc[k])
+	reduce := func(acc []reg.VecVirtual) reg.Register {
+		for w := 4; w >= 1; w /= 2 {
+			for k := 0; k < w; k++ {
+				c.VADDPD(acc[k+w], acc[k], acc[k])
+			}
 		}
+		return hsumF64(c, acc[0])
 	}
-	lo := hsumF64(c, acc[0])
-
-	c.Comment("The last 0..3 values.")
-	whileAtLeast(c, "tail", "done", n, 1, func() {
+	absScan(c, 64, 8, "32 values per iteration, 8 float64 accumulators.", add, reduce, func(mask reg.VecVirtual, src operand.Mem, sum reg.Register) {
 		s := c.XMM()
-		c.VMOVSS(mem(p, 0), s)
+		c.VMOVSS(src, s)
 		c.VCVTSS2SD(s, s, s)
 		c.VANDPD(mask.AsX(), s, s)
-		c.VADDSD(s, lo, lo)
+		c.VADDSD(s, sum, sum)
+	})
+}
+
+// absScan emits the body of a reduction kernel over |x[i]| of its parameter
+// x []float32: mask, the |.| mask of lanes of maskBits (32 or 64) bits; nacc
+// zeroed YMM accumulators; scanVectors with add (note, when not "", comments
+// it); reduce(acc) to the result register r; the last values one at a time
+// (addOne of the float32's address and r); the return of r.
+func absScan(c *build.Context, maskBits, nacc int, note string, add func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual),
+	reduce func(acc []reg.VecVirtual) reg.Register, addOne func(mask reg.VecVirtual, src operand.Mem, r reg.Register)) {
+	a := loadArgs(c, "x.base", "x.len")
+	p, n := a[0], a[1]
+	var mask reg.VecVirtual
+	if maskBits == 32 {
+		mask = bcst32(c, absMask32)
+	} else {
+		mask = bcst64(c, absMask64)
+	}
+	acc := zeroY(c, nacc)
+	if note != "" {
+		c.Comment(note)
+	}
+	scanVectors(c, p, n, acc, func(disp int, a reg.VecVirtual) { add(mask, mem(p, disp), a) })
+	r := reduce(acc)
+	c.Comment(fmt.Sprintf("The last 0..%d values.", 128/nacc/4-1))
+	whileAtLeast(c, "tail", "done", n, 1, func() {
+		addOne(mask, mem(p, 0), r)
 		c.ADDQ(operand.Imm(4), p)
 	})
-
 	c.Label("done")
-	vzeroReturn(c, lo)
+	vzeroReturn(c, r)
 }
 
 // scanVectors emits the vector loops of a reduction over the n float32 at p
@@ -137,36 +154,25 @@ func hmaxU32(c *build.Context, y reg.VecVirtual) (lo reg.Register, m reg.GPVirtu
 func absMaxBitsAVX2(c *build.Context) {
 	declare(c, "absMaxBitsAVX2", "func(x []float32) uint32",
 		"absMaxBitsAVX2 returns the unsigned maximum of the bits of |x[i]| (0 for empty x).")
-	a := loadArgs(c, "x.base", "x.len")
-	p, n := a[0], a[1]
-	mask := bcst32(c, absMask32)
-	acc := zeroY(c, 4)
-
-	// maxInto takes |x| of the 8 values at p+disp into a.
-	maxInto := func(disp int, a reg.VecVirtual) {
+	maxInto := func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual) { // 8 values
 		t := c.YMM()
-		c.VPAND(mem(p, disp), mask, t)
+		c.VPAND(src, mask, t)
 		c.VPMAXUD(t, a, a)
 	}
-
-	scanVectors(c, p, n, acc, maxInto)
-	c.VPMAXUD(acc[1], acc[0], acc[0])
-	c.VPMAXUD(acc[3], acc[2], acc[2])
-	c.VPMAXUD(acc[2], acc[0], acc[0])
-	_, m := hmaxU32(c, acc[0])
-
-	c.Comment("The last 0..7 values.")
-	v := c.GP32()
-	whileAtLeast(c, "tail", "done", n, 1, func() {
-		c.MOVL(mem(p, 0), v)
+	reduce := func(acc []reg.VecVirtual) reg.Register {
+		c.VPMAXUD(acc[1], acc[0], acc[0])
+		c.VPMAXUD(acc[3], acc[2], acc[2])
+		c.VPMAXUD(acc[2], acc[0], acc[0])
+		_, m := hmaxU32(c, acc[0])
+		return m
+	}
+	absScan(c, 32, 4, "", maxInto, reduce, func(_ reg.VecVirtual, src operand.Mem, m reg.Register) {
+		v := c.GP32()
+		c.MOVL(src, v)
 		c.ANDL(operand.U32(absMask32), v)
 		c.CMPL(v, m)
 		c.CMOVLHI(v, m)
-		c.ADDQ(operand.Imm(4), p)
 	})
-
-	c.Label("done")
-	vzeroReturn(c, m)
 }
 
 // groupConsts are the registers every group-quantizing kernel needs.
