@@ -484,14 +484,12 @@ func permWords() [8]uint32 {
 
 // blockSumScalesAVX2: absmean scales of whole blocks.
 func blockSumScalesAVX2(c *build.Context) {
-	declare(c, "blockSumScalesAVX2", "func(x []float32, bs int, scales []float32) int",
+	p, bs, sp, nb := declareBlockScales(c, "blockSumScalesAVX2",
 		"blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the",
 		"block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no",
 		"particular order), for b from 0 up, and returns how many it set: fewer than",
 		"len(scales) when block [result] has a NaN or Inf (its scale is left alone).",
 	)
-	a := loadArgs(c, "x.base", "bs", "scales.base", "scales.len")
-	p, bs, sp, nb := a[0], a[1], a[2], a[3]
 	cnt := c.XMM()
 	c.CVTSQ2SD(bs, cnt)
 	c.SHRQ(operand.Imm(3), bs) // vectors per block
@@ -518,6 +516,15 @@ func blockSumScalesAVX2(c *build.Context) {
 		c.VMAXSS(eps, l, l)
 		return l
 	})
+}
+
+// declareBlockScales declares a block-scale kernel, func name(x []float32,
+// bs int, scales []float32) int, and loads x.base (p), bs, scales.base (sp)
+// and len(scales) (nb).
+func declareBlockScales(c *build.Context, name string, doc ...string) (p, bs, sp, nb reg.Register) {
+	declare(c, name, "func(x []float32, bs int, scales []float32) int", doc...)
+	a := loadArgs(c, "x.base", "bs", "scales.base", "scales.len")
+	return a[0], a[1], a[2], a[3]
 }
 
 // blockScales emits the block loop of a block-scale kernel, then its return
@@ -549,14 +556,12 @@ func blockScales(c *build.Context, p, vecs, sp, nb reg.Register, nacc int,
 
 // blockMaxScalesAVX2: absmax scales of whole blocks.
 func blockMaxScalesAVX2(c *build.Context) {
-	declare(c, "blockMaxScalesAVX2", "func(x []float32, bs int, scales []float32) int",
+	p, bs, sp, nb := declareBlockScales(c, "blockMaxScalesAVX2",
 		"blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
 		"x[b*bs:(b+1)*bs] (bs a positive multiple of 8), for b from 0 up, and returns",
 		"how many it set: fewer than len(scales) when block [result] has a NaN or Inf",
 		"(its scale is left alone).",
 	)
-	a := loadArgs(c, "x.base", "bs", "scales.base", "scales.len")
-	p, bs, sp, nb := a[0], a[1], a[2], a[3]
 	c.SHRQ(operand.Imm(3), bs)
 	mask := bcst32(c, absMask32)
 	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-8)))
