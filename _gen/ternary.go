@@ -556,8 +556,7 @@ func blockScales(c *build.Context, p, vecs, sp, nb reg.Register, nacc int,
 
 // blockMaxScalesAVX2: absmax scales of whole blocks.
 func blockMaxScalesAVX2(c *build.Context) {
-	p, bs, sp, nb := declareBlockScales(c, "blockMaxScalesAVX2",
-		"blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
+	p, bs, sp, nb := declareBlockScales(c, "blockMaxScalesAVX2", "blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
 		"x[b*bs:(b+1)*bs] (bs a positive multiple of 8), for b from 0 up, and returns",
 		"how many it set: fewer than len(scales) when block [result] has a NaN or Inf",
 		"(its scale is left alone).",
