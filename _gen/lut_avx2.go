@@ -26,29 +26,38 @@ var lutAVX2 = kernels(lutBuild16AVX2, lutDot16AVX2, lutBuild16TL2AVX2, lutDot16T
 func lutBuild16AVX2(c *build.Context) {
 	declareNoescape(c, "lutBuild16AVX2", "func(np int, b *int8, tab *int16)",
 		"lutBuild16AVX2 fills the int16 tables of np >= 1 pairs of a 16-column B micro-panel (288 bytes a pair).")
-	a := loadArgs(c, "np", "b", "tab")
+	lutBuild(c, "np", "build", 32, 288, func(pb, pt reg.Register, z reg.VecVirtual) {
+		x0, x1 := c.YMM(), c.YMM()
+		c.VPMOVSXBW(mem(pb, 0), x0)
+		c.VPMOVSXBW(mem(pb, 16), x1)
+		s, d := c.YMM(), c.YMM()
+		c.VPADDW(x1, x0, s)
+		c.VPSUBW(x1, x0, d)
+		neg := func(x reg.VecVirtual) reg.VecVirtual {
+			y := c.YMM()
+			c.VPSUBW(x, z, y)
+			return y
+		}
+		entries := [9]reg.VecVirtual{neg(s), neg(x0), neg(d), neg(x1), z, x1, d, x0, s}
+		for e, v := range entries {
+			c.VMOVDQU(v, mem(pt, 32*e))
+		}
+	})
+}
+
+// lutBuild emits the body of a table-building kernel, func(count int, b
+// *int8, tab *int16), and its return: z, a zeroed YMM, then count >= 1
+// times (loop label top) entries(pb, pt, z), which writes the tables at pt
+// of one unit of B at pb, and pb and pt advanced bBytes and tabBytes.
+func lutBuild(c *build.Context, count, top string, bBytes, tabBytes int, entries func(pb, pt reg.Register, z reg.VecVirtual)) {
+	a := loadArgs(c, count, "b", "tab")
 	n, pb, pt := a[0], a[1], a[2]
 	z := zeroY(c, 1)[0]
-	c.Label("build")
-	x0, x1 := c.YMM(), c.YMM()
-	c.VPMOVSXBW(mem(pb, 0), x0)
-	c.VPMOVSXBW(mem(pb, 16), x1)
-	s, d := c.YMM(), c.YMM()
-	c.VPADDW(x1, x0, s)
-	c.VPSUBW(x1, x0, d)
-	neg := func(x reg.VecVirtual) reg.VecVirtual {
-		y := c.YMM()
-		c.VPSUBW(x, z, y)
-		return y
-	}
-	entries := [9]reg.VecVirtual{neg(s), neg(x0), neg(d), neg(x1), z, x1, d, x0, s}
-	for e, v := range entries {
-		c.VMOVDQU(v, mem(pt, 32*e))
-	}
-	c.ADDQ(operand.Imm(32), pb)
-	c.ADDQ(operand.U32(288), pt)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("build"))
+	repeat(c, top, n, func() {
+		entries(pb, pt, z)
+		c.ADDQ(operand.Imm(uint64(bBytes)), pb)
+		c.ADDQ(operand.U32(uint64(tabBytes)), pt)
+	})
 	vzeroRet(c)
 }
 
@@ -63,65 +72,80 @@ func lutBuild16AVX2(c *build.Context) {
 func lutDot16AVX2(c *build.Context) {
 	declareNoescape(c, "lutDot16AVX2", "func(nb int, tab *int16, idx *byte, ldi int, rows int, out *int32, ldo int)",
 		"lutDot16AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nb >= 1 index bytes a row (ldi, ldo in elements).")
-	a := loadArgs(c, "idx", "ldi", "rows", "out", "ldo")
-	pi, ldi, rows, po, ldo := a[0], a[1], a[2], a[3], a[4]
+	lutRows(c, "row", "nb", []string{"idx"}, func(n, pt reg.Register, idx []reg.Register) reg.VecVirtual {
+		p := idx[0]
+		acc := zeroY(c, 4)
+
+		// step adds the two pairs of byte u (from p) of table block u (576
+		// bytes from pt) into acc[2*(u%2)] and acc[2*(u%2)+1].
+		step := func(u int) {
+			lo, hi := c.GP64(), c.GP64()
+			c.MOVBQZX(mem(p, u), lo)
+			c.MOVQ(lo, hi)
+			c.ANDQ(operand.Imm(15), lo)
+			c.SHRQ(operand.Imm(4), hi)
+			c.SHLQ(operand.Imm(5), lo)
+			c.SHLQ(operand.Imm(5), hi)
+			a0, a1 := acc[2*(u%2)], acc[2*(u%2)+1]
+			c.VPADDW(operand.Mem{Base: pt, Index: lo, Scale: 1, Disp: 576 * u}, a0, a0)
+			c.VPADDW(operand.Mem{Base: pt, Index: hi, Scale: 1, Disp: 576*u + 288}, a1, a1)
+		}
+
+		c.Comment("Two index bytes (four pairs) per iteration.")
+		whileAtLeast(c, "pairs2", "pairs1", n, 2, func() {
+			step(0)
+			step(1)
+			c.ADDQ(operand.Imm(2), p)
+			c.ADDQ(operand.U32(2*576), pt)
+		})
+
+		c.Label("pairs1")
+		c.TESTQ(n, n)
+		c.JZ(operand.LabelRef("flush"))
+		step(0)
+
+		c.Label("flush")
+		c.VPADDW(acc[1], acc[0], acc[0])
+		c.VPADDW(acc[3], acc[2], acc[2])
+		c.VPADDW(acc[2], acc[0], acc[0])
+		return acc[0]
+	})
+}
+
+// lutRows emits the row loop of a LUT dot kernel, whose parameters include
+// count, tab, the index pointers named by ptrs, ldi, rows, out and ldo, and
+// its return: rows >= 1 times (loop label top) sum := row(count, tab, copies
+// of the row's index pointers), sum's 16 int16 lanes widened to int32 and
+// added to the row of out, the index pointers advanced ldi bytes and out
+// ldo int32.
+func lutRows(c *build.Context, top, count string, ptrs []string, row func(n, pt reg.Register, idx []reg.Register) reg.VecVirtual) {
+	a := loadArgs(c, append(append([]string{}, ptrs...), "ldi", "rows", "out", "ldo")...)
+	idx0, ldi, rows, po, ldo := a[:len(ptrs)], a[len(ptrs)], a[len(ptrs)+1], a[len(ptrs)+2], a[len(ptrs)+3]
 	c.SHLQ(operand.Imm(2), ldo)
-
-	c.Label("row")
-	a = loadArgs(c, "nb", "tab")
-	n, pt := a[0], a[1]
-	p := c.GP64()
-	c.MOVQ(pi, p)
-	acc := zeroY(c, 4)
-
-	// step adds the two pairs of byte u (from p) of table block u (576
-	// bytes from pt) into acc[2*(u%2)] and acc[2*(u%2)+1].
-	step := func(u int) {
-		lo, hi := c.GP64(), c.GP64()
-		c.MOVBQZX(mem(p, u), lo)
-		c.MOVQ(lo, hi)
-		c.ANDQ(operand.Imm(15), lo)
-		c.SHRQ(operand.Imm(4), hi)
-		c.SHLQ(operand.Imm(5), lo)
-		c.SHLQ(operand.Imm(5), hi)
-		a0, a1 := acc[2*(u%2)], acc[2*(u%2)+1]
-		c.VPADDW(operand.Mem{Base: pt, Index: lo, Scale: 1, Disp: 576 * u}, a0, a0)
-		c.VPADDW(operand.Mem{Base: pt, Index: hi, Scale: 1, Disp: 576*u + 288}, a1, a1)
-	}
-
-	c.Comment("Two index bytes (four pairs) per iteration.")
-	c.Label("pairs2")
-	c.CMPQ(n, operand.Imm(2))
-	c.JB(operand.LabelRef("pairs1"))
-	step(0)
-	step(1)
-	c.ADDQ(operand.Imm(2), p)
-	c.ADDQ(operand.U32(2*576), pt)
-	c.SUBQ(operand.Imm(2), n)
-	c.JMP(operand.LabelRef("pairs2"))
-
-	c.Label("pairs1")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("flush"))
-	step(0)
-
-	c.Label("flush")
-	c.VPADDW(acc[1], acc[0], acc[0])
-	c.VPADDW(acc[3], acc[2], acc[2])
-	c.VPADDW(acc[2], acc[0], acc[0])
-	w0, w1 := c.YMM(), c.YMM()
-	c.VPMOVSXWD(acc[0].AsX(), w0)
-	h := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], h)
-	c.VPMOVSXWD(h, w1)
-	c.VPADDD(mem(po, 0), w0, w0)
-	c.VPADDD(mem(po, 32), w1, w1)
-	c.VMOVDQU(w0, mem(po, 0))
-	c.VMOVDQU(w1, mem(po, 32))
-	c.ADDQ(ldi, pi)
-	c.ADDQ(ldo, po)
-	c.DECQ(rows)
-	c.JNZ(operand.LabelRef("row"))
+	repeat(c, top, rows, func() {
+		a := loadArgs(c, count, "tab")
+		idx := make([]reg.Register, len(idx0))
+		for i := range idx {
+			idx[i] = c.GP64()
+		}
+		for i, p := range idx0 {
+			c.MOVQ(p, idx[i])
+		}
+		sum := row(a[0], a[1], idx)
+		w0, w1 := c.YMM(), c.YMM()
+		c.VPMOVSXWD(sum.AsX(), w0)
+		h := c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), sum, h)
+		c.VPMOVSXWD(h, w1)
+		c.VPADDD(mem(po, 0), w0, w0)
+		c.VPADDD(mem(po, 32), w1, w1)
+		c.VMOVDQU(w0, mem(po, 0))
+		c.VMOVDQU(w1, mem(po, 32))
+		for _, p := range idx0 {
+			c.ADDQ(ldi, p)
+		}
+		c.ADDQ(ldo, po)
+	})
 	vzeroRet(c)
 }
 
@@ -147,49 +171,42 @@ func tl2Digits(m int) [3]int {
 func lutBuild16TL2AVX2(c *build.Context) {
 	declareNoescape(c, "lutBuild16TL2AVX2", "func(nt int, b *int8, tab *int16)",
 		"lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).")
-	a := loadArgs(c, "nt", "b", "tab")
-	n, pb, pt := a[0], a[1], a[2]
-	z := zeroY(c, 1)[0]
-	c.Label("build3")
-	var x [3]reg.VecVirtual
-	for r := range x {
-		x[r] = c.YMM()
-		c.VPMOVSXBW(mem(pb, 16*r), x[r])
-	}
-	for m := 0; m < 16; m++ {
-		if m == 0 || m >= 14 {
-			c.VMOVDQU(z, mem(pt, 32*m))
-			c.VMOVDQU(z, mem(pt, 32*(16+m)))
-			continue
+	lutBuild(c, "nt", "build3", 48, 1024, func(pb, pt reg.Register, z reg.VecVirtual) {
+		var x [3]reg.VecVirtual
+		for r := range x {
+			x[r] = c.YMM()
+			c.VPMOVSXBW(mem(pb, 16*r), x[r])
 		}
-		d := tl2Digits(m)
-		v := c.YMM()
-		first := true
-		for r, w := range d {
-			switch {
-			case w == 0:
-			case first && w == 1:
-				c.VMOVDQA(x[r], v)
-				first = false
-			case first:
-				c.VPSUBW(x[r], z, v)
-				first = false
-			case w == 1:
-				c.VPADDW(x[r], v, v)
-			default:
-				c.VPSUBW(x[r], v, v)
+		for m := 0; m < 16; m++ {
+			if m == 0 || m >= 14 {
+				c.VMOVDQU(z, mem(pt, 32*m))
+				c.VMOVDQU(z, mem(pt, 32*(16+m)))
+				continue
 			}
+			d := tl2Digits(m)
+			v := c.YMM()
+			first := true
+			for r, w := range d {
+				switch {
+				case w == 0:
+				case first && w == 1:
+					c.VMOVDQA(x[r], v)
+					first = false
+				case first:
+					c.VPSUBW(x[r], z, v)
+					first = false
+				case w == 1:
+					c.VPADDW(x[r], v, v)
+				default:
+					c.VPSUBW(x[r], v, v)
+				}
+			}
+			c.VMOVDQU(v, mem(pt, 32*m))
+			ng := c.YMM()
+			c.VPSUBW(v, z, ng)
+			c.VMOVDQU(ng, mem(pt, 32*(16+m)))
 		}
-		c.VMOVDQU(v, mem(pt, 32*m))
-		ng := c.YMM()
-		c.VPSUBW(v, z, ng)
-		c.VMOVDQU(ng, mem(pt, 32*(16+m)))
-	}
-	c.ADDQ(operand.Imm(48), pb)
-	c.ADDQ(operand.U32(1024), pt)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("build3"))
-	vzeroRet(c)
+	})
 }
 
 // lutDot16TL2AVX2: for rows >= 1 rows r, out[r*ldo+j] += sum over nt >= 1
@@ -204,99 +221,75 @@ func lutBuild16TL2AVX2(c *build.Context) {
 func lutDot16TL2AVX2(c *build.Context) {
 	declareNoescape(c, "lutDot16TL2AVX2", "func(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)",
 		"lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).")
-	a := loadArgs(c, "mag", "sign", "ldi", "rows", "out", "ldo")
-	pm0, ps0, ldi, rows, po, ldo := a[0], a[1], a[2], a[3], a[4], a[5]
-	c.SHLQ(operand.Imm(2), ldo)
+	lutRows(c, "row3", "nt", []string{"mag", "sign"}, func(n, pt reg.Register, idx []reg.Register) reg.VecVirtual {
+		pm, ps := idx[0], idx[1]
+		acc := zeroY(c, 2)
 
-	c.Label("row3")
-	a = loadArgs(c, "nt", "tab")
-	n, pt := a[0], a[1]
-	pm, ps := c.GP64(), c.GP64()
-	c.MOVQ(pm0, pm)
-	c.MOVQ(ps0, ps)
-	acc := zeroY(c, 2)
-
-	// add adds the entry at byte offset e<<5 of triple u (1 KiB each from
-	// pt) into acc[u%2].
-	add := func(e reg.GPVirtual, u int) {
-		c.SHLQ(operand.Imm(5), e)
-		c.VPADDW(operand.Mem{Base: pt, Index: e, Scale: 1, Disp: 1024 * u}, acc[u%2], acc[u%2])
-	}
-	// signBit puts bit u of s, moved to bit 4, into a new register.
-	signBit := func(s reg.GPVirtual, u int) reg.GPVirtual {
-		t := c.GP64()
-		c.MOVQ(s, t)
-		switch {
-		case u < 4:
-			c.SHLQ(operand.Imm(uint64(4-u)), t)
-		case u > 4:
-			c.SHRQ(operand.Imm(uint64(u-4)), t)
+		// add adds the entry at byte offset e<<5 of triple u (1 KiB each from
+		// pt) into acc[u%2].
+		add := func(e reg.GPVirtual, u int) {
+			c.SHLQ(operand.Imm(5), e)
+			c.VPADDW(operand.Mem{Base: pt, Index: e, Scale: 1, Disp: 1024 * u}, acc[u%2], acc[u%2])
 		}
-		c.ANDQ(operand.Imm(16), t)
-		return t
-	}
-
-	c.Comment("Eight triples per iteration.")
-	c.Label("triples8")
-	c.CMPQ(n, operand.Imm(8))
-	c.JB(operand.LabelRef("tail3"))
-	s := c.GP64()
-	c.MOVBQZX(mem(ps, 0), s)
-	m := c.GP64()
-	c.MOVLQZX(mem(pm, 0), m)
-	for u := 0; u < 8; u++ {
-		e := c.GP64()
-		c.MOVQ(m, e)
-		if u > 0 {
-			c.SHRQ(operand.Imm(uint64(4*u)), e)
+		// signBit puts bit u of s, moved to bit 4, into a new register.
+		signBit := func(s reg.GPVirtual, u int) reg.GPVirtual {
+			t := c.GP64()
+			c.MOVQ(s, t)
+			switch {
+			case u < 4:
+				c.SHLQ(operand.Imm(uint64(4-u)), t)
+			case u > 4:
+				c.SHRQ(operand.Imm(uint64(u-4)), t)
+			}
+			c.ANDQ(operand.Imm(16), t)
+			return t
 		}
-		c.ANDQ(operand.Imm(15), e)
-		c.ORQ(signBit(s, u), e)
-		add(e, u)
-	}
-	c.ADDQ(operand.Imm(4), pm)
-	c.INCQ(ps)
-	c.ADDQ(operand.U32(8*1024), pt)
-	c.SUBQ(operand.Imm(8), n)
-	c.JMP(operand.LabelRef("triples8"))
 
-	c.Label("tail3")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("flush3"))
-	st := c.GP64()
-	c.MOVBQZX(mem(ps, 0), st)
-	c.Label("tail3loop")
-	mb := c.GP64()
-	c.MOVBQZX(mem(pm, 0), mb)
-	e0 := c.GP64()
-	c.MOVQ(mb, e0)
-	c.ANDQ(operand.Imm(15), e0)
-	c.ORQ(signBit(st, 0), e0)
-	add(e0, 0)
-	c.SHRQ(operand.Imm(4), mb)
-	c.ORQ(signBit(st, 1), mb)
-	add(mb, 1)
-	c.SHRQ(operand.Imm(2), st)
-	c.INCQ(pm)
-	c.ADDQ(operand.U32(2*1024), pt)
-	c.SUBQ(operand.Imm(2), n)
-	c.JG(operand.LabelRef("tail3loop"))
+		c.Comment("Eight triples per iteration.")
+		whileAtLeast(c, "triples8", "tail3", n, 8, func() {
+			s := c.GP64()
+			c.MOVBQZX(mem(ps, 0), s)
+			m := c.GP64()
+			c.MOVLQZX(mem(pm, 0), m)
+			for u := 0; u < 8; u++ {
+				e := c.GP64()
+				c.MOVQ(m, e)
+				if u > 0 {
+					c.SHRQ(operand.Imm(uint64(4*u)), e)
+				}
+				c.ANDQ(operand.Imm(15), e)
+				c.ORQ(signBit(s, u), e)
+				add(e, u)
+			}
+			c.ADDQ(operand.Imm(4), pm)
+			c.INCQ(ps)
+			c.ADDQ(operand.U32(8*1024), pt)
+		})
 
-	c.Label("flush3")
-	c.VPADDW(acc[1], acc[0], acc[0])
-	w0, w1 := c.YMM(), c.YMM()
-	c.VPMOVSXWD(acc[0].AsX(), w0)
-	h := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], h)
-	c.VPMOVSXWD(h, w1)
-	c.VPADDD(mem(po, 0), w0, w0)
-	c.VPADDD(mem(po, 32), w1, w1)
-	c.VMOVDQU(w0, mem(po, 0))
-	c.VMOVDQU(w1, mem(po, 32))
-	c.ADDQ(ldi, pm0)
-	c.ADDQ(ldi, ps0)
-	c.ADDQ(ldo, po)
-	c.DECQ(rows)
-	c.JNZ(operand.LabelRef("row3"))
-	vzeroRet(c)
+		c.Label("tail3")
+		c.TESTQ(n, n)
+		c.JZ(operand.LabelRef("flush3"))
+		st := c.GP64()
+		c.MOVBQZX(mem(ps, 0), st)
+		c.Label("tail3loop")
+		mb := c.GP64()
+		c.MOVBQZX(mem(pm, 0), mb)
+		e0 := c.GP64()
+		c.MOVQ(mb, e0)
+		c.ANDQ(operand.Imm(15), e0)
+		c.ORQ(signBit(st, 0), e0)
+		add(e0, 0)
+		c.SHRQ(operand.Imm(4), mb)
+		c.ORQ(signBit(st, 1), mb)
+		add(mb, 1)
+		c.SHRQ(operand.Imm(2), st)
+		c.INCQ(pm)
+		c.ADDQ(operand.U32(2*1024), pt)
+		c.SUBQ(operand.Imm(2), n)
+		c.JG(operand.LabelRef("tail3loop"))
+
+		c.Label("flush3")
+		c.VPADDW(acc[1], acc[0], acc[0])
+		return acc[0]
+	})
 }
