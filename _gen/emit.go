@@ -78,7 +78,7 @@ func vzeroReturn(c *build.Context, r reg.Register) {
 
 // repeat emits a loop that runs body n >= 1 times (n counts down to 0):
 // label top, body, DECQ n, JNZ top.
-func repeat(c *build.Context, top string, n reg.Register, body func()) {
+func repeat(c *build.Context, top string, n operand.Op, body func()) {
 	c.Label(top)
 	body()
 	c.DECQ(n)

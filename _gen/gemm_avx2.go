@@ -146,11 +146,10 @@ func loadY(c *build.Context) func(m operand.Mem) reg.VecVirtual {
 func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg.Register), sums func()) {
 	c.TESTQ(n, n)
 	c.JZ(operand.LabelRef("prepTail"))
-	c.Label("prepLoop")
-	quad(ps)
-	c.ADDQ(operand.U32(uint64(step)), ps)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("prepLoop"))
+	repeat(c, "prepLoop", n, func() {
+		quad(ps)
+		c.ADDQ(operand.U32(uint64(step)), ps)
+	})
 
 	c.Label("prepTail")
 	pt := loadArg(c, "tail")
@@ -240,31 +239,30 @@ func microI8AVX2(c *build.Context) {
 
 	acc := zeroY(c, 8)
 
-	c.Label("i8loop")
-	v := [2]reg.VecVirtual{c.YMM(), c.YMM()}
-	c.VMOVDQU(mem(pb, 0), v[0])
-	c.VMOVDQU(mem(pb, 32), v[1])
-	w := c.YMM()
-	c.VPBROADCASTD(mem(pa, 0), w)
-	for r := 0; r < 4; r++ {
-		cr := c.YMM()
-		if r == 0 {
-			c.VPAND(mask3, w, cr)
-		} else {
-			c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
-			c.VPAND(mask3, cr, cr)
+	repeat(c, "i8loop", n, func() {
+		v := [2]reg.VecVirtual{c.YMM(), c.YMM()}
+		c.VMOVDQU(mem(pb, 0), v[0])
+		c.VMOVDQU(mem(pb, 32), v[1])
+		w := c.YMM()
+		c.VPBROADCASTD(mem(pa, 0), w)
+		for r := 0; r < 4; r++ {
+			cr := c.YMM()
+			if r == 0 {
+				c.VPAND(mask3, w, cr)
+			} else {
+				c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
+				c.VPAND(mask3, cr, cr)
+			}
+			for h := 0; h < 2; h++ {
+				t := c.YMM()
+				c.VPMADDUBSW(v[h], cr, t)
+				c.VPMADDWD(ones16, t, t)
+				c.VPADDD(t, acc[2*r+h], acc[2*r+h])
+			}
 		}
-		for h := 0; h < 2; h++ {
-			t := c.YMM()
-			c.VPMADDUBSW(v[h], cr, t)
-			c.VPMADDWD(ones16, t, t)
-			c.VPADDD(t, acc[2*r+h], acc[2*r+h])
-		}
-	}
-	c.ADDQ(operand.Imm(4), pa)
-	c.ADDQ(operand.Imm(64), pb)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("i8loop"))
+		c.ADDQ(operand.Imm(4), pa)
+		c.ADDQ(operand.Imm(64), pb)
+	})
 
 	pc := loadArg(c, "csum")
 	for r := 0; r < 4; r++ {
@@ -427,30 +425,29 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 	}
 	three := zeroY(c, 1)[0]
 	loop := name + "loop"
-	c.Label(loop)
-	wb := c.YMM()
-	c.VMOVDQU(mem(pw, 0), wb)
-	orThree(c, wb, three)
-	s := 0
-	for q := 0; q < 4; q++ {
-		for m := 0; m < 4; m++ {
-			idx := wb
-			if sh := 8*m + 6 - 2*q; sh > 0 {
-				idx = c.YMM()
-				c.VPSRLD(operand.Imm(uint64(sh)), wb, idx)
+	repeat(c, loop, n, func() {
+		wb := c.YMM()
+		c.VMOVDQU(mem(pw, 0), wb)
+		orThree(c, wb, three)
+		s := 0
+		for q := 0; q < 4; q++ {
+			for m := 0; m < 4; m++ {
+				idx := wb
+				if sh := 8*m + 6 - 2*q; sh > 0 {
+					idx = c.YMM()
+					c.VPSRLD(operand.Imm(uint64(sh)), wb, idx)
+				}
+				wv := c.YMM()
+				c.VPERMILPS(idx, tab, wv)
+				for j := 0; j < ncol; j++ {
+					c.VFMADD231PS(colMem(j, 4*(32*q+8*m)), wv, acc[j][s%ah])
+				}
+				s++
 			}
-			wv := c.YMM()
-			c.VPERMILPS(idx, tab, wv)
-			for j := 0; j < ncol; j++ {
-				c.VFMADD231PS(colMem(j, 4*(32*q+8*m)), wv, acc[j][s%ah])
-			}
-			s++
 		}
-	}
-	c.ADDQ(operand.Imm(32), pw)
-	advance(4 * groupValues)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(loop))
+		c.ADDQ(operand.Imm(32), pw)
+		advance(4 * groupValues)
+	})
 	for j := range acc {
 		for s := 1; s < ah; s *= 2 {
 			for a := 0; a+s < ah; a += 2 * s {
@@ -480,21 +477,20 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 	acc := zeroY(c, ncol)
 	three := zeroY(c, 1)[0]
 	loop := name + "loop"
-	c.Label(loop)
-	wv := c.YMM()
-	c.VMOVDQU(mem(pw, 0), wv)
-	orThree(c, wv, three)
-	var codes [4]reg.VecVirtual
-	for q := range codes {
-		codes[q] = unpackCodes(c, wv, mask, q)
-	}
-	for j := 0; j < ncol; j++ {
-		dotGroup(c, func(q int) reg.VecVirtual { return codes[q] }, func(q int) operand.Mem { return colMem(j, 32*q) }, ones16, acc[j])
-	}
-	c.ADDQ(operand.Imm(32), pw)
-	advance(groupValues)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(loop))
+	repeat(c, loop, n, func() {
+		wv := c.YMM()
+		c.VMOVDQU(mem(pw, 0), wv)
+		orThree(c, wv, three)
+		var codes [4]reg.VecVirtual
+		for q := range codes {
+			codes[q] = unpackCodes(c, wv, mask, q)
+		}
+		for j := 0; j < ncol; j++ {
+			dotGroup(c, func(q int) reg.VecVirtual { return codes[q] }, func(q int) operand.Mem { return colMem(j, 32*q) }, ones16, acc[j])
+		}
+		c.ADDQ(operand.Imm(32), pw)
+		advance(groupValues)
+	})
 	for j := range acc {
 		hi := c.XMM()
 		c.VEXTRACTI128(operand.Imm(1), acc[j], hi)
@@ -559,18 +555,17 @@ func gemvI8AVX2Rows4(c *build.Context) {
 	acc := zeroY(c, 4)
 	three := zeroY(c, 1)[0]
 	loop := name + "loop"
-	c.Label(loop)
-	rows := rowAddrs(pw, ld, ld3, 0)
-	for r := range 4 {
-		wv := c.YMM()
-		c.VMOVDQU(rows[r], wv)
-		orThree(c, wv, three)
-		dotGroup(c, func(q int) reg.VecVirtual { return unpackCodes(c, wv, mask, q) }, func(q int) operand.Mem { return mem(px, 32*q) }, ones16, acc[r])
-	}
-	c.ADDQ(operand.Imm(32), pw)
-	c.ADDQ(operand.Imm(groupValues), px)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(loop))
+	repeat(c, loop, n, func() {
+		rows := rowAddrs(pw, ld, ld3, 0)
+		for r := range 4 {
+			wv := c.YMM()
+			c.VMOVDQU(rows[r], wv)
+			orThree(c, wv, three)
+			dotGroup(c, func(q int) reg.VecVirtual { return unpackCodes(c, wv, mask, q) }, func(q int) operand.Mem { return mem(px, 32*q) }, ones16, acc[r])
+		}
+		c.ADDQ(operand.Imm(32), pw)
+		c.ADDQ(operand.Imm(groupValues), px)
+	})
 	t0, t1 := c.YMM(), c.YMM()
 	c.VPHADDD(acc[1], acc[0], t0) // per lane: pairs of rows 0, 1
 	c.VPHADDD(acc[3], acc[2], t1)
@@ -603,42 +598,41 @@ func packPanelAVX2(c *build.Context) {
 		masks[r] = bcst32(c, 0x03030303<<(2*r))
 	}
 	three := zeroY(c, 1)[0]
-	c.Label("pploop")
-	var x [4]reg.VecVirtual
-	for r := range x {
-		x[r] = c.YMM()
-		c.VMOVDQU(mem(pr[r], 0), x[r])
-		orThree(c, x[r], three)
-	}
-	for q := 0; q < 4; q++ {
-		out := c.YMM()
-		for r := 0; r < 4; r++ {
-			sh := 6 - 2*q - 2*r
-			t := c.YMM()
-			switch {
-			case sh > 0:
-				c.VPSRLW(operand.Imm(uint64(sh)), x[r], t)
-				c.VPAND(masks[r], t, t)
-			case sh < 0:
-				c.VPSLLW(operand.Imm(uint64(-sh)), x[r], t)
-				c.VPAND(masks[r], t, t)
-			default:
-				c.VPAND(masks[r], x[r], t)
-			}
-			if r == 0 {
-				out = t
-			} else {
-				c.VPOR(t, out, out)
-			}
+	repeat(c, "pploop", n, func() {
+		var x [4]reg.VecVirtual
+		for r := range x {
+			x[r] = c.YMM()
+			c.VMOVDQU(mem(pr[r], 0), x[r])
+			orThree(c, x[r], three)
 		}
-		c.VMOVDQU(out, mem(pp, 32*q))
-	}
-	for r := range pr {
-		c.ADDQ(operand.Imm(32), pr[r])
-	}
-	c.ADDQ(operand.U32(128), pp)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("pploop"))
+		for q := 0; q < 4; q++ {
+			out := c.YMM()
+			for r := 0; r < 4; r++ {
+				sh := 6 - 2*q - 2*r
+				t := c.YMM()
+				switch {
+				case sh > 0:
+					c.VPSRLW(operand.Imm(uint64(sh)), x[r], t)
+					c.VPAND(masks[r], t, t)
+				case sh < 0:
+					c.VPSLLW(operand.Imm(uint64(-sh)), x[r], t)
+					c.VPAND(masks[r], t, t)
+				default:
+					c.VPAND(masks[r], x[r], t)
+				}
+				if r == 0 {
+					out = t
+				} else {
+					c.VPOR(t, out, out)
+				}
+			}
+			c.VMOVDQU(out, mem(pp, 32*q))
+		}
+		for r := range pr {
+			c.ADDQ(operand.Imm(32), pr[r])
+		}
+		c.ADDQ(operand.U32(128), pp)
+	})
 	threeFlag(c, three)
 	vzeroRet(c)
 }

@@ -134,30 +134,29 @@ func microI8VNNI(c *build.Context) {
 
 	acc := zeroZ(c, 16) // acc[4r+i]: row r, permuted columns of z_i
 
-	c.Label("i8loop")
-	var z [4]reg.VecVirtual
-	for i := range z {
-		z[i] = c.ZMM()
-		c.VMOVDQU8(mem(pb, 64*i), z[i])
-	}
-	w := c.ZMM()
-	c.VPBROADCASTD(mem(pa, 0), w)
-	for r := 0; r < 4; r++ {
-		cr := c.ZMM()
-		if r == 0 {
-			c.VPANDD(mask3, w, cr)
-		} else {
-			c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
-			c.VPANDD(mask3, cr, cr)
-		}
+	repeat(c, "i8loop", n, func() {
+		var z [4]reg.VecVirtual
 		for i := range z {
-			c.VPDPBUSD(z[i], cr, acc[4*r+i])
+			z[i] = c.ZMM()
+			c.VMOVDQU8(mem(pb, 64*i), z[i])
 		}
-	}
-	c.ADDQ(operand.Imm(4), pa)
-	c.ADDQ(operand.U32(4*nr512), pb)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("i8loop"))
+		w := c.ZMM()
+		c.VPBROADCASTD(mem(pa, 0), w)
+		for r := 0; r < 4; r++ {
+			cr := c.ZMM()
+			if r == 0 {
+				c.VPANDD(mask3, w, cr)
+			} else {
+				c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
+				c.VPANDD(mask3, cr, cr)
+			}
+			for i := range z {
+				c.VPDPBUSD(z[i], cr, acc[4*r+i])
+			}
+		}
+		c.ADDQ(operand.Imm(4), pa)
+		c.ADDQ(operand.U32(4*nr512), pb)
+	})
 
 	// Subtract the column sums, then undo the column permutation per row:
 	// lanes (z0 z1 z2 z3)[L] become the 16 columns 16L .. 16L+15.

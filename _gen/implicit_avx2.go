@@ -32,65 +32,62 @@ func implicitI8AVX2(c *build.Context) {
 		acc[i] = c.YMM()
 	}
 
-	c.Label("imtile")
-	for i := range acc {
-		c.VPXOR(acc[i], acc[i], acc[i])
-	}
-	for i := range acc {
-		c.VMOVDQU(acc[0], mem(pt, 32*i)) // the int32 sums start at 0
-	}
-	pp := make([]reg.Register, pix)
-	{
-		ppx := loadArg(c, "px")
-		for j := range pp {
-			pp[j] = c.Load(c.Param("x"), c.GP64())
-			c.ADDQ(mem(ppx, 8*j), pp[j])
+	repeat(c, "imtile", paramAddr(c, "ntile"), func() {
+		for i := range acc {
+			c.VPXOR(acc[i], acc[i], acc[i])
 		}
-		c.ADDQ(operand.Imm(8*pix), ppx)
-		c.Store(ppx, c.Param("px"))
-	}
-	a := loadArgs(c, "w", "segs", "nseg")
-	pw, ps, ns := a[0], a[1], a[2]
-
-	c.Label("imseg")
-	off, n := c.GP64(), c.GP64()
-	c.MOVLQSX(mem(ps, 0), off)
-	c.MOVLQSX(mem(ps, 4), n)
-
-	c.Label("imquad")
-	w0, w1 := c.YMM(), c.YMM()
-	c.VMOVDQU(mem(pw, 0), w0)
-	c.VMOVDQU(mem(pw, 32), w1)
-	for j := range pix {
-		b := c.YMM()
-		c.VPBROADCASTD(operand.Mem{Base: pp[j], Index: off, Scale: 1}, b)
-		for h, wv := range []reg.VecVirtual{w0, w1} {
-			p := c.YMM()
-			c.VPMADDUBSW(wv, b, p)
-			c.VPADDW(p, acc[2*j+h], acc[2*j+h])
+		for i := range acc {
+			c.VMOVDQU(acc[0], mem(pt, 32*i)) // the int32 sums start at 0
 		}
-	}
-	c.ADDQ(operand.Imm(4), off)
-	c.ADDQ(operand.Imm(64), pw)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("imquad"))
+		pp := make([]reg.Register, pix)
+		{
+			ppx := loadArg(c, "px")
+			for j := range pp {
+				pp[j] = c.Load(c.Param("x"), c.GP64())
+				c.ADDQ(mem(ppx, 8*j), pp[j])
+			}
+			c.ADDQ(operand.Imm(8*pix), ppx)
+			c.Store(ppx, c.Param("px"))
+		}
+		a := loadArgs(c, "w", "segs", "nseg")
+		pw, ps, ns := a[0], a[1], a[2]
 
-	c.CMPL(mem(ps, 8), operand.Imm(0))
-	c.JE(operand.LabelRef("imnext"))
-	for i := range acc {
-		c.VPMADDWD(ones16, acc[i], acc[i])
-		c.VPADDD(mem(pt, 32*i), acc[i], acc[i])
-		c.VMOVDQU(acc[i], mem(pt, 32*i))
-		c.VPXOR(acc[i], acc[i], acc[i])
-	}
-	c.Label("imnext")
-	c.ADDQ(operand.Imm(12), ps)
-	c.DECQ(ns)
-	c.JNZ(operand.LabelRef("imseg"))
+		repeat(c, "imseg", ns, func() {
+			off, n := c.GP64(), c.GP64()
+			c.MOVLQSX(mem(ps, 0), off)
+			c.MOVLQSX(mem(ps, 4), n)
 
-	c.ADDQ(operand.U32(4*16*pix), pt)
-	c.DECQ(paramAddr(c, "ntile"))
-	c.JNZ(operand.LabelRef("imtile"))
+			repeat(c, "imquad", n, func() {
+				w0, w1 := c.YMM(), c.YMM()
+				c.VMOVDQU(mem(pw, 0), w0)
+				c.VMOVDQU(mem(pw, 32), w1)
+				for j := range pix {
+					b := c.YMM()
+					c.VPBROADCASTD(operand.Mem{Base: pp[j], Index: off, Scale: 1}, b)
+					for h, wv := range []reg.VecVirtual{w0, w1} {
+						p := c.YMM()
+						c.VPMADDUBSW(wv, b, p)
+						c.VPADDW(p, acc[2*j+h], acc[2*j+h])
+					}
+				}
+				c.ADDQ(operand.Imm(4), off)
+				c.ADDQ(operand.Imm(64), pw)
+			})
+
+			c.CMPL(mem(ps, 8), operand.Imm(0))
+			c.JE(operand.LabelRef("imnext"))
+			for i := range acc {
+				c.VPMADDWD(ones16, acc[i], acc[i])
+				c.VPADDD(mem(pt, 32*i), acc[i], acc[i])
+				c.VMOVDQU(acc[i], mem(pt, 32*i))
+				c.VPXOR(acc[i], acc[i], acc[i])
+			}
+			c.Label("imnext")
+			c.ADDQ(operand.Imm(12), ps)
+		})
+
+		c.ADDQ(operand.U32(4*16*pix), pt)
+	})
 	vzeroRet(c)
 }
 
@@ -107,73 +104,72 @@ func tileRowsAVX2(c *build.Context) {
 	c.SHLQ(operand.Imm(2), ld)
 	ld3 := c.GP64()
 	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
-	c.Label("trblk")
-	for h := range 2 {
-		r := make([]reg.VecVirtual, 8)
-		for j := range r {
-			r[j] = c.YMM()
-			c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
-			c.VPSUBD(mem(pc, 32*h), r[j], r[j])
-		}
-		unpack := func(lo bool, q bool, a, b reg.VecVirtual) reg.VecVirtual {
-			d := c.YMM()
-			switch {
-			case lo && !q:
-				c.VPUNPCKLDQ(b, a, d)
-			case !lo && !q:
-				c.VPUNPCKHDQ(b, a, d)
-			case lo && q:
-				c.VPUNPCKLQDQ(b, a, d)
-			default:
-				c.VPUNPCKHQDQ(b, a, d)
+	repeat(c, "trblk", n, func() {
+		for h := range 2 {
+			r := make([]reg.VecVirtual, 8)
+			for j := range r {
+				r[j] = c.YMM()
+				c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
+				c.VPSUBD(mem(pc, 32*h), r[j], r[j])
 			}
-			return d
-		}
-		var u [8]reg.VecVirtual
-		for g := range 2 { // pixels 0-3, 4-7
-			q := r[4*g:]
-			t0, t1 := unpack(true, false, q[0], q[1]), unpack(false, false, q[0], q[1])
-			t2, t3 := unpack(true, false, q[2], q[3]), unpack(false, false, q[2], q[3])
-			u[4*g+0] = unpack(true, true, t0, t2) // channels 0 | 4
-			u[4*g+1] = unpack(false, true, t0, t2)
-			u[4*g+2] = unpack(true, true, t1, t3)
-			u[4*g+3] = unpack(false, true, t1, t3)
-		}
-		// row o (o < 4) = low lanes of u[o] and u[4+o]; row 4+o the high ones
-		base := pd
-		if h == 1 {
-			base = c.GP64()
-			c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
-		}
-		rowMem := func(o int) operand.Mem {
-			m := operand.Mem{Base: base}
-			if o >= 4 {
-				b4 := c.GP64()
-				c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
-				m.Base = b4
+			unpack := func(lo bool, q bool, a, b reg.VecVirtual) reg.VecVirtual {
+				d := c.YMM()
+				switch {
+				case lo && !q:
+					c.VPUNPCKLDQ(b, a, d)
+				case !lo && !q:
+					c.VPUNPCKHDQ(b, a, d)
+				case lo && q:
+					c.VPUNPCKLQDQ(b, a, d)
+				default:
+					c.VPUNPCKHQDQ(b, a, d)
+				}
+				return d
 			}
-			switch o % 4 {
-			case 1:
-				m.Index, m.Scale = ld, 1
-			case 2:
-				m.Index, m.Scale = ld, 2
-			case 3:
-				m.Index, m.Scale = ld3, 1
+			var u [8]reg.VecVirtual
+			for g := range 2 { // pixels 0-3, 4-7
+				q := r[4*g:]
+				t0, t1 := unpack(true, false, q[0], q[1]), unpack(false, false, q[0], q[1])
+				t2, t3 := unpack(true, false, q[2], q[3]), unpack(false, false, q[2], q[3])
+				u[4*g+0] = unpack(true, true, t0, t2) // channels 0 | 4
+				u[4*g+1] = unpack(false, true, t0, t2)
+				u[4*g+2] = unpack(true, true, t1, t3)
+				u[4*g+3] = unpack(false, true, t1, t3)
 			}
-			return m
+			// row o (o < 4) = low lanes of u[o] and u[4+o]; row 4+o the high ones
+			base := pd
+			if h == 1 {
+				base = c.GP64()
+				c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
+			}
+			rowMem := func(o int) operand.Mem {
+				m := operand.Mem{Base: base}
+				if o >= 4 {
+					b4 := c.GP64()
+					c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
+					m.Base = b4
+				}
+				switch o % 4 {
+				case 1:
+					m.Index, m.Scale = ld, 1
+				case 2:
+					m.Index, m.Scale = ld, 2
+				case 3:
+					m.Index, m.Scale = ld3, 1
+				}
+				return m
+			}
+			for o := range 4 {
+				lo, hi := c.YMM(), c.YMM()
+				c.VPERM2I128(operand.Imm(0x20), u[4+o], u[o], lo)
+				c.VPERM2I128(operand.Imm(0x31), u[4+o], u[o], hi)
+				c.VMOVDQU(lo, rowMem(o))
+				c.VMOVDQU(hi, rowMem(4+o))
+			}
 		}
-		for o := range 4 {
-			lo, hi := c.YMM(), c.YMM()
-			c.VPERM2I128(operand.Imm(0x20), u[4+o], u[o], lo)
-			c.VPERM2I128(operand.Imm(0x31), u[4+o], u[o], hi)
-			c.VMOVDQU(lo, rowMem(o))
-			c.VMOVDQU(hi, rowMem(4+o))
-		}
-	}
-	c.ADDQ(operand.U32(8*64), pt)
-	c.ADDQ(operand.Imm(32), pd)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("trblk"))
+		c.ADDQ(operand.U32(8*64), pt)
+		c.ADDQ(operand.Imm(32), pd)
+	})
 	vzeroRet(c)
 }
 
@@ -238,48 +234,47 @@ func quantU8x8AVX2(c *build.Context) {
 	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
 	ps4, pd4 := c.GP64(), c.GP64()
 	q := newQuantU8(c)
-	c.Label("qu8blk")
-	// The 8 rows' data pf bytes ahead (later channels, read by a later
-	// call): with 8 rows a call, and hundreds of rows per output row of the
-	// layout, the hardware prefetchers do not follow the streams.
-	pfb := c.GP64()
-	c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
-	for i := range 8 {
-		if i == 4 {
-			c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
+	repeat(c, "qu8blk", n, func() {
+		// The 8 rows' data pf bytes ahead (later channels, read by a later
+		// call): with 8 rows a call, and hundreds of rows per output row of the
+		// layout, the hardware prefetchers do not follow the streams.
+		pfb := c.GP64()
+		c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
+		for i := range 8 {
+			if i == 4 {
+				c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
+			}
+			c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
 		}
-		c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
-	}
-	c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
-	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
-	var v [8]reg.VecVirtual
-	for i := range v {
-		base := ps
-		if i >= 4 {
-			base = ps4
+		c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
+		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
+		var v [8]reg.VecVirtual
+		for i := range v {
+			base := ps
+			if i >= 4 {
+				base = ps4
+			}
+			v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
 		}
-		v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
-	}
-	q.quad(v[:4])
-	q.quad(v[4:])
-	l, u := c.YMM(), c.YMM()
-	c.VPUNPCKLDQ(v[4], v[0], l) // pixels 0, 1 | 4, 5
-	c.VPUNPCKHDQ(v[4], v[0], u) // pixels 2, 3 | 6, 7
-	lh, uh := c.XMM(), c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), l, lh)
-	c.VEXTRACTI128(operand.Imm(1), u, uh)
-	for k, x := range []reg.Register{l.AsX(), u.AsX(), lh, uh} { // pixels 2k, 2k+1
-		base := pd
-		if k >= 2 {
-			base = pd4
+		q.quad(v[:4])
+		q.quad(v[4:])
+		l, u := c.YMM(), c.YMM()
+		c.VPUNPCKLDQ(v[4], v[0], l) // pixels 0, 1 | 4, 5
+		c.VPUNPCKHDQ(v[4], v[0], u) // pixels 2, 3 | 6, 7
+		lh, uh := c.XMM(), c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), l, lh)
+		c.VEXTRACTI128(operand.Imm(1), u, uh)
+		for k, x := range []reg.Register{l.AsX(), u.AsX(), lh, uh} { // pixels 2k, 2k+1
+			base := pd
+			if k >= 2 {
+				base = pd4
+			}
+			c.VMOVQ(x, rowAddrs(base, cp, cp3, 0)[2*k%4])
+			c.VPEXTRQ(operand.Imm(1), x, rowAddrs(base, cp, cp3, 0)[2*k%4+1])
 		}
-		c.VMOVQ(x, rowAddrs(base, cp, cp3, 0)[2*k%4])
-		c.VPEXTRQ(operand.Imm(1), x, rowAddrs(base, cp, cp3, 0)[2*k%4+1])
-	}
-	c.ADDQ(operand.Imm(32), ps)
-	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("qu8blk"))
+		c.ADDQ(operand.Imm(32), ps)
+		c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+	})
 	vzeroRet(c)
 }
 
@@ -303,29 +298,28 @@ func quantU8x4AVX2(c *build.Context) {
 	cp3, pd4 := c.GP64(), c.GP64()
 	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
 	q := newQuantU8(c)
-	c.Label("qu4blk")
-	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
-	var v [4]reg.VecVirtual
-	v[0] = q.quant(mem(ps, 0))
-	for i := 1; i < 4; i++ {
-		v[i] = q.quant(operand.Mem{Base: ps, Index: off[i-1], Scale: 1})
-	}
-	q.quad(v[:])
-	h := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), v[0], h)
-	for k, x := range []reg.Register{v[0].AsX(), h} { // pixels 4k..4k+3
-		base := pd
-		if k == 1 {
-			base = pd4
+	repeat(c, "qu4blk", n, func() {
+		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
+		var v [4]reg.VecVirtual
+		v[0] = q.quant(mem(ps, 0))
+		for i := 1; i < 4; i++ {
+			v[i] = q.quant(operand.Mem{Base: ps, Index: off[i-1], Scale: 1})
 		}
-		c.VMOVD(x, rowAddrs(base, cp, cp3, 0)[0])
-		for j := 1; j < 4; j++ {
-			c.VPEXTRD(operand.Imm(uint64(j)), x, rowAddrs(base, cp, cp3, 0)[j])
+		q.quad(v[:])
+		h := c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), v[0], h)
+		for k, x := range []reg.Register{v[0].AsX(), h} { // pixels 4k..4k+3
+			base := pd
+			if k == 1 {
+				base = pd4
+			}
+			c.VMOVD(x, rowAddrs(base, cp, cp3, 0)[0])
+			for j := 1; j < 4; j++ {
+				c.VPEXTRD(operand.Imm(uint64(j)), x, rowAddrs(base, cp, cp3, 0)[j])
+			}
 		}
-	}
-	c.ADDQ(operand.Imm(32), ps)
-	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("qu4blk"))
+		c.ADDQ(operand.Imm(32), ps)
+		c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+	})
 	vzeroRet(c)
 }

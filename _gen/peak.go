@@ -4,7 +4,6 @@ package main
 
 import (
 	"github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
 
@@ -47,11 +46,10 @@ func peakLoop(c *build.Context, name, doc string, chains int, zmm bool, op func(
 	}
 	src := vec()
 	zero(src)
-	c.Label(name + "_loop")
-	for i := range acc {
-		op(src, acc[i])
-	}
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(name + "_loop"))
+	repeat(c, name+"_loop", n, func() {
+		for i := range acc {
+			op(src, acc[i])
+		}
+	})
 	vzeroRet(c)
 }
