@@ -72,14 +72,49 @@ func mem(base reg.Register, disp int) operand.Mem {
 	return operand.Mem{Base: base, Disp: disp}
 }
 
-// zeroY returns n zeroed YMM registers.
-func zeroY(c *build.Context, n int) []reg.VecVirtual {
+// zeroed returns n new registers from alloc, each cleared by clear.
+func zeroed(n int, alloc func() reg.VecVirtual, clear func(v reg.VecVirtual)) []reg.VecVirtual {
 	out := make([]reg.VecVirtual, n)
 	for i := range out {
-		out[i] = c.YMM()
-		c.VPXOR(out[i], out[i], out[i])
+		out[i] = alloc()
+		clear(out[i])
 	}
 	return out
+}
+
+// zeroY returns n zeroed YMM registers.
+func zeroY(c *build.Context, n int) []reg.VecVirtual {
+	return zeroed(n, c.YMM, func(v reg.VecVirtual) { c.VPXOR(v, v, v) })
+}
+
+// zeroZ returns n zeroed ZMM registers.
+func zeroZ(c *build.Context, n int) []reg.VecVirtual {
+	return zeroed(n, c.ZMM, func(v reg.VecVirtual) { c.VPXORD(v, v, v) }) // EVEX: any register
+}
+
+// times3 returns a new register holding 3*r (LEAQ), for the fourth row of
+// rowAddrs.
+func times3(c *build.Context, r reg.Register) reg.Register {
+	r3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: r, Index: r, Scale: 2}, r3)
+	return r3
+}
+
+// maskedShift sets dst = (src >> sh) & mask in 16-bit words (sh < 0: src
+// << -sh; sh 0: the AND alone), with and(mask, x, dst) as the AND (VPAND;
+// VPANDD on ZMM). For 2-bit codes and a mask of whole pairs the word shift
+// leaks no bit into a kept position.
+func maskedShift(c *build.Context, dst, src reg.Register, mask operand.Op, sh int, and func(mask, x, dst operand.Op)) {
+	switch {
+	case sh > 0:
+		c.VPSRLW(operand.Imm(uint64(sh)), src, dst)
+		and(mask, dst, dst)
+	case sh < 0:
+		c.VPSLLW(operand.Imm(uint64(-sh)), src, dst)
+		and(mask, dst, dst)
+	default:
+		and(mask, src, dst)
+	}
 }
 
 // paramAddr returns the memory operand of a scalar parameter.

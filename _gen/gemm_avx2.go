@@ -108,8 +108,7 @@ func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m op
 	a := loadArgs(c, "t", "ldt")
 	pt, ldt := a[0], a[1]
 	c.SHLQ(operand.Imm(2), ldt)
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ldt, Index: ldt, Scale: 2}, ld3)
+	ld3 := times3(c, ldt)
 	add := c.Load(c.Param("add"), c.GP8())
 	rows := make([][4]operand.Mem, per)
 	for h := range rows {
@@ -247,12 +246,7 @@ func microI8AVX2(c *build.Context) {
 		c.VPBROADCASTD(mem(pa, 0), w)
 		for r := 0; r < 4; r++ {
 			cr := c.YMM()
-			if r == 0 {
-				c.VPAND(mask3, w, cr)
-			} else {
-				c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
-				c.VPAND(mask3, cr, cr)
-			}
+			maskedShift(c, cr, w, mask3, 2*r, c.VPAND)
 			for h := 0; h < 2; h++ {
 				t := c.YMM()
 				c.VPMADDUBSW(v[h], cr, t)
@@ -334,8 +328,7 @@ func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colM
 	if esize == 4 {
 		c.SHLQ(operand.Imm(2), ld)
 	}
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	ld3 := times3(c, ld)
 	bases := []reg.Register{px}
 	if ncol > 4 {
 		px4 := c.GP64()
@@ -343,16 +336,7 @@ func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colM
 		bases = append(bases, px4)
 	}
 	colMem = func(j, disp int) operand.Mem {
-		m := operand.Mem{Base: bases[j/4], Disp: disp}
-		switch j % 4 {
-		case 1:
-			m.Index, m.Scale = ld, 1
-		case 2:
-			m.Index, m.Scale = ld, 2
-		case 3:
-			m.Index, m.Scale = ld3, 1
-		}
-		return m
+		return rowAddrs(bases[j/4], ld, ld3, disp)[j%4]
 	}
 	advance = func(bytes int) {
 		for _, b := range bases {
@@ -508,12 +492,7 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 // group wv (bits 6-2q of each byte; VPSRLW leaks no bit into a kept pair).
 func unpackCodes(c *build.Context, wv, mask reg.VecVirtual, q int) reg.VecVirtual {
 	code := c.YMM()
-	if sh := 6 - 2*q; sh > 0 {
-		c.VPSRLW(operand.Imm(uint64(sh)), wv, code)
-		c.VPAND(mask, code, code)
-	} else {
-		c.VPAND(mask, wv, code)
-	}
+	maskedShift(c, code, wv, mask, 6-2*q, c.VPAND)
 	return code
 }
 
@@ -548,8 +527,7 @@ func gemvI8AVX2Rows4(c *build.Context) {
 		name+" sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
 	a := loadArgs(c, "w", "ldw", "x", "ng", "out")
 	pw, ld, px, n, pout := a[0], a[1], a[2], a[3], a[4]
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	ld3 := times3(c, ld)
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
 	acc := zeroY(c, 4)
@@ -608,18 +586,8 @@ func packPanelAVX2(c *build.Context) {
 		for q := 0; q < 4; q++ {
 			out := c.YMM()
 			for r := 0; r < 4; r++ {
-				sh := 6 - 2*q - 2*r
 				t := c.YMM()
-				switch {
-				case sh > 0:
-					c.VPSRLW(operand.Imm(uint64(sh)), x[r], t)
-					c.VPAND(masks[r], t, t)
-				case sh < 0:
-					c.VPSLLW(operand.Imm(uint64(-sh)), x[r], t)
-					c.VPAND(masks[r], t, t)
-				default:
-					c.VPAND(masks[r], x[r], t)
-				}
+				maskedShift(c, t, x[r], masks[r], 6-2*q-2*r, c.VPAND)
 				if r == 0 {
 					out = t
 				} else {

@@ -23,16 +23,6 @@ const nr512 = 64 // columns of both AVX-512 micro-panels: four ZMM per row
 // gemmAVX512 emits gokern/gemm/micro_avx512_amd64.s.
 var gemmAVX512 = kernels(microF32AVX512, prepI8VNNI, microI8VNNI)
 
-// zeroZ returns n zeroed ZMM registers.
-func zeroZ(c *build.Context, n int) []reg.VecVirtual {
-	out := make([]reg.VecVirtual, n)
-	for i := range out {
-		out[i] = c.ZMM()
-		c.VPXORD(out[i], out[i], out[i])
-	}
-	return out
-}
-
 // bcstZ32 returns a ZMM register holding v in each 32-bit lane.
 func bcstZ32(c *build.Context, v uint32) reg.VecVirtual {
 	r := gpImm(c, 4, uint64(v))
@@ -144,12 +134,7 @@ func microI8VNNI(c *build.Context) {
 		c.VPBROADCASTD(mem(pa, 0), w)
 		for r := 0; r < 4; r++ {
 			cr := c.ZMM()
-			if r == 0 {
-				c.VPANDD(mask3, w, cr)
-			} else {
-				c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
-				c.VPANDD(mask3, cr, cr)
-			}
+			maskedShift(c, cr, w, mask3, 2*r, func(m, x, d operand.Op) { c.VPANDD(m, x, d) })
 			for i := range z {
 				c.VPDPBUSD(z[i], cr, acc[4*r+i])
 			}

@@ -102,8 +102,7 @@ func tileRowsAVX2(c *build.Context) {
 	a := loadArgs(c, "dst", "ldd", "t", "nblk", "corr")
 	pd, ld, pt, n, pc := a[0], a[1], a[2], a[3], a[4]
 	c.SHLQ(operand.Imm(2), ld)
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	ld3 := times3(c, ld)
 	repeat(c, "trblk", n, func() {
 		for h := range 2 {
 			r := make([]reg.VecVirtual, 8)
@@ -143,21 +142,13 @@ func tileRowsAVX2(c *build.Context) {
 				c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
 			}
 			rowMem := func(o int) operand.Mem {
-				m := operand.Mem{Base: base}
+				b := base
 				if o >= 4 {
 					b4 := c.GP64()
 					c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
-					m.Base = b4
+					b = b4
 				}
-				switch o % 4 {
-				case 1:
-					m.Index, m.Scale = ld, 1
-				case 2:
-					m.Index, m.Scale = ld, 2
-				case 3:
-					m.Index, m.Scale = ld3, 1
-				}
-				return m
+				return rowAddrs(b, ld, ld3, 0)[o%4]
 			}
 			for o := range 4 {
 				lo, hi := c.YMM(), c.YMM()
@@ -229,9 +220,7 @@ func quantU8x8AVX2(c *build.Context) {
 	a := loadArgs(c, "dst", "src", "hw", "nblk", "cp", "pf")
 	pd, ps, ld, n, cp, pf := a[0], a[1], a[2], a[3], a[4], a[5]
 	c.SHLQ(operand.Imm(2), ld)
-	ld3, cp3 := c.GP64(), c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
-	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
+	ld3, cp3 := times3(c, ld), times3(c, cp)
 	ps4, pd4 := c.GP64(), c.GP64()
 	q := newQuantU8(c)
 	repeat(c, "qu8blk", n, func() {
@@ -295,8 +284,8 @@ func quantU8x4AVX2(c *build.Context) {
 	c.SUBQ(mem(po, 0), off[0])
 	c.SUBQ(mem(po, 0), off[1])
 	c.SUBQ(mem(po, 0), off[2])
-	cp3, pd4 := c.GP64(), c.GP64()
-	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
+	cp3 := times3(c, cp)
+	pd4 := c.GP64()
 	q := newQuantU8(c)
 	repeat(c, "qu4blk", n, func() {
 		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)

@@ -39,13 +39,8 @@ func peakLoop(c *build.Context, name, doc string, chains int, zmm bool, op func(
 	if zmm {
 		vec, zero = c.ZMM, func(v reg.VecVirtual) { c.VPXORD(v, v, v) } // EVEX: any register
 	}
-	acc := make([]reg.VecVirtual, chains)
-	for i := range acc {
-		acc[i] = vec()
-		zero(acc[i])
-	}
-	src := vec()
-	zero(src)
+	acc := zeroed(chains, vec, zero)
+	src := zeroed(1, vec, zero)[0]
 	repeat(c, name+"_loop", n, func() {
 		for i := range acc {
 			op(src, acc[i])
