@@ -50,8 +50,7 @@ func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func
 	zero func(*build.Context, int) []reg.VecVirtual, ld func(operand.Mem) reg.VecVirtual) {
 	declareNoescape(c, name, "func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)",
 		fmt.Sprintf("%s is the %s float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).", name, tile))
-	a := loadArgs(c, "kc", "a", "b", "lut")
-	n, pa, pb, pl := a[0], a[1], a[2], a[3]
+	n, pa, pb, pl := loadArg(c, "kc"), loadArg(c, "a"), loadArg(c, "b"), loadArg(c, "lut")
 	acc := zero(c, 4*per)
 	row := per * vb // bytes of B per k
 
@@ -105,8 +104,7 @@ func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func
 // a vector of the tile into a new register.
 func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m operand.Mem) reg.VecVirtual,
 	addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
-	a := loadArgs(c, "t", "ldt")
-	pt, ldt := a[0], a[1]
+	pt, ldt := loadArg(c, "t"), loadArg(c, "ldt")
 	c.SHLQ(operand.Imm(2), ldt)
 	ld3 := times3(c, ldt)
 	add := c.Load(c.Param("add"), c.GP8())
@@ -137,6 +135,24 @@ func loadY(c *build.Context) func(m operand.Mem) reg.VecVirtual {
 		c.VMOVDQU(m, y)
 		return y
 	}
+}
+
+// declarePrepI8 declares the prepI8 kernel name, func(dst *int8, src *int8,
+// kq int, tail *int8), for micro-panels of cols columns and the micro-kernel
+// micro, and loads dst (pd), src (ps) and kq (n).
+func declarePrepI8(c *build.Context, name string, cols int, micro string) (pd, ps, n reg.Register) {
+	declareNoescape(c, name, "func(dst *int8, src *int8, kq int, tail *int8)",
+		fmt.Sprintf("%s transposes kq >= 0 quads of a %d-column int8 B micro-panel (and the quad at tail, if not nil) for %s, column sums after them.", name, cols, micro))
+	return loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "kq")
+}
+
+// declareMicroI8 declares the int8 micro-kernel name, func(kq int, a *byte,
+// b *int8, t *int32, ldt int, add bool, csum *int32), of tile rows x cols,
+// and loads kq (n), a (pa) and b (pb).
+func declareMicroI8(c *build.Context, name, tile string) (n, pa, pb reg.Register) {
+	declareNoescape(c, name, "func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)",
+		name+" is the "+tile+" int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
+	return loadArg(c, "kq"), loadArg(c, "a"), loadArg(c, "b")
 }
 
 // prepQuads emits the body of a prepI8 kernel: quad(src) on each of n
@@ -172,10 +188,7 @@ func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg
 // panel (VPMADDUBSW by ones, VPMADDWD by ones). The driver calls it once per
 // packed micro-panel; every A panel of the tile then runs over the result.
 func prepI8AVX2(c *build.Context) {
-	declareNoescape(c, "prepI8AVX2", "func(dst *int8, src *int8, kq int, tail *int8)",
-		"prepI8AVX2 transposes kq >= 0 quads of a 16-column int8 B micro-panel (and the quad at tail, if not nil) for microI8AVX2, column sums after them.")
-	a := loadArgs(c, "dst", "src", "kq")
-	pd, ps, n := a[0], a[1], a[2]
+	pd, ps, n := declarePrepI8(c, "prepI8AVX2", 16, "microI8AVX2")
 
 	// byte index of k_p of column t (0..3) in a lane holding, after the
 	// unpack and VPERMQ, (k0,k2) pairs of columns 0..3 then (k1,k3) pairs.
@@ -229,10 +242,7 @@ func prepI8AVX2(c *build.Context) {
 // of c*x = (w+1)*x, hence the column sums subtracted at the end. Every step
 // is exact modulo 2^32, hence so is the result.
 func microI8AVX2(c *build.Context) {
-	declareNoescape(c, "microI8AVX2", "func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)",
-		"microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
-	a := loadArgs(c, "kq", "a", "b")
-	n, pa, pb := a[0], a[1], a[2]
+	n, pa, pb := declareMicroI8(c, "microI8AVX2", "4x16")
 	mask3 := vconst(c, "i8mask03", [8]uint32{0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303})
 	ones16 := vconst(c, "i8ones16", [8]uint32{0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001})
 
@@ -277,8 +287,7 @@ func microI8AVX2(c *build.Context) {
 func quantI8AVX2(c *build.Context) {
 	declareNoescape(c, "quantI8AVX2", "func(dst *int8, src *float32, n int, a float32)",
 		"quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
-	a := loadArgs(c, "dst", "src", "n")
-	pd, ps, n := a[0], a[1], a[2]
+	pd, ps, n := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "n")
 	va := c.YMM()
 	c.VBROADCASTSS(paramAddr(c, "a"), va)
 	lo := bcst32(c, 0xc3000000) // -128.0
@@ -322,9 +331,9 @@ var (
 // out *A) and returns the memory operand of column j's x at byte disp.
 // Columns 0..3 are addressed from x, columns 4..7 from x + 4*ldx.
 func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colMem func(j, disp int) operand.Mem, advance func(bytes int)) {
-	a := loadArgs(c, "w", "x", "ldx", "ng", "out")
-	px, ld := a[1], a[2]
-	pw, n, pout = a[0], a[3], a[4]
+	pw = loadArg(c, "w")
+	px, ld := loadArg(c, "x"), loadArg(c, "ldx")
+	n, pout = loadArg(c, "ng"), loadArg(c, "out")
 	if esize == 4 {
 		c.SHLQ(operand.Imm(2), ld)
 	}
@@ -525,8 +534,7 @@ func gemvI8AVX2Rows4(c *build.Context) {
 	name := "gemvI8AVX2r4"
 	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ng int, out *int32) uint32",
 		name+" sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
-	a := loadArgs(c, "w", "ldw", "x", "ng", "out")
-	pw, ld, px, n, pout := a[0], a[1], a[2], a[3], a[4]
+	pw, ld, px, n, pout := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ng"), loadArg(c, "out")
 	ld3 := times3(c, ld)
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
@@ -638,8 +646,7 @@ func fold(c *build.Context, name string, ints bool) {
 		declareNoescape(c, name, "func(dst *float32, src *float32, n int, sc, bias float32, mode int)",
 			name+" folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
 	}
-	a := loadArgs(c, "dst", "src", "n", "mode")
-	pd, ps, n, mode := a[0], a[1], a[2], a[3]
+	pd, ps, n, mode := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "n"), loadArg(c, "mode")
 	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
 	if ints {
 		c.VBROADCASTSS(paramAddr(c, "a"), va)

@@ -63,10 +63,7 @@ func loadZ(c *build.Context) func(m operand.Mem) reg.VecVirtual {
 // the tile then runs over the result, so the transposition and the sums are
 // not redone per four output channels.
 func prepI8VNNI(c *build.Context) {
-	declareNoescape(c, "prepI8VNNI", "func(dst *int8, src *int8, kq int, tail *int8)",
-		"prepI8VNNI transposes kq >= 0 quads of a 64-column int8 B micro-panel (and the quad at tail, if not nil) for microI8VNNI, column sums after them.")
-	a := loadArgs(c, "dst", "src", "kq")
-	pd, ps, n := a[0], a[1], a[2]
+	pd, ps, n := declarePrepI8(c, "prepI8VNNI", nr512, "microI8VNNI")
 	ones8 := bcstZ32(c, 0x01010101)
 	csum := zeroZ(c, 4)
 
@@ -116,10 +113,7 @@ func prepI8VNNI(c *build.Context) {
 // 4x4 transpose of 128-bit lanes (VSHUFI32X4) per row undoes the column
 // permutation. Every step is exact modulo 2^32.
 func microI8VNNI(c *build.Context) {
-	declareNoescape(c, "microI8VNNI", "func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)",
-		"microI8VNNI is the 4x64 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
-	a := loadArgs(c, "kq", "a", "b")
-	n, pa, pb := a[0], a[1], a[2]
+	n, pa, pb := declareMicroI8(c, "microI8VNNI", "4x64")
 	mask3 := bcstZ32(c, 0x03030303)
 
 	acc := zeroZ(c, 16) // acc[4r+i]: row r, permuted columns of z_i

@@ -49,8 +49,7 @@ func implicitI8AVX2(c *build.Context) {
 			c.ADDQ(operand.Imm(8*pix), ppx)
 			c.Store(ppx, c.Param("px"))
 		}
-		a := loadArgs(c, "w", "segs", "nseg")
-		pw, ps, ns := a[0], a[1], a[2]
+		pw, ps, ns := loadArg(c, "w"), loadArg(c, "segs"), loadArg(c, "nseg")
 
 		repeat(c, "imseg", ns, func() {
 			off, n := c.GP64(), c.GP64()
@@ -99,8 +98,7 @@ func implicitI8AVX2(c *build.Context) {
 func tileRowsAVX2(c *build.Context) {
 	declareNoescape(c, "tileRowsAVX2", "func(dst *int32, ldd int, t *int32, nblk int, corr *int32)",
 		"tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
-	a := loadArgs(c, "dst", "ldd", "t", "nblk", "corr")
-	pd, ld, pt, n, pc := a[0], a[1], a[2], a[3], a[4]
+	pd, ld, pt, n, pc := loadArg(c, "dst"), loadArg(c, "ldd"), loadArg(c, "t"), loadArg(c, "nblk"), loadArg(c, "corr")
 	c.SHLQ(operand.Imm(2), ld)
 	ld3 := times3(c, ld)
 	repeat(c, "trblk", n, func() {
@@ -217,8 +215,7 @@ func (q *quantU8) quad(v []reg.VecVirtual) {
 func quantU8x8AVX2(c *build.Context) {
 	declareNoescape(c, "quantU8x8AVX2", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
 		"quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
-	a := loadArgs(c, "dst", "src", "hw", "nblk", "cp", "pf")
-	pd, ps, ld, n, cp, pf := a[0], a[1], a[2], a[3], a[4], a[5]
+	pd, ps, ld, n, cp, pf := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "hw"), loadArg(c, "nblk"), loadArg(c, "cp"), loadArg(c, "pf")
 	c.SHLQ(operand.Imm(2), ld)
 	ld3, cp3 := times3(c, ld), times3(c, cp)
 	ps4, pd4 := c.GP64(), c.GP64()
@@ -273,8 +270,7 @@ func quantU8x8AVX2(c *build.Context) {
 func quantU8x4AVX2(c *build.Context) {
 	declareNoescape(c, "quantU8x4AVX2", "func(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)",
 		"quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).")
-	a := loadArgs(c, "dst", "src", "offs", "nblk", "cp")
-	pd, ps, po, n, cp := a[0], a[1], a[2], a[3], a[4]
+	pd, ps, po, n, cp := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "offs"), loadArg(c, "nblk"), loadArg(c, "cp")
 	var off [3]reg.GPVirtual
 	for i := range off {
 		off[i] = c.GP64()

@@ -50,8 +50,7 @@ func lutBuild16AVX2(c *build.Context) {
 // times (loop label top) entries(pb, pt, z), which writes the tables at pt
 // of one unit of B at pb, and pb and pt advanced bBytes and tabBytes.
 func lutBuild(c *build.Context, count, top string, bBytes, tabBytes int, entries func(pb, pt reg.Register, z reg.VecVirtual)) {
-	a := loadArgs(c, count, "b", "tab")
-	n, pb, pt := a[0], a[1], a[2]
+	n, pb, pt := loadArg(c, count), loadArg(c, "b"), loadArg(c, "tab")
 	z := zeroY(c, 1)[0]
 	repeat(c, top, n, func() {
 		entries(pb, pt, z)
@@ -123,7 +122,7 @@ func lutRows(c *build.Context, top, count string, ptrs []string, row func(n, pt 
 	idx0, ldi, rows, po, ldo := a[:len(ptrs)], a[len(ptrs)], a[len(ptrs)+1], a[len(ptrs)+2], a[len(ptrs)+3]
 	c.SHLQ(operand.Imm(2), ldo)
 	repeat(c, top, rows, func() {
-		a := loadArgs(c, count, "tab")
+		n, pt := loadArg(c, count), loadArg(c, "tab")
 		idx := make([]reg.Register, len(idx0))
 		for i := range idx {
 			idx[i] = c.GP64()
@@ -131,7 +130,7 @@ func lutRows(c *build.Context, top, count string, ptrs []string, row func(n, pt 
 		for i, p := range idx0 {
 			c.MOVQ(p, idx[i])
 		}
-		sum := row(a[0], a[1], idx)
+		sum := row(n, pt, idx)
 		w0, w1 := c.YMM(), c.YMM()
 		c.VPMOVSXWD(sum.AsX(), w0)
 		h := c.XMM()

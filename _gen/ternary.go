@@ -78,8 +78,7 @@ func absSumAVX2(c *build.Context) {
 // (addOne of the float32's address and r); the return of r.
 func absScan(c *build.Context, maskBits, nacc int, note string, add func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual),
 	reduce func(acc []reg.VecVirtual) reg.Register, addOne func(mask reg.VecVirtual, src operand.Mem, r reg.Register)) {
-	a := loadArgs(c, "x.base", "x.len")
-	p, n := a[0], a[1]
+	p, n := loadArg(c, "x.base"), loadArg(c, "x.len")
 	var mask reg.VecVirtual
 	if maskBits == 32 {
 		mask = bcst32(c, absMask32)
@@ -248,8 +247,7 @@ func quantGroupsAVX2(c *build.Context) {
 // groupArgs loads the group kernels' x.base (p), dst.base (out) and the
 // number of whole groups len(dst)/32 (g).
 func groupArgs(c *build.Context) (p, out, g reg.Register) {
-	a := loadArgs(c, "x.base", "dst.base", "dst.len")
-	p, out, g = a[0], a[1], a[2]
+	p, out, g = loadArg(c, "x.base"), loadArg(c, "dst.base"), loadArg(c, "dst.len")
 	c.SHRQ(operand.Imm(5), g)
 	return p, out, g
 }
@@ -316,8 +314,7 @@ func quantSpecMaxAVX2(c *build.Context) {
 // quantSpecMaxAVX2.
 func quantSpecBody(c *build.Context, reduceMax bool) {
 	p, out, g := groupArgs(c)
-	a := loadArgs(c, "ent.base", "ent.len")
-	entp, entCap := a[0], a[1]
+	entp, entCap := loadArg(c, "ent.base"), loadArg(c, "ent.len")
 	off := c.GP64()
 	c.MOVLQZX(paramAddr(c, "off"), off)
 	ne := c.GP64()
@@ -523,8 +520,7 @@ func blockSumScalesAVX2(c *build.Context) {
 // and len(scales) (nb).
 func declareBlockScales(c *build.Context, name string, doc ...string) (p, bs, sp, nb reg.Register) {
 	declare(c, name, "func(x []float32, bs int, scales []float32) int", doc...)
-	a := loadArgs(c, "x.base", "bs", "scales.base", "scales.len")
-	return a[0], a[1], a[2], a[3]
+	return loadArg(c, "x.base"), loadArg(c, "bs"), loadArg(c, "scales.base"), loadArg(c, "scales.len")
 }
 
 // blockScales emits the block loop of a block-scale kernel, then its return
@@ -619,8 +615,7 @@ func quantBlocksBigAVX2(c *build.Context) {
 		"group g divided by scales[g/groupsPerBlock].",
 	)
 	p, out, g := groupArgs(c)
-	a := loadArgs(c, "scales.base", "groupsPerBlock")
-	sp, gpb := a[0], a[1]
+	sp, gpb := loadArg(c, "scales.base"), loadArg(c, "groupsPerBlock")
 	k := loadGroupConsts(c)
 	left := c.GP64()
 	c.XORQ(left, left)
@@ -651,8 +646,7 @@ func fixCodesAVX2(c *build.Context) {
 		"the I2_S code of that value divided by scale at flat position",
 		"base + offset of packed (which must hold it).",
 	)
-	a := loadArgs(c, "packed.base", "ent.base", "ent.len", "base")
-	pk, ep, n, base := a[0], a[1], a[2], a[3]
+	pk, ep, n, base := loadArg(c, "packed.base"), loadArg(c, "ent.base"), loadArg(c, "ent.len"), loadArg(c, "base")
 	scale := c.XMM()
 	c.VMOVSS(paramAddr(c, "scale"), scale)
 	half, nhalf := xmmImm(c, 4, f32Half), xmmImm(c, 4, f32NHalf)
