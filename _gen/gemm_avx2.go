@@ -416,12 +416,7 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 	for j := range acc {
 		acc[j] = zeroY(c, ah)
 	}
-	three := zeroY(c, 1)[0]
-	loop := name + "loop"
-	repeat(c, loop, n, func() {
-		wb := c.YMM()
-		c.VMOVDQU(mem(pw, 0), wb)
-		orThree(c, wb, three)
+	group := func(wb reg.VecVirtual) {
 		s := 0
 		for q := 0; q < 4; q++ {
 			for m := 0; m < 4; m++ {
@@ -438,17 +433,36 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 				s++
 			}
 		}
-		c.ADDQ(operand.Imm(32), pw)
-		advance(4 * groupValues)
-	})
-	for j := range acc {
-		for s := 1; s < ah; s *= 2 {
-			for a := 0; a+s < ah; a += 2 * s {
-				c.VADDPS(acc[j][a+s], acc[j][a], acc[j][a])
-			}
-		}
-		hsumF32(c, acc[j][0], mem(pout, 4*j))
 	}
+	gemvGroups(c, name, pw, n, advance, 4*groupValues, group, func() {
+		for j := range acc {
+			for s := 1; s < ah; s *= 2 {
+				for a := 0; a+s < ah; a += 2 * s {
+					c.VADDPS(acc[j][a+s], acc[j][a], acc[j][a])
+				}
+			}
+			hsumF32(c, acc[j][0], mem(pout, 4*j))
+		}
+	})
+}
+
+// gemvGroups emits the group loop of a GEMV kernel over gemvArgs' pw, n and
+// advance, then its end: three, a zeroed YMM; n >= 1 times (loop label
+// name+"loop") wv = the group's 32 bytes of codes at pw, ORed into three
+// (orThree), group(wv), pw advanced 32 bytes and the columns xBytes; then
+// done() and the code-3 flag as the result (threeFlag).
+func gemvGroups(c *build.Context, name string, pw, n reg.Register, advance func(bytes int), xBytes int,
+	group func(wv reg.VecVirtual), done func()) {
+	three := zeroY(c, 1)[0]
+	repeat(c, name+"loop", n, func() {
+		wv := c.YMM()
+		c.VMOVDQU(mem(pw, 0), wv)
+		orThree(c, wv, three)
+		group(wv)
+		c.ADDQ(operand.Imm(32), pw)
+		advance(xBytes)
+	})
+	done()
 	threeFlag(c, three)
 	vzeroRet(c)
 }
@@ -468,12 +482,7 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
 	acc := zeroY(c, ncol)
-	three := zeroY(c, 1)[0]
-	loop := name + "loop"
-	repeat(c, loop, n, func() {
-		wv := c.YMM()
-		c.VMOVDQU(mem(pw, 0), wv)
-		orThree(c, wv, three)
+	group := func(wv reg.VecVirtual) {
 		var codes [4]reg.VecVirtual
 		for q := range codes {
 			codes[q] = unpackCodes(c, wv, mask, q)
@@ -481,20 +490,18 @@ func gemvI8AVX2(c *build.Context, ncol int) {
 		for j := 0; j < ncol; j++ {
 			dotGroup(c, func(q int) reg.VecVirtual { return codes[q] }, func(q int) operand.Mem { return colMem(j, 32*q) }, ones16, acc[j])
 		}
-		c.ADDQ(operand.Imm(32), pw)
-		advance(groupValues)
-	})
-	for j := range acc {
-		hi := c.XMM()
-		c.VEXTRACTI128(operand.Imm(1), acc[j], hi)
-		lo := acc[j].AsX()
-		c.VPADDD(hi, lo, lo)
-		c.VPHADDD(lo, lo, lo)
-		c.VPHADDD(lo, lo, lo)
-		c.VMOVD(lo, mem(pout, 4*j))
 	}
-	threeFlag(c, three)
-	vzeroRet(c)
+	gemvGroups(c, name, pw, n, advance, groupValues, group, func() {
+		for j := range acc {
+			hi := c.XMM()
+			c.VEXTRACTI128(operand.Imm(1), acc[j], hi)
+			lo := acc[j].AsX()
+			c.VPADDD(hi, lo, lo)
+			c.VPHADDD(lo, lo, lo)
+			c.VPHADDD(lo, lo, lo)
+			c.VMOVD(lo, mem(pout, 4*j))
+		}
+	})
 }
 
 // unpackCodes returns the codes 0..2 of values 32q..32q+31 of an I2_S
