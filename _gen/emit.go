@@ -25,11 +25,8 @@ func declare(c *build.Context, name, sig string, doc ...string) {
 // declareNoescape is declare with a //go:noescape stub: for kernels whose
 // pointer arguments do not outlive the call.
 func declareNoescape(c *build.Context, name, sig string, doc ...string) {
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
+	declare(c, name, sig, doc...)
 	c.Pragma("noescape")
-	c.SignatureExpr(sig)
-	c.Doc(doc...)
 }
 
 // loadArg loads the parameter named arg into a new 64-bit general register:

@@ -62,13 +62,14 @@ func absSumAVX2(c *build.Context) {
 		}
 		return hsumF64(c, acc[0])
 	}
-	absScan(c, 64, 8, "32 values per iteration, 8 float64 accumulators.", add, reduce, func(mask reg.VecVirtual, src operand.Mem, sum reg.Register) {
+	addOne := func(mask reg.VecVirtual, src operand.Mem, sum reg.Register) {
 		s := c.XMM()
 		c.VMOVSS(src, s)
 		c.VCVTSS2SD(s, s, s)
 		c.VANDPD(mask.AsX(), s, s)
 		c.VADDSD(s, sum, sum)
-	})
+	}
+	absScan(c, 64, 8, "32 values per iteration, 8 float64 accumulators.", add, reduce, addOne)
 }
 
 // absScan emits the body of a reduction kernel over |x[i]| of its parameter
@@ -165,13 +166,14 @@ func absMaxBitsAVX2(c *build.Context) {
 		_, m := hmaxU32(c, acc[0])
 		return m
 	}
-	absScan(c, 32, 4, "", maxInto, reduce, func(_ reg.VecVirtual, src operand.Mem, m reg.Register) {
+	maxOne := func(_ reg.VecVirtual, src operand.Mem, m reg.Register) {
 		v := c.GP32()
 		c.MOVL(src, v)
 		c.ANDL(operand.U32(absMask32), v)
 		c.CMPL(v, m)
 		c.CMOVLHI(v, m)
-	})
+	}
+	absScan(c, 32, 4, "", maxInto, reduce, maxOne)
 }
 
 // groupConsts are the registers every group-quantizing kernel needs.
