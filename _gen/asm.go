@@ -13,26 +13,48 @@ import (
 // immediates rather than in DATA sections, so generated files never clash on
 // symbol names inside one package.
 
+// gpImm returns a new general register of size 4 (MOVL) or 8 (MOVQ) bytes
+// holding v.
+func gpImm(c *build.Context, size int, v uint64) reg.GPVirtual {
+	if size == 4 {
+		r := c.GP32()
+		c.MOVL(operand.U32(v), r)
+		return r
+	}
+	r := c.GP64()
+	c.MOVQ(operand.U64(v), r)
+	return r
+}
+
+// xmmImm returns an XMM register whose low size (4 or 8) bytes are v, moved
+// in through a new general register (gpImm); the rest is zero.
+func xmmImm(c *build.Context, size int, v uint64) reg.VecVirtual {
+	r := gpImm(c, size, v)
+	x := c.XMM()
+	if size == 4 {
+		c.VMOVD(r, x)
+	} else {
+		c.VMOVQ(r, x)
+	}
+	return x
+}
+
+// ymmFrom returns a new YMM register written by op(x, y), for the
+// broadcasts and extensions of an XMM source.
+func ymmFrom(c *build.Context, x reg.VecVirtual, op func(...operand.Op)) reg.VecVirtual {
+	y := c.YMM()
+	op(x, y)
+	return y
+}
+
 // bcst32 returns a YMM register holding v in each 32-bit lane.
 func bcst32(c *build.Context, v uint32) reg.VecVirtual {
-	r := c.GP32()
-	c.MOVL(operand.U32(v), r)
-	x := c.XMM()
-	c.VMOVD(r, x)
-	y := c.YMM()
-	c.VPBROADCASTD(x, y)
-	return y
+	return ymmFrom(c, xmmImm(c, 4, uint64(v)), c.VPBROADCASTD)
 }
 
 // bcst64 returns a YMM register holding v in each 64-bit lane.
 func bcst64(c *build.Context, v uint64) reg.VecVirtual {
-	r := c.GP64()
-	c.MOVQ(operand.U64(v), r)
-	x := c.XMM()
-	c.VMOVQ(r, x)
-	y := c.YMM()
-	c.VPBROADCASTQ(x, y)
-	return y
+	return ymmFrom(c, xmmImm(c, 8, v), c.VPBROADCASTQ)
 }
 
 // dwordIndex returns a YMM register holding the eight 32-bit values idx
@@ -42,13 +64,7 @@ func dwordIndex(c *build.Context, idx [8]byte) reg.VecVirtual {
 	for i, b := range idx {
 		v |= uint64(b) << (8 * i)
 	}
-	r := c.GP64()
-	c.MOVQ(operand.U64(v), r)
-	x := c.XMM()
-	c.VMOVQ(r, x)
-	y := c.YMM()
-	c.VPMOVZXBD(x, y)
-	return y
+	return ymmFrom(c, xmmImm(c, 8, v), c.VPMOVZXBD)
 }
 
 // mem returns the memory operand base+disp.
@@ -56,14 +72,49 @@ func mem(base reg.Register, disp int) operand.Mem {
 	return operand.Mem{Base: base, Disp: disp}
 }
 
-// zeroY returns n zeroed YMM registers.
-func zeroY(c *build.Context, n int) []reg.VecVirtual {
+// zeroed returns n new registers from alloc, each cleared by clear.
+func zeroed(n int, alloc func() reg.VecVirtual, clear func(v reg.VecVirtual)) []reg.VecVirtual {
 	out := make([]reg.VecVirtual, n)
 	for i := range out {
-		out[i] = c.YMM()
-		c.VPXOR(out[i], out[i], out[i])
+		out[i] = alloc()
+		clear(out[i])
 	}
 	return out
+}
+
+// zeroY returns n zeroed YMM registers.
+func zeroY(c *build.Context, n int) []reg.VecVirtual {
+	return zeroed(n, c.YMM, func(v reg.VecVirtual) { c.VPXOR(v, v, v) })
+}
+
+// zeroZ returns n zeroed ZMM registers.
+func zeroZ(c *build.Context, n int) []reg.VecVirtual {
+	return zeroed(n, c.ZMM, func(v reg.VecVirtual) { c.VPXORD(v, v, v) }) // EVEX: any register
+}
+
+// times3 returns a new register holding 3*r (LEAQ), for the fourth row of
+// rowAddrs.
+func times3(c *build.Context, r reg.Register) reg.Register {
+	r3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: r, Index: r, Scale: 2}, r3)
+	return r3
+}
+
+// maskedShift sets dst = (src >> sh) & mask in 16-bit words (sh < 0: src
+// << -sh; sh 0: the AND alone), with and(mask, x, dst) as the AND (VPAND;
+// VPANDD on ZMM). For 2-bit codes and a mask of whole pairs the word shift
+// leaks no bit into a kept position.
+func maskedShift(c *build.Context, dst, src reg.Register, mask operand.Op, sh int, and func(mask, x, dst operand.Op)) {
+	switch {
+	case sh > 0:
+		c.VPSRLW(operand.Imm(uint64(sh)), src, dst)
+		and(mask, dst, dst)
+	case sh < 0:
+		c.VPSLLW(operand.Imm(uint64(-sh)), src, dst)
+		and(mask, dst, dst)
+	default:
+		and(mask, src, dst)
+	}
 }
 
 // paramAddr returns the memory operand of a scalar parameter.

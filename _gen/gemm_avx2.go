@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -17,36 +16,11 @@ import (
 // tile (MR = 4 rows of an A panel, NR = 16 columns of a B micro-panel) and
 // read the shared 2-bit A panel (byte k = the four rows' codes of k).
 
-func init() {
-	register(target{
-		name:     "gemm",
-		dir:      "gokern/gemm",
-		pkg:      "gemm",
-		base:     "micro_avx2",
-		avx2Only: true,
-		gen: func(c *build.Context) {
-			microF32AVX2(c)
-			prepI8AVX2(c)
-			microI8AVX2(c)
-			quantI8AVX2(c)
-			for _, n := range gemvColsF32 {
-				gemvF32AVX2(c, n)
-			}
-			for _, n := range gemvColsI8 {
-				gemvI8AVX2(c, n)
-			}
-			gemvI8AVX2Rows4(c)
-			packPanelAVX2(c)
-			foldI32AVX2(c)
-			foldF32AVX2(c)
-			implicitI8AVX2(c)
-			tileRowsAVX2(c)
-			quantU8x8AVX2(c)
-			quantU8x4AVX2(c)
-			sfenceAVX2(c)
-		},
-	})
-}
+// gemmAVX2 emits gokern/gemm/micro_avx2_amd64.s.
+var gemmAVX2 = kernels(microF32AVX2, prepI8AVX2, microI8AVX2, quantI8AVX2,
+	forEach(gemvColsF32, gemvF32AVX2), forEach(gemvColsI8, gemvI8AVX2), gemvI8AVX2Rows4,
+	packPanelAVX2, foldI32AVX2, foldF32AVX2, implicitI8AVX2, tileRowsAVX2, quantU8x8AVX2,
+	quantU8x4AVX2, sfenceAVX2)
 
 // rowAddrs returns the memory operands of rows 0..3 of a tile at p with a
 // row stride of ld bytes (ld3 = 3*ld), plus disp.
@@ -74,15 +48,9 @@ func microF32AVX2(c *build.Context) {
 // per iteration of the main loop, then one k at a time.
 func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func() reg.VecVirtual,
 	zero func(*build.Context, int) []reg.VecVirtual, ld func(operand.Mem) reg.VecVirtual) {
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)")
-	c.Doc(fmt.Sprintf("%s is the %s float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).", name, tile))
-	n := c.Load(c.Param("kc"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pl := c.Load(c.Param("lut"), c.GP64())
+	declareNoescape(c, name, "func(kc int, a *byte, b *float32, t *float32, ldt int, lut *float32, add bool)",
+		fmt.Sprintf("%s is the %s float32 micro-kernel (kc >= 1; ldt in elements; lut = &lutF32[0][0]).", name, tile))
+	n, pa, pb, pl := loadArg(c, "kc"), loadArg(c, "a"), loadArg(c, "b"), loadArg(c, "lut")
 	acc := zero(c, 4*per)
 	row := per * vb // bytes of B per k
 
@@ -136,11 +104,9 @@ func microF32(c *build.Context, name, tile string, per, vb, unroll int, vec func
 // a vector of the tile into a new register.
 func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m operand.Mem) reg.VecVirtual,
 	addOp func(m, d reg.VecVirtual), st func(s reg.VecVirtual, m operand.Mem)) {
-	pt := c.Load(c.Param("t"), c.GP64())
-	ldt := c.Load(c.Param("ldt"), c.GP64())
+	pt, ldt := loadArg(c, "t"), loadArg(c, "ldt")
 	c.SHLQ(operand.Imm(2), ldt)
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ldt, Index: ldt, Scale: 2}, ld3)
+	ld3 := times3(c, ldt)
 	add := c.Load(c.Param("add"), c.GP8())
 	rows := make([][4]operand.Mem, per)
 	for h := range rows {
@@ -159,8 +125,7 @@ func storeTile(c *build.Context, acc []reg.VecVirtual, per, vb int, ld func(m op
 			st(acc[per*r+h], rows[h][r])
 		}
 	}
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // loadY loads 32 bytes into a new YMM register.
@@ -172,28 +137,44 @@ func loadY(c *build.Context) func(m operand.Mem) reg.VecVirtual {
 	}
 }
 
+// declarePrepI8 declares the prepI8 kernel name, func(dst *int8, src *int8,
+// kq int, tail *int8), for micro-panels of cols columns and the micro-kernel
+// micro, and loads dst (pd), src (ps) and kq (n).
+func declarePrepI8(c *build.Context, name string, cols int, micro string) (pd, ps, n reg.Register) {
+	declareNoescape(c, name, "func(dst *int8, src *int8, kq int, tail *int8)",
+		fmt.Sprintf("%s transposes kq >= 0 quads of a %d-column int8 B micro-panel (and the quad at tail, if not nil) for %s, column sums after them.", name, cols, micro))
+	return loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "kq")
+}
+
+// declareMicroI8 declares the int8 micro-kernel name, func(kq int, a *byte,
+// b *int8, t *int32, ldt int, add bool, csum *int32), of tile rows x cols,
+// and loads kq (n), a (pa) and b (pb).
+func declareMicroI8(c *build.Context, name, tile string) (n, pa, pb reg.Register) {
+	declareNoescape(c, name, "func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)",
+		name+" is the "+tile+" int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
+	return loadArg(c, "kq"), loadArg(c, "a"), loadArg(c, "b")
+}
+
 // prepQuads emits the body of a prepI8 kernel: quad(src) on each of n
 // quads from ps (step bytes apart), then on the quad at the tail parameter
 // when it is not nil, then sums() (which stores the column sums).
 func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg.Register), sums func()) {
 	c.TESTQ(n, n)
 	c.JZ(operand.LabelRef("prepTail"))
-	c.Label("prepLoop")
-	quad(ps)
-	c.ADDQ(operand.U32(uint64(step)), ps)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("prepLoop"))
+	repeat(c, "prepLoop", n, func() {
+		quad(ps)
+		c.ADDQ(operand.U32(uint64(step)), ps)
+	})
 
 	c.Label("prepTail")
-	pt := c.Load(c.Param("tail"), c.GP64())
+	pt := loadArg(c, "tail")
 	c.TESTQ(pt, pt)
 	c.JZ(operand.LabelRef("prepSums"))
 	quad(pt)
 
 	c.Label("prepSums")
 	sums()
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // prepI8AVX2 rewrites a k-major int8 B micro-panel of 16 columns (kq quads
@@ -207,14 +188,7 @@ func prepQuads(c *build.Context, ps, n reg.Register, step int, quad func(src reg
 // panel (VPMADDUBSW by ones, VPMADDWD by ones). The driver calls it once per
 // packed micro-panel; every A panel of the tile then runs over the result.
 func prepI8AVX2(c *build.Context) {
-	c.Function("prepI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int8, src *int8, kq int, tail *int8)")
-	c.Doc("prepI8AVX2 transposes kq >= 0 quads of a 16-column int8 B micro-panel (and the quad at tail, if not nil) for microI8AVX2, column sums after them.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("kq"), c.GP64())
+	pd, ps, n := declarePrepI8(c, "prepI8AVX2", 16, "microI8AVX2")
 
 	// byte index of k_p of column t (0..3) in a lane holding, after the
 	// unpack and VPERMQ, (k0,k2) pairs of columns 0..3 then (k1,k3) pairs.
@@ -268,46 +242,33 @@ func prepI8AVX2(c *build.Context) {
 // of c*x = (w+1)*x, hence the column sums subtracted at the end. Every step
 // is exact modulo 2^32, hence so is the result.
 func microI8AVX2(c *build.Context) {
-	c.Function("microI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)")
-	c.Doc("microI8AVX2 is the 4x16 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
-	n := c.Load(c.Param("kq"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
+	n, pa, pb := declareMicroI8(c, "microI8AVX2", "4x16")
 	mask3 := vconst(c, "i8mask03", [8]uint32{0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303, 0x03030303})
 	ones16 := vconst(c, "i8ones16", [8]uint32{0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001})
 
 	acc := zeroY(c, 8)
 
-	c.Label("i8loop")
-	v := [2]reg.VecVirtual{c.YMM(), c.YMM()}
-	c.VMOVDQU(mem(pb, 0), v[0])
-	c.VMOVDQU(mem(pb, 32), v[1])
-	w := c.YMM()
-	c.VPBROADCASTD(mem(pa, 0), w)
-	for r := 0; r < 4; r++ {
-		cr := c.YMM()
-		if r == 0 {
-			c.VPAND(mask3, w, cr)
-		} else {
-			c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
-			c.VPAND(mask3, cr, cr)
+	repeat(c, "i8loop", n, func() {
+		v := [2]reg.VecVirtual{c.YMM(), c.YMM()}
+		c.VMOVDQU(mem(pb, 0), v[0])
+		c.VMOVDQU(mem(pb, 32), v[1])
+		w := c.YMM()
+		c.VPBROADCASTD(mem(pa, 0), w)
+		for r := 0; r < 4; r++ {
+			cr := c.YMM()
+			maskedShift(c, cr, w, mask3, 2*r, c.VPAND)
+			for h := 0; h < 2; h++ {
+				t := c.YMM()
+				c.VPMADDUBSW(v[h], cr, t)
+				c.VPMADDWD(ones16, t, t)
+				c.VPADDD(t, acc[2*r+h], acc[2*r+h])
+			}
 		}
-		for h := 0; h < 2; h++ {
-			t := c.YMM()
-			c.VPMADDUBSW(v[h], cr, t)
-			c.VPMADDWD(ones16, t, t)
-			c.VPADDD(t, acc[2*r+h], acc[2*r+h])
-		}
-	}
-	c.ADDQ(operand.Imm(4), pa)
-	c.ADDQ(operand.Imm(64), pb)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("i8loop"))
+		c.ADDQ(operand.Imm(4), pa)
+		c.ADDQ(operand.Imm(64), pb)
+	})
 
-	pc := c.Load(c.Param("csum"), c.GP64())
+	pc := loadArg(c, "csum")
 	for r := 0; r < 4; r++ {
 		for h := 0; h < 2; h++ {
 			c.VPSUBD(mem(pc, 32*h), acc[2*r+h], acc[2*r+h])
@@ -324,14 +285,9 @@ func microI8AVX2(c *build.Context) {
 // such YMM packed to 32 bytes with VPACKSSDW, VPACKSSWB (values already in
 // range: no saturation) and VPERMD back into order.
 func quantI8AVX2(c *build.Context) {
-	c.Function("quantI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int8, src *float32, n int, a float32)")
-	c.Doc("quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("n"), c.GP64())
+	declareNoescape(c, "quantI8AVX2", "func(dst *int8, src *float32, n int, a float32)",
+		"quantI8AVX2 quantizes n (a positive multiple of 32) float32 to int8 with scale a.")
+	pd, ps, n := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "n")
 	va := c.YMM()
 	c.VBROADCASTSS(paramAddr(c, "a"), va)
 	lo := bcst32(c, 0xc3000000) // -128.0
@@ -358,8 +314,7 @@ func quantI8AVX2(c *build.Context) {
 	c.ADDQ(operand.Imm(32), pd)
 	c.SUBQ(operand.Imm(32), n)
 	c.JNZ(operand.LabelRef("q8loop"))
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // groupValues is the number of values of one I2_S group (32 bytes).
@@ -376,16 +331,13 @@ var (
 // out *A) and returns the memory operand of column j's x at byte disp.
 // Columns 0..3 are addressed from x, columns 4..7 from x + 4*ldx.
 func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colMem func(j, disp int) operand.Mem, advance func(bytes int)) {
-	pw = c.Load(c.Param("w"), c.GP64())
-	px := c.Load(c.Param("x"), c.GP64())
-	ld := c.Load(c.Param("ldx"), c.GP64())
-	n = c.Load(c.Param("ng"), c.GP64())
-	pout = c.Load(c.Param("out"), c.GP64())
+	pw = loadArg(c, "w")
+	px, ld := loadArg(c, "x"), loadArg(c, "ldx")
+	n, pout = loadArg(c, "ng"), loadArg(c, "out")
 	if esize == 4 {
 		c.SHLQ(operand.Imm(2), ld)
 	}
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	ld3 := times3(c, ld)
 	bases := []reg.Register{px}
 	if ncol > 4 {
 		px4 := c.GP64()
@@ -393,16 +345,7 @@ func gemvArgs(c *build.Context, ncol, esize int) (pw, n, pout reg.Register, colM
 		bases = append(bases, px4)
 	}
 	colMem = func(j, disp int) operand.Mem {
-		m := operand.Mem{Base: bases[j/4], Disp: disp}
-		switch j % 4 {
-		case 1:
-			m.Index, m.Scale = ld, 1
-		case 2:
-			m.Index, m.Scale = ld, 2
-		case 3:
-			m.Index, m.Scale = ld3, 1
-		}
-		return m
+		return rowAddrs(bases[j/4], ld, ld3, disp)[j%4]
 	}
 	advance = func(bytes int) {
 		for _, b := range bases {
@@ -463,11 +406,8 @@ func hsumF32(c *build.Context, y reg.VecVirtual, m operand.Mem) {
 // bytes are checked for code 3 on the way.
 func gemvF32AVX2(c *build.Context, ncol int) {
 	name := fmt.Sprintf("gemvF32AVX2x%d", ncol)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, x *float32, ldx int, ng int, out *float32) uint32")
-	c.Doc(fmt.Sprintf("%s sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
+	declareNoescape(c, name, "func(w *byte, x *float32, ldx int, ng int, out *float32) uint32",
+		fmt.Sprintf("%s sets out[j] = sum w(i)*x[j*ldx+i] (x in gemv order) for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
 	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 4)
 	tab := c.YMM()
 	c.VMOVDQU(vconst(c, "gemvTabF32", [8]uint32{0xBF800000, 0, 0x3F800000, 0, 0xBF800000, 0, 0x3F800000, 0}), tab)
@@ -476,43 +416,55 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 	for j := range acc {
 		acc[j] = zeroY(c, ah)
 	}
+	group := func(wb reg.VecVirtual) {
+		s := 0
+		for q := 0; q < 4; q++ {
+			for m := 0; m < 4; m++ {
+				idx := wb
+				if sh := 8*m + 6 - 2*q; sh > 0 {
+					idx = c.YMM()
+					c.VPSRLD(operand.Imm(uint64(sh)), wb, idx)
+				}
+				wv := c.YMM()
+				c.VPERMILPS(idx, tab, wv)
+				for j := 0; j < ncol; j++ {
+					c.VFMADD231PS(colMem(j, 4*(32*q+8*m)), wv, acc[j][s%ah])
+				}
+				s++
+			}
+		}
+	}
+	gemvGroups(c, name, pw, n, advance, 4*groupValues, group, func() {
+		for j := range acc {
+			for s := 1; s < ah; s *= 2 {
+				for a := 0; a+s < ah; a += 2 * s {
+					c.VADDPS(acc[j][a+s], acc[j][a], acc[j][a])
+				}
+			}
+			hsumF32(c, acc[j][0], mem(pout, 4*j))
+		}
+	})
+}
+
+// gemvGroups emits the group loop of a GEMV kernel over gemvArgs' pw, n and
+// advance, then its end: three, a zeroed YMM; n >= 1 times (loop label
+// name+"loop") wv = the group's 32 bytes of codes at pw, ORed into three
+// (orThree), group(wv), pw advanced 32 bytes and the columns xBytes; then
+// done() and the code-3 flag as the result (threeFlag).
+func gemvGroups(c *build.Context, name string, pw, n reg.Register, advance func(bytes int), xBytes int,
+	group func(wv reg.VecVirtual), done func()) {
 	three := zeroY(c, 1)[0]
-	loop := name + "loop"
-	c.Label(loop)
-	wb := c.YMM()
-	c.VMOVDQU(mem(pw, 0), wb)
-	orThree(c, wb, three)
-	s := 0
-	for q := 0; q < 4; q++ {
-		for m := 0; m < 4; m++ {
-			idx := wb
-			if sh := 8*m + 6 - 2*q; sh > 0 {
-				idx = c.YMM()
-				c.VPSRLD(operand.Imm(uint64(sh)), wb, idx)
-			}
-			wv := c.YMM()
-			c.VPERMILPS(idx, tab, wv)
-			for j := 0; j < ncol; j++ {
-				c.VFMADD231PS(colMem(j, 4*(32*q+8*m)), wv, acc[j][s%ah])
-			}
-			s++
-		}
-	}
-	c.ADDQ(operand.Imm(32), pw)
-	advance(4 * groupValues)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(loop))
-	for j := range acc {
-		for s := 1; s < ah; s *= 2 {
-			for a := 0; a+s < ah; a += 2 * s {
-				c.VADDPS(acc[j][a+s], acc[j][a], acc[j][a])
-			}
-		}
-		hsumF32(c, acc[j][0], mem(pout, 4*j))
-	}
+	repeat(c, name+"loop", n, func() {
+		wv := c.YMM()
+		c.VMOVDQU(mem(pw, 0), wv)
+		orThree(c, wv, three)
+		group(wv)
+		c.ADDQ(operand.Imm(32), pw)
+		advance(xBytes)
+	})
+	done()
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // gemvI8AVX2: out[j] = sum_i (w(i)+1)*x[j*ldx+i] for j < ncol (the sums of
@@ -524,56 +476,39 @@ func gemvF32AVX2(c *build.Context, ncol int) {
 // int32. Code 3 is checked on the way.
 func gemvI8AVX2(c *build.Context, ncol int) {
 	name := fmt.Sprintf("gemvI8AVX2x%d", ncol)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, x *int8, ldx int, ng int, out *int32) uint32")
-	c.Doc(fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
+	declareNoescape(c, name, "func(w *byte, x *int8, ldx int, ng int, out *int32) uint32",
+		fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups; nonzero return: a code 3.", name, ncol))
 	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 1)
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
 	acc := zeroY(c, ncol)
-	three := zeroY(c, 1)[0]
-	loop := name + "loop"
-	c.Label(loop)
-	wv := c.YMM()
-	c.VMOVDQU(mem(pw, 0), wv)
-	orThree(c, wv, three)
-	var codes [4]reg.VecVirtual
-	for q := range codes {
-		codes[q] = unpackCodes(c, wv, mask, q)
+	group := func(wv reg.VecVirtual) {
+		var codes [4]reg.VecVirtual
+		for q := range codes {
+			codes[q] = unpackCodes(c, wv, mask, q)
+		}
+		for j := 0; j < ncol; j++ {
+			dotGroup(c, func(q int) reg.VecVirtual { return codes[q] }, func(q int) operand.Mem { return colMem(j, 32*q) }, ones16, acc[j])
+		}
 	}
-	for j := 0; j < ncol; j++ {
-		dotGroup(c, func(q int) reg.VecVirtual { return codes[q] }, func(q int) operand.Mem { return colMem(j, 32*q) }, ones16, acc[j])
-	}
-	c.ADDQ(operand.Imm(32), pw)
-	advance(groupValues)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(loop))
-	for j := range acc {
-		hi := c.XMM()
-		c.VEXTRACTI128(operand.Imm(1), acc[j], hi)
-		lo := acc[j].AsX()
-		c.VPADDD(hi, lo, lo)
-		c.VPHADDD(lo, lo, lo)
-		c.VPHADDD(lo, lo, lo)
-		c.VMOVD(lo, mem(pout, 4*j))
-	}
-	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	gemvGroups(c, name, pw, n, advance, groupValues, group, func() {
+		for j := range acc {
+			hi := c.XMM()
+			c.VEXTRACTI128(operand.Imm(1), acc[j], hi)
+			lo := acc[j].AsX()
+			c.VPADDD(hi, lo, lo)
+			c.VPHADDD(lo, lo, lo)
+			c.VPHADDD(lo, lo, lo)
+			c.VMOVD(lo, mem(pout, 4*j))
+		}
+	})
 }
 
 // unpackCodes returns the codes 0..2 of values 32q..32q+31 of an I2_S
 // group wv (bits 6-2q of each byte; VPSRLW leaks no bit into a kept pair).
 func unpackCodes(c *build.Context, wv, mask reg.VecVirtual, q int) reg.VecVirtual {
 	code := c.YMM()
-	if sh := 6 - 2*q; sh > 0 {
-		c.VPSRLW(operand.Imm(uint64(sh)), wv, code)
-		c.VPAND(mask, code, code)
-	} else {
-		c.VPAND(mask, wv, code)
-	}
+	maskedShift(c, code, wv, mask, 6-2*q, c.VPAND)
 	return code
 }
 
@@ -604,35 +539,26 @@ func dotGroup(c *build.Context, code func(q int) reg.VecVirtual, x func(q int) o
 // no call, horizontal sum or code-3 reduction of its own.
 func gemvI8AVX2Rows4(c *build.Context) {
 	name := "gemvI8AVX2r4"
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *byte, ldw int, x *int8, ng int, out *int32) uint32")
-	c.Doc(name + " sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
-	pw := c.Load(c.Param("w"), c.GP64())
-	ld := c.Load(c.Param("ldw"), c.GP64())
-	px := c.Load(c.Param("x"), c.GP64())
-	n := c.Load(c.Param("ng"), c.GP64())
-	pout := c.Load(c.Param("out"), c.GP64())
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ng int, out *int32) uint32",
+		name+" sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.")
+	pw, ld, px, n, pout := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ng"), loadArg(c, "out")
+	ld3 := times3(c, ld)
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
 	acc := zeroY(c, 4)
 	three := zeroY(c, 1)[0]
 	loop := name + "loop"
-	c.Label(loop)
-	rows := rowAddrs(pw, ld, ld3, 0)
-	for r := range 4 {
-		wv := c.YMM()
-		c.VMOVDQU(rows[r], wv)
-		orThree(c, wv, three)
-		dotGroup(c, func(q int) reg.VecVirtual { return unpackCodes(c, wv, mask, q) }, func(q int) operand.Mem { return mem(px, 32*q) }, ones16, acc[r])
-	}
-	c.ADDQ(operand.Imm(32), pw)
-	c.ADDQ(operand.Imm(groupValues), px)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef(loop))
+	repeat(c, loop, n, func() {
+		rows := rowAddrs(pw, ld, ld3, 0)
+		for r := range 4 {
+			wv := c.YMM()
+			c.VMOVDQU(rows[r], wv)
+			orThree(c, wv, three)
+			dotGroup(c, func(q int) reg.VecVirtual { return unpackCodes(c, wv, mask, q) }, func(q int) operand.Mem { return mem(px, 32*q) }, ones16, acc[r])
+		}
+		c.ADDQ(operand.Imm(32), pw)
+		c.ADDQ(operand.Imm(groupValues), px)
+	})
 	t0, t1 := c.YMM(), c.YMM()
 	c.VPHADDD(acc[1], acc[0], t0) // per lane: pairs of rows 0, 1
 	c.VPHADDD(acc[3], acc[2], t1)
@@ -642,8 +568,7 @@ func gemvI8AVX2Rows4(c *build.Context) {
 	c.VPADDD(hi, t0.AsX(), hi)
 	c.VMOVDQU(hi, mem(pout, 0))
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // packPanelAVX2 writes ng*128 bytes of an A panel from four rows of I2_S
@@ -653,61 +578,46 @@ func gemvI8AVX2Rows4(c *build.Context) {
 // shifts leak no bits into the kept pair). It returns, OR-ed over all
 // input bytes, x & (x>>1) & 0x55 (nonzero: a code 3 occurs).
 func packPanelAVX2(c *build.Context) {
-	c.Function("packPanelAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(panel *byte, r0, r1, r2, r3 *byte, ng int) uint32")
-	c.Doc("packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.")
-	pp := c.Load(c.Param("panel"), c.GP64())
+	declareNoescape(c, "packPanelAVX2", "func(panel *byte, r0, r1, r2, r3 *byte, ng int) uint32",
+		"packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.")
+	pp := loadArg(c, "panel")
 	var pr [4]reg.Register
 	for r := range pr {
 		pr[r] = c.Load(c.Param(fmt.Sprintf("r%d", r)), c.GP64())
 	}
-	n := c.Load(c.Param("ng"), c.GP64())
+	n := loadArg(c, "ng")
 	var masks [4]reg.VecVirtual
 	for r := range masks {
 		masks[r] = bcst32(c, 0x03030303<<(2*r))
 	}
 	three := zeroY(c, 1)[0]
-	c.Label("pploop")
-	var x [4]reg.VecVirtual
-	for r := range x {
-		x[r] = c.YMM()
-		c.VMOVDQU(mem(pr[r], 0), x[r])
-		orThree(c, x[r], three)
-	}
-	for q := 0; q < 4; q++ {
-		out := c.YMM()
-		for r := 0; r < 4; r++ {
-			sh := 6 - 2*q - 2*r
-			t := c.YMM()
-			switch {
-			case sh > 0:
-				c.VPSRLW(operand.Imm(uint64(sh)), x[r], t)
-				c.VPAND(masks[r], t, t)
-			case sh < 0:
-				c.VPSLLW(operand.Imm(uint64(-sh)), x[r], t)
-				c.VPAND(masks[r], t, t)
-			default:
-				c.VPAND(masks[r], x[r], t)
-			}
-			if r == 0 {
-				out = t
-			} else {
-				c.VPOR(t, out, out)
-			}
+	repeat(c, "pploop", n, func() {
+		var x [4]reg.VecVirtual
+		for r := range x {
+			x[r] = c.YMM()
+			c.VMOVDQU(mem(pr[r], 0), x[r])
+			orThree(c, x[r], three)
 		}
-		c.VMOVDQU(out, mem(pp, 32*q))
-	}
-	for r := range pr {
-		c.ADDQ(operand.Imm(32), pr[r])
-	}
-	c.ADDQ(operand.U32(128), pp)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("pploop"))
+		for q := 0; q < 4; q++ {
+			out := c.YMM()
+			for r := 0; r < 4; r++ {
+				t := c.YMM()
+				maskedShift(c, t, x[r], masks[r], 6-2*q-2*r, c.VPAND)
+				if r == 0 {
+					out = t
+				} else {
+					c.VPOR(t, out, out)
+				}
+			}
+			c.VMOVDQU(out, mem(pp, 32*q))
+		}
+		for r := range pr {
+			c.ADDQ(operand.Imm(32), pr[r])
+		}
+		c.ADDQ(operand.U32(128), pp)
+	})
 	threeFlag(c, three)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // foldI32AVX2: for n (a positive multiple of 8) elements, eight at a time,
@@ -723,10 +633,7 @@ func foldI32AVX2(c *build.Context) {
 // sfenceAVX2 is SFENCE: the non-temporal stores before it are visible
 // before any store after it.
 func sfenceAVX2(c *build.Context) {
-	c.Function("sfenceAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func()")
-	c.Doc("sfenceAVX2 orders the non-temporal stores before it before the stores after it.")
+	declare(c, "sfenceAVX2", "func()", "sfenceAVX2 orders the non-temporal stores before it before the stores after it.")
 	c.SFENCE()
 	c.RET()
 }
@@ -739,20 +646,14 @@ func foldF32AVX2(c *build.Context) {
 
 // fold emits foldI32AVX2 (ints) or foldF32AVX2: one loop per mode.
 func fold(c *build.Context, name string, ints bool) {
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
 	if ints {
-		c.SignatureExpr("func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)")
-		c.Doc(name + " folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+		declareNoescape(c, name, "func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)",
+			name+" folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
 	} else {
-		c.SignatureExpr("func(dst *float32, src *float32, n int, sc, bias float32, mode int)")
-		c.Doc(name + " folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
+		declareNoescape(c, name, "func(dst *float32, src *float32, n int, sc, bias float32, mode int)",
+			name+" folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
 	}
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("n"), c.GP64())
-	mode := c.Load(c.Param("mode"), c.GP64())
+	pd, ps, n, mode := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "n"), loadArg(c, "mode")
 	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
 	if ints {
 		c.VBROADCASTSS(paramAddr(c, "a"), va)
@@ -798,6 +699,5 @@ func fold(c *build.Context, name string, ints bool) {
 		c.JMP(operand.LabelRef(done))
 	}
 	c.Label(done)
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }

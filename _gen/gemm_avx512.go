@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -21,34 +20,12 @@ import (
 
 const nr512 = 64 // columns of both AVX-512 micro-panels: four ZMM per row
 
-func init() {
-	register(target{
-		name: "gemm512",
-		dir:  "gokern/gemm",
-		pkg:  "gemm",
-		base: "micro_avx512",
-		gen: func(c *build.Context) {
-			microF32AVX512(c)
-			prepI8VNNI(c)
-			microI8VNNI(c)
-		},
-	})
-}
-
-// zeroZ returns n zeroed ZMM registers.
-func zeroZ(c *build.Context, n int) []reg.VecVirtual {
-	out := make([]reg.VecVirtual, n)
-	for i := range out {
-		out[i] = c.ZMM()
-		c.VPXORD(out[i], out[i], out[i])
-	}
-	return out
-}
+// gemmAVX512 emits gokern/gemm/micro_avx512_amd64.s.
+var gemmAVX512 = kernels(microF32AVX512, prepI8VNNI, microI8VNNI)
 
 // bcstZ32 returns a ZMM register holding v in each 32-bit lane.
 func bcstZ32(c *build.Context, v uint32) reg.VecVirtual {
-	r := c.GP32()
-	c.MOVL(operand.U32(v), r)
+	r := gpImm(c, 4, uint64(v))
 	z := c.ZMM()
 	c.VPBROADCASTD(r, z)
 	return z
@@ -86,14 +63,7 @@ func loadZ(c *build.Context) func(m operand.Mem) reg.VecVirtual {
 // the tile then runs over the result, so the transposition and the sums are
 // not redone per four output channels.
 func prepI8VNNI(c *build.Context) {
-	c.Function("prepI8VNNI")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int8, src *int8, kq int, tail *int8)")
-	c.Doc("prepI8VNNI transposes kq >= 0 quads of a 64-column int8 B micro-panel (and the quad at tail, if not nil) for microI8VNNI, column sums after them.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	n := c.Load(c.Param("kq"), c.GP64())
+	pd, ps, n := declarePrepI8(c, "prepI8VNNI", nr512, "microI8VNNI")
 	ones8 := bcstZ32(c, 0x01010101)
 	csum := zeroZ(c, 4)
 
@@ -143,46 +113,33 @@ func prepI8VNNI(c *build.Context) {
 // 4x4 transpose of 128-bit lanes (VSHUFI32X4) per row undoes the column
 // permutation. Every step is exact modulo 2^32.
 func microI8VNNI(c *build.Context) {
-	c.Function("microI8VNNI")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(kq int, a *byte, b *int8, t *int32, ldt int, add bool, csum *int32)")
-	c.Doc("microI8VNNI is the 4x64 int8 micro-kernel over kq >= 1 prepared quads of k (ldt in elements).")
-	n := c.Load(c.Param("kq"), c.GP64())
-	pa := c.Load(c.Param("a"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
+	n, pa, pb := declareMicroI8(c, "microI8VNNI", "4x64")
 	mask3 := bcstZ32(c, 0x03030303)
 
 	acc := zeroZ(c, 16) // acc[4r+i]: row r, permuted columns of z_i
 
-	c.Label("i8loop")
-	var z [4]reg.VecVirtual
-	for i := range z {
-		z[i] = c.ZMM()
-		c.VMOVDQU8(mem(pb, 64*i), z[i])
-	}
-	w := c.ZMM()
-	c.VPBROADCASTD(mem(pa, 0), w)
-	for r := 0; r < 4; r++ {
-		cr := c.ZMM()
-		if r == 0 {
-			c.VPANDD(mask3, w, cr)
-		} else {
-			c.VPSRLW(operand.Imm(uint64(2*r)), w, cr)
-			c.VPANDD(mask3, cr, cr)
-		}
+	repeat(c, "i8loop", n, func() {
+		var z [4]reg.VecVirtual
 		for i := range z {
-			c.VPDPBUSD(z[i], cr, acc[4*r+i])
+			z[i] = c.ZMM()
+			c.VMOVDQU8(mem(pb, 64*i), z[i])
 		}
-	}
-	c.ADDQ(operand.Imm(4), pa)
-	c.ADDQ(operand.U32(4*nr512), pb)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("i8loop"))
+		w := c.ZMM()
+		c.VPBROADCASTD(mem(pa, 0), w)
+		for r := 0; r < 4; r++ {
+			cr := c.ZMM()
+			maskedShift(c, cr, w, mask3, 2*r, func(m, x, d operand.Op) { c.VPANDD(m, x, d) })
+			for i := range z {
+				c.VPDPBUSD(z[i], cr, acc[4*r+i])
+			}
+		}
+		c.ADDQ(operand.Imm(4), pa)
+		c.ADDQ(operand.U32(4*nr512), pb)
+	})
 
 	// Subtract the column sums, then undo the column permutation per row:
 	// lanes (z0 z1 z2 z3)[L] become the 16 columns 16L .. 16L+15.
-	pc := c.Load(c.Param("csum"), c.GP64())
+	pc := loadArg(c, "csum")
 	var cs [4]reg.VecVirtual
 	for i := range cs {
 		cs[i] = c.ZMM()

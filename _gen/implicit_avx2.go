@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -21,83 +20,74 @@ import (
 // register serve every pixel). Per quad: 8 loads, 12 VPMADDUBSW, 12 VPADDW.
 func implicitI8AVX2(c *build.Context) {
 	const pix = 6
-	c.Function("implicitI8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)")
-	c.Doc("implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
+	declareNoescape(c, "implicitI8AVX2", "func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)",
+		"implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
 	ones16 := vconst(c, "imones16", splat(0x00010001))
 	// ntile and px live in the argument frame (advanced there per tile):
 	// the quad loop needs 12 general registers, and R15 is off limits (a
 	// global access clobbers it in the c-shared build).
-	pt := c.Load(c.Param("t"), c.GP64())
+	pt := loadArg(c, "t")
 	acc := make([]reg.VecVirtual, 2*pix)
 	for i := range acc {
 		acc[i] = c.YMM()
 	}
 
-	c.Label("imtile")
-	for i := range acc {
-		c.VPXOR(acc[i], acc[i], acc[i])
-	}
-	for i := range acc {
-		c.VMOVDQU(acc[0], mem(pt, 32*i)) // the int32 sums start at 0
-	}
-	pp := make([]reg.Register, pix)
-	{
-		ppx := c.Load(c.Param("px"), c.GP64())
-		for j := range pp {
-			pp[j] = c.Load(c.Param("x"), c.GP64())
-			c.ADDQ(mem(ppx, 8*j), pp[j])
+	repeat(c, "imtile", paramAddr(c, "ntile"), func() {
+		for i := range acc {
+			c.VPXOR(acc[i], acc[i], acc[i])
 		}
-		c.ADDQ(operand.Imm(8*pix), ppx)
-		c.Store(ppx, c.Param("px"))
-	}
-	pw := c.Load(c.Param("w"), c.GP64())
-	ps := c.Load(c.Param("segs"), c.GP64())
-	ns := c.Load(c.Param("nseg"), c.GP64())
-
-	c.Label("imseg")
-	off, n := c.GP64(), c.GP64()
-	c.MOVLQSX(mem(ps, 0), off)
-	c.MOVLQSX(mem(ps, 4), n)
-
-	c.Label("imquad")
-	w0, w1 := c.YMM(), c.YMM()
-	c.VMOVDQU(mem(pw, 0), w0)
-	c.VMOVDQU(mem(pw, 32), w1)
-	for j := range pix {
-		b := c.YMM()
-		c.VPBROADCASTD(operand.Mem{Base: pp[j], Index: off, Scale: 1}, b)
-		for h, wv := range []reg.VecVirtual{w0, w1} {
-			p := c.YMM()
-			c.VPMADDUBSW(wv, b, p)
-			c.VPADDW(p, acc[2*j+h], acc[2*j+h])
+		for i := range acc {
+			c.VMOVDQU(acc[0], mem(pt, 32*i)) // the int32 sums start at 0
 		}
-	}
-	c.ADDQ(operand.Imm(4), off)
-	c.ADDQ(operand.Imm(64), pw)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("imquad"))
+		pp := make([]reg.Register, pix)
+		{
+			ppx := loadArg(c, "px")
+			for j := range pp {
+				pp[j] = c.Load(c.Param("x"), c.GP64())
+				c.ADDQ(mem(ppx, 8*j), pp[j])
+			}
+			c.ADDQ(operand.Imm(8*pix), ppx)
+			c.Store(ppx, c.Param("px"))
+		}
+		pw, ps, ns := loadArg(c, "w"), loadArg(c, "segs"), loadArg(c, "nseg")
 
-	c.CMPL(mem(ps, 8), operand.Imm(0))
-	c.JE(operand.LabelRef("imnext"))
-	for i := range acc {
-		c.VPMADDWD(ones16, acc[i], acc[i])
-		c.VPADDD(mem(pt, 32*i), acc[i], acc[i])
-		c.VMOVDQU(acc[i], mem(pt, 32*i))
-		c.VPXOR(acc[i], acc[i], acc[i])
-	}
-	c.Label("imnext")
-	c.ADDQ(operand.Imm(12), ps)
-	c.DECQ(ns)
-	c.JNZ(operand.LabelRef("imseg"))
+		repeat(c, "imseg", ns, func() {
+			off, n := c.GP64(), c.GP64()
+			c.MOVLQSX(mem(ps, 0), off)
+			c.MOVLQSX(mem(ps, 4), n)
 
-	c.ADDQ(operand.U32(4*16*pix), pt)
-	c.DECQ(paramAddr(c, "ntile"))
-	c.JNZ(operand.LabelRef("imtile"))
-	c.VZEROUPPER()
-	c.RET()
+			repeat(c, "imquad", n, func() {
+				w0, w1 := c.YMM(), c.YMM()
+				c.VMOVDQU(mem(pw, 0), w0)
+				c.VMOVDQU(mem(pw, 32), w1)
+				for j := range pix {
+					b := c.YMM()
+					c.VPBROADCASTD(operand.Mem{Base: pp[j], Index: off, Scale: 1}, b)
+					for h, wv := range []reg.VecVirtual{w0, w1} {
+						p := c.YMM()
+						c.VPMADDUBSW(wv, b, p)
+						c.VPADDW(p, acc[2*j+h], acc[2*j+h])
+					}
+				}
+				c.ADDQ(operand.Imm(4), off)
+				c.ADDQ(operand.Imm(64), pw)
+			})
+
+			c.CMPL(mem(ps, 8), operand.Imm(0))
+			c.JE(operand.LabelRef("imnext"))
+			for i := range acc {
+				c.VPMADDWD(ones16, acc[i], acc[i])
+				c.VPADDD(mem(pt, 32*i), acc[i], acc[i])
+				c.VMOVDQU(acc[i], mem(pt, 32*i))
+				c.VPXOR(acc[i], acc[i], acc[i])
+			}
+			c.Label("imnext")
+			c.ADDQ(operand.Imm(12), ps)
+		})
+
+		c.ADDQ(operand.U32(4*16*pix), pt)
+	})
+	vzeroRet(c)
 }
 
 // tileRowsAVX2 turns the implicit kernel's tiles (pixel-major: 16 sums per
@@ -106,88 +96,70 @@ func implicitI8AVX2(c *build.Context) {
 // subtracted, an 8x8 dword transpose (VPUNPCKL/HDQ, VPUNPCKL/HQDQ,
 // VPERM2I128) and 8 stores of 8 pixels each into dst rows ldd apart.
 func tileRowsAVX2(c *build.Context) {
-	c.Function("tileRowsAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *int32, ldd int, t *int32, nblk int, corr *int32)")
-	c.Doc("tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ld := c.Load(c.Param("ldd"), c.GP64())
-	pt := c.Load(c.Param("t"), c.GP64())
-	n := c.Load(c.Param("nblk"), c.GP64())
-	pc := c.Load(c.Param("corr"), c.GP64())
+	declareNoescape(c, "tileRowsAVX2", "func(dst *int32, ldd int, t *int32, nblk int, corr *int32)",
+		"tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
+	pd, ld, pt, n, pc := loadArg(c, "dst"), loadArg(c, "ldd"), loadArg(c, "t"), loadArg(c, "nblk"), loadArg(c, "corr")
 	c.SHLQ(operand.Imm(2), ld)
-	ld3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
-	c.Label("trblk")
-	for h := range 2 {
-		r := make([]reg.VecVirtual, 8)
-		for j := range r {
-			r[j] = c.YMM()
-			c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
-			c.VPSUBD(mem(pc, 32*h), r[j], r[j])
-		}
-		unpack := func(lo bool, q bool, a, b reg.VecVirtual) reg.VecVirtual {
-			d := c.YMM()
-			switch {
-			case lo && !q:
-				c.VPUNPCKLDQ(b, a, d)
-			case !lo && !q:
-				c.VPUNPCKHDQ(b, a, d)
-			case lo && q:
-				c.VPUNPCKLQDQ(b, a, d)
-			default:
-				c.VPUNPCKHQDQ(b, a, d)
+	ld3 := times3(c, ld)
+	repeat(c, "trblk", n, func() {
+		for h := range 2 {
+			r := make([]reg.VecVirtual, 8)
+			for j := range r {
+				r[j] = c.YMM()
+				c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
+				c.VPSUBD(mem(pc, 32*h), r[j], r[j])
 			}
-			return d
-		}
-		var u [8]reg.VecVirtual
-		for g := range 2 { // pixels 0-3, 4-7
-			q := r[4*g:]
-			t0, t1 := unpack(true, false, q[0], q[1]), unpack(false, false, q[0], q[1])
-			t2, t3 := unpack(true, false, q[2], q[3]), unpack(false, false, q[2], q[3])
-			u[4*g+0] = unpack(true, true, t0, t2) // channels 0 | 4
-			u[4*g+1] = unpack(false, true, t0, t2)
-			u[4*g+2] = unpack(true, true, t1, t3)
-			u[4*g+3] = unpack(false, true, t1, t3)
-		}
-		// row o (o < 4) = low lanes of u[o] and u[4+o]; row 4+o the high ones
-		base := pd
-		if h == 1 {
-			base = c.GP64()
-			c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
-		}
-		rowMem := func(o int) operand.Mem {
-			m := operand.Mem{Base: base}
-			if o >= 4 {
-				b4 := c.GP64()
-				c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
-				m.Base = b4
+			unpack := func(lo bool, q bool, a, b reg.VecVirtual) reg.VecVirtual {
+				d := c.YMM()
+				switch {
+				case lo && !q:
+					c.VPUNPCKLDQ(b, a, d)
+				case !lo && !q:
+					c.VPUNPCKHDQ(b, a, d)
+				case lo && q:
+					c.VPUNPCKLQDQ(b, a, d)
+				default:
+					c.VPUNPCKHQDQ(b, a, d)
+				}
+				return d
 			}
-			switch o % 4 {
-			case 1:
-				m.Index, m.Scale = ld, 1
-			case 2:
-				m.Index, m.Scale = ld, 2
-			case 3:
-				m.Index, m.Scale = ld3, 1
+			var u [8]reg.VecVirtual
+			for g := range 2 { // pixels 0-3, 4-7
+				q := r[4*g:]
+				t0, t1 := unpack(true, false, q[0], q[1]), unpack(false, false, q[0], q[1])
+				t2, t3 := unpack(true, false, q[2], q[3]), unpack(false, false, q[2], q[3])
+				u[4*g+0] = unpack(true, true, t0, t2) // channels 0 | 4
+				u[4*g+1] = unpack(false, true, t0, t2)
+				u[4*g+2] = unpack(true, true, t1, t3)
+				u[4*g+3] = unpack(false, true, t1, t3)
 			}
-			return m
+			// row o (o < 4) = low lanes of u[o] and u[4+o]; row 4+o the high ones
+			base := pd
+			if h == 1 {
+				base = c.GP64()
+				c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
+			}
+			rowMem := func(o int) operand.Mem {
+				b := base
+				if o >= 4 {
+					b4 := c.GP64()
+					c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
+					b = b4
+				}
+				return rowAddrs(b, ld, ld3, 0)[o%4]
+			}
+			for o := range 4 {
+				lo, hi := c.YMM(), c.YMM()
+				c.VPERM2I128(operand.Imm(0x20), u[4+o], u[o], lo)
+				c.VPERM2I128(operand.Imm(0x31), u[4+o], u[o], hi)
+				c.VMOVDQU(lo, rowMem(o))
+				c.VMOVDQU(hi, rowMem(4+o))
+			}
 		}
-		for o := range 4 {
-			lo, hi := c.YMM(), c.YMM()
-			c.VPERM2I128(operand.Imm(0x20), u[4+o], u[o], lo)
-			c.VPERM2I128(operand.Imm(0x31), u[4+o], u[o], hi)
-			c.VMOVDQU(lo, rowMem(o))
-			c.VMOVDQU(hi, rowMem(4+o))
-		}
-	}
-	c.ADDQ(operand.U32(8*64), pt)
-	c.ADDQ(operand.Imm(32), pd)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("trblk"))
-	c.VZEROUPPER()
-	c.RET()
+		c.ADDQ(operand.U32(8*64), pt)
+		c.ADDQ(operand.Imm(32), pd)
+	})
+	vzeroRet(c)
 }
 
 // quantU8 holds the constants of the implicit-layout quantizers.
@@ -241,83 +213,64 @@ func (q *quantU8) quad(v []reg.VecVirtual) {
 // dword per pixel (quantU8.quad), VPUNPCKL/HDQ joining the halves into one
 // qword per pixel, and 8 qword stores cp bytes apart, in pixel order.
 func quantU8x8AVX2(c *build.Context) {
-	c.Function("quantU8x8AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)")
-	c.Doc("quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	ld := c.Load(c.Param("hw"), c.GP64())
-	n := c.Load(c.Param("nblk"), c.GP64())
-	cp := c.Load(c.Param("cp"), c.GP64())
-	pf := c.Load(c.Param("pf"), c.GP64())
+	declareNoescape(c, "quantU8x8AVX2", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
+		"quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
+	pd, ps, ld, n, cp, pf := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "hw"), loadArg(c, "nblk"), loadArg(c, "cp"), loadArg(c, "pf")
 	c.SHLQ(operand.Imm(2), ld)
-	ld3, cp3 := c.GP64(), c.GP64()
-	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
-	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
+	ld3, cp3 := times3(c, ld), times3(c, cp)
 	ps4, pd4 := c.GP64(), c.GP64()
 	q := newQuantU8(c)
-	c.Label("qu8blk")
-	// The 8 rows' data pf bytes ahead (later channels, read by a later
-	// call): with 8 rows a call, and hundreds of rows per output row of the
-	// layout, the hardware prefetchers do not follow the streams.
-	pfb := c.GP64()
-	c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
-	for i := range 8 {
-		if i == 4 {
-			c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
+	repeat(c, "qu8blk", n, func() {
+		// The 8 rows' data pf bytes ahead (later channels, read by a later
+		// call): with 8 rows a call, and hundreds of rows per output row of the
+		// layout, the hardware prefetchers do not follow the streams.
+		pfb := c.GP64()
+		c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
+		for i := range 8 {
+			if i == 4 {
+				c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
+			}
+			c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
 		}
-		c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
-	}
-	c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
-	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
-	var v [8]reg.VecVirtual
-	for i := range v {
-		base := ps
-		if i >= 4 {
-			base = ps4
+		c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
+		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
+		var v [8]reg.VecVirtual
+		for i := range v {
+			base := ps
+			if i >= 4 {
+				base = ps4
+			}
+			v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
 		}
-		v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
-	}
-	q.quad(v[:4])
-	q.quad(v[4:])
-	l, u := c.YMM(), c.YMM()
-	c.VPUNPCKLDQ(v[4], v[0], l) // pixels 0, 1 | 4, 5
-	c.VPUNPCKHDQ(v[4], v[0], u) // pixels 2, 3 | 6, 7
-	lh, uh := c.XMM(), c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), l, lh)
-	c.VEXTRACTI128(operand.Imm(1), u, uh)
-	for k, x := range []reg.Register{l.AsX(), u.AsX(), lh, uh} { // pixels 2k, 2k+1
-		base := pd
-		if k >= 2 {
-			base = pd4
+		q.quad(v[:4])
+		q.quad(v[4:])
+		l, u := c.YMM(), c.YMM()
+		c.VPUNPCKLDQ(v[4], v[0], l) // pixels 0, 1 | 4, 5
+		c.VPUNPCKHDQ(v[4], v[0], u) // pixels 2, 3 | 6, 7
+		lh, uh := c.XMM(), c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), l, lh)
+		c.VEXTRACTI128(operand.Imm(1), u, uh)
+		for k, x := range []reg.Register{l.AsX(), u.AsX(), lh, uh} { // pixels 2k, 2k+1
+			base := pd
+			if k >= 2 {
+				base = pd4
+			}
+			c.VMOVQ(x, rowAddrs(base, cp, cp3, 0)[2*k%4])
+			c.VPEXTRQ(operand.Imm(1), x, rowAddrs(base, cp, cp3, 0)[2*k%4+1])
 		}
-		c.VMOVQ(x, rowAddrs(base, cp, cp3, 0)[2*k%4])
-		c.VPEXTRQ(operand.Imm(1), x, rowAddrs(base, cp, cp3, 0)[2*k%4+1])
-	}
-	c.ADDQ(operand.Imm(32), ps)
-	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("qu8blk"))
-	c.VZEROUPPER()
-	c.RET()
+		c.ADDQ(operand.Imm(32), ps)
+		c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+	})
+	vzeroRet(c)
 }
 
 // quantU8x4AVX2 is quantU8x8AVX2 for 4 channels at byte offsets offs[0..3]
 // from src (QuantU8x4: the caller repeats the last channel's offset for
 // fewer), with a dword store per pixel.
 func quantU8x4AVX2(c *build.Context) {
-	c.Function("quantU8x4AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)")
-	c.Doc("quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).")
-	pd := c.Load(c.Param("dst"), c.GP64())
-	ps := c.Load(c.Param("src"), c.GP64())
-	po := c.Load(c.Param("offs"), c.GP64())
-	n := c.Load(c.Param("nblk"), c.GP64())
-	cp := c.Load(c.Param("cp"), c.GP64())
+	declareNoescape(c, "quantU8x4AVX2", "func(dst *byte, src *float32, offs *int, nblk int, cp int, a float32)",
+		"quantU8x4AVX2 sets dst[x*cp+i] = byte(Quant8(src[offs[i]/4+x], a)) ^ 0x80 for i < 4, x < 8*nblk (nblk >= 1).")
+	pd, ps, po, n, cp := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "offs"), loadArg(c, "nblk"), loadArg(c, "cp")
 	var off [3]reg.GPVirtual
 	for i := range off {
 		off[i] = c.GP64()
@@ -327,33 +280,31 @@ func quantU8x4AVX2(c *build.Context) {
 	c.SUBQ(mem(po, 0), off[0])
 	c.SUBQ(mem(po, 0), off[1])
 	c.SUBQ(mem(po, 0), off[2])
-	cp3, pd4 := c.GP64(), c.GP64()
-	c.LEAQ(operand.Mem{Base: cp, Index: cp, Scale: 2}, cp3)
+	cp3 := times3(c, cp)
+	pd4 := c.GP64()
 	q := newQuantU8(c)
-	c.Label("qu4blk")
-	c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
-	var v [4]reg.VecVirtual
-	v[0] = q.quant(mem(ps, 0))
-	for i := 1; i < 4; i++ {
-		v[i] = q.quant(operand.Mem{Base: ps, Index: off[i-1], Scale: 1})
-	}
-	q.quad(v[:])
-	h := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), v[0], h)
-	for k, x := range []reg.Register{v[0].AsX(), h} { // pixels 4k..4k+3
-		base := pd
-		if k == 1 {
-			base = pd4
+	repeat(c, "qu4blk", n, func() {
+		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
+		var v [4]reg.VecVirtual
+		v[0] = q.quant(mem(ps, 0))
+		for i := 1; i < 4; i++ {
+			v[i] = q.quant(operand.Mem{Base: ps, Index: off[i-1], Scale: 1})
 		}
-		c.VMOVD(x, rowAddrs(base, cp, cp3, 0)[0])
-		for j := 1; j < 4; j++ {
-			c.VPEXTRD(operand.Imm(uint64(j)), x, rowAddrs(base, cp, cp3, 0)[j])
+		q.quad(v[:])
+		h := c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), v[0], h)
+		for k, x := range []reg.Register{v[0].AsX(), h} { // pixels 4k..4k+3
+			base := pd
+			if k == 1 {
+				base = pd4
+			}
+			c.VMOVD(x, rowAddrs(base, cp, cp3, 0)[0])
+			for j := 1; j < 4; j++ {
+				c.VPEXTRD(operand.Imm(uint64(j)), x, rowAddrs(base, cp, cp3, 0)[j])
+			}
 		}
-	}
-	c.ADDQ(operand.Imm(32), ps)
-	c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("qu4blk"))
-	c.VZEROUPPER()
-	c.RET()
+		c.ADDQ(operand.Imm(32), ps)
+		c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+	})
+	vzeroRet(c)
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -18,57 +17,47 @@ import (
 // the 16 columns' w0*b[2i][j] + w1*b[2i+1][j] at tab + 288*i + 32*e. A row's
 // TL1 index selects one YMM per pair, added with VPADDW.
 
-func init() {
-	register(target{
-		name:     "lut",
-		dir:      "gokern/gemm",
-		pkg:      "gemm",
-		base:     "lut_avx2",
-		avx2Only: true,
-		gen: func(c *build.Context) {
-			lutBuild16AVX2(c)
-			lutDot16AVX2(c)
-			lutBuild16TL2AVX2(c)
-			lutDot16TL2AVX2(c)
-		},
-	})
-}
+// lutAVX2 emits gokern/gemm/lut_avx2_amd64.s.
+var lutAVX2 = kernels(lutBuild16AVX2, lutDot16AVX2, lutBuild16TL2AVX2, lutDot16TL2AVX2)
 
 // lutBuild16AVX2 writes the nine entries of np >= 1 pairs: both rows of
 // each pair (32 bytes of b) widened to int16 (VPMOVSXBW), then
 // s = x0+x1, d = x0-x1 and the negations (|.| <= 256: exact in int16).
 func lutBuild16AVX2(c *build.Context) {
-	c.Function("lutBuild16AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(np int, b *int8, tab *int16)")
-	c.Doc("lutBuild16AVX2 fills the int16 tables of np >= 1 pairs of a 16-column B micro-panel (288 bytes a pair).")
-	n := c.Load(c.Param("np"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
+	declareNoescape(c, "lutBuild16AVX2", "func(np int, b *int8, tab *int16)",
+		"lutBuild16AVX2 fills the int16 tables of np >= 1 pairs of a 16-column B micro-panel (288 bytes a pair).")
+	lutBuild(c, "np", "build", 32, 288, func(pb, pt reg.Register, z reg.VecVirtual) {
+		x0, x1 := c.YMM(), c.YMM()
+		c.VPMOVSXBW(mem(pb, 0), x0)
+		c.VPMOVSXBW(mem(pb, 16), x1)
+		s, d := c.YMM(), c.YMM()
+		c.VPADDW(x1, x0, s)
+		c.VPSUBW(x1, x0, d)
+		neg := func(x reg.VecVirtual) reg.VecVirtual {
+			y := c.YMM()
+			c.VPSUBW(x, z, y)
+			return y
+		}
+		entries := [9]reg.VecVirtual{neg(s), neg(x0), neg(d), neg(x1), z, x1, d, x0, s}
+		for e, v := range entries {
+			c.VMOVDQU(v, mem(pt, 32*e))
+		}
+	})
+}
+
+// lutBuild emits the body of a table-building kernel, func(count int, b
+// *int8, tab *int16), and its return: z, a zeroed YMM, then count >= 1
+// times (loop label top) entries(pb, pt, z), which writes the tables at pt
+// of one unit of B at pb, and pb and pt advanced bBytes and tabBytes.
+func lutBuild(c *build.Context, count, top string, bBytes, tabBytes int, entries func(pb, pt reg.Register, z reg.VecVirtual)) {
+	n, pb, pt := loadArg(c, count), loadArg(c, "b"), loadArg(c, "tab")
 	z := zeroY(c, 1)[0]
-	c.Label("build")
-	x0, x1 := c.YMM(), c.YMM()
-	c.VPMOVSXBW(mem(pb, 0), x0)
-	c.VPMOVSXBW(mem(pb, 16), x1)
-	s, d := c.YMM(), c.YMM()
-	c.VPADDW(x1, x0, s)
-	c.VPSUBW(x1, x0, d)
-	neg := func(x reg.VecVirtual) reg.VecVirtual {
-		y := c.YMM()
-		c.VPSUBW(x, z, y)
-		return y
-	}
-	entries := [9]reg.VecVirtual{neg(s), neg(x0), neg(d), neg(x1), z, x1, d, x0, s}
-	for e, v := range entries {
-		c.VMOVDQU(v, mem(pt, 32*e))
-	}
-	c.ADDQ(operand.Imm(32), pb)
-	c.ADDQ(operand.U32(288), pt)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("build"))
-	c.VZEROUPPER()
-	c.RET()
+	repeat(c, top, n, func() {
+		entries(pb, pt, z)
+		c.ADDQ(operand.Imm(uint64(bBytes)), pb)
+		c.ADDQ(operand.U32(uint64(tabBytes)), pt)
+	})
+	vzeroRet(c)
 }
 
 // lutDot16AVX2: for rows >= 1 rows r, out[r*ldo+j] += sum over the 2*nb
@@ -80,75 +69,83 @@ func lutBuild16AVX2(c *build.Context) {
 // (|.| <= 256 per pair, 2*nb <= 126 pairs: |.| <= 32256) so it is exact,
 // then widened to int32 (VPMOVSXWD) and added to out.
 func lutDot16AVX2(c *build.Context) {
-	c.Function("lutDot16AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(nb int, tab *int16, idx *byte, ldi int, rows int, out *int32, ldo int)")
-	c.Doc("lutDot16AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nb >= 1 index bytes a row (ldi, ldo in elements).")
-	pi := c.Load(c.Param("idx"), c.GP64())
-	ldi := c.Load(c.Param("ldi"), c.GP64())
-	rows := c.Load(c.Param("rows"), c.GP64())
-	po := c.Load(c.Param("out"), c.GP64())
-	ldo := c.Load(c.Param("ldo"), c.GP64())
+	declareNoescape(c, "lutDot16AVX2", "func(nb int, tab *int16, idx *byte, ldi int, rows int, out *int32, ldo int)",
+		"lutDot16AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nb >= 1 index bytes a row (ldi, ldo in elements).")
+	lutRows(c, "row", "nb", []string{"idx"}, func(n, pt reg.Register, idx []reg.Register) reg.VecVirtual {
+		p := idx[0]
+		acc := zeroY(c, 4)
+
+		// step adds the two pairs of byte u (from p) of table block u (576
+		// bytes from pt) into acc[2*(u%2)] and acc[2*(u%2)+1].
+		step := func(u int) {
+			lo, hi := c.GP64(), c.GP64()
+			c.MOVBQZX(mem(p, u), lo)
+			c.MOVQ(lo, hi)
+			c.ANDQ(operand.Imm(15), lo)
+			c.SHRQ(operand.Imm(4), hi)
+			c.SHLQ(operand.Imm(5), lo)
+			c.SHLQ(operand.Imm(5), hi)
+			a0, a1 := acc[2*(u%2)], acc[2*(u%2)+1]
+			c.VPADDW(operand.Mem{Base: pt, Index: lo, Scale: 1, Disp: 576 * u}, a0, a0)
+			c.VPADDW(operand.Mem{Base: pt, Index: hi, Scale: 1, Disp: 576*u + 288}, a1, a1)
+		}
+
+		c.Comment("Two index bytes (four pairs) per iteration.")
+		whileAtLeast(c, "pairs2", "pairs1", n, 2, func() {
+			step(0)
+			step(1)
+			c.ADDQ(operand.Imm(2), p)
+			c.ADDQ(operand.U32(2*576), pt)
+		})
+
+		c.Label("pairs1")
+		c.TESTQ(n, n)
+		c.JZ(operand.LabelRef("flush"))
+		step(0)
+
+		c.Label("flush")
+		c.VPADDW(acc[1], acc[0], acc[0])
+		c.VPADDW(acc[3], acc[2], acc[2])
+		c.VPADDW(acc[2], acc[0], acc[0])
+		return acc[0]
+	})
+}
+
+// lutRows emits the row loop of a LUT dot kernel, whose parameters include
+// count, tab, the index pointers named by ptrs, ldi, rows, out and ldo, and
+// its return: rows >= 1 times (loop label top) sum := row(count, tab, copies
+// of the row's index pointers), sum's 16 int16 lanes widened to int32 and
+// added to the row of out, the index pointers advanced ldi bytes and out
+// ldo int32.
+func lutRows(c *build.Context, top, count string, ptrs []string, row func(n, pt reg.Register, idx []reg.Register) reg.VecVirtual) {
+	a := loadArgs(c, append(append([]string{}, ptrs...), "ldi", "rows", "out", "ldo")...)
+	idx0, ldi, rows, po, ldo := a[:len(ptrs)], a[len(ptrs)], a[len(ptrs)+1], a[len(ptrs)+2], a[len(ptrs)+3]
 	c.SHLQ(operand.Imm(2), ldo)
-
-	c.Label("row")
-	n := c.Load(c.Param("nb"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
-	p := c.GP64()
-	c.MOVQ(pi, p)
-	acc := zeroY(c, 4)
-
-	// step adds the two pairs of byte u (from p) of table block u (576
-	// bytes from pt) into acc[2*(u%2)] and acc[2*(u%2)+1].
-	step := func(u int) {
-		lo, hi := c.GP64(), c.GP64()
-		c.MOVBQZX(mem(p, u), lo)
-		c.MOVQ(lo, hi)
-		c.ANDQ(operand.Imm(15), lo)
-		c.SHRQ(operand.Imm(4), hi)
-		c.SHLQ(operand.Imm(5), lo)
-		c.SHLQ(operand.Imm(5), hi)
-		a0, a1 := acc[2*(u%2)], acc[2*(u%2)+1]
-		c.VPADDW(operand.Mem{Base: pt, Index: lo, Scale: 1, Disp: 576 * u}, a0, a0)
-		c.VPADDW(operand.Mem{Base: pt, Index: hi, Scale: 1, Disp: 576*u + 288}, a1, a1)
-	}
-
-	c.Comment("Two index bytes (four pairs) per iteration.")
-	c.Label("pairs2")
-	c.CMPQ(n, operand.Imm(2))
-	c.JB(operand.LabelRef("pairs1"))
-	step(0)
-	step(1)
-	c.ADDQ(operand.Imm(2), p)
-	c.ADDQ(operand.U32(2*576), pt)
-	c.SUBQ(operand.Imm(2), n)
-	c.JMP(operand.LabelRef("pairs2"))
-
-	c.Label("pairs1")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("flush"))
-	step(0)
-
-	c.Label("flush")
-	c.VPADDW(acc[1], acc[0], acc[0])
-	c.VPADDW(acc[3], acc[2], acc[2])
-	c.VPADDW(acc[2], acc[0], acc[0])
-	w0, w1 := c.YMM(), c.YMM()
-	c.VPMOVSXWD(acc[0].AsX(), w0)
-	h := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], h)
-	c.VPMOVSXWD(h, w1)
-	c.VPADDD(mem(po, 0), w0, w0)
-	c.VPADDD(mem(po, 32), w1, w1)
-	c.VMOVDQU(w0, mem(po, 0))
-	c.VMOVDQU(w1, mem(po, 32))
-	c.ADDQ(ldi, pi)
-	c.ADDQ(ldo, po)
-	c.DECQ(rows)
-	c.JNZ(operand.LabelRef("row"))
-	c.VZEROUPPER()
-	c.RET()
+	repeat(c, top, rows, func() {
+		n, pt := loadArg(c, count), loadArg(c, "tab")
+		idx := make([]reg.Register, len(idx0))
+		for i := range idx {
+			idx[i] = c.GP64()
+		}
+		for i, p := range idx0 {
+			c.MOVQ(p, idx[i])
+		}
+		sum := row(n, pt, idx)
+		w0, w1 := c.YMM(), c.YMM()
+		c.VPMOVSXWD(sum.AsX(), w0)
+		h := c.XMM()
+		c.VEXTRACTI128(operand.Imm(1), sum, h)
+		c.VPMOVSXWD(h, w1)
+		c.VPADDD(mem(po, 0), w0, w0)
+		c.VPADDD(mem(po, 32), w1, w1)
+		c.VMOVDQU(w0, mem(po, 0))
+		c.VMOVDQU(w1, mem(po, 32))
+		for _, p := range idx0 {
+			c.ADDQ(ldi, p)
+		}
+		c.ADDQ(ldo, po)
+	})
+	vzeroRet(c)
 }
 
 // tl2Digits returns the balanced-ternary digits (w0, w1, w2) of m = 0..13,
@@ -171,56 +168,44 @@ func tl2Digits(m int) [3]int {
 // combination of m, entry 16+m its negation, entries 14, 15, 30, 31 zero
 // (|.| <= 384: exact in int16).
 func lutBuild16TL2AVX2(c *build.Context) {
-	c.Function("lutBuild16TL2AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(nt int, b *int8, tab *int16)")
-	c.Doc("lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).")
-	n := c.Load(c.Param("nt"), c.GP64())
-	pb := c.Load(c.Param("b"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
-	z := zeroY(c, 1)[0]
-	c.Label("build3")
-	var x [3]reg.VecVirtual
-	for r := range x {
-		x[r] = c.YMM()
-		c.VPMOVSXBW(mem(pb, 16*r), x[r])
-	}
-	for m := 0; m < 16; m++ {
-		if m == 0 || m >= 14 {
-			c.VMOVDQU(z, mem(pt, 32*m))
-			c.VMOVDQU(z, mem(pt, 32*(16+m)))
-			continue
+	declareNoescape(c, "lutBuild16TL2AVX2", "func(nt int, b *int8, tab *int16)",
+		"lutBuild16TL2AVX2 fills the int16 tables of nt >= 1 triples of a 16-column B micro-panel (1 KiB a triple).")
+	lutBuild(c, "nt", "build3", 48, 1024, func(pb, pt reg.Register, z reg.VecVirtual) {
+		var x [3]reg.VecVirtual
+		for r := range x {
+			x[r] = c.YMM()
+			c.VPMOVSXBW(mem(pb, 16*r), x[r])
 		}
-		d := tl2Digits(m)
-		v := c.YMM()
-		first := true
-		for r, w := range d {
-			switch {
-			case w == 0:
-			case first && w == 1:
-				c.VMOVDQA(x[r], v)
-				first = false
-			case first:
-				c.VPSUBW(x[r], z, v)
-				first = false
-			case w == 1:
-				c.VPADDW(x[r], v, v)
-			default:
-				c.VPSUBW(x[r], v, v)
+		for m := 0; m < 16; m++ {
+			if m == 0 || m >= 14 {
+				c.VMOVDQU(z, mem(pt, 32*m))
+				c.VMOVDQU(z, mem(pt, 32*(16+m)))
+				continue
 			}
+			d := tl2Digits(m)
+			v := c.YMM()
+			first := true
+			for r, w := range d {
+				switch {
+				case w == 0:
+				case first && w == 1:
+					c.VMOVDQA(x[r], v)
+					first = false
+				case first:
+					c.VPSUBW(x[r], z, v)
+					first = false
+				case w == 1:
+					c.VPADDW(x[r], v, v)
+				default:
+					c.VPSUBW(x[r], v, v)
+				}
+			}
+			c.VMOVDQU(v, mem(pt, 32*m))
+			ng := c.YMM()
+			c.VPSUBW(v, z, ng)
+			c.VMOVDQU(ng, mem(pt, 32*(16+m)))
 		}
-		c.VMOVDQU(v, mem(pt, 32*m))
-		ng := c.YMM()
-		c.VPSUBW(v, z, ng)
-		c.VMOVDQU(ng, mem(pt, 32*(16+m)))
-	}
-	c.ADDQ(operand.Imm(48), pb)
-	c.ADDQ(operand.U32(1024), pt)
-	c.DECQ(n)
-	c.JNZ(operand.LabelRef("build3"))
-	c.VZEROUPPER()
-	c.RET()
+	})
 }
 
 // lutDot16TL2AVX2: for rows >= 1 rows r, out[r*ldo+j] += sum over nt >= 1
@@ -233,109 +218,77 @@ func lutBuild16TL2AVX2(c *build.Context) {
 // accumulators wrap as in lutDot16AVX2; the caller bounds the true sum
 // (|.| <= 384 per triple, nt <= 85).
 func lutDot16TL2AVX2(c *build.Context) {
-	c.Function("lutDot16TL2AVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.Pragma("noescape")
-	c.SignatureExpr("func(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)")
-	c.Doc("lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).")
-	pm0 := c.Load(c.Param("mag"), c.GP64())
-	ps0 := c.Load(c.Param("sign"), c.GP64())
-	ldi := c.Load(c.Param("ldi"), c.GP64())
-	rows := c.Load(c.Param("rows"), c.GP64())
-	po := c.Load(c.Param("out"), c.GP64())
-	ldo := c.Load(c.Param("ldo"), c.GP64())
-	c.SHLQ(operand.Imm(2), ldo)
+	declareNoescape(c, "lutDot16TL2AVX2", "func(nt int, tab *int16, mag *byte, sign *byte, ldi int, rows int, out *int32, ldo int)",
+		"lutDot16TL2AVX2 adds to rows >= 1 rows of 16 int32 the table sums of nt >= 1 TL2 triples a row (ldi, ldo in elements).")
+	lutRows(c, "row3", "nt", []string{"mag", "sign"}, func(n, pt reg.Register, idx []reg.Register) reg.VecVirtual {
+		pm, ps := idx[0], idx[1]
+		acc := zeroY(c, 2)
 
-	c.Label("row3")
-	n := c.Load(c.Param("nt"), c.GP64())
-	pt := c.Load(c.Param("tab"), c.GP64())
-	pm, ps := c.GP64(), c.GP64()
-	c.MOVQ(pm0, pm)
-	c.MOVQ(ps0, ps)
-	acc := zeroY(c, 2)
-
-	// add adds the entry at byte offset e<<5 of triple u (1 KiB each from
-	// pt) into acc[u%2].
-	add := func(e reg.GPVirtual, u int) {
-		c.SHLQ(operand.Imm(5), e)
-		c.VPADDW(operand.Mem{Base: pt, Index: e, Scale: 1, Disp: 1024 * u}, acc[u%2], acc[u%2])
-	}
-	// signBit puts bit u of s, moved to bit 4, into a new register.
-	signBit := func(s reg.GPVirtual, u int) reg.GPVirtual {
-		t := c.GP64()
-		c.MOVQ(s, t)
-		switch {
-		case u < 4:
-			c.SHLQ(operand.Imm(uint64(4-u)), t)
-		case u > 4:
-			c.SHRQ(operand.Imm(uint64(u-4)), t)
+		// add adds the entry at byte offset e<<5 of triple u (1 KiB each from
+		// pt) into acc[u%2].
+		add := func(e reg.GPVirtual, u int) {
+			c.SHLQ(operand.Imm(5), e)
+			c.VPADDW(operand.Mem{Base: pt, Index: e, Scale: 1, Disp: 1024 * u}, acc[u%2], acc[u%2])
 		}
-		c.ANDQ(operand.Imm(16), t)
-		return t
-	}
-
-	c.Comment("Eight triples per iteration.")
-	c.Label("triples8")
-	c.CMPQ(n, operand.Imm(8))
-	c.JB(operand.LabelRef("tail3"))
-	s := c.GP64()
-	c.MOVBQZX(mem(ps, 0), s)
-	m := c.GP64()
-	c.MOVLQZX(mem(pm, 0), m)
-	for u := 0; u < 8; u++ {
-		e := c.GP64()
-		c.MOVQ(m, e)
-		if u > 0 {
-			c.SHRQ(operand.Imm(uint64(4*u)), e)
+		// signBit puts bit u of s, moved to bit 4, into a new register.
+		signBit := func(s reg.GPVirtual, u int) reg.GPVirtual {
+			t := c.GP64()
+			c.MOVQ(s, t)
+			switch {
+			case u < 4:
+				c.SHLQ(operand.Imm(uint64(4-u)), t)
+			case u > 4:
+				c.SHRQ(operand.Imm(uint64(u-4)), t)
+			}
+			c.ANDQ(operand.Imm(16), t)
+			return t
 		}
-		c.ANDQ(operand.Imm(15), e)
-		c.ORQ(signBit(s, u), e)
-		add(e, u)
-	}
-	c.ADDQ(operand.Imm(4), pm)
-	c.INCQ(ps)
-	c.ADDQ(operand.U32(8*1024), pt)
-	c.SUBQ(operand.Imm(8), n)
-	c.JMP(operand.LabelRef("triples8"))
 
-	c.Label("tail3")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("flush3"))
-	st := c.GP64()
-	c.MOVBQZX(mem(ps, 0), st)
-	c.Label("tail3loop")
-	mb := c.GP64()
-	c.MOVBQZX(mem(pm, 0), mb)
-	e0 := c.GP64()
-	c.MOVQ(mb, e0)
-	c.ANDQ(operand.Imm(15), e0)
-	c.ORQ(signBit(st, 0), e0)
-	add(e0, 0)
-	c.SHRQ(operand.Imm(4), mb)
-	c.ORQ(signBit(st, 1), mb)
-	add(mb, 1)
-	c.SHRQ(operand.Imm(2), st)
-	c.INCQ(pm)
-	c.ADDQ(operand.U32(2*1024), pt)
-	c.SUBQ(operand.Imm(2), n)
-	c.JG(operand.LabelRef("tail3loop"))
+		c.Comment("Eight triples per iteration.")
+		whileAtLeast(c, "triples8", "tail3", n, 8, func() {
+			s := c.GP64()
+			c.MOVBQZX(mem(ps, 0), s)
+			m := c.GP64()
+			c.MOVLQZX(mem(pm, 0), m)
+			for u := 0; u < 8; u++ {
+				e := c.GP64()
+				c.MOVQ(m, e)
+				if u > 0 {
+					c.SHRQ(operand.Imm(uint64(4*u)), e)
+				}
+				c.ANDQ(operand.Imm(15), e)
+				c.ORQ(signBit(s, u), e)
+				add(e, u)
+			}
+			c.ADDQ(operand.Imm(4), pm)
+			c.INCQ(ps)
+			c.ADDQ(operand.U32(8*1024), pt)
+		})
 
-	c.Label("flush3")
-	c.VPADDW(acc[1], acc[0], acc[0])
-	w0, w1 := c.YMM(), c.YMM()
-	c.VPMOVSXWD(acc[0].AsX(), w0)
-	h := c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], h)
-	c.VPMOVSXWD(h, w1)
-	c.VPADDD(mem(po, 0), w0, w0)
-	c.VPADDD(mem(po, 32), w1, w1)
-	c.VMOVDQU(w0, mem(po, 0))
-	c.VMOVDQU(w1, mem(po, 32))
-	c.ADDQ(ldi, pm0)
-	c.ADDQ(ldi, ps0)
-	c.ADDQ(ldo, po)
-	c.DECQ(rows)
-	c.JNZ(operand.LabelRef("row3"))
-	c.VZEROUPPER()
-	c.RET()
+		c.Label("tail3")
+		c.TESTQ(n, n)
+		c.JZ(operand.LabelRef("flush3"))
+		st := c.GP64()
+		c.MOVBQZX(mem(ps, 0), st)
+		c.Label("tail3loop")
+		mb := c.GP64()
+		c.MOVBQZX(mem(pm, 0), mb)
+		e0 := c.GP64()
+		c.MOVQ(mb, e0)
+		c.ANDQ(operand.Imm(15), e0)
+		c.ORQ(signBit(st, 0), e0)
+		add(e0, 0)
+		c.SHRQ(operand.Imm(4), mb)
+		c.ORQ(signBit(st, 1), mb)
+		add(mb, 1)
+		c.SHRQ(operand.Imm(2), st)
+		c.INCQ(pm)
+		c.ADDQ(operand.U32(2*1024), pt)
+		c.SUBQ(operand.Imm(2), n)
+		c.JG(operand.LabelRef("tail3loop"))
+
+		c.Label("flush3")
+		c.VPADDW(acc[1], acc[0], acc[0])
+		return acc[0]
+	})
 }

@@ -19,11 +19,11 @@
 // and its dependencies never enter the library's module graph; the leading
 // underscore keeps `./...` in the main module away from it.
 //
-// Adding kernels: write a file beside this one (build tag `generate`) that
-// calls register from init with a target naming the package directory
-// (relative to the repository root), the output base name and a function
-// that emits the kernels into the given *build.Context. GEMM micro-kernels go
-// to dir "gokern/gemm" the same way the quantizer's go to "gokern/ternary".
+// Adding kernels: write the emitters in a file beside this one (build tag
+// `generate`; the shared emitter sequences are in asm.go and emit.go) and
+// list them in a row of targets naming the package directory (relative to
+// the repository root) and the output base name. GEMM micro-kernels go to
+// dir "gokern/gemm" the same way the quantizer's go to "gokern/ternary".
 package main
 
 import (
@@ -31,9 +31,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/mmcloughlin/avo/build"
@@ -50,11 +50,10 @@ const constraint = "!noasm,amd64" // avo takes "// +build" syntax: !noasm && amd
 const generator = "_gen (go run -tags generate .)"
 
 // target is one generated pair of files: dir/base_amd64.s and
-// dir/base_amd64.go.
+// dir/base_amd64.go, in the package named by the last element of dir.
 type target struct {
 	name string // for -only
 	dir  string // package directory, relative to the repository root
-	pkg  string // Go package name
 	base string // file name without the _amd64.{s,go} suffix
 	// avx2Only marks targets whose kernels must run on AVX2 CPUs: the
 	// output may not use the AVX-512-only registers X16-X31/Y16-Y31/Z*/K*
@@ -63,10 +62,33 @@ type target struct {
 	gen      func(c *build.Context)
 }
 
-var targets []target
+// targets are every generated pair of files, sorted by name.
+var targets = []target{
+	{name: "gemm", dir: "gokern/gemm", base: "micro_avx2", avx2Only: true, gen: gemmAVX2},
+	{name: "gemm512", dir: "gokern/gemm", base: "micro_avx512", gen: gemmAVX512},
+	{name: "lut", dir: "gokern/gemm", base: "lut_avx2", avx2Only: true, gen: lutAVX2},
+	{name: "peak", dir: "gokern/gemm", base: "peak", gen: peakLoops},
+	{name: "ternary", dir: "gokern/ternary", base: "quant_avx2", avx2Only: true, gen: ternaryAVX2},
+}
 
-// register adds a target; kernel files call it from init.
-func register(t target) { targets = append(targets, t) }
+// kernels returns a target's gen: each of emit, in order.
+func kernels(emit ...func(*build.Context)) func(*build.Context) {
+	return func(c *build.Context) {
+		for _, e := range emit {
+			e(c)
+		}
+	}
+}
+
+// forEach returns an emitter of f(c, n) for each n of ns, in order: the
+// variants of a kernel generated per size.
+func forEach(ns []int, f func(*build.Context, int)) func(*build.Context) {
+	return func(c *build.Context) {
+		for _, n := range ns {
+			f(c, n)
+		}
+	}
+}
 
 func main() {
 	root := flag.String("root", "..", "repository root (the generator runs from _gen)")
@@ -84,7 +106,6 @@ func main() {
 			want[n] = true
 		}
 	}
-	sort.SliceStable(targets, func(i, j int) bool { return targets[i].name < targets[j].name })
 	stale := 0
 	for _, t := range targets {
 		if len(want) > 0 && !want[t.name] {
@@ -158,7 +179,7 @@ func generate(t target) ([]outFile, error) {
 	if err := pass.Compile.Execute(f); err != nil {
 		return nil, err
 	}
-	cfg := printer.Config{Name: generator, Pkg: t.pkg}
+	cfg := printer.Config{Name: generator, Pkg: path.Base(t.dir)}
 	asm, err := printer.NewGoAsm(cfg).Print(f)
 	if err != nil {
 		return nil, err

@@ -16,29 +16,10 @@ import (
 // gokern/ternary/kernels_amd64.go, which wraps them; the generic Go versions in
 // quantize.go are the oracle they are tested against.
 
-func init() {
-	register(target{
-		name:     "ternary",
-		dir:      "gokern/ternary",
-		pkg:      "ternary",
-		base:     "quant_avx2",
-		avx2Only: true,
-		gen: func(c *build.Context) {
-			absSumAVX2(c)
-			absMaxBitsAVX2(c)
-			quantGroupsAVX2(c)
-			quantSpecAVX2(c)
-			quantSpecMaxAVX2(c)
-			blockSumScalesAVX2(c)
-			blockMaxScalesAVX2(c)
-			for _, bs := range smallBlocks {
-				quantBlocksSmallAVX2(c, bs)
-			}
-			quantBlocksBigAVX2(c)
-			fixCodesAVX2(c)
-		},
-	})
-}
+// ternaryAVX2 emits gokern/ternary/quant_avx2_amd64.s.
+var ternaryAVX2 = kernels(absSumAVX2, absMaxBitsAVX2, quantGroupsAVX2, quantSpecAVX2, quantSpecMaxAVX2,
+	blockSumScalesAVX2, blockMaxScalesAVX2, forEach(smallBlocks, quantBlocksSmallAVX2), quantBlocksBigAVX2,
+	fixCodesAVX2)
 
 // prefetchDist is how far ahead (bytes) the group kernels prefetch: with
 // this much arithmetic per byte the out-of-order window alone does not keep
@@ -65,137 +46,134 @@ const (
 // absSumAVX2: the float64 sum of |x[i]| (any order; NaN and Inf propagate,
 // the caller rescans when the sum is not finite).
 func absSumAVX2(c *build.Context) {
-	c.Function("absSumAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32) float64")
-	c.Doc("absSumAVX2 returns the float64 sum of |x[i]|, in no particular order.")
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	n := c.Load(c.Param("x").Len(), c.GP64())
-	mask := bcst64(c, absMask64)
-	acc := zeroY(c, 8)
-
-	c.Comment("32 values per iteration, 8 float64 accumulators.")
-	c.Label("loop32")
-	c.CMPQ(n, operand.Imm(32))
-	c.JB(operand.LabelRef("loop4"))
-	for k := 0; k < 8; k++ {
+	declare(c, "absSumAVX2", "func(x []float32) float64",
+		"absSumAVX2 returns the float64 sum of |x[i]|, in no particular order.")
+	add := func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual) { // 4 values, as float64
 		t := c.YMM()
-		c.VCVTPS2PD(mem(p, 16*k), t)
+		c.VCVTPS2PD(src, t)
 		c.VANDPD(mask, t, t)
-		c.VADDPD(t, acc[k], acc[k])
+		c.VADDPD(t, a, a)
 	}
-	c.ADDQ(operand.Imm(128), p)
-	c.SUBQ(operand.Imm(32), n)
-	c.JMP(operand.LabelRef("loop32"))
-
-	c.Label("loop4")
-	c.CMPQ(n, operand.Imm(4))
-	c.JB(operand.LabelRef("reduce"))
-	t := c.YMM()
-	c.VCVTPS2PD(mem(p, 0), t)
-	c.VANDPD(mask, t, t)
-	c.VADDPD(t, acc[0], acc[0])
-	c.ADDQ(operand.Imm(16), p)
-	c.SUBQ(operand.Imm(4), n)
-	c.JMP(operand.LabelRef("loop4"))
-
-	c.Label("reduce")
-	for w := 4; w >= 1; w /= 2 {
-		for k := 0; k < w; k++ {
-			c.VADDPD(acc[k+w], acc[k], acc[k])
+	reduce := func(acc []reg.VecVirtual) reg.Register {
+		for w := 4; w >= 1; w /= 2 {
+			for k := 0; k < w; k++ {
+				c.VADDPD(acc[k+w], acc[k], acc[k])
+			}
 		}
+		return hsumF64(c, acc[0])
 	}
-	lo, hi := acc[0].AsX(), c.XMM()
-	c.VEXTRACTF128(operand.Imm(1), acc[0], hi)
+	addOne := func(mask reg.VecVirtual, src operand.Mem, sum reg.Register) {
+		s := c.XMM()
+		c.VMOVSS(src, s)
+		c.VCVTSS2SD(s, s, s)
+		c.VANDPD(mask.AsX(), s, s)
+		c.VADDSD(s, sum, sum)
+	}
+	absScan(c, 64, 8, "32 values per iteration, 8 float64 accumulators.", add, reduce, addOne)
+}
+
+// absScan emits the body of a reduction kernel over |x[i]| of its parameter
+// x []float32: mask, the |.| mask of lanes of maskBits (32 or 64) bits; nacc
+// zeroed YMM accumulators; scanVectors with add (note, when not "", comments
+// it); reduce(acc) to the result register r; the last values one at a time
+// (addOne of the float32's address and r); the return of r.
+func absScan(c *build.Context, maskBits, nacc int, note string, add func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual),
+	reduce func(acc []reg.VecVirtual) reg.Register, addOne func(mask reg.VecVirtual, src operand.Mem, r reg.Register)) {
+	p, n := loadArg(c, "x.base"), loadArg(c, "x.len")
+	var mask reg.VecVirtual
+	if maskBits == 32 {
+		mask = bcst32(c, absMask32)
+	} else {
+		mask = bcst64(c, absMask64)
+	}
+	acc := zeroY(c, nacc)
+	if note != "" {
+		c.Comment(note)
+	}
+	scanVectors(c, p, n, acc, func(disp int, a reg.VecVirtual) { add(mask, mem(p, disp), a) })
+	r := reduce(acc)
+	c.Comment(fmt.Sprintf("The last 0..%d values.", 128/nacc/4-1))
+	whileAtLeast(c, "tail", "done", n, 1, func() {
+		addOne(mask, mem(p, 0), r)
+		c.ADDQ(operand.Imm(4), p)
+	})
+	c.Label("done")
+	vzeroReturn(c, r)
+}
+
+// scanVectors emits the vector loops of a reduction over the n float32 at p
+// into acc: 32 values an iteration, op(disp, acc[k]) taking the vb =
+// 128/len(acc) bytes at p+disp (disp = k*vb) into acc[k]; then vb/4 values
+// an iteration into acc[0]; then label "reduce" with n < vb/4 values left,
+// for the caller to reduce acc and finish.
+func scanVectors(c *build.Context, p, n reg.Register, acc []reg.VecVirtual, op func(disp int, a reg.VecVirtual)) {
+	vb := 128 / len(acc)
+	one := fmt.Sprintf("loop%d", vb/4)
+	whileAtLeast(c, "loop32", one, n, 32, func() {
+		for k := range acc {
+			op(vb*k, acc[k])
+		}
+		c.ADDQ(operand.Imm(128), p)
+	})
+	whileAtLeast(c, one, "reduce", n, vb/4, func() {
+		op(0, acc[0])
+		c.ADDQ(operand.Imm(uint64(vb)), p)
+	})
+	c.Label("reduce")
+}
+
+// hsumF64 adds the four float64 lanes of y into the low lane of y.AsX(),
+// which it returns (the upper half of y is lost).
+func hsumF64(c *build.Context, y reg.VecVirtual) reg.Register {
+	lo, hi := y.AsX(), c.XMM()
+	c.VEXTRACTF128(operand.Imm(1), y, hi)
 	c.VADDPD(hi, lo, lo)
 	c.VUNPCKHPD(lo, lo, hi)
 	c.VADDSD(hi, lo, lo)
+	return lo
+}
 
-	c.Comment("The last 0..3 values.")
-	c.Label("tail")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("done"))
-	s := c.XMM()
-	c.VMOVSS(mem(p, 0), s)
-	c.VCVTSS2SD(s, s, s)
-	c.VANDPD(mask.AsX(), s, s)
-	c.VADDSD(s, lo, lo)
-	c.ADDQ(operand.Imm(4), p)
-	c.DECQ(n)
-	c.JMP(operand.LabelRef("tail"))
-
-	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(lo, c.ReturnIndex(0))
-	c.RET()
+// hmaxU32 reduces the eight uint32 lanes of y to their maximum, in every
+// lane of lo = y.AsX() and in the new general register m.
+func hmaxU32(c *build.Context, y reg.VecVirtual) (lo reg.Register, m reg.GPVirtual) {
+	lo, hi := y.AsX(), c.XMM()
+	c.VEXTRACTI128(operand.Imm(1), y, hi)
+	c.VPMAXUD(hi, lo, lo)
+	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
+	c.VPMAXUD(hi, lo, lo)
+	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
+	c.VPMAXUD(hi, lo, lo)
+	m = c.GP32()
+	c.VMOVD(lo, m)
+	return lo, m
 }
 
 // absMaxBitsAVX2: the unsigned maximum of the bit patterns of |x[i]| (sign
 // cleared). For finite input that is the bit pattern of max|x|; a result of
 // 0x7f800000 or more means an Inf or NaN is present.
 func absMaxBitsAVX2(c *build.Context) {
-	c.Function("absMaxBitsAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32) uint32")
-	c.Doc("absMaxBitsAVX2 returns the unsigned maximum of the bits of |x[i]| (0 for empty x).")
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	n := c.Load(c.Param("x").Len(), c.GP64())
-	mask := bcst32(c, absMask32)
-	acc := zeroY(c, 4)
-
-	c.Label("loop32")
-	c.CMPQ(n, operand.Imm(32))
-	c.JB(operand.LabelRef("loop8"))
-	for k := 0; k < 4; k++ {
+	declare(c, "absMaxBitsAVX2", "func(x []float32) uint32",
+		"absMaxBitsAVX2 returns the unsigned maximum of the bits of |x[i]| (0 for empty x).")
+	maxInto := func(mask reg.VecVirtual, src operand.Mem, a reg.VecVirtual) { // 8 values
 		t := c.YMM()
-		c.VPAND(mem(p, 32*k), mask, t)
-		c.VPMAXUD(t, acc[k], acc[k])
+		c.VPAND(src, mask, t)
+		c.VPMAXUD(t, a, a)
 	}
-	c.ADDQ(operand.Imm(128), p)
-	c.SUBQ(operand.Imm(32), n)
-	c.JMP(operand.LabelRef("loop32"))
-
-	c.Label("loop8")
-	c.CMPQ(n, operand.Imm(8))
-	c.JB(operand.LabelRef("reduce"))
-	t := c.YMM()
-	c.VPAND(mem(p, 0), mask, t)
-	c.VPMAXUD(t, acc[0], acc[0])
-	c.ADDQ(operand.Imm(32), p)
-	c.SUBQ(operand.Imm(8), n)
-	c.JMP(operand.LabelRef("loop8"))
-
-	c.Label("reduce")
-	c.VPMAXUD(acc[1], acc[0], acc[0])
-	c.VPMAXUD(acc[3], acc[2], acc[2])
-	c.VPMAXUD(acc[2], acc[0], acc[0])
-	lo, hi := acc[0].AsX(), c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	m := c.GP32()
-	c.VMOVD(lo, m)
-
-	c.Comment("The last 0..7 values.")
-	v := c.GP32()
-	c.Label("tail")
-	c.TESTQ(n, n)
-	c.JZ(operand.LabelRef("done"))
-	c.MOVL(mem(p, 0), v)
-	c.ANDL(operand.U32(absMask32), v)
-	c.CMPL(v, m)
-	c.CMOVLHI(v, m)
-	c.ADDQ(operand.Imm(4), p)
-	c.DECQ(n)
-	c.JMP(operand.LabelRef("tail"))
-
-	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(m, c.ReturnIndex(0))
-	c.RET()
+	reduce := func(acc []reg.VecVirtual) reg.Register {
+		c.VPMAXUD(acc[1], acc[0], acc[0])
+		c.VPMAXUD(acc[3], acc[2], acc[2])
+		c.VPMAXUD(acc[2], acc[0], acc[0])
+		_, m := hmaxU32(c, acc[0])
+		return m
+	}
+	maxOne := func(_ reg.VecVirtual, src operand.Mem, m reg.Register) {
+		v := c.GP32()
+		c.MOVL(src, v)
+		c.ANDL(operand.U32(absMask32), v)
+		c.CMPL(v, m)
+		c.CMOVLHI(v, m)
+	}
+	absScan(c, 32, 4, "", maxInto, reduce, maxOne)
 }
 
 // groupConsts are the registers every group-quantizing kernel needs.
@@ -257,34 +235,45 @@ func groupCodes(c *build.Context, k groupConsts, p, out reg.Register, scaleFor f
 
 // quantGroupsAVX2 quantizes len(dst)/32 whole groups.
 func quantGroupsAVX2(c *build.Context) {
-	c.Function("quantGroupsAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, scale float32)")
-	c.Doc(
+	declare(c, "quantGroupsAVX2", "func(x []float32, dst []byte, scale float32)",
 		"quantGroupsAVX2 writes the I2_S codes of len(dst)/32 whole 128-value groups",
 		"of x (len(x) >= 128*(len(dst)/32)) with one scale into dst.",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
-	c.SHRQ(operand.Imm(5), g)
+	p, out, g := groupArgs(c)
 	scale := c.YMM()
 	c.VBROADCASTSS(paramAddr(c, "scale"), scale)
 	k := loadGroupConsts(c)
+	codeGroups(c, k, p, out, g, prefetchDist, nil, func(int, int) reg.VecVirtual { return scale }, nil)
+}
 
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	prefetch(c, p, prefetchDist, 512)
-	groupCodes(c, k, p, out, func(int, int) reg.VecVirtual { return scale })
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
+// groupArgs loads the group kernels' x.base (p), dst.base (out) and the
+// number of whole groups len(dst)/32 (g).
+func groupArgs(c *build.Context) (p, out, g reg.Register) {
+	p, out, g = loadArg(c, "x.base"), loadArg(c, "dst.base"), loadArg(c, "dst.len")
+	c.SHRQ(operand.Imm(5), g)
+	return p, out, g
+}
 
+// codeGroups emits the loop of a group-coding kernel, then its return: while
+// g > 0: before (if not nil), a prefetch dist bytes ahead of p, groupCodes of
+// the group at p into out with scaleFor, p and out advanced one group, after
+// (if not nil), g--.
+func codeGroups(c *build.Context, k groupConsts, p, out, g reg.Register, dist int,
+	before func(), scaleFor func(lane, s int) reg.VecVirtual, after func()) {
+	whileAtLeast(c, "loop", "done", g, 1, func() {
+		if before != nil {
+			before()
+		}
+		prefetch(c, p, dist, 512)
+		groupCodes(c, k, p, out, scaleFor)
+		c.ADDQ(operand.U32(512), p)
+		c.ADDQ(operand.Imm(32), out)
+		if after != nil {
+			after()
+		}
+	})
 	c.Label("done")
-	c.VZEROUPPER()
-	c.RET()
+	vzeroRet(c)
 }
 
 // quantSpecAVX2 is the one-pass kernel of a per-tensor scale that is not
@@ -301,10 +290,7 @@ func quantGroupsAVX2(c *build.Context) {
 // (for its sign) of a 32-value lane are packed to bytes (3 packs each) and
 // combined into the 2-bit codes at byte level, 32 values per instruction.
 func quantSpecAVX2(c *build.Context) {
-	c.Function("quantSpecAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)")
-	c.Doc(
+	declare(c, "quantSpecAVX2", "func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)",
 		"quantSpecAVX2 writes provisional I2_S codes of len(dst)/32 whole groups of x",
 		"(0 < lo <= hi, or lo = 0 < hi): 2 for x >= hi, 0 for x <= -hi, 3 for other",
 		"|x| >= lo, else 1 (NaN: 1). It",
@@ -319,10 +305,7 @@ func quantSpecAVX2(c *build.Context) {
 // quantSpecMaxAVX2 is quantSpecAVX2 for absmax: the reduction is the
 // unsigned maximum of the bits of |x| (as absMaxBitsAVX2) instead of the sum.
 func quantSpecMaxAVX2(c *build.Context) {
-	c.Function("quantSpecMaxAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)")
-	c.Doc(
+	declare(c, "quantSpecMaxAVX2", "func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)",
 		"quantSpecMaxAVX2 is quantSpecAVX2 returning, instead of the sum, the unsigned",
 		"maximum of the bits of |x| over the groups (0x7f800000 or more: Inf or NaN).",
 	)
@@ -332,12 +315,8 @@ func quantSpecMaxAVX2(c *build.Context) {
 // quantSpecBody emits the body of quantSpecAVX2 (reduceMax false) or
 // quantSpecMaxAVX2.
 func quantSpecBody(c *build.Context, reduceMax bool) {
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
-	c.SHRQ(operand.Imm(5), g)
-	entp := c.Load(c.Param("ent").Base(), c.GP64())
-	entCap := c.Load(c.Param("ent").Len(), c.GP64())
+	p, out, g := groupArgs(c)
+	entp, entCap := loadArg(c, "ent.base"), loadArg(c, "ent.len")
 	off := c.GP64()
 	c.MOVLQZX(paramAddr(c, "off"), off)
 	ne := c.GP64()
@@ -368,131 +347,116 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 		acc = acc[:1]
 	}
 
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	prefetch(c, p, prefetchDist, 512)
-	res := c.YMM()
-	for lane := 0; lane < 4; lane++ {
-		// Of the lane's 4 vectors: masks ge (|x| >= lo) and big
-		// (|x| >= hi), and x itself, whose sign survives the signed
-		// saturation of the packs; packed to words by pairs as they come.
-		var words [2][3]reg.VecVirtual
-		for s := 0; s < 4; s++ {
-			xv, ax, ge, big := c.YMM(), c.YMM(), c.YMM(), c.YMM()
-			c.VMOVUPS(mem(p, 4*(32*lane+8*s)), xv)
-			c.VANDPS(absM, xv, ax)
-			c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
-			c.VCMPPS(operand.Imm(cmpGEOQ), hiM, ax, big)
-			if reduceMax {
-				c.VPMAXUD(ax, acc[0], acc[0])
-			} else {
-				d0, d1 := c.YMM(), c.YMM()
-				c.VCVTPS2PD(ax.AsX(), d0)
-				c.VEXTRACTF128(operand.Imm(1), ax, d1.AsX())
-				c.VCVTPS2PD(d1.AsX(), d1)
-				c.VADDPD(d0, acc[0], acc[0])
-				c.VADDPD(d1, acc[1], acc[1])
-			}
-			m := [3]reg.VecVirtual{ge, big, xv}
-			if s&1 == 0 {
-				words[s/2] = m
-			} else {
-				for k := range m {
-					c.VPACKSSDW(m[k], words[s/2][k], words[s/2][k])
+	whileAtLeast(c, "loop", "done", g, 1, func() {
+		prefetch(c, p, prefetchDist, 512)
+		res := c.YMM()
+		for lane := 0; lane < 4; lane++ {
+			// Of the lane's 4 vectors: masks ge (|x| >= lo) and big
+			// (|x| >= hi), and x itself, whose sign survives the signed
+			// saturation of the packs; packed to words by pairs as they come.
+			var words [2][3]reg.VecVirtual
+			for s := 0; s < 4; s++ {
+				xv, ax, ge, big := c.YMM(), c.YMM(), c.YMM(), c.YMM()
+				c.VMOVUPS(mem(p, 4*(32*lane+8*s)), xv)
+				c.VANDPS(absM, xv, ax)
+				c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
+				c.VCMPPS(operand.Imm(cmpGEOQ), hiM, ax, big)
+				if reduceMax {
+					c.VPMAXUD(ax, acc[0], acc[0])
+				} else {
+					d0, d1 := c.YMM(), c.YMM()
+					c.VCVTPS2PD(ax.AsX(), d0)
+					c.VEXTRACTF128(operand.Imm(1), ax, d1.AsX())
+					c.VCVTPS2PD(d1.AsX(), d1)
+					c.VADDPD(d0, acc[0], acc[0])
+					c.VADDPD(d1, acc[1], acc[1])
+				}
+				m := [3]reg.VecVirtual{ge, big, xv}
+				if s&1 == 0 {
+					words[s/2] = m
+				} else {
+					for k := range m {
+						c.VPACKSSDW(m[k], words[s/2][k], words[s/2][k])
+					}
 				}
 			}
+			for k := 0; k < 3; k++ {
+				c.VPACKSSWB(words[1][k], words[0][k], words[0][k])
+			}
+			ge, big, sgn := words[0][0], words[0][1], words[0][2]
+			// b1 = ge && !(big && x < 0); b0 = !big. (With hi > 0, big
+			// implies x != ±0, so the sign bit is the sign.)
+			t := c.YMM()
+			c.VPANDN(ge, big, t)        // ge && !big
+			c.VPBLENDVB(sgn, t, ge, ge) // x < 0 ? ge && !big : ge
+			c.VPAND(bit1[lane], ge, ge)
+			c.VPANDN(bit0[lane], big, big)
+			if lane == 0 {
+				c.VPOR(big, ge, res)
+			} else {
+				c.VPOR(big, ge, ge)
+				c.VPOR(ge, res, res)
+			}
 		}
-		for k := 0; k < 3; k++ {
-			c.VPACKSSWB(words[1][k], words[0][k], words[0][k])
-		}
-		ge, big, sgn := words[0][0], words[0][1], words[0][2]
-		// b1 = ge && !(big && x < 0); b0 = !big. (With hi > 0, big
-		// implies x != ±0, so the sign bit is the sign.)
+		// The packs interleave 4-byte runs across the 128-bit halves.
+		idx := c.YMM()
+		c.VMOVDQU(perm, idx)
+		c.VPERMD(res, idx, res)
+		c.VMOVDQU(res, mem(out, 0))
+		c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
 		t := c.YMM()
-		c.VPANDN(ge, big, t)        // ge && !big
-		c.VPBLENDVB(sgn, t, ge, ge) // x < 0 ? ge && !big : ge
-		c.VPAND(bit1[lane], ge, ge)
-		c.VPANDN(bit0[lane], big, big)
-		if lane == 0 {
-			c.VPOR(big, ge, res)
-		} else {
-			c.VPOR(big, ge, ge)
-			c.VPOR(ge, res, res)
+		c.VPSRLW(operand.Imm(1), res, t)
+		c.VPAND(res, t, t)
+		c.VPAND(bytes55, t, t)
+		c.VPTEST(t, t)
+		c.JZ(operand.LabelRef("next"))
+		c.VMOVDQU(t, ambM)
+		m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
+		for w := 0; w < 4; w++ {
+			// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
+			c.Label(fmt.Sprintf("word%d", w))
+			c.MOVQ(ambM.Offset(8*w), m)
+			c.Label(fmt.Sprintf("bits%d", w))
+			c.TESTQ(m, m)
+			c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
+			c.CMPQ(ne, entCap)
+			c.JAE(operand.LabelRef("full"))
+			c.BSFQ(m, b)
+			c.MOVQ(b, j)
+			c.SHRQ(operand.Imm(3), j)
+			c.ANDQ(operand.Imm(7), b)
+			c.SHRQ(operand.Imm(1), b)
+			c.NOTQ(b)
+			c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
+			c.SHLQ(operand.Imm(5), b)
+			c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
+			c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
+			c.SHLQ(operand.Imm(32), v)
+			c.ADDL(off.As32(), j.As32())
+			c.ORQ(j, v)
+			c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
+			c.INCQ(ne)
+			c.LEAQ(mem(m, -1), b)
+			c.ANDQ(b, m)
+			c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
 		}
-	}
-	// The packs interleave 4-byte runs across the 128-bit halves.
-	idx := c.YMM()
-	c.VMOVDQU(perm, idx)
-	c.VPERMD(res, idx, res)
-	c.VMOVDQU(res, mem(out, 0))
-	c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
-	t := c.YMM()
-	c.VPSRLW(operand.Imm(1), res, t)
-	c.VPAND(res, t, t)
-	c.VPAND(bytes55, t, t)
-	c.VPTEST(t, t)
-	c.JZ(operand.LabelRef("next"))
-	c.VMOVDQU(t, ambM)
-	m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
-	for w := 0; w < 4; w++ {
-		// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
-		c.Label(fmt.Sprintf("word%d", w))
-		c.MOVQ(ambM.Offset(8*w), m)
-		c.Label(fmt.Sprintf("bits%d", w))
-		c.TESTQ(m, m)
-		c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
-		c.CMPQ(ne, entCap)
-		c.JAE(operand.LabelRef("full"))
-		c.BSFQ(m, b)
-		c.MOVQ(b, j)
-		c.SHRQ(operand.Imm(3), j)
-		c.ANDQ(operand.Imm(7), b)
-		c.SHRQ(operand.Imm(1), b)
-		c.NOTQ(b)
-		c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
-		c.SHLQ(operand.Imm(5), b)
-		c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
-		c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
-		c.SHLQ(operand.Imm(32), v)
-		c.ADDL(off.As32(), j.As32())
-		c.ORQ(j, v)
-		c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
-		c.INCQ(ne)
-		c.LEAQ(mem(m, -1), b)
-		c.ANDQ(b, m)
-		c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
-	}
-	c.Label("word4")
-	c.Label("next")
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.ADDL(operand.U32(128), off.As32())
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
+		c.Label("word4")
+		c.Label("next")
+		c.ADDQ(operand.U32(512), p)
+		c.ADDQ(operand.Imm(32), out)
+		c.ADDL(operand.U32(128), off.As32())
+	})
 
 	c.Label("full")
 	c.MOVQ(operand.I32(-1), ne)
 	c.Label("done")
 	if reduceMax {
-		lo, hi := acc[0].AsX(), c.XMM()
-		c.VEXTRACTI128(operand.Imm(1), acc[0], hi)
-		c.VPMAXUD(hi, lo, lo)
-		c.VPSHUFD(operand.Imm(0x4e), lo, hi)
-		c.VPMAXUD(hi, lo, lo)
-		c.VPSHUFD(operand.Imm(0xb1), lo, hi)
-		c.VPMAXUD(hi, lo, lo)
-		m := c.GP32()
-		c.VMOVD(lo, m)
+		_, m := hmaxU32(c, acc[0])
 		c.VZEROUPPER()
 		c.Store(m, c.Return("maxBits"))
 	} else {
 		c.VADDPD(acc[1], acc[0], acc[0])
-		l, h := acc[0].AsX(), c.XMM()
-		c.VEXTRACTF128(operand.Imm(1), acc[0], h)
-		c.VADDPD(h, l, l)
-		c.VUNPCKHPD(l, l, h)
-		c.VADDSD(h, l, l)
+		l := hsumF64(c, acc[0])
 		c.VZEROUPPER()
 		c.Store(l, c.Return("sum"))
 	}
@@ -519,133 +483,98 @@ func permWords() [8]uint32 {
 
 // blockSumScalesAVX2: absmean scales of whole blocks.
 func blockSumScalesAVX2(c *build.Context) {
-	c.Function("blockSumScalesAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, bs int, scales []float32) int")
-	c.Doc(
+	p, bs, sp, nb := declareBlockScales(c, "blockSumScalesAVX2",
 		"blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the",
 		"block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no",
 		"particular order), for b from 0 up, and returns how many it set: fewer than",
 		"len(scales) when block [result] has a NaN or Inf (its scale is left alone).",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	bs := c.Load(c.Param("bs"), c.GP64())
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
-	nb := c.Load(c.Param("scales").Len(), c.GP64())
 	cnt := c.XMM()
 	c.CVTSQ2SD(bs, cnt)
 	c.SHRQ(operand.Imm(3), bs) // vectors per block
 	mask := bcst64(c, absMask64)
-	maxF64 := c.XMM()
-	{
-		r := c.GP64()
-		c.MOVQ(operand.U64(math.Float64bits(math.MaxFloat64)), r)
-		c.VMOVQ(r, maxF64)
+	maxF64 := xmmImm(c, 8, math.Float64bits(math.MaxFloat64))
+	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-5)))
+	vec := func(acc []reg.VecVirtual) {
+		for h := 0; h < 2; h++ {
+			d := c.YMM()
+			c.VCVTPS2PD(mem(p, 16*h), d)
+			c.VANDPD(mask, d, d)
+			c.VADDPD(d, acc[h], acc[h])
+		}
 	}
-	eps := c.XMM()
-	{
-		r := c.GP32()
-		c.MOVL(operand.U32(math.Float32bits(1e-5)), r)
-		c.VMOVD(r, eps)
-	}
+	blockScales(c, p, bs, sp, nb, 2, vec, func(acc []reg.VecVirtual) reg.Register {
+		c.VADDPD(acc[1], acc[0], acc[0])
+		l := hsumF64(c, acc[0])
+		c.Comment("Not finite (NaN compares unordered): leave it to the caller.")
+		c.VUCOMISD(maxF64, l)
+		c.JHI(operand.LabelRef("done"))
+		c.JPS(operand.LabelRef("done"))
+		c.VDIVSD(cnt, l, l)
+		c.VCVTSD2SS(l, l, l)
+		c.VMAXSS(eps, l, l)
+		return l
+	})
+}
+
+// declareBlockScales declares a block-scale kernel, func name(x []float32,
+// bs int, scales []float32) int, and loads x.base (p), bs, scales.base (sp)
+// and len(scales) (nb).
+func declareBlockScales(c *build.Context, name string, doc ...string) (p, bs, sp, nb reg.Register) {
+	declare(c, name, "func(x []float32, bs int, scales []float32) int", doc...)
+	return loadArg(c, "x.base"), loadArg(c, "bs"), loadArg(c, "scales.base"), loadArg(c, "scales.len")
+}
+
+// blockScales emits the block loop of a block-scale kernel, then its return
+// (the number of scales set): for i from 0 while i < nb, with nacc new
+// zeroed YMM accumulators, vecs >= 1 times vec(acc) with p advancing 32
+// bytes after each, then scale(acc), which returns the register whose low
+// float32 is block i's scale, stored at sp[i], or jumps to label "done" to
+// leave the block to the caller.
+func blockScales(c *build.Context, p, vecs, sp, nb reg.Register, nacc int,
+	vec func(acc []reg.VecVirtual), scale func(acc []reg.VecVirtual) reg.Register) {
 	i := c.GP64()
 	c.XORQ(i, i)
 	c.Label("block")
 	c.CMPQ(i, nb)
 	c.JAE(operand.LabelRef("done"))
-	acc := zeroY(c, 2)
+	acc := zeroY(c, nacc)
 	v := c.GP64()
-	c.MOVQ(bs, v)
-	c.Label("vec")
-	for h := 0; h < 2; h++ {
-		d := c.YMM()
-		c.VCVTPS2PD(mem(p, 16*h), d)
-		c.VANDPD(mask, d, d)
-		c.VADDPD(d, acc[h], acc[h])
-	}
-	c.ADDQ(operand.Imm(32), p)
-	c.DECQ(v)
-	c.JNZ(operand.LabelRef("vec"))
-	c.VADDPD(acc[1], acc[0], acc[0])
-	l, h := acc[0].AsX(), c.XMM()
-	c.VEXTRACTF128(operand.Imm(1), acc[0], h)
-	c.VADDPD(h, l, l)
-	c.VUNPCKHPD(l, l, h)
-	c.VADDSD(h, l, l)
-	c.Comment("Not finite (NaN compares unordered): leave it to the caller.")
-	c.VUCOMISD(maxF64, l)
-	c.JHI(operand.LabelRef("done"))
-	c.JPS(operand.LabelRef("done"))
-	c.VDIVSD(cnt, l, l)
-	c.VCVTSD2SS(l, l, l)
-	c.VMAXSS(eps, l, l)
-	c.VMOVSS(l, operand.Mem{Base: sp, Index: i, Scale: 4})
+	c.MOVQ(vecs, v)
+	repeat(c, "vec", v, func() {
+		vec(acc)
+		c.ADDQ(operand.Imm(32), p)
+	})
+	c.VMOVSS(scale(acc), operand.Mem{Base: sp, Index: i, Scale: 4})
 	c.INCQ(i)
 	c.JMP(operand.LabelRef("block"))
 	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(i, c.ReturnIndex(0))
-	c.RET()
+	vzeroReturn(c, i)
 }
 
 // blockMaxScalesAVX2: absmax scales of whole blocks.
 func blockMaxScalesAVX2(c *build.Context) {
-	c.Function("blockMaxScalesAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, bs int, scales []float32) int")
-	c.Doc(
-		"blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
+	p, bs, sp, nb := declareBlockScales(c, "blockMaxScalesAVX2", "blockMaxScalesAVX2 sets scales[b] = max(max|x|, 1e-8) over the block",
 		"x[b*bs:(b+1)*bs] (bs a positive multiple of 8), for b from 0 up, and returns",
 		"how many it set: fewer than len(scales) when block [result] has a NaN or Inf",
 		"(its scale is left alone).",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	bs := c.Load(c.Param("bs"), c.GP64())
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
-	nb := c.Load(c.Param("scales").Len(), c.GP64())
 	c.SHRQ(operand.Imm(3), bs)
 	mask := bcst32(c, absMask32)
-	eps := c.XMM()
-	{
-		r := c.GP32()
-		c.MOVL(operand.U32(math.Float32bits(1e-8)), r)
-		c.VMOVD(r, eps)
+	eps := xmmImm(c, 4, uint64(math.Float32bits(1e-8)))
+	vec := func(acc []reg.VecVirtual) {
+		t := c.YMM()
+		c.VPAND(mem(p, 0), mask, t)
+		c.VPMAXUD(t, acc[0], acc[0])
 	}
-	i := c.GP64()
-	c.XORQ(i, i)
-	c.Label("block")
-	c.CMPQ(i, nb)
-	c.JAE(operand.LabelRef("done"))
-	acc := zeroY(c, 1)[0]
-	v := c.GP64()
-	c.MOVQ(bs, v)
-	c.Label("vec")
-	t := c.YMM()
-	c.VPAND(mem(p, 0), mask, t)
-	c.VPMAXUD(t, acc, acc)
-	c.ADDQ(operand.Imm(32), p)
-	c.DECQ(v)
-	c.JNZ(operand.LabelRef("vec"))
-	lo, hi := acc.AsX(), c.XMM()
-	c.VEXTRACTI128(operand.Imm(1), acc, hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0x4e), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	c.VPSHUFD(operand.Imm(0xb1), lo, hi)
-	c.VPMAXUD(hi, lo, lo)
-	m := c.GP32()
-	c.VMOVD(lo, m)
-	c.Comment("Inf or NaN: leave it to the caller.")
-	c.CMPL(m, operand.U32(0x7f800000))
-	c.JAE(operand.LabelRef("done"))
-	c.VMAXSS(eps, lo, lo)
-	c.VMOVSS(lo, operand.Mem{Base: sp, Index: i, Scale: 4})
-	c.INCQ(i)
-	c.JMP(operand.LabelRef("block"))
-	c.Label("done")
-	c.VZEROUPPER()
-	c.Store(i, c.ReturnIndex(0))
-	c.RET()
+	blockScales(c, p, bs, sp, nb, 1, vec, func(acc []reg.VecVirtual) reg.Register {
+		lo, m := hmaxU32(c, acc[0])
+		c.Comment("Inf or NaN: leave it to the caller.")
+		c.CMPL(m, operand.U32(0x7f800000))
+		c.JAE(operand.LabelRef("done"))
+		c.VMAXSS(eps, lo, lo)
+		return lo
+	})
 }
 
 // blockBatchBytes is how far ahead the block-code kernels prefetch: one
@@ -664,76 +593,46 @@ var smallBlocks = []int{8, 16, 32, 64}
 // quantBlocksSmallAVX2: codes of whole groups, blocks of bs < 128 values.
 func quantBlocksSmallAVX2(c *build.Context, bs int) {
 	name := fmt.Sprintf("quantBlocks%dAVX2", bs)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, scales []float32)")
-	c.Doc(
+	declare(c, name, "func(x []float32, dst []byte, scales []float32)",
 		fmt.Sprintf("%s writes the I2_S codes of len(dst)/32 whole groups of x,", name),
 		fmt.Sprintf("value i divided by scales[i/%d].", bs),
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
-	c.SHRQ(operand.Imm(5), g)
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
+	p, out, g := groupArgs(c)
+	sp := loadArg(c, "scales.base")
 	k := loadGroupConsts(c)
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	prefetch(c, p, blockBatchBytes, 512)
-	groupCodes(c, k, p, out, func(lane, s int) reg.VecVirtual {
+	scaleFor := func(lane, s int) reg.VecVirtual {
 		t := c.YMM()
 		c.VBROADCASTSS(mem(sp, 4*((32*lane+8*s)/bs)), t)
 		return t
+	}
+	codeGroups(c, k, p, out, g, blockBatchBytes, nil, scaleFor, func() {
+		c.ADDQ(operand.U32(uint32(4*128/bs)), sp)
 	})
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.ADDQ(operand.U32(uint32(4*128/bs)), sp)
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
-	c.Label("done")
-	c.VZEROUPPER()
-	c.RET()
 }
 
 // quantBlocksBigAVX2: codes of whole groups, blocks of a multiple of 128.
 func quantBlocksBigAVX2(c *build.Context) {
-	c.Function("quantBlocksBigAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(x []float32, dst []byte, scales []float32, groupsPerBlock int)")
-	c.Doc(
+	declare(c, "quantBlocksBigAVX2", "func(x []float32, dst []byte, scales []float32, groupsPerBlock int)",
 		"quantBlocksBigAVX2 writes the I2_S codes of len(dst)/32 whole groups of x,",
 		"group g divided by scales[g/groupsPerBlock].",
 	)
-	p := c.Load(c.Param("x").Base(), c.GP64())
-	out := c.Load(c.Param("dst").Base(), c.GP64())
-	g := c.Load(c.Param("dst").Len(), c.GP64())
-	c.SHRQ(operand.Imm(5), g)
-	sp := c.Load(c.Param("scales").Base(), c.GP64())
-	gpb := c.Load(c.Param("groupsPerBlock"), c.GP64())
+	p, out, g := groupArgs(c)
+	sp, gpb := loadArg(c, "scales.base"), loadArg(c, "groupsPerBlock")
 	k := loadGroupConsts(c)
 	left := c.GP64()
 	c.XORQ(left, left)
 	scale := c.YMM()
-	c.Label("loop")
-	c.TESTQ(g, g)
-	c.JZ(operand.LabelRef("done"))
-	c.TESTQ(left, left)
-	c.JNZ(operand.LabelRef("same"))
-	c.VBROADCASTSS(mem(sp, 0), scale)
-	c.ADDQ(operand.Imm(4), sp)
-	c.MOVQ(gpb, left)
-	c.Label("same")
-	prefetch(c, p, blockBatchBytes, 512)
-	groupCodes(c, k, p, out, func(int, int) reg.VecVirtual { return scale })
-	c.ADDQ(operand.U32(512), p)
-	c.ADDQ(operand.Imm(32), out)
-	c.DECQ(left)
-	c.DECQ(g)
-	c.JMP(operand.LabelRef("loop"))
-	c.Label("done")
-	c.VZEROUPPER()
-	c.RET()
+	nextScale := func() { // at the first group of a block
+		c.TESTQ(left, left)
+		c.JNZ(operand.LabelRef("same"))
+		c.VBROADCASTSS(mem(sp, 0), scale)
+		c.ADDQ(operand.Imm(4), sp)
+		c.MOVQ(gpb, left)
+		c.Label("same")
+	}
+	codeGroups(c, k, p, out, g, blockBatchBytes, nextScale, func(int, int) reg.VecVirtual { return scale }, func() {
+		c.DECQ(left)
+	})
 }
 
 // fixDist is how many entries ahead fixCodesAVX2 prefetches: the entries
@@ -744,28 +643,15 @@ const fixDist = 32
 // fixCodesAVX2 finishes quantSpecAVX2's code-3 elements once the scale is
 // known, with the same float32 division and comparisons as the generic code.
 func fixCodesAVX2(c *build.Context) {
-	c.Function("fixCodesAVX2")
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(packed []byte, ent []uint64, base int, scale float32)")
-	c.Doc(
+	declare(c, "fixCodesAVX2", "func(packed []byte, ent []uint64, base int, scale float32)",
 		"fixCodesAVX2 writes, for each entry of ent (float32 bits << 32 | offset),",
 		"the I2_S code of that value divided by scale at flat position",
 		"base + offset of packed (which must hold it).",
 	)
-	pk := c.Load(c.Param("packed").Base(), c.GP64())
-	ep := c.Load(c.Param("ent").Base(), c.GP64())
-	n := c.Load(c.Param("ent").Len(), c.GP64())
-	base := c.Load(c.Param("base"), c.GP64())
+	pk, ep, n, base := loadArg(c, "packed.base"), loadArg(c, "ent.base"), loadArg(c, "ent.len"), loadArg(c, "base")
 	scale := c.XMM()
 	c.VMOVSS(paramAddr(c, "scale"), scale)
-	half, nhalf := c.XMM(), c.XMM()
-	{
-		r := c.GP32()
-		c.MOVL(operand.U32(f32Half), r)
-		c.VMOVD(r, half)
-		c.MOVL(operand.U32(f32NHalf), r)
-		c.VMOVD(r, nhalf)
-	}
+	half, nhalf := xmmImm(c, 4, f32Half), xmmImm(c, 4, f32NHalf)
 	// codes[4*lane+code] = code << (6-2*lane); then keep[lane] at 16.
 	var tab [5]uint32
 	for lane := 0; lane < 4; lane++ {
