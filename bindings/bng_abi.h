@@ -15,7 +15,8 @@
 /* dtype codes: packed ternary formats below 16, plain element types from 16. */
 enum {
 	BNG_I2_S = 0, BNG_TL1 = 1, BNG_TL2 = 2,
-	BNG_F32 = 16, BNG_I8 = 17, BNG_U8 = 18, BNG_I4 = 19, BNG_U4 = 20, BNG_BINARY = 21, BNG_I32 = 22
+	BNG_F32 = 16, BNG_I8 = 17, BNG_U8 = 18, BNG_I4 = 19, BNG_U4 = 20, BNG_BINARY = 21, BNG_I32 = 22,
+	BNG_I64 = 23
 };
 
 /* device_type codes are DLPack's. */
@@ -42,15 +43,20 @@ typedef struct {
 } bng_tensor;
 
 #define BNG_QUANTIZE_V1 1
+#define BNG_QUANTIZE_V2 2
+/* method codes */
+enum { BNG_ABSMEAN = 0, BNG_ABSMAX = 1, BNG_GIVEN = 2 };
 typedef struct {
-	int32_t version;      /* BNG_QUANTIZE_V1 */
-	int32_t method;       /* 0 absmean, 1 absmax */
+	int32_t version;      /* BNG_QUANTIZE_V1 or BNG_QUANTIZE_V2 */
+	int32_t method;       /* BNG_ABSMEAN, BNG_ABSMAX (i2_s); BNG_GIVEN (int8/uint8/int4/uint4/binary); BNG_ABSMEAN (binary) */
 	int32_t check_finite; /* non-zero: NaN/Inf in the input is a ValueError */
 	int32_t run_on;       /* 0: where the operands are; BNG_CUDA: on device run_on_id (host operands copied) */
 	int32_t run_on_id;
 	int32_t reserved;
 	void *work;           /* device workspace for device operands (bng_cuda_workspace_size bytes) */
 	int64_t work_len;
+	/* V2 only: */
+	int32_t quant_min, quant_max;  /* integer range; both 0 = the dtype's full range */
 } bng_quantize_params;
 
 #define BNG_CONV2D_V1 1
@@ -72,5 +78,63 @@ typedef struct {
 	int32_t algorithm;    /* conv2d: 1..6 as in bng_conv2d_params */
 	char kernel[64];      /* the kernel that ran, e.g. "implicit_gemm/avx2", NUL-terminated */
 } bng_op_info;
+
+/* The exports below are declared without const (the declarations cgo writes
+ * for Go exports have none, and the two must agree); they do not write their
+ * inputs. */
+
+/* Min and max of float32 x per group: x.axis >= 0 per channel (outputs shape[axis]),
+ * axis -1 with x.block_size 0: whole tensor (1 output), else per block of the
+ * flattened tensor. mn, mx: float32 [groups]. check_finite != 0: NaN/Inf is a
+ * ValueError; else NaN propagates like torch.aminmax (a group with a NaN gives NaN). */
+int32_t bng_minmax(bng_tensor *x, bng_tensor *mn, bng_tensor *mx, int32_t check_finite,
+                   char *errbuf, int64_t errcap);
+
+#define BNG_HISTOGRAM_V1 1
+typedef struct {
+	int32_t version;      /* BNG_HISTOGRAM_V1 */
+	int32_t absolute;     /* non-zero: histogram of |x| */
+	int32_t check_finite;
+	int32_t reserved;
+	float lo, hi;         /* the range; lo < hi, both finite */
+} bng_histogram_params;
+/* ADDS the counts of float32 x's values into counts (int64 [nbins], nbins = counts' length)
+ * exactly as torch.histc(x, nbins, lo, hi) bins them (same float32 bin arithmetic,
+ * values outside [lo, hi] ignored, hi in the last bin). */
+int32_t bng_histogram(bng_tensor *x, bng_histogram_params *p, bng_tensor *counts,
+                      char *errbuf, int64_t errcap);
+
+#define BNG_QPARAMS_V1 1
+enum { BNG_MAP_AFFINE = 0, BNG_MAP_SYMMETRIC = 1,           /* torch.ao observers */
+       BNG_MAP_AO_SYMMETRIC = 2, BNG_MAP_AO_SYMMETRIC_NO_CLIPPING_ERR = 3, BNG_MAP_AO_ASYMMETRIC = 4 };  /* torchao */
+typedef struct {
+	int32_t version;      /* BNG_QPARAMS_V1 */
+	int32_t dtype;        /* BNG_I8, BNG_U8, BNG_I4, BNG_U4 */
+	int32_t mapping;
+	int32_t quant_min, quant_max;  /* both 0: dtype range (Python applies reduce_range) */
+	int32_t reserved;
+	float eps;            /* torch: finfo(float32).eps; torchao: its own default */
+} bng_qparams_params;
+/* scale and zero point per group from float32 mn, mx [groups] (torch.ao observer
+ * _calculate_qparams, or torchao choose_qparams_affine). scales float32 [groups], zero_points int32 [groups]. */
+int32_t bng_choose_qparams(bng_tensor *mn, bng_tensor *mx, bng_qparams_params *p,
+                           bng_tensor *scales, bng_tensor *zero_points, char *errbuf, int64_t errcap);
+
+#define BNG_CALIBRATE_V1 1
+enum { BNG_CALIB_PERCENTILE = 0, BNG_CALIB_ENTROPY = 1, BNG_CALIB_MSE = 2 };
+typedef struct {
+	int32_t version;      /* BNG_CALIBRATE_V1 */
+	int32_t method;
+	int32_t num_bits;     /* 8 */
+	int32_t is_unsigned;
+	int32_t start_bin;    /* entropy: 128 */
+	int32_t reserved;
+	double percentile;    /* percentile: e.g. 99.99 */
+	double bin_width;     /* width of every bin of counts (bins start at 0: |x| histogram) */
+} bng_calibrate_params;
+/* amax from an |x| histogram (int64 counts [nbins], bin i = [i*w, (i+1)*w)), NVIDIA's
+ * pytorch-quantization histogram calibrator algorithms (see the issue). */
+int32_t bng_calibrate(bng_tensor *counts, bng_calibrate_params *p, double *amax,
+                      char *errbuf, int64_t errcap);
 
 #endif

@@ -41,8 +41,9 @@ import (
 
 // abiVersion changes whenever an export's signature or a struct's layout
 // changes incompatibly; the Python loader refuses a library whose version
-// differs from its own. (Version 4: ops over descriptors.)
-const abiVersion = 4
+// differs from its own. (Version 4: ops over descriptors; 5: general
+// quantization, bng_quantize_params V2.)
+const abiVersion = 5
 
 // maxBytes bounds any buffer the ABI accepts (2^62 bytes).
 const maxBytes = int64(1) << 62

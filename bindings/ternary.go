@@ -8,6 +8,7 @@ import "C"
 import (
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
+	"github.com/bitnet-go/bitnet_go/gokern/quant"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
@@ -41,7 +42,16 @@ func bng_layout(t *C.bng_tensor, nbytes, nScales *C.int64_t, errbuf *C.char, err
 		if err != nil {
 			return err
 		}
-		*nbytes, *nScales = C.int64_t(b), C.int64_t(ternary.NumBlocks(n, d.BlockSize))
+		ns := ternary.NumBlocks(n, d.BlockSize)
+		if g, ok := f.(interface {
+			NumScales(shape []int, axis, blockSize int) (int, error)
+		}); ok {
+			// gokern/quant's formats: per channel (axis >= 0) or per block.
+			if ns, err = g.NumScales(d.Shape, d.Axis, d.BlockSize); err != nil {
+				return errs.Value("t: %v", err)
+			}
+		}
+		*nbytes, *nScales = C.int64_t(b), C.int64_t(ns)
 		return nil
 	})
 }
@@ -56,8 +66,8 @@ func bng_layout(t *C.bng_tensor, nbytes, nScales *C.int64_t, errbuf *C.char, err
 //export bng_quantize
 func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		if p == nil || p.version != C.BNG_QUANTIZE_V1 {
-			return errs.Value("params: bng_quantize_params is NULL or of a version other than %d", C.BNG_QUANTIZE_V1)
+		if p == nil || (p.version != C.BNG_QUANTIZE_V1 && p.version != C.BNG_QUANTIZE_V2) {
+			return errs.Value("params: bng_quantize_params is NULL or of a version other than %d or %d", C.BNG_QUANTIZE_V1, C.BNG_QUANTIZE_V2)
 		}
 		xt, err := decode(x, "x", tensorOpt{device: true})
 		if err != nil {
@@ -67,8 +77,15 @@ func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char
 		if err != nil {
 			return err
 		}
+		if quant.Handles(ot.DType) {
+			var qmin, qmax int32
+			if p.version >= C.BNG_QUANTIZE_V2 {
+				qmin, qmax = int32(p.quant_min), int32(p.quant_max)
+			}
+			return quantizeGeneral(xt, ot, int32(p.method), p.check_finite != 0, qmin, qmax, int32(p.run_on))
+		}
 		if ot.DType != qtensor.I2S {
-			return errs.Value("out: quantize writes i2_s (convert to other formats with bng_unpack and bng_pack), got dtype %d", int32(ot.DType))
+			return errs.Value("out: quantize writes i2_s, int8, uint8, int4, uint4 or binary (convert to tl1/tl2 with bng_unpack and bng_pack), got dtype %d", int32(ot.DType))
 		}
 		if err := sameShape(xt, ot); err != nil {
 			return err
@@ -110,6 +127,9 @@ func bng_dequantize(packed, out *C.bng_tensor, errbuf *C.char, errcap C.int64_t)
 		pt, ot, f, err := formatPair(packed, out, "packed", "out")
 		if err != nil {
 			return err
+		}
+		if quant.Handles(pt.DType) {
+			return dequantizeGeneral(pt, ot)
 		}
 		if !pt.OnHost() {
 			return dequantizeDevice(pt, ot)

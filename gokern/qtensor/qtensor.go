@@ -24,8 +24,8 @@ import (
 type DType int32
 
 // The element types. I2S, TL1 and TL2 are ternary formats (registered by
-// gokern/ternary); F32, I8, U8 and I32 are plain arrays; I4, U4 and Binary
-// are reserved for the formats the general quantization issue adds.
+// gokern/ternary); F32, I8, U8, I32 and I64 are plain arrays; I8, U8, I4,
+// U4 and Binary are also the quantized formats of gokern/quant.
 const (
 	I2S    DType = 0
 	TL1    DType = 1
@@ -37,13 +37,14 @@ const (
 	U4     DType = 20
 	Binary DType = 21
 	I32    DType = 22
+	I64    DType = 23
 )
 
-var plainNames = map[DType]string{F32: "float32", I8: "int8", U8: "uint8", I4: "int4", U4: "uint4", Binary: "binary", I32: "int32"}
+var plainNames = map[DType]string{F32: "float32", I8: "int8", U8: "uint8", I4: "int4", U4: "uint4", Binary: "binary", I32: "int32", I64: "int64"}
 
 // plainSize is the byte size of one element of the plain types that ops
 // read as arrays.
-var plainSize = map[DType]int{F32: 4, I8: 1, U8: 1, I32: 4}
+var plainSize = map[DType]int{F32: 4, I8: 1, U8: 1, I32: 4, I64: 8}
 
 // String returns the type's Python name ("float32", "i2_s", ...).
 func (d DType) String() string {
@@ -176,7 +177,7 @@ func (t *Tensor) Contiguous() bool {
 }
 
 // Want checks that t is a C-contiguous tensor of the plain type d (float32,
-// int8, uint8 or int32) whose byte count holds its shape, on any device: ops
+// int8, uint8, int32 or int64) whose byte count holds its shape, on any device: ops
 // call it on the plain operands they read as arrays (View adds the host
 // check).
 func (t *Tensor) Want(d DType) error {
@@ -202,8 +203,8 @@ func (t *Tensor) WantContiguous() error {
 }
 
 // View returns the host elements of a plain tensor of type T (float32, int8,
-// uint8 or int32), checking the dtype, layout and byte count (Want).
-func View[T float32 | int8 | uint8 | int32](t *Tensor, d DType) ([]T, error) {
+// uint8, int32 or int64), checking the dtype, layout and byte count (Want).
+func View[T float32 | int8 | uint8 | int32 | int64](t *Tensor, d DType) ([]T, error) {
 	if err := t.Want(d); err != nil {
 		return nil, err
 	}
