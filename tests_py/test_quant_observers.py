@@ -83,7 +83,8 @@ def test_minmax_and_moving_average_match_torch(dtype: str, scheme: str, seed: in
 @pytest.mark.parametrize("seed", range(6))
 def test_per_channel_matches_torch_on_every_axis(dtype: str, scheme: str, seed: int) -> None:
     rng = np.random.default_rng([seed, 2, len(dtype), len(scheme)])
-    shape = tuple(int(v) for v in rng.integers(1, 9, size=int(rng.integers(1, 5))))
+    # rank >= 2: torch's PerChannelMinMaxObserver fails on 1-D input (torch.flatten(y, start_dim=1))
+    shape = tuple(int(v) for v in rng.integers(1, 9, size=int(rng.integers(2, 5))))
     for axis in range(-len(shape), len(shape)):
         ours = PerChannelMinMaxObserver(axis, dtype, scheme)
         theirs = tob.PerChannelMinMaxObserver(ch_axis=axis, dtype=TORCH_DTYPES[dtype],

@@ -32,8 +32,8 @@ def _fbgemm():
     torch.backends.quantized.engine = old
 
 
-def rand_shape(rng: np.random.Generator, max_rank: int = 4) -> tuple[int, ...]:
-    rank = int(rng.integers(1, max_rank + 1))
+def rand_shape(rng: np.random.Generator, max_rank: int = 4, min_rank: int = 1) -> tuple[int, ...]:
+    rank = int(rng.integers(min_rank, max_rank + 1))
     return tuple(int(v) for v in rng.choice([1, 2, 3, 5, 7, 8, 9, 16, 17, 31, 33], size=rank))
 
 
@@ -204,7 +204,7 @@ def test_computed_per_tensor_matches_torch(dtype: str, scheme: str, seed: int) -
 def test_computed_per_channel_matches_torch(dtype: str, seed: int) -> None:
     rng = np.random.default_rng([seed, 5, len(dtype)])
     for scheme in ("affine", "symmetric"):
-        shape = rand_shape(rng)
+        shape = rand_shape(rng, min_rank=2)  # torch's PerChannelMinMaxObserver fails on 1-D input (flatten)
         for axis in range(len(shape)):
             x = rand_x(rng, shape, KINDS[int(rng.integers(0, len(KINDS)))])
             ts, tz = torch_observer_qparams(x, dtype, scheme, axis)
@@ -277,6 +277,10 @@ def test_matches_torchao_per_tensor_channel_and_group(dtype: str, mapping: str, 
         choices = [(None, None)] + [(a, None) for a in range(len(shape))] + [(None, int(rng.choice(g)))]
         axis, group = choices[trial % len(choices)]
         block = ao_block_size(shape, axis, group)
+        if np.prod(block) == 1 and x.size > 1:
+            # torchao: a block of one element leaves no dim to reduce, and torch.amin(dim=[]) then
+            # reduces over all of them (one scale), which quantize_affine cannot view: not comparable
+            continue
         xt = torch.from_numpy(x)
         ts, tz = quant_primitives.choose_qparams_affine(xt, AO_MAPPINGS[mapping], block, tdt, lo, hi)
         tq = quant_primitives.quantize_affine(xt, block, ts, tz, tdt, lo, hi)

@@ -591,7 +591,7 @@ def calibrate(
     [i*bin_width, (i+1)*bin_width)): ``"percentile"``, ``"entropy"`` or ``"mse"`` (``bng_calibrate``).
 
     Example:
-        >>> calibrate(np.int64([5, 3, 2, 0]), "percentile", 0.5, percentile=50.0)
+        >>> calibrate(np.int64([5, 3, 2, 0]), "percentile", 0.5, percentile=60.0)
         0.5
     """
     p = descriptor.CalibrateParams(descriptor.CALIBRATE_V1, CALIBRATION_CODES[method], num_bits,

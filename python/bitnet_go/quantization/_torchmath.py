@@ -111,11 +111,8 @@ def sum_f32(a: np.ndarray, *, vec: int | None = None) -> np.float32:
     vec = VEC if vec is None else vec
     a = np.ascontiguousarray(a, _F)
     n = a.shape[0]
-    if n < vec or vec <= 1:
-        acc = _F(0)
-        for v in a:  # a short row: one scalar accumulator (row_sum over scalars)
-            acc = _F(acc + v)
-        return acc if vec > 1 else _scalar_row_sum(a)
+    if n < vec or vec <= 1:  # ATen's scalar_inner_sum: row_sum over scalars
+        return _scalar_row_sum(a)
     nv = n // vec
     vecs = a[: nv * vec].reshape(nv, vec)
     ilp = 4
