@@ -154,6 +154,10 @@ def choose_qparams(
     mx = np.atleast_1d(as_float32(max, "max")).ravel()
     if mn.shape != mx.shape:
         raise ValueError(f"min and max must have the same number of entries, got {mn.size} and {mx.size}")
+    bad = np.flatnonzero(mn > mx)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"min must be <= max, got min[{i}] = {mn[i]} > max[{i}] = {mx[i]}")
     scales = np.empty(mn.size, np.float32)
     zps = np.empty(mn.size, np.int32)
     if not custom and not reduce_range:
@@ -235,7 +239,8 @@ def quantize(
     ``scale = mean|x|`` per tensor/channel/group unless given (XNOR-Net; a group of zeros gets
     scale 0), no zero point. ``dtype="ternary"``: :func:`bitnet_go.quantize_i2s` (``group_size``
     is its ``block_size``). ``check_finite``: NaN or Inf in ``x`` is a ``ValueError``; without
-    it +Inf gives qmax, -Inf qmin and NaN qmax (what torch's per-tensor FBGEMM path gives).
+    it +Inf gives qmax, -Inf qmin, and NaN what torch gives: per tensor qmax (qmin for a zero point
+    >= 128: FBGEMM's int32 sum wraps), per channel or group 0 clamped into the range.
 
     Example:
         >>> import bitnet_go
