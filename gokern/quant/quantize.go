@@ -195,9 +195,11 @@ func (k *QuantizeKernels) Quantize(x []float32, s *Spec, checkFinite bool, dst [
 		}
 		for a := lo; a < hi; a += batch {
 			b := min(a+batch, hi)
-			out := dst[a:b]
+			var out []byte
 			if four {
 				out = scratch[:b-a]
+			} else {
+				out = dst[a:b]
 			}
 			f := -1
 			for p := a; p < b; {
