@@ -158,7 +158,11 @@ def test_histogram_search_and_rebinning_are_torchs(seed: int) -> None:
         mn = np.float32(-abs(rng.standard_normal()) * 10 ** rng.uniform(-3, 3))
         mx = np.float32(abs(rng.standard_normal()) * 10 ** rng.uniform(-3, 3))
         theirs = tob.HistogramObserver(bins=bins)
-        theirs.histogram, theirs.min_val, theirs.max_val = torch.from_numpy(h.copy()), torch.tensor(mn), torch.tensor(mx)
+        theirs.histogram, theirs.min_val, theirs.max_val = (
+            torch.from_numpy(h.copy()),
+            torch.tensor(mn),
+            torch.tensor(mx),
+        )
         ours = HistogramObserver(bins)
         ours.histogram, ours.min_val, ours.max_val = h.copy(), mn, mx
         for _ in range(4):

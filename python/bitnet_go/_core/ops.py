@@ -568,7 +568,7 @@ def choose_qparams(
     Example:
         >>> s, z = np.empty(1, np.float32), np.empty(1, np.int32)
         >>> choose_qparams(np.float32([-1]), np.float32([1]), "int8", "symmetric", 0, 0, 2**-23, s, z)
-        >>> float(s[0]) == np.float32(1) / np.float32(127.5), int(z[0])
+        >>> bool(s[0] == np.float32(1) / np.float32(127.5)), int(z[0])
         (True, 0)
     """
     p = descriptor.QParamsParams(descriptor.QPARAMS_V1, descriptor.DTYPES[dtype], MAPPING_CODES[mapping],

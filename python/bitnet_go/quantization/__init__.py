@@ -15,7 +15,7 @@ Example:
     >>> for batch in np.split(np.linspace(-2, 2, 8, dtype=np.float32), 2):
     ...     obs.update(batch)
     >>> bitnet_go.quantize(np.float32([-2, 0, 2]), "int8", observer=obs).int_repr()
-    array([-128,    0,  127], dtype=int8)
+    array([-127,    0,  127], dtype=int8)
 """
 
 from ._api import Mapping, QDtype, Scheme

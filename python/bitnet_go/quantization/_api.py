@@ -141,7 +141,7 @@ def choose_qparams(
     Example:
         >>> import bitnet_go
         >>> s, z = bitnet_go.choose_qparams(-1.0, 3.0, "uint8")
-        >>> float(s[0]) == np.float32(4) / np.float32(255), int(z[0])
+        >>> bool(s[0] == np.float32(4) / np.float32(255)), int(z[0])
         (True, 64)
     """
     dtype = check_dtype(dtype, INT_DTYPES)  # type: ignore[assignment]

@@ -162,12 +162,23 @@ class PercentileCalibrator(_HistogramCalibrator):
 
     method = "percentile"
 
-    def __init__(self, percentile: float = 99.99, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        percentile: float = 99.99,
+        *,
+        num_bits: int = 8,
+        unsigned: bool = False,
+        num_bins: int = 2048,
+        bin_width: float | None = None,
+        check_finite: bool = True,
+    ) -> None:
         p = float(percentile)
         if not 0 < p <= 100:
             raise ValueError(f"percentile must be in (0, 100], got {percentile!r}")
         self.percentile = p
-        super().__init__(**kwargs)
+        super().__init__(
+            num_bits=num_bits, unsigned=unsigned, num_bins=num_bins, bin_width=bin_width, check_finite=check_finite
+        )
 
     def _calib_args(self) -> dict[str, Any]:
         return {**super()._calib_args(), "percentile": self.percentile}
@@ -187,9 +198,22 @@ class EntropyCalibrator(_HistogramCalibrator):
 
     method = "entropy"
 
-    def __init__(self, start_bin: int = 128, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        start_bin: int = 128,
+        *,
+        num_bits: int = 8,
+        unsigned: bool = False,
+        num_bins: int = 2048,
+        bin_width: float | None = None,
+        check_finite: bool = True,
+    ) -> None:
         self.start_bin = check_int(start_bin, "start_bin")
-        super().__init__(**kwargs)
+        if self.start_bin < 1:
+            raise ValueError(f"start_bin must be >= 1, got {start_bin}")
+        super().__init__(
+            num_bits=num_bits, unsigned=unsigned, num_bins=num_bins, bin_width=bin_width, check_finite=check_finite
+        )
 
     def _calib_args(self) -> dict[str, Any]:
         return {**super()._calib_args(), "start_bin": self.start_bin}

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from .._core import ops
 from .._core.arrays import as_float32, check_int
 from . import _torchmath as tm
-from ._api import INT_DTYPES, QDtype, Scheme, check_dtype, choose_qparams, qrange
+from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_dtype, choose_qparams, qrange
 
 _F = np.float32
 _INF = _F(np.inf)
@@ -41,7 +41,7 @@ class _Observer:
         reduce_range: bool = False,
         quant_min: int | None = None,
         quant_max: int | None = None,
-        eps: float = float(np.finfo(np.float32).eps),
+        eps: float = TORCH_EPS,
         check_finite: bool = True,
     ) -> None:
         self.dtype = check_dtype(dtype, INT_DTYPES)
@@ -90,7 +90,8 @@ class _Observer:
         return as_float32(x, "x")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(dtype={self.dtype!r}, scheme={self.scheme!r}, range=[{self.quant_min}, {self.quant_max}])"
+        rng = f"[{self.quant_min}, {self.quant_max}]"
+        return f"{type(self).__name__}(dtype={self.dtype!r}, scheme={self.scheme!r}, range={rng})"
 
 
 def _check_float32(v: object, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -109,12 +110,30 @@ class MinMaxObserver(_Observer):
         >>> from bitnet_go.quantization import MinMaxObserver
         >>> obs = MinMaxObserver("uint8")
         >>> obs.update([-1.0, 2.0]); obs.update([3.0])
-        >>> s, z = obs.calculate_qparams(); float(s[0]) == np.float32(4) / np.float32(255), int(z[0])
+        >>> s, z = obs.calculate_qparams(); bool(s[0] == np.float32(4) / np.float32(255)), int(z[0])
         (True, 64)
     """
 
-    def __init__(self, dtype: QDtype = "uint8", scheme: Scheme = "affine", **kwargs: Any) -> None:
-        super().__init__(dtype, scheme, **kwargs)
+    def __init__(
+        self,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
         self.reset()
 
     def reset(self) -> None:
@@ -171,13 +190,31 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         3.0
     """
 
-    def __init__(self, averaging_constant: float = 0.01, dtype: QDtype = "uint8", scheme: Scheme = "affine",
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        averaging_constant: float = 0.01,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
         c = float(averaging_constant)
         if not 0 < c <= 1:
             raise ValueError(f"averaging_constant must be in (0, 1], got {averaging_constant!r}")
         self.averaging_constant = c
-        super().__init__(dtype, scheme, **kwargs)
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
 
     def _config(self) -> dict[str, Any]:
         return {**super()._config(), "averaging_constant": self.averaging_constant}
@@ -212,9 +249,28 @@ class PerChannelMinMaxObserver(_Observer):
         array([0, 0], dtype=int32)
     """
 
-    def __init__(self, ch_axis: int = 0, dtype: QDtype = "uint8", scheme: Scheme = "affine", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        ch_axis: int = 0,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
         self.ch_axis = check_int(ch_axis, "ch_axis")
-        super().__init__(dtype, scheme, **kwargs)
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
         self.reset()
 
     def _config(self) -> dict[str, Any]:
@@ -260,7 +316,10 @@ class PerChannelMinMaxObserver(_Observer):
         elif other.min_val.size != self.min_val.size:
             raise ValueError(f"other has {other.min_val.size} channels, this observer {self.min_val.size}")
         else:
-            self.min_val, self.max_val = np.minimum(self.min_val, other.min_val), np.maximum(self.max_val, other.max_val)
+            self.min_val, self.max_val = (
+                np.minimum(self.min_val, other.min_val),
+                np.maximum(self.max_val, other.max_val),
+            )
         return self
 
     def state_dict(self) -> dict[str, Any]:
@@ -300,11 +359,30 @@ class HistogramObserver(_Observer):
 
     upsample_rate = 16
 
-    def __init__(self, bins: int = 2048, dtype: QDtype = "uint8", scheme: Scheme = "affine", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        bins: int = 2048,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
         self.bins = check_int(bins, "bins")
         if self.bins < 1:
             raise ValueError(f"bins must be >= 1, got {bins}")
-        super().__init__(dtype, scheme, **kwargs)
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
         self.dst_nbins = 256 if self.dtype in ("int8", "uint8") else 16  # 2 ** bits of the dtype, as torch
         self.reset()
 
@@ -374,7 +452,9 @@ class HistogramObserver(_Observer):
         r = self.upsample_rate
         h = (np.repeat(hist, r) / _F(r)).astype(_F)
         bin_size = _F(_F(orig_max - orig_min) / _F(self.bins * r))
-        mids = (tm.linspace_f32(float(orig_min), float(orig_max), self.bins * r + 1)[:-1] + _F(_F(0.5) * bin_size)).astype(_F)
+        mids = (
+            tm.linspace_f32(float(orig_min), float(orig_max), self.bins * r + 1)[:-1] + _F(_F(0.5) * bin_size)
+        ).astype(_F)
         bounds = tm.linspace_f32(float(new_min), float(new_max), self.bins + 1)
         idx = np.searchsorted(bounds, mids, side="right") - 1
         np.clip(idx, 0, self.bins - 1, out=idx)

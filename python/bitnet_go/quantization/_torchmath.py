@@ -117,7 +117,9 @@ def sum_f32(a: np.ndarray, *, vec: int | None = None) -> np.float32:
     vecs = a[: nv * vec].reshape(nv, vec)
     ilp = 4
     size_ilp = nv // ilp
-    partial = _multi_row_sum(vecs[: size_ilp * ilp].reshape(size_ilp, ilp, vec)) if size_ilp else np.zeros((ilp, vec), _F)
+    partial = (
+        _multi_row_sum(vecs[: size_ilp * ilp].reshape(size_ilp, ilp, vec)) if size_ilp else np.zeros((ilp, vec), _F)
+    )
     p0 = partial[0]
     for k in range(size_ilp * ilp, nv):
         p0 = p0 + vecs[k]
