@@ -19,7 +19,9 @@ from bitnet_go._core import lib as _lib
 
 ROOT = Path(__file__).resolve().parents[1]
 STRUCTS = {"bng_tensor": d.Tensor, "bng_quantize_params": d.QuantizeParams,
-           "bng_conv2d_params": d.Conv2dParams, "bng_op_info": d.OpInfo}  # fmt: skip
+           "bng_conv2d_params": d.Conv2dParams, "bng_op_info": d.OpInfo,
+           "bng_histogram_params": d.HistogramParams, "bng_qparams_params": d.QParamsParams,
+           "bng_calibrate_params": d.CalibrateParams}  # fmt: skip
 
 
 def test_ctypes_mirror_matches_the_c_header(tmp_path: Path) -> None:
@@ -83,7 +85,7 @@ def test_layout_matches_the_formats(seed: int) -> None:
 
 
 def test_layout_rejects_unknown_formats_and_bad_shapes() -> None:
-    with pytest.raises(ValueError, match=r"qtype must be 0 \(i2_s\), 1 \(tl1\) or 2 \(tl2\), got 16"):
+    with pytest.raises(ValueError, match=r"qtype must be 0 \(i2_s\), 1 \(tl1\), 2 \(tl2\), 17 \(int8\).* got 16"):
         _layout("float32", (4,))
     with pytest.raises(ValueError, match="the number of values"):
         _layout("i2_s", (0, 3))

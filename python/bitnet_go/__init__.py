@@ -7,24 +7,28 @@ Example:
     np.int64(512)
 """
 
-from . import cuda, diagnostics
+from . import cuda, diagnostics, quantization
 from ._conv import conv2d_quantized, quantize_conv_weight
 from ._core.runtime import CPUFeatures, cpu_features, get_num_threads, set_num_threads
 from ._quantized import QuantizedTensor, dequantize
 from ._ternary import TernaryTensor, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
+from .quantization._api import choose_qparams, quantize
 
 __all__ = [
     "CPUFeatures",
     "QuantizedTensor",
     "TernaryTensor",
     "__version__",
+    "choose_qparams",
     "conv2d_quantized",
     "cpu_features",
     "cuda",
     "dequantize",
     "diagnostics",
     "get_num_threads",
+    "quantization",
+    "quantize",
     "quantize_conv_weight",
     "quantize_i2s",
     "quantize_tl1",

@@ -12,6 +12,7 @@ makes and checks its tensors and says how they pickle.
 
 from __future__ import annotations
 
+import html
 import math
 import operator
 from collections.abc import Callable
@@ -37,6 +38,8 @@ def _max_dims() -> int:
     except ValueError:
         return 32
 
+
+_TERNARY = ("i2_s", "tl1", "tl2")
 
 MAX_DIMS = _max_dims()
 """Most dimensions a tensor may have (numpy's limit: its values must be able to take its shape)."""
@@ -244,6 +247,60 @@ class QuantizedTensor:
         ops.dequantize(self.qtype, self.packed, rows_of(self.shape), self.block_size, self.scales, out)
         return out.reshape(self.shape)
 
+    # -- the names every quantized tensor answers (torch's and torchao's vocabulary)
+
+    @property
+    def dtype(self) -> str:
+        """The element type: ``"ternary"`` (any ternary packing), ``"int8"``, ``"uint8"``, ``"int4"``,
+        ``"uint4"`` or ``"binary"``.
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([1.0, -1.0]).dtype
+            'ternary'
+        """
+        return "ternary" if self.qtype in _TERNARY else str(self.qtype)
+
+    @property
+    def scale(self) -> np.ndarray:
+        """The float32 scales (``scales``): one (per tensor), one per channel along ``axis``, or one
+        per group of ``group_size`` consecutive elements along the last axis."""
+        return self.scales
+
+    @property
+    def zero_point(self) -> np.ndarray | None:
+        """The int32 zero points, one per scale (None for ternary and binary tensors)."""
+        return self.zero_points
+
+    @property
+    def group_size(self) -> int | None:
+        """Elements per scale along the flattened tensor (per group along the last axis), or None."""
+        return self.block_size
+
+    def int_repr(self) -> np.ndarray:
+        """The integer values as a new array of ``shape`` (int8; uint8 for unsigned types; binary
+        gives -1/+1 and ternary -1/0/+1 as int8).
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([2.0, -2.0, 0.0]).int_repr()
+            array([ 1, -1,  0], dtype=int8)
+        """
+        return self.values()  # type: ignore[attr-defined,no-any-return]  # ternary formats
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks."""
+        rows = [("dtype", self.dtype), ("shape", self.shape), ("axis", self.axis), ("group_size", self.group_size),
+                ("scales", self.scales.shape[0]), ("zero_points", None if self.zero_points is None
+                                                     else self.zero_points.shape[0]),
+                ("nbytes", self.nbytes), ("bits per element", f"{self.bits_per_weight:.3f}"),
+                ("device", self.device)]  # fmt: skip
+        if self.qtype in _TERNARY:
+            rows.insert(1, ("packing", self.qtype))
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+                       for k, v in rows)  # fmt: skip
+        return f"<table><caption>{html.escape(type(self).__name__)}</caption>{body}</table>"
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(qtype={self.qtype!r}, shape={self.shape}, block_size={self.block_size}, "
@@ -260,5 +317,145 @@ def dequantize(t: QuantizedTensor) -> np.ndarray:
         array([ 1., -1.], dtype=float32)
     """
     if not isinstance(t, QuantizedTensor):
-        raise TypeError(f"t must be a TernaryTensor, got {type(t).__name__}")
+        raise TypeError(f"t must be a QuantizedTensor (e.g. a TernaryTensor), got {type(t).__name__}")
     return t.dequantize()
+
+
+PLAIN_DTYPES = ("int8", "uint8", "int4", "uint4", "binary")
+"""The element types of the plain (non-ternary) quantized tensors."""
+
+_INT_DTYPE = {"int8": np.int8, "uint8": np.uint8, "int4": np.int8, "uint4": np.uint8, "binary": np.int8}
+
+
+class PlainTensor(QuantizedTensor):
+    """A quantized tensor of int8, uint8, int4, uint4 or binary values (``bitnet_go.quantize``).
+
+    ``packed`` holds the values' bytes: one per value (int8, uint8), two per byte
+    (int4, uint4: element 2i in the low nibble of byte i, two's complement for int4,
+    torch ``quint4x2``'s layout), or eight per byte (binary: bit b of byte j is element
+    8j+b, set for +1). ``scales`` (float32) and ``zero_points`` (int32; None for binary)
+    are per tensor (one), per channel along ``axis``, or per group of ``block_size``
+    consecutive elements of the flattened tensor (groups along the last axis).
+    ``dequantize()`` gives ``scale * (q - zero_point)``.
+
+    Example:
+        >>> import bitnet_go
+        >>> q = bitnet_go.quantize([0.0, 1.0, 2.0], "uint8", scale=0.5, zero_point=3)
+        >>> q.int_repr(), q.dequantize()
+        (array([3, 5, 7], dtype=uint8), array([0., 1., 2.], dtype=float32))
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _make(
+        cls,
+        dtype: str,
+        shape: tuple[int, ...],
+        axis: int | None,
+        block_size: int | None,
+        packed: np.ndarray,
+        scales: np.ndarray,
+        zero_points: np.ndarray | None,
+    ) -> PlainTensor:
+        """A new tensor from checked-here fields (host arrays); values are checked by Go when used."""
+        if dtype not in PLAIN_DTYPES:
+            raise ValueError(f"dtype must be one of {list(PLAIN_DTYPES)}, got {dtype!r}")
+        dims = check_shape(shape) if shape != () else ()
+        n = math.prod(dims)
+        if axis is not None:
+            axis = operator_index(axis)
+            if not 0 <= axis < max(len(dims), 1):
+                raise ValueError(f"axis must be in [0, {len(dims)}), got {axis}")
+            groups = dims[axis] if dims else 1
+            if block_size is not None:
+                raise ValueError("a tensor has an axis or a block_size, not both")
+        elif block_size is not None:
+            block_size = operator_index(block_size)
+            if block_size < 1:
+                raise ValueError(f"block_size must be >= 1, got {block_size}")
+            groups = -(-n // block_size)
+        else:
+            groups = 1
+        for name, a, dt, size in (("packed", packed, np.uint8, ops.packed_bytes(dtype, n)),
+                                  ("scales", scales, np.float32, groups),
+                                  ("zero_points", zero_points, np.int32, groups)):  # fmt: skip
+            if a is None:
+                continue
+            if not isinstance(a, np.ndarray) or a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous:
+                raise TypeError(f"{name} must be a 1-D C-contiguous numpy {np.dtype(dt).name} array")
+            if a.size != size:
+                raise ValueError(f"{name} must have {size} entries for this dtype, shape and grouping, got {a.size}")
+        if dtype == "binary" and zero_points is not None:
+            raise ValueError("binary tensors have no zero points")
+        self = object.__new__(cls)
+        self._init(dtype, dims, block_size, packed, scales, zero_points=zero_points, axis=axis)  # type: ignore[arg-type]
+        return self
+
+    def _reduce_host(self) -> tuple[Callable[..., QuantizedTensor], tuple[object, ...]]:
+        zp = None if self.zero_points is None else np.array(self.zero_points)
+        return (_rebuild_plain, (self.qtype, self.shape, self.axis, self.block_size, np.array(self.packed),
+                                 np.array(self.scales), zp))  # fmt: skip
+
+    def _with_arrays(self, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> QuantizedTensor:
+        return PlainTensor._make(self.qtype, self.shape, self.axis, self.block_size, packed, scales, zero_points)
+
+    def int_repr(self) -> np.ndarray:
+        """The integer values as a new array of ``shape``: int8 (int8, int4, binary: -1/+1) or uint8.
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize([-1.0, 2.0, 7.0], "int4", scale=1.0, zero_point=0).int_repr()
+            array([-1,  2,  7], dtype=int8)
+        """
+        n, p = self.size, self.packed
+        if self.qtype in ("int8", "uint8"):
+            out = p.view(_INT_DTYPE[self.qtype]).copy()
+        elif self.qtype in ("int4", "uint4"):
+            nib = np.empty(2 * p.size, np.uint8)
+            nib[0::2], nib[1::2] = p & 0x0F, p >> 4
+            nib = nib[:n]
+            out = nib.astype(np.int8) - ((nib >= 8) * 16).astype(np.int8) if self.qtype == "int4" else nib
+        else:
+            bits = np.unpackbits(p, bitorder="little")[:n].astype(np.int8)
+            out = 2 * bits - 1
+        return np.ascontiguousarray(out, _INT_DTYPE[self.qtype]).reshape(self.shape)
+
+    def dequantize(self) -> np.ndarray:
+        """``scale * (q - zero_point)`` (binary: ``±scale``) as a new float32 array of ``shape``.
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize([1.0, -3.0], "binary").dequantize()
+            array([ 2., -2.], dtype=float32)
+        """
+        out = np.empty(self.shape, np.float32)
+        ops.dequantize_given(self.qtype, self.packed, self.shape, self.axis, self.block_size, self.scales,
+                             self.zero_points, out)  # fmt: skip
+        return out
+
+    def __repr__(self) -> str:
+        where = (f"axis={self.axis}" if self.axis is not None
+                 else f"group_size={self.block_size}" if self.block_size else "per_tensor")  # fmt: skip
+        return (f"QuantizedTensor(dtype={self.qtype!r}, shape={self.shape}, {where}, scales={self.scales.shape[0]}, "
+                f"nbytes={self.nbytes}, bits_per_element={self.bits_per_weight:.3f})")  # fmt: skip
+
+
+def _rebuild_plain(
+    dtype: str,
+    shape: tuple[int, ...],
+    axis: int | None,
+    block_size: int | None,
+    packed: np.ndarray,
+    scales: np.ndarray,
+    zero_points: np.ndarray | None,
+) -> PlainTensor:
+    """Unpickle a :class:`PlainTensor` (every field checked as a new tensor's).
+
+    Example:
+        >>> import pickle, bitnet_go
+        >>> q = bitnet_go.quantize([1.0, -1.0], "int8", scale=0.5, zero_point=0)
+        >>> pickle.loads(pickle.dumps(q)).int_repr()
+        array([ 2, -2], dtype=int8)
+    """
+    return PlainTensor._make(dtype, tuple(shape), axis, block_size, packed, scales, zero_points)

@@ -22,8 +22,12 @@ import numpy as np
 
 TENSOR_V1: Final = 1
 QUANTIZE_V1: Final = 1
+QUANTIZE_V2: Final = 2
 CONV2D_V1: Final = 1
 OP_INFO_V1: Final = 1
+HISTOGRAM_V1: Final = 1
+QPARAMS_V1: Final = 1
+CALIBRATE_V1: Final = 1
 
 CPU: Final = 1  # DLPack's device codes
 CUDA: Final = 2
@@ -40,6 +44,7 @@ DTYPES: Final[dict[str, int]] = {
     "uint4": 20,
     "binary": 21,
     "int32": 22,
+    "int64": 23,
 }
 
 _I32 = ctypes.c_int32
@@ -82,6 +87,51 @@ class QuantizeParams(ctypes.Structure):
         ("reserved", _I32),
         ("work", _P),
         ("work_len", _I64),
+        # V2: the integer range of int8/uint8/int4/uint4 outputs (both 0: the dtype's)
+        ("quant_min", _I32),
+        ("quant_max", _I32),
+    ]
+
+
+class HistogramParams(ctypes.Structure):
+    """``bng_histogram_params``: the range [lo, hi] binned like ``torch.histc``."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("absolute", _I32),
+        ("check_finite", _I32),
+        ("reserved", _I32),
+        ("lo", ctypes.c_float),
+        ("hi", ctypes.c_float),
+    ]
+
+
+class QParamsParams(ctypes.Structure):
+    """``bng_qparams_params``: how ``bng_choose_qparams`` maps min/max to scale and zero point."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("dtype", _I32),
+        ("mapping", _I32),
+        ("quant_min", _I32),
+        ("quant_max", _I32),
+        ("reserved", _I32),
+        ("eps", ctypes.c_float),
+    ]
+
+
+class CalibrateParams(ctypes.Structure):
+    """``bng_calibrate_params``: a histogram calibrator's method and settings."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("method", _I32),
+        ("num_bits", _I32),
+        ("is_unsigned", _I32),
+        ("start_bin", _I32),
+        ("reserved", _I32),
+        ("percentile", ctypes.c_double),
+        ("bin_width", ctypes.c_double),
     ]
 
 

@@ -373,3 +373,229 @@ def cuda_dequantize(
                             block_size=block_size, stream=stream)  # fmt: skip
     out_t = descriptor.device(out, 4 * n, "float32", (n,), dev, stream=stream)
     lib.call("bng_dequantize", _byref(src), _byref(out_t))
+
+
+# ---------------------------------------------------------------- general quantization (int8/uint8/int4/uint4/binary)
+
+QUANT_DTYPES: dict[str, int] = {q: descriptor.DTYPES[q] for q in ("int8", "uint8", "int4", "uint4", "binary")}
+"""Plain quantized element types and their C ABI numbers."""
+
+GIVEN = 2
+"""``bng_quantize_params.method``: the output's scales (and zero points) are inputs."""
+
+MAPPING_CODES: dict[str, int] = {
+    "affine": 0,
+    "symmetric": 1,
+    "ao_symmetric": 2,
+    "ao_symmetric_no_clipping_err": 3,
+    "ao_asymmetric": 4,
+}
+"""``bng_qparams_params.mapping``: torch.ao observers' schemes, then torchao's MappingTypes."""
+
+CALIBRATION_CODES: dict[str, int] = {"percentile": 0, "entropy": 1, "mse": 2}
+"""``bng_calibrate_params.method``."""
+
+_PF64 = ctypes.POINTER(ctypes.c_double)
+
+lib.declare(
+    {
+        # x, mn, mx, check_finite
+        "bng_minmax": (_I32, [_T, _T, _T, _I32], True),
+        # x, params, counts
+        "bng_histogram": (_I32, [_T, ctypes.POINTER(descriptor.HistogramParams), _T], True),
+        # mn, mx, params, scales, zero_points
+        "bng_choose_qparams": (_I32, [_T, _T, ctypes.POINTER(descriptor.QParamsParams), _T, _T], True),
+        # counts, params, amax
+        "bng_calibrate": (_I32, [_T, ctypes.POINTER(descriptor.CalibrateParams), _PF64], True),
+    }
+)
+
+
+def _grouped(
+    t: descriptor.Tensor,
+    axis: int | None,
+    scales: np.ndarray | None,
+    zero_points: np.ndarray | None,
+) -> descriptor.Tensor:
+    """Set the per-channel axis (None: per tensor or per block) and the zero points of a descriptor."""
+    if axis is not None:
+        t.axis = axis
+    if scales is not None:
+        t.scales, t.n_scales = scales.ctypes.data, scales.size
+    if zero_points is not None:
+        t.zero_points, t.n_zero_points = zero_points.ctypes.data, zero_points.size
+    return t
+
+
+def packed_bytes(dtype: str, n: int) -> int:
+    """Bytes of ``n`` values of a plain quantized ``dtype``: one each (int8, uint8), two per byte
+    (int4, uint4: element 2i in the low nibble of byte i), eight per byte (binary: bit b of byte j is
+    element 8j+b).
+
+    Example:
+        >>> packed_bytes("int8", 5), packed_bytes("int4", 5), packed_bytes("binary", 9)
+        (5, 3, 2)
+    """
+    if dtype in ("int8", "uint8"):
+        return n
+    if dtype in ("int4", "uint4"):
+        return (n + 1) // 2
+    if dtype == "binary":
+        return (n + 7) // 8
+    raise ValueError(f"dtype must be one of {sorted(QUANT_DTYPES)}, got {dtype!r}")
+
+
+def quantize_given(
+    x: np.ndarray,
+    dtype: str,
+    axis: int | None,
+    block_size: int | None,
+    scales: np.ndarray,
+    zero_points: np.ndarray | None,
+    quant_min: int,
+    quant_max: int,
+    check_finite: bool,
+    out: np.ndarray,
+) -> None:
+    """Quantize float32 ``x`` to ``dtype`` with the given float32 ``scales`` and int32 ``zero_points``
+    into the uint8 bytes ``out`` (``bng_quantize``, method GIVEN): ``q = clamp(zp + nearbyint(x *
+    (1/scale)), qmin, qmax)``. ``axis``: per channel along it; else ``block_size`` per block of the
+    flattened tensor (None: one scale). ``quant_min == quant_max == 0``: the dtype's range. For
+    binary, ``scales`` are read and ``zero_points`` must be None.
+
+    Example:
+        >>> out = np.empty(3, np.uint8)
+        >>> quantize_given(np.float32([0.5, 1.5, -9]), "int8", None, None, np.float32([1]), None, 0, 0, True, out)
+        >>> out.view(np.int8)
+        array([ 0,  2, -9], dtype=int8)
+    """
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, GIVEN, 1 if check_finite else 0)
+    p.quant_min, p.quant_max = quant_min, quant_max
+    shape = x.shape if x.ndim else (1,)
+    o = _grouped(_host(out, dtype, shape=shape, block_size=block_size), axis, scales, zero_points)
+    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(o), _byref(p))
+
+
+def quantize_binary_absmean(
+    x: np.ndarray, axis: int | None, block_size: int | None, check_finite: bool, out: np.ndarray, scales: np.ndarray
+) -> None:
+    """Binarize float32 ``x`` into the bytes ``out`` and write ``scales`` = mean |x| per channel
+    (``axis``) or block (``bng_quantize``, method ABSMEAN, dtype binary).
+
+    Example:
+        >>> out, s = np.empty(1, np.uint8), np.empty(1, np.float32)
+        >>> quantize_binary_absmean(np.float32([1, -3]), None, None, True, out, s); (out, s)
+        (array([1], dtype=uint8), array([2.], dtype=float32))
+    """
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, METHOD_CODES["absmean"], 1 if check_finite else 0)
+    shape = x.shape if x.ndim else (1,)
+    o = _grouped(_host(out, "binary", shape=shape, block_size=block_size), axis, scales, None)
+    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(o), _byref(p))
+
+
+def dequantize_given(
+    dtype: str,
+    data: np.ndarray,
+    shape: tuple[int, ...],
+    axis: int | None,
+    block_size: int | None,
+    scales: np.ndarray,
+    zero_points: np.ndarray | None,
+    out: np.ndarray,
+) -> None:
+    """Write ``scale * (q - zero_point)`` (binary: ``±scale``) of the ``dtype`` values in the bytes
+    ``data`` into float32 ``out`` (``bng_dequantize``).
+
+    Example:
+        >>> out = np.empty(2, np.float32)
+        >>> dequantize_given("uint8", np.uint8([3, 5]), (2,), None, None, np.float32([0.5]), np.int32([4]), out)
+        >>> out
+        array([-0.5,  0.5], dtype=float32)
+    """
+    shape = shape if shape else (1,)
+    src = _grouped(_host(data, dtype, shape=shape, block_size=block_size), axis, scales, zero_points)
+    lib.call("bng_dequantize", _byref(src), _byref(_host(out, "float32", shape=shape)))
+
+
+def minmax(
+    x: np.ndarray, axis: int | None, block_size: int | None, check_finite: bool, mn: np.ndarray, mx: np.ndarray
+) -> None:
+    """Min and max of float32 ``x`` per channel (``axis``), per block of ``block_size`` elements of
+    the flattened tensor, or over all of it, into float32 ``mn`` and ``mx`` (``bng_minmax``). A NaN
+    makes its group's min and max NaN (``torch.aminmax``), or is a ``ValueError`` with ``check_finite``.
+
+    Example:
+        >>> mn, mx = np.empty(2, np.float32), np.empty(2, np.float32)
+        >>> minmax(np.float32([[1, -2], [3, 0]]), 1, None, True, mn, mx); (mn, mx)
+        (array([ 1., -2.], dtype=float32), array([3., 0.], dtype=float32))
+    """
+    shape = x.shape if x.ndim else (1,)
+    xt = _grouped(_host(x, "float32", shape=shape, block_size=block_size), axis, None, None)
+    lib.call("bng_minmax", _byref(xt), _byref(_host(mn, "float32")), _byref(_host(mx, "float32")),
+             1 if check_finite else 0)  # fmt: skip
+
+
+def histogram(x: np.ndarray, lo: float, hi: float, absolute: bool, check_finite: bool, counts: np.ndarray) -> None:
+    """Add the counts of float32 ``x`` (of ``|x|`` if ``absolute``) in ``len(counts)`` equal bins
+    over [lo, hi] to int64 ``counts``, binned exactly as ``torch.histc`` bins them (``bng_histogram``).
+
+    Example:
+        >>> c = np.zeros(4, np.int64)
+        >>> histogram(np.float32([0, 1, 2, 3, 4, 9]), 0.0, 4.0, False, True, c); c
+        array([1, 1, 1, 2])
+    """
+    p = descriptor.HistogramParams(descriptor.HISTOGRAM_V1, 1 if absolute else 0, 1 if check_finite else 0, 0, lo, hi)
+    xt = _host(x, "float32", shape=(x.size,))
+    lib.call("bng_histogram", _byref(xt), _byref(p), _byref(_host(counts, "int64")))
+
+
+def choose_qparams(
+    mn: np.ndarray,
+    mx: np.ndarray,
+    dtype: str,
+    mapping: str,
+    quant_min: int,
+    quant_max: int,
+    eps: float,
+    scales: np.ndarray,
+    zero_points: np.ndarray,
+) -> None:
+    """Scales (float32) and zero points (int32) from float32 ``mn``/``mx`` per group
+    (``bng_choose_qparams``): torch.ao's observer ``_calculate_qparams`` for mappings
+    ``"affine"``/``"symmetric"``, torchao's ``choose_qparams_affine`` for the ``"ao_*"`` ones.
+    ``quant_min == quant_max == 0``: the dtype's range.
+
+    Example:
+        >>> s, z = np.empty(1, np.float32), np.empty(1, np.int32)
+        >>> choose_qparams(np.float32([-1]), np.float32([1]), "int8", "symmetric", 0, 0, 2**-23, s, z)
+        >>> bool(s[0] == np.float32(1) / np.float32(127.5)), int(z[0])
+        (True, 0)
+    """
+    p = descriptor.QParamsParams(descriptor.QPARAMS_V1, descriptor.DTYPES[dtype], MAPPING_CODES[mapping],
+                                 quant_min, quant_max, 0, eps)  # fmt: skip
+    lib.call("bng_choose_qparams", _byref(_host(mn, "float32")), _byref(_host(mx, "float32")), _byref(p),
+             _byref(_host(scales, "float32")), _byref(_host(zero_points, "int32")))  # fmt: skip
+
+
+def calibrate(
+    counts: np.ndarray,
+    method: str,
+    bin_width: float,
+    *,
+    num_bits: int = 8,
+    unsigned: bool = False,
+    start_bin: int = 128,
+    percentile: float = 99.99,
+) -> float:
+    """The amax a histogram calibrator picks from an ``|x|`` histogram (int64 ``counts``, bin i =
+    [i*bin_width, (i+1)*bin_width)): ``"percentile"``, ``"entropy"`` or ``"mse"`` (``bng_calibrate``).
+
+    Example:
+        >>> calibrate(np.int64([5, 3, 2, 0]), "percentile", 0.5, percentile=60.0)
+        0.5
+    """
+    p = descriptor.CalibrateParams(descriptor.CALIBRATE_V1, CALIBRATION_CODES[method], num_bits,
+                                   1 if unsigned else 0, start_bin, 0, percentile, bin_width)  # fmt: skip
+    amax = ctypes.c_double()
+    lib.call("bng_calibrate", _byref(_host(counts, "int64")), _byref(p), _byref(amax))
+    return float(amax.value)

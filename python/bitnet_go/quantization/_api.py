@@ -1,0 +1,300 @@
+"""``bitnet_go.quantize`` and ``bitnet_go.choose_qparams``: int8, uint8, int4, uint4 and binary
+quantization with torch's and torchao's exact semantics (the heavy work in Go)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Protocol, Union, get_args
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._core import ops
+from .._core.arrays import as_float32, check_int
+from .._quantized import PlainTensor, QuantizedTensor
+
+if TYPE_CHECKING:
+    from .._ternary import TernaryTensor
+
+QDtype = Literal["int8", "uint8", "int4", "uint4", "binary"]
+"""Element types of ``quantize`` besides ``"ternary"``."""
+
+Scheme = Literal["affine", "symmetric"]
+"""torch.ao's observer schemes (``torch.per_tensor_affine``/``per_channel_affine``, ``..._symmetric``)."""
+
+Mapping = Literal["symmetric", "symmetric_no_clipping_err", "asymmetric"]
+"""torchao's ``MappingType`` names (``choose_qparams_affine``)."""
+
+INT_DTYPES: tuple[str, ...] = ("int8", "uint8", "int4", "uint4")
+DTYPE_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "uint8": (0, 255), "int4": (-8, 7), "uint4": (0, 15)}
+"""The full integer range of each type."""
+
+TORCH_EPS = float(np.finfo(np.float32).eps)
+"""torch.ao observers' default eps: ``torch.finfo(torch.float32).eps``."""
+TORCHAO_EPS = float(np.finfo(np.float32).smallest_normal)
+"""torchao ``choose_qparams_affine``'s default eps for float32 input: ``finfo(float32).smallest_normal``."""
+
+
+class QParamsSource(Protocol):
+    """What ``quantize(observer=...)`` takes: anything with ``calculate_qparams()`` (the observers
+    and calibrators of :mod:`bitnet_go.quantization`)."""
+
+    dtype: str
+
+    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def check_dtype(dtype: object, allowed: tuple[str, ...] = INT_DTYPES + ("binary",), name: str = "dtype") -> str:
+    """``dtype`` if it is one of ``allowed`` (``TypeError`` for a non-str, ``ValueError`` otherwise).
+
+    Example:
+        >>> check_dtype("int4")
+        'int4'
+    """
+    if not isinstance(dtype, str):
+        raise TypeError(f"{name} must be a str, one of {list(allowed)}, got {type(dtype).__name__} {dtype!r}")
+    if dtype not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {dtype!r}")
+    return dtype
+
+
+def qrange(
+    dtype: str, reduce_range: bool = False, quant_min: int | None = None, quant_max: int | None = None
+) -> tuple[int, int, bool]:
+    """The integer range [qmin, qmax] torch.ao's observers use, and whether it is a custom one.
+
+    Default ranges are the type's (``reduce_range`` halves int8 to [-64, 63] and uint8 to
+    [0, 127]; torch ignores it for 4-bit types, refused here); a custom range (both bounds
+    given) must contain 0, lie in the type's range and have qmin < qmax, and ``reduce_range``
+    halves it as torch does (``qmin // 2``, ``qmax // 2``).
+
+    Example:
+        >>> qrange("uint8", True), qrange("int8", False, -100, 100)
+        ((0, 127, False), (-100, 100, True))
+    """
+    lo, hi = DTYPE_RANGES[dtype]
+    if not isinstance(reduce_range, (bool, np.bool_)):
+        raise TypeError(f"reduce_range must be a bool, got {type(reduce_range).__name__}")
+    if (quant_min is None) != (quant_max is None):
+        raise ValueError("quant_min and quant_max must be given together (or neither)")
+    if quant_min is not None:
+        qmin, qmax = check_int(quant_min, "quant_min"), check_int(quant_max, "quant_max")
+        if not lo <= qmin <= hi:
+            raise ValueError(f"quant_min must be in [{lo}, {hi}] for {dtype}, got {qmin}")
+        if not lo <= qmax <= hi:
+            raise ValueError(f"quant_max must be in [{lo}, {hi}] for {dtype}, got {qmax}")
+        if not qmin < qmax:
+            raise ValueError(f"quant_min must be < quant_max, got {qmin} and {qmax}")
+        if reduce_range:
+            qmin, qmax = qmin // 2, qmax // 2
+        return qmin, qmax, True
+    if reduce_range:
+        if dtype not in ("int8", "uint8"):
+            raise ValueError(f"reduce_range applies to int8 and uint8 only, got dtype {dtype!r}")
+        return (-64, 63, False) if dtype == "int8" else (0, 127, False)
+    return lo, hi, False
+
+
+def _mapping_code(scheme: object, mapping: object) -> str:
+    if mapping is not None:
+        if not isinstance(mapping, str) or mapping not in get_args(Mapping):
+            raise ValueError(f"mapping must be one of {list(get_args(Mapping))} or None, got {mapping!r}")
+        return "ao_" + mapping
+    if not isinstance(scheme, str) or scheme not in get_args(Scheme):
+        raise ValueError(f"scheme must be one of {list(get_args(Scheme))}, got {scheme!r}")
+    return scheme
+
+
+def _check_eps(eps: object, default: float) -> float:
+    if eps is None:
+        return default
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.floating, np.integer)):
+        raise TypeError(f"eps must be a float, got {type(eps).__name__}")
+    e = float(eps)
+    if not (np.isfinite(e) and e >= 0):
+        raise ValueError(f"eps must be finite and >= 0, got {e}")
+    return e
+
+
+def choose_qparams(
+    min: ArrayLike,  # noqa: A002 - torch's name
+    max: ArrayLike,  # noqa: A002
+    dtype: QDtype,
+    scheme: Scheme = "affine",
+    *,
+    eps: float | None = None,
+    reduce_range: bool = False,
+    quant_min: int | None = None,
+    quant_max: int | None = None,
+    mapping: Mapping | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scale(s) and zero point(s) for the range [min, max] (scalars, or one per channel/group).
+
+    Exactly torch.ao's observers (``_calculate_qparams``): ``min_neg = min(min, 0)``,
+    ``max_pos = max(max, 0)``; affine: ``scale = (max_pos - min_neg) / (qmax - qmin)``,
+    ``zero_point = clamp(qmin - round_half_even(min_neg / scale), qmin, qmax)``; symmetric:
+    ``scale = max(-min_neg, max_pos) / ((qmax - qmin) / 2)``, zero point 0 (uint8: 128, or the
+    midpoint ``(qmin + qmax) // 2`` of a custom range); ``scale = max(scale, eps)`` with
+    ``eps = finfo(float32).eps``. ``mapping`` (``"symmetric"``, ``"symmetric_no_clipping_err"``,
+    ``"asymmetric"``) gives torchao's ``choose_qparams_affine`` instead (its eps default is
+    ``finfo(float32).smallest_normal``). Returns float32 scales and int32 zero points, 1-D.
+
+    Example:
+        >>> import bitnet_go
+        >>> s, z = bitnet_go.choose_qparams(-1.0, 3.0, "uint8")
+        >>> bool(s[0] == np.float32(4) / np.float32(255)), int(z[0])
+        (True, 64)
+    """
+    dtype = check_dtype(dtype, INT_DTYPES)  # type: ignore[assignment]
+    code = _mapping_code(scheme, mapping)
+    eps_v = _check_eps(eps, TORCHAO_EPS if mapping is not None else TORCH_EPS)
+    qmin, qmax, custom = qrange(dtype, reduce_range, quant_min, quant_max)
+    if code == "symmetric" and reduce_range and dtype == "uint8":
+        raise ValueError("reduce_range is not supported with the symmetric scheme for uint8 (as in torch)")
+    mn = np.atleast_1d(as_float32(min, "min")).ravel()
+    mx = np.atleast_1d(as_float32(max, "max")).ravel()
+    if mn.shape != mx.shape:
+        raise ValueError(f"min and max must have the same number of entries, got {mn.size} and {mx.size}")
+    bad = np.flatnonzero(mn > mx)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"min must be <= max, got min[{i}] = {mn[i]} > max[{i}] = {mx[i]}")
+    scales = np.empty(mn.size, np.float32)
+    zps = np.empty(mn.size, np.int32)
+    if not custom and not reduce_range:
+        qmin = qmax = 0  # the dtype's range: Go picks torch's default zero points (uint8 symmetric: 128)
+    ops.choose_qparams(np.ascontiguousarray(mn), np.ascontiguousarray(mx), dtype, code, qmin, qmax, eps_v,
+                       scales, zps)  # fmt: skip
+    return scales, zps
+
+
+def _groups(shape: tuple[int, ...], axis: object, group_size: object) -> tuple[int | None, int | None, int]:
+    """(axis, block_size, number of groups) of a tensor of ``shape``."""
+    n = int(np.prod(shape)) if shape else 1
+    if axis is not None and group_size is not None:
+        raise ValueError("give axis (per channel) or group_size (per group), not both")
+    if axis is not None:
+        a = check_int(axis, "axis", or_none=True)
+        nd = len(shape)
+        if not -nd <= a < nd:
+            raise ValueError(f"axis must be in [{-nd}, {nd}) for a tensor of shape {shape}, got {a}")
+        a %= nd
+        return a, None, shape[a]
+    if group_size is not None:
+        g = check_int(group_size, "group_size", or_none=True)
+        last = shape[-1] if shape else 1
+        if g < 1:
+            raise ValueError(f"group_size must be >= 1, got {g}")
+        if last % g:
+            raise ValueError(
+                f"group_size must divide the last dimension ({last}), got {g} (torchao refuses it too; "
+                f"pad the tensor, or quantize it per tensor or per channel)"
+            )
+        return None, (g if g < n else None), n // g
+    return None, None, 1
+
+
+def _as_params(v: object, name: str, count: int, dtype: type, *, integer: bool) -> np.ndarray:
+    a = np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)  # type: ignore[attr-defined]
+    if a.dtype.kind not in ("biu" if integer else "biuf") or a.dtype.kind == "b":
+        want = "integers" if integer else "real numbers"
+        raise TypeError(f"{name} must be {want}, got dtype {a.dtype}")
+    a = a.ravel()
+    if a.size == 1 and count > 1:
+        a = np.repeat(a, count)
+    if a.size != count:
+        raise ValueError(f"{name} must have 1 or {count} entries (one per channel/group), got {a.size}")
+    if integer and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+        raise ValueError(f"{name} must fit in int32, got {a.min()}..{a.max()}")
+    return np.ascontiguousarray(a, dtype)
+
+
+def quantize(
+    x: ArrayLike,
+    dtype: QDtype | Literal["ternary"],
+    *,
+    scale: ArrayLike | None = None,
+    zero_point: ArrayLike | None = None,
+    axis: int | None = None,
+    group_size: int | None = None,
+    scheme: Scheme = "affine",
+    observer: QParamsSource | None = None,
+    mapping: Mapping | None = None,
+    reduce_range: bool = False,
+    quant_min: int | None = None,
+    quant_max: int | None = None,
+    eps: float | None = None,
+    check_finite: bool = True,
+) -> QuantizedTensor:
+    """Quantize ``x`` (numpy array, CPU torch tensor, or anything ``np.asarray`` takes) to ``dtype``.
+
+    ``q = clamp(zero_point + nearbyint(x * (1.0f / scale)), qmin, qmax)`` in float32 (the
+    reciprocal multiplied, as FBGEMM and torchao do; ties to even): bit for bit
+    ``torch.quantize_per_tensor``/``quantize_per_channel`` and torchao's ``quantize_affine``.
+    With ``scale`` (and ``zero_point``, default 0) given they are used; otherwise they come from
+    ``observer.calculate_qparams()``, or from the tensor's min and max per tensor, per channel
+    (``axis``) or per group (``group_size`` consecutive elements along the last axis, which it
+    must divide) through :func:`choose_qparams` (``scheme``, ``mapping``, ``reduce_range``,
+    ``quant_min``/``quant_max``, ``eps``). ``quant_min``/``quant_max`` also clamp a quantization
+    with a given scale. ``dtype="binary"``: +1 for ``x >= 0`` (also -0.0), -1 otherwise, with
+    ``scale = mean|x|`` per tensor/channel/group unless given (XNOR-Net; a group of zeros gets
+    scale 0), no zero point. ``dtype="ternary"``: :func:`bitnet_go.quantize_i2s` (``group_size``
+    is its ``block_size``). ``check_finite``: NaN or Inf in ``x`` is a ``ValueError``; without
+    it +Inf gives qmax, -Inf qmin, and NaN what torch gives: per tensor qmax (qmin for a zero point
+    >= 128: FBGEMM's int32 sum wraps), per channel or group 0 clamped into the range.
+
+    Example:
+        >>> import bitnet_go
+        >>> q = bitnet_go.quantize([-1.0, 0.0, 0.5, 3.0], "uint8")
+        >>> q.int_repr(), q.zero_point
+        (array([  0,  64,  96, 255], dtype=uint8), array([64], dtype=int32))
+    """
+    if isinstance(dtype, str) and dtype == "ternary":
+        from .._ternary import quantize_i2s
+
+        t: TernaryTensor = quantize_i2s(x, block_size=group_size, check_finite=check_finite)
+        return t
+    dt = check_dtype(dtype, INT_DTYPES + ("binary",) + ("ternary",))
+    xa = as_float32(x, "x")
+    if xa.size == 0:
+        raise ValueError(f"x must have at least one element, got shape {xa.shape}")
+    if not isinstance(check_finite, (bool, np.bool_)):
+        raise TypeError(f"check_finite must be a bool, got {type(check_finite).__name__}")
+    shape = tuple(xa.shape)
+    ax, bs, groups = _groups(shape, axis, group_size)
+    out = np.empty(ops.packed_bytes(dt, xa.size), np.uint8)
+    if dt == "binary":
+        if zero_point is not None:
+            raise ValueError("binary quantization has no zero point (zero_point must be None)")
+        if scale is None and observer is None:
+            scales = np.empty(groups, np.float32)
+            ops.quantize_binary_absmean(xa, ax, bs, check_finite, out, scales)
+            return PlainTensor._make(dt, shape, ax, bs, out, scales, None)
+        if scale is None:
+            scale = observer.calculate_qparams()[0]  # type: ignore[union-attr]
+        scales = _as_params(scale, "scale", groups, np.float32, integer=False)
+        ops.quantize_given(xa, dt, ax, bs, scales, None, 0, 0, check_finite, out)
+        return PlainTensor._make(dt, shape, ax, bs, out, scales, None)
+    qmin, qmax, custom = qrange(dt, reduce_range, quant_min, quant_max)
+    if scale is not None:
+        scales = _as_params(scale, "scale", groups, np.float32, integer=False)
+        zp = _as_params(0 if zero_point is None else zero_point, "zero_point", groups, np.int32, integer=True)
+    elif zero_point is not None:
+        raise ValueError("zero_point is given without scale: give both, or neither")
+    elif observer is not None:
+        if getattr(observer, "dtype", dt) != dt:
+            raise ValueError(f"observer's dtype {observer.dtype!r} is not dtype {dt!r}")
+        s, z = observer.calculate_qparams()
+        scales = _as_params(s, "scale", groups, np.float32, integer=False)
+        zp = _as_params(z, "zero_point", groups, np.int32, integer=True)
+    else:
+        mn, mx = np.empty(groups, np.float32), np.empty(groups, np.float32)
+        ops.minmax(xa, ax, bs, check_finite, mn, mx)
+        scales, zp = choose_qparams(mn, mx, dt, scheme, eps=eps, reduce_range=reduce_range,  # type: ignore[arg-type]
+                                    quant_min=quant_min, quant_max=quant_max, mapping=mapping)  # fmt: skip
+    if not custom and not reduce_range:
+        qmin = qmax = 0
+    ops.quantize_given(xa, dt, ax, bs, scales, zp, qmin, qmax, check_finite, out)
+    return PlainTensor._make(dt, shape, ax, bs, out, scales, zp)
+
+
+AnyDtype = Union[QDtype, Literal["ternary"]]

@@ -1,0 +1,234 @@
+"""Histogram calibrators of inference engines (NVIDIA pytorch-quantization's ``HistogramCalibrator``):
+percentile, entropy (KL divergence) and MSE over a histogram of ``|x|``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._core import ops
+from .._core.arrays import as_float32, check_int
+
+_F = np.float32
+
+
+class _HistogramCalibrator:
+    """A histogram of ``|x|`` with ``num_bins`` bins over [0, max|x| of the first batch]; a later
+    batch with a larger value appends bins of the same width (the histogram grows, nothing is
+    re-binned, so merging two calibrators with the same bin width is exact). ``bin_width``
+    fixes the width from the start (then any two calibrators merge exactly)."""
+
+    method = ""
+
+    def __init__(self, num_bits: int = 8, *, unsigned: bool = False, num_bins: int = 2048,
+                 bin_width: float | None = None, check_finite: bool = True) -> None:  # fmt: skip
+        self.num_bits = check_int(num_bits, "num_bits")
+        if not 2 <= self.num_bits <= 16:
+            raise ValueError(f"num_bits must be in [2, 16], got {num_bits}")
+        self.unsigned = bool(unsigned)
+        self.num_bins = check_int(num_bins, "num_bins")
+        if self.num_bins < 1:
+            raise ValueError(f"num_bins must be >= 1, got {num_bins}")
+        if bin_width is not None and not (math.isfinite(bin_width) and bin_width > 0):
+            raise ValueError(f"bin_width must be finite and > 0, got {bin_width!r}")
+        self._fixed_width = None if bin_width is None else float(_F(bin_width))
+        self.check_finite = bool(check_finite)
+        self.reset()
+
+    @property
+    def dtype(self) -> str:
+        """The dtype the qparams are for: ``"uint8"`` if unsigned, else ``"int8"`` (8 bits)."""
+        return ("uint" if self.unsigned else "int") + str(self.num_bits)
+
+    def reset(self) -> None:
+        """Forget everything seen."""
+        self.counts = np.zeros(0, np.int64)
+        self.bin_width = self._fixed_width
+        self._zeros = 0  # zeros seen before any width was known
+
+    def update(self, x: ArrayLike) -> None:
+        """Take in one batch (its absolute values)."""
+        xa = as_float32(x, "x").reshape(-1)
+        if xa.size == 0:
+            return
+        mn, mx = np.empty(1, _F), np.empty(1, _F)
+        ops.minmax(xa, None, None, self.check_finite, mn, mx)
+        if np.isnan(mn[0]) or np.isnan(mx[0]):
+            raise ValueError("x contains NaN")
+        amax = float(max(-mn[0], mx[0]))
+        if not math.isfinite(amax):
+            raise ValueError("x contains Inf")
+        if self.bin_width is None:
+            if amax == 0.0:
+                self._zeros += xa.size
+                return
+            self.bin_width = float(_F(amax / self.num_bins))
+            self.counts = np.zeros(self.num_bins, np.int64)
+        self._grow(amax)
+        ops.histogram(xa, 0.0, float(_F(self.counts.size * self.bin_width)), True, self.check_finite, self.counts)
+        if self._zeros:
+            self.counts[0] += self._zeros
+            self._zeros = 0
+
+    def _grow(self, amax: float) -> None:
+        w = self.bin_width
+        assert w is not None
+        need = max(self.counts.size, math.ceil(amax / w), 1)
+        while float(_F(need * w)) < amax:
+            need += 1
+        if need > self.counts.size:
+            self.counts = np.concatenate([self.counts, np.zeros(need - self.counts.size, np.int64)])
+
+    def __call__(self, x: ArrayLike) -> ArrayLike:
+        """``update(x)``; returns ``x``."""
+        self.update(x)
+        return x
+
+    def compute_amax(self) -> float:
+        """The clipping value the method picks (0.0 before any non-zero data)."""
+        if self.bin_width is None or not self.counts.any():
+            return 0.0
+        return ops.calibrate(self.counts, self.method, self.bin_width, **self._calib_args())
+
+    def _calib_args(self) -> dict[str, Any]:
+        return {"num_bits": self.num_bits, "unsigned": self.unsigned}
+
+    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
+        """Symmetric qparams for ``dtype`` from :meth:`compute_amax`: ``scale = amax / (2**(bits-1) - 1)``
+        (unsigned: ``amax / (2**bits - 1)``), zero point 0, as pytorch-quantization's fake quantizer;
+        (1.0, 0) before any data."""
+        amax = self.compute_amax()
+        if amax == 0.0:
+            return np.ones(1, _F), np.zeros(1, np.int32)
+        bound = (1 << self.num_bits) - 1 if self.unsigned else (1 << (self.num_bits - 1)) - 1
+        return np.array([_F(amax) / _F(bound)], _F), np.zeros(1, np.int32)
+
+    def _config(self) -> dict[str, Any]:
+        return {"kind": type(self).__name__, "num_bits": self.num_bits, "unsigned": self.unsigned,
+                "num_bins": self.num_bins, "fixed_bin_width": self._fixed_width, **self._calib_args()}  # fmt: skip
+
+    def merge(self, other: _HistogramCalibrator) -> _HistogramCalibrator:
+        """Add ``other``'s counts (same bin width: exact; ``ValueError`` otherwise); returns self."""
+        if not isinstance(other, _HistogramCalibrator) or other._config()["num_bins"] != self.num_bins:
+            raise TypeError("can only merge a histogram calibrator with the same number of bins")
+        if other.bin_width is None:
+            self._zeros += other._zeros
+            return self
+        if self.bin_width is None:
+            zeros = self._zeros
+            self.counts, self.bin_width, self._zeros = other.counts.copy(), other.bin_width, other._zeros
+            if zeros:
+                self.counts[0] += zeros
+            return self
+        if other.bin_width != self.bin_width:
+            raise ValueError(f"bin widths differ ({self.bin_width} and {other.bin_width}): give both calibrators "
+                             f"the same bin_width to merge them")  # fmt: skip
+        n = max(self.counts.size, other.counts.size)
+        merged = np.zeros(n, np.int64)
+        merged[: self.counts.size] += self.counts
+        merged[: other.counts.size] += other.counts
+        self.counts = merged
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The settings, the int64 counts and the bin width."""
+        return {**self._config(), "counts": self.counts.copy(), "bin_width": self.bin_width, "zeros": self._zeros}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (settings must match)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        for k, v in self._config().items():
+            if state.get(k) != v:
+                raise ValueError(f"state's {k} is {state.get(k)!r}, this calibrator's is {v!r}")
+        counts = np.asarray(state["counts"])
+        if counts.dtype != np.int64 or counts.ndim != 1 or (counts.size and counts.min() < 0):
+            raise ValueError("state's counts must be a 1-D int64 array of counts >= 0")
+        self.counts, self.bin_width, self._zeros = counts.copy(), state["bin_width"], int(state["zeros"])
+
+
+class PercentileCalibrator(_HistogramCalibrator):
+    """amax = the edge of the first bin where the CDF of ``|x|`` reaches ``percentile`` %.
+
+    Example:
+        >>> from bitnet_go.quantization import PercentileCalibrator
+        >>> cal = PercentileCalibrator(percentile=50.0, num_bins=4)
+        >>> cal.update([1.0, 2.0, 3.0, 4.0]); cal.compute_amax()
+        2.0
+    """
+
+    method = "percentile"
+
+    def __init__(
+        self,
+        percentile: float = 99.99,
+        *,
+        num_bits: int = 8,
+        unsigned: bool = False,
+        num_bins: int = 2048,
+        bin_width: float | None = None,
+        check_finite: bool = True,
+    ) -> None:
+        p = float(percentile)
+        if not 0 < p <= 100:
+            raise ValueError(f"percentile must be in (0, 100], got {percentile!r}")
+        self.percentile = p
+        super().__init__(
+            num_bits=num_bits, unsigned=unsigned, num_bins=num_bins, bin_width=bin_width, check_finite=check_finite
+        )
+
+    def _calib_args(self) -> dict[str, Any]:
+        return {**super()._calib_args(), "percentile": self.percentile}
+
+
+class EntropyCalibrator(_HistogramCalibrator):
+    """amax minimising the KL divergence between the clipped histogram and its ``2**(bits-1)``-level
+    quantization (TensorRT's entropy calibration; the last minimum over i from ``start_bin``).
+
+    Example:
+        >>> from bitnet_go.quantization import EntropyCalibrator
+        >>> cal = EntropyCalibrator()
+        >>> cal.update(np.random.default_rng(0).standard_normal(10000, dtype=np.float32))
+        >>> 0 < cal.compute_amax() < 5
+        True
+    """
+
+    method = "entropy"
+
+    def __init__(
+        self,
+        start_bin: int = 128,
+        *,
+        num_bits: int = 8,
+        unsigned: bool = False,
+        num_bins: int = 2048,
+        bin_width: float | None = None,
+        check_finite: bool = True,
+    ) -> None:
+        self.start_bin = check_int(start_bin, "start_bin")
+        if self.start_bin < 1:
+            raise ValueError(f"start_bin must be >= 1, got {start_bin}")
+        super().__init__(
+            num_bits=num_bits, unsigned=unsigned, num_bins=num_bins, bin_width=bin_width, check_finite=check_finite
+        )
+
+    def _calib_args(self) -> dict[str, Any]:
+        return {**super()._calib_args(), "start_bin": self.start_bin}
+
+
+class MSECalibrator(_HistogramCalibrator):
+    """amax minimising the histogram-weighted mean squared fake-quantization error over the bin
+    centres (pytorch-quantization's ``mse`` method).
+
+    Example:
+        >>> from bitnet_go.quantization import MSECalibrator
+        >>> cal = MSECalibrator()
+        >>> cal.update(np.random.default_rng(0).standard_normal(10000, dtype=np.float32))
+        >>> 0 < cal.compute_amax() < 5
+        True
+    """
+
+    method = "mse"

@@ -1,0 +1,557 @@
+"""Observers with torch.ao's exact arithmetic: MinMax, MovingAverageMinMax, PerChannelMinMax, Histogram.
+
+The passes over the data (min/max, histograms) run in Go; the small per-bin
+arithmetic of :class:`HistogramObserver` (combining histograms when the range
+grows, the L2-error search over 2048 bins) is NumPy float32 that reproduces
+torch's tensor operations one for one (see :mod:`._torchmath`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._core import ops
+from .._core.arrays import as_float32, check_int
+from . import _torchmath as tm
+from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_dtype, choose_qparams, qrange
+
+_F = np.float32
+_INF = _F(np.inf)
+
+
+def _pair(mn: np.ndarray, mx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.ascontiguousarray(mn, _F).reshape(-1), np.ascontiguousarray(mx, _F).reshape(-1)
+
+
+class _Observer:
+    """What every observer shares: the integer range and the qparams rule (torch's
+    ``UniformQuantizationObserverBase``)."""
+
+    _kind = "observer"
+
+    def __init__(
+        self,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
+        self.dtype = check_dtype(dtype, INT_DTYPES)
+        if not isinstance(scheme, str) or scheme not in ("affine", "symmetric"):
+            raise ValueError(f"scheme must be 'affine' or 'symmetric', got {scheme!r}")
+        self.scheme = scheme
+        self.quant_min, self.quant_max, _ = qrange(self.dtype, reduce_range, quant_min, quant_max)
+        if scheme == "symmetric" and reduce_range and self.dtype == "uint8":
+            raise ValueError("reduce_range is not supported with the symmetric scheme for uint8 (as in torch)")
+        self.reduce_range = bool(reduce_range)
+        self._custom = (quant_min, quant_max) if quant_min is not None else None
+        self.eps = float(eps)
+        if not isinstance(check_finite, (bool, np.bool_)):
+            raise TypeError(f"check_finite must be a bool, got {type(check_finite).__name__}")
+        self.check_finite = bool(check_finite)
+
+    def _qparams(self, mn: np.ndarray, mx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        qmin, qmax = self._custom if self._custom else (None, None)
+        return choose_qparams(mn, mx, self.dtype, self.scheme, eps=self.eps, reduce_range=self.reduce_range,  # type: ignore[arg-type]
+                              quant_min=qmin, quant_max=qmax)  # fmt: skip
+
+    def _config(self) -> dict[str, Any]:
+        qmin, qmax = self._custom if self._custom else (None, None)
+        return {"kind": type(self).__name__, "dtype": self.dtype, "scheme": self.scheme,
+                "reduce_range": self.reduce_range, "quant_min": qmin, "quant_max": qmax, "eps": self.eps}  # fmt: skip
+
+    def _check_state(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict (from state_dict()), got {type(state).__name__}")
+        if state.get("kind") != type(self).__name__:
+            raise ValueError(f"state is a {state.get('kind')!r}'s, not a {type(self).__name__}'s")
+        mine = self._config()
+        for k, v in mine.items():
+            if state.get(k) != v:
+                raise ValueError(f"state's {k} is {state.get(k)!r}, this observer's is {v!r}")
+
+    def __call__(self, x: ArrayLike) -> ArrayLike:
+        """``update(x)``; returns ``x`` (as torch's observers do)."""
+        self.update(x)
+        return x
+
+    def update(self, x: ArrayLike) -> None:  # pragma: no cover - every observer has one
+        raise NotImplementedError
+
+    def _x(self, x: ArrayLike) -> np.ndarray:
+        return as_float32(x, "x")
+
+    def __repr__(self) -> str:
+        rng = f"[{self.quant_min}, {self.quant_max}]"
+        return f"{type(self).__name__}(dtype={self.dtype!r}, scheme={self.scheme!r}, range={rng})"
+
+
+def _check_float32(v: object, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype != np.float32:
+        raise TypeError(f"state's {name} must be float32, got {a.dtype}")
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"state's {name} must have shape {shape}, got {a.shape}")
+    return np.array(a, _F)
+
+
+class MinMaxObserver(_Observer):
+    """Running min and max of every batch; qparams as torch's ``MinMaxObserver`` (bit for bit).
+
+    Example:
+        >>> from bitnet_go.quantization import MinMaxObserver
+        >>> obs = MinMaxObserver("uint8")
+        >>> obs.update([-1.0, 2.0]); obs.update([3.0])
+        >>> s, z = obs.calculate_qparams(); bool(s[0] == np.float32(4) / np.float32(255)), int(z[0])
+        (True, 64)
+    """
+
+    def __init__(
+        self,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything seen."""
+        self.min_val, self.max_val = _INF, -_INF
+
+    def _batch_minmax(self, xa: np.ndarray) -> tuple[np.float32, np.float32]:
+        mn, mx = np.empty(1, _F), np.empty(1, _F)
+        ops.minmax(xa, None, None, self.check_finite, mn, mx)
+        return mn[0], mx[0]
+
+    def update(self, x: ArrayLike) -> None:
+        """Take in one batch (any shape; an empty one is ignored)."""
+        xa = self._x(x)
+        if xa.size == 0:
+            return
+        mn, mx = self._batch_minmax(xa)
+        self.min_val, self.max_val = np.minimum(mn, self.min_val), np.maximum(mx, self.max_val)
+
+    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale float32 [1], zero_point int32 [1]); (1.0, 0) before any data, as torch."""
+        if self.min_val == _INF and self.max_val == -_INF:
+            return np.ones(1, _F), np.zeros(1, np.int32)
+        return self._qparams(np.array([self.min_val], _F), np.array([self.max_val], _F))
+
+    def merge(self, other: MinMaxObserver) -> MinMaxObserver:
+        """Take in what ``other`` saw (exact: the min of the mins, the max of the maxes); returns self."""
+        if type(other) is not type(self) or other._config() != self._config():
+            raise TypeError(f"can only merge a {type(self).__name__} with the same settings")
+        self.min_val, self.max_val = np.minimum(self.min_val, other.min_val), np.maximum(self.max_val, other.max_val)
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The settings and the running min/max (numpy float32): ``load_state_dict`` restores them."""
+        return {**self._config(), "min_val": np.array(self.min_val, _F), "max_val": np.array(self.max_val, _F)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (settings must match)."""
+        self._check_state(state)
+        self.min_val = _F(_check_float32(state["min_val"], "min_val", ()))
+        self.max_val = _F(_check_float32(state["max_val"], "max_val", ()))
+
+
+class MovingAverageMinMaxObserver(MinMaxObserver):
+    """Exponential moving average of each batch's min and max (torch's, bit for bit):
+    ``min += c * (batch_min - min)`` in float32, the first batch taken as it is.
+
+    Its state cannot be merged (the average depends on the order of the batches).
+
+    Example:
+        >>> from bitnet_go.quantization import MovingAverageMinMaxObserver
+        >>> obs = MovingAverageMinMaxObserver(averaging_constant=0.5)
+        >>> obs.update([0.0, 2.0]); obs.update([0.0, 4.0]); float(obs.max_val)
+        3.0
+    """
+
+    def __init__(
+        self,
+        averaging_constant: float = 0.01,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
+        c = float(averaging_constant)
+        if not 0 < c <= 1:
+            raise ValueError(f"averaging_constant must be in (0, 1], got {averaging_constant!r}")
+        self.averaging_constant = c
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
+
+    def _config(self) -> dict[str, Any]:
+        return {**super()._config(), "averaging_constant": self.averaging_constant}
+
+    def update(self, x: ArrayLike) -> None:
+        """Take in one batch (any shape; an empty one is ignored)."""
+        xa = self._x(x)
+        if xa.size == 0:
+            return
+        mn, mx = self._batch_minmax(xa)
+        if self.min_val == _INF and self.max_val == -_INF:
+            self.min_val, self.max_val = mn, mx
+            return
+        c = _F(self.averaging_constant)
+        self.min_val = _F(self.min_val + _F(c * _F(mn - self.min_val)))
+        self.max_val = _F(self.max_val + _F(c * _F(mx - self.max_val)))
+
+    def merge(self, other: MinMaxObserver) -> MinMaxObserver:
+        """Not supported: a moving average depends on the order of the batches (``TypeError``)."""
+        raise TypeError("a MovingAverageMinMaxObserver cannot be merged: its average depends on the batches' order")
+
+
+class PerChannelMinMaxObserver(_Observer):
+    """Running min and max per channel along ``ch_axis`` (torch's ``PerChannelMinMaxObserver``,
+    schemes ``per_channel_affine``/``per_channel_symmetric``), bit for bit.
+
+    Example:
+        >>> from bitnet_go.quantization import PerChannelMinMaxObserver
+        >>> obs = PerChannelMinMaxObserver(ch_axis=0, dtype="int8", scheme="symmetric")
+        >>> obs.update([[1.0, -2.0], [0.5, 0.25]])
+        >>> obs.calculate_qparams()[1]
+        array([0, 0], dtype=int32)
+    """
+
+    def __init__(
+        self,
+        ch_axis: int = 0,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
+        self.ch_axis = check_int(ch_axis, "ch_axis")
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
+        self.reset()
+
+    def _config(self) -> dict[str, Any]:
+        return {**super()._config(), "ch_axis": self.ch_axis}
+
+    def reset(self) -> None:
+        """Forget everything seen."""
+        self.min_val, self.max_val = np.empty(0, _F), np.empty(0, _F)
+
+    def update(self, x: ArrayLike) -> None:
+        """Take in one batch (same number of channels every time; an empty batch is ignored)."""
+        xa = self._x(x)
+        if xa.size == 0:
+            return
+        nd = xa.ndim
+        if not -max(nd, 1) <= self.ch_axis < max(nd, 1):
+            raise ValueError(f"ch_axis {self.ch_axis} is out of range for x of shape {xa.shape}")
+        ax = self.ch_axis % max(nd, 1)
+        c = xa.shape[ax] if nd else 1
+        mn, mx = np.empty(c, _F), np.empty(c, _F)
+        ops.minmax(xa, ax if nd else None, None, self.check_finite, mn, mx)
+        if self.min_val.size == 0:
+            self.min_val, self.max_val = mn, mx
+        else:
+            if c != self.min_val.size:
+                raise ValueError(f"x has {c} channels along axis {ax}, earlier batches had {self.min_val.size}")
+            self.min_val, self.max_val = np.minimum(mn, self.min_val), np.maximum(mx, self.max_val)
+
+    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scales float32 [C], zero_points int32 [C]); (1.0, 0) before any data, as torch."""
+        if self.min_val.size == 0:
+            return np.ones(1, _F), np.zeros(1, np.int32)
+        return self._qparams(self.min_val, self.max_val)
+
+    def merge(self, other: PerChannelMinMaxObserver) -> PerChannelMinMaxObserver:
+        """Take in what ``other`` saw (exact); returns self."""
+        if type(other) is not type(self) or other._config() != self._config():
+            raise TypeError(f"can only merge a {type(self).__name__} with the same settings")
+        if other.min_val.size == 0:
+            return self
+        if self.min_val.size == 0:
+            self.min_val, self.max_val = other.min_val.copy(), other.max_val.copy()
+        elif other.min_val.size != self.min_val.size:
+            raise ValueError(f"other has {other.min_val.size} channels, this observer {self.min_val.size}")
+        else:
+            self.min_val, self.max_val = (
+                np.minimum(self.min_val, other.min_val),
+                np.maximum(self.max_val, other.max_val),
+            )
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The settings and the per-channel min/max (numpy float32)."""
+        return {**self._config(), "min_val": self.min_val.copy(), "max_val": self.max_val.copy()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (settings must match)."""
+        self._check_state(state)
+        mn = _check_float32(state["min_val"], "min_val")
+        mx = _check_float32(state["max_val"], "max_val", mn.shape)
+        if mn.ndim != 1:
+            raise ValueError(f"state's min_val must be 1-D, got shape {mn.shape}")
+        self.min_val, self.max_val = mn, mx
+
+
+class HistogramObserver(_Observer):
+    """torch's ``HistogramObserver``, bit for bit: a float32 histogram of ``bins`` bins over the
+    running [min, max], re-binned (16x upsampling) when the range grows, and ``calculate_qparams``
+    by torch's non-linear L2-error search (``_non_linear_param_search``).
+
+    Go bins each batch (``torch.histc``'s float32 arithmetic) and finds its min/max; the
+    re-binning and the search are NumPy float32 reproducing torch's operations (``linspace``
+    as one FMA per element, ``bucketize``, ``bincount`` in order, ``sum`` as ATen's cascade,
+    ``cumsum`` in float64). The state is ``bins`` float32 counts, like torch's (so a bin stops
+    counting exactly past 2**24 per batch, as torch's does). Inf values are ignored with a
+    warning (torch does the same); NaN is a ``ValueError``. ``merge`` re-bins the other's
+    histogram as torch re-bins a batch: exact when both saw the same min and max.
+
+    Example:
+        >>> from bitnet_go.quantization import HistogramObserver
+        >>> obs = HistogramObserver()
+        >>> obs.update(np.linspace(-1, 1, 1000, dtype=np.float32))
+        >>> s, z = obs.calculate_qparams(); int(z[0])
+        128
+    """
+
+    upsample_rate = 16
+
+    def __init__(
+        self,
+        bins: int = 2048,
+        dtype: QDtype = "uint8",
+        scheme: Scheme = "affine",
+        *,
+        reduce_range: bool = False,
+        quant_min: int | None = None,
+        quant_max: int | None = None,
+        eps: float = TORCH_EPS,
+        check_finite: bool = True,
+    ) -> None:
+        self.bins = check_int(bins, "bins")
+        if self.bins < 1:
+            raise ValueError(f"bins must be >= 1, got {bins}")
+        super().__init__(
+            dtype,
+            scheme,
+            reduce_range=reduce_range,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            eps=eps,
+            check_finite=check_finite,
+        )
+        self.dst_nbins = 256 if self.dtype in ("int8", "uint8") else 16  # 2 ** bits of the dtype, as torch
+        self.reset()
+
+    def _config(self) -> dict[str, Any]:
+        return {**super()._config(), "bins": self.bins}
+
+    def reset(self) -> None:
+        """Forget everything seen."""
+        self.histogram = np.zeros(self.bins, _F)
+        self.min_val, self.max_val = _INF, -_INF
+
+    # -- torch.histc
+
+    def _histc(self, x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
+        """``torch.histc(x, bins, min=lo, max=hi)`` as float32 counts."""
+        if lo == hi:  # torch widens an empty range by 1 each side (in float64), then to float32
+            lo, hi = _F(float(lo) - 1.0), _F(float(hi) + 1.0)
+        edges = tm.linspace_f32(float(lo), float(hi), self.bins + 1)  # its first and last edge bound the bins
+        counts = np.zeros(self.bins, np.int64)
+        ops.histogram(x, float(edges[0]), float(edges[-1]), False, False, counts)
+        return counts.astype(_F)
+
+    def update(self, x: ArrayLike) -> None:
+        """Take in one batch (any shape; an empty one is ignored)."""
+        xa = self._x(x).reshape(-1)
+        if xa.size == 0:
+            return
+        mn, mx = np.empty(1, _F), np.empty(1, _F)
+        ops.minmax(xa, None, None, False, mn, mx)
+        x_min, x_max = mn[0], mx[0]
+        if np.isnan(x_min) or np.isnan(x_max):
+            raise ValueError("x contains NaN: a histogram cannot bin it")
+        if x_min == -_INF or x_max == _INF:
+            if self.check_finite:
+                raise ValueError("x contains Inf (pass check_finite=False to ignore infinite values, as torch does)")
+            warnings.warn("inf detected in input tensor, ignoring input", stacklevel=2)
+            xa = xa[np.abs(xa) != _INF]
+            if xa.size == 0:
+                return
+            ops.minmax(xa, None, None, False, mn, mx)
+            x_min, x_max = mn[0], mx[0]
+        if self.min_val == _INF or self.max_val == -_INF:
+            self.min_val, self.max_val = x_min, x_max
+            self.histogram = self._histc(xa, x_min, x_max)
+            return
+        new_min, new_max = min(self.min_val, x_min), max(self.max_val, x_max)
+        update = self._histc(xa, new_min, new_max)
+        if new_min == self.min_val and new_max == self.max_val:
+            self.histogram = (self.histogram + update).astype(_F)
+            return
+        self.histogram = self._combine(self.histogram, self.min_val, self.max_val, update, new_min, new_max)
+        self.min_val, self.max_val = new_min, new_max
+
+    def _combine(self, orig: np.ndarray, orig_min: np.float32, orig_max: np.float32, update: np.ndarray,
+                 new_min: np.float32, new_max: np.float32) -> np.ndarray:  # fmt: skip
+        """torch's ``_combine_histograms``: ``orig`` (over [orig_min, orig_max]) into ``update``'s range."""
+        if new_min == orig_min and new_max == orig_max:
+            return (orig + update).astype(_F)
+        if orig_min == orig_max:
+            one = self._histc(np.array([orig_min], _F), new_min, new_max)
+            return (_F(one * tm.sum_f32(orig)) + update).astype(_F)
+        return (update + self._upscale(orig, orig_min, orig_max, new_min, new_max)).astype(_F)
+
+    def _upscale(self, hist: np.ndarray, orig_min: np.float32, orig_max: np.float32, new_min: np.float32,
+                 new_max: np.float32) -> np.ndarray:  # fmt: skip
+        """torch's ``_upscale_histogram``: each old bin split in 16, its mid-points re-binned."""
+        r = self.upsample_rate
+        h = (np.repeat(hist, r) / _F(r)).astype(_F)
+        bin_size = _F(_F(orig_max - orig_min) / _F(self.bins * r))
+        mids = (
+            tm.linspace_f32(float(orig_min), float(orig_max), self.bins * r + 1)[:-1] + _F(_F(0.5) * bin_size)
+        ).astype(_F)
+        bounds = tm.linspace_f32(float(new_min), float(new_max), self.bins + 1)
+        idx = np.searchsorted(bounds, mids, side="right") - 1
+        np.clip(idx, 0, self.bins - 1, out=idx)
+        out = np.zeros(self.bins, _F)
+        np.add.at(out, idx, h)  # torch.bincount with float32 weights: in order, in float32
+        return out
+
+    # -- the search
+
+    def _quantization_error(self, start: int, end: int, bin_width: float, src: np.ndarray) -> float:
+        """torch's ``_compute_quantization_error(start, end)`` (float32 tensors, Python-float scalars)."""
+        dst_w = bin_width * (end - start + 1) / self.dst_nbins
+        if dst_w == 0.0:
+            return 0.0
+        bw, dw, half = _F(bin_width), _F(dst_w), _F(dst_w / 2)
+        begin = ((src - start).astype(_F) * bw).astype(_F)
+        endv = (begin + bw).astype(_F)
+        last = _F(self.dst_nbins - 1)
+        b_bin = np.clip(tm.div_floor_f32(begin, dw), _F(0), last).astype(_F)
+        b_center = ((b_bin + _F(0.5)) * dw).astype(_F)
+        e_bin = np.clip(tm.div_floor_f32(endv, dw), _F(0), last).astype(_F)
+        density = (self.histogram / bw).astype(_F)
+
+        def get_norm(db: np.ndarray, de: np.ndarray) -> np.ndarray:
+            return (density * _F((de * de * de - db * db * db).astype(_F) / _F(3))).astype(_F)
+
+        norm = np.zeros(self.bins, _F)
+        norm = (norm + get_norm((begin - b_center).astype(_F), np.full(self.bins, half, _F))).astype(_F)
+        mh, ph = _F(-dst_w / 2), _F(dst_w / 2)
+        norm = (norm + ((e_bin - b_bin - _F(1)).astype(_F) * get_norm(np.array(mh, _F), np.array(ph, _F)))).astype(_F)
+        e_center = (e_bin * dw + half).astype(_F)
+        norm = (norm + get_norm(np.array(mh, _F), (endv - e_center).astype(_F))).astype(_F)
+        return float(tm.sum_f32(norm))
+
+    def _non_linear_param_search(self) -> tuple[np.float32, np.float32]:
+        """torch's ``_non_linear_param_search``: the [min, max] that minimises the L2 error."""
+        bin_width = _F(_F(self.max_val - self.min_val) / _F(self.bins))
+        total = float(tm.sum_f32(self.histogram))
+        csum = np.cumsum(self.histogram, dtype=np.float64).astype(_F)  # torch's cumsum accumulates in double
+        py_width = (float(self.max_val) - float(self.min_val)) / self.bins
+        src = np.arange(self.bins, dtype=np.int64)
+        stepsize, alpha, beta = 1e-5, 0.0, 1.0
+        start, end = 0, self.bins - 1
+        norm_min = float("inf")
+        while alpha < beta:
+            next_alpha, next_beta = alpha + stepsize, beta - stepsize
+            # cSum[l] < next_alpha * total: a float32 tensor against a Python float, compared in float32
+            lo_t, hi_t = _F(next_alpha * total), _F(next_beta * total)
+            l_ = min(max(int(np.searchsorted(csum, lo_t, side="left")), start), end)
+            r_ = min(max(int(np.searchsorted(csum, hi_t, side="right")) - 1, start), end)
+            next_start, next_end = start, end
+            if (l_ - start) > (end - r_):
+                next_start, alpha = l_, next_alpha
+            else:
+                next_end, beta = r_, next_beta
+            if next_start == start and next_end == end:
+                continue
+            norm = self._quantization_error(next_start, next_end, py_width, src)
+            if norm > norm_min:
+                break
+            norm_min, start, end = norm, next_start, next_end
+        new_min = _F(self.min_val + _F(bin_width * _F(start)))
+        new_max = _F(self.min_val + _F(bin_width * _F(end + 1)))
+        return new_min, new_max
+
+    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale float32 [1], zero_point int32 [1]) by torch's search; (1.0, 0) before any data."""
+        if self.min_val == _INF and self.max_val == -_INF:
+            return np.ones(1, _F), np.zeros(1, np.int32)
+        mn, mx = self._non_linear_param_search()
+        return self._qparams(np.array([mn], _F), np.array([mx], _F))
+
+    def merge(self, other: HistogramObserver) -> HistogramObserver:
+        """Take in ``other``'s histogram, re-binned onto the union of the ranges as torch re-binns a
+        batch (exact when both ranges are equal); returns self."""
+        if type(other) is not type(self) or other._config() != self._config():
+            raise TypeError(f"can only merge a {type(self).__name__} with the same settings")
+        if other.min_val == _INF:
+            return self
+        if self.min_val == _INF:
+            self.histogram, self.min_val, self.max_val = other.histogram.copy(), other.min_val, other.max_val
+            return self
+        new_min, new_max = min(self.min_val, other.min_val), max(self.max_val, other.max_val)
+        mine = self._combine(self.histogram, self.min_val, self.max_val, np.zeros(self.bins, _F), new_min, new_max)
+        theirs = self._combine(other.histogram, other.min_val, other.max_val, np.zeros(self.bins, _F), new_min, new_max)
+        self.histogram = (mine + theirs).astype(_F)
+        self.min_val, self.max_val = new_min, new_max
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The settings, the float32 histogram and the range."""
+        return {**self._config(), "histogram": self.histogram.copy(), "min_val": np.array(self.min_val, _F),
+                "max_val": np.array(self.max_val, _F)}  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (settings must match)."""
+        self._check_state(state)
+        self.histogram = _check_float32(state["histogram"], "histogram", (self.bins,))
+        self.min_val = _F(_check_float32(state["min_val"], "min_val", ()))
+        self.max_val = _F(_check_float32(state["max_val"], "max_val", ()))

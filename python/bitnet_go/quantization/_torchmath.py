@@ -1,0 +1,167 @@
+"""PyTorch's CPU float32 arithmetic, reproduced in NumPy float32 where the
+result depends on the order of operations (so that HistogramObserver gives
+torch's bits).
+
+``torch.sum`` of a float32 vector is ATen's ``cascade_sum`` over vectors of 8
+floats (``Vectorized<float>`` of the AVX2 kernels, which torch also runs on
+AVX-512 machines for this op; the generic build's vectors are 8 floats too),
+4 interleaved accumulators and a 4-level cascade; ``torch.linspace`` is one
+fused multiply-add per element; floor division is ``c10::div_floor_floating``.
+These were checked bit for bit against torch 2.15 (tests_py/test_quant_observers.py).
+
+Example:
+    >>> import numpy as np
+    >>> float(sum_f32(np.ones(2048, np.float32)))
+    2048.0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+VEC = 8
+"""Floats per ``Vectorized<float>`` in the torch kernels reproduced here."""
+
+_F = np.float32
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``fmaf(a, b, c)`` elementwise for float32 arrays: ``a*b + c`` rounded once.
+
+    The product is exact in float64; the sum's rounding error (TwoSum) decides
+    the one case where rounding the float64 sum to float32 could differ from
+    rounding the exact value (a float64 sum exactly halfway between two floats).
+
+    Example:
+        >>> fma_f32(np.float32([3.0]), np.float32([0.5]), np.float32([1.0])).tolist()
+        [2.5]
+    """
+    a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    r = s.astype(_F)
+    r64 = r.astype(np.float64)
+    up = np.nextafter(r, _F(np.inf)).astype(np.float64)
+    dn = np.nextafter(r, _F(-np.inf)).astype(np.float64)
+    other = np.where(s > r64, up, dn)
+    tie = (s != r64) & (s == (r64 + other) / 2)
+    fix = tie & (((other > r64) & (err > 0)) | ((other < r64) & (err < 0)))
+    return np.where(fix, other.astype(_F), r).astype(_F)
+
+
+def linspace_f32(start: float, end: float, steps: int) -> np.ndarray:
+    """``torch.linspace(start, end, steps)`` (float32, CPU) bit for bit.
+
+    torch computes ``start + step*i`` for the first half and
+    ``end - step*(steps-1-i)`` for the second, each as one fused
+    multiply-add (its kernels are compiled with FMA contraction), with
+    ``step = (end - start) / (steps - 1)`` in float32.
+
+    Example:
+        >>> linspace_f32(0.0, 1.0, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    s, e = _F(start), _F(end)
+    if steps == 1:
+        return np.array([s], _F)
+    step = _F((e - s) / _F(steps - 1))
+    halfway = steps // 2
+    i = np.arange(steps, dtype=np.float64).astype(_F)
+    lo = np.arange(steps) < halfway
+    n = np.arange(steps)[::-1].astype(_F)  # steps - 1 - i
+    first = fma_f32(np.full(steps, step), i, np.full(steps, s))
+    second = fma_f32(np.full(steps, -step), n, np.full(steps, e))
+    return np.where(lo, first, second).astype(_F)
+
+
+def _multi_row_sum(rows: np.ndarray) -> np.ndarray:
+    """ATen's ``multi_row_sum``: a cascade over ``rows`` (size, ...) in float32, 4 levels."""
+    size = rows.shape[0]
+    level_power = max(4, (int(size - 1).bit_length() if size > 1 else 0) // 4)
+    step = 1 << level_power
+    mask = step - 1
+    acc = [np.zeros(rows.shape[1:], _F) for _ in range(4)]
+    i = 0
+    while i + step <= size:
+        for j in range(step):
+            acc[0] = acc[0] + rows[i + j]
+        i += step
+        for lv in range(1, 4):
+            acc[lv] = acc[lv] + acc[lv - 1]
+            acc[lv - 1] = np.zeros_like(acc[lv - 1])
+            if i & (mask << (lv * level_power)):
+                break
+    for k in range(i, size):
+        acc[0] = acc[0] + rows[k]
+    for lv in range(1, 4):
+        acc[0] = acc[0] + acc[lv]
+    return acc[0]
+
+
+def sum_f32(a: np.ndarray, *, vec: int | None = None) -> np.float32:
+    """``torch.sum`` of a contiguous 1-D float32 array of fewer than 32768 elements, bit for bit
+    (ATen's ``cascade_sum``: vectors of ``vec`` floats, 4 accumulators, a 4-level cascade).
+
+    Example:
+        >>> float(sum_f32(np.array([1e8, 1.0, -1e8], np.float32)))
+        0.0
+    """
+    vec = VEC if vec is None else vec
+    a = np.ascontiguousarray(a, _F)
+    n = a.shape[0]
+    if n < vec or vec <= 1:  # ATen's scalar_inner_sum: row_sum over scalars
+        return _scalar_row_sum(a)
+    nv = n // vec
+    vecs = a[: nv * vec].reshape(nv, vec)
+    ilp = 4
+    size_ilp = nv // ilp
+    partial = (
+        _multi_row_sum(vecs[: size_ilp * ilp].reshape(size_ilp, ilp, vec)) if size_ilp else np.zeros((ilp, vec), _F)
+    )
+    p0 = partial[0]
+    for k in range(size_ilp * ilp, nv):
+        p0 = p0 + vecs[k]
+    for k in range(1, ilp):
+        p0 = p0 + partial[k]
+    final = _F(0)
+    for v in a[nv * vec :]:
+        final = _F(final + v)
+    for v in p0:
+        final = _F(final + v)
+    return final
+
+
+def _scalar_row_sum(a: np.ndarray) -> np.float32:
+    """``row_sum`` over scalars (a short row, or no vectors): 4 accumulators, cascade."""
+    n = a.shape[0]
+    size_ilp = n // 4
+    partial = _multi_row_sum(a[: size_ilp * 4].reshape(size_ilp, 4)) if size_ilp else np.zeros(4, _F)
+    p = [_F(v) for v in partial]
+    for k in range(size_ilp * 4, n):
+        p[0] = _F(p[0] + a[k])
+    for k in range(1, 4):
+        p[0] = _F(p[0] + p[k])
+    return p[0]
+
+
+def div_floor_f32(a: np.ndarray, b: np.float32) -> np.ndarray:
+    """``torch.div(a, b, rounding_mode="floor")`` for float32 ``a`` and a float32 scalar ``b != 0``.
+
+    Example:
+        >>> div_floor_f32(np.array([7.0, -7.0], np.float32), np.float32(2)).tolist()
+        [3.0, -4.0]
+    """
+    b = _F(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        basic = a / b
+        mod = np.fmod(a, b)
+        floor = np.where((np.abs(basic) == np.inf) & (np.abs(a) != np.inf), a, a - mod).astype(_F)
+        div = (floor / b).astype(_F)
+        mask = (mod != 0) & ((b < 0) != (mod < 0))
+        div = np.where(mask, div - _F(1), div).astype(_F)
+        fd = np.floor(div)
+        fd = np.where((div - fd) > _F(0.5), fd + _F(1), fd).astype(_F)
+        fd = np.where(div == 0, np.copysign(_F(0), basic), fd).astype(_F)
+    return fd
