@@ -16,7 +16,7 @@ import (
 // quantAVX2 emits gokern/quant/quant_avx2_amd64.s.
 var quantAVX2 = kernels(qMinMaxAVX2, qMinMaxRowAVX2, qQuantRunAVX2, qQuantRowAVX2,
 	qDequantAVX2(false, true), qDequantAVX2(false, false), qDequantAVX2(true, true), qDequantAVX2(true, false),
-	qPack4AVX2, qUnpack4AVX2)
+	qPack4AVX2, qUnpack4AVX2, qHistIdxAVX2)
 
 const (
 	cmpUNORDQ  = 0x03
@@ -335,4 +335,55 @@ func qUnpack4AVX2(c *build.Context) {
 	})
 	c.Label("done")
 	vzeroRet(c)
+}
+
+// qHistIdxAVX2: the bin of each value with the generic code's float32
+// operations in its order (no FMA): ((v - lo) * fnb) / width, truncated,
+// at most nb-1; nb for values outside [lo, hi] (NaN included).
+func qHistIdxAVX2(c *build.Context) {
+	declareNoescape(c, "histIdxAVX2", "func(x []float32, lo, hi, fnb, width float32, nb int32, absolute bool, idx []int32) bool",
+		"histIdxAVX2 writes the bins of the len(x)/8*8 first values of x (|x| with",
+		"absolute) into idx: min(int32(float32(float32(v-lo)*fnb)/width), nb-1) for v",
+		"in [lo, hi], else nb; it reports whether those values hold a NaN or ±Inf.")
+	p, n, d := loadArg(c, "x.base"), loadArg(c, "x.len"), loadArg(c, "idx.base")
+	cnt := blocks(c, n, 3)
+	bc := func(name string) reg.VecVirtual {
+		y := c.YMM()
+		c.VBROADCASTSS(paramAddr(c, name), y)
+		return y
+	}
+	lo, hi, fnb, width, nb := bc("lo"), bc("hi"), bc("fnb"), bc("width"), bc("nb")
+	nbm1, ones := c.YMM(), c.YMM()
+	c.VPCMPEQD(ones, ones, ones)
+	c.VPADDD(ones, nb, nbm1)
+	// The |.| mask: all ones (no-op) or 0x7fffffff.
+	sg, e := c.GP8(), c.GP32()
+	c.Load(c.Param("absolute"), sg)
+	c.MOVBLZX(sg, e)
+	c.SHLL(operand.Imm(31), e)
+	c.NOTL(e)
+	ex := c.XMM()
+	c.VMOVD(e, ex)
+	am := ymmFrom(c, ex, c.VPBROADCASTD)
+	bad := zeroY(c, 1)[0]
+	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+		v, t, in, g := c.YMM(), c.YMM(), c.YMM(), c.YMM()
+		c.VANDPS(mem(p, 0), am, v)
+		c.VSUBPS(v, v, t)
+		c.VORPS(t, bad, bad)
+		c.VCMPPS(operand.Imm(cmpGEOQ), lo, v, in)
+		c.VCMPPS(operand.Imm(cmpLEOQ), hi, v, g)
+		c.VANDPS(g, in, in)
+		c.VSUBPS(lo, v, t)
+		c.VMULPS(fnb, t, t)
+		c.VDIVPS(width, t, t)
+		c.VCVTTPS2DQ(t, t)
+		c.VPMINSD(nbm1, t, t)
+		c.VBLENDVPS(in, t, nb, t)
+		c.VMOVDQU(t, mem(d, 0))
+		c.ADDQ(operand.Imm(32), p)
+		c.ADDQ(operand.Imm(32), d)
+	})
+	c.Label("done")
+	storeNonZero(c, bad)
 }

@@ -324,3 +324,58 @@ func BenchmarkKernelDequantizeRun(b *testing.B) {
 		})
 	}
 }
+
+func TestHistogramKernelsAgainstGeneric(t *testing.T) {
+	forSIMD(t, HistogramOp, func(t *testing.T, f cpu.Family, k HistogramKernel) {
+		r := rand.New(rand.NewPCG(9, 10))
+		ranges := [][2]float32{{0, 4}, {-2.5, 7.25}, {-1e-3, 3e-3}, {0, 1}, {-3e38, 3e38}, {1, 1}, {2, 1}, {-1e30, 1e30}, {0.1, 0.7}}
+		for _, n := range append(kernelLengths, 100000) {
+			for mode := range numModes {
+				lh := ranges[r.IntN(len(ranges))]
+				nb := []int{1, 2, 3, 7, 256, 777, 2048}[r.IntN(7)]
+				x := randVec(r, n, (lh[1]-lh[0])/2, mode)
+				// Values on and next to the bin edges, where the float32
+				// operation order decides the bin.
+				w := lh[1] - lh[0]
+				for i := range x {
+					if r.IntN(3) == 0 {
+						e := lh[0] + w*float32(r.IntN(nb+1))/float32(nb)
+						for s := r.IntN(5) - 2; s != 0; s -= sign(s) {
+							e = math.Nextafter32(e, float32(math.Inf(sign(s))))
+						}
+						x[i] = e
+					}
+				}
+				for _, absolute := range []bool{false, true} {
+					if math.IsInf(float64(w), 0) || w == 0 {
+						continue // NaN bins: the generic kernel panics; its caller never asks
+					}
+					got, want := make([]int64, nb), make([]int64, nb)
+					gb := histogramGeneric(x, lh[0], lh[1], absolute, want)
+					b := k(x, lh[0], lh[1], absolute, got)
+					if b != gb {
+						t.Fatalf("n=%d %s: bad %d, generic %d", n, mode, b, gb)
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("n=%d %s range %v nb %d abs %v: bin %d: %d, generic %d", n, mode, lh, nb, absolute, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func sign(s int) int {
+	if s < 0 {
+		return -1
+	}
+	return 1
+}
+
+func BenchmarkKernelHistogram(b *testing.B) {
+	x := benchData()
+	counts := make([]int64, 2048)
+	benchFamilies(b, HistogramOp, 4*benchN, func(k HistogramKernel) { k(x, -4, 4, false, counts) })
+}

@@ -62,3 +62,10 @@ func pack4AVX2(codes []byte, dst []byte)
 //
 //go:noescape
 func unpack4AVX2(src []byte, signed bool, dst []byte)
+
+// histIdxAVX2 writes the bins of the len(x)/8*8 first values of x (|x| with
+// absolute) into idx: min(int32(float32(float32(v-lo)*fnb)/width), nb-1) for v
+// in [lo, hi], else nb; it reports whether those values hold a NaN or ±Inf.
+//
+//go:noescape
+func histIdxAVX2(x []float32, lo float32, hi float32, fnb float32, width float32, nb int32, absolute bool, idx []int32) bool

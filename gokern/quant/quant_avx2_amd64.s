@@ -569,3 +569,53 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func histIdxAVX2(x []float32, lo float32, hi float32, fnb float32, width float32, nb int32, absolute bool, idx []int32) bool
+// Requires: AVX, AVX2
+TEXT ·histIdxAVX2(SB), NOSPLIT, $0-73
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVQ         idx_base+48(FP), DX
+	SHRQ         $0x03, CX
+	VBROADCASTSS lo+24(FP), Y0
+	VBROADCASTSS hi+28(FP), Y1
+	VBROADCASTSS fnb+32(FP), Y2
+	VBROADCASTSS width+36(FP), Y3
+	VBROADCASTSS nb+40(FP), Y4
+	VPCMPEQD     Y5, Y5, Y5
+	VPADDD       Y5, Y4, Y5
+	MOVB         absolute+44(FP), BL
+	MOVBLZX      BL, BX
+	SHLL         $0x1f, BX
+	NOTL         BX
+	VMOVD        BX, X6
+	VPBROADCASTD X6, Y6
+	VPXOR        Y7, Y7, Y7
+
+loop:
+	TESTQ      CX, CX
+	JZ         done
+	VANDPS     (AX), Y6, Y8
+	VSUBPS     Y8, Y8, Y9
+	VORPS      Y9, Y7, Y7
+	VCMPPS     $0x1d, Y0, Y8, Y10
+	VCMPPS     $0x12, Y1, Y8, Y9
+	VANDPS     Y9, Y10, Y10
+	VSUBPS     Y0, Y8, Y9
+	VMULPS     Y2, Y9, Y9
+	VDIVPS     Y3, Y9, Y9
+	VCVTTPS2DQ Y9, Y9
+	VPMINSD    Y5, Y9, Y9
+	VBLENDVPS  Y10, Y9, Y4, Y9
+	VMOVDQU    Y9, (DX)
+	ADDQ       $0x20, AX
+	ADDQ       $0x20, DX
+	DECQ       CX
+	JMP        loop
+
+done:
+	VPTEST Y7, Y7
+	SETNE  AL
+	VZEROUPPER
+	MOVB   AL, ret+72(FP)
+	RET
