@@ -132,13 +132,16 @@ func HistogramWith(k HistogramKernel, x []float32, lo, hi float32, absolute, che
 }
 
 // histogram ADDS to counts (nbins = len(counts) >= 1 bins over [lo, hi],
-// lo < hi finite) the counts of x's values (|x| with absolute) as
+// lo < hi finite, hi - lo finite in float32) the counts of x's values (|x| with absolute) as
 // torch.histc(x, nbins, lo, hi) bins them. With checkFinite a NaN or ±Inf
 // in x is a ValueError (counts unchanged); otherwise they are skipped like
 // every value outside [lo, hi].
 func histogram(k HistogramKernel, x []float32, lo, hi float32, absolute, checkFinite bool, counts []int64) error {
 	if !finite(lo) || !finite(hi) || !(lo < hi) {
 		return errs.Value("lo and hi must be finite with lo < hi, got lo=%v, hi=%v", lo, hi)
+	}
+	if !finite(hi - lo) {
+		return errs.Value("hi - lo must be finite in float32 (the bin width), got lo=%v, hi=%v", lo, hi)
 	}
 	nb := len(counts)
 	if nb == 0 {
