@@ -19,5 +19,6 @@ from __future__ import annotations
 SUITES: dict[str, str] = {
     "quantize": "bitnet_go.bench.quantize",
     "conv": "bitnet_go.bench.conv",
+    "quant": "bitnet_go.bench.quant",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""
