@@ -101,29 +101,38 @@ func dequantizeGeneral(pt *qtensor.Tensor, os []float32) error {
 //export bng_minmax
 func bng_minmax(x, mn, mx *C.bng_tensor, checkFinite C.int32_t, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		xt, mnt, mxt, err := decode3(x, mn, mx, "x", "mn", "mx")
+		ts, err := decodeHost([]*C.bng_tensor{x, mn, mx}, "x", "mn", "mx")
 		if err != nil {
 			return err
 		}
-		return minmaxOp(xt, mnt, mxt, checkFinite != 0)
+		return minmaxOp(ts[0], ts[1], ts[2], checkFinite != 0)
 	})
 }
 
-// decode3 decodes three host operands.
-func decode3(a, b, c *C.bng_tensor, an, bn, cn string) (*qtensor.Tensor, *qtensor.Tensor, *qtensor.Tensor, error) {
-	at, err := decode(a, an, tensorOpt{})
-	if err != nil {
-		return nil, nil, nil, err
+// decodeHost decodes the host operands ts, named names, in order.
+func decodeHost(ts []*C.bng_tensor, names ...string) ([]*qtensor.Tensor, error) {
+	out := make([]*qtensor.Tensor, len(ts))
+	for i, t := range ts {
+		d, err := decode(t, names[i], tensorOpt{})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
 	}
-	bt, err := decode(b, bn, tensorOpt{})
-	if err != nil {
-		return nil, nil, nil, err
+	return out, nil
+}
+
+// views is qtensor.View of each of ts as dtype d (Go type T), in order.
+func views[T float32 | int32 | int64](d qtensor.DType, ts ...*qtensor.Tensor) ([][]T, error) {
+	out := make([][]T, len(ts))
+	for i, t := range ts {
+		v, err := qtensor.View[T](t, d)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
 	}
-	ct, err := decode(c, cn, tensorOpt{})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return at, bt, ct, nil
+	return out, nil
 }
 
 func minmaxOp(xt, mnt, mxt *qtensor.Tensor, check bool) error {
@@ -135,15 +144,11 @@ func minmaxOp(xt, mnt, mxt *qtensor.Tensor, check bool) error {
 	if err != nil {
 		return errs.Value("x: %v", err)
 	}
-	mns, err := qtensor.View[float32](mnt, qtensor.F32)
+	m, err := views[float32](qtensor.F32, mnt, mxt)
 	if err != nil {
 		return err
 	}
-	mxs, err := qtensor.View[float32](mxt, qtensor.F32)
-	if err != nil {
-		return err
-	}
-	return quant.MinMax(xs, &g, check, mns, mxs)
+	return quant.MinMax(xs, &g, check, m[0], m[1])
 }
 
 // histParams is bng_histogram_params in Go.
@@ -161,15 +166,11 @@ func bng_histogram(x *C.bng_tensor, p *C.bng_histogram_params, counts *C.bng_ten
 		if p == nil || p.version != C.BNG_HISTOGRAM_V1 {
 			return errs.Value("params: bng_histogram_params is NULL or of a version other than %d", C.BNG_HISTOGRAM_V1)
 		}
-		xt, err := decode(x, "x", tensorOpt{})
+		ts, err := decodeHost([]*C.bng_tensor{x, counts}, "x", "counts")
 		if err != nil {
 			return err
 		}
-		ct, err := decode(counts, "counts", tensorOpt{})
-		if err != nil {
-			return err
-		}
-		return histogramOp(xt, histParams{absolute: p.absolute != 0, check: p.check_finite != 0, lo: float32(p.lo), hi: float32(p.hi)}, ct)
+		return histogramOp(ts[0], histParams{absolute: p.absolute != 0, check: p.check_finite != 0, lo: float32(p.lo), hi: float32(p.hi)}, ts[1])
 	})
 }
 
@@ -197,17 +198,13 @@ func bng_choose_qparams(mn, mx *C.bng_tensor, p *C.bng_qparams_params, scales, z
 		if p.reserved != 0 {
 			return errs.Value("params: reserved must be 0, got %d", int32(p.reserved))
 		}
-		mnt, mxt, st, err := decode3(mn, mx, scales, "mn", "mx", "scales")
-		if err != nil {
-			return err
-		}
-		zt, err := decode(zeroPoints, "zero_points", tensorOpt{})
+		ts, err := decodeHost([]*C.bng_tensor{mn, mx, scales, zeroPoints}, "mn", "mx", "scales", "zero_points")
 		if err != nil {
 			return err
 		}
 		spec := quant.QParamsSpec{DType: qtensor.DType(p.dtype), Mapping: quant.Mapping(p.mapping),
 			QMin: int32(p.quant_min), QMax: int32(p.quant_max), Eps: float32(p.eps)}
-		return chooseQParamsOp(mnt, mxt, &spec, st, zt)
+		return chooseQParamsOp(ts[0], ts[1], &spec, ts[2], ts[3])
 	})
 }
 
@@ -216,15 +213,7 @@ func chooseQParamsOp(mnt, mxt *qtensor.Tensor, spec *quant.QParamsSpec, st, zt *
 		return errs.Type("params: dtype must be %d (int8), %d (uint8), %d (int4) or %d (uint4), got %d",
 			qtensor.I8, qtensor.U8, qtensor.I4, qtensor.U4, int32(spec.DType))
 	}
-	mns, err := qtensor.View[float32](mnt, qtensor.F32)
-	if err != nil {
-		return err
-	}
-	mxs, err := qtensor.View[float32](mxt, qtensor.F32)
-	if err != nil {
-		return err
-	}
-	ss, err := qtensor.View[float32](st, qtensor.F32)
+	f, err := views[float32](qtensor.F32, mnt, mxt, st)
 	if err != nil {
 		return err
 	}
@@ -232,7 +221,7 @@ func chooseQParamsOp(mnt, mxt *qtensor.Tensor, spec *quant.QParamsSpec, st, zt *
 	if err != nil {
 		return err
 	}
-	return quant.ChooseQParams(mns, mxs, spec, ss, zs)
+	return quant.ChooseQParams(f[0], f[1], spec, f[2], zs)
 }
 
 // bng_calibrate writes into *amax the amax that NVIDIA's histogram
