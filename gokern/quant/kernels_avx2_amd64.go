@@ -26,8 +26,10 @@ var avx2Quantize = QuantizeKernels{
 }
 
 var avx2Dequantize = DequantizeKernels{
-	RunI8: dequantRunI8AVX2Kernel, RunU8: dequantRunU8AVX2Kernel,
-	RowI8: dequantRowI8AVX2Kernel, RowU8: dequantRowU8AVX2Kernel,
+	RunI8:   dequantRunAVX2Kernel(dequantRunI8AVX2, dequantRunI8Generic),
+	RunU8:   dequantRunAVX2Kernel(dequantRunU8AVX2, dequantRunU8Generic),
+	RowI8:   dequantRowAVX2Kernel(dequantRowI8AVX2, dequantRowI8Generic),
+	RowU8:   dequantRowAVX2Kernel(dequantRowU8AVX2, dequantRowU8Generic),
 	Unpack4: unpack4AVX2Kernel, UnpackBits: unpackBitsGeneric,
 }
 
@@ -168,40 +170,29 @@ func quantRowAVX2Kernel(x []float32, inv []float32, zp []int32, c Clamp, dst []b
 	return bad
 }
 
-func dequantRunI8AVX2Kernel(q []byte, scale float32, zp int32, out []float32) {
-	out = out[:len(q)]
-	body := len(q) &^ 31
-	if body > 0 {
-		dequantRunI8AVX2(q[:body], scale, zp, out[:body])
+// dequantRunAVX2Kernel returns the Run kernel that writes the whole
+// 32-code blocks of q with asm and the tail with gen.
+func dequantRunAVX2Kernel(asm, gen func(q []byte, scale float32, zp int32, out []float32)) func(q []byte, scale float32, zp int32, out []float32) {
+	return func(q []byte, scale float32, zp int32, out []float32) {
+		out = out[:len(q)]
+		body := len(q) &^ 31
+		if body > 0 {
+			asm(q[:body], scale, zp, out[:body])
+		}
+		gen(q[body:], scale, zp, out[body:])
 	}
-	dequantRunI8Generic(q[body:], scale, zp, out[body:])
 }
 
-func dequantRunU8AVX2Kernel(q []byte, scale float32, zp int32, out []float32) {
-	out = out[:len(q)]
-	body := len(q) &^ 31
-	if body > 0 {
-		dequantRunU8AVX2(q[:body], scale, zp, out[:body])
+// dequantRowAVX2Kernel is dequantRunAVX2Kernel for the Row kernels.
+func dequantRowAVX2Kernel(asm, gen func(q []byte, scale []float32, zp []int32, out []float32)) func(q []byte, scale []float32, zp []int32, out []float32) {
+	return func(q []byte, scale []float32, zp []int32, out []float32) {
+		scale, zp, out = scale[:len(q)], zp[:len(q)], out[:len(q)]
+		body := len(q) &^ 31
+		if body > 0 {
+			asm(q[:body], scale[:body], zp[:body], out[:body])
+		}
+		gen(q[body:], scale[body:], zp[body:], out[body:])
 	}
-	dequantRunU8Generic(q[body:], scale, zp, out[body:])
-}
-
-func dequantRowI8AVX2Kernel(q []byte, scale []float32, zp []int32, out []float32) {
-	scale, zp, out = scale[:len(q)], zp[:len(q)], out[:len(q)]
-	body := len(q) &^ 31
-	if body > 0 {
-		dequantRowI8AVX2(q[:body], scale[:body], zp[:body], out[:body])
-	}
-	dequantRowI8Generic(q[body:], scale[body:], zp[body:], out[body:])
-}
-
-func dequantRowU8AVX2Kernel(q []byte, scale []float32, zp []int32, out []float32) {
-	scale, zp, out = scale[:len(q)], zp[:len(q)], out[:len(q)]
-	body := len(q) &^ 31
-	if body > 0 {
-		dequantRowU8AVX2(q[:body], scale[:body], zp[:body], out[:body])
-	}
-	dequantRowU8Generic(q[body:], scale[body:], zp[body:], out[body:])
 }
 
 func pack4AVX2Kernel(codes []byte, dst []byte) {

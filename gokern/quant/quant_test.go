@@ -149,19 +149,31 @@ func randomCase(r *rand.Rand) (shape []int, axis, bs int, x []float32) {
 	return shape, axis, bs, x
 }
 
-func TestQuantizeRandomAgainstReference(t *testing.T) {
+// forRandomCases calls fn on n cases of randomCase (PCG seeds s1, s2), par's
+// minimum work at 1 (so that they split into chunks). Case it gets a NaN
+// where it%nanEvery == 0 and a -Inf where it%infEvery == 0, at random places.
+func forRandomCases(t *testing.T, s1, s2 uint64, n, nanEvery, infEvery int,
+	fn func(r *rand.Rand, shape []int, axis, bs int, x []float32, g Groups)) {
 	defer par.SetMinWork(par.SetMinWork(1))
-	r := rand.New(rand.NewPCG(1, 2))
-	for it := range 300 {
+	r := rand.New(rand.NewPCG(s1, s2))
+	for it := range n {
 		shape, axis, bs, x := randomCase(r)
-		if it%7 == 0 {
+		if it%nanEvery == 0 {
 			x[r.IntN(len(x))] = nan
+		}
+		if it%infEvery == 0 {
 			x[r.IntN(len(x))] = -inf
 		}
 		g, err := NewGroups(shape, axis, bs)
 		if err != nil {
 			t.Fatal(err)
 		}
+		fn(r, shape, axis, bs, x, g)
+	}
+}
+
+func TestQuantizeRandomAgainstReference(t *testing.T) {
+	forRandomCases(t, 1, 2, 300, 7, 7, func(r *rand.Rand, shape []int, axis, bs int, x []float32, g Groups) {
 		for _, d := range []qtensor.DType{qtensor.I8, qtensor.U8, qtensor.I4, qtensor.U4} {
 			qmin, qmax, _ := Range(d)
 			s := &Spec{DType: d, Groups: g, QMin: qmin, QMax: qmax}
@@ -201,7 +213,7 @@ func TestQuantizeRandomAgainstReference(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 func TestQuantizeErrors(t *testing.T) {
@@ -319,17 +331,7 @@ func TestBinary(t *testing.T) {
 }
 
 func TestMinMax(t *testing.T) {
-	defer par.SetMinWork(par.SetMinWork(1))
-	r := rand.New(rand.NewPCG(5, 6))
-	for it := range 200 {
-		shape, axis, bs, x := randomCase(r)
-		if it%3 == 0 {
-			x[r.IntN(len(x))] = nan
-		}
-		if it%5 == 0 {
-			x[r.IntN(len(x))] = -inf
-		}
-		g, _ := NewGroups(shape, axis, bs)
+	forRandomCases(t, 5, 6, 200, 3, 5, func(_ *rand.Rand, shape []int, axis, bs int, x []float32, g Groups) {
 		wmn, wmx := filled(g.Count, inf), filled(g.Count, -inf)
 		hasNaN := make([]bool, g.Count)
 		first := -1
@@ -364,7 +366,7 @@ func TestMinMax(t *testing.T) {
 				t.Fatalf("check_finite: err %v, first %d", err, first)
 			}
 		}
-	}
+	})
 	g, _ := NewGroups([]int{0}, -1, 0)
 	if err := MinMax(nil, &g, false, make([]float32, 1), make([]float32, 1)); err == nil || !strings.Contains(err.Error(), "at least one element") {
 		t.Fatalf("empty: %v", err)
