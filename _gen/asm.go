@@ -117,6 +117,17 @@ func maskedShift(c *build.Context, dst, src reg.Register, mask operand.Op, sh in
 	}
 }
 
+// bcstParams returns a new YMM register per scalar parameter of names (4
+// bytes), holding it in each 32-bit lane (VBROADCASTSS).
+func bcstParams(c *build.Context, names ...string) []reg.VecVirtual {
+	out := make([]reg.VecVirtual, len(names))
+	for i, name := range names {
+		out[i] = c.YMM()
+		c.VBROADCASTSS(paramAddr(c, name), out[i])
+	}
+	return out
+}
+
 // paramAddr returns the memory operand of a scalar parameter.
 func paramAddr(c *build.Context, name string) operand.Mem {
 	b, err := c.Param(name).Resolve()

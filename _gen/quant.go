@@ -16,7 +16,7 @@ import (
 // quantAVX2 emits gokern/quant/quant_avx2_amd64.s.
 var quantAVX2 = kernels(qMinMaxAVX2, qMinMaxRowAVX2, qQuantRunAVX2, qQuantRowAVX2,
 	qDequantAVX2(false, true), qDequantAVX2(false, false), qDequantAVX2(true, true), qDequantAVX2(true, false),
-	qPack4AVX2, qUnpack4AVX2, qHistIdxAVX2)
+	qPack4AVX2, qUnpack4AVX2, qHistCountAVX2)
 
 const (
 	cmpUNORDQ  = 0x03
@@ -25,11 +25,12 @@ const (
 	roundMagic = 0x4b400000 // 1.5 * 2^23
 )
 
-// blocks returns a new register holding n >> sh: the count of whole
-// 2^sh-element blocks.
-func blocks(c *build.Context, n reg.Register, sh int) reg.Register {
+// blockArgs returns a new register holding len(slice) >> sh (the count of
+// whole 2^sh-element blocks) and the parameters args, loaded (loadArgs).
+func blockArgs(c *build.Context, slice string, sh int, args ...string) (reg.Register, []reg.Register) {
+	n := loadArg(c, slice+".len")
 	c.SHRQ(operand.Imm(uint64(sh)), n)
-	return n
+	return n, loadArgs(c, args...)
 }
 
 // storeNonZero returns, as the kernel's bool result, whether any bit of the
@@ -52,8 +53,8 @@ func qMinMaxAVX2(c *build.Context) {
 		"(minima: acc[j] = x[i] if x[i] < acc[j], i = j mod 32) and acc[32:64]",
 		"(maxima), starting from +Inf and -Inf; it reports whether they hold a",
 		"NaN (skipped by the comparisons).")
-	p, n, out := loadArg(c, "x.base"), loadArg(c, "x.len"), loadArg(c, "acc")
-	cnt := blocks(c, n, 5)
+	cnt, a := blockArgs(c, "x", 5, "x.base", "acc")
+	p, out := a[0], a[1]
 	mn, mx := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
 	pinf, ninf := bcst32(c, f32PosInf), bcst32(c, f32NegInf)
 	for k := range mn {
@@ -87,8 +88,8 @@ func qMinMaxRowAVX2(c *build.Context) {
 		"minMaxRowAVX2 folds the first len(x)/8*8 values of x into mn and mx element",
 		"by element (mn[i] = x[i] < mn[i] ? x[i] : mn[i]; x[i] NaN: both x[i]) and",
 		"reports whether those values hold a NaN or ±Inf.")
-	p, n, a, b := loadArg(c, "x.base"), loadArg(c, "x.len"), loadArg(c, "mn.base"), loadArg(c, "mx.base")
-	cnt := blocks(c, n, 3)
+	cnt, r := blockArgs(c, "x", 3, "x.base", "mn.base", "mx.base")
+	p, a, b := r[0], r[1], r[2]
 	bad := zeroY(c, 1)[0]
 	whileAtLeast(c, "loop", "done", cnt, 1, func() {
 		x, u, m, t := c.YMM(), c.YMM(), c.YMM(), c.YMM()
@@ -158,14 +159,10 @@ func qQuantRunAVX2(c *build.Context) {
 		"quantRunAVX2 writes the codes of the len(x)/32*32 first values of x into dst:",
 		"clamp(x*inv, lo, hi) rounded half to even, + zp, low byte (NaN product: nanc);",
 		"it reports whether those values hold a NaN or ±Inf.")
-	p, n, d := loadArg(c, "x.base"), loadArg(c, "x.len"), loadArg(c, "dst.base")
-	cnt := blocks(c, n, 5)
-	bc := func(name string) reg.VecVirtual {
-		y := c.YMM()
-		c.VBROADCASTSS(paramAddr(c, name), y)
-		return y
-	}
-	inv, lo, hi, zp, nanc := bc("inv"), bc("lo"), bc("hi"), bc("zp"), bc("nanc")
+	cnt, a := blockArgs(c, "x", 5, "x.base", "dst.base")
+	p, d := a[0], a[1]
+	b := bcstParams(c, "inv", "lo", "hi", "zp", "nanc")
+	inv, lo, hi, zp, nanc := b[0], b[1], b[2], b[3], b[4]
 	k := quantConsts{magic: bcst32(c, roundMagic), nanc: nanc, low: bcst32(c, 0xff), bad: zeroY(c, 1)[0]}
 	perm := dwordIndex(c, permIdx)
 	whileAtLeast(c, "loop", "done", cnt, 1, func() {
@@ -183,14 +180,10 @@ func qQuantRowAVX2(c *build.Context) {
 	declareNoescape(c, "quantRowAVX2", "func(x, inv []float32, zp []int32, qmin, qmax, nanc int32, dst []byte) bool",
 		"quantRowAVX2 is quantRunAVX2 with inv[i] and zp[i] per value (lo = qmin-zp[i],",
 		"hi = qmax-zp[i] as float32).")
-	p, n, iv, z, d := loadArg(c, "x.base"), loadArg(c, "x.len"), loadArg(c, "inv.base"), loadArg(c, "zp.base"), loadArg(c, "dst.base")
-	cnt := blocks(c, n, 5)
-	bc := func(name string) reg.VecVirtual {
-		y := c.YMM()
-		c.VBROADCASTSS(paramAddr(c, name), y)
-		return y
-	}
-	qmin, qmax, nanc := bc("qmin"), bc("qmax"), bc("nanc")
+	cnt, a := blockArgs(c, "x", 5, "x.base", "inv.base", "zp.base", "dst.base")
+	p, iv, z, d := a[0], a[1], a[2], a[3]
+	b := bcstParams(c, "qmin", "qmax", "nanc")
+	qmin, qmax, nanc := b[0], b[1], b[2]
 	k := quantConsts{magic: bcst32(c, roundMagic), nanc: nanc, low: bcst32(c, 0xff), bad: zeroY(c, 1)[0]}
 	perm := dwordIndex(c, permIdx)
 	whileAtLeast(c, "loop", "done", cnt, 1, func() {
@@ -228,17 +221,16 @@ func qDequantAVX2(row, signed bool) func(*build.Context) {
 		name += typ + "AVX2"
 		declareNoescape(c, name, sig,
 			name+" writes the len(q)/32*32 first values of the "+typ+" generic kernel.")
-		q, n, o := loadArg(c, "q.base"), loadArg(c, "q.len"), loadArg(c, "out.base")
+		cnt, a := blockArgs(c, "q", 5, "q.base", "out.base")
+		q, o := a[0], a[1]
 		var sp, zpp reg.Register
 		var sc, zp reg.VecVirtual
 		if row {
 			sp, zpp = loadArg(c, "scale.base"), loadArg(c, "zp.base")
 		} else {
-			sc, zp = c.YMM(), c.YMM()
-			c.VBROADCASTSS(paramAddr(c, "scale"), sc)
-			c.VBROADCASTSS(paramAddr(c, "zp"), zp) // the int32 bits
+			b := bcstParams(c, "scale", "zp") // zp: the int32 bits
+			sc, zp = b[0], b[1]
 		}
-		cnt := blocks(c, n, 5)
 		whileAtLeast(c, "loop", "done", cnt, 1, func() {
 			for j := 0; j < 4; j++ {
 				v := c.YMM()
@@ -275,8 +267,8 @@ func qDequantAVX2(row, signed bool) func(*build.Context) {
 func qPack4AVX2(c *build.Context) {
 	declareNoescape(c, "pack4AVX2", "func(codes, dst []byte)",
 		"pack4AVX2 packs the len(codes)/64*64 first codes two per byte into dst.")
-	p, n, d := loadArg(c, "codes.base"), loadArg(c, "codes.len"), loadArg(c, "dst.base")
-	cnt := blocks(c, n, 6)
+	cnt, a := blockArgs(c, "codes", 6, "codes.base", "dst.base")
+	p, d := a[0], a[1]
 	lo, hi := bcst32(c, 0x000f000f), bcst32(c, 0x00f000f0)
 	whileAtLeast(c, "loop", "done", cnt, 1, func() {
 		var w [2]reg.VecVirtual
@@ -304,16 +296,10 @@ func qUnpack4AVX2(c *build.Context) {
 	declareNoescape(c, "unpack4AVX2", "func(src []byte, signed bool, dst []byte)",
 		"unpack4AVX2 writes the len(dst)/64*64 first nibbles of src into dst, as",
 		"unpack4Generic does.")
-	s, d, n := loadArg(c, "src.base"), loadArg(c, "dst.base"), loadArg(c, "dst.len")
-	cnt := blocks(c, n, 6)
+	cnt, a := blockArgs(c, "dst", 6, "src.base", "dst.base")
+	s, d := a[0], a[1]
 	// Sign extension: (v ^ 8) - 8 in every byte when signed, else (v ^ 0) - 0.
-	sg, e := c.GP8(), c.GP32()
-	c.Load(c.Param("signed"), sg)
-	c.MOVBLZX(sg, e)
-	c.IMUL3L(operand.U32(0x08080808), e, e)
-	ex := c.XMM()
-	c.VMOVD(e, ex)
-	e8 := ymmFrom(c, ex, c.VPBROADCASTD)
+	e8 := bcstBool(c, "signed", func(e reg.GPVirtual) { c.IMUL3L(operand.U32(0x08080808), e, e) })
 	m15 := bcst32(c, 0x0f0f0f0f)
 	whileAtLeast(c, "loop", "done", cnt, 1, func() {
 		a, b := c.YMM(), c.YMM()
@@ -337,34 +323,54 @@ func qUnpack4AVX2(c *build.Context) {
 	vzeroRet(c)
 }
 
-// qHistIdxAVX2: the bin of each value with the generic code's float32
-// operations in its order (no FMA): ((v - lo) * fnb) / width, truncated,
-// at most nb-1; nb for values outside [lo, hi] (NaN included).
-func qHistIdxAVX2(c *build.Context) {
-	declareNoescape(c, "histIdxAVX2", "func(x []float32, lo, hi, fnb, width float32, nb int32, absolute bool, idx []int32) bool",
-		"histIdxAVX2 writes the bins of the len(x)/8*8 first values of x (|x| with",
-		"absolute) into idx: min(int32(float32(float32(v-lo)*fnb)/width), nb-1) for v",
-		"in [lo, hi], else nb; it reports whether those values hold a NaN or ±Inf.")
-	p, n, d := loadArg(c, "x.base"), loadArg(c, "x.len"), loadArg(c, "idx.base")
-	cnt := blocks(c, n, 3)
-	bc := func(name string) reg.VecVirtual {
-		y := c.YMM()
-		c.VBROADCASTSS(paramAddr(c, name), y)
-		return y
-	}
-	lo, hi, fnb, width, nb := bc("lo"), bc("hi"), bc("fnb"), bc("width"), bc("nb")
-	nbm1, ones := c.YMM(), c.YMM()
-	c.VPCMPEQD(ones, ones, ones)
-	c.VPADDD(ones, nb, nbm1)
-	// The |.| mask: all ones (no-op) or 0x7fffffff.
+// bcstBool returns a YMM register holding in each 32-bit lane the value
+// that f makes, in place, of the bool parameter name (0 or 1 in a GP32).
+func bcstBool(c *build.Context, name string, f func(e reg.GPVirtual)) reg.VecVirtual {
 	sg, e := c.GP8(), c.GP32()
-	c.Load(c.Param("absolute"), sg)
+	c.Load(c.Param(name), sg)
 	c.MOVBLZX(sg, e)
-	c.SHLL(operand.Imm(31), e)
-	c.NOTL(e)
+	f(e)
 	ex := c.XMM()
 	c.VMOVD(e, ex)
-	am := ymmFrom(c, ex, c.VPBROADCASTD)
+	return ymmFrom(c, ex, c.VPBROADCASTD)
+}
+
+// qHistCountAVX2: the bin of each value with the generic code's float32
+// operations in its order (no FMA): ((v - lo) * fnb) / width, at most nb-1
+// (as a float, before the truncation: a product that overflowed to +Inf
+// is nb-1 too), truncated; nb for values outside [lo, hi] (NaN included).
+// The 8 bins of a vector go through a stack slot into 8 increments of four
+// interleaved uint32 sub-histograms (lane j: sub-histogram j mod 4), so
+// that runs of one bin do not wait on their own increments.
+func qHistCountAVX2(c *build.Context) {
+	declareNoescape(c, "histCountAVX2", "func(x []float32, lo, hi, fnb, width float32, nb int32, absolute bool, sub []uint32) bool",
+		"histCountAVX2 counts the bins of the len(x)/8*8 first values of x (|x| with",
+		"absolute) into sub, four sub-histograms of nb+1 uint32 (value i of a block of",
+		"8: sub[(i%4)*(nb+1)+bin]): bin min(int32(float32(float32(v-lo)*fnb)/width),",
+		"nb-1) for v in [lo, hi], else nb; it reports whether those values hold a NaN",
+		"or ±Inf. No count may pass 2^32-1.")
+	cnt, a := blockArgs(c, "x", 3, "x.base", "sub.base", "nb")
+	p, h0, stride := a[0], a[1], a[2]
+	b := bcstParams(c, "lo", "hi", "fnb", "width", "nb")
+	lo, hi, fnb, width, nb := b[0], b[1], b[2], b[3], b[4]
+	fnbm1, ones := c.YMM(), c.YMM()
+	c.VPCMPEQD(ones, ones, ones)
+	c.VPADDD(ones, nb, fnbm1)
+	c.VCVTDQ2PS(fnbm1, fnbm1) // nb-1 < 2^24: exact
+	// The |.| mask: all ones (no-op) or 0x7fffffff.
+	am := bcstBool(c, "absolute", func(e reg.GPVirtual) {
+		c.SHLL(operand.Imm(31), e)
+		c.NOTL(e)
+	})
+	// The sub-histograms: h[k] = sub + k*(nb+1)*4 bytes.
+	c.LEAQ(operand.Mem{Base: stride, Disp: 1}, stride) // nb came sign-extended
+	c.SHLQ(operand.Imm(2), stride)
+	h := [4]reg.Register{h0}
+	for k := 1; k < 4; k++ {
+		h[k] = c.GP64()
+		c.LEAQ(operand.Mem{Base: h[k-1], Index: stride, Scale: 1}, h[k])
+	}
+	buf := c.AllocLocal(32)
 	bad := zeroY(c, 1)[0]
 	whileAtLeast(c, "loop", "done", cnt, 1, func() {
 		v, t, in, g := c.YMM(), c.YMM(), c.YMM(), c.YMM()
@@ -377,12 +383,16 @@ func qHistIdxAVX2(c *build.Context) {
 		c.VSUBPS(lo, v, t)
 		c.VMULPS(fnb, t, t)
 		c.VDIVPS(width, t, t)
+		c.VMINPS(fnbm1, t, t) // (t < nb-1) ? t : nb-1
 		c.VCVTTPS2DQ(t, t)
-		c.VPMINSD(nbm1, t, t)
 		c.VBLENDVPS(in, t, nb, t)
-		c.VMOVDQU(t, mem(d, 0))
+		c.VMOVDQU(t, buf)
+		for j := 0; j < 8; j++ {
+			i := c.GP64()
+			c.MOVL(buf.Offset(4*j), i.As32())
+			c.INCL(operand.Mem{Base: h[j%4], Index: i, Scale: 4})
+		}
 		c.ADDQ(operand.Imm(32), p)
-		c.ADDQ(operand.Imm(32), d)
 	})
 	c.Label("done")
 	storeNonZero(c, bad)

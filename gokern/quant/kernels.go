@@ -297,9 +297,10 @@ func histogramGeneric(x []float32, lo, hi float32, absolute bool, counts []int64
 			}
 			continue
 		}
-		pos := int64(float32(float32(float32(v-lo)*fnb) / width))
-		if pos >= int64(nb) {
-			pos = int64(nb) - 1
+		q := float32(float32(v-lo)*fnb) / width
+		pos := int64(nb) - 1 // also for q = +Inf: (v-lo)*nb overflowed float32
+		if q < float32(math.Inf(1)) {
+			pos = min(int64(q), pos)
 		}
 		counts[pos]++
 	}

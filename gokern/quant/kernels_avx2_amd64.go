@@ -214,16 +214,17 @@ func unpack4AVX2Kernel(src []byte, signed bool, dst []byte) {
 	unpack4Generic(src[body/2:], signed, dst[body:])
 }
 
-// histBatch is how many bins histogramAVX2Kernel computes before it counts
-// them.
-const histBatch = 2048
+// histFlush is the most values (a multiple of 8) histogramAVX2Kernel
+// counts in its uint32 sub-histograms before it adds them into counts; a
+// variable so that tests can flush often.
+var histFlush = 1 << 31
 
-// histogramAVX2Kernel computes the bins with the assembly (the generic
-// code's float32 operations, in order) and counts them here, in four
-// interleaved sub-histograms (runs of one bin do not wait on their own
-// increments) with an extra bin for the values outside [lo, hi]. Widths
-// that are not positive and finite (bins that are NaN or huge) and bin
-// counts of 2^24 or more take the generic code.
+// histogramAVX2Kernel bins and counts the whole 8-value blocks of x with
+// the assembly (the generic code's float32 operations, in order; four
+// uint32 sub-histograms with an extra bin for the values outside [lo, hi]),
+// the tail with the generic code. Widths that are not positive and finite
+// (bins that are NaN or huge) and bin counts of 2^24 or more take the
+// generic code.
 func histogramAVX2Kernel(x []float32, lo, hi float32, absolute bool, counts []int64) int {
 	nb := len(counts)
 	width := float32(hi - lo)
@@ -231,29 +232,19 @@ func histogramAVX2Kernel(x []float32, lo, hi float32, absolute bool, counts []in
 		return histogramGeneric(x, lo, hi, absolute, counts)
 	}
 	s := nb + 1
-	sub := make([]int64, 4*s)
-	h0, h1, h2, h3 := sub[:s], sub[s:2*s], sub[2*s:3*s], sub[3*s:]
-	var buf [histBatch]int32
+	sub := make([]uint32, 4*s)
 	bad := -1
 	body := len(x) &^ 7
-	for a := 0; a < body; a += histBatch {
-		b := min(a+histBatch, body)
-		idx := buf[:b-a]
-		if histIdxAVX2(x[a:b], lo, hi, float32(nb), width, int32(nb), absolute, idx) && bad < 0 {
+	for a := 0; a < body; a += histFlush {
+		b := min(a+histFlush, body)
+		if histCountAVX2(x[a:b], lo, hi, float32(nb), width, int32(nb), absolute, sub) && bad < 0 {
 			bad = a + firstNonFinite(x[a:b])
 		}
-		for i := 0; i+3 < len(idx); i += 4 {
-			h0[idx[i]]++
-			h1[idx[i+1]]++
-			h2[idx[i+2]]++
-			h3[idx[i+3]]++
+		h0, h1, h2, h3 := sub[:nb], sub[s:s+nb], sub[2*s:2*s+nb], sub[3*s:3*s+nb]
+		for i := range counts {
+			counts[i] += int64(h0[i]) + int64(h1[i]) + int64(h2[i]) + int64(h3[i])
 		}
-		for i := len(idx) &^ 3; i < len(idx); i++ {
-			h0[idx[i]]++
-		}
-	}
-	for i := range counts {
-		counts[i] += h0[i] + h1[i] + h2[i] + h3[i]
+		clear(sub)
 	}
 	if r := histogramGeneric(x[body:], lo, hi, absolute, counts); r >= 0 && bad < 0 {
 		bad = body + r

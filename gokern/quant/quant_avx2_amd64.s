@@ -7,10 +7,10 @@
 // func minMaxAVX2(x []float32, acc *[64]float32) bool
 // Requires: AVX, AVX2
 TEXT ·minMaxAVX2(SB), NOSPLIT, $0-33
-	MOVQ         x_base+0(FP), AX
-	MOVQ         x_len+8(FP), CX
+	MOVQ         x_len+8(FP), AX
+	SHRQ         $0x05, AX
+	MOVQ         x_base+0(FP), CX
 	MOVQ         acc+24(FP), DX
-	SHRQ         $0x05, CX
 	MOVL         $0x7f800000, BX
 	VMOVD        BX, X0
 	VPBROADCASTD X0, Y0
@@ -28,30 +28,30 @@ TEXT ·minMaxAVX2(SB), NOSPLIT, $0-33
 	VPXOR        Y8, Y8, Y8
 
 loop:
-	TESTQ   CX, CX
+	TESTQ   AX, AX
 	JZ      done
-	VMOVUPS (AX), Y9
+	VMOVUPS (CX), Y9
 	VMINPS  Y2, Y9, Y2
 	VMAXPS  Y3, Y9, Y3
 	VCMPPS  $0x03, Y9, Y9, Y9
 	VORPS   Y9, Y8, Y8
-	VMOVUPS 32(AX), Y9
+	VMOVUPS 32(CX), Y9
 	VMINPS  Y4, Y9, Y4
 	VMAXPS  Y5, Y9, Y5
 	VCMPPS  $0x03, Y9, Y9, Y9
 	VORPS   Y9, Y8, Y8
-	VMOVUPS 64(AX), Y9
+	VMOVUPS 64(CX), Y9
 	VMINPS  Y6, Y9, Y6
 	VMAXPS  Y7, Y9, Y7
 	VCMPPS  $0x03, Y9, Y9, Y9
 	VORPS   Y9, Y8, Y8
-	VMOVUPS 96(AX), Y9
+	VMOVUPS 96(CX), Y9
 	VMINPS  Y0, Y9, Y0
 	VMAXPS  Y1, Y9, Y1
 	VCMPPS  $0x03, Y9, Y9, Y9
 	VORPS   Y9, Y8, Y8
-	ADDQ    $0x80, AX
-	DECQ    CX
+	ADDQ    $0x80, CX
+	DECQ    AX
 	JMP     loop
 
 done:
@@ -72,17 +72,17 @@ done:
 // func minMaxRowAVX2(x []float32, mn []float32, mx []float32) bool
 // Requires: AVX, AVX2
 TEXT ·minMaxRowAVX2(SB), NOSPLIT, $0-73
-	MOVQ  x_base+0(FP), AX
-	MOVQ  x_len+8(FP), CX
+	MOVQ  x_len+8(FP), AX
+	SHRQ  $0x03, AX
+	MOVQ  x_base+0(FP), CX
 	MOVQ  mn_base+24(FP), DX
 	MOVQ  mx_base+48(FP), BX
-	SHRQ  $0x03, CX
 	VPXOR Y0, Y0, Y0
 
 loop:
-	TESTQ     CX, CX
+	TESTQ     AX, AX
 	JZ        done
-	VMOVUPS   (AX), Y1
+	VMOVUPS   (CX), Y1
 	VCMPPS    $0x03, Y1, Y1, Y2
 	VMOVUPS   (DX), Y3
 	VMINPS    Y3, Y1, Y3
@@ -94,10 +94,10 @@ loop:
 	VMOVUPS   Y3, (BX)
 	VSUBPS    Y1, Y1, Y1
 	VORPS     Y1, Y0, Y0
-	ADDQ      $0x20, AX
+	ADDQ      $0x20, CX
 	ADDQ      $0x20, DX
 	ADDQ      $0x20, BX
-	DECQ      CX
+	DECQ      AX
 	JMP       loop
 
 done:
@@ -110,10 +110,10 @@ done:
 // func quantRunAVX2(x []float32, inv float32, lo float32, hi float32, zp int32, nanc int32, dst []byte) bool
 // Requires: AVX, AVX2
 TEXT ·quantRunAVX2(SB), NOSPLIT, $0-73
-	MOVQ         x_base+0(FP), AX
-	MOVQ         x_len+8(FP), CX
+	MOVQ         x_len+8(FP), AX
+	SHRQ         $0x05, AX
+	MOVQ         x_base+0(FP), CX
 	MOVQ         dst_base+48(FP), DX
-	SHRQ         $0x05, CX
 	VBROADCASTSS inv+24(FP), Y0
 	VBROADCASTSS lo+28(FP), Y1
 	VBROADCASTSS hi+32(FP), Y2
@@ -131,9 +131,9 @@ TEXT ·quantRunAVX2(SB), NOSPLIT, $0-73
 	VPMOVZXBD    X8, Y8
 
 loop:
-	TESTQ      CX, CX
+	TESTQ      AX, AX
 	JZ         done
-	VMOVUPS    (AX), Y9
+	VMOVUPS    (CX), Y9
 	VMULPS     Y0, Y9, Y10
 	VSUBPS     Y9, Y9, Y9
 	VORPS      Y9, Y7, Y7
@@ -146,7 +146,7 @@ loop:
 	VPADDD     Y3, Y10, Y10
 	VBLENDVPS  Y9, Y4, Y10, Y10
 	VPAND      Y6, Y10, Y10
-	VMOVUPS    32(AX), Y9
+	VMOVUPS    32(CX), Y9
 	VMULPS     Y0, Y9, Y11
 	VSUBPS     Y9, Y9, Y9
 	VORPS      Y9, Y7, Y7
@@ -160,7 +160,7 @@ loop:
 	VBLENDVPS  Y9, Y4, Y11, Y11
 	VPAND      Y6, Y11, Y11
 	VPACKUSDW  Y11, Y10, Y10
-	VMOVUPS    64(AX), Y9
+	VMOVUPS    64(CX), Y9
 	VMULPS     Y0, Y9, Y11
 	VSUBPS     Y9, Y9, Y9
 	VORPS      Y9, Y7, Y7
@@ -173,7 +173,7 @@ loop:
 	VPADDD     Y3, Y11, Y11
 	VBLENDVPS  Y9, Y4, Y11, Y11
 	VPAND      Y6, Y11, Y11
-	VMOVUPS    96(AX), Y9
+	VMOVUPS    96(CX), Y9
 	VMULPS     Y0, Y9, Y12
 	VSUBPS     Y9, Y9, Y9
 	VORPS      Y9, Y7, Y7
@@ -190,9 +190,9 @@ loop:
 	VPACKUSWB  Y11, Y10, Y10
 	VPERMD     Y10, Y8, Y10
 	VMOVDQU    Y10, (DX)
-	ADDQ       $0x80, AX
+	ADDQ       $0x80, CX
 	ADDQ       $0x20, DX
-	DECQ       CX
+	DECQ       AX
 	JMP        loop
 
 done:
@@ -205,12 +205,12 @@ done:
 // func quantRowAVX2(x []float32, inv []float32, zp []int32, qmin int32, qmax int32, nanc int32, dst []byte) bool
 // Requires: AVX, AVX2
 TEXT ·quantRowAVX2(SB), NOSPLIT, $0-113
-	MOVQ         x_base+0(FP), AX
-	MOVQ         x_len+8(FP), CX
+	MOVQ         x_len+8(FP), AX
+	SHRQ         $0x05, AX
+	MOVQ         x_base+0(FP), CX
 	MOVQ         inv_base+24(FP), DX
 	MOVQ         zp_base+48(FP), BX
 	MOVQ         dst_base+88(FP), SI
-	SHRQ         $0x05, CX
 	VBROADCASTSS qmin+72(FP), Y0
 	VBROADCASTSS qmax+76(FP), Y1
 	VBROADCASTSS nanc+80(FP), Y2
@@ -226,14 +226,14 @@ TEXT ·quantRowAVX2(SB), NOSPLIT, $0-113
 	VPMOVZXBD    X6, Y6
 
 loop:
-	TESTQ      CX, CX
+	TESTQ      AX, AX
 	JZ         done
 	VMOVDQU    (BX), Y7
 	VPSUBD     Y7, Y0, Y8
 	VCVTDQ2PS  Y8, Y8
 	VPSUBD     Y7, Y1, Y9
 	VCVTDQ2PS  Y9, Y9
-	VMOVUPS    (AX), Y10
+	VMOVUPS    (CX), Y10
 	VMULPS     (DX), Y10, Y11
 	VSUBPS     Y10, Y10, Y10
 	VORPS      Y10, Y5, Y5
@@ -251,7 +251,7 @@ loop:
 	VCVTDQ2PS  Y8, Y8
 	VPSUBD     Y7, Y1, Y9
 	VCVTDQ2PS  Y9, Y9
-	VMOVUPS    32(AX), Y10
+	VMOVUPS    32(CX), Y10
 	VMULPS     32(DX), Y10, Y12
 	VSUBPS     Y10, Y10, Y10
 	VORPS      Y10, Y5, Y5
@@ -270,7 +270,7 @@ loop:
 	VCVTDQ2PS  Y8, Y8
 	VPSUBD     Y7, Y1, Y9
 	VCVTDQ2PS  Y9, Y9
-	VMOVUPS    64(AX), Y10
+	VMOVUPS    64(CX), Y10
 	VMULPS     64(DX), Y10, Y12
 	VSUBPS     Y10, Y10, Y10
 	VORPS      Y10, Y5, Y5
@@ -288,7 +288,7 @@ loop:
 	VCVTDQ2PS  Y8, Y8
 	VPSUBD     Y7, Y1, Y9
 	VCVTDQ2PS  Y9, Y9
-	VMOVUPS    96(AX), Y10
+	VMOVUPS    96(CX), Y10
 	VMULPS     96(DX), Y10, Y13
 	VSUBPS     Y10, Y10, Y10
 	VORPS      Y10, Y5, Y5
@@ -305,11 +305,11 @@ loop:
 	VPACKUSWB  Y12, Y11, Y11
 	VPERMD     Y11, Y6, Y11
 	VMOVDQU    Y11, (SI)
-	ADDQ       $0x80, AX
+	ADDQ       $0x80, CX
 	ADDQ       $0x80, DX
 	ADDQ       $0x80, BX
 	ADDQ       $0x20, SI
-	DECQ       CX
+	DECQ       AX
 	JMP        loop
 
 done:
@@ -322,39 +322,39 @@ done:
 // func dequantRunI8AVX2(q []byte, scale float32, zp int32, out []float32)
 // Requires: AVX, AVX2
 TEXT ·dequantRunI8AVX2(SB), NOSPLIT, $0-56
-	MOVQ         q_base+0(FP), AX
-	MOVQ         q_len+8(FP), CX
+	MOVQ         q_len+8(FP), AX
+	SHRQ         $0x05, AX
+	MOVQ         q_base+0(FP), CX
 	MOVQ         out_base+32(FP), DX
 	VBROADCASTSS scale+24(FP), Y0
 	VBROADCASTSS zp+28(FP), Y1
-	SHRQ         $0x05, CX
 
 loop:
-	TESTQ     CX, CX
+	TESTQ     AX, AX
 	JZ        done
-	VPMOVSXBD (AX), Y2
+	VPMOVSXBD (CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, (DX)
-	VPMOVSXBD 8(AX), Y2
+	VPMOVSXBD 8(CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, 32(DX)
-	VPMOVSXBD 16(AX), Y2
+	VPMOVSXBD 16(CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, 64(DX)
-	VPMOVSXBD 24(AX), Y2
+	VPMOVSXBD 24(CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, 96(DX)
-	ADDQ      $0x20, AX
+	ADDQ      $0x20, CX
 	ADDQ      $0x80, DX
-	DECQ      CX
+	DECQ      AX
 	JMP       loop
 
 done:
@@ -364,39 +364,39 @@ done:
 // func dequantRunU8AVX2(q []byte, scale float32, zp int32, out []float32)
 // Requires: AVX, AVX2
 TEXT ·dequantRunU8AVX2(SB), NOSPLIT, $0-56
-	MOVQ         q_base+0(FP), AX
-	MOVQ         q_len+8(FP), CX
+	MOVQ         q_len+8(FP), AX
+	SHRQ         $0x05, AX
+	MOVQ         q_base+0(FP), CX
 	MOVQ         out_base+32(FP), DX
 	VBROADCASTSS scale+24(FP), Y0
 	VBROADCASTSS zp+28(FP), Y1
-	SHRQ         $0x05, CX
 
 loop:
-	TESTQ     CX, CX
+	TESTQ     AX, AX
 	JZ        done
-	VPMOVZXBD (AX), Y2
+	VPMOVZXBD (CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, (DX)
-	VPMOVZXBD 8(AX), Y2
+	VPMOVZXBD 8(CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, 32(DX)
-	VPMOVZXBD 16(AX), Y2
+	VPMOVZXBD 16(CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, 64(DX)
-	VPMOVZXBD 24(AX), Y2
+	VPMOVZXBD 24(CX), Y2
 	VPSUBD    Y1, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VMOVUPS   Y2, 96(DX)
-	ADDQ      $0x20, AX
+	ADDQ      $0x20, CX
 	ADDQ      $0x80, DX
-	DECQ      CX
+	DECQ      AX
 	JMP       loop
 
 done:
@@ -406,41 +406,41 @@ done:
 // func dequantRowI8AVX2(q []byte, scale []float32, zp []int32, out []float32)
 // Requires: AVX, AVX2
 TEXT ·dequantRowI8AVX2(SB), NOSPLIT, $0-96
-	MOVQ q_base+0(FP), AX
-	MOVQ q_len+8(FP), CX
+	MOVQ q_len+8(FP), AX
+	SHRQ $0x05, AX
+	MOVQ q_base+0(FP), CX
 	MOVQ out_base+72(FP), DX
 	MOVQ scale_base+24(FP), BX
 	MOVQ zp_base+48(FP), SI
-	SHRQ $0x05, CX
 
 loop:
-	TESTQ     CX, CX
+	TESTQ     AX, AX
 	JZ        done
-	VPMOVSXBD (AX), Y0
+	VPMOVSXBD (CX), Y0
 	VPSUBD    (SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX), Y0, Y0
 	VMOVUPS   Y0, (DX)
-	VPMOVSXBD 8(AX), Y0
+	VPMOVSXBD 8(CX), Y0
 	VPSUBD    32(SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    32(BX), Y0, Y0
 	VMOVUPS   Y0, 32(DX)
-	VPMOVSXBD 16(AX), Y0
+	VPMOVSXBD 16(CX), Y0
 	VPSUBD    64(SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    64(BX), Y0, Y0
 	VMOVUPS   Y0, 64(DX)
-	VPMOVSXBD 24(AX), Y0
+	VPMOVSXBD 24(CX), Y0
 	VPSUBD    96(SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    96(BX), Y0, Y0
 	VMOVUPS   Y0, 96(DX)
-	ADDQ      $0x20, AX
+	ADDQ      $0x20, CX
 	ADDQ      $0x80, DX
 	ADDQ      $0x80, BX
 	ADDQ      $0x80, SI
-	DECQ      CX
+	DECQ      AX
 	JMP       loop
 
 done:
@@ -450,41 +450,41 @@ done:
 // func dequantRowU8AVX2(q []byte, scale []float32, zp []int32, out []float32)
 // Requires: AVX, AVX2
 TEXT ·dequantRowU8AVX2(SB), NOSPLIT, $0-96
-	MOVQ q_base+0(FP), AX
-	MOVQ q_len+8(FP), CX
+	MOVQ q_len+8(FP), AX
+	SHRQ $0x05, AX
+	MOVQ q_base+0(FP), CX
 	MOVQ out_base+72(FP), DX
 	MOVQ scale_base+24(FP), BX
 	MOVQ zp_base+48(FP), SI
-	SHRQ $0x05, CX
 
 loop:
-	TESTQ     CX, CX
+	TESTQ     AX, AX
 	JZ        done
-	VPMOVZXBD (AX), Y0
+	VPMOVZXBD (CX), Y0
 	VPSUBD    (SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX), Y0, Y0
 	VMOVUPS   Y0, (DX)
-	VPMOVZXBD 8(AX), Y0
+	VPMOVZXBD 8(CX), Y0
 	VPSUBD    32(SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    32(BX), Y0, Y0
 	VMOVUPS   Y0, 32(DX)
-	VPMOVZXBD 16(AX), Y0
+	VPMOVZXBD 16(CX), Y0
 	VPSUBD    64(SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    64(BX), Y0, Y0
 	VMOVUPS   Y0, 64(DX)
-	VPMOVZXBD 24(AX), Y0
+	VPMOVZXBD 24(CX), Y0
 	VPSUBD    96(SI), Y0, Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    96(BX), Y0, Y0
 	VMOVUPS   Y0, 96(DX)
-	ADDQ      $0x20, AX
+	ADDQ      $0x20, CX
 	ADDQ      $0x80, DX
 	ADDQ      $0x80, BX
 	ADDQ      $0x80, SI
-	DECQ      CX
+	DECQ      AX
 	JMP       loop
 
 done:
@@ -494,10 +494,10 @@ done:
 // func pack4AVX2(codes []byte, dst []byte)
 // Requires: AVX, AVX2
 TEXT ·pack4AVX2(SB), NOSPLIT, $0-48
-	MOVQ         codes_base+0(FP), AX
-	MOVQ         codes_len+8(FP), CX
+	MOVQ         codes_len+8(FP), AX
+	SHRQ         $0x06, AX
+	MOVQ         codes_base+0(FP), CX
 	MOVQ         dst_base+24(FP), DX
-	SHRQ         $0x06, CX
 	MOVL         $0x000f000f, BX
 	VMOVD        BX, X0
 	VPBROADCASTD X0, Y0
@@ -506,14 +506,14 @@ TEXT ·pack4AVX2(SB), NOSPLIT, $0-48
 	VPBROADCASTD X1, Y1
 
 loop:
-	TESTQ     CX, CX
+	TESTQ     AX, AX
 	JZ        done
-	VMOVDQU   (AX), Y2
+	VMOVDQU   (CX), Y2
 	VPSRLW    $0x04, Y2, Y3
 	VPAND     Y1, Y3, Y3
 	VPAND     Y0, Y2, Y2
 	VPOR      Y3, Y2, Y2
-	VMOVDQU   32(AX), Y3
+	VMOVDQU   32(CX), Y3
 	VPSRLW    $0x04, Y3, Y4
 	VPAND     Y1, Y4, Y4
 	VPAND     Y0, Y3, Y3
@@ -521,9 +521,9 @@ loop:
 	VPACKUSWB Y3, Y2, Y2
 	VPERMQ    $0xd8, Y2, Y2
 	VMOVDQU   Y2, (DX)
-	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
 	ADDQ      $0x20, DX
-	DECQ      CX
+	DECQ      AX
 	JMP       loop
 
 done:
@@ -533,10 +533,10 @@ done:
 // func unpack4AVX2(src []byte, signed bool, dst []byte)
 // Requires: AVX, AVX2
 TEXT ·unpack4AVX2(SB), NOSPLIT, $0-56
-	MOVQ         src_base+0(FP), AX
-	MOVQ         dst_base+32(FP), CX
-	MOVQ         dst_len+40(FP), DX
-	SHRQ         $0x06, DX
+	MOVQ         dst_len+40(FP), AX
+	SHRQ         $0x06, AX
+	MOVQ         src_base+0(FP), CX
+	MOVQ         dst_base+32(FP), DX
 	MOVB         signed+24(FP), BL
 	MOVBLZX      BL, BX
 	IMUL3L       $0x08080808, BX, BX
@@ -547,9 +547,9 @@ TEXT ·unpack4AVX2(SB), NOSPLIT, $0-56
 	VPBROADCASTD X1, Y1
 
 loop:
-	TESTQ      DX, DX
+	TESTQ      AX, AX
 	JZ         done
-	VPERMQ     $0xd8, (AX), Y2
+	VPERMQ     $0xd8, (CX), Y2
 	VPSRLW     $0x04, Y2, Y3
 	VPAND      Y1, Y3, Y3
 	VPAND      Y1, Y2, Y2
@@ -559,24 +559,25 @@ loop:
 	VPSUBB     Y0, Y3, Y3
 	VPUNPCKLBW Y3, Y2, Y4
 	VPUNPCKHBW Y3, Y2, Y2
-	VMOVDQU    Y4, (CX)
-	VMOVDQU    Y2, 32(CX)
-	ADDQ       $0x20, AX
-	ADDQ       $0x40, CX
-	DECQ       DX
+	VMOVDQU    Y4, (DX)
+	VMOVDQU    Y2, 32(DX)
+	ADDQ       $0x20, CX
+	ADDQ       $0x40, DX
+	DECQ       AX
 	JMP        loop
 
 done:
 	VZEROUPPER
 	RET
 
-// func histIdxAVX2(x []float32, lo float32, hi float32, fnb float32, width float32, nb int32, absolute bool, idx []int32) bool
+// func histCountAVX2(x []float32, lo float32, hi float32, fnb float32, width float32, nb int32, absolute bool, sub []uint32) bool
 // Requires: AVX, AVX2
-TEXT ·histIdxAVX2(SB), NOSPLIT, $0-73
-	MOVQ         x_base+0(FP), AX
-	MOVQ         x_len+8(FP), CX
-	MOVQ         idx_base+48(FP), DX
-	SHRQ         $0x03, CX
+TEXT ·histCountAVX2(SB), NOSPLIT, $32-73
+	MOVQ         x_len+8(FP), AX
+	SHRQ         $0x03, AX
+	MOVQ         x_base+0(FP), CX
+	MOVQ         sub_base+48(FP), DX
+	MOVLQSX      nb+40(FP), BX
 	VBROADCASTSS lo+24(FP), Y0
 	VBROADCASTSS hi+28(FP), Y1
 	VBROADCASTSS fnb+32(FP), Y2
@@ -584,18 +585,24 @@ TEXT ·histIdxAVX2(SB), NOSPLIT, $0-73
 	VBROADCASTSS nb+40(FP), Y4
 	VPCMPEQD     Y5, Y5, Y5
 	VPADDD       Y5, Y4, Y5
-	MOVB         absolute+44(FP), BL
-	MOVBLZX      BL, BX
-	SHLL         $0x1f, BX
-	NOTL         BX
-	VMOVD        BX, X6
+	VCVTDQ2PS    Y5, Y5
+	MOVB         absolute+44(FP), SI
+	MOVBLZX      SI, SI
+	SHLL         $0x1f, SI
+	NOTL         SI
+	VMOVD        SI, X6
 	VPBROADCASTD X6, Y6
+	LEAQ         1(BX), BX
+	SHLQ         $0x02, BX
+	LEAQ         (DX)(BX*1), SI
+	LEAQ         (SI)(BX*1), DI
+	LEAQ         (DI)(BX*1), BX
 	VPXOR        Y7, Y7, Y7
 
 loop:
-	TESTQ      CX, CX
+	TESTQ      AX, AX
 	JZ         done
-	VANDPS     (AX), Y6, Y8
+	VANDPS     (CX), Y6, Y8
 	VSUBPS     Y8, Y8, Y9
 	VORPS      Y9, Y7, Y7
 	VCMPPS     $0x1d, Y0, Y8, Y10
@@ -604,13 +611,28 @@ loop:
 	VSUBPS     Y0, Y8, Y9
 	VMULPS     Y2, Y9, Y9
 	VDIVPS     Y3, Y9, Y9
+	VMINPS     Y5, Y9, Y9
 	VCVTTPS2DQ Y9, Y9
-	VPMINSD    Y5, Y9, Y9
 	VBLENDVPS  Y10, Y9, Y4, Y9
-	VMOVDQU    Y9, (DX)
-	ADDQ       $0x20, AX
-	ADDQ       $0x20, DX
-	DECQ       CX
+	VMOVDQU    Y9, (SP)
+	MOVL       (SP), R8
+	INCL       (DX)(R8*4)
+	MOVL       4(SP), R8
+	INCL       (SI)(R8*4)
+	MOVL       8(SP), R8
+	INCL       (DI)(R8*4)
+	MOVL       12(SP), R8
+	INCL       (BX)(R8*4)
+	MOVL       16(SP), R8
+	INCL       (DX)(R8*4)
+	MOVL       20(SP), R8
+	INCL       (SI)(R8*4)
+	MOVL       24(SP), R8
+	INCL       (DI)(R8*4)
+	MOVL       28(SP), R8
+	INCL       (BX)(R8*4)
+	ADDQ       $0x20, CX
+	DECQ       AX
 	JMP        loop
 
 done:
