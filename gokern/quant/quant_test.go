@@ -421,6 +421,16 @@ func TestHistogram(t *testing.T) {
 				t.Fatalf("%s bin %d: %d, want %d", fam, i, got[i], ref[i])
 			}
 		}
+		// (v-lo)*nbins overflows float32 for every v > 0 here: the last bin
+		// (was a panic).
+		big := make([]float32, 100)
+		for i := range big {
+			big[i] = float32(i) * 3e36
+		}
+		over := make([]int64, 2048)
+		if err := HistogramWith(k, big, 0, 3e38, false, true, over); err != nil || over[2047] != 99 || over[0] != 1 {
+			t.Fatalf("%s overflowing product: %v, first bin %d, last bin %d", fam, err, over[0], over[2047])
+		}
 	}
 }
 
