@@ -63,7 +63,7 @@ func qMinMaxAVX2(c *build.Context) {
 		c.VMOVAPS(ninf, mx[k])
 	}
 	nan := zeroY(c, 1)[0]
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		for k := 0; k < 4; k++ {
 			x, u := c.YMM(), c.YMM()
 			c.VMOVUPS(mem(p, 32*k), x)
@@ -74,7 +74,6 @@ func qMinMaxAVX2(c *build.Context) {
 		}
 		c.ADDQ(operand.Imm(128), p)
 	})
-	c.Label("done")
 	for k := 0; k < 4; k++ {
 		c.VMOVUPS(mn[k], mem(out, 32*k))
 		c.VMOVUPS(mx[k], mem(out, 128+32*k))
@@ -91,7 +90,7 @@ func qMinMaxRowAVX2(c *build.Context) {
 	cnt, r := blockArgs(c, "x", 3, "x.base", "mn.base", "mx.base")
 	p, a, b := r[0], r[1], r[2]
 	bad := zeroY(c, 1)[0]
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		x, u, m, t := c.YMM(), c.YMM(), c.YMM(), c.YMM()
 		c.VMOVUPS(mem(p, 0), x)
 		c.VCMPPS(operand.Imm(cmpUNORDQ), x, x, u)
@@ -109,7 +108,6 @@ func qMinMaxRowAVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(32), a)
 		c.ADDQ(operand.Imm(32), b)
 	})
-	c.Label("done")
 	storeNonZero(c, bad)
 }
 
@@ -165,14 +163,13 @@ func qQuantRunAVX2(c *build.Context) {
 	inv, lo, hi, zp, nanc := b[0], b[1], b[2], b[3], b[4]
 	k := quantConsts{magic: bcst32(c, roundMagic), nanc: nanc, low: bcst32(c, 0xff), bad: zeroY(c, 1)[0]}
 	perm := dwordIndex(c, permIdx)
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		packCodes(c, func(j int) reg.VecVirtual {
 			return quantVec(c, k, mem(p, 32*j), inv, lo, hi, zp)
 		}, perm, mem(d, 0))
 		c.ADDQ(operand.Imm(128), p)
 		c.ADDQ(operand.Imm(32), d)
 	})
-	c.Label("done")
 	storeNonZero(c, k.bad)
 }
 
@@ -186,7 +183,7 @@ func qQuantRowAVX2(c *build.Context) {
 	qmin, qmax, nanc := b[0], b[1], b[2]
 	k := quantConsts{magic: bcst32(c, roundMagic), nanc: nanc, low: bcst32(c, 0xff), bad: zeroY(c, 1)[0]}
 	perm := dwordIndex(c, permIdx)
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		packCodes(c, func(j int) reg.VecVirtual {
 			zv, lo, hi := c.YMM(), c.YMM(), c.YMM()
 			c.VMOVDQU(mem(z, 32*j), zv)
@@ -201,7 +198,6 @@ func qQuantRowAVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(128), z)
 		c.ADDQ(operand.Imm(32), d)
 	})
-	c.Label("done")
 	storeNonZero(c, k.bad)
 }
 
@@ -231,7 +227,7 @@ func qDequantAVX2(row, signed bool) func(*build.Context) {
 			b := bcstParams(c, "scale", "zp") // zp: the int32 bits
 			sc, zp = b[0], b[1]
 		}
-		whileAtLeast(c, "loop", "done", cnt, 1, func() {
+		blockLoop(c, cnt, func() {
 			for j := 0; j < 4; j++ {
 				v := c.YMM()
 				if signed {
@@ -257,7 +253,6 @@ func qDequantAVX2(row, signed bool) func(*build.Context) {
 				c.ADDQ(operand.Imm(128), zpp)
 			}
 		})
-		c.Label("done")
 		vzeroRet(c)
 	}
 }
@@ -270,7 +265,7 @@ func qPack4AVX2(c *build.Context) {
 	cnt, a := blockArgs(c, "codes", 6, "codes.base", "dst.base")
 	p, d := a[0], a[1]
 	lo, hi := bcst32(c, 0x000f000f), bcst32(c, 0x00f000f0)
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		var w [2]reg.VecVirtual
 		for j := range w {
 			a, b := c.YMM(), c.YMM()
@@ -287,7 +282,6 @@ func qPack4AVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(64), p)
 		c.ADDQ(operand.Imm(32), d)
 	})
-	c.Label("done")
 	vzeroRet(c)
 }
 
@@ -301,7 +295,7 @@ func qUnpack4AVX2(c *build.Context) {
 	// Sign extension: (v ^ 8) - 8 in every byte when signed, else (v ^ 0) - 0.
 	e8 := bcstBool(c, "signed", func(e reg.GPVirtual) { c.IMUL3L(operand.U32(0x08080808), e, e) })
 	m15 := bcst32(c, 0x0f0f0f0f)
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		a, b := c.YMM(), c.YMM()
 		c.VPERMQ(operand.Imm(0xd8), mem(s, 0), a) // qwords 0 2 1 3: the unpacks' lane order
 		c.VPSRLW(operand.Imm(4), a, b)
@@ -319,8 +313,14 @@ func qUnpack4AVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(32), s)
 		c.ADDQ(operand.Imm(64), d)
 	})
-	c.Label("done")
 	vzeroRet(c)
+}
+
+// blockLoop runs body cnt times (whileAtLeast, labels loop and done), then
+// goes on at done.
+func blockLoop(c *build.Context, cnt reg.Register, body func()) {
+	whileAtLeast(c, "loop", "done", cnt, 1, body)
+	c.Label("done")
 }
 
 // bcstBool returns a YMM register holding in each 32-bit lane the value
@@ -344,11 +344,10 @@ func bcstBool(c *build.Context, name string, f func(e reg.GPVirtual)) reg.VecVir
 // that runs of one bin do not wait on their own increments.
 func qHistCountAVX2(c *build.Context) {
 	declareNoescape(c, "histCountAVX2", "func(x []float32, lo, hi, fnb, width float32, nb int32, absolute bool, sub []uint32) bool",
-		"histCountAVX2 counts the bins of the len(x)/8*8 first values of x (|x| with",
-		"absolute) into sub, four sub-histograms of nb+1 uint32 (value i of a block of",
-		"8: sub[(i%4)*(nb+1)+bin]): bin min(int32(float32(float32(v-lo)*fnb)/width),",
-		"nb-1) for v in [lo, hi], else nb; it reports whether those values hold a NaN",
-		"or ±Inf. No count may pass 2^32-1.")
+		"histCountAVX2 adds the bins of the len(x)/8*8 first values v of x (|x| with absolute),",
+		"min(int32(float32(float32(v-lo)*fnb)/width), nb-1) in [lo, hi], else nb, into sub:",
+		"4 sub-histograms of nb+1 uint32 (value i of a block of 8: sub[(i%4)*(nb+1)+bin]), no",
+		"count past 2^32-1; it reports whether those values hold a NaN or ±Inf.")
 	cnt, a := blockArgs(c, "x", 3, "x.base", "sub.base", "nb")
 	p, h0, stride := a[0], a[1], a[2]
 	b := bcstParams(c, "lo", "hi", "fnb", "width", "nb")
@@ -372,7 +371,7 @@ func qHistCountAVX2(c *build.Context) {
 	}
 	buf := c.AllocLocal(32)
 	bad := zeroY(c, 1)[0]
-	whileAtLeast(c, "loop", "done", cnt, 1, func() {
+	blockLoop(c, cnt, func() {
 		v, t, in, g := c.YMM(), c.YMM(), c.YMM(), c.YMM()
 		c.VANDPS(mem(p, 0), am, v)
 		c.VSUBPS(v, v, t)
@@ -394,6 +393,5 @@ func qHistCountAVX2(c *build.Context) {
 		}
 		c.ADDQ(operand.Imm(32), p)
 	})
-	c.Label("done")
 	storeNonZero(c, bad)
 }

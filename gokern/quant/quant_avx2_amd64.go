@@ -63,11 +63,10 @@ func pack4AVX2(codes []byte, dst []byte)
 //go:noescape
 func unpack4AVX2(src []byte, signed bool, dst []byte)
 
-// histCountAVX2 counts the bins of the len(x)/8*8 first values of x (|x| with
-// absolute) into sub, four sub-histograms of nb+1 uint32 (value i of a block of
-// 8: sub[(i%4)*(nb+1)+bin]): bin min(int32(float32(float32(v-lo)*fnb)/width),
-// nb-1) for v in [lo, hi], else nb; it reports whether those values hold a NaN
-// or ±Inf. No count may pass 2^32-1.
+// histCountAVX2 adds the bins of the len(x)/8*8 first values v of x (|x| with absolute),
+// min(int32(float32(float32(v-lo)*fnb)/width), nb-1) in [lo, hi], else nb, into sub:
+// 4 sub-histograms of nb+1 uint32 (value i of a block of 8: sub[(i%4)*(nb+1)+bin]), no
+// count past 2^32-1; it reports whether those values hold a NaN or ±Inf.
 //
 //go:noescape
 func histCountAVX2(x []float32, lo float32, hi float32, fnb float32, width float32, nb int32, absolute bool, sub []uint32) bool
