@@ -59,6 +59,7 @@ def _check_rows(rows: list[dict], peer: bool) -> None:
         if peer:
             assert r["same"] is True
             assert r["x_peer"] == pytest.approx(r["peer_ms"] / r["ours_ms"])
+            assert r["x_peer_min"] == pytest.approx(r["peer_min_ms"] / r["ours_min_ms"])
             assert r["peer_min_ms"] <= r["peer_ms"] <= r["peer_max_ms"]
             assert isinstance(r["target_met"], bool) and r["target"].startswith("yes" if r["target_met"] else "no")
         else:

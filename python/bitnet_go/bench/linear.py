@@ -33,7 +33,8 @@ threads (OpenMP's, Go's) spin into the other's block.
 
 Reported: median ms with the spread (min-max over all timed calls), GOP/s
 (2*N*rows*k), ``x bnc`` = bitnet.cpp's time over ours (above 1: we are
-faster), the speed-up of each library at this thread count over its 1-thread
+faster; ``x bnc min``: the same for the fastest calls, steadier on a busy
+machine, where the median can be anybody's), the speed-up of each library at this thread count over its 1-thread
 time (``scale``), and whether the targets of issue 15 are met: ``x bnc`` at
 least 1.5, and for more than one thread on a weight of 4 MiB or more, ours at
 least 1.7x faster than at 1 thread.
@@ -102,6 +103,7 @@ _COLUMNS = [
     ("peer_spread", "spread", "s"),
     ("peer_gops", "GOP/s", ".0f"),
     ("x_peer", "x bnc", ".2f"),
+    ("x_peer_min", "x bnc min", ".2f"),
     ("ours_scaling", "scale", ".2f"),
     ("peer_scaling", "bnc scale", ".2f"),
     ("same", "same", ""),
@@ -310,6 +312,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                             row[f"{name}_scaling"] = base[name] / ms
                     if "peer_ms" in row:
                         row["x_peer"] = row["peer_ms"] / row["ours_ms"]
+                        row["x_peer_min"] = row["peer_min_ms"] / row["ours_min_ms"]
                     else:
                         row["note"] = _BUILD_HINT
                     _target(row, wb.nbytes)
