@@ -105,6 +105,15 @@ test-py: install
 bench: install
 	cd /tmp && "$(PY)" -m bitnet_go bench $(BENCH_ARGS)
 
+# bitnet.cpp's I2_S kernel for `bench linear`, built out of tree from a
+# microsoft/BitNet checkout (nothing of it is copied here):
+#   make bitnet-cpp BITNET_SRC=~/src/BitNet
+#   BITNET_CPP_PEER=$PWD/build/bitnet_cpp/libbitnet_cpp_peer.so make bench BENCH_ARGS=linear
+.PHONY: bitnet-cpp
+bitnet-cpp:
+	@test -n "$(BITNET_SRC)" || { echo "usage: make bitnet-cpp BITNET_SRC=/path/to/microsoft/BitNet"; exit 2; }
+	bash tools/bitnet_cpp/build.sh "$(BITNET_SRC)" build/bitnet_cpp
+
 wheel: venv
 	"$(PY)" -m pip wheel --no-deps --no-build-isolation -w dist .
 

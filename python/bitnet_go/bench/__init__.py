@@ -20,5 +20,6 @@ SUITES: dict[str, str] = {
     "quantize": "bitnet_go.bench.quantize",
     "conv": "bitnet_go.bench.conv",
     "quant": "bitnet_go.bench.quant",
+    "linear": "bitnet_go.bench.linear",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""
