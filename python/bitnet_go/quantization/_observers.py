@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from .._core import ops
 from .._core.arrays import as_float32, check_int
 from . import _torchmath as tm
-from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_dtype, choose_qparams, qrange
+from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_bool, check_dtype, choose_qparams, mapping_code, qrange
 from ._base import Collector, check_state_array, unit_qparams
 
 if TYPE_CHECKING:
@@ -57,18 +57,13 @@ class _Observer(Collector):
         check_finite: bool = True,
     ) -> None:
         self.dtype = check_dtype(dtype, INT_DTYPES)
-        if not isinstance(scheme, str) or scheme not in ("affine", "symmetric"):
-            raise ValueError(f"scheme must be 'affine' or 'symmetric', got {scheme!r}")
-        self.scheme = scheme
-        self.quant_min, self.quant_max, _ = qrange(self.dtype, reduce_range, quant_min, quant_max)
-        if scheme == "symmetric" and reduce_range and self.dtype == "uint8":
-            raise ValueError("reduce_range is not supported with the symmetric scheme for uint8 (as in torch)")
+        self.scheme = mapping_code(scheme)
+        self.quant_min, self.quant_max, _ = qrange(self.dtype, reduce_range, quant_min, quant_max,
+                                                   symmetric=self.scheme == "symmetric")  # fmt: skip
         self.reduce_range = bool(reduce_range)
         self._custom = (quant_min, quant_max) if quant_min is not None else None
         self.eps = float(eps)
-        if not isinstance(check_finite, (bool, np.bool_)):
-            raise TypeError(f"check_finite must be a bool, got {type(check_finite).__name__}")
-        self.check_finite = bool(check_finite)
+        self.check_finite = check_bool(check_finite, "check_finite")
         self.reset()
 
     def reset(self) -> None:
