@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pickle
 import warnings
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -22,8 +24,23 @@ from bitnet_go.quantization import _torchmath as tm
 torch = pytest.importorskip("torch")
 tob = pytest.importorskip("torch.ao.quantization.observer")
 
+_T = TypeVar("_T", bound=Callable[..., None])
+
 TORCH_DTYPES = {"int8": torch.qint8, "uint8": torch.quint8}
 QUIET = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning", "ignore::FutureWarning")
+
+
+def against_torch(seeds: int) -> Callable[[_T], _T]:
+    """Parametrize a test over torch's schemes, the 8-bit dtypes torch's observers take and
+    ``seeds`` seeds (test ids ``[seed-dtype-scheme]``), quieting torch's warnings."""
+
+    def mark(test: _T) -> _T:
+        for m in (pytest.mark.parametrize("seed", range(seeds)), pytest.mark.parametrize("dtype", ["int8", "uint8"]),
+                  pytest.mark.parametrize("scheme", ["affine", "symmetric"]), QUIET):  # fmt: skip
+            test = m(test)
+        return test
+
+    return mark
 
 
 def batches(rng: np.random.Generator, n: int, *, shape: tuple[int, ...] | None = None) -> list[np.ndarray]:
@@ -52,10 +69,7 @@ def qscheme(scheme: str, per_channel: bool = False) -> object:
     return getattr(torch, f"per_{'channel' if per_channel else 'tensor'}_{scheme}")
 
 
-@QUIET
-@pytest.mark.parametrize("scheme", ["affine", "symmetric"])
-@pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@pytest.mark.parametrize("seed", range(8))
+@against_torch(seeds=8)
 def test_minmax_and_moving_average_match_torch(dtype: str, scheme: str, seed: int) -> None:
     rng = np.random.default_rng([seed, 1, len(dtype), len(scheme)])
     reduce = bool(rng.random() < 0.3) and not (scheme == "symmetric" and dtype == "uint8")
@@ -77,10 +91,7 @@ def test_minmax_and_moving_average_match_torch(dtype: str, scheme: str, seed: in
             assert same(*ours.calculate_qparams(), *theirs.calculate_qparams())
 
 
-@QUIET
-@pytest.mark.parametrize("scheme", ["affine", "symmetric"])
-@pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@pytest.mark.parametrize("seed", range(6))
+@against_torch(seeds=6)
 def test_per_channel_matches_torch_on_every_axis(dtype: str, scheme: str, seed: int) -> None:
     rng = np.random.default_rng([seed, 2, len(dtype), len(scheme)])
     # rank >= 2: torch's PerChannelMinMaxObserver fails on 1-D input (torch.flatten(y, start_dim=1))
@@ -95,10 +106,7 @@ def test_per_channel_matches_torch_on_every_axis(dtype: str, scheme: str, seed: 
             assert same(*ours.calculate_qparams(), *theirs.calculate_qparams()), axis
 
 
-@QUIET
-@pytest.mark.parametrize("scheme", ["affine", "symmetric"])
-@pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@pytest.mark.parametrize("seed", range(5))
+@against_torch(seeds=5)
 def test_histogram_observer_matches_torch(dtype: str, scheme: str, seed: int) -> None:
     rng = np.random.default_rng([seed, 3, len(dtype), len(scheme)])
     bins = int(rng.choice([2048, 2048, 512, 97]))

@@ -393,8 +393,16 @@ class PlainTensor(QuantizedTensor):
         return self
 
     def _reduce_host(self) -> tuple[Callable[..., QuantizedTensor], tuple[object, ...]]:
+        """Pickled as :meth:`_make` and its seven fields, checked again when unpickled.
+
+        Example:
+            >>> import pickle, bitnet_go
+            >>> q = bitnet_go.quantize([1.0, -1.0], "int8", scale=0.5, zero_point=0)
+            >>> pickle.loads(pickle.dumps(q)).int_repr()
+            array([ 2, -2], dtype=int8)
+        """
         zp = None if self.zero_points is None else np.array(self.zero_points)
-        return (_rebuild_plain, (self.qtype, self.shape, self.axis, self.block_size, np.array(self.packed),
+        return (PlainTensor._make, (self.qtype, self.shape, self.axis, self.block_size, np.array(self.packed),
                                  np.array(self.scales), zp))  # fmt: skip
 
     def _with_arrays(self, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None) -> QuantizedTensor:
@@ -441,21 +449,6 @@ class PlainTensor(QuantizedTensor):
                 f"nbytes={self.nbytes}, bits_per_element={self.bits_per_weight:.3f})")  # fmt: skip
 
 
-def _rebuild_plain(
-    dtype: str,
-    shape: tuple[int, ...],
-    axis: int | None,
-    block_size: int | None,
-    packed: np.ndarray,
-    scales: np.ndarray,
-    zero_points: np.ndarray | None,
-) -> PlainTensor:
-    """Unpickle a :class:`PlainTensor` (every field checked as a new tensor's).
-
-    Example:
-        >>> import pickle, bitnet_go
-        >>> q = bitnet_go.quantize([1.0, -1.0], "int8", scale=0.5, zero_point=0)
-        >>> pickle.loads(pickle.dumps(q)).int_repr()
-        array([ 2, -2], dtype=int8)
-    """
-    return PlainTensor._make(dtype, tuple(shape), axis, block_size, packed, scales, zero_points)
+_rebuild_plain = PlainTensor._make
+"""Unpickle a :class:`PlainTensor` (every field checked as a new tensor's): the name pickles of
+earlier versions call."""

@@ -57,23 +57,43 @@ def check_dtype(dtype: object, allowed: tuple[str, ...] = INT_DTYPES + ("binary"
     return dtype
 
 
+def check_bool(v: object, name: str) -> bool:
+    """``v`` if it is a bool (Python or NumPy), else ``TypeError``.
+
+    Example:
+        >>> check_bool(np.bool_(True), "check_finite")
+        True
+    """
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+    return bool(v)
+
+
 def qrange(
-    dtype: str, reduce_range: bool = False, quant_min: int | None = None, quant_max: int | None = None
+    dtype: str,
+    reduce_range: bool = False,
+    quant_min: int | None = None,
+    quant_max: int | None = None,
+    *,
+    symmetric: bool = False,
 ) -> tuple[int, int, bool]:
     """The integer range [qmin, qmax] torch.ao's observers use, and whether it is a custom one.
 
     Default ranges are the type's (``reduce_range`` halves int8 to [-64, 63] and uint8 to
-    [0, 127]; torch ignores it for 4-bit types, refused here); a custom range (both bounds
-    given) must contain 0, lie in the type's range and have qmin < qmax, and ``reduce_range``
-    halves it as torch does (``qmin // 2``, ``qmax // 2``).
+    [0, 127]; torch ignores it for 4-bit types, refused here, as it is for uint8 with a
+    ``symmetric`` scheme, as torch refuses it); a custom range (both bounds given) must lie in
+    the type's range and have qmin < qmax, and ``reduce_range`` halves it as torch does
+    (``qmin // 2``, ``qmax // 2``). The bounds are checked as given, before halving (Go checks
+    only the range it is passed).
 
     Example:
         >>> qrange("uint8", True), qrange("int8", False, -100, 100)
         ((0, 127, False), (-100, 100, True))
     """
     lo, hi = DTYPE_RANGES[dtype]
-    if not isinstance(reduce_range, (bool, np.bool_)):
-        raise TypeError(f"reduce_range must be a bool, got {type(reduce_range).__name__}")
+    check_bool(reduce_range, "reduce_range")
+    if symmetric and reduce_range and dtype == "uint8":
+        raise ValueError("reduce_range is not supported with the symmetric scheme for uint8 (as in torch)")
     if (quant_min is None) != (quant_max is None):
         raise ValueError("quant_min and quant_max must be given together (or neither)")
     if quant_min is not None:
@@ -94,7 +114,14 @@ def qrange(
     return lo, hi, False
 
 
-def _mapping_code(scheme: object, mapping: object) -> str:
+def mapping_code(scheme: object, mapping: object = None) -> str:
+    """The mapping Go's ``choose_qparams`` takes: torch.ao's ``scheme``, or ``"ao_"`` and
+    torchao's ``mapping`` when one is given.
+
+    Example:
+        >>> mapping_code("symmetric"), mapping_code("affine", "asymmetric")
+        ('symmetric', 'ao_asymmetric')
+    """
     if mapping is not None:
         if not isinstance(mapping, str) or mapping not in get_args(Mapping):
             raise ValueError(f"mapping must be one of {list(get_args(Mapping))} or None, got {mapping!r}")
@@ -104,15 +131,13 @@ def _mapping_code(scheme: object, mapping: object) -> str:
     return scheme
 
 
-def _check_eps(eps: object, default: float) -> float:
+def _eps(eps: object, default: float) -> float:
+    """``eps`` as the float the call takes (``default`` for None); its value is Go's to check."""
     if eps is None:
         return default
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.floating, np.integer)):
         raise TypeError(f"eps must be a float, got {type(eps).__name__}")
-    e = float(eps)
-    if not (np.isfinite(e) and e >= 0):
-        raise ValueError(f"eps must be finite and >= 0, got {e}")
-    return e
+    return float(eps)
 
 
 def choose_qparams(
@@ -145,11 +170,9 @@ def choose_qparams(
         (True, 64)
     """
     dtype = check_dtype(dtype, INT_DTYPES)  # type: ignore[assignment]
-    code = _mapping_code(scheme, mapping)
-    eps_v = _check_eps(eps, TORCHAO_EPS if mapping is not None else TORCH_EPS)
-    qmin, qmax, custom = qrange(dtype, reduce_range, quant_min, quant_max)
-    if code == "symmetric" and reduce_range and dtype == "uint8":
-        raise ValueError("reduce_range is not supported with the symmetric scheme for uint8 (as in torch)")
+    code = mapping_code(scheme, mapping)
+    eps_v = _eps(eps, TORCHAO_EPS if mapping is not None else TORCH_EPS)
+    qmin, qmax, custom = qrange(dtype, reduce_range, quant_min, quant_max, symmetric=code == "symmetric")
     mn = np.atleast_1d(as_float32(min, "min")).ravel()
     mx = np.atleast_1d(as_float32(max, "max")).ravel()
     if mn.shape != mx.shape:
@@ -257,8 +280,7 @@ def quantize(
     xa = as_float32(x, "x")
     if xa.size == 0:
         raise ValueError(f"x must have at least one element, got shape {xa.shape}")
-    if not isinstance(check_finite, (bool, np.bool_)):
-        raise TypeError(f"check_finite must be a bool, got {type(check_finite).__name__}")
+    check_bool(check_finite, "check_finite")
     shape = tuple(xa.shape)
     ax, bs, groups = _groups(shape, axis, group_size)
     out = np.empty(ops.packed_bytes(dt, xa.size), np.uint8)

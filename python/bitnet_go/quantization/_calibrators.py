@@ -4,18 +4,35 @@ percentile, entropy (KL divergence) and MSE over a histogram of ``|x|``."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core import ops
 from .._core.arrays import as_float32, check_int
+from ._base import Collector, unit_qparams
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _F = np.float32
 
 
-class _HistogramCalibrator:
+class CalibratorSettings(TypedDict, total=False):
+    """The keyword settings every histogram calibrator takes: ``num_bits`` (2 to 16) and
+    ``unsigned`` give the integer type the qparams are for, ``num_bins`` the bins over the first
+    batch's max ``|x|`` (or of ``bin_width`` each, fixed), ``check_finite`` whether NaN/Inf in a
+    batch is a ``ValueError``."""
+
+    num_bits: int
+    unsigned: bool
+    num_bins: int
+    bin_width: float | None
+    check_finite: bool
+
+
+class _HistogramCalibrator(Collector):
     """A histogram of ``|x|`` with ``num_bins`` bins over [0, max|x| of the first batch]; a later
     batch with a larger value appends bins of the same width (the histogram grows, nothing is
     re-binned, so merging two calibrators with the same bin width is exact). ``bin_width``
@@ -82,11 +99,6 @@ class _HistogramCalibrator:
         if need > self.counts.size:
             self.counts = np.concatenate([self.counts, np.zeros(need - self.counts.size, np.int64)])
 
-    def __call__(self, x: ArrayLike) -> ArrayLike:
-        """``update(x)``; returns ``x``."""
-        self.update(x)
-        return x
-
     def compute_amax(self) -> float:
         """The clipping value the method picks (0.0 before any non-zero data)."""
         if self.bin_width is None or not self.counts.any():
@@ -102,7 +114,7 @@ class _HistogramCalibrator:
         (1.0, 0) before any data."""
         amax = self.compute_amax()
         if amax == 0.0:
-            return np.ones(1, _F), np.zeros(1, np.int32)
+            return unit_qparams()
         bound = (1 << self.num_bits) - 1 if self.unsigned else (1 << (self.num_bits - 1)) - 1
         return np.array([_F(amax) / _F(bound)], _F), np.zeros(1, np.int32)
 
@@ -139,11 +151,7 @@ class _HistogramCalibrator:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved (settings must match)."""
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        for k, v in self._config().items():
-            if state.get(k) != v:
-                raise ValueError(f"state's {k} is {state.get(k)!r}, this calibrator's is {v!r}")
+        self._check_state(state)
         counts = np.asarray(state["counts"])
         if counts.dtype != np.int64 or counts.ndim != 1 or (counts.size and counts.min() < 0):
             raise ValueError("state's counts must be a 1-D int64 array of counts >= 0")
@@ -162,23 +170,12 @@ class PercentileCalibrator(_HistogramCalibrator):
 
     method = "percentile"
 
-    def __init__(
-        self,
-        percentile: float = 99.99,
-        *,
-        num_bits: int = 8,
-        unsigned: bool = False,
-        num_bins: int = 2048,
-        bin_width: float | None = None,
-        check_finite: bool = True,
-    ) -> None:
+    def __init__(self, percentile: float = 99.99, **settings: Unpack[CalibratorSettings]) -> None:
         p = float(percentile)
         if not 0 < p <= 100:
             raise ValueError(f"percentile must be in (0, 100], got {percentile!r}")
         self.percentile = p
-        super().__init__(
-            num_bits=num_bits, unsigned=unsigned, num_bins=num_bins, bin_width=bin_width, check_finite=check_finite
-        )
+        super().__init__(**settings)
 
     def _calib_args(self) -> dict[str, Any]:
         return {**super()._calib_args(), "percentile": self.percentile}
@@ -198,22 +195,11 @@ class EntropyCalibrator(_HistogramCalibrator):
 
     method = "entropy"
 
-    def __init__(
-        self,
-        start_bin: int = 128,
-        *,
-        num_bits: int = 8,
-        unsigned: bool = False,
-        num_bins: int = 2048,
-        bin_width: float | None = None,
-        check_finite: bool = True,
-    ) -> None:
+    def __init__(self, start_bin: int = 128, **settings: Unpack[CalibratorSettings]) -> None:
         self.start_bin = check_int(start_bin, "start_bin")
         if self.start_bin < 1:
             raise ValueError(f"start_bin must be >= 1, got {start_bin}")
-        super().__init__(
-            num_bits=num_bits, unsigned=unsigned, num_bins=num_bins, bin_width=bin_width, check_finite=check_finite
-        )
+        super().__init__(**settings)
 
     def _calib_args(self) -> dict[str, Any]:
         return {**super()._calib_args(), "start_bin": self.start_bin}
@@ -225,10 +211,9 @@ class MSECalibrator(_HistogramCalibrator):
 
     Example:
         >>> from bitnet_go.quantization import MSECalibrator
-        >>> cal = MSECalibrator()
-        >>> cal.update(np.random.default_rng(0).standard_normal(10000, dtype=np.float32))
-        >>> 0 < cal.compute_amax() < 5
-        True
+        >>> cal = MSECalibrator(num_bins=256)
+        >>> cal.update([0.5, 1.0, 1.5, 2.0, 8.0]); cal.compute_amax()
+        7.984375
     """
 
     method = "mse"

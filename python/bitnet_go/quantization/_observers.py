@@ -9,7 +9,7 @@ torch's tensor operations one for one (see :mod:`._torchmath`).
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,21 +17,33 @@ from numpy.typing import ArrayLike
 from .._core import ops
 from .._core.arrays import as_float32, check_int
 from . import _torchmath as tm
-from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_dtype, choose_qparams, qrange
+from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_bool, check_dtype, choose_qparams, mapping_code, qrange
+from ._base import Collector, check_state_array, unit_qparams
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _F = np.float32
 _INF = _F(np.inf)
 
 
-def _pair(mn: np.ndarray, mx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.ascontiguousarray(mn, _F).reshape(-1), np.ascontiguousarray(mx, _F).reshape(-1)
+class ObserverSettings(TypedDict, total=False):
+    """The keyword settings every observer takes: ``reduce_range``, ``quant_min``/``quant_max``
+    and ``eps`` as in :func:`bitnet_go.choose_qparams`; ``check_finite``: NaN/Inf in a batch is
+    a ``ValueError``."""
+
+    reduce_range: bool
+    quant_min: int | None
+    quant_max: int | None
+    eps: float
+    check_finite: bool
 
 
-class _Observer:
-    """What every observer shares: the integer range and the qparams rule (torch's
-    ``UniformQuantizationObserverBase``)."""
-
-    _kind = "observer"
+class _Observer(Collector):
+    """What every observer shares (torch's ``UniformQuantizationObserverBase``): the integer
+    range and the qparams rule, the running ``min_val``/``max_val`` (float32; +inf/-inf before
+    any data), and state and merge checks. A subclass says which arrays its state holds
+    (:meth:`_state_shapes`) and the range its qparams come from (:meth:`_range`)."""
 
     def __init__(
         self,
@@ -45,46 +57,54 @@ class _Observer:
         check_finite: bool = True,
     ) -> None:
         self.dtype = check_dtype(dtype, INT_DTYPES)
-        if not isinstance(scheme, str) or scheme not in ("affine", "symmetric"):
-            raise ValueError(f"scheme must be 'affine' or 'symmetric', got {scheme!r}")
-        self.scheme = scheme
-        self.quant_min, self.quant_max, _ = qrange(self.dtype, reduce_range, quant_min, quant_max)
-        if scheme == "symmetric" and reduce_range and self.dtype == "uint8":
-            raise ValueError("reduce_range is not supported with the symmetric scheme for uint8 (as in torch)")
+        self.scheme = mapping_code(scheme)
+        self.quant_min, self.quant_max, _ = qrange(self.dtype, reduce_range, quant_min, quant_max,
+                                                   symmetric=self.scheme == "symmetric")  # fmt: skip
         self.reduce_range = bool(reduce_range)
         self._custom = (quant_min, quant_max) if quant_min is not None else None
         self.eps = float(eps)
-        if not isinstance(check_finite, (bool, np.bool_)):
-            raise TypeError(f"check_finite must be a bool, got {type(check_finite).__name__}")
-        self.check_finite = bool(check_finite)
+        self.check_finite = check_bool(check_finite, "check_finite")
+        self.reset()
 
-    def _qparams(self, mn: np.ndarray, mx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def reset(self) -> None:
+        """Forget everything seen."""
+        self.min_val, self.max_val = _INF, -_INF
+
+    def _seen(self) -> bool:
+        """Whether any value has been taken in."""
+        return not (self.min_val == _INF and self.max_val == -_INF)
+
+    def _range(self) -> tuple[np.ndarray, np.ndarray]:
+        """The [min, max] (float32 arrays, one entry per group) the qparams are chosen for."""
+        return np.array([self.min_val], _F), np.array([self.max_val], _F)
+
+    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scales float32, zero_points int32), one per group; (1.0, 0) before any data, as torch."""
+        if not self._seen():
+            return unit_qparams()
         qmin, qmax = self._custom if self._custom else (None, None)
-        return choose_qparams(mn, mx, self.dtype, self.scheme, eps=self.eps, reduce_range=self.reduce_range,  # type: ignore[arg-type]
-                              quant_min=qmin, quant_max=qmax)  # fmt: skip
+        return choose_qparams(*self._range(), self.dtype, self.scheme, eps=self.eps,  # type: ignore[arg-type]
+                              reduce_range=self.reduce_range, quant_min=qmin, quant_max=qmax)  # fmt: skip
 
     def _config(self) -> dict[str, Any]:
         qmin, qmax = self._custom if self._custom else (None, None)
         return {"kind": type(self).__name__, "dtype": self.dtype, "scheme": self.scheme,
                 "reduce_range": self.reduce_range, "quant_min": qmin, "quant_max": qmax, "eps": self.eps}  # fmt: skip
 
-    def _check_state(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict (from state_dict()), got {type(state).__name__}")
-        if state.get("kind") != type(self).__name__:
-            raise ValueError(f"state is a {state.get('kind')!r}'s, not a {type(self).__name__}'s")
-        mine = self._config()
-        for k, v in mine.items():
-            if state.get(k) != v:
-                raise ValueError(f"state's {k} is {state.get(k)!r}, this observer's is {v!r}")
+    def _state_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        """The float32 arrays of the state (attributes of the same names) and their shapes."""
+        return {"min_val": (), "max_val": ()}
 
-    def __call__(self, x: ArrayLike) -> ArrayLike:
-        """``update(x)``; returns ``x`` (as torch's observers do)."""
-        self.update(x)
-        return x
+    def state_dict(self) -> dict[str, Any]:
+        """The settings and what was seen (numpy float32 arrays): ``load_state_dict`` restores them."""
+        return {**self._config(), **{k: np.array(getattr(self, k), _F) for k in self._state_shapes(vars(self))}}
 
-    def update(self, x: ArrayLike) -> None:  # pragma: no cover - every observer has one
-        raise NotImplementedError
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (settings must match)."""
+        self._check_state(state)
+        arrays = {k: check_state_array(state[k], k, _F, shape) for k, shape in self._state_shapes(state).items()}
+        for k, a in arrays.items():
+            setattr(self, k, a if a.ndim else _F(a))
 
     def _x(self, x: ArrayLike) -> np.ndarray:
         return as_float32(x, "x")
@@ -94,17 +114,11 @@ class _Observer:
         return f"{type(self).__name__}(dtype={self.dtype!r}, scheme={self.scheme!r}, range={rng})"
 
 
-def _check_float32(v: object, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    a = np.asarray(v)
-    if a.dtype != np.float32:
-        raise TypeError(f"state's {name} must be float32, got {a.dtype}")
-    if shape is not None and a.shape != shape:
-        raise ValueError(f"state's {name} must have shape {shape}, got {a.shape}")
-    return np.array(a, _F)
-
-
 class MinMaxObserver(_Observer):
     """Running min and max of every batch; qparams as torch's ``MinMaxObserver`` (bit for bit).
+
+    ``dtype``: ``"int8"``, ``"uint8"``, ``"int4"``, ``"uint4"``; ``scheme``: ``"affine"`` or
+    ``"symmetric"``; the keyword settings (every observer's) are :class:`ObserverSettings`.
 
     Example:
         >>> from bitnet_go.quantization import MinMaxObserver
@@ -113,32 +127,6 @@ class MinMaxObserver(_Observer):
         >>> s, z = obs.calculate_qparams(); bool(s[0] == np.float32(4) / np.float32(255)), int(z[0])
         (True, 64)
     """
-
-    def __init__(
-        self,
-        dtype: QDtype = "uint8",
-        scheme: Scheme = "affine",
-        *,
-        reduce_range: bool = False,
-        quant_min: int | None = None,
-        quant_max: int | None = None,
-        eps: float = TORCH_EPS,
-        check_finite: bool = True,
-    ) -> None:
-        super().__init__(
-            dtype,
-            scheme,
-            reduce_range=reduce_range,
-            quant_min=quant_min,
-            quant_max=quant_max,
-            eps=eps,
-            check_finite=check_finite,
-        )
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget everything seen."""
-        self.min_val, self.max_val = _INF, -_INF
 
     def _batch_minmax(self, xa: np.ndarray) -> tuple[np.float32, np.float32]:
         mn, mx = np.empty(1, _F), np.empty(1, _F)
@@ -153,28 +141,11 @@ class MinMaxObserver(_Observer):
         mn, mx = self._batch_minmax(xa)
         self.min_val, self.max_val = np.minimum(mn, self.min_val), np.maximum(mx, self.max_val)
 
-    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
-        """(scale float32 [1], zero_point int32 [1]); (1.0, 0) before any data, as torch."""
-        if self.min_val == _INF and self.max_val == -_INF:
-            return np.ones(1, _F), np.zeros(1, np.int32)
-        return self._qparams(np.array([self.min_val], _F), np.array([self.max_val], _F))
-
     def merge(self, other: MinMaxObserver) -> MinMaxObserver:
         """Take in what ``other`` saw (exact: the min of the mins, the max of the maxes); returns self."""
-        if type(other) is not type(self) or other._config() != self._config():
-            raise TypeError(f"can only merge a {type(self).__name__} with the same settings")
+        self._check_mergeable(other)
         self.min_val, self.max_val = np.minimum(self.min_val, other.min_val), np.maximum(self.max_val, other.max_val)
         return self
-
-    def state_dict(self) -> dict[str, Any]:
-        """The settings and the running min/max (numpy float32): ``load_state_dict`` restores them."""
-        return {**self._config(), "min_val": np.array(self.min_val, _F), "max_val": np.array(self.max_val, _F)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved (settings must match)."""
-        self._check_state(state)
-        self.min_val = _F(_check_float32(state["min_val"], "min_val", ()))
-        self.max_val = _F(_check_float32(state["max_val"], "max_val", ()))
 
 
 class MovingAverageMinMaxObserver(MinMaxObserver):
@@ -191,30 +162,14 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
     """
 
     def __init__(
-        self,
-        averaging_constant: float = 0.01,
-        dtype: QDtype = "uint8",
-        scheme: Scheme = "affine",
-        *,
-        reduce_range: bool = False,
-        quant_min: int | None = None,
-        quant_max: int | None = None,
-        eps: float = TORCH_EPS,
-        check_finite: bool = True,
-    ) -> None:
+        self, averaging_constant: float = 0.01, dtype: QDtype = "uint8", scheme: Scheme = "affine",
+        **settings: Unpack[ObserverSettings],
+    ) -> None:  # fmt: skip
         c = float(averaging_constant)
         if not 0 < c <= 1:
             raise ValueError(f"averaging_constant must be in (0, 1], got {averaging_constant!r}")
         self.averaging_constant = c
-        super().__init__(
-            dtype,
-            scheme,
-            reduce_range=reduce_range,
-            quant_min=quant_min,
-            quant_max=quant_max,
-            eps=eps,
-            check_finite=check_finite,
-        )
+        super().__init__(dtype, scheme, **settings)
 
     def _config(self) -> dict[str, Any]:
         return {**super()._config(), "averaging_constant": self.averaging_constant}
@@ -225,7 +180,7 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         if xa.size == 0:
             return
         mn, mx = self._batch_minmax(xa)
-        if self.min_val == _INF and self.max_val == -_INF:
+        if not self._seen():
             self.min_val, self.max_val = mn, mx
             return
         c = _F(self.averaging_constant)
@@ -250,28 +205,11 @@ class PerChannelMinMaxObserver(_Observer):
     """
 
     def __init__(
-        self,
-        ch_axis: int = 0,
-        dtype: QDtype = "uint8",
-        scheme: Scheme = "affine",
-        *,
-        reduce_range: bool = False,
-        quant_min: int | None = None,
-        quant_max: int | None = None,
-        eps: float = TORCH_EPS,
-        check_finite: bool = True,
-    ) -> None:
+        self, ch_axis: int = 0, dtype: QDtype = "uint8", scheme: Scheme = "affine",
+        **settings: Unpack[ObserverSettings],
+    ) -> None:  # fmt: skip
         self.ch_axis = check_int(ch_axis, "ch_axis")
-        super().__init__(
-            dtype,
-            scheme,
-            reduce_range=reduce_range,
-            quant_min=quant_min,
-            quant_max=quant_max,
-            eps=eps,
-            check_finite=check_finite,
-        )
-        self.reset()
+        super().__init__(dtype, scheme, **settings)
 
     def _config(self) -> dict[str, Any]:
         return {**super()._config(), "ch_axis": self.ch_axis}
@@ -279,6 +217,18 @@ class PerChannelMinMaxObserver(_Observer):
     def reset(self) -> None:
         """Forget everything seen."""
         self.min_val, self.max_val = np.empty(0, _F), np.empty(0, _F)
+
+    def _seen(self) -> bool:
+        return self.min_val.size > 0
+
+    def _range(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.min_val, self.max_val
+
+    def _state_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        shape = np.shape(state.get("min_val", np.empty(0)))
+        if len(shape) != 1:
+            raise ValueError(f"state's min_val must be 1-D, got shape {shape}")
+        return {"min_val": shape, "max_val": shape}
 
     def update(self, x: ArrayLike) -> None:
         """Take in one batch (same number of channels every time; an empty batch is ignored)."""
@@ -292,48 +242,22 @@ class PerChannelMinMaxObserver(_Observer):
         c = xa.shape[ax] if nd else 1
         mn, mx = np.empty(c, _F), np.empty(c, _F)
         ops.minmax(xa, ax if nd else None, None, self.check_finite, mn, mx)
-        if self.min_val.size == 0:
-            self.min_val, self.max_val = mn, mx
-        else:
-            if c != self.min_val.size:
-                raise ValueError(f"x has {c} channels along axis {ax}, earlier batches had {self.min_val.size}")
-            self.min_val, self.max_val = np.minimum(mn, self.min_val), np.maximum(mx, self.max_val)
+        self._take(mn, mx, f"x has {c} channels along axis {ax}")
 
-    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
-        """(scales float32 [C], zero_points int32 [C]); (1.0, 0) before any data, as torch."""
-        if self.min_val.size == 0:
-            return np.ones(1, _F), np.zeros(1, np.int32)
-        return self._qparams(self.min_val, self.max_val)
+    def _take(self, mn: np.ndarray, mx: np.ndarray, what: str) -> None:
+        """Fold per-channel ``mn``/``mx`` into the running ones (``what`` names them in the error)."""
+        if not self._seen():
+            self.min_val, self.max_val = mn.copy(), mx.copy()
+        elif mn.size != self.min_val.size:
+            raise ValueError(f"{what}, earlier batches had {self.min_val.size}")
+        else:
+            self.min_val, self.max_val = np.minimum(mn, self.min_val), np.maximum(mx, self.max_val)
 
     def merge(self, other: PerChannelMinMaxObserver) -> PerChannelMinMaxObserver:
         """Take in what ``other`` saw (exact); returns self."""
-        if type(other) is not type(self) or other._config() != self._config():
-            raise TypeError(f"can only merge a {type(self).__name__} with the same settings")
-        if other.min_val.size == 0:
-            return self
-        if self.min_val.size == 0:
-            self.min_val, self.max_val = other.min_val.copy(), other.max_val.copy()
-        elif other.min_val.size != self.min_val.size:
-            raise ValueError(f"other has {other.min_val.size} channels, this observer {self.min_val.size}")
-        else:
-            self.min_val, self.max_val = (
-                np.minimum(self.min_val, other.min_val),
-                np.maximum(self.max_val, other.max_val),
-            )
+        if self._check_mergeable(other)._seen():
+            self._take(other.min_val, other.max_val, f"other has {other.min_val.size} channels")
         return self
-
-    def state_dict(self) -> dict[str, Any]:
-        """The settings and the per-channel min/max (numpy float32)."""
-        return {**self._config(), "min_val": self.min_val.copy(), "max_val": self.max_val.copy()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved (settings must match)."""
-        self._check_state(state)
-        mn = _check_float32(state["min_val"], "min_val")
-        mx = _check_float32(state["max_val"], "max_val", mn.shape)
-        if mn.ndim != 1:
-            raise ValueError(f"state's min_val must be 1-D, got shape {mn.shape}")
-        self.min_val, self.max_val = mn, mx
 
 
 class HistogramObserver(_Observer):
@@ -360,31 +284,13 @@ class HistogramObserver(_Observer):
     upsample_rate = 16
 
     def __init__(
-        self,
-        bins: int = 2048,
-        dtype: QDtype = "uint8",
-        scheme: Scheme = "affine",
-        *,
-        reduce_range: bool = False,
-        quant_min: int | None = None,
-        quant_max: int | None = None,
-        eps: float = TORCH_EPS,
-        check_finite: bool = True,
+        self, bins: int = 2048, dtype: QDtype = "uint8", scheme: Scheme = "affine", **settings: Unpack[ObserverSettings]
     ) -> None:
         self.bins = check_int(bins, "bins")
         if self.bins < 1:
             raise ValueError(f"bins must be >= 1, got {bins}")
-        super().__init__(
-            dtype,
-            scheme,
-            reduce_range=reduce_range,
-            quant_min=quant_min,
-            quant_max=quant_max,
-            eps=eps,
-            check_finite=check_finite,
-        )
+        super().__init__(dtype, scheme, **settings)
         self.dst_nbins = 256 if self.dtype in ("int8", "uint8") else 16  # 2 ** bits of the dtype, as torch
-        self.reset()
 
     def _config(self) -> dict[str, Any]:
         return {**super()._config(), "bins": self.bins}
@@ -392,7 +298,10 @@ class HistogramObserver(_Observer):
     def reset(self) -> None:
         """Forget everything seen."""
         self.histogram = np.zeros(self.bins, _F)
-        self.min_val, self.max_val = _INF, -_INF
+        super().reset()
+
+    def _state_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        return {"histogram": (self.bins,), **super()._state_shapes(state)}
 
     # -- torch.histc
 
@@ -424,7 +333,7 @@ class HistogramObserver(_Observer):
                 return
             ops.minmax(xa, None, None, False, mn, mx)
             x_min, x_max = mn[0], mx[0]
-        if self.min_val == _INF or self.max_val == -_INF:
+        if not self._seen():
             self.min_val, self.max_val = x_min, x_max
             self.histogram = self._histc(xa, x_min, x_max)
             return
@@ -520,21 +429,17 @@ class HistogramObserver(_Observer):
         new_max = _F(self.min_val + _F(bin_width * _F(end + 1)))
         return new_min, new_max
 
-    def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
-        """(scale float32 [1], zero_point int32 [1]) by torch's search; (1.0, 0) before any data."""
-        if self.min_val == _INF and self.max_val == -_INF:
-            return np.ones(1, _F), np.zeros(1, np.int32)
+    def _range(self) -> tuple[np.ndarray, np.ndarray]:
+        """The [min, max] torch's search picks (so ``calculate_qparams`` gives torch's qparams)."""
         mn, mx = self._non_linear_param_search()
-        return self._qparams(np.array([mn], _F), np.array([mx], _F))
+        return np.array([mn], _F), np.array([mx], _F)
 
     def merge(self, other: HistogramObserver) -> HistogramObserver:
         """Take in ``other``'s histogram, re-binned onto the union of the ranges as torch re-binns a
         batch (exact when both ranges are equal); returns self."""
-        if type(other) is not type(self) or other._config() != self._config():
-            raise TypeError(f"can only merge a {type(self).__name__} with the same settings")
-        if other.min_val == _INF:
+        if not self._check_mergeable(other)._seen():
             return self
-        if self.min_val == _INF:
+        if not self._seen():
             self.histogram, self.min_val, self.max_val = other.histogram.copy(), other.min_val, other.max_val
             return self
         new_min, new_max = min(self.min_val, other.min_val), max(self.max_val, other.max_val)
@@ -543,15 +448,3 @@ class HistogramObserver(_Observer):
         self.histogram = (mine + theirs).astype(_F)
         self.min_val, self.max_val = new_min, new_max
         return self
-
-    def state_dict(self) -> dict[str, Any]:
-        """The settings, the float32 histogram and the range."""
-        return {**self._config(), "histogram": self.histogram.copy(), "min_val": np.array(self.min_val, _F),
-                "max_val": np.array(self.max_val, _F)}  # fmt: skip
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved (settings must match)."""
-        self._check_state(state)
-        self.histogram = _check_float32(state["histogram"], "histogram", (self.bins,))
-        self.min_val = _F(_check_float32(state["min_val"], "min_val", ()))
-        self.max_val = _F(_check_float32(state["max_val"], "max_val", ()))
