@@ -46,12 +46,12 @@ def test_rows_and_json(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = doc["suites"]["quant"]
     torch, ao = _torch_ok(), _torchao_ok()
 
-    qdq = [r for r in rows if r["op"] in ("quantize", "dequantize")]
+    qdq = [r for r in rows if r["op"] in bench_quant.QDQ_OPS]
     # every dtype x scheme x thread count x op
     got = {(r["op"], r["dtype"], r["scheme"], r["threads"]) for r in qdq}
     assert got == {
         (op, dt, sc, th)
-        for op in ("quantize", "dequantize")
+        for op in bench_quant.QDQ_OPS
         for dt in bench_quant.DTYPES
         for sc in ("per_tensor", "per_channel")
         for th in (1, 2)
@@ -93,6 +93,6 @@ def test_rows_and_json(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_parts_and_dtypes() -> None:
     rows = bench_quant.run(_args("--quant-parts", "qdq", "--quant-dtypes", "int8"))
-    assert rows and {r["dtype"] for r in rows} == {"int8"} and {r["op"] for r in rows} == {"quantize", "dequantize"}
+    assert rows and {r["dtype"] for r in rows} == {"int8"} and {r["op"] for r in rows} == set(bench_quant.QDQ_OPS)
     rows = bench_quant.run(_args("--quant-parts", "observers"))
     assert rows and all(r["op"].endswith("Observer") for r in rows)

@@ -424,3 +424,24 @@ def test_overflow_clamps_where_torch_wraps() -> None:
         warnings.simplefilter("ignore")
         t = torch.quantize_per_tensor(torch.from_numpy(x), 1.0, 255, torch.quint8)
     assert t.int_repr().tolist()[:2] == [0, 0]  # torch wraps
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int4", "uint4", "binary"])
+@pytest.mark.parametrize("seed", range(3))
+def test_dequantize_into_out_equals_a_new_array(dtype: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    shape = rand_shape(rng)
+    q = bitnet_go.quantize(rand_x(rng, shape, "normal"), dtype, axis=0 if seed == 1 else None)
+    want = q.dequantize()
+    buf = np.full(shape, np.nan, np.float32)
+    assert q.dequantize(out=buf) is buf
+    np.testing.assert_array_equal(bits(buf), bits(want))
+    with pytest.raises(ValueError, match="out must be float32 of shape"):
+        q.dequantize(out=np.empty(shape, np.float64))
+    with pytest.raises(ValueError, match="out must be float32 of shape"):
+        q.dequantize(out=np.empty((*shape, 2), np.float32))
+    with pytest.raises(TypeError, match="out must be a numpy.ndarray"):
+        q.dequantize(out=[0.0])  # type: ignore[arg-type]
+    if buf.size > 1:
+        with pytest.raises(ValueError, match="C-contiguous"):
+            q.dequantize(out=np.empty((*shape, 2), np.float32)[..., 0])

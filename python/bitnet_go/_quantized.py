@@ -429,15 +429,31 @@ class PlainTensor(QuantizedTensor):
             out = 2 * bits - 1
         return np.ascontiguousarray(out, _INT_DTYPE[self.qtype]).reshape(self.shape)
 
-    def dequantize(self) -> np.ndarray:
-        """``scale * (q - zero_point)`` (binary: ``±scale``) as a new float32 array of ``shape``.
+    def dequantize(self, out: np.ndarray | None = None) -> np.ndarray:
+        """``scale * (q - zero_point)`` (binary: ``±scale``) as a new float32 array of ``shape``,
+        or written into ``out`` (a writable C-contiguous float32 array of ``shape``) and returned.
+
+        ``out`` saves the allocation: a fresh array's pages are faulted in and zeroed by the
+        kernel on first write, which costs about as much as the dequantization itself for large
+        tensors.
 
         Example:
-            >>> import bitnet_go
-            >>> bitnet_go.quantize([1.0, -3.0], "binary").dequantize()
+            >>> import bitnet_go, numpy as np
+            >>> q = bitnet_go.quantize([1.0, -3.0], "binary")
+            >>> q.dequantize()
             array([ 2., -2.], dtype=float32)
+            >>> buf = np.empty(2, np.float32); q.dequantize(out=buf) is buf
+            True
         """
-        out = np.empty(self.shape, np.float32)
+        if out is None:
+            out = np.empty(self.shape, np.float32)
+        else:
+            if not isinstance(out, np.ndarray):
+                raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+            if out.dtype != np.float32 or out.shape != self.shape:
+                raise ValueError(f"out must be float32 of shape {self.shape}, got {out.dtype} {out.shape}")
+            if not (out.flags.c_contiguous and out.flags.writeable):
+                raise ValueError("out must be C-contiguous and writable")
         ops.dequantize_given(self.qtype, self.packed, self.shape, self.axis, self.block_size, self.scales,
                              self.zero_points, out)  # fmt: skip
         return out
