@@ -20,5 +20,6 @@ SUITES: dict[str, str] = {
     "quantize": "bitnet_go.bench.quantize",
     "conv": "bitnet_go.bench.conv",
     "quant": "bitnet_go.bench.quant",
+    "families": "bitnet_go.bench.families",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""
