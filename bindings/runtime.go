@@ -18,7 +18,8 @@ import (
 
 // bng_cpu_features writes a JSON object into buf: the cpuid/v2 features, the
 // families disabled by BITNET_GO_DISABLE, the family every registered kernel
-// op selected (cpu.Kernels: every op, from start-up), the
+// op selected (cpu.Kernels: every op, from start-up), why (the dispatch
+// policy for this CPU's kind) and the families each could run, the
 // numeric environment settings as read (envvar) and the thread limit.
 //
 //export bng_cpu_features
@@ -26,25 +27,33 @@ func bng_cpu_features(buf *C.char, bufcap C.int64_t, errbuf *C.char, errcap C.in
 	return guard(errbuf, errcap, func() error {
 		ft := cpu.Detected()
 		off, unknown := cpu.Disabled()
+		mode, kind, dispatchIgnored := cpu.Dispatch()
+		id := cpu.DetectedID()
 		doc := map[string]any{
-			"avx2":            ft.AVX2,
-			"fma":             ft.FMA,
-			"avx512f":         ft.AVX512F,
-			"avx512bw":        ft.AVX512BW,
-			"avx512vl":        ft.AVX512VL,
-			"avx512vnni":      ft.AVX512VNNI,
-			"avxvnni":         ft.AVXVNNI,
-			"brand":           ft.Brand,
-			"arch":            runtime.GOARCH,
-			"asm_built":       cpu.AsmBuilt(),
-			"disabled":        off,
-			"disable_ignored": unknown,
-			"family":          string(cpu.InUse()),
-			"best_available":  string(cpu.Best()),
-			"kernels":         cpu.Kernels(),
-			"go_version":      runtime.Version(),
-			"settings":        envvar.All(),
-			"max_threads":     par.MaxThreads,
+			"avx2":             ft.AVX2,
+			"fma":              ft.FMA,
+			"avx512f":          ft.AVX512F,
+			"avx512bw":         ft.AVX512BW,
+			"avx512vl":         ft.AVX512VL,
+			"avx512vnni":       ft.AVX512VNNI,
+			"avxvnni":          ft.AVXVNNI,
+			"brand":            ft.Brand,
+			"arch":             runtime.GOARCH,
+			"asm_built":        cpu.AsmBuilt(),
+			"disabled":         off,
+			"disable_ignored":  unknown,
+			"family":           string(cpu.InUse()),
+			"best_available":   string(cpu.Best()),
+			"kernels":          cpu.Kernels(),
+			"kernel_reasons":   cpu.KernelReasons(),
+			"kernel_families":  cpu.KernelFamilies(),
+			"cpu_kind":         string(kind),
+			"cpu_id":           map[string]any{"vendor": id.Vendor, "family": id.Family, "model": id.Model},
+			"dispatch":         mode,
+			"dispatch_ignored": dispatchIgnored,
+			"go_version":       runtime.Version(),
+			"settings":         envvar.All(),
+			"max_threads":      par.MaxThreads,
 		}
 		b, err := json.Marshal(doc)
 		if err != nil {

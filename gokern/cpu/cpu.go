@@ -95,10 +95,37 @@ var builds = map[Family][]Family{
 type Selection struct {
 	disabled map[Family]bool
 	unknown  []string
+	// policy, where set, is the dispatch policy ops choose by (Op.Select);
+	// without one they take the best usable family (best-first).
+	policy *policy
 }
 
-// startup is the process's selection, read once from the environment.
-var startup = ParseDisable(os.Getenv(EnvDisable))
+// startup is the process's selection, read once from the environment:
+// BITNET_GO_DISABLE's families off, BITNET_GO_DISPATCH's policy for this
+// CPU's kind (dispatchIgnored: a setting that names no policy).
+var startup, dispatchIgnored = func() (Selection, string) {
+	s := ParseDisable(os.Getenv(EnvDisable))
+	p, ignored := parseDispatch(os.Getenv(EnvDispatch), DetectedKind())
+	s.policy = &p
+	return s, ignored
+}()
+
+// WithDispatch returns s choosing by the dispatch policy mode
+// (DispatchMeasured or DispatchBestFirst) for CPUs of kind: what a process
+// on such a CPU with BITNET_GO_DISPATCH=mode would run (ParseDisable's
+// selection alone is best-first).
+func (s Selection) WithDispatch(mode string, kind Kind) Selection {
+	p, _ := parseDispatch(mode, kind)
+	s.policy = &p
+	return s
+}
+
+// Dispatch returns the start-up dispatch policy (DispatchMeasured or
+// DispatchBestFirst), the CPU kind it applies to, and the BITNET_GO_DISPATCH
+// setting where it named no policy (then ignored).
+func Dispatch() (mode string, kind Kind, ignored string) {
+	return startup.policy.mode, startup.policy.kind, dispatchIgnored
+}
 
 // Startup returns the selection read from BITNET_GO_DISABLE at start-up:
 // the one every op's default implementation (Op.Get) was chosen under.
@@ -142,7 +169,16 @@ func (s Selection) Usable(f Family) bool {
 	if f == Generic {
 		return true
 	}
-	if !asmBuilt || !Detected().supported(f) {
+	return s.usableOn(Detected(), asmBuilt, f)
+}
+
+// usableOn is Usable on a CPU with features ft and a build with assembly
+// (asm) or without.
+func (s Selection) usableOn(ft Features, asm bool, f Family) bool {
+	if f == Generic {
+		return true
+	}
+	if !asm || !ft.supported(f) {
 		return false
 	}
 	for _, dep := range builds[f] {
@@ -154,7 +190,8 @@ func (s Selection) Usable(f Family) bool {
 }
 
 // Pick returns the best family usable under s among those a kernel
-// implements (Generic is always implied).
+// implements (Generic is always implied), best-first whatever s's dispatch
+// policy (Op.Select applies that).
 func (s Selection) Pick(implemented ...Family) Family {
 	for _, f := range Families {
 		if f != Generic && slices.Contains(implemented, f) && s.Usable(f) {

@@ -15,13 +15,21 @@ type Op[T any] struct {
 	name  string
 	impls map[Family]T // Generic included
 	fam   Family       // selected under the start-up selection
+	why   string       // why fam was selected
 	cur   T
 }
 
 // registered holds every op by name. It is written during package
 // initialisation only (NewOp and Register are called from package-level
 // variable initialisers), so reading it afterwards needs no lock.
-var registered = map[string]interface{ Family() Family }{}
+var registered = map[string]registeredOp{}
+
+// registeredOp is what the registry reports of an op.
+type registeredOp interface {
+	Family() Family
+	Families() []Family
+	Reason() string
+}
 
 // NewOp registers the op called name with its generic implementation. The
 // name is what cpu.Kernels reports; it must be unique. Call it from a
@@ -30,7 +38,8 @@ func NewOp[T any](name string, generic T) *Op[T] {
 	if _, dup := registered[name]; dup {
 		panic(fmt.Sprintf("cpu: op %q registered twice", name))
 	}
-	o := &Op[T]{name: name, impls: map[Family]T{Generic: generic}, fam: Generic, cur: generic}
+	o := &Op[T]{name: name, impls: map[Family]T{Generic: generic}, fam: Generic, cur: generic,
+		why: "the only implementation"}
 	registered[name] = o
 	return o
 }
@@ -48,7 +57,7 @@ func (o *Op[T]) Register(f Family, impl T) bool {
 		panic(fmt.Sprintf("cpu: op %q: family %s registered twice", o.name, f))
 	}
 	o.impls[f] = impl
-	o.cur, o.fam = o.Select(startup)
+	o.cur, o.fam, o.why = o.selectWhy(startup)
 	return true
 }
 
@@ -61,16 +70,34 @@ func (o *Op[T]) Get() T { return o.cur }
 // Family returns the family of the implementation the process selected.
 func (o *Op[T]) Family() Family { return o.fam }
 
-// Select returns the implementation of the best family usable under s and
-// that family: an instance for tests and benchmarks (Select(ParseDisable("avx2"))
-// runs what BITNET_GO_DISABLE=avx2 would run).
+// Reason says why the process selected Family: the dispatch policy's rule
+// that chose it (see policy.go).
+func (o *Op[T]) Reason() string { return o.why }
+
+// Select returns the implementation of the family chosen under s and that
+// family: an instance for tests and benchmarks. Under a selection from
+// ParseDisable that is the best usable family (Select(ParseDisable("avx2"))
+// runs what BITNET_GO_DISABLE=avx2 with BITNET_GO_DISPATCH=best-first would
+// run); under Startup() or WithDispatch, the dispatch policy's choice.
 func (o *Op[T]) Select(s Selection) (T, Family) {
+	impl, f, _ := o.selectWhy(s)
+	return impl, f
+}
+
+// selectWhy is Select with the reason for the choice.
+func (o *Op[T]) selectWhy(s Selection) (T, Family, string) {
 	impl := make([]Family, 0, len(o.impls))
 	for f := range o.impls {
 		impl = append(impl, f)
 	}
-	f := s.Pick(impl...)
-	return o.impls[f], f
+	var f Family
+	why := "the best usable family"
+	if s.policy != nil {
+		f, why = s.policy.choose(o.name, impl, s.Usable)
+	} else {
+		f = s.Pick(impl...)
+	}
+	return o.impls[f], f, why
 }
 
 // Impl returns family f's implementation, if the op has one (whether or
@@ -100,6 +127,27 @@ func (o *Op[T]) Impls() []T {
 	out := make([]T, len(fams))
 	for i, f := range fams {
 		out[i] = o.impls[f]
+	}
+	return out
+}
+
+// KernelReasons returns, for every registered op, why the process selected
+// its family (Op.Reason).
+func KernelReasons() map[string]string {
+	out := make(map[string]string, len(registered))
+	for name, o := range registered {
+		out[name] = o.Reason()
+	}
+	return out
+}
+
+// KernelFamilies returns, for every registered op, the families it
+// implements that are usable under the start-up selection, generic first
+// (Op.Families): those a benchmark can time it with.
+func KernelFamilies() map[string][]Family {
+	out := make(map[string][]Family, len(registered))
+	for name, o := range registered {
+		out[name] = o.Families()
 	}
 	return out
 }

@@ -19,7 +19,9 @@ def _bench(args: argparse.Namespace) -> int:
     from .bench import SUITES
     from .bench._common import write_json
 
-    names = args.suites or list(SUITES)
+    names = args.suites or (["families"] if args.families else list(SUITES))
+    if args.families and "families" not in names:
+        names.append("families")
     results: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         mod = importlib.import_module(SUITES[name])
@@ -59,6 +61,15 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _suite(name: str) -> str:
+    """A bench suite's name, checked."""
+    from .bench import SUITES
+
+    if name not in SUITES:
+        raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(map(repr, SUITES))})")
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m bitnet_go`` argument parser.
 
@@ -72,10 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("bench", help="benchmarks against PyTorch, side by side")
-    b.add_argument("suites", nargs="*", choices=list(SUITES), help="suites to run (default: all)")
+    # Checked by type, not choices: argparse (3.11) checks an empty list against choices and
+    # refuses "bench --families" with no suite named.
+    b.add_argument(
+        "suites", nargs="*", type=_suite, metavar="SUITE", help=f"suites to run: {', '.join(SUITES)} (default: all)"
+    )
     b.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     b.add_argument("--repeat", type=int, default=7, help="timed calls per measurement (median reported)")
     b.add_argument("--json", metavar="PATH", help="write raw results as JSON")
+    b.add_argument(
+        "--families", action="store_true", help="run the families suite (every kernel family per op, and the pick)"
+    )
     b.add_argument("--plot", metavar="PATH.png", help="draw the results (needs matplotlib)")
     for name, modname in SUITES.items():
         g = b.add_argument_group(f"{name} suite")

@@ -24,6 +24,14 @@ class Setting(_SettingFields, total=False):
     problem: str
 
 
+class CPUID(TypedDict):
+    """The CPU's identity (``cpu_features()["cpu_id"]``): vendor as cpuid/v2 names it, family and model numbers."""
+
+    vendor: str
+    family: int
+    model: int
+
+
 class CPUFeatures(TypedDict):
     """What :func:`cpu_features` returns (``bng_cpu_features``'s JSON, bindings/runtime.go).
 
@@ -48,6 +56,12 @@ class CPUFeatures(TypedDict):
     family: str
     best_available: str
     kernels: dict[str, str]
+    kernel_reasons: dict[str, str]
+    kernel_families: dict[str, list[str]]
+    cpu_kind: str
+    cpu_id: CPUID
+    dispatch: str
+    dispatch_ignored: str
     go_version: str
     settings: list[Setting]
     max_threads: int
@@ -63,7 +77,18 @@ def cpu_features() -> CPUFeatures:
     ``family`` (the best family a kernel picked: ``"avx512vnni"``, ``"avx512"``,
     ``"avx2"`` or ``"generic"``), ``best_available`` (the best family this
     CPU and build allow), ``go_version``, ``kernels`` (the family each kernel uses:
-    ``quantize_i2s``, ``conv_gemm``, ``conv_lut``), ``settings`` (how the
+    ``quantize_i2s``, ``conv_gemm``, ``conv_lut``, the ``quant_*`` ops),
+    ``kernel_reasons`` (why dispatch chose each op's family),
+    ``kernel_families`` (the families each op implements that may run here,
+    generic first: what ``python -m bitnet_go bench families`` times),
+    ``cpu_kind`` (the class of CPU the dispatch policy looks up, e.g.
+    ``"amd-zen4"``, or ``"unknown"``), ``cpu_id`` (``vendor``, ``family``,
+    ``model``), ``dispatch`` (the policy, from ``BITNET_GO_DISPATCH``:
+    ``"measured"``, the default: each op's family measured fastest on this
+    kind of CPU, and no AVX-512 family on a kind never measured; or
+    ``"best-first"``: the best usable family, AVX-512 first),
+    ``dispatch_ignored`` (a ``BITNET_GO_DISPATCH`` value that names no
+    policy, else ``""``), ``settings`` (how the
     numeric environment variables ``BITNET_GO_NUM_THREADS`` and
     ``BITNET_GO_WEIGHT_CACHE_MB`` were read: ``name``, ``value`` as set,
     ``in_effect``, and ``problem`` for a value that was refused, about which

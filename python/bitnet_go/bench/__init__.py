@@ -21,5 +21,6 @@ SUITES: dict[str, str] = {
     "conv": "bitnet_go.bench.conv",
     "quant": "bitnet_go.bench.quant",
     "linear": "bitnet_go.bench.linear",
+    "families": "bitnet_go.bench.families",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""

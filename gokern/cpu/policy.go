@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// EnvDispatch is the environment variable that chooses the dispatch
+// policy, read once at start-up: "measured" (the default) or "best-first".
+const EnvDispatch = "BITNET_GO_DISPATCH"
+
+// The dispatch policies.
+const (
+	// DispatchMeasured picks, per op, the family measured fastest on this
+	// kind of CPU (Measurements); an op never measured on this kind runs
+	// the best usable family that is not an AVX-512 one.
+	DispatchMeasured = "measured"
+	// DispatchBestFirst picks the best usable family in Families order,
+	// AVX-512 first, whatever was measured: the order BITNET_GO_DISABLE
+	// settings are written against, for benchmarks that time each family
+	// (bench families) and for tests.
+	DispatchBestFirst = "best-first"
+)
+
+// Measured is what a bench run found for one op on one kind of CPU.
+type Measured struct {
+	Fastest Family   // the family the op runs by default
+	Timed   []Family // every family timed in that run (Fastest among them)
+}
+
+// Measurements holds, per CPU kind and op, the family measured fastest.
+// Only ops measured on a kind have an entry; a family added to an op later
+// is not chosen on that kind until it is timed there.
+//
+// amd-zen4, measured on 2026-11-23 with
+//
+//	nice -n -10 python -m bitnet_go bench families --threads 1,2 --families-rounds 5 --repeat 7
+//	nice -n -10 python -m bitnet_go bench families --families-ops conv_gemm --threads 2 \
+//	    --families-rounds 7 --repeat 7 --families-max-s 1
+//
+// on an AMD EPYC (family 25 model 17, Genoa; 2 vCPUs under a hypervisor,
+// shared and busy: load average about 20) with AVX2, FMA, AVX-512
+// F/DQ/CD/BW/VL/IFMA/VBMI/VBMI2/VNNI/BF16/BITALG/VPOPCNTDQ, no AVX-VNNI.
+// Geometric means of median ms over each op's workloads (x the best):
+// conv_gemm avx512vnni 1.45x / 1.40x, avx512 1.00x / 1.05x, avx2 1.05x /
+// 1.00x, generic 23x / 17x (avx2 and avx512 tie within the noise; the
+// AVX2 int8 implicit GEMM beats the VNNI im2col path about 2x, the ZMM
+// float32 micro-kernel wins some layers and loses 3x3 256@14); conv_lut
+// avx2 1.00x, generic 2.83x; quantize_i2s avx2, generic 8.6x; quant_quantize
+// avx2, generic 9.1x; quant_dequantize avx2, generic 2.5x; quant_minmax
+// avx2, generic 15x; quant_histogram avx2, generic 4.3x.
+var Measurements = map[Kind]map[string]Measured{
+	"amd-zen4": {
+		"conv_gemm":        {Fastest: AVX2, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
+		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"quantize_i2s":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"quant_quantize":   {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"quant_dequantize": {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"quant_minmax":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"quant_histogram":  {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+	},
+}
+
+// policy is a dispatch policy with the CPU kind it applies to.
+type policy struct {
+	mode  string // DispatchMeasured or DispatchBestFirst
+	kind  Kind
+	table map[Kind]map[string]Measured
+}
+
+// parseDispatch reads a BITNET_GO_DISPATCH setting: the policy it names for
+// kind, and the setting itself where it names none (then the default).
+func parseDispatch(v string, kind Kind) (policy, string) {
+	p := policy{mode: DispatchMeasured, kind: kind, table: Measurements}
+	switch tok := strings.ToLower(strings.TrimSpace(v)); tok {
+	case "", DispatchMeasured:
+	case DispatchBestFirst:
+		p.mode = DispatchBestFirst
+	default:
+		return p, v
+	}
+	return p, ""
+}
+
+// avx512 reports whether f is an AVX-512 family: never the default on a
+// kind of CPU it was not measured fastest on.
+func avx512(f Family) bool { return f == AVX512 || f == AVX512VNNI }
+
+// choose is the dispatch policy: the family op runs among those it
+// implements (Generic always), given which are usable, and why.
+func (p policy) choose(op string, implemented []Family, usable func(Family) bool) (Family, string) {
+	ok := func(f Family) bool { return f == Generic || (slices.Contains(implemented, f) && usable(f)) }
+	firstOf := func(allowed func(Family) bool) Family {
+		for _, f := range Families {
+			if allowed(f) && ok(f) {
+				return f
+			}
+		}
+		return Generic
+	}
+	if p.mode == DispatchBestFirst {
+		return firstOf(func(Family) bool { return true }), EnvDispatch + "=best-first: the best usable family"
+	}
+	m, measured := p.table[p.kind][op]
+	if measured {
+		if ok(m.Fastest) {
+			return m.Fastest, fmt.Sprintf("measured fastest on %s", p.kind)
+		}
+		f := firstOf(func(f Family) bool { return slices.Contains(m.Timed, f) })
+		return f, fmt.Sprintf("%s, measured fastest on %s, is not usable here: the best usable family timed there", m.Fastest, p.kind)
+	}
+	f := firstOf(func(f Family) bool { return !avx512(f) })
+	return f, fmt.Sprintf("not measured on %s: the best usable family, AVX-512 ones only after a bench run on this kind", p.kind)
+}
