@@ -36,19 +36,23 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         >>> fma_f32(np.float32([3.0]), np.float32([0.5]), np.float32([1.0])).tolist()
         [2.5]
     """
-    a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
+    a64, b64, c64 = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
     p = a64 * b64
     s = p + c64
     bb = s - p
     err = (p - (s - bb)) + (c64 - bb)
-    r = s.astype(_F)
-    r64 = r.astype(np.float64)
-    up = np.nextafter(r, _F(np.inf)).astype(np.float64)
-    dn = np.nextafter(r, _F(-np.inf)).astype(np.float64)
-    other = np.where(s > r64, up, dn)
-    tie = (s != r64) & (s == (r64 + other) / 2)
-    fix = tie & (((other > r64) & (err > 0)) | ((other < r64) & (err < 0)))
-    return np.where(fix, other.astype(_F), r).astype(_F)
+    r = np.array(s, _F)
+    k = np.nonzero(err != 0)  # only an inexact float64 sum can round twice
+    if k[0].size:
+        sk, ek, rk = s[k], err[k], r[k]
+        r64 = rk.astype(np.float64)
+        up = np.nextafter(rk, _F(np.inf)).astype(np.float64)
+        dn = np.nextafter(rk, _F(-np.inf)).astype(np.float64)
+        other = np.where(sk > r64, up, dn)
+        tie = (sk != r64) & (sk == (r64 + other) / 2)
+        fix = tie & (((other > r64) & (ek > 0)) | ((other < r64) & (ek < 0)))
+        r[k] = np.where(fix, other.astype(_F), rk)
+    return r
 
 
 def linspace_f32(start: float, end: float, steps: int) -> np.ndarray:
@@ -68,12 +72,9 @@ def linspace_f32(start: float, end: float, steps: int) -> np.ndarray:
         return np.array([s], _F)
     step = _F((e - s) / _F(steps - 1))
     halfway = steps // 2
-    i = np.arange(steps, dtype=np.float64).astype(_F)
-    lo = np.arange(steps) < halfway
-    n = np.arange(steps)[::-1].astype(_F)  # steps - 1 - i
-    first = fma_f32(np.full(steps, step), i, np.full(steps, s))
-    second = fma_f32(np.full(steps, -step), n, np.full(steps, e))
-    return np.where(lo, first, second).astype(_F)
+    first = fma_f32(step, np.arange(halfway).astype(_F), s)
+    second = fma_f32(-step, np.arange(steps - 1 - halfway, -1, -1).astype(_F), e)  # steps - 1 - i
+    return np.concatenate([first, second]).astype(_F)
 
 
 def _multi_row_sum(rows: np.ndarray) -> np.ndarray:
