@@ -130,6 +130,20 @@ def test_nan_and_inf_without_check_finite_match_torch_per_tensor(dtype: str, see
         bitnet_go.quantize(x, dtype, scale=0.05, zero_point=0)
 
 
+@DEPRECATED
+@pytest.mark.parametrize("zp", [0, 3, 8, 15])
+def test_uint4_nan_without_check_finite_matches_torch_quint4x2(zp: int) -> None:
+    """torch's quint4x2 per-tensor path (not FBGEMM's) gives qmin (0) for NaN, whatever the zero
+    point. (It also gives 0 for +Inf and for values past 2^63 * scale, an int64 cast overflow;
+    we saturate those to qmax, as the formula says: documented, not compared here.)"""
+    rng = np.random.default_rng([zp, 9])
+    x = rng.standard_normal(int(rng.integers(1, 40))).astype(np.float32)
+    x[rng.integers(0, x.size, 3)] = np.nan
+    t = torch.quantize_per_tensor(torch.from_numpy(x), 0.1, zp, torch.quint4x2)
+    q = bitnet_go.quantize(x, "uint4", scale=0.1, zero_point=zp, check_finite=False)
+    assert np.array_equal(q.packed, torch_int_repr(t))
+
+
 # ---------------------------------------------------------------- per channel, given
 
 

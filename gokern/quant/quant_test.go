@@ -192,7 +192,7 @@ func TestQuantizeRandomAgainstReference(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := codesOf(d, dst, len(x))
-				nanC := NaNCode(g.PerTensor(), s.ZeroPoints[0], qmin, qmax)
+				nanC := NaNCode(d, g.PerTensor(), s.ZeroPoints[0], qmin, qmax)
 				for i, v := range x {
 					gi := g.Of(i)
 					if w := refCode(v, s.Scales[gi], s.ZeroPoints[gi], qmin, qmax, nanC); got[i] != w {

@@ -130,8 +130,11 @@ func itoa(i int) string {
 // qmin when zp >= 128 (the sum wraps negative). Per channel or per block:
 // 0 clamped into [qmin, qmax], what torch's quantize_per_channel and
 // torchao's quantize_affine give (a NaN float cast to an integer is 0 there).
-func NaNCode(perTensor bool, zp, qmin, qmax int32) int32 {
-	if perTensor {
+// The 4-bit types take that rule per tensor too: torch's quint4x2
+// quantize_per_tensor does not run fbgemm's path and gives qmin (0) for NaN,
+// and torchao's int4 gives 0.
+func NaNCode(d qtensor.DType, perTensor bool, zp, qmin, qmax int32) int32 {
+	if perTensor && d != qtensor.I4 && d != qtensor.U4 {
 		if int64(2147483520)+int64(zp) > math.MaxInt32 {
 			return qmin
 		}
@@ -178,7 +181,7 @@ func (k *QuantizeKernels) Quantize(x []float32, s *Spec, checkFinite bool, dst [
 	if zps == nil {
 		zps = make([]int32, g.Count)
 	}
-	c := Clamp{QMin: s.QMin, QMax: s.QMax, NaN: NaNCode(g.PerTensor(), zps[0], s.QMin, s.QMax)}
+	c := Clamp{QMin: s.QMin, QMax: s.QMax, NaN: NaNCode(s.DType, g.PerTensor(), zps[0], s.QMin, s.QMax)}
 	var invP []float32
 	var zpP []int32
 	if g.rowWise() {

@@ -262,8 +262,9 @@ def quantize(
     ``scale = mean|x|`` per tensor/channel/group unless given (XNOR-Net; a group of zeros gets
     scale 0), no zero point. ``dtype="ternary"``: :func:`bitnet_go.quantize_i2s` (``group_size``
     is its ``block_size``). ``check_finite``: NaN or Inf in ``x`` is a ``ValueError``; without
-    it +Inf gives qmax, -Inf qmin, and NaN what torch gives: per tensor qmax (qmin for a zero point
-    >= 128: FBGEMM's int32 sum wraps), per channel or group 0 clamped into the range.
+    it +Inf gives qmax, -Inf qmin, and NaN what torch gives: int8/uint8 per tensor qmax (qmin for
+    a zero point >= 128: FBGEMM's int32 sum wraps), per channel or group, and int4/uint4 always,
+    0 clamped into the range (torch's quint4x2 and torchao).
 
     Example:
         >>> import bitnet_go
