@@ -133,31 +133,22 @@ func (o *Op[T]) Impls() []T {
 
 // KernelReasons returns, for every registered op, why the process selected
 // its family (Op.Reason).
-func KernelReasons() map[string]string {
-	out := make(map[string]string, len(registered))
-	for name, o := range registered {
-		out[name] = o.Reason()
-	}
-	return out
-}
+func KernelReasons() map[string]string { return perOp(registeredOp.Reason) }
 
 // KernelFamilies returns, for every registered op, the families it
 // implements that are usable under the start-up selection, generic first
 // (Op.Families): those a benchmark can time it with.
-func KernelFamilies() map[string][]Family {
-	out := make(map[string][]Family, len(registered))
-	for name, o := range registered {
-		out[name] = o.Families()
-	}
-	return out
-}
+func KernelFamilies() map[string][]Family { return perOp(registeredOp.Families) }
 
 // Kernels returns, for every registered op, the family the process
 // selected: every op is listed from start-up, whether it ran or not.
-func Kernels() map[string]Family {
-	out := make(map[string]Family, len(registered))
+func Kernels() map[string]Family { return perOp(registeredOp.Family) }
+
+// perOp maps every registered op's name to f of the op.
+func perOp[V any](f func(registeredOp) V) map[string]V {
+	out := make(map[string]V, len(registered))
 	for name, o := range registered {
-		out[name] = o.Family()
+		out[name] = f(o)
 	}
 	return out
 }

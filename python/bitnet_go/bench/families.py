@@ -352,31 +352,17 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         size=parse_sizes(getattr(args, "families_size", "") or ("4M" if quick else "16M"))[0],
         max_s=getattr(args, "families_max_s", 2.0),
     )
-    fam_cols = [(f, f"{f} ms", "s") for f in FAMILIES]
+    verdict = [("fastest", "fastest", "s"), ("pick", "pick", "s"), ("pick_over_best", "pick/best", ".2f")]
     wt = Table(
         "kernel families per workload (median ms over rounds ±spread)",
-        [
-            ("op", "op", "s"),
-            ("workload", "workload", "s"),
-            ("threads", "thr", "d"),
-            *fam_cols,
-            ("fastest", "fastest", "s"),
-            ("pick", "pick", "s"),
-            ("pick_over_best", "pick/best", ".2f"),
-        ],
+        [("op", "op", "s"), ("workload", "workload", "s"), ("threads", "thr", "d"),
+         *[(f, f"{f} ms", "s") for f in FAMILIES], *verdict],  # fmt: skip
     )
     wt.rows = [r for r in rows if r["row"] == "workload"]
     wt.done()
     ot = Table(
         f"kernel families per op (geomean ms over workloads, x the best); pick ok within {TOLERANCE:.0%} of the best",
-        [
-            ("op", "op", "s"),
-            *[(f, f, "s") for f in FAMILIES],
-            ("fastest", "fastest", "s"),
-            ("pick", "pick", "s"),
-            ("pick_over_best", "pick/best", ".2f"),
-            ("ok", "ok", ""),
-        ],
+        [("op", "op", "s"), *[(f, f, "s") for f in FAMILIES], *verdict, ("ok", "ok", "")],
     )
     ot.rows = [r for r in rows if r["row"] == "op"]
     ot.done()
