@@ -52,7 +52,9 @@ def ternary_fake_quant(w: torch.Tensor, block_size: int | None = None) -> torch.
     Forward: ``clamp(round_half_even(w / s), -1, 1) * s`` with ``s`` from
     :func:`absmean_scale`, the values and scales of
     ``quantize_i2s(w, block_size=block_size)``; backward: the identity
-    (``w + (q - w).detach()``).
+    (straight-through estimator). Written ``q + (w - w.detach())`` rather
+    than ``w + (q - w).detach()``: the same gradient, and a forward value
+    that is ``q`` exactly (the other form can be 1 ulp off).
 
     Example:
         >>> import torch
@@ -63,7 +65,7 @@ def ternary_fake_quant(w: torch.Tensor, block_size: int | None = None) -> torch.
     wf = w.reshape(s.numel(), -1)
     s2 = s.to(w.dtype)[:, None]
     q = (torch.clamp(torch.round(wf.detach() / s2), -1, 1) * s2).reshape(w.shape)
-    return w + (q - w).detach()
+    return q + (w - w.detach())
 
 
 def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
@@ -72,7 +74,8 @@ def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
     A sample is ``x[i, ...]`` over the dimensions from ``start_dim`` on (for
     ``start_dim=0``, the whole tensor): scale ``a = 127 / max(max|x_n|, 1e-5)``,
     ``q = clamp(round_half_even(x * a), -128, 127) / a``, the activation
-    quantization of ``act_bits=8`` in the kernels. Backward: the identity.
+    quantization of ``act_bits=8`` in the kernels. Backward: the identity
+    (``q + (x - x.detach())``, as :func:`ternary_fake_quant`).
 
     Example:
         >>> import torch
@@ -85,7 +88,7 @@ def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
     m = xd.abs().amax(dim=dims, keepdim=True) if dims else xd.abs()
     a = 127.0 / m.clamp_min(EPS_ACT)
     q = torch.clamp(torch.round(xd * a), -128, 127) / a
-    return x + (q - x).detach()
+    return q + (x - xd)
 
 
 class _Frozen:
