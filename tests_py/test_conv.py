@@ -14,12 +14,13 @@ import math
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 
 import bitnet_go
 from bitnet_go import _conv, diagnostics
 from bitnet_go._core import ops
+
+torch = pytest.importorskip("torch", reason="torch is not installed: the conv2d parity tests against torch are skipped")
+F = torch.nn.functional
 
 
 def _conv2d(*args, **kwargs):

@@ -21,8 +21,10 @@ from bitnet_go.quantization import (
 )
 from bitnet_go.quantization import _torchmath as tm
 
-torch = pytest.importorskip("torch")
-tob = pytest.importorskip("torch.ao.quantization.observer")
+torch = pytest.importorskip(
+    "torch", reason="torch is not installed: the observer parity tests against torch.ao are skipped"
+)
+tob = pytest.importorskip("torch.ao.quantization.observer", reason="this torch has no torch.ao.quantization.observer")
 
 _T = TypeVar("_T", bound=Callable[..., None])
 

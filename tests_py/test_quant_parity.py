@@ -12,8 +12,12 @@ import pytest
 
 import bitnet_go
 
-torch = pytest.importorskip("torch")
-quant_primitives = pytest.importorskip("torchao.quantization.quant_primitives")
+torch = pytest.importorskip(
+    "torch", reason="torch is not installed: the quantize/dequantize parity tests against torch are skipped"
+)
+quant_primitives = pytest.importorskip(
+    "torchao.quantization.quant_primitives", reason="torchao is not installed: the parity tests against it are skipped"
+)
 MappingType = quant_primitives.MappingType
 
 # torch.quantize_per_tensor & co. warn that they are deprecated (torch 2.15): filtered here, per test

@@ -42,18 +42,49 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(args)
 
 
+def kernel_table(cpu: dict[str, Any]) -> dict[str, Any]:
+    """Every op's kernel in one place, from ``cpu_features()``: the CPU kind, how kernels were
+    picked (``dispatch``), and per op the kernel family in use, why, and the families built.
+
+    Every op that has kernel families is listed (the Go side picks them all at start-up); an op
+    without a pick would show ``"kernel": None``.
+
+    Example:
+        >>> import bitnet_go
+        >>> t = kernel_table(bitnet_go.cpu_features())
+        >>> sorted(t) == ["cpu_kind", "dispatch", "ops"] and "conv_lut" in t["ops"]
+        True
+        >>> sorted(t["ops"]["conv_lut"])
+        ['families', 'kernel', 'reason']
+    """
+    families: dict[str, list[str]] = cpu.get("kernel_families", {})
+    kernels: dict[str, str] = cpu.get("kernels", {})
+    reasons: dict[str, str] = cpu.get("kernel_reasons", {})
+    ops = sorted(set(families) | set(kernels))
+    return {
+        "cpu_kind": cpu.get("cpu_kind"),
+        "dispatch": cpu.get("dispatch"),
+        "ops": {
+            op: {"kernel": kernels.get(op), "reason": reasons.get(op), "families": families.get(op, [])} for op in ops
+        },
+    }
+
+
 def _info(args: argparse.Namespace) -> int:
+    """Print version, library, threads, every op's kernel (``kernels``) and the CPU's features, as JSON."""
     import bitnet_go
 
     from ._core.lib import library_path
 
+    cpu = bitnet_go.cpu_features()
     print(
         json.dumps(
             {
                 "version": bitnet_go.__version__,
                 "library": str(library_path()),
                 "num_threads": bitnet_go.get_num_threads(),
-                "cpu": bitnet_go.cpu_features(),
+                "kernels": kernel_table(cpu),
+                "cpu": cpu,
             },
             indent=2,
         )
@@ -105,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--block-size", type=int, default=None, help="elements per scale (default: one scale)")
     d.set_defaults(func=_demo)
 
-    i = sub.add_parser("info", help="version, library path, threads, CPU features")
+    i = sub.add_parser("info", help="version, library path, threads, each op's kernel and why, CPU features")
     i.set_defaults(func=_info)
     return p
 

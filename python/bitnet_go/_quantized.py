@@ -41,6 +41,10 @@ def _max_dims() -> int:
 
 _TERNARY = ("i2_s", "tl1", "tl2")
 
+_CODE_RANGE = {"ternary": (-1, 1, 1), "binary": (-1, 1, 1), "int4": (-8, 7, 1), "uint4": (0, 15, 1),
+               "int8": (-128, 127, 16), "uint8": (0, 255, 16)}  # fmt: skip
+"""Per element type: lowest code, highest code, and codes per histogram bin."""
+
 MAX_DIMS = _max_dims()
 """Most dimensions a tensor may have (numpy's limit: its values must be able to take its shape)."""
 
@@ -288,24 +292,174 @@ class QuantizedTensor:
         """
         return self.values()  # type: ignore[attr-defined,no-any-return]  # ternary formats
 
+    # -- array behaviour (numpy's vocabulary, for notebooks and generic code)
+
+    def __len__(self) -> int:
+        """The first dimension, as ``len()`` of a numpy array; ``TypeError`` for a 0-d tensor.
+
+        ``bool(t)`` stays True whatever the shape (see :meth:`__bool__`).
+
+        Example:
+            >>> import bitnet_go
+            >>> len(bitnet_go.quantize_i2s([[1.0, -1.0, 0.0], [0.5, 0.0, 2.0]]))
+            2
+            >>> len(bitnet_go.quantize_i2s(1.0))
+            Traceback (most recent call last):
+            TypeError: len() of a 0-d TernaryTensor (shape ()); use .size for the number of elements
+        """
+        if not self.shape:
+            raise TypeError(f"len() of a 0-d {type(self).__name__} (shape ()); use .size for the number of elements")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        """Always True, as before ``__len__`` existed (a tensor is never empty: it has >= 1 element).
+
+        Example:
+            >>> import bitnet_go
+            >>> bool(bitnet_go.quantize_i2s(0.0))
+            True
+        """
+        return True
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        """Refuse the implicit conversion to a numpy array: ``np.asarray(t)`` and ``np.array(t)`` raise
+        ``TypeError`` (they would otherwise give a 0-d object array holding ``t``).
+
+        A quantized tensor has two arrays one might mean: its integer codes (``values()`` for ternary
+        tensors, ``int_repr()`` for every type) and the reconstructed floats (``dequantize()``).
+
+        Example:
+            >>> import numpy as np, bitnet_go
+            >>> np.asarray(bitnet_go.quantize_i2s([1.0, -1.0]))
+            Traceback (most recent call last):
+            TypeError: TernaryTensor does not convert to a numpy array implicitly: call .values() ...
+        """
+        codes = ".values() (or .int_repr())" if self.qtype in _TERNARY else ".int_repr()"
+        raise TypeError(
+            f"{type(self).__name__} does not convert to a numpy array implicitly: call {codes} for the "
+            f"integer codes or .dequantize() for the float32 values"
+        )
+
+    def _host_scales(self) -> np.ndarray:
+        """The scales as a numpy array (a copy from the GPU for a device tensor)."""
+        return self.scales if isinstance(self.scales, np.ndarray) else to_host(self.scales)
+
+    def scales_summary(self) -> dict[str, float | int]:
+        """Count, min, max and mean of the scales (NaN/Inf scales counted as ``non_finite`` and left
+        out of min/max/mean, which are NaN when no scale is finite).
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([1.0, -3.0, 2.0, 0.0], block_size=2, method="absmax").scales_summary()
+            {'count': 2, 'min': 2.0, 'max': 3.0, 'mean': 2.5, 'non_finite': 0}
+        """
+        s = self._host_scales().astype(np.float64)
+        finite = s[np.isfinite(s)]
+        if finite.size:
+            lo, hi, mean = float(finite.min()), float(finite.max()), float(finite.mean())
+        else:
+            lo = hi = mean = math.nan
+        return {"count": int(s.size), "min": lo, "max": hi, "mean": mean, "non_finite": int(s.size - finite.size)}
+
+    def histogram(self) -> list[tuple[str, int]]:
+        """Counts of the integer codes, as ``(label, count)`` pairs in code order.
+
+        Ternary tensors: ``-1``, ``0``, ``+1``. binary: ``-1``, ``+1``. int4/uint4: each of the 16
+        codes. int8/uint8: 16 bins of 16 codes (``"-128..-113"``, ...). Host tensors only
+        (``ValueError`` for a GPU tensor: call ``.cpu()`` first). Counted in chunks, so the extra memory
+        is the integer codes (one byte per element) and a chunk.
+
+        Example:
+            >>> import bitnet_go
+            >>> bitnet_go.quantize_i2s([2.0, -2.0, 0.0, 2.0], method="absmax").histogram()
+            [('-1', 1), ('0', 1), ('+1', 2)]
+            >>> bitnet_go.quantize([0.0, 1.0, 2.0], "uint4", scale=1.0, zero_point=0).histogram()[:3]
+            [('0', 1), ('1', 1), ('2', 1)]
+        """
+        if self.on_device:
+            raise ValueError(f"histogram() works on host tensors: call .cpu() first (this one is on {self.device})")
+        codes = self.int_repr().reshape(-1).view(np.uint8)
+        counts = np.zeros(256, np.int64)
+        chunk = 1 << 20
+        for i in range(0, codes.size, chunk):
+            counts += np.bincount(codes[i : i + chunk], minlength=256)
+        lo, hi, width = _CODE_RANGE[self.dtype]
+        signed = lo < 0  # a signed code c was counted at its byte, c & 0xFF
+        out: list[tuple[str, int]] = []
+        for start in range(lo, hi + 1, width):
+            end = min(start + width - 1, hi)
+            n = sum(int(counts[c & 0xFF if signed else c]) for c in range(start, end + 1))
+            if self.dtype == "binary" and start == 0:
+                continue  # binary has no code 0
+            label = f"{start:+d}" if self.dtype in ("ternary", "binary") and start else str(start)
+            out.append((label if width == 1 else f"{start}..{end}", n))
+        return out
+
     def _repr_html_(self) -> str:
-        """A small table for notebooks."""
+        """A small table for notebooks: shape, type, scales summary, a histogram of the codes,
+        and the bytes held against float32's.
+
+        Plain HTML (the histogram's bars are inline-styled spans, no plotting library).
+
+        Example:
+            >>> import bitnet_go
+            >>> h = bitnet_go.quantize_i2s([1.0, -1.0, 0.0])._repr_html_()
+            >>> "<table" in h and "+1" in h and "float32" in h
+            True
+        """
+        esc = html.escape
+        s = self.scales_summary()
+        scales = f"{s['count']}: min {s['min']:.4g}, max {s['max']:.4g}, mean {s['mean']:.4g}"
+        if s["non_finite"]:
+            scales += f" ({s['non_finite']} NaN/Inf)"
+        f32 = 4 * self.size
         rows = [("dtype", self.dtype), ("shape", self.shape), ("axis", self.axis), ("group_size", self.group_size),
-                ("scales", self.scales.shape[0]), ("zero_points", None if self.zero_points is None
-                                                     else self.zero_points.shape[0]),
-                ("nbytes", self.nbytes), ("bits per element", f"{self.bits_per_weight:.3f}"),
-                ("device", self.device)]  # fmt: skip
+                ("scales", scales), ("zero_points", None if self.zero_points is None else self._zp_summary()),
+                ("nbytes", f"{self.nbytes:,} (float32: {f32:,}, {_ratio(f32, self.nbytes)})"),
+                ("bits per element", f"{self.bits_per_weight:.3f}"), ("device", self.device)]  # fmt: skip
         if self.qtype in _TERNARY:
             rows.insert(1, ("packing", self.qtype))
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
-                       for k, v in rows)  # fmt: skip
-        return f"<table><caption>{html.escape(type(self).__name__)}</caption>{body}</table>"
+        body = "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in rows)
+        if self.on_device:
+            hist = "<tr><th style='text-align:left'>values</th><td>on the GPU: .cpu() shows the histogram</td></tr>"
+        else:
+            hist = self._histogram_html()
+        return f"<table><caption>{esc(type(self).__name__)}</caption>{body}{hist}</table>"
+
+    def _zp_summary(self) -> str:
+        zp = self.zero_points if isinstance(self.zero_points, np.ndarray) else to_host(self.zero_points)
+        return f"{zp.size}: min {int(zp.min())}, max {int(zp.max())}"
+
+    def _histogram_html(self) -> str:
+        """The histogram's rows: code (or bin), count, share, and a bar."""
+        hist = self.histogram()
+        top = max(n for _, n in hist) or 1
+        cells = []
+        for label, n in hist:
+            width = round(120 * n / top)
+            bar = f"<span style='display:inline-block;height:0.8em;width:{width}px;background:#4c72b0'></span>"
+            cells.append(f"<tr><td style='text-align:right'>{html.escape(label)}</td>"
+                         f"<td style='text-align:right'>{n:,}</td>"
+                         f"<td style='text-align:right'>{100 * n / self.size:.1f}%</td>"
+                         f"<td style='text-align:left'>{bar}</td></tr>")  # fmt: skip
+        inner = "<table><tr><th>code</th><th>count</th><th>share</th><th></th></tr>" + "".join(cells) + "</table>"
+        return f"<tr><th style='text-align:left;vertical-align:top'>values</th><td>{inner}</td></tr>"
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(qtype={self.qtype!r}, shape={self.shape}, block_size={self.block_size}, "
             f"scales={self.scales.shape[0]}, nbytes={self.nbytes}, bits_per_weight={self.bits_per_weight:.3f})"
         )
+
+
+def _ratio(f32: int, nbytes: int) -> str:
+    """``"14.2x smaller"`` (or ``"2.2x larger"``, for tiny tensors whose scales outweigh the data).
+
+    Example:
+        >>> _ratio(32768, 2304), _ratio(4, 9)
+        ('14.2x smaller', '2.2x larger')
+    """
+    return f"{f32 / nbytes:.1f}x smaller" if f32 >= nbytes else f"{nbytes / f32:.1f}x larger"
 
 
 def dequantize(t: QuantizedTensor) -> np.ndarray:
