@@ -10,6 +10,7 @@ Example:
 from . import cuda, diagnostics, quantization
 from ._conv import conv2d_quantized, quantize_conv_weight
 from ._core.runtime import CPUFeatures, cpu_features, get_num_threads, set_num_threads
+from ._linear import linear_quantized
 from ._quantized import QuantizedTensor, dequantize
 from ._ternary import TernaryTensor, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
@@ -27,6 +28,7 @@ __all__ = [
     "dequantize",
     "diagnostics",
     "get_num_threads",
+    "linear_quantized",
     "quantization",
     "quantize",
     "quantize_conv_weight",

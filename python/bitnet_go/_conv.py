@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,6 +14,9 @@ from ._core.devices import is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
 from ._ternary import TernaryTensor, _check_method, quantize_i2s
+
+if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
+    import torch
 
 ALGORITHMS: tuple[Algorithm, ...] = ("auto", "naive", "im2col", "direct", "lut")
 """Algorithm names accepted by :func:`conv2d_quantized`."""
@@ -181,8 +184,22 @@ def conv2d_with_info(
     return (out[0] if unbatched else out), ran
 
 
+def as_input_kind(out: np.ndarray, x: object) -> np.ndarray | torch.Tensor:
+    """``out`` as the kind of ``x``: a CPU torch tensor for a torch ``x``, else ``out`` itself.
+
+    ``out`` is a fresh array the caller allocated and holds nowhere else, so
+    the tensor (made with ``torch.from_numpy``) shares memory with nothing of
+    the library's.
+    """
+    if is_torch_tensor(x):
+        import torch  # already imported: x is a torch tensor
+
+        return torch.from_numpy(out)
+    return out
+
+
 @parameters_of(conv2d_with_info)
-def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray:  # noqa: ANN401 (the parameters are conv2d_with_info's)
+def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  # noqa: ANN401 (the parameters are conv2d_with_info's)
     """2-D convolution with a ternary weight, as ``torch.nn.functional.conv2d``.
 
     Args:
@@ -236,7 +253,9 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray:  # noqa: ANN401 (
 
     Returns:
         float32 ndarray (N, O, H_out, W_out), or (O, H_out, W_out) for an
-        unbatched ``x``, where H_out = (H + pads - dilation*(kH-1) - 1) //
+        unbatched ``x``; a float32 CPU ``torch.Tensor`` of that shape when
+        ``x`` is a torch tensor (a new tensor that shares memory with nothing
+        else, not attached to autograd), where H_out = (H + pads - dilation*(kH-1) - 1) //
         stride + 1 (likewise W_out). Runs on ``bitnet_go.get_num_threads()``
         threads and releases the GIL.
 
@@ -266,7 +285,8 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray:  # noqa: ANN401 (
         >>> bitnet_go.conv2d_quantized(x[0], w, stride=2, act_bits=8).shape
         (4, 3, 3)
     """
-    return conv2d_with_info(*args, **kwargs)[0]
+    x = args[0] if args else kwargs.get("x")
+    return as_input_kind(conv2d_with_info(*args, **kwargs)[0], x)
 
 
 def quantize_conv_weight(

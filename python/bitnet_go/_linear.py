@@ -1,0 +1,115 @@
+"""Ternary linear layer: :func:`linear_quantized` (``torch.nn.functional.linear`` with a ternary weight)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._conv import as_input_kind, conv2d_with_info
+from ._core.arrays import as_float32
+from ._core.devices import is_cuda_array
+from ._ternary import TernaryTensor
+
+if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
+    import torch
+
+
+def _check_weight(weight: object) -> TernaryTensor:
+    if not isinstance(weight, TernaryTensor):
+        raise TypeError(
+            f"weight must be a TernaryTensor of shape (out_features, in_features), got {type(weight).__name__}; "
+            f"quantize a float weight first: weight = bitnet_go.quantize_i2s(w)"
+        )
+    if weight.on_device:
+        raise ValueError(f"weight is on {weight.device}; linear_quantized runs on the CPU: pass weight.cpu()")
+    if weight.ndim != 2:
+        raise ValueError(f"weight must have 2 dimensions (out_features, in_features), got shape {weight.shape}")
+    return weight
+
+
+def linear_quantized(
+    x: ArrayLike,
+    weight: TernaryTensor,
+    bias: ArrayLike | None = None,
+    *,
+    act_bits: int | None = None,
+    check_finite: bool = True,
+) -> np.ndarray | torch.Tensor:
+    """``y = x @ W.T + bias`` with a ternary weight, as ``torch.nn.functional.linear``.
+
+    Runs as a 1x1 :func:`bitnet_go.conv2d_quantized` over an
+    (N, in_features, 1, 1) view of ``x`` (N = the product of the leading
+    dimensions): the planner's GEMV kernels for a few rows, the 1x1 GEMM for
+    more. The weight's packed bytes are used as they are (no copy), so the
+    library's cache of weight layouts serves repeated calls.
+
+    Args:
+        x: input of shape (..., in_features): numpy arrays, lists, or CPU
+            torch tensors of a real dtype, cast to float32.
+        weight: a :class:`TernaryTensor` of shape (out_features, in_features),
+            e.g. ``quantize_i2s(w)`` of a 2-D float weight (I2_S, TL1 or TL2);
+            its ``block_size`` must be None (one scale), divide in_features
+            (``block_size=in_features``: one scale per output feature), or be
+            at least the weight's size.
+        bias: None or shape (out_features,).
+        act_bits: None: float32 activations; the result equals
+            ``F.linear(x, weight.dequantize(), bias)`` to float32 rounding.
+            8: W1.58A8 as BitNet does it: each row ``x_n`` of the flattened
+            (N, in_features) input (each token) is quantized to int8 with
+            scale ``a = 127 / max(max|x_n|, 1e-5)``,
+            ``q = clamp(round_half_even(x * a), -128, 127)``, the products
+            summed exactly in int32 per weight scale block, then
+            ``(acc / a) * s + bias`` in float32 (see
+            :func:`bitnet_go.conv2d_quantized`).
+        check_finite: raise ``ValueError`` on NaN/Inf in ``x``, ``bias`` or
+            the weight's scales (as :func:`bitnet_go.conv2d_quantized`).
+
+    Returns:
+        float32 of shape (..., out_features): an ndarray for numpy (or list)
+        input; a new CPU ``torch.Tensor`` for torch input (sharing memory with
+        nothing, not attached to autograd: ``bitnet_go.nn.BitLinear`` is the
+        trainable layer).
+
+    Raises:
+        TypeError: ``weight`` is not a TernaryTensor, or a non-real dtype.
+        ValueError: ``x``'s last dimension is not in_features, a rank-0 ``x``,
+            a bias of another shape, a block size that does not divide
+            in_features, a GPU array, NaN/Inf.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> rng = np.random.default_rng(0)
+        >>> w = bitnet_go.quantize_i2s(rng.standard_normal((16, 64), dtype=np.float32))
+        >>> x = rng.standard_normal((2, 5, 64), dtype=np.float32)
+        >>> y = bitnet_go.linear_quantized(x, w)
+        >>> y.shape, bool(np.allclose(y, x @ w.dequantize().T, atol=1e-4))
+        ((2, 5, 16), True)
+        >>> bitnet_go.linear_quantized(x[0, 0], w, act_bits=8).shape
+        (16,)
+    """
+    w = _check_weight(weight)
+    for name, v in (("x", x), ("bias", bias)):
+        if v is not None and is_cuda_array(v):
+            raise ValueError(
+                f"{name} is a GPU array, but linear_quantized runs on the CPU: copy it to the host "
+                f"(torch: {name}.cpu(); CuPy: {name}.get())"
+            )
+    a = as_float32(x, "x")
+    out_features, in_features = w.shape
+    if a.ndim == 0 or a.shape[-1] != in_features:
+        raise ValueError(
+            f"x must have shape (..., in_features) = (..., {in_features}) for a weight of shape {w.shape}, "
+            f"got shape {a.shape}"
+        )
+    lead = a.shape[:-1]
+    n = math.prod(lead)
+    if n == 0:  # no rows: nothing to compute, but the bias is still checked
+        if bias is not None and as_float32(bias, "bias").shape != (out_features,):
+            raise ValueError(f"bias must have shape (out_features,) = ({out_features},), got {np.shape(bias)}")
+        return as_input_kind(np.zeros((*lead, out_features), np.float32), x)
+    w4 = TernaryTensor._make(w.qtype, (out_features, in_features, 1, 1), w.block_size, w.method, w.packed, w.scales)
+    out, _ = conv2d_with_info(a.reshape(n, in_features, 1, 1), w4, bias, act_bits=act_bits, check_finite=check_finite)
+    return as_input_kind(out.reshape(*lead, out_features), x)

@@ -1,0 +1,360 @@
+"""BitLinear and BitConv2d: trainable ternary layers with a frozen (packed I2_S) inference mode."""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812 (torch's own spelling)
+from torch import nn
+
+from .._conv import conv2d_quantized
+from .._linear import linear_quantized
+from .._ternary import TernaryTensor, quantize_i2s
+
+EPS_WEIGHT = 1e-5
+"""Floor of the absmean weight scale (as ``quantize_i2s(method="absmean")``)."""
+
+EPS_ACT = 1e-5
+"""Floor of ``max|x_n|`` in the int8 activation scale (as ``act_bits=8`` of the kernels)."""
+
+IntPair = Union[int, tuple[int, int]]
+
+
+def _check_act_bits(act_bits: object) -> int | None:
+    if act_bits is None or (type(act_bits) is int and act_bits == 8):
+        return act_bits  # type: ignore[return-value]
+    raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
+
+
+def absmean_scale(w: torch.Tensor, block_size: int | None = None) -> torch.Tensor:
+    """The absmean scale of ``w`` as :func:`bitnet_go.quantize_i2s` computes it (no gradient).
+
+    One scale per ``block_size`` consecutive elements of the flattened
+    tensor (``block_size`` must divide ``w.numel()``), or one for the whole
+    tensor: ``max(mean|w|, 1e-5)``, the mean taken in float64 and rounded
+    once to float32. Returns a 1-D float32 tensor of the block scales.
+
+    Example:
+        >>> import torch
+        >>> absmean_scale(torch.tensor([[0.5, -1.5], [0.0, 0.0]]), 2)
+        tensor([1.0000e+00, 1.0000e-05])
+    """
+    a = w.detach().abs().to(torch.float64).reshape(-1 if block_size is None else (-1, block_size))
+    m = a.mean(dim=-1).to(torch.float32).clamp_min(EPS_WEIGHT)
+    return m.reshape(-1)
+
+
+def ternary_fake_quant(w: torch.Tensor, block_size: int | None = None) -> torch.Tensor:
+    """``w`` fake-quantized to ternary (absmean, BitNet b1.58), with a straight-through gradient.
+
+    Forward: ``clamp(round_half_even(w / s), -1, 1) * s`` with ``s`` from
+    :func:`absmean_scale`, the values and scales of
+    ``quantize_i2s(w, block_size=block_size)``; backward: the identity
+    (straight-through estimator). Written ``q + (w - w.detach())`` rather
+    than ``w + (q - w).detach()``: the same gradient, and a forward value
+    that is ``q`` exactly (the other form can be 1 ulp off).
+
+    Example:
+        >>> import torch
+        >>> ternary_fake_quant(torch.tensor([0.9, -0.1, -2.0, 1.2]))
+        tensor([ 1.0500,  0.0000, -1.0500,  1.0500])
+    """
+    s = absmean_scale(w, block_size)
+    wf = w.reshape(s.numel(), -1)
+    s2 = s.to(w.dtype)[:, None]
+    q = (torch.clamp(torch.round(wf.detach() / s2), -1, 1) * s2).reshape(w.shape)
+    return q + (w - w.detach())
+
+
+def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
+    """``x`` fake-quantized to int8 per sample (absmax), with a straight-through gradient.
+
+    A sample is ``x[i, ...]`` over the dimensions from ``start_dim`` on (for
+    ``start_dim=0``, the whole tensor): scale ``a = 127 / max(max|x_n|, 1e-5)``,
+    ``q = clamp(round_half_even(x * a), -128, 127) / a``, the activation
+    quantization of ``act_bits=8`` in the kernels. Backward: the identity
+    (``q + (x - x.detach())``, as :func:`ternary_fake_quant`).
+
+    Example:
+        >>> import torch
+        >>> int8_fake_quant(torch.tensor([[1.0, 0.3333], [0.0, 2.0]]), 1)
+        tensor([[1.0000, 0.3307],
+                [0.0000, 2.0000]])
+    """
+    xd = x.detach()
+    dims = tuple(range(start_dim, x.ndim))
+    m = xd.abs().amax(dim=dims, keepdim=True) if dims else xd.abs()
+    a = 127.0 / m.clamp_min(EPS_ACT)
+    q = torch.clamp(torch.round(xd * a), -128, 127) / a
+    return q + (x - xd)
+
+
+class _Frozen:
+    """What BitLinear and BitConv2d share: the I2_S buffers of the frozen mode."""
+
+    weight_packed: torch.Tensor
+    weight_scale: torch.Tensor
+    block_size: int | None
+    act_bits: int | None
+
+    def _weight_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _block_size(self) -> int | None:
+        return self.block_size
+
+    @property
+    def frozen(self) -> bool:
+        """True once the weight is packed (``freeze()``, ``convert()`` or a frozen state dict)."""
+        return "weight_packed" in self._buffers  # type: ignore[attr-defined]
+
+    def ternary_weight(self) -> TernaryTensor:
+        """The weight as a :class:`bitnet_go.TernaryTensor`: the packed buffers of a frozen layer
+        (no copy), or ``quantize_i2s`` of the master weight of a training-mode layer."""
+        if not self.frozen:
+            w = self.weight.detach().cpu()  # type: ignore[attr-defined]
+            return quantize_i2s(w, block_size=self._block_size(), method="absmean", device="cpu")
+        return TernaryTensor._make(
+            "i2_s",
+            self._weight_shape(),
+            self._block_size(),
+            "absmean",
+            self.weight_packed.numpy(),
+            self.weight_scale.numpy(),
+        )
+
+    def _set_frozen(self, t: TernaryTensor | None) -> None:
+        """Replace the float weight by I2_S buffers (those of ``t``, or empty ones of the right size)."""
+        if t is None:
+            t = quantize_i2s(np.zeros(self._weight_shape(), np.float32), block_size=self._block_size(), device="cpu")
+        if "weight" in self._parameters:  # type: ignore[attr-defined]
+            del self._parameters["weight"]  # type: ignore[attr-defined]
+        packed = torch.from_numpy(np.array(t.packed))
+        scales = torch.from_numpy(np.array(t.scales))
+        if self.frozen:
+            self.weight_packed = packed
+            self.weight_scale = scales
+        else:
+            self.register_buffer("weight_packed", packed)  # type: ignore[attr-defined]
+            self.register_buffer("weight_scale", scales)  # type: ignore[attr-defined]
+
+    def freeze(self) -> Any:  # noqa: ANN401 (returns self, the subclass)
+        """Pack the weight as I2_S (``quantize_i2s(weight, method="absmean")``) and run the kernels from now on.
+
+        The float weight is dropped; the layer keeps ``weight_packed``
+        (uint8) and ``weight_scale`` (float32) buffers, which ``state_dict()``
+        holds. The forward then takes CPU tensors and gives no gradients.
+        Returns ``self``; a frozen layer is returned as it is.
+        """
+        if not self.frozen:
+            self._set_frozen(self.ternary_weight())
+        return self
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:  # noqa: ANN401
+        # a frozen state dict loads into a training-mode layer: it becomes frozen
+        if prefix + "weight_packed" in state_dict and not self.frozen:
+            self._set_frozen(None)
+        super()._load_from_state_dict(state_dict, prefix, *args)  # type: ignore[misc]
+
+    def _frozen_extra(self) -> str:
+        s = f", act_bits={self.act_bits}"
+        return s + (", frozen=True (i2_s)" if self.frozen else "")
+
+    def _bias_arg(self) -> torch.Tensor | None:
+        b = self.bias  # type: ignore[attr-defined]
+        return None if b is None else b.detach()
+
+
+def _out_like(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return y.to(x.dtype) if x.dtype.is_floating_point and x.dtype != y.dtype else y
+
+
+class BitLinear(_Frozen, nn.Linear):
+    """A ternary ``nn.Linear`` (BitNet b1.58): trains with fake quantization, runs packed once frozen.
+
+    Training mode (as constructed): a float master ``weight``; the forward
+    fake-quantizes the weight to ternary (:func:`ternary_fake_quant`, absmean,
+    one scale per ``block_size`` elements of the flattened weight or one for
+    the tensor) and, with ``act_bits=8``, each row of the input (each token)
+    to int8 (:func:`int8_fake_quant`), with straight-through gradients, so
+    ``loss.backward()`` trains the master weight.
+
+    Frozen (:meth:`freeze`, :func:`bitnet_go.nn.convert`): the weight is
+    packed I2_S and the forward runs :func:`bitnet_go.linear_quantized` on
+    CPU tensors; it equals the training-mode forward to float32 rounding.
+
+    Args:
+        in_features, out_features, bias: as ``nn.Linear``.
+        act_bits: 8 (W1.58A8, BitNet) or None (float activations).
+        block_size: None (one weight scale, BitNet b1.58) or a divisor of
+            ``in_features`` (``in_features``: one scale per output feature).
+
+    Example:
+        >>> import torch
+        >>> from bitnet_go.nn import BitLinear
+        >>> _ = torch.manual_seed(0)
+        >>> layer = BitLinear(64, 8)
+        >>> x = torch.randn(4, 64)
+        >>> layer(x).sum().backward()
+        >>> y = layer(x).detach()
+        >>> frozen = layer.freeze()
+        >>> bool(torch.allclose(frozen(x), y, atol=1e-5)), frozen.weight_packed.dtype
+        (True, torch.uint8)
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        *,
+        act_bits: int | None = 8,
+        block_size: int | None = None,
+        device: Any = None,  # noqa: ANN401 (as nn.Linear)
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        if block_size is not None and (type(block_size) is not int or block_size < 1 or in_features % block_size):
+            raise ValueError(f"block_size must be None or a divisor of in_features={in_features}, got {block_size!r}")
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.act_bits = _check_act_bits(act_bits)
+        self.block_size = block_size
+
+    def _weight_shape(self) -> tuple[int, ...]:
+        return (self.out_features, self.in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``F.linear`` with the quantized weight (and int8 activations with ``act_bits=8``)."""
+        if self.frozen:
+            y = linear_quantized(x, self.ternary_weight(), self._bias_arg(), act_bits=self.act_bits)
+            return _out_like(y, x)  # type: ignore[arg-type]
+        w = ternary_fake_quant(self.weight, self.block_size)
+        if self.act_bits == 8:
+            x = int8_fake_quant(x, x.ndim - 1)
+        return F.linear(x, w, self.bias)
+
+    @classmethod
+    def from_float(
+        cls, module: nn.Linear, *, act_bits: int | None = 8, block_size: int | None = None, freeze: bool = True
+    ) -> BitLinear:
+        """A BitLinear with ``module``'s weight and bias (copied), frozen unless ``freeze=False``.
+
+        ``freeze=False`` gives a training-mode layer to fine-tune
+        (quantization-aware training) from a float ``nn.Linear``.
+
+        Example:
+            >>> import torch
+            >>> from bitnet_go.nn import BitLinear
+            >>> BitLinear.from_float(torch.nn.Linear(16, 4)).frozen
+            True
+        """
+        if not isinstance(module, nn.Linear):
+            raise TypeError(f"module must be a torch.nn.Linear, got {type(module).__name__}")
+        w = module.weight.detach()
+        new = cls(
+            module.in_features,
+            module.out_features,
+            module.bias is not None,
+            act_bits=act_bits,
+            block_size=block_size,
+            device=w.device,
+            dtype=w.dtype if w.dtype.is_floating_point else None,
+        )
+        with torch.no_grad():
+            new.weight.copy_(w)
+            if module.bias is not None:
+                new.bias.copy_(module.bias.detach())  # type: ignore[union-attr]
+        return new.freeze() if freeze else new
+
+    def extra_repr(self) -> str:
+        bs = "" if self.block_size is None else f", block_size={self.block_size}"
+        return super().extra_repr() + bs + self._frozen_extra()
+
+
+class BitConv2d(_Frozen, nn.Conv2d):
+    """A ternary ``nn.Conv2d``: trains with fake quantization, runs packed once frozen.
+
+    As :class:`BitLinear`: training mode fake-quantizes the weight to ternary
+    (absmean, one scale for the tensor) and, with ``act_bits=8``, each sample
+    ``x[n]`` of the input to int8, with straight-through gradients; frozen, the
+    forward runs :func:`bitnet_go.conv2d_quantized` on CPU tensors. Only
+    ``padding_mode="zeros"``.
+
+    Example:
+        >>> import torch
+        >>> from bitnet_go.nn import BitConv2d
+        >>> _ = torch.manual_seed(0)
+        >>> conv = BitConv2d(3, 8, 3, padding=1)
+        >>> x = torch.randn(2, 3, 8, 8)
+        >>> y = conv(x)
+        >>> y.shape, bool(torch.allclose(conv.freeze()(x), y.detach(), atol=1e-5))
+        (torch.Size([2, 8, 8, 8]), True)
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntPair,
+        stride: IntPair = 1,
+        padding: IntPair | str = 0,
+        dilation: IntPair = 1,
+        groups: int = 1,
+        bias: bool = True,
+        *,
+        act_bits: int | None = 8,
+        device: Any = None,  # noqa: ANN401 (as nn.Conv2d)
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            device=device, dtype=dtype,
+        )  # fmt: skip
+        self.act_bits = _check_act_bits(act_bits)
+        self.block_size = None
+
+    def _weight_shape(self) -> tuple[int, ...]:
+        return (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``F.conv2d`` with the quantized weight (and int8 activations with ``act_bits=8``)."""
+        if self.frozen:
+            y = conv2d_quantized(
+                x, self.ternary_weight(), self._bias_arg(), stride=self.stride, padding=self.padding,
+                dilation=self.dilation, groups=self.groups, act_bits=self.act_bits,
+            )  # fmt: skip
+            return _out_like(y, x)  # type: ignore[arg-type]
+        w = ternary_fake_quant(self.weight)
+        if self.act_bits == 8:
+            x = int8_fake_quant(x, 1 if x.ndim == 4 else 0)
+        return F.conv2d(x, w, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    @classmethod
+    def from_float(cls, module: nn.Conv2d, *, act_bits: int | None = 8, freeze: bool = True) -> BitConv2d:
+        """A BitConv2d with ``module``'s geometry, weight and bias (copied), frozen unless ``freeze=False``.
+
+        Example:
+            >>> import torch
+            >>> from bitnet_go.nn import BitConv2d
+            >>> BitConv2d.from_float(torch.nn.Conv2d(3, 4, 3, padding="same")).padding
+            'same'
+        """
+        if not isinstance(module, nn.Conv2d):
+            raise TypeError(f"module must be a torch.nn.Conv2d, got {type(module).__name__}")
+        if module.padding_mode != "zeros":
+            raise ValueError(f"only padding_mode='zeros' is supported, got {module.padding_mode!r}")
+        w = module.weight.detach()
+        new = cls(
+            module.in_channels, module.out_channels, module.kernel_size, module.stride, module.padding,
+            module.dilation, module.groups, module.bias is not None, act_bits=act_bits, device=w.device,
+            dtype=w.dtype if w.dtype.is_floating_point else None,
+        )  # fmt: skip
+        with torch.no_grad():
+            new.weight.copy_(w)
+            if module.bias is not None:
+                new.bias.copy_(module.bias.detach())  # type: ignore[union-attr]
+        return new.freeze() if freeze else new
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + self._frozen_extra()

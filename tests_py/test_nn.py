@@ -1,0 +1,368 @@
+"""bitnet_go.nn: BitLinear / BitConv2d training (STE) against a pure-torch reference, freeze, convert,
+state_dict and torch.save round trips."""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import bitnet_go  # noqa: E402
+from bitnet_go import nn as bnn  # noqa: E402
+
+nn = torch.nn
+F = torch.nn.functional
+
+
+# ----------------------------------------------------- a pure-torch reference
+
+
+def ref_weight_quant(w: torch.Tensor, block_size: int | None) -> torch.Tensor:
+    """BitNet b1.58's absmean ternary weight, written out: s = max(mean|w|, 1e-5) per block."""
+    flat = w.reshape(-1, w.numel() if block_size is None else block_size)
+    s = flat.detach().abs().double().mean(dim=1, keepdim=True).float().clamp(min=1e-5)
+    q = (flat / s).round().clamp(-1, 1) * s
+    return q.reshape(w.shape)
+
+
+def ref_act_quant(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    """int8 absmax per sample: a = 127 / max(max|x|, 1e-5), round half even, clamp, / a."""
+    m = x.abs().amax(dim=dims, keepdim=True) if dims else x.abs()
+    a = 127.0 / m.clamp(min=1e-5)
+    return (x * a).round().clamp(-128, 127) / a
+
+
+class RefBitLinear(nn.Linear):
+    def __init__(self, *args: object, block_size: int | None = None, act_bits: int | None = 8) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.block_size, self.act_bits = block_size, act_bits
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = ref_weight_quant(self.weight.detach(), self.block_size) + (self.weight - self.weight.detach())
+        if self.act_bits == 8:
+            x = ref_act_quant(x.detach(), (x.ndim - 1,)) + (x - x.detach())
+        return F.linear(x, w, self.bias)
+
+
+class RefBitConv2d(nn.Conv2d):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = ref_weight_quant(self.weight.detach(), None) + (self.weight - self.weight.detach())
+        x = ref_act_quant(x.detach(), (1, 2, 3)) + (x - x.detach())
+        return F.conv2d(x, w, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+def _copy_params(dst: nn.Module, src: nn.Module) -> None:
+    dst.load_state_dict(src.state_dict())
+
+
+# ------------------------------------------------------------ training (STE)
+
+
+@pytest.mark.parametrize(("block_size", "act_bits"), [(None, 8), (16, 8), (64, None)])
+def test_bitlinear_matches_reference_forward_and_gradients(block_size: int | None, act_bits: int | None) -> None:
+    torch.manual_seed(0)
+    layer = bnn.BitLinear(64, 24, block_size=block_size, act_bits=act_bits)
+    ref = RefBitLinear(64, 24, block_size=block_size, act_bits=act_bits)
+    _copy_params(ref, layer)
+    x = torch.randn(3, 5, 64, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    target = torch.randn(3, 5, 24)
+    y, yr = layer(x), ref(xr)
+    assert torch.equal(y, yr)
+    F.mse_loss(y, target).backward()
+    F.mse_loss(yr, target).backward()
+    assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
+    assert torch.equal(layer.weight.grad, ref.weight.grad)
+    assert torch.equal(layer.bias.grad, ref.bias.grad)
+    assert torch.equal(x.grad, xr.grad)
+
+
+@pytest.mark.parametrize(("stride", "padding", "groups"), [(1, 1, 1), (2, 0, 1), (1, "same", 4)])
+def test_bitconv2d_matches_reference_forward_and_gradients(stride: int, padding: object, groups: int) -> None:
+    torch.manual_seed(1)
+    conv = bnn.BitConv2d(8, 12, 3, stride=stride, padding=padding, groups=groups)
+    ref = RefBitConv2d(8, 12, 3, stride=stride, padding=padding, groups=groups)
+    _copy_params(ref, conv)
+    x = torch.randn(2, 8, 9, 9, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    y, yr = conv(x), ref(xr)
+    assert torch.equal(y, yr)
+    (y * y).sum().backward()
+    (yr * yr).sum().backward()
+    assert torch.equal(conv.weight.grad, ref.weight.grad)
+    assert torch.equal(conv.bias.grad, ref.bias.grad)
+    assert torch.equal(x.grad, xr.grad)
+
+
+def test_a_few_optimizer_steps_train() -> None:
+    torch.manual_seed(2)
+    model = nn.Sequential(bnn.BitLinear(16, 32), nn.ReLU(), bnn.BitLinear(32, 1))
+    x = torch.randn(256, 16)
+    y = x[:, :1] * 2 - x[:, 1:2]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = None
+    for _ in range(60):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        first = loss.item() if first is None else first
+    assert loss.item() < 0.5 * first
+
+
+# ----------------------------------------------------------------- freeze
+
+
+@pytest.mark.parametrize(("block_size", "act_bits"), [(None, 8), (32, 8), (None, None), (128, None)])
+def test_bitlinear_frozen_equals_training_forward(block_size: int | None, act_bits: int | None) -> None:
+    torch.manual_seed(3)
+    layer = bnn.BitLinear(128, 40, block_size=block_size, act_bits=act_bits)
+    x = torch.randn(4, 6, 128) * 2
+    with torch.no_grad():
+        y = layer(x)
+    fake = bnn.ternary_fake_quant(layer.weight.detach(), block_size)
+    layer.freeze()
+    assert layer.frozen and "weight" not in dict(layer.named_parameters())
+    t = layer.ternary_weight()
+    # the packed weight is the training forward's weight, exactly
+    assert torch.equal(torch.from_numpy(t.dequantize()), fake)
+    assert t.block_size == block_size and t.method == "absmean"
+    yf = layer(x)
+    assert yf.shape == y.shape and not yf.requires_grad
+    torch.testing.assert_close(yf, y, rtol=1e-5, atol=1e-5)
+    assert layer.freeze() is layer  # twice: no-op
+
+
+@pytest.mark.parametrize(
+    ("kw", "shape"),
+    [
+        (dict(kernel_size=3, padding=1), (2, 8, 10, 10)),
+        (dict(kernel_size=1), (3, 8, 5, 5)),
+        (dict(kernel_size=(3, 5), stride=2, dilation=(1, 2), padding=(1, 2)), (2, 8, 11, 13)),
+        (dict(kernel_size=3, groups=8, padding="same"), (2, 8, 7, 7)),
+        (dict(kernel_size=3, padding=1, bias=False, act_bits=None), (8, 9, 9)),
+    ],
+)
+def test_bitconv2d_frozen_equals_training_forward(kw: dict, shape: tuple[int, ...]) -> None:
+    torch.manual_seed(4)
+    conv = bnn.BitConv2d(8, 16, **kw)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        y = conv(x)
+    frozen = copy.deepcopy(conv).freeze()
+    torch.testing.assert_close(frozen(x), y, rtol=1e-5, atol=1e-5)
+
+
+def test_from_float_and_dtype_kept() -> None:
+    torch.manual_seed(5)
+    lin = nn.Linear(32, 8)
+    q = bnn.BitLinear.from_float(lin)
+    assert q.frozen and q.in_features == 32 and q.out_features == 8
+    train = bnn.BitLinear.from_float(lin, freeze=False)
+    assert torch.equal(train.weight, lin.weight) and not train.frozen
+    x = torch.randn(5, 32, dtype=torch.float64)
+    assert q(x).dtype == torch.float64
+    conv = nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=False)
+    qc = bnn.BitConv2d.from_float(conv)
+    assert qc.frozen and qc.bias is None and qc.stride == (2, 2)
+    with pytest.raises(ValueError, match="padding_mode"):
+        bnn.BitConv2d.from_float(nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"))
+    with pytest.raises(TypeError):
+        bnn.BitLinear.from_float(conv)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="block_size"):
+        bnn.BitLinear(30, 4, block_size=7)
+    with pytest.raises(ValueError, match="act_bits"):
+        bnn.BitLinear(30, 4, act_bits=4)
+
+
+# ------------------------------------------------------------ serialisation
+
+
+def test_state_dict_round_trip_into_a_training_layer() -> None:
+    torch.manual_seed(6)
+    layer = bnn.BitLinear(64, 10, block_size=64).freeze()
+    sd = layer.state_dict()
+    assert set(sd) == {"weight_packed", "weight_scale", "bias"}
+    assert sd["weight_packed"].dtype == torch.uint8 and sd["weight_scale"].shape == (10,)
+    fresh = bnn.BitLinear(64, 10, block_size=64)  # training mode: becomes frozen on load
+    fresh.load_state_dict(sd)
+    assert fresh.frozen
+    x = torch.randn(3, 64)
+    assert torch.equal(fresh(x), layer(x))
+    conv = bnn.BitConv2d(4, 6, 3).freeze()
+    conv2 = bnn.BitConv2d(4, 6, 3)
+    conv2.load_state_dict(conv.state_dict())
+    xc = torch.randn(1, 4, 6, 6)
+    assert torch.equal(conv2(xc), conv(xc))
+
+
+def test_torch_save_load_and_pickle() -> None:
+    torch.manual_seed(7)
+    model = nn.Sequential(bnn.BitConv2d(3, 4, 3), nn.Flatten(), bnn.BitLinear(4 * 4 * 4, 5))
+    model, _ = bnn.convert(model, progress=False)
+    x = torch.randn(2, 3, 6, 6)
+    y = model(x)
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert torch.equal(loaded(x), y)
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    buf.seek(0)
+    sd = torch.load(buf, weights_only=True)  # plain tensors only: the safe loader takes it
+    other = nn.Sequential(bnn.BitConv2d(3, 4, 3), nn.Flatten(), bnn.BitLinear(4 * 4 * 4, 5))
+    other.load_state_dict(sd)
+    assert torch.equal(other(x), y)
+    assert torch.equal(pickle.loads(pickle.dumps(model))(x), y)
+
+
+# -------------------------------------------------------------------- convert
+
+
+class BasicBlock(nn.Module):
+    """torchvision's ResNet BasicBlock, small."""
+
+    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else None
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        idt = x if self.downsample is None else self.downsample(x)
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + idt)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.layer1 = nn.Sequential(BasicBlock(8, 8), BasicBlock(8, 16, 2))
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.avgpool(self.layer1(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+CONV_NAMES = [
+    "conv1",
+    "layer1.0.conv1",
+    "layer1.0.conv2",
+    "layer1.1.conv1",
+    "layer1.1.conv2",
+    "layer1.1.downsample.0",
+]
+
+
+def _fake_quant_twin(model: nn.Module) -> nn.Module:
+    """The model with every Linear/Conv2d as a training-mode Bit layer (same weights)."""
+    twin = copy.deepcopy(model)
+    for name, m in list(twin.named_modules()):
+        if type(m) in (nn.Linear, nn.Conv2d):
+            new = (bnn.BitLinear if type(m) is nn.Linear else bnn.BitConv2d).from_float(m, freeze=False)
+            parent, _, attr = name.rpartition(".")
+            setattr(twin.get_submodule(parent), attr, new)
+    return twin
+
+
+def test_convert_tiny_resnet() -> None:
+    torch.manual_seed(8)
+    model = TinyResNet().eval()
+    x = torch.randn(2, 3, 12, 12)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    q, report = bnn.convert(model, progress=False)
+    # the original is untouched (inplace=False)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert [r.name for r in report] == [*CONV_NAMES, "fc"]
+    assert report[0] == bnn.Converted("conv1", "Conv2d", (8, 3, 3, 3), 8 * 27 * 4, 64 + 4)
+    assert report[-1].kind == "Linear" and report[-1].bytes_after == 64 + 4 + 40
+    assert all(r.bytes_after < r.bytes_before for r in report)
+    assert isinstance(q.fc, bnn.BitLinear) and isinstance(q.layer1[1].downsample[0], bnn.BitConv2d)
+    with torch.no_grad():
+        want = _fake_quant_twin(model).eval()(x)
+    torch.testing.assert_close(q(x), want, rtol=1e-4, atol=1e-4)
+    listed = bnn.layers(q)
+    assert [n for n, *_ in listed] == [*CONV_NAMES, "fc"] and {f for *_, f, _ in listed} == {"i2_s"}
+
+
+def test_convert_include_exclude_inplace_and_bit_layers() -> None:
+    torch.manual_seed(9)
+    model = TinyResNet()
+    _, rep = bnn.convert(model, include="layer1.*", exclude=["*downsample*"], progress=False)
+    assert [r.name for r in rep] == CONV_NAMES[1:5]
+    _, rep = bnn.convert(model, include=lambda n, m: isinstance(m, nn.Linear), progress=False)
+    assert [r.name for r in rep] == ["fc"]
+    same, rep = bnn.convert(model, exclude="conv1", inplace=True, progress=False)
+    assert same is model and isinstance(model.fc, bnn.BitLinear) and type(model.conv1) is nn.Conv2d
+    _, rep = bnn.convert(model, progress=False)  # converted layers are not converted again
+    assert [r.name for r in rep] == ["conv1"]
+    # training-mode Bit layers are frozen with their own settings
+    bit = nn.Sequential(bnn.BitLinear(64, 4, block_size=32, act_bits=None))
+    q, rep = bnn.convert(bit, progress=False)
+    assert rep[0].kind == "BitLinear" and q[0].frozen and q[0].act_bits is None and q[0].block_size == 32
+    assert not bit[0].frozen
+    # a bare layer
+    q, rep = bnn.convert(nn.Linear(8, 2), progress=False)
+    assert isinstance(q, bnn.BitLinear) and rep[0].name == ""
+    with pytest.raises(TypeError):
+        bnn.convert(model, include=[1], progress=False)  # type: ignore[list-item]
+
+
+def test_convert_keyboard_interrupt_leaves_converted_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(10)
+    model = TinyResNet()
+    real = bnn.BitConv2d.from_float
+    calls = []
+
+    def interrupted(m: nn.Conv2d, **kw: object) -> bnn.BitConv2d:
+        calls.append(m)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(m, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bnn.BitConv2d, "from_float", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bnn.convert(model, inplace=True, progress=False)
+    kinds = [type(model.get_submodule(n)).__name__ for n in CONV_NAMES]
+    assert kinds == ["BitConv2d", "BitConv2d", "Conv2d", "Conv2d", "Conv2d", "Conv2d"]
+    assert type(model.fc) is nn.Linear
+    monkeypatch.setattr(bnn.BitConv2d, "from_float", real)
+    _, rep = bnn.convert(model, inplace=True, progress=False)  # finishes the rest
+    assert [r.name for r in rep] == [*CONV_NAMES[2:], "fc"]
+
+
+def test_convert_progress(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+    pytest.importorskip("tqdm")
+    bnn.convert(model)  # the bar (on stderr)
+    assert "bitnet_go.nn.convert" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    bnn.convert(model)
+    assert capsys.readouterr().err == ""
+    bnn.convert(model, progress=True)
+    assert capsys.readouterr().err.splitlines() == ["[1/2] 0", "[2/2] 1"]
+    bnn.convert(model, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_import_bitnet_go_alone_has_no_nn_attribute_loaded_eagerly() -> None:
+    assert "linear_quantized" in bitnet_go.__all__
+    assert isinstance(bnn.BitLinear(4, 2).ternary_weight(), bitnet_go.TernaryTensor)
+    assert np.all(np.isin(bnn.BitLinear(4, 2).ternary_weight().values(), [-1, 0, 1]))
