@@ -1,11 +1,12 @@
 # bitnet_go — every command a developer or CI needs. See README.md.
 #
 #   make demo    set up (Python venv, Go library, package) and run the demo
-#   make test    everything CI runs: Go (also -tags noasm, fuzz), ruff, pytest
+#   make test    everything CI runs: Go (also -tags noasm, fuzz), ruff, pytest (notebooks
+#                included), a short bench run
 #   make bench   the benchmark suite (python -m bitnet_go bench)
 #   make wheel   build the py3-none-manylinux_2_NN_<arch> wheel into dist/
 #
-# The Python environment (numpy, pytest, torch, ruff, matplotlib) lives in
+# The Python environment (numpy, pytest, torch, ruff, matplotlib, the notebook tools) lives in
 # ~/.cache/bitnet_go/venv-<hash of requirements-dev.txt>: created when missing,
 # reused afterwards (torch is a few GB). Set VENV=... to use another one.
 
@@ -27,7 +28,7 @@ FUZZTIME ?= 5s
 SPEC_FUZZ_EXECS ?= 30000x
 GO_SOURCES := $(shell find bindings gokern cuda -name '*.go' -o -name '*.s' -o -name '*.c' -o -name '*.ptx' 2>/dev/null) go.mod go.sum
 
-.PHONY: help venv lib ptx generate check-generate install demo test test-go test-go-noasm fuzz lint test-py bench wheel clean
+.PHONY: help venv lib ptx generate check-generate install demo test test-go test-go-noasm fuzz lint test-py test-notebooks bench bench-smoke wheel clean
 
 help:
 	@sed -n '2,12p' Makefile
@@ -72,7 +73,7 @@ install: venv
 demo: install
 	cd /tmp && "$(PY)" -m bitnet_go demo
 
-test: test-go test-go-noasm check-generate fuzz lint test-py
+test: test-go test-go-noasm check-generate fuzz lint test-py bench-smoke
 
 # test-go ends with the concurrency packages under the race detector (fast,
 # with checkptr); `go test -race ./gokern/...` covers the kernels too, in a
@@ -104,6 +105,19 @@ test-py: install
 
 bench: install
 	cd /tmp && "$(PY)" -m bitnet_go bench $(BENCH_ARGS)
+
+# `make bench`'s command line with no suite named (every suite), on tiny inputs: a few
+# seconds, so that the bench cannot break unnoticed (it once failed on Python 3.11).
+BENCH_SMOKE_ARGS := --threads 1 --repeat 1 --sizes 1M --conv-quick --conv-no-mem \
+  --quant-sizes 4K --quant-obs-size 4K --quant-obs-batches 1 \
+  --linear-shapes 128x128 --linear-batches 1 --linear-rounds 1 \
+  --families-quick --families-rounds 1 --families-ops quantize_i2s --families-size 1M
+bench-smoke: install
+	cd /tmp && "$(PY)" -m bitnet_go bench $(BENCH_SMOKE_ARGS) > /dev/null
+
+# The example notebooks alone (test-py runs them too, in tests_py/test_notebooks.py).
+test-notebooks: install
+	"$(PY)" -m pytest tests_py/test_notebooks.py -q -rs
 
 # bitnet.cpp's I2_S kernel for `bench linear`, built out of tree from a
 # microsoft/BitNet checkout (nothing of it is copied here):

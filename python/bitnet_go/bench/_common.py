@@ -143,55 +143,138 @@ def fmt(v: object, spec: str) -> str:
     return format(v, spec)
 
 
-def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]], title: str = "") -> None:
-    """Print rows as an aligned table; ``columns`` are (key, header, format spec).
+def spread_text(ts: Sequence[float]) -> str:
+    """The spread of timings (seconds) as ``"min-max"`` in ms, the ``range`` columns' text.
 
     Example:
-        >>> print_table([{"a": 1.0}], [("a", "A", ".1f")])
+        >>> spread_text([0.0012, 0.0010, 0.0015])
+        '1.00-1.50'
+    """
+    lo, hi = min(ts) * 1e3, max(ts) * 1e3
+    d = 2 if hi >= 0.1 else 3
+    return f"{lo:.{d}f}-{hi:.{d}f}"
+
+
+Column = tuple[str, ...]
+"""A table column: (row key, heading, format spec) and optionally the heading's explanation for the legend."""
+
+
+def print_table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[Column], title: str = "", notes: Sequence[str] = ()
+) -> None:
+    """Print rows as an aligned table; ``columns`` are (key, header, format spec[, explanation]).
+
+    The explanations and ``notes`` are printed under the table as its legend.
+
+    Example:
+        >>> print_table([{"a": 1.0}], [("a", "A", ".1f", "a number")])
         A
         ---
         1.0
+          A  a number
     """
-    cells = [[fmt(r.get(k), spec) for k, _, spec in columns] for r in rows]
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (_, h, _) in enumerate(columns)]
+    cells = [[fmt(r.get(c[0]), c[2]) for c in columns] for r in rows]
+    widths = [max([len(c[1])] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     if title:
         print(f"\n{title}")
-    head = "  ".join(h.rjust(w) if i else h.ljust(w) for i, ((_, h, _), w) in enumerate(zip(columns, widths)))
+    head = "  ".join(c[1].rjust(w) if i else c[1].ljust(w) for i, (c, w) in enumerate(zip(columns, widths)))
     print(head.rstrip())
     print("  ".join("-" * w for w in widths))
     for c in cells:
         print("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(c, widths))).rstrip())
+    explained = [(c[1], c[3]) for c in columns if len(c) > 3 and c[3]]
+    if explained:
+        hw = max(len(h) for h, _ in explained)
+        for h, e in explained:
+            print(f"  {h.ljust(hw)}  {e}")
+    for n in notes:
+        print(f"  {n}")
     sys.stdout.flush()
 
 
-class Table:
-    """A suite's rows, each printed as it comes (the title before the first), all of them at the end.
+def progress(text: str, *, end: bool = False) -> None:
+    """Show what the bench is doing now on stderr: in place on a terminal, a line each otherwise.
+
+    ``end=True`` clears the line on a terminal (nothing elsewhere).
 
     Example:
-        >>> t = Table("T", [("a", "A", ".1f")])
+        >>> progress("[1/2] 1M thr=1")  # on stderr
+    """
+    err = sys.stderr
+    tty = hasattr(err, "isatty") and err.isatty()
+    if end:
+        if tty:
+            err.write("\r\033[K")
+            err.flush()
+        return
+    if tty:
+        err.write("\r\033[K" + text[: max(20, _term_width() - 1)])
+    else:
+        err.write(text + "\n")
+    err.flush()
+
+
+def _term_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 100
+
+
+class Table:
+    """A suite's rows: a progress line (stderr) per measurement, the table once at the end, with its legend.
+
+    ``columns`` are (key, heading, format spec[, explanation]); ``total`` is the number of
+    measurements (rows) the suite will make, for ``[k/total]``; ``notes`` are printed
+    under the legend.
+
+    Example:
+        >>> t = Table("T", [("a", "A", ".1f", "a number")], total=1)
+        >>> t.start("a=1")  # "[1/1] a=1 ..." on stderr
         >>> t.add({"a": 1.0})
+        >>> rows = t.done()
         <BLANKLINE>
         T
         A
         ---
         1.0
-        >>> len(t.rows)
+          A  a number
+        >>> len(rows)
         1
     """
 
-    def __init__(self, title: str, columns: Sequence[tuple[str, str, str]]) -> None:
+    def __init__(
+        self, title: str, columns: Sequence[Column], *, total: int | None = None, notes: Sequence[str] = ()
+    ) -> None:
         self.title = title
         self.columns = columns
+        self.total = total
+        self.notes = list(notes)
         self.rows: list[dict[str, Any]] = []
+        self._started = False
+        self._t0 = time.perf_counter()
+
+    def _prefix(self) -> str:
+        k = len(self.rows) + 1
+        return f"[{k}/{self.total}]" if self.total else f"[{k}]"
+
+    def start(self, label: str) -> None:
+        """Say on stderr which measurement starts now (``[3/20] label ...``)."""
+        self._started = True
+        progress(f"{self._prefix()} {label} ...  ({time.perf_counter() - self._t0:.0f} s so far)")
 
     def add(self, row: dict[str, Any]) -> None:
-        """Keep ``row`` and print it."""
+        """Keep ``row`` (a progress line from its leading label columns if ``start`` was not called)."""
+        if not self._started:
+            label = " ".join(f"{c[1]}={fmt(row.get(c[0]), c[2])}" for c in self.columns[:4] if c[2] in ("s", "d", ""))
+            progress(f"{self._prefix()} {label}  ({time.perf_counter() - self._t0:.0f} s so far)")
+        self._started = False
         self.rows.append(row)
-        print_table([row], self.columns, title="" if len(self.rows) > 1 else self.title)
 
     def done(self) -> list[dict[str, Any]]:
-        """Print the whole table; returns the rows."""
-        print_table(self.rows, self.columns, title=self.title)
+        """Print the whole table and its legend once; returns the rows."""
+        progress("", end=True)
+        print_table(self.rows, self.columns, title=self.title, notes=self.notes)
         return self.rows
 
 

@@ -15,13 +15,16 @@ thread count for every library (``torch.set_num_threads``):
   kernel (``"im2col"``, or ``"direct"`` = the 1x1 GEMM on 1x1 layers) on the
   I2_S weight, and ``algorithm="lut"`` on the same values packed as TL1
   (pair tables) and TL2 (triple tables); ``madd/lut`` is the multiply-add
-  time over the faster LUT time (above 1: LUT wins). ``madd8 TL1`` is
+  time over the faster LUT time (above 1: LUT wins). ``madd@TL1`` is
   multiply-add on the TL1 weight (converted to I2_S on every call), and
-  ``kernel i8 TL1`` what the planner runs for the TL1 weight.
+  ``kernel TL1`` what the planner runs for the TL1 weight.
 
-Reported: median ms, GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
+Printed as three tables (the times against torch, the int8 kernels, rates and
+memory), each once at the end with a legend of its headings, after a progress
+line per measurement on stderr. Reported: median ms with the range (min-max of
+the timed calls), GFLOP/s (2*N*O*C/groups*kH*kW*H_out*W_out), time ratios
 to torch fp32 and torch int8 (ours / theirs: above 1 is slower), our rates as
-a fraction of the machine's peak (``% pk``: threads times one core's rate
+a fraction of the machine's peak (``%pk``: threads times one core's rate
 for the kernels' instruction mix, measured at the start by
 ``bitnet_go.diagnostics.peak_rates``), the speed-up over naive, and the peak
 extra memory of our call next to input + output +
@@ -54,7 +57,17 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info, peak_rates
-from ._common import Table, median, parse_int_list, restored_threads, timeit, torch_or_none
+from ._common import (
+    Table,
+    median,
+    parse_int_list,
+    print_table,
+    progress,
+    restored_threads,
+    spread_text,
+    timeit,
+    torch_or_none,
+)
 
 # name, C, O, k, stride, padding, H (= W)
 LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
@@ -211,13 +224,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
     do_mem = not getattr(args, "conv_no_mem", False)
     repeat = max(1, args.repeat)
-    table = Table(_TITLE, _COLUMNS)
+    threads = parse_int_list(args.threads)
+    table = Table(_TITLE, _COLUMNS, total=len(layers) * len(batches) * len(threads), notes=_NOTES)
     rng = np.random.default_rng(0)
+    progress("bench conv: measuring one core's peak rates (a few seconds) ...")
     peak = peak_rates()
     if peak["i8"] > 0:
         print(
             f"peak of one core ({peak['family']}): float32 {peak['f32']:.0f} GFLOP/s ({peak['f32_mix']}), "
-            f"int8 {peak['i8']:.0f} GOP/s ({peak['i8_mix']}); '% pk' columns are our rate over threads x these"
+            f"int8 {peak['i8']:.0f} GOP/s ({peak['i8_mix']}); '%pk' columns are our rate over threads x these"
         )
     with restored_threads(torch):
         for name, c, o, k, s, p, h in layers:
@@ -231,16 +246,17 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 xt = torch.from_numpy(x) if torch else None
                 wt = torch.from_numpy(w.dequantize()) if torch else None
                 q8 = _torch_int8(torch, x, w, s, p) if torch else None
-                for th in parse_int_list(args.threads):
+                for th in threads:
+                    table.start(f"{name} N={n} thr={th}")
                     bitnet_go.set_num_threads(th)
                     row: dict[str, Any] = {"layer": name, "n": n, "threads": th, "gflop": gf, "base_mb": base / 1e6}
                     kern = {}
                     for key, ab in (("f32", None), ("i8", 8)):
                         kern[key] = _ran(x, w, stride=s, padding=p, act_bits=ab)
-                        t = median(
-                            timeit(partial(conv2d_with_info, x, w, stride=s, padding=p, act_bits=ab), repeat=repeat)
-                        )
+                        ts = timeit(partial(conv2d_with_info, x, w, stride=s, padding=p, act_bits=ab), repeat=repeat)
+                        t = median(ts)
                         row[f"ours_{key}_ms"] = t * 1e3
+                        row[f"ours_{key}_range"] = spread_text(ts)
                         row[f"ours_{key}_gflops"] = gf / t
                     row["kernel"] = kern["f32"]
                     row["kernel_i8"] = kern["i8"]
@@ -271,13 +287,17 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         row["speedup_i8_vs_naive"] = t * 1e3 / row["ours_i8_ms"]
                     if torch:
                         torch.set_num_threads(th)
-                        t = median(timeit(partial(torch.nn.functional.conv2d, xt, wt, None, s, p), repeat=repeat))
+                        ts = timeit(partial(torch.nn.functional.conv2d, xt, wt, None, s, p), repeat=repeat)
+                        t = median(ts)
                         row["torch_f32_ms"] = t * 1e3
+                        row["torch_f32_range"] = spread_text(ts)
                         row["torch_f32_gflops"] = gf / t
                         row["ratio_f32"] = row["ours_f32_ms"] / row["torch_f32_ms"]
                         if q8 is not None:
-                            t = median(timeit(q8, repeat=repeat))
+                            ts = timeit(q8, repeat=repeat)
+                            t = median(ts)
                             row["torch_i8_ms"] = t * 1e3
+                            row["torch_i8_range"] = spread_text(ts)
                             row["torch_i8_gflops"] = gf / t
                             row["ratio_i8"] = row["ours_i8_ms"] / row["torch_i8_ms"]
                     row["mem_extra_mb"] = None
@@ -290,7 +310,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                             row["mem_extra_mb"] = max(m32, m8, 0) / 1e6
                             row["mem_ratio"] = max(m32, m8, 0) / base
                     table.add(row)
-    return table.done()
+    rows = table.done()
+    print_table(rows, _LUT_COLUMNS, title=_LUT_TITLE)
+    print_table(rows, _RATE_COLUMNS, title=_RATE_TITLE)
+    return rows
 
 
 def plot(rows: list[dict[str, Any]], path: str) -> None:
@@ -335,35 +358,51 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
     print(f"bench: wrote {path}")
 
 
-_TITLE = (
-    "conv2d_quantized vs PyTorch (median ms; GFLOP/s; ratio = our time / theirs; "
-    "mem = peak extra MB of our call, base = input+output+packed weight MB)"
-)
-_COLUMNS = [
-    ("layer", "layer", "s"),
-    ("n", "N", "d"),
-    ("threads", "thr", "d"),
-    ("kernel", "kernel", "s"),
-    ("torch_f32_ms", "torch32 ms", ".2f"),
-    ("torch_i8_ms", "torchi8 ms", ".2f"),
-    ("naive_ms", "naive ms", ".0f"),
-    ("ours_f32_ms", "ours32 ms", ".2f"),
-    ("ours_i8_ms", "oursi8 ms", ".2f"),
-    ("kernel_i8", "kernel i8", "s"),
-    ("i8_madd_ms", "madd8 ms", ".2f"),
-    ("i8_madd1_ms", "madd8 TL1 ms", ".2f"),
-    ("i8_lut1_ms", "lutTL1 ms", ".2f"),
-    ("i8_lut2_ms", "lutTL2 ms", ".2f"),
-    ("lut_speedup", "madd/lut", ".2f"),
-    ("kernel_tl1", "kernel i8 TL1", "s"),
-    ("ours_f32_gflops", "ours32 GF/s", ".2f"),
-    ("ours_i8_gflops", "oursi8 GF/s", ".2f"),
-    ("f32_of_peak", "32 % pk", ".0%"),
-    ("i8_of_peak", "i8 % pk", ".0%"),
-    ("ratio_f32", "32/torch32", ".1f"),
-    ("ratio_i8", "i8/torchi8", ".1f"),
-    ("speedup_vs_naive", "x naive", ".1f"),
-    ("mem_extra_mb", "mem MB", ".2f"),
-    ("base_mb", "base MB", ".2f"),
-    ("mem_ratio", "mem/base", ".2f"),
+_KEY: list[tuple[str, ...]] = [
+    ("layer", "layer", "s", "ResNet layer (kernel, in->out channels @ input height = width) or GEMV-like 1x1 layer"),
+    ("n", "N", "d", "batch size"),
+    ("threads", "thr", "d", "threads, the same for every library"),
+]
+_TITLE = "conv2d_quantized vs PyTorch (median ms of the timed calls; range = their min-max ms)"
+_COLUMNS: list[tuple[str, ...]] = [
+    *_KEY,
+    ("torch_f32_ms", "torch f32", ".2f", "F.conv2d in float32 on the dequantized weight, ms"),
+    ("torch_f32_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("ours_f32_ms", "ours f32", ".2f", "conv2d_quantized(act_bits=None): float32 activations, ternary weight, ms"),
+    ("ours_f32_range", "range", "s", ""),
+    ("ratio_f32", "f32 ratio", ".2f", "ours f32 / torch f32 (below 1: ours is faster)"),
+    ("torch_i8_ms", "torch i8", ".2f", "torch.ao quantized conv2d: quint8 input, qint8 weight, ms (- where it fails)"),
+    ("torch_i8_range", "range", "s", ""),
+    ("ours_i8_ms", "ours i8", ".2f", "conv2d_quantized(act_bits=8): int8 activations, ms"),
+    ("ours_i8_range", "range", "s", ""),
+    ("ratio_i8", "i8 ratio", ".2f", "ours i8 / torch i8 (below 1: ours is faster)"),
+    ("naive_ms", "naive", ".0f", "our seven-loop reference, ms (small layers only)"),
+    ("speedup_vs_naive", "x naive", ".0f", "naive / ours f32"),
+    ("kernel", "kernel f32", "s", "algorithm:kernel the planner picked for act_bits=None"),
+    ("kernel_i8", "kernel i8", "s", "... and for act_bits=8"),
+]
+_NOTES: list[str] = []
+
+_LUT_TITLE = "the same layers, int8 activations: multiply-add vs lookup-table kernels (median ms)"
+_LUT_COLUMNS: list[tuple[str, ...]] = [
+    *[c[:3] for c in _KEY],
+    ("i8_madd_ms", "madd", ".2f", "multiply-add kernel (im2col; direct on 1x1 layers) on the I2_S weight"),
+    ("i8_madd1_ms", "madd@TL1", ".2f", "the same kernel given the TL1 weight (converted to I2_S on every call)"),
+    ("i8_lut1_ms", "LUT TL1", ".2f", 'algorithm="lut" on the TL1 weight (tables of weight pairs)'),
+    ("i8_lut2_ms", "LUT TL2", ".2f", 'algorithm="lut" on the TL2 weight (tables of weight triples)'),
+    ("lut_speedup", "madd/LUT", ".2f", "madd / the faster LUT time (above 1: a lookup-table kernel wins)"),
+    ("kernel_tl1", "kernel TL1", "s", "algorithm:kernel the planner runs for act_bits=8 on the TL1 weight"),
+]
+
+_RATE_TITLE = "the same layers: rates and memory"
+_RATE_COLUMNS: list[tuple[str, ...]] = [
+    *[c[:3] for c in _KEY],
+    ("gflop", "GFLOP", ".3f", "2*N*O*C*kH*kW*H_out*W_out / 1e9 of one call"),
+    ("ours_f32_gflops", "f32 GF/s", ".1f", "ours f32: GFLOP per second"),
+    ("f32_of_peak", "f32 %pk", ".0%", "... as a fraction of thr x one core's float32 peak (measured at the start)"),
+    ("ours_i8_gflops", "i8 GOP/s", ".1f", "ours i8: giga operations per second"),
+    ("i8_of_peak", "i8 %pk", ".0%", "... as a fraction of thr x one core's int8 peak"),
+    ("mem_extra_mb", "mem MB", ".2f", "peak extra resident MB of our call (fresh process; - with --conv-no-mem)"),
+    ("base_mb", "base MB", ".2f", "input + output + packed weight MB"),
+    ("mem_ratio", "mem/base", ".2f", "mem MB / base MB"),
 ]

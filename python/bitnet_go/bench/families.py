@@ -51,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._common import Table, parse_int_list, parse_sizes
+from ._common import Table, parse_int_list, parse_sizes, progress
 
 FAMILIES = ("avx512vnni", "avx512", "avx2", "generic")
 """Every kernel family, best first (the order ``BITNET_GO_DISABLE`` is written against)."""
@@ -270,9 +270,11 @@ def measure(
     ops = [op for op in ops if wls[op]]
     samples: dict[tuple[str, str, str, int], list[list[float]]] = {}
     order = [f for f in FAMILIES if any(f in fams_of[op] for op in ops)]
+    step, total = 0, max(1, rounds) * len(order)
     for r in range(max(1, rounds)):
         rot = order[r % len(order) :] + order[: r % len(order)]
         for fam in rot:
+            step += 1
             fops = [op for op in ops if fam in fams_of[op]]
             cfg = {
                 "ops": fops,
@@ -281,10 +283,9 @@ def measure(
                 "repeat": repeat,
                 "max_s": max_s,
             }
-            t0 = time.perf_counter()
-            got = _run_child(fam, cfg, feats["disabled"])
             if verbose:
-                print(f"bench families: round {r + 1}/{rounds} {fam}: {time.perf_counter() - t0:.1f} s", flush=True)
+                progress(f"[{step}/{total}] round {r + 1}/{rounds}: family {fam}, ops {', '.join(fops)} ...")
+            got = _run_child(fam, cfg, feats["disabled"])
             for op in fops:
                 for w in wls[op]:
                     for th in threads:
@@ -352,17 +353,38 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         size=parse_sizes(getattr(args, "families_size", "") or ("4M" if quick else "16M"))[0],
         max_s=getattr(args, "families_max_s", 2.0),
     )
-    verdict = [("fastest", "fastest", "s"), ("pick", "pick", "s"), ("pick_over_best", "pick/best", ".2f")]
+    if rows:
+        progress("", end=True)
+    verdict = [
+        ("fastest", "fastest", "s", "the family with the lowest time"),
+        ("pick", "pick", "s", "the family this CPU runs by default (cpu_features()['kernels'])"),
+        ("pick_over_best", "pick/best", ".2f", "the pick's time / the fastest's (1.00: the pick is the fastest)"),
+    ]
     wt = Table(
         "kernel families per workload (median ms over rounds ±spread)",
-        [("op", "op", "s"), ("workload", "workload", "s"), ("threads", "thr", "d"),
-         *[(f, f"{f} ms", "s") for f in FAMILIES], *verdict],  # fmt: skip
+        [
+            ("op", "op", "s", "the registered op"),
+            ("workload", "workload", "s", "its input"),
+            ("threads", "thr", "d", "threads"),
+            *[(f, f"{f} ms", "s") for f in FAMILIES],
+            *verdict,
+        ],
+        notes=[
+            "<family> ms: the median over the rounds of each round's median, ± the range of the round medians",
+            "over their median (the calls' quartile range with one round); - where the family has no such kernel",
+        ],
     )
     wt.rows = [r for r in rows if r["row"] == "workload"]
     wt.done()
     ot = Table(
         f"kernel families per op (geomean ms over workloads, x the best); pick ok within {TOLERANCE:.0%} of the best",
-        [("op", "op", "s"), *[(f, f, "s") for f in FAMILIES], *verdict, ("ok", "ok", "")],
+        [
+            ("op", "op", "s"),
+            *[(f, f, "s") for f in FAMILIES],
+            *[c[:3] for c in verdict],
+            ("ok", "ok", "", f"pick/best <= {1 + TOLERANCE:.2f}"),
+        ],
+        notes=["<family>: geometric mean ms over the op's workloads (x the fastest family's)"],
     )
     ot.rows = [r for r in rows if r["row"] == "op"]
     ot.done()

@@ -92,22 +92,22 @@ _BUILD_HINT = (
 
 _TITLE = "bench linear: W1.58A8 linear layers, ours vs bitnet.cpp I2_S (ggml_vec_dot_i2_i8_s)"
 _COLUMNS = [
-    ("shape", "rows x k", "s"),
-    ("n", "N", "d"),
-    ("threads", "thr", "d"),
-    ("kernel", "kernel", "s"),
-    ("ours_ms", "ours ms", ".3f"),
-    ("ours_spread", "spread", "s"),
-    ("ours_gops", "GOP/s", ".0f"),
-    ("peer_ms", "bnc ms", ".3f"),
-    ("peer_spread", "spread", "s"),
-    ("peer_gops", "GOP/s", ".0f"),
-    ("x_peer", "x bnc", ".2f"),
-    ("x_peer_min", "x bnc min", ".2f"),
-    ("ours_scaling", "scale", ".2f"),
-    ("peer_scaling", "bnc scale", ".2f"),
-    ("same", "same", ""),
-    ("target", "target", "s"),
+    ("shape", "rows x k", "s", "weight shape: output rows x input features (k)"),
+    ("n", "N", "d", "batch size (activation rows)"),
+    ("threads", "thr", "d", "threads, the same for both"),
+    ("kernel", "kernel", "s", "algorithm:kernel our planner picked"),
+    ("ours_ms", "ours ms", ".3f", "conv2d_quantized(act_bits=8) on a 1x1 layer (a linear layer), median ms"),
+    ("ours_spread", "range", "s", "min-max ms of all timed calls, next to each median"),
+    ("ours_gops", "GOP/s", ".0f", "2*N*rows*k / 1e9 per second"),
+    ("peer_ms", "bnc ms", ".3f", "bitnet.cpp's I2_S kernel (ggml_vec_dot_i2_i8_s) on the same weight, median ms"),
+    ("peer_spread", "range", "s", ""),
+    ("peer_gops", "GOP/s", ".0f", ""),
+    ("x_peer", "x bnc", ".2f", "bnc ms / ours ms: above 1, ours is faster"),
+    ("x_peer_min", "x bnc min", ".2f", "the same ratio of the fastest calls"),
+    ("ours_scaling", "scale", ".2f", "our 1-thread ms / this row's ms"),
+    ("peer_scaling", "bnc scale", ".2f", "bitnet.cpp's 1-thread ms / this row's ms"),
+    ("same", "same", "", "both give identical integer dot products"),
+    ("target", "target", "s", "the targets met (x bnc, scale), or which was missed; ? without bitnet.cpp"),
 ]
 
 
@@ -274,10 +274,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if peer is not None:
         print(f"bench linear: bitnet.cpp peer {peer.path} (microsoft/BitNet {peer.commit}, {peer.config})")
     threads = parse_int_list(args.threads)
-    table = Table(_TITLE, _COLUMNS)
+    shapes, batches = parse_shapes(args.linear_shapes), parse_int_list(args.linear_batches)
+    table = Table(_TITLE, _COLUMNS, total=len(shapes) * len(batches) * len(threads))
     with restored_threads(None):
-        for rows, k in parse_shapes(args.linear_shapes):
-            for n in parse_int_list(args.linear_batches):
+        for rows, k in shapes:
+            for n in batches:
                 w, wb, x = make_case(rows, k, n)
                 act = np.ascontiguousarray(x.reshape(n, k).astype(np.int8))
                 ours_fn = partial(bitnet_go.conv2d_quantized, x, w, act_bits=8)
@@ -289,6 +290,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     same = all(np.array_equal(peer.dots(wb, act, rows, th), ours_out) for th in {1, max(threads)})
                 base: dict[str, float] = {}
                 for th in threads:
+                    table.start(f"{rows}x{k} N={n} thr={th}")
                     bitnet_go.set_num_threads(th)
                     fns: dict[str, Callable[[], object]] = {"ours": ours_fn}
                     if peer is not None:

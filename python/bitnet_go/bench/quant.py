@@ -249,6 +249,8 @@ def _run_qdq(
                         if th not in sums:
                             sums[th] = median(timeit(xt.sum, repeat=args.repeat)) * 1e3  # type: ignore[union-attr]
                     for op in QDQ_OPS:
+                        table.start(f"{op} {dtype} {'per channel' if per_channel else 'per tensor'} "
+                                    f"{shape[0]}x{shape[1]} thr={th}")  # fmt: skip
                         row: dict[str, Any] = {
                             "op": op,
                             "dtype": dtype,
@@ -315,6 +317,7 @@ def _run_observers(torch: ModuleType | None, args: argparse.Namespace, table: Ta
                 s2, z2 = _observe(torch_make, tbatches)
             same = bool(np.array_equal(s1, s2.numpy().astype(np.float32)) and np.array_equal(z1, z2.numpy()))
         for th in parse_int_list(args.threads):
+            table.start(f"{name} {nb} batches of {shape[0]}x{shape[1]} thr={th}")
             bitnet_go.set_num_threads(th)
             row: dict[str, Any] = {
                 "op": name,
@@ -342,7 +345,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     torch = torch_or_none()
     ao = torchao_or_none() if torch else None
     parts = {p.strip() for p in args.quant_parts.split(",") if p.strip()}
-    table = Table(_TITLE, _COLUMNS)
+    nth = len(parse_int_list(args.threads))
+    ndt = len([d for d in args.quant_dtypes.split(",") if d.strip()])
+    total = ("qdq" in parts) * len(parse_sizes(args.quant_sizes)) * ndt * 2 * nth * len(QDQ_OPS)
+    total += ("observers" in parts) * len(_observers(None)) * nth
+    table = Table(_TITLE, _COLUMNS, total=total, notes=_NOTES)
     with restored_threads(torch), engine(torch, "fbgemm") as eng:
         if "qdq" in parts:
             _run_qdq(torch, ao, args, table, eng)
@@ -353,28 +360,28 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return table.done()
 
 
-_TITLE = (
-    "quantize/dequantize/observers vs torch and torchao (median ms, spread = min-max ms; GB/s of float32 data; "
-    f"x = their time / ours; targets: qdq >= {TARGET_OF_SUM} of sum() bw and >= {TARGET_X_TORCH:g}x torch "
-    f"and torchao, observers >= {TARGET_X_OBSERVER:g}x torch)"
-)
+_TITLE = "quantize/dequantize/observers vs torch and torchao (median ms of the timed calls, range = their min-max)"
 _COLUMNS = [
-    ("op", "op", "s"),
-    ("dtype", "dtype", "s"),
-    ("scheme", "scheme", "s"),
-    ("threads", "thr", "d"),
-    ("ours_ms", "ours ms", ".2f"),
-    ("ours_spread", "ours spread", "s"),
-    ("torch_ms", "torch ms", ".2f"),
-    ("torch_spread", "torch spread", "s"),
-    ("torchao_ms", "torchao ms", ".2f"),
-    ("torchao_spread", "ao spread", "s"),
-    ("x_torch", "x torch", ".1f"),
-    ("x_torchao", "x ao", ".1f"),
-    ("ours_gbs", "ours GB/s", ".1f"),
-    ("sum_gbs", "sum GB/s", ".1f"),
-    ("of_sum", "of sum", ".2f"),
-    ("same", "same", ""),
-    ("target", "target", "s"),
-    ("note", "note", "s"),
+    ("op", "op", "s", "quantize, dequantize (a new array), dequantize(out=) (into a kept buffer), or an observer"),
+    ("dtype", "dtype", "s", "quantized element type"),
+    ("scheme", "scheme", "s", "one scale per tensor or per channel (row)"),
+    ("threads", "thr", "d", "threads, the same for every library"),
+    ("ours_ms", "ours ms", ".2f", "bitnet_go (bitnet_go.quantize, .dequantize, bitnet_go.quantization observers)"),
+    ("ours_spread", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("torch_ms", "torch ms", ".2f", "torch.quantize_per_tensor/_per_channel, .dequantize, torch.ao observers"),
+    ("torch_spread", "range", "s", ""),
+    ("torchao_ms", "torchao ms", ".2f", "torchao quantize_affine / dequantize_affine"),
+    ("torchao_spread", "range", "s", ""),
+    ("x_torch", "x torch", ".1f", "torch ms / ours ms: how many times faster we are"),
+    ("x_torchao", "x ao", ".1f", "torchao ms / ours ms"),
+    ("ours_gbs", "ours GB/s", ".1f", "float32 data per second (input of quantize, output of dequantize)"),
+    ("sum_gbs", "sum GB/s", ".1f", "torch x.sum()'s read bandwidth: the memory ceiling"),
+    ("of_sum", "of sum", ".2f", "our GB/s as a fraction of sum()'s"),
+    ("same", "same", "", "our integers (observers: qparams) bit-identical to torch's (or torchao's)"),
+    ("target", "target", "s", "the targets below met, or which one was missed"),
+    ("note", "note", "s", ""),
+]
+_NOTES = [
+    f"targets: quantize/dequantize >= {TARGET_OF_SUM} of sum() bw and >= {TARGET_X_TORCH:g}x torch and torchao;",
+    f"observers >= {TARGET_X_OBSERVER:g}x torch.",
 ]

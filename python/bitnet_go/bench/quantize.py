@@ -31,6 +31,7 @@ from ._common import (
     parse_int_list,
     parse_sizes,
     restored_threads,
+    spread_text,
     timeit,
     torch_or_none,
     torch_quantize,
@@ -52,40 +53,42 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if getattr(args, "device", "cpu") == "cuda":
         return run_cuda(args)
     torch = torch_or_none()
-    table = Table(_TITLE, _COLUMNS)
+    sizes, threads = parse_sizes(args.sizes), parse_int_list(args.threads)
+    table = Table(_TITLE, _COLUMNS, total=len(sizes) * len(threads), notes=_NOTES)
     rng = np.random.default_rng(0)
     with restored_threads(torch):
-        for n in parse_sizes(args.sizes):
+        for n in sizes:
             x = rng.standard_normal(n, dtype=np.float32)
             xt = torch.from_numpy(x) if torch else None
             gb = x.nbytes / 1e9
-            for th in parse_int_list(args.threads):
+            for th in threads:
+                table.start(f"quantize_i2s of {n} elements, {th} thread(s)")
                 bitnet_go.set_num_threads(th)
-                t_ours = median(
-                    timeit(
-                        lambda x=x: bitnet_go.quantize_i2s(x, block_size=args.block_size, method=args.method),
-                        repeat=args.repeat,
-                    )
+                ts_ours = timeit(
+                    lambda x=x: bitnet_go.quantize_i2s(x, block_size=args.block_size, method=args.method),
+                    repeat=args.repeat,
                 )
+                t_ours = median(ts_ours)
                 row: dict[str, Any] = {
                     "n": n,
                     "threads": th,
                     "block_size": args.block_size,
                     "method": args.method,
                     "ours_ms": t_ours * 1e3,
+                    "ours_range": spread_text(ts_ours),
                     "ours_gbs": gb / t_ours,
                 }
                 if torch:
                     torch.set_num_threads(th)
-                    t_expr = median(
-                        timeit(
-                            lambda xt=xt: torch_quantize(torch, xt, args.block_size, args.method),
-                            repeat=max(3, args.repeat // 2),
-                        )
+                    ts_expr = timeit(
+                        lambda xt=xt: torch_quantize(torch, xt, args.block_size, args.method),
+                        repeat=max(3, args.repeat // 2),
                     )
+                    t_expr = median(ts_expr)
                     t_sum = median(timeit(lambda xt=xt: xt.sum(), repeat=args.repeat))
                     row.update(
                         torch_expr_ms=t_expr * 1e3,
+                        torch_expr_range=spread_text(ts_expr),
                         speedup_vs_expr=t_expr / t_ours,
                         torch_sum_ms=t_sum * 1e3,
                         sum_gbs=gb / t_sum,
@@ -95,15 +98,21 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return table.done()
 
 
-_TITLE = "quantize_i2s vs PyTorch (median ms; GB/s of float32 input read)"
+_TITLE = "quantize_i2s vs PyTorch (median ms of the timed calls, range = their min-max)"
 _COLUMNS = [
-    ("n", "elements", "d"),
-    ("threads", "thr", "d"),
-    ("ours_ms", "ours ms", ".2f"),
-    ("ours_gbs", "ours GB/s", ".1f"),
-    ("torch_expr_ms", "torch expr ms", ".2f"),
-    ("speedup_vs_expr", "x vs expr", ".1f"),
-    ("torch_sum_ms", "sum() ms", ".2f"),
-    ("sum_gbs", "sum GB/s", ".1f"),
-    ("frac_of_sum", "of sum bw", ".2f"),
+    ("n", "elements", "d", "float32 elements quantized (one call)"),
+    ("threads", "thr", "d", "threads, the same for bitnet_go and torch"),
+    ("ours_ms", "ours ms", ".2f", "bitnet_go.quantize_i2s: scales and packed I2_S bytes"),
+    ("ours_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("ours_gbs", "ours GB/s", ".1f", "float32 input read per second (4 bytes per element, once)"),
+    ("torch_expr_ms", "torch expr ms", ".2f", "the same quantization as PyTorch ops (no packing: favours torch)"),
+    ("torch_expr_range", "range", "s", ""),
+    ("speedup_vs_expr", "x vs expr", ".1f", "torch expr ms / ours ms: how many times faster we are"),
+    ("torch_sum_ms", "sum() ms", ".2f", "torch x.sum(): one read of the input, the memory-bandwidth ceiling"),
+    ("sum_gbs", "sum GB/s", ".1f", "sum()'s read bandwidth"),
+    ("frac_of_sum", "of sum bw", ".2f", "our bandwidth as a fraction of sum()'s (1.00: as fast as one read)"),
+]
+_NOTES = [
+    "x vs expr divides medians; torch's expression allocates temporaries, so its time varies",
+    "between runs (see its range): compare ranges, and use --repeat for a steadier ratio.",
 ]

@@ -126,7 +126,7 @@ def run_cuda(args: argparse.Namespace) -> list[dict[str, Any]]:
     name = cuda.device_name(dev.index)
     method = getattr(args, "method", "absmean")
     repeat = max(3, int(getattr(args, "repeat", 7)))
-    table = Table(_TITLE, _COLUMNS)
+    table = Table(_TITLE, _COLUMNS, total=len(_sizes(args)) * len(_block_sizes(args)))
     gen = torch.Generator(device=dev).manual_seed(0)
     print(f"\nGPU: {name} (cuda:{dev.index}), driver CUDA {cuda.driver_version()}, torch {torch.__version__}")
     for n in _sizes(args):
@@ -136,6 +136,7 @@ def run_cuda(args: argparse.Namespace) -> list[dict[str, Any]]:
         copy_ms = cuda_time_copy(dst, x, repeat=repeat)
         copy_gbs = 8 * n / copy_ms / 1e6
         for bs in _block_sizes(args):
+            table.start(f"{n} elements, block size {bs or 'tensor'}")
             row = _measure(torch, dev, x, x_host, n, bs, method, repeat)
             row.update(gpu=name, copy_ms=copy_ms, copy_gbs=copy_gbs, frac_of_copy=row["kernel_gbs"] / copy_gbs)
             table.add(row)
@@ -200,19 +201,19 @@ def _measure(
 
 _TITLE = "quantize_i2s on the GPU (ms; GB/s = 1e9 bytes read + written per second)"
 _COLUMNS = [
-    ("n", "elements", "d"),
-    ("block_size", "block", ""),
-    ("passes", "pass", "d"),
-    ("kernel_ms", "kernel ms", ".3f"),
-    ("kernel_gbs", "kernel GB/s", ".0f"),
-    ("traffic_gbs", "traffic GB/s", ".0f"),
-    ("copy_gbs", "copy GB/s", ".0f"),
-    ("frac_of_copy", "of copy", ".2f"),
-    ("e2e_torch_ms", "e2e torch ms", ".3f"),
-    ("e2e_numpy_ms", "e2e numpy ms", ".2f"),
-    ("torch_expr_ms", "torch expr ms", ".3f"),
-    ("cpu_ms", "cpu ms", ".1f"),
-    ("cpu_over_e2e", "cpu/e2e", ".1f"),
-    ("expr_over_kernel", "expr/kernel", ".1f"),
-    ("expr_over_e2e", "expr/e2e", ".1f"),
+    ("n", "elements", "d", "float32 elements quantized"),
+    ("block_size", "block", "", "elements per scale (None: one scale per tensor)"),
+    ("passes", "pass", "d", "kernel launches over the data (2: scales first, then the codes)"),
+    ("kernel_ms", "kernel ms", ".3f", "the kernels alone (CUDA events), median"),
+    ("kernel_gbs", "kernel GB/s", ".0f", "bytes read once + written, per kernel second"),
+    ("traffic_gbs", "traffic GB/s", ".0f", "... counting the second pass's read too"),
+    ("copy_gbs", "copy GB/s", ".0f", "a device-to-device copy of the input: the memory ceiling"),
+    ("frac_of_copy", "of copy", ".2f", "kernel GB/s / copy GB/s"),
+    ("e2e_torch_ms", "e2e torch ms", ".3f", "quantize_i2s(torch cuda tensor) end to end, synchronized, median"),
+    ("e2e_numpy_ms", "e2e numpy ms", ".2f", 'quantize_i2s(numpy array, device="cuda"): with the copies to and from'),
+    ("torch_expr_ms", "torch expr ms", ".3f", "the same quantization as PyTorch ops on the GPU (CUDA events)"),
+    ("cpu_ms", "cpu ms", ".1f", "quantize_i2s on the CPU, all threads"),
+    ("cpu_over_e2e", "cpu/e2e", ".1f", "cpu ms / e2e torch ms"),
+    ("expr_over_kernel", "expr/kernel", ".1f", "torch expr ms / kernel ms"),
+    ("expr_over_e2e", "expr/e2e", ".1f", "torch expr ms / e2e torch ms"),
 ]
