@@ -5,10 +5,13 @@ failure can be replayed.
 
 torch (and torchao, matplotlib, and setuptools/wheel for building wheels) are
 optional: without them the tests that need them skip with a reason and the rest
-runs. The files that check parity with torch skip at import
-(``pytest.importorskip`` with a reason); the few tests elsewhere that need an
-optional package are marked here (:func:`pytest_collection_modifyitems`). The
-header of the run says which optional packages are installed.
+runs. Some files that check parity with torch skip at import
+(``pytest.importorskip`` with a reason); in test_quantize.py and test_conv.py,
+whose other tests need no torch, the tests that call it carry
+``@pytest.mark.needs("torch")`` and skip with "torch is not installed"
+(:func:`pytest_collection_modifyitems`, which also marks the few tests elsewhere
+that need an optional package). The header of the run says which optional
+packages are installed.
 """
 
 from __future__ import annotations
@@ -50,13 +53,23 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"bitnet_go optional packages: {have}"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(*packages): the test imports these optional packages; without one it skips"
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip, with a reason, the tests outside the torch files that need a missing optional package:
-    the docstring examples of :data:`DOCTESTS_NEED`, and the wheel/sdist builds of test_packaging.py."""
+    """Skip, with a reason, the tests that need a missing optional package: those marked
+    ``@pytest.mark.needs("torch", ...)``, the docstring examples of :data:`DOCTESTS_NEED`, and the
+    wheel/sdist builds of test_packaging.py."""
     wheels: bool | None = None  # checked once, when a packaging test is collected
     for item in items:
         path = Path(str(item.fspath)).name
-        if path == "test_docs.py" and hasattr(item, "callspec"):
+        missing = [m for mark in item.iter_markers("needs") for m in mark.args if not _have(m)]
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"{missing[0]} is not installed"))
+        elif path == "test_docs.py" and hasattr(item, "callspec"):
             need = DOCTESTS_NEED.get(item.callspec.params.get("name", ""))
             if need and not _have(need):
                 item.add_marker(pytest.mark.skip(reason=f"{need} is not installed: these docstring examples call it"))

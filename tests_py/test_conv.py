@@ -5,6 +5,8 @@ over the ranges of the issue: N 1-4 (and unbatched), C and O 1-64, H and W 1-40,
 kernels 1x1 to 7x7 (non-square too), stride 1-3, padding 0-3 and "same",
 dilation 1-3, groups 1/2/4/depthwise, bias or not, per-tensor, per-channel and
 sub-channel weight scales, both act_bits, every algorithm, numpy and torch input.
+
+Without torch the tests marked ``needs("torch")`` skip (conftest.py) and the rest runs.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ import bitnet_go
 from bitnet_go import _conv, diagnostics
 from bitnet_go._core import ops
 
-torch = pytest.importorskip("torch", reason="torch is not installed: the conv2d parity tests against torch are skipped")
-F = torch.nn.functional
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the tests marked needs("torch") skip
+    torch = None
 
 
 def _conv2d(*args, **kwargs):
@@ -195,6 +200,7 @@ def test_config_coverage():
     assert any(c["bias"] for c in cs) and not all(c["bias"] for c in cs)
 
 
+@pytest.mark.needs("torch")
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[f"case{c['seed']}" for c in CONFIGS])
 def test_parity_with_torch(cfg: dict):
     bitnet_go.set_num_threads(1 + cfg["seed"] % 2)
@@ -229,6 +235,7 @@ def test_parity_with_torch(cfg: dict):
         assert np.array_equal(outs["lut"], outs["im2col"])
 
 
+@pytest.mark.needs("torch")
 def test_float_path_matches_torch_float32():
     """Against torch's own float32 F.conv2d as well (not only the float64 value)."""
     rng = np.random.default_rng(5)
@@ -258,6 +265,7 @@ def test_planner_kernels():
     assert _conv2d(x, g3, algorithm="naive")[1] == "naive"
 
 
+@pytest.mark.needs("torch")
 def test_inputs_forms():
     """Non-contiguous, float64, integer and torch inputs; lists for bias; empty batch."""
     rng = np.random.default_rng(7)
@@ -283,6 +291,7 @@ def test_inputs_forms():
     assert bitnet_go.conv2d_quantized(x, t, groups=2, stride=[2], dilation=(1,)).shape == (2, 4, 4, 4)
 
 
+@pytest.mark.needs("torch")
 def test_same_padding_even_kernel_matches_torch():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((1, 3, 8, 9), dtype=np.float32)
@@ -305,6 +314,7 @@ def test_threads_give_same_bits():
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
 
 
+@pytest.mark.needs("torch")
 def test_weights_changed_in_place_are_repacked():
     """Layouts kept between calls (BITNET_GO_WEIGHT_CACHE_MB) never outlive the codes they came from:
     a weight whose packed bytes are overwritten in place gives the new weight's results, on both paths."""
@@ -338,6 +348,7 @@ def test_check_finite_off_does_not_crash():
             assert out.shape == (1, 2, 3, 3)
 
 
+@pytest.mark.needs("torch")
 def test_quantize_conv_weight():
     rng = np.random.default_rng(10)
     w = rng.standard_normal((6, 2, 3, 5), dtype=np.float32)
@@ -370,7 +381,8 @@ def _bad_cases():
         ("x rank 5", dict(ok, x=x[None]), ValueError, r"x must have 3"),
         ("weight rank", dict(ok, weight=t3), ValueError, r"weight must have 4 dimensions \(O, C/groups, kH, kW\)"),
         ("float weight", dict(ok, weight=wf), TypeError, r"quantize_conv_weight"),
-        ("torch weight", dict(ok, weight=torch.from_numpy(wf)), TypeError, r"quantize_conv_weight"),
+        ("torch weight", dict(ok, weight=None if torch is None else torch.from_numpy(wf)), TypeError,
+         r"quantize_conv_weight"),
         ("weight type", dict(ok, weight="w"), TypeError, r"weight must be a TernaryTensor"),
         ("C mismatch", dict(ok, groups=1), ValueError, r"weight has 2 input channels per group, but x has C=4"),
         ("groups C", dict(ok, groups=3), ValueError, r"groups=3 must divide the input channels C=4"),
@@ -404,7 +416,13 @@ def _bad_cases():
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("name,kwargs,exc,match", _bad_cases(), ids=[c[0] for c in _bad_cases()])
+@pytest.mark.parametrize(
+    "name,kwargs,exc,match",
+    [
+        pytest.param(*c, id=c[0], marks=[pytest.mark.needs("torch")] if c[0] == "torch weight" else [])
+        for c in _bad_cases()
+    ],
+)
 def test_bad_input(name, kwargs, exc, match):
     kw = dict(kwargs)
     x, w = kw.pop("x"), kw.pop("weight")
@@ -480,6 +498,7 @@ def test_abi_revalidates():
     assert ops.KERNEL_NAMES[info.algorithm] == "direct" and info.kernel.decode() == "direct/generic"
 
 
+@pytest.mark.needs("torch", "matplotlib")
 def test_bench_suite_quick(tmp_path):
     """The conv bench suite runs end to end (tiny shapes, one repeat), JSON-able rows, plot."""
     from bitnet_go.bench import SUITES
@@ -571,6 +590,7 @@ pickle.dump(outs, open(sys.argv[2], "wb"))
 """
 
 
+@pytest.mark.needs("torch")
 def test_huge_strides_dilations_paddings(tmp_path):
     """Strides, dilations and paddings up to 2**31 cost time in proportion to the data, not to their
     values (a column stride of 2**31 once ran for minutes), with every algorithm and both paths, and
@@ -621,6 +641,7 @@ def _nonfinite_pattern(out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.isnan(out), np.isposinf(out), np.isneginf(out)
 
 
+@pytest.mark.needs("torch")
 def test_nonfinite_propagate_like_torch():
     """With check_finite=False NaN and +-Inf propagate as in torch through every float-path kernel,
     zero weights included (0*NaN = 0*Inf = NaN): the NaN / +Inf / -Inf pattern of the output is torch's.
@@ -678,6 +699,7 @@ def test_nonfinite_propagate_like_torch():
     np.testing.assert_array_equal(out[1:], bitnet_go.conv2d_quantized(x1, t, act_bits=8, algorithm="naive"))
 
 
+@pytest.mark.needs("torch")
 def test_abi_one_block_is_per_tensor():
     """A weight whose single block covers the whole tensor (block_size >= its size, dividing K or not)
     is one scale per tensor, through the C ABI (the Python layer has its own check)."""
