@@ -16,16 +16,20 @@ from typing import Any
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import SUITES
+    from .bench import SUITES, _common
     from .bench._common import write_json
 
     names = args.suites or (["families"] if args.families else list(SUITES))
     if args.families and "families" not in names:
         names.append("families")
     results: dict[str, list[dict[str, Any]]] = {}
-    for name in names:
-        mod = importlib.import_module(SUITES[name])
-        results[name] = mod.run(args)
+    old_min_time, _common.MIN_TIME = _common.MIN_TIME, bench_min_time(args)
+    try:
+        for name in names:
+            mod = importlib.import_module(SUITES[name])
+            results[name] = mod.run(args)
+    finally:
+        _common.MIN_TIME = old_min_time
     if args.json:
         write_json(args.json, results)
     if args.plot:
@@ -101,6 +105,44 @@ def _suite(name: str) -> str:
     return name
 
 
+DEFAULT_REPEAT = 7
+"""``bench --repeat``'s default: timed calls per measurement, at least."""
+DEFAULT_MIN_TIME = 0.2
+"""``bench --min-time``'s default (seconds per measurement, without ``--repeat``): sub-millisecond calls are
+timed hundreds of times instead of 7, at most 0.2 s more per measurement. What still moves a ratio between
+identical runs is the process, not the sample: torch's expression page-faults its fresh temporaries
+(glibc gives large blocks by mmap, and whether a 4 MiB one does differs from run to run), which no
+repeat count averages away; compare the ranges."""
+
+
+class _RepeatAction(argparse.Action):
+    """Stores ``--repeat N`` and notes that it was given (then the default minimum time is off)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.repeat_given = True
+
+
+def bench_min_time(args: argparse.Namespace) -> float:
+    """Seconds each measurement of ``bench`` keeps timing at least: ``--min-time`` if given, else
+    :data:`DEFAULT_MIN_TIME`, or 0 (exactly N calls) where ``--repeat N`` was given alone.
+
+    Example:
+        >>> p = build_parser()
+        >>> [bench_min_time(p.parse_args(["bench", *a])) for a in ([], ["--repeat", "3"], ["--min-time", "1"])]
+        [0.2, 0.0, 1.0]
+    """
+    if args.min_time is not None:
+        return max(0.0, float(args.min_time))
+    return 0.0 if getattr(args, "repeat_given", False) else DEFAULT_MIN_TIME
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m bitnet_go`` argument parser.
 
@@ -120,7 +162,22 @@ def build_parser() -> argparse.ArgumentParser:
         "suites", nargs="*", type=_suite, metavar="SUITE", help=f"suites to run: {', '.join(SUITES)} (default: all)"
     )
     b.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    b.add_argument("--repeat", type=int, default=7, help="timed calls per measurement (median reported)")
+    b.add_argument(
+        "--repeat",
+        type=int,
+        default=DEFAULT_REPEAT,
+        action=_RepeatAction,
+        help=f"timed calls per measurement (median reported; default {DEFAULT_REPEAT}, and at least "
+        f"{DEFAULT_MIN_TIME} s of calls; given alone: exactly N calls)",
+    )
+    b.add_argument(
+        "--min-time",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"keep timing short calls until S seconds per measurement (default {DEFAULT_MIN_TIME} "
+        f"without --repeat, else 0), at most 1000 calls",
+    )
     b.add_argument("--json", metavar="PATH", help="write raw results as JSON")
     b.add_argument(
         "--families", action="store_true", help="run the families suite (every kernel family per op, and the pick)"

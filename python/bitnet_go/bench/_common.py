@@ -18,22 +18,35 @@ if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
     import torch
 
 
-def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> list[float]:
+MIN_TIME = 0.0
+"""Seconds each ``timeit`` call keeps timing at least when its caller gives no ``min_time``.
+
+Set by ``bench --min-time`` for every suite (0 in library use: exactly ``repeat`` calls).
+"""
+
+MAX_CALLS = 1000
+"""The most calls one ``timeit`` makes to fill its minimum time."""
+
+
+def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float | None = None) -> list[float]:
     """Call ``fn`` ``warmup`` times, then time ``repeat`` calls (seconds each).
 
-    With ``min_time`` > 0, keeps timing past ``repeat`` calls until that many
-    seconds have been spent (for very short calls on a noisy machine).
+    With ``min_time`` > 0 (default: :data:`MIN_TIME`, which ``bench --min-time``
+    sets), keeps timing past ``repeat`` calls until that many seconds have been
+    spent (for short calls on a noisy machine), at most :data:`MAX_CALLS` calls.
 
     Example:
-        >>> ts = timeit(lambda: sum(range(100)), repeat=3)
+        >>> ts = timeit(lambda: sum(range(100)), repeat=3, min_time=0)
         >>> len(ts)
         3
     """
+    if min_time is None:
+        min_time = MIN_TIME
     for _ in range(warmup):
         fn()
     out: list[float] = []
     start = time.perf_counter()
-    while len(out) < repeat or (min_time > 0 and time.perf_counter() - start < min_time and len(out) < 1000):
+    while len(out) < repeat or (min_time > 0 and time.perf_counter() - start < min_time and len(out) < MAX_CALLS):
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)

@@ -41,7 +41,7 @@ import bitnet_go
 
 from .. import cuda
 from ..diagnostics import cuda_plan, cuda_time_copy, cuda_time_quantize
-from ._common import Table, median, parse_sizes, timeit, torch_quantize
+from ._common import Table, median, parse_sizes, spread_text, timeit, torch_quantize
 
 if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
     import torch
@@ -126,7 +126,7 @@ def run_cuda(args: argparse.Namespace) -> list[dict[str, Any]]:
     name = cuda.device_name(dev.index)
     method = getattr(args, "method", "absmean")
     repeat = max(3, int(getattr(args, "repeat", 7)))
-    table = Table(_TITLE, _COLUMNS, total=len(_sizes(args)) * len(_block_sizes(args)))
+    table = Table(_TITLE, _COLUMNS, total=len(_sizes(args)) * len(_block_sizes(args)), notes=_NOTES)
     gen = torch.Generator(device=dev).manual_seed(0)
     print(f"\nGPU: {name} (cuda:{dev.index}), driver CUDA {cuda.driver_version()}, torch {torch.__version__}")
     for n in _sizes(args):
@@ -166,20 +166,18 @@ def _measure(
         bitnet_go.quantize_i2s(x, block_size=bs, method=method)
         torch.cuda.synchronize(dev)
 
-    t_e2e = median(timeit(e2e_torch, repeat=repeat))
-    t_np = median(
-        timeit(
-            lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method, device="cuda"),
-            repeat=max(3, repeat // 2),
-        )
+    ts_e2e = timeit(e2e_torch, repeat=repeat)
+    ts_np = timeit(
+        lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method, device="cuda"),
+        repeat=max(3, repeat // 2),
     )
+    t_e2e, t_np = median(ts_e2e), median(ts_np)
     expr_ms = _events_ms(torch, lambda: torch_quantize(torch, x, bs, method), max(3, repeat // 2))
     t0 = time.perf_counter()
     bitnet_go.quantize_i2s(x_host, block_size=bs, method=method)
     cpu_runs = 1 if time.perf_counter() - t0 > 1.0 else 3
-    t_cpu = median(
-        timeit(lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method), repeat=cpu_runs, warmup=0)
-    )
+    ts_cpu = timeit(lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method), repeat=cpu_runs, warmup=0)
+    t_cpu = median(ts_cpu)
     return {
         "n": n,
         "block_size": bs,
@@ -189,9 +187,12 @@ def _measure(
         "kernel_gbs": logical / kernel_ms / 1e6,
         "traffic_gbs": traffic / kernel_ms / 1e6,
         "e2e_torch_ms": t_e2e * 1e3,
+        "e2e_torch_range": spread_text(ts_e2e),
         "e2e_numpy_ms": t_np * 1e3,
+        "e2e_numpy_range": spread_text(ts_np),
         "torch_expr_ms": expr_ms,
         "cpu_ms": t_cpu * 1e3,
+        "cpu_range": spread_text(ts_cpu),
         "cpu_threads": bitnet_go.get_num_threads(),
         "cpu_over_e2e": t_cpu / t_e2e,
         "expr_over_kernel": expr_ms / kernel_ms,
@@ -199,21 +200,28 @@ def _measure(
     }
 
 
-_TITLE = "quantize_i2s on the GPU (ms; GB/s = 1e9 bytes read + written per second)"
+_TITLE = "quantize_i2s on the GPU (ms, range = min-max of the host-timed calls; GB/s = 1e9 bytes read + written / s)"
 _COLUMNS = [
     ("n", "elements", "d", "float32 elements quantized"),
     ("block_size", "block", "", "elements per scale (None: one scale per tensor)"),
     ("passes", "pass", "d", "kernel launches over the data (2: scales first, then the codes)"),
-    ("kernel_ms", "kernel ms", ".3f", "the kernels alone (CUDA events), median"),
+    ("kernel_ms", "kernel ms", ".3f", "the kernels alone: mean of --repeat back-to-back launches (CUDA events)"),
     ("kernel_gbs", "kernel GB/s", ".0f", "bytes read once + written, per kernel second"),
     ("traffic_gbs", "traffic GB/s", ".0f", "... counting the second pass's read too"),
     ("copy_gbs", "copy GB/s", ".0f", "a device-to-device copy of the input: the memory ceiling"),
     ("frac_of_copy", "of copy", ".2f", "kernel GB/s / copy GB/s"),
     ("e2e_torch_ms", "e2e torch ms", ".3f", "quantize_i2s(torch cuda tensor) end to end, synchronized, median"),
+    ("e2e_torch_range", "range", "s", "min-max ms of the timed calls, next to each median"),
     ("e2e_numpy_ms", "e2e numpy ms", ".2f", 'quantize_i2s(numpy array, device="cuda"): with the copies to and from'),
-    ("torch_expr_ms", "torch expr ms", ".3f", "the same quantization as PyTorch ops on the GPU (CUDA events)"),
-    ("cpu_ms", "cpu ms", ".1f", "quantize_i2s on the CPU, all threads"),
+    ("e2e_numpy_range", "range", "s", ""),
+    ("torch_expr_ms", "torch expr ms", ".3f", "the same quantization as PyTorch ops on the GPU (CUDA events, mean)"),
+    ("cpu_ms", "cpu ms", ".1f", "quantize_i2s on the CPU, all threads, median"),
+    ("cpu_range", "range", "s", ""),
     ("cpu_over_e2e", "cpu/e2e", ".1f", "cpu ms / e2e torch ms"),
     ("expr_over_kernel", "expr/kernel", ".1f", "torch expr ms / kernel ms"),
     ("expr_over_e2e", "expr/e2e", ".1f", "torch expr ms / e2e torch ms"),
+]
+_NOTES = [
+    "kernel ms and torch expr ms are means over back-to-back launches between two CUDA events:",
+    "there are no per-call times to give a range of; the host-timed columns have theirs.",
 ]
