@@ -3,7 +3,7 @@
 Each suite is a module of this package with two functions:
 
 - ``add_arguments(parser: argparse.ArgumentParser) -> None``: its own options
-  (the common ones, ``--threads``, ``--repeat``, ``--json``, ``--plot``, are
+  (the common ones, ``--threads``, ``--repeat``, ``--min-time``, ``--json``, ``--plot``, are
   added by the command);
 - ``run(args: argparse.Namespace) -> list[dict]``: runs, prints its table as it
   goes, and returns the rows (written by ``--json``).
