@@ -74,20 +74,34 @@ def _padding(
     return ph, pw, ph, pw
 
 
-def _check_weight(weight: object) -> TernaryTensor:
+def check_weight(weight: object, op: str, dims: tuple[str, ...], make: str) -> TernaryTensor:
+    """``weight`` if it is a host TernaryTensor with one dimension per name in ``dims``; else a
+    ``ValueError`` (on a GPU, wrong rank) or ``TypeError`` (anything else: a float array is told
+    to call ``make``) naming ``op``.
+
+    Example:
+        >>> import bitnet_go
+        >>> w = bitnet_go.quantize_i2s(np.ones((2, 3), np.float32))
+        >>> check_weight(w, "linear_quantized", ("out_features", "in_features"), "bitnet_go.quantize_i2s(w)").shape
+        (2, 3)
+    """
     if isinstance(weight, TernaryTensor):
         if weight.on_device:
-            raise ValueError(f"weight is on {weight.device}; conv2d_quantized runs on the CPU: pass weight.cpu()")
-        if weight.ndim != 4:
-            raise ValueError(f"weight must have 4 dimensions (O, C/groups, kH, kW), got shape {weight.shape}")
+            raise ValueError(f"weight is on {weight.device}; {op} runs on the CPU: pass weight.cpu()")
+        if weight.ndim != len(dims):
+            raise ValueError(f"weight must have {len(dims)} dimensions ({', '.join(dims)}), got shape {weight.shape}")
         return weight
     if isinstance(weight, np.ndarray) or is_torch_tensor(weight) or isinstance(weight, (list, tuple)):
         shape = tuple(np.shape(weight)) if not is_torch_tensor(weight) else tuple(weight.shape)  # type: ignore
         raise TypeError(
             f"weight must be a TernaryTensor, got a float {type(weight).__name__} of shape {shape}; "
-            f"quantize it first: weight = bitnet_go.quantize_conv_weight(w)"
+            f"quantize it first: weight = {make}"
         )
-    raise TypeError(f"weight must be a TernaryTensor (see bitnet_go.quantize_conv_weight), got {type(weight).__name__}")
+    raise TypeError(f"weight must be a TernaryTensor (see {make}), got {type(weight).__name__}")
+
+
+def _check_weight(weight: object) -> TernaryTensor:
+    return check_weight(weight, "conv2d_quantized", ("O", "C/groups", "kH", "kW"), "bitnet_go.quantize_conv_weight(w)")
 
 
 def _check_groups(groups: object) -> int:

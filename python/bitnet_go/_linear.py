@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._conv import as_input_kind, conv2d_with_info
+from ._conv import as_input_kind, check_weight, conv2d_with_info
 from ._core.arrays import as_float32
 from ._core.devices import is_cuda_array
 from ._ternary import TernaryTensor
@@ -18,16 +18,7 @@ if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
 
 
 def _check_weight(weight: object) -> TernaryTensor:
-    if not isinstance(weight, TernaryTensor):
-        raise TypeError(
-            f"weight must be a TernaryTensor of shape (out_features, in_features), got {type(weight).__name__}; "
-            f"quantize a float weight first: weight = bitnet_go.quantize_i2s(w)"
-        )
-    if weight.on_device:
-        raise ValueError(f"weight is on {weight.device}; linear_quantized runs on the CPU: pass weight.cpu()")
-    if weight.ndim != 2:
-        raise ValueError(f"weight must have 2 dimensions (out_features, in_features), got shape {weight.shape}")
-    return weight
+    return check_weight(weight, "linear_quantized", ("out_features", "in_features"), "bitnet_go.quantize_i2s(w)")
 
 
 def linear_quantized(

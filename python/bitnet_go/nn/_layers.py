@@ -158,6 +158,15 @@ class _Frozen:
             self._set_frozen(None)
         super()._load_from_state_dict(state_dict, prefix, *args)  # type: ignore[misc]
 
+    def _take_float(self, module: nn.Module, freeze: bool) -> Any:  # noqa: ANN401 (self, the subclass)
+        """Copy ``module``'s float weight and bias into this new layer (``from_float``'s last
+        step), frozen when ``freeze``."""
+        with torch.no_grad():
+            self.weight.copy_(module.weight.detach())  # type: ignore[operator]
+            if module.bias is not None:
+                self.bias.copy_(module.bias.detach())  # type: ignore[union-attr,operator]
+        return self.freeze() if freeze else self
+
     def _frozen_extra(self) -> str:
         s = f", act_bits={self.act_bits}"
         return s + (", frozen=True (i2_s)" if self.frozen else "")
@@ -261,11 +270,7 @@ class BitLinear(_Frozen, nn.Linear):
             device=w.device,
             dtype=w.dtype if w.dtype.is_floating_point else None,
         )
-        with torch.no_grad():
-            new.weight.copy_(w)
-            if module.bias is not None:
-                new.bias.copy_(module.bias.detach())  # type: ignore[union-attr]
-        return new.freeze() if freeze else new
+        return new._take_float(module, freeze)
 
     def extra_repr(self) -> str:
         bs = "" if self.block_size is None else f", block_size={self.block_size}"
@@ -350,11 +355,7 @@ class BitConv2d(_Frozen, nn.Conv2d):
             module.dilation, module.groups, module.bias is not None, act_bits=act_bits, device=w.device,
             dtype=w.dtype if w.dtype.is_floating_point else None,
         )  # fmt: skip
-        with torch.no_grad():
-            new.weight.copy_(w)
-            if module.bias is not None:
-                new.bias.copy_(module.bias.detach())  # type: ignore[union-attr]
-        return new.freeze() if freeze else new
+        return new._take_float(module, freeze)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + self._frozen_extra()
