@@ -365,7 +365,13 @@ class HistogramObserver(_Observer):
             tm.linspace_f32(float(orig_min), float(orig_max), self.bins * r + 1)[:-1] + _F(_F(0.5) * bin_size)
         ).astype(_F)
         bounds = tm.linspace_f32(float(new_min), float(new_max), self.bins + 1)
-        idx = np.searchsorted(bounds, mids, side="right") - 1
+        if np.all(mids[1:] >= mids[:-1]):  # sorted (always, short of NaN): search the bounds among the mids
+            # searchsorted(bounds, mids[i], "right") counts the bounds j with bounds[j] <= mids[i], i.e.
+            # with fewer than i + 1 mids below bounds[j]: a running count of those first positions
+            first = np.searchsorted(mids, bounds, side="left")
+            idx = np.cumsum(np.bincount(first, minlength=mids.size + 1)[: mids.size]) - 1
+        else:
+            idx = np.searchsorted(bounds, mids, side="right") - 1
         np.clip(idx, 0, self.bins - 1, out=idx)
         out = np.zeros(self.bins, _F)
         np.add.at(out, idx, h)  # torch.bincount with float32 weights: in order, in float32

@@ -37,14 +37,29 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         [2.5]
     """
     a64, b64, c64 = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
-    p = a64 * b64
+    return _round_sum(a64 * b64, c64)
+
+
+def _round_sum(p: np.ndarray, c64: np.ndarray | np.float64) -> np.ndarray:
+    """``p + c`` rounded once to float32, for an exact float64 product ``p`` (an array) and a
+    float64 ``c`` holding a float32 (an array of p's shape or a scalar): fma_f32's core."""
     s = p + c64
-    bb = s - p
-    err = (p - (s - bb)) + (c64 - bb)
     r = np.array(s, _F)
-    k = np.nonzero(err != 0)  # only an inexact float64 sum can round twice
+    # Rounding s to float32 can differ from rounding the exact value only where s is a float32
+    # tie: in float32's normal range its low 29 mantissa bits are then 1 followed by 28 zeros.
+    # Outside that range (tiny, huge, non-finite) every element is checked.
+    mag = np.abs(s)
+    cand = ((np.ascontiguousarray(s).view(np.uint64) & 0x1FFFFFFF) == 0x10000000) | ~(mag >= 2.0**-126)
+    cand |= mag >= 2.0**127
+    k = np.nonzero(cand)
     if k[0].size:
-        sk, ek, rk = s[k], err[k], r[k]
+        pk, sk = p[k], s[k]
+        bb = sk - pk
+        err = (pk - (sk - bb)) + ((c64 if np.ndim(c64) == 0 else c64[k]) - bb)
+        inexact = err != 0  # only an inexact float64 sum can round twice
+        k, sk, ek = tuple(i[inexact] for i in k), sk[inexact], err[inexact]
+    if k[0].size:
+        rk = r[k]
         r64 = rk.astype(np.float64)
         up = np.nextafter(rk, _F(np.inf)).astype(np.float64)
         dn = np.nextafter(rk, _F(-np.inf)).astype(np.float64)
@@ -72,9 +87,14 @@ def linspace_f32(start: float, end: float, steps: int) -> np.ndarray:
         return np.array([s], _F)
     step = _F((e - s) / _F(steps - 1))
     halfway = steps // 2
-    first = fma_f32(step, np.arange(halfway).astype(_F), s)
-    second = fma_f32(-step, np.arange(steps - 1 - halfway, -1, -1).astype(_F), e)  # steps - 1 - i
-    return np.concatenate([first, second]).astype(_F)
+
+    def index(i: np.ndarray) -> np.ndarray:  # i as a float32 (exact below 2**24), in float64
+        return i.astype(np.float64) if steps <= 1 << 24 else i.astype(_F).astype(np.float64)
+
+    # fma_f32(step, i, s) without its conversions (step * i is exact in float64)
+    first = _round_sum(np.float64(step) * index(np.arange(halfway)), np.float64(s))
+    second = _round_sum(np.float64(-step) * index(np.arange(steps - 1 - halfway, -1, -1)), np.float64(e))
+    return np.concatenate([first, second])
 
 
 def _multi_row_sum(rows: np.ndarray) -> np.ndarray:
