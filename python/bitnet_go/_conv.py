@@ -100,6 +100,20 @@ def check_weight(weight: object, op: str, dims: tuple[str, ...], make: str) -> T
     raise TypeError(f"weight must be a TernaryTensor (see {make}), got {type(weight).__name__}")
 
 
+def check_host(op: str, **arrays: object) -> None:
+    """A ``ValueError`` naming the first of ``arrays`` that lives on a GPU (``op`` runs on the CPU).
+
+    Example:
+        >>> check_host(op="linear_quantized", x=np.ones(3), bias=None)
+    """
+    for name, v in arrays.items():
+        if v is not None and is_cuda_array(v):
+            raise ValueError(
+                f"{name} is a GPU array, but {op} runs on the CPU: copy it to the host "
+                f"(torch: {name}.cpu(); CuPy: {name}.get())"
+            )
+
+
 def _check_weight(weight: object) -> TernaryTensor:
     return check_weight(weight, "conv2d_quantized", ("O", "C/groups", "kH", "kW"), "bitnet_go.quantize_conv_weight(w)")
 
@@ -159,12 +173,7 @@ def conv2d_with_info(
     sh, sw = _pair(stride, "stride", 1)
     dh, dw = _pair(dilation, "dilation", 1)
 
-    for name, v in (("x", x), ("bias", bias)):
-        if v is not None and is_cuda_array(v):
-            raise ValueError(
-                f"{name} is a GPU array, but conv2d_quantized runs on the CPU: copy it to the host "
-                f"(torch: {name}.cpu(); CuPy: {name}.get())"
-            )
+    check_host(op="conv2d_quantized", x=x, bias=bias)
     a = as_float32(x, "x")
     if a.ndim not in (3, 4):
         raise ValueError(f"x must have 3 (C, H, W) or 4 (N, C, H, W) dimensions, got shape {a.shape}")

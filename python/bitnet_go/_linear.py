@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._conv import as_input_kind, check_weight, conv2d_with_info
+from ._conv import as_input_kind, check_host, check_weight, conv2d_with_info
 from ._core.arrays import as_float32
-from ._core.devices import is_cuda_array
 from ._ternary import TernaryTensor
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
@@ -82,12 +81,7 @@ def linear_quantized(
         (16,)
     """
     w = _check_weight(weight)
-    for name, v in (("x", x), ("bias", bias)):
-        if v is not None and is_cuda_array(v):
-            raise ValueError(
-                f"{name} is a GPU array, but linear_quantized runs on the CPU: copy it to the host "
-                f"(torch: {name}.cpu(); CuPy: {name}.get())"
-            )
+    check_host(op="linear_quantized", x=x, bias=bias)
     a = as_float32(x, "x")
     out_features, in_features = w.shape
     if a.ndim == 0 or a.shape[-1] != in_features:
