@@ -1,13 +1,19 @@
 package conv2d
 
 import (
+	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
+
+// benchBlocks are BenchmarkConvBlocks' block sizes (0: one scale).
+var benchBlocks = &blockList{0, 96, 128, 192}
 
 // BenchmarkConvBlocks times conv2d on 1 thread with per-block scales (block
 // sizes that do and do not divide the 128-value groups) and with TL1/TL2
@@ -28,7 +34,7 @@ func BenchmarkConvBlocks(b *testing.B) {
 		d, _ := s.Check()
 		out := make([]float32, d.OutLen)
 		flops := 2 * float64(d.OutLen) * float64(d.K)
-		for _, bs := range []int{0, 64, 96, 128, 192} {
+		for _, bs := range *benchBlocks {
 			if bs > 0 && d.K%bs != 0 {
 				continue
 			}
@@ -44,12 +50,16 @@ func BenchmarkConvBlocks(b *testing.B) {
 					w.QType = qt
 				}
 				for _, bits := range []int{0, 8} {
+					algo := Auto // TL with int8 activations: Auto may pick LUT, which reads TL as it is
+					if qt != ternary.I2S && bits == 8 {
+						algo = Im2col
+					}
 					b.Run(fmt.Sprintf("%s/bs%d/%s/act%d", l.name, bs, qt, bits), func(b *testing.B) {
 						_ = par.SetThreads(1)
 						var info Info
 						for b.Loop() {
 							var err error
-							if info, err = Conv2DInfo(d, tc.x, w, nil, out, Options{ActBits: bits, Algo: Im2col}); err != nil {
+							if info, err = Conv2DInfo(d, tc.x, w, nil, out, Options{ActBits: bits, Algo: algo}); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -61,3 +71,22 @@ func BenchmarkConvBlocks(b *testing.B) {
 		}
 	}
 }
+
+// blockList is a -blocks flag: comma-separated block sizes.
+type blockList []int
+
+func (l *blockList) String() string { return fmt.Sprint(*l) }
+
+func (l *blockList) Set(v string) error {
+	*l = nil
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+func init() { flag.Var(benchBlocks, "blocks", "block sizes of BenchmarkConvBlocks (0: one scale)") }
