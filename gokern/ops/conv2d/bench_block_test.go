@@ -3,9 +3,9 @@ package conv2d
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/par"

@@ -68,6 +68,7 @@ type layoutKey struct {
 	og, groups, k, cg, taps int
 	kind                    layoutKind
 	qtype                   ternary.QType
+	bl                      int // layoutGEMV: the scale block
 }
 
 // layoutKind names the layouts kept.
@@ -77,7 +78,7 @@ const (
 	layoutPanels   layoutKind = iota // the A panels
 	layoutImplicit                   // the implicit GEMM's blocks
 	layoutI2S                        // a TL1/TL2 weight's codes converted to I2_S (asI2S)
-	layoutGEMV                       // the GEMV rows, scale blocks padded to whole groups (gemv.go)
+	layoutGEMV                       // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
 )
 
 // weightLayout is a derived layout: the A panels, or the implicit GEMM's
@@ -94,13 +95,13 @@ type weightLayout struct {
 
 // cachedLayout returns w's layout from the cache or from build, which packs
 // the codes it is given (a copy of w.Packed when the layout is kept).
-func cachedLayout(d *Dims, w Weights, kind layoutKind, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
+func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
 	if w.converted {
 		l, _, err := build(w)
 		return l, err
 	}
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S}
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl}
 	return layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
 		w.Packed = codes
 		return build(w)
@@ -109,7 +110,7 @@ func cachedLayout(d *Dims, w Weights, kind layoutKind, build func(Weights) (*wei
 
 // panels returns w's A panels (ks.PackA; every set packs the same panels).
 func panels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
-	l, err := cachedLayout(d, w, layoutPanels, func(w Weights) (*weightLayout, int, error) {
+	l, err := cachedLayout(d, w, layoutPanels, 0, func(w Weights) (*weightLayout, int, error) {
 		a, err := packPanels(d, w, ks)
 		return &weightLayout{apan: a}, len(a), err
 	})
@@ -137,7 +138,7 @@ func packPanels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 // weights in the kernel's order for taps kernel taps of g.cg4/4 channel
 // quads each, and the corrections.
 func implicitWeights(d *Dims, w Weights, g implicitGeom, ks *gemm.Kernels) (*weightLayout, error) {
-	return cachedLayout(d, w, layoutImplicit, func(w Weights) (*weightLayout, int, error) {
+	return cachedLayout(d, w, layoutImplicit, 0, func(w Weights) (*weightLayout, int, error) {
 		apan, err := packPanels(d, w, ks)
 		if err != nil {
 			return nil, 0, err
