@@ -6,6 +6,7 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
 // gemvMaxP is the most output positions per sample for which a pointwise
@@ -21,12 +22,63 @@ const (
 	gemvRows      = 64 // rows per kernel call (par.Stopped is checked between calls)
 )
 
-// useGEMV reports whether the pointwise shape d with scale blocks sc runs as
-// gemv: one group, few positions, and every scale block (hence every row)
-// made of whole I2_S groups, so each (row, block, column block) is one Gemv
-// call.
+// useGEMV reports whether the pointwise shape d runs as gemv: one group and
+// few positions. Scale blocks of whole I2_S groups (and K a whole number of
+// groups) read the weight as it is; other block sizes (96, 100, ...) read
+// gemvRows' layout, each block padded to whole groups.
 func useGEMV(d *Dims, sc *scaler) bool {
-	return d.Groups == 1 && d.P <= gemvMaxP && d.K%gemm.GroupValues == 0 && sc.bl%gemm.GroupValues == 0
+	return d.Groups == 1 && d.P <= gemvMaxP
+}
+
+// gemvAligned reports whether the GEMV kernels read d's I2_S weight as it
+// is: every scale block (hence every row) whole I2_S groups.
+func gemvAligned(d *Dims, sc *scaler) bool {
+	return d.K%gemm.GroupValues == 0 && sc.bl%gemm.GroupValues == 0
+}
+
+// gemvWeight is the weight as the GEMV kernels read it: O rows of kp
+// values, ldw = kp/4 bytes apart, scale block b at values b*blp ..
+// b*blp+bl of a row (zero weights after it, up to whole groups).
+type gemvWeight struct {
+	packed  []byte
+	kp, blp int
+}
+
+// gemvLayout returns w (I2_S) for the GEMV kernels: as it is where
+// gemvAligned, else each row's scale blocks padded with zero weights to
+// whole I2_S groups, kept in the weight cache. ok is false where the
+// weight holds the invalid code 3 (the caller then runs the panels, which
+// report it).
+func gemvLayout(d *Dims, w Weights, sc *scaler) (gw gemvWeight, ok bool, err error) {
+	if gemvAligned(d, sc) {
+		return gemvWeight{w.Packed, d.K, sc.bl}, true, nil
+	}
+	blp := roundUp(sc.bl, gemm.GroupValues)
+	kp := sc.nb * blp
+	if _, ok := mul(ternary.MaxElements, d.O, kp); !ok {
+		return gw, false, nil
+	}
+	l, err := cachedLayout(d, w, layoutGEMV, sc.bl, func(w Weights) (*weightLayout, int, error) {
+		vals := make([]int8, d.WLen)
+		if ternary.Unpack(w.Packed, vals) != nil {
+			return &weightLayout{}, 0, nil // code 3: no layout
+		}
+		pad := make([]int8, d.O*kp)
+		for o := range d.O {
+			for b := range sc.nb {
+				copy(pad[o*kp+b*blp:][:sc.bl], vals[o*d.K+b*sc.bl:][:sc.bl])
+			}
+		}
+		codes := make([]byte, ternary.PackedLen(len(pad)))
+		if err := ternary.Pack(pad, codes); err != nil {
+			return nil, 0, err
+		}
+		return &weightLayout{i2s: codes}, len(codes), nil
+	})
+	if err != nil || l.i2s == nil {
+		return gw, false, err
+	}
+	return gemvWeight{l.i2s, kp, blp}, true, nil
 }
 
 // gemvKernel is the shape of gemm.Kernels.GemvI8 (GemvF32 adapted: no xsum).
@@ -48,16 +100,20 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 // are split over par's threads. sum (int8 only, else nil) gives the
 // columns' activation sums per block. A code 3 gives PackA's error, for
 // the first one in the tensor.
-func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, sc *scaler, out []float32,
+func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, sc *scaler, out []float32,
 	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A,
 	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32) error {
 	k, cols := d.K, d.N*d.P
-	// Columns are copied ldx = k plus one cache line apart: at k*size a
+	kp, blp, packed := gw.kp, gw.blp, gw.packed
+	// Columns are copied ldx = kp plus one cache line apart: at kp*size a
 	// multiple of 4 KB they would all fall into one L1 set.
 	var zero T
-	ldx := k + 64/int(unsafe.Sizeof(zero))
-	xt := make([]T, (cols-1)*ldx+k)
-	var col []T
+	ldx := kp + 64/int(unsafe.Sizeof(zero))
+	xt := make([]T, (cols-1)*ldx+kp)
+	var col, padded []T
+	if kp != k {
+		padded = make([]T, kp)
+	}
 	if d.P > 1 {
 		col = make([]T, k)
 	}
@@ -71,10 +127,16 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 			}
 			x = col
 		}
+		if padded != nil { // each scale block at b*blp, zeros after it
+			for b := range sc.nb {
+				copy(padded[b*blp:][:sc.bl], x[b*sc.bl:][:sc.bl])
+			}
+			x = padded
+		}
 		if order != nil {
-			order(xt[j*ldx:][:k], x)
+			order(xt[j*ldx:][:kp], x)
 		} else {
-			copy(xt[j*ldx:][:k], x)
+			copy(xt[j*ldx:][:kp], x)
 		}
 	}
 	xsum := make([]A, sc.nb*cols)
@@ -82,11 +144,11 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 		for b := range sc.nb {
 			par.Check()
 			for j := range cols {
-				xsum[b*cols+j] = sum(xt[j*ldx+b*sc.bl:][:sc.bl])
+				xsum[b*cols+j] = sum(xt[j*ldx+b*blp:][:blp])
 			}
 		}
 	}
-	chunks := par.ChunksWork(d.O, k*cols)
+	chunks := par.ChunksWork(d.O, kp*cols)
 	bad := make([]int, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
 		bad[ci] = -1
@@ -101,10 +163,10 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 						return
 					}
 					r1 := min(hi, r0+gemvRows)
-					w0 := r0*k + b*sc.bl
-					if !kern(packed[w0/4:], k/4, xt[j0*ldx+b*sc.bl:], sc.bl, ldx, xsum[b*cols+j0:][:nc], res[(r0-lo)*nc:(r1-lo)*nc]) {
+					w0 := r0*kp + b*blp
+					if !kern(packed[w0/4:], kp/4, xt[j0*ldx+b*blp:], blp, ldx, xsum[b*cols+j0:][:nc], res[(r0-lo)*nc:(r1-lo)*nc]) {
 						for o := lo; o < hi && bad[ci] < 0; o++ {
-							if gemm.Code3(packed[o*k/4:(o+1)*k/4]) >= 0 {
+							if gemm.Code3(packed[o*kp/4:(o+1)*kp/4]) >= 0 {
 								bad[ci] = o
 							}
 						}
@@ -128,7 +190,7 @@ func gemv[T elem, A accum](d *Dims, packed []byte, src []T, acts *activations, s
 	})
 	for _, o := range bad {
 		if o >= 0 {
-			p := gemm.Code3(packed[o*k/4 : (o+1)*k/4])
+			p := gemm.Code3(packed[o*kp/4 : (o+1)*kp/4]) // kp == k: padded weights hold no code 3
 			return errs.Value("weight: invalid I2_S code 3 at element %d", o*k+p)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
 // TestGEMV runs pointwise shapes that take the gemv path (K a multiple of
@@ -54,6 +55,78 @@ func TestGEMV(t *testing.T) {
 			_, err := Conv2D(tc.d, tc.x, w, nil, out, Options{Algo: kind})
 			if want := fmt.Sprintf("code 3 at element %d", p); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%v: err %v, want %q", kind, err, want)
+			}
+		}
+	}
+}
+
+// TestGEMVOddBlocks runs the gemv path on scale blocks that are not whole
+// I2_S groups (96, 100, 36, ...) and K not a whole number of groups: the
+// padded layout (gemvLayout), against the references (int8 bit-exact,
+// float32 within rounding) with every gemm family, the kernel named gemv;
+// then the cache keeps one padded layout per block size, and a code 3 gives
+// the panels' error.
+func TestGEMVOddBlocks(t *testing.T) {
+	keepThreads(t)
+	splitSmall(t)
+	rng := rand.New(rand.NewPCG(12, 12))
+	for ci, c := range []struct{ n, c, o, h, w, bs int }{
+		{1, 192, 7, 1, 1, 96}, {3, 288, 9, 1, 1, 96}, {1, 200, 5, 1, 1, 100}, {2, 300, 17, 1, 2, 100},
+		{1, 100, 6, 1, 1, 0}, {5, 72, 3, 1, 1, 36}, {1, 130, 4, 1, 1, 130}, {2, 520, 11, 2, 2, 260},
+		{20, 96, 5, 1, 1, 96}, {1, 1536, 33, 1, 1, 96}, {1, 250, 3, 1, 1, 50}, {3, 7, 4, 1, 1, 0},
+	} {
+		_ = par.SetThreads(1 + ci%2)
+		s := Shape{N: c.n, C: c.c, H: c.h, W: c.w, O: c.o, WC: c.c, KH: 1, KW: 1, Groups: 1,
+			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+		tc := newCase(t, rng, s, c.bs, ci%2 == 0)
+		want, mag := ref64(tc)
+		want8 := ref8(tc)
+		for _, ks := range gemm.Families() {
+			what := fmt.Sprintf("%v bs=%d/%s", tc, c.bs, ks.Family)
+			checkF32(t, what+" float", runKind(t, tc, Pointwise, false, ks), want, mag)
+			checkExact(t, what+" int8", runKind(t, tc, Pointwise, true, ks), want8)
+		}
+		for _, bits := range []int{0, 8} {
+			out := make([]float32, tc.d.OutLen)
+			info, err := Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{ActBits: bits, Algo: Pointwise})
+			if err != nil || !strings.HasPrefix(info.Kernel, "gemv/") {
+				t.Errorf("%v act%d: kernel %q, err %v; want gemv", tc, bits, info.Kernel, err)
+			}
+		}
+	}
+	// kept once, reused; a weight changed in place is laid out again
+	layoutCache.Clear()
+	s := Shape{N: 1, C: 300, H: 1, W: 1, O: 8, WC: 300, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	tc := newCase(t, rng, s, 100, false)
+	out := make([]float32, tc.d.OutLen)
+	for range 3 {
+		if _, err := Conv2D(tc.d, tc.x, tc.w, nil, out, Options{ActBits: 8}); err != nil {
+			t.Fatal(err)
+		}
+		checkExact(t, "cached", out, ref8(tc))
+	}
+	if n, _ := layoutCache.Len(); n != 1 {
+		t.Errorf("%d layouts kept, want 1", n)
+	}
+	for i := range tc.q {
+		tc.q[i] = -tc.q[i]
+	}
+	if err := ternary.Pack(tc.q, tc.w.Packed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Conv2D(tc.d, tc.x, tc.w, nil, out, Options{ActBits: 8}); err != nil {
+		t.Fatal(err)
+	}
+	checkExact(t, "changed in place", out, ref8(tc))
+	// a code 3: the panels' error
+	for _, p := range []int{5*300 + 77, 1000} {
+		w := tc.w
+		w.Packed = append([]byte(nil), w.Packed...)
+		w.Packed[p/128*32+p%32] |= 3 << (6 - 2*(p%128/32))
+		for _, bits := range []int{0, 8} {
+			_, err := Conv2D(tc.d, tc.x, w, nil, out, Options{ActBits: bits, Algo: Pointwise})
+			if want := fmt.Sprintf("code 3 at element %d", p); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("act%d: err %v, want %q", bits, err, want)
 			}
 		}
 	}

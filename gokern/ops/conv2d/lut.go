@@ -325,8 +325,9 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 //
 //   - I2_S: never. The LUT repacks the weight as TL1 on every call, and no
 //     rule was stable over the shapes measured.
-//   - TL1 and TL2: multiply-add converts the weight to I2_S on every call
-//     while the LUT kernels read TL rows as they are: LUT when N*Ho*Wo <=
+//   - TL1 and TL2: the LUT kernels read TL rows as they are (multiply-add
+//     reads a conversion to I2_S, kept in the weight cache since this rule
+//     was measured; not re-measured): LUT when N*Ho*Wo <=
 //     1024 output positions with SIMD wide kernels, <= 32 with the generic
 //     ones.
 //   - Never for fewer than 16 output channels per group (depthwise

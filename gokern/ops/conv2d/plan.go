@@ -218,6 +218,13 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	sc.ks = g
 	act8 := acts != nil
 	asGEMV := kind == Pointwise && useGEMV(d, sc)
+	var gw gemvWeight
+	if asGEMV {
+		var err error
+		if gw, asGEMV, err = gemvLayout(d, w, sc); err != nil {
+			return "", err
+		}
+	}
 	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, g)
 	if act8 && !implicit {
 		acts.quantize(d, x, g.QuantI8)
@@ -231,9 +238,9 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	if asGEMV {
 		name := kernelName("gemv", g.Base)
 		if act8 {
-			return name, gemv(d, w.Packed, acts.q, acts, sc, out, g.GemvI8, nil, gemm.SumI8, (*scaler).fold1I32)
+			return name, gemv(d, gw, acts.q, acts, sc, out, g.GemvI8, nil, gemm.SumI8, (*scaler).fold1I32)
 		}
-		return name, gemv(d, w.Packed, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32)
+		return name, gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32)
 	}
 	if implicit {
 		wl, err := implicitWeights(d, w, newImplicitGeom(d), g)

@@ -20,7 +20,8 @@ import (
 // compares the codes byte for byte, so codes changed in place are
 // repacked). A layer called again, as a model's layers are, then skips the
 // packing: for a 3x3 512->512 layer on 7x7 pixels, about a third of an
-// int8 call. TL1/TL2 weights converted for the call are not kept.
+// int8 call. A TL1/TL2 weight's conversion to I2_S is kept the same way
+// (asI2S), and with it the layouts derived from the conversion.
 
 // EnvWeightCache names the variable that sets the most megabytes the
 // layouts kept may take (default DefaultWeightCacheMB; 0 keeps none).
@@ -59,18 +60,32 @@ func weightCacheBytes(v string) (int, error) {
 }
 
 // layoutKey identifies a weight's layout: the codes' address and length,
-// the geometry the layout depends on, and which layout.
+// the geometry the layout depends on, which layout, and the codes' format
+// (qtype: the TL format a layoutI2S conversion reads; I2S otherwise).
 type layoutKey struct {
 	addr                    uintptr
 	n                       int
 	og, groups, k, cg, taps int
-	implicit                bool
+	kind                    layoutKind
+	qtype                   ternary.QType
+	bl                      int // layoutGEMV: the scale block
 }
+
+// layoutKind names the layouts kept.
+type layoutKind uint8
+
+const (
+	layoutPanels   layoutKind = iota // the A panels
+	layoutImplicit                   // the implicit GEMM's blocks
+	layoutI2S                        // a TL1/TL2 weight's codes converted to I2_S (asI2S)
+	layoutGEMV                       // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
+)
 
 // weightLayout is a derived layout: the A panels, or the implicit GEMM's
 // blocks (per group, ceil(Og/ImplicitOC) blocks of blen values) and their
-// corrections.
+// corrections, or a TL weight's I2_S codes, or the GEMV rows.
 type weightLayout struct {
+	i2s    []byte
 	apan   []byte
 	blocks []int8
 	corr   [][gemm.ImplicitOC]int32
@@ -80,13 +95,13 @@ type weightLayout struct {
 
 // cachedLayout returns w's layout from the cache or from build, which packs
 // the codes it is given (a copy of w.Packed when the layout is kept).
-func cachedLayout(d *Dims, w Weights, implicit bool, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
+func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
 	if w.converted {
 		l, _, err := build(w)
 		return l, err
 	}
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, implicit}
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl}
 	return layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
 		w.Packed = codes
 		return build(w)
@@ -95,7 +110,7 @@ func cachedLayout(d *Dims, w Weights, implicit bool, build func(Weights) (*weigh
 
 // panels returns w's A panels (ks.PackA; every set packs the same panels).
 func panels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
-	l, err := cachedLayout(d, w, false, func(w Weights) (*weightLayout, int, error) {
+	l, err := cachedLayout(d, w, layoutPanels, 0, func(w Weights) (*weightLayout, int, error) {
 		a, err := packPanels(d, w, ks)
 		return &weightLayout{apan: a}, len(a), err
 	})
@@ -123,7 +138,7 @@ func packPanels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 // weights in the kernel's order for taps kernel taps of g.cg4/4 channel
 // quads each, and the corrections.
 func implicitWeights(d *Dims, w Weights, g implicitGeom, ks *gemm.Kernels) (*weightLayout, error) {
-	return cachedLayout(d, w, true, func(w Weights) (*weightLayout, int, error) {
+	return cachedLayout(d, w, layoutImplicit, 0, func(w Weights) (*weightLayout, int, error) {
 		apan, err := packPanels(d, w, ks)
 		if err != nil {
 			return nil, 0, err

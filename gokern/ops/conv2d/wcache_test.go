@@ -72,8 +72,50 @@ func TestLayoutCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkExact(t, "tl1", out, ref8(tc))
+	// the conversion to I2_S and the panels derived from it (or the
+	// implicit blocks), reused by the next call
+	n1, _ := layoutCache.Len()
+	if n1 != 2 {
+		t.Errorf("TL1 weight: %d layouts kept, want 2 (I2_S codes, panels)", n1)
+	}
+	for range 2 {
+		clear(out)
+		if _, err := Conv2D(tc.d, tc.x, tl, tc.bias, out, Options{ActBits: 8, Algo: Im2col}); err != nil {
+			t.Fatal(err)
+		}
+		checkExact(t, "tl1 again", out, ref8(tc))
+	}
+	if n, _ := layoutCache.Len(); n != n1 {
+		t.Errorf("TL1 weight called again: %d layouts kept, want %d", n, n1)
+	}
+	// TL codes changed in place: converted again, the result follows
+	flipped := make([]int8, len(vals))
+	for i, v := range vals {
+		flipped[i] = -v
+	}
+	if err := ternary.PackQ(ternary.TL1, flipped, tc.d.O, tl.Packed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Conv2D(tc.d, tc.x, tl, tc.bias, out, Options{ActBits: 8, Algo: Im2col}); err != nil {
+		t.Fatal(err)
+	}
+	neg := *tc
+	neg.q = flipped
+	neg.w.Packed = make([]byte, ternary.PackedLen(tc.d.WLen))
+	if err := ternary.Pack(flipped, neg.w.Packed); err != nil {
+		t.Fatal(err)
+	}
+	checkExact(t, "tl1 changed in place", out, ref8(&neg))
+	// no cache: nothing kept, same result
+	defer func(m int) { layoutCache.MaxBytes = m }(layoutCache.MaxBytes)
+	layoutCache.Clear()
+	layoutCache.MaxBytes = 0
+	if _, err := Conv2D(tc.d, tc.x, tl, tc.bias, out, Options{ActBits: 8, Algo: Im2col}); err != nil {
+		t.Fatal(err)
+	}
+	checkExact(t, "tl1 no cache", out, ref8(&neg))
 	if n, _ := layoutCache.Len(); n != 0 {
-		t.Errorf("TL1 weight: %d layouts kept, want 0", n)
+		t.Errorf("TL1 weight, no cache: %d layouts kept, want 0", n)
 	}
 }
 

@@ -1,6 +1,8 @@
 package conv2d
 
 import (
+	"unsafe"
+
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -14,12 +16,17 @@ type Weights struct {
 	Scales    []float32
 	BlockSize int
 	QType     ternary.QType // I2S, TL1 or TL2 (TL rows are the O output channels)
-	converted bool          // Packed converted to I2_S for this call (asI2S): not cached
+	converted bool          // Packed converted to I2_S for this call (asI2S) and not kept: layouts not cached
 }
 
 // asI2S returns w with its codes in I2_S, the layout the kernels' panel
-// packing reads: TL1 and TL2 weights are converted once per call (the same
-// values, so every result is bit-identical to the I2_S weight's).
+// packing reads: TL1 and TL2 weights are converted (the same values, so
+// every result is bit-identical to the I2_S weight's) and the conversion is
+// kept in the weight cache (wcache.go) like the other layouts: a later call
+// with the same TL bytes at the same address reuses it, and the layouts
+// derived from it (its address stays the same while it is kept). Where the
+// cache does not keep it (BITNET_GO_WEIGHT_CACHE_MB=0, or too large), the
+// conversion is marked converted and nothing derived from it is kept.
 func asI2S(d *Dims, w Weights) (Weights, error) {
 	if w.QType == ternary.I2S {
 		return w, nil
@@ -27,16 +34,34 @@ func asI2S(d *Dims, w Weights) (Weights, error) {
 	if _, err := checkPacked(d, w); err != nil {
 		return w, err
 	}
+	kept := true // a hit: kept when it was built
+	key := layoutKey{addr: uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n: len(w.Packed),
+		og: d.Og, groups: d.Groups, k: d.K, kind: layoutI2S, qtype: w.QType}
+	l, err := layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
+		i2s, err := tlToI2S(d, w.QType, codes)
+		// buf.Cache's rule: kept when the copy and the value take at most
+		// half the budget
+		kept = layoutCache.MaxBytes > 0 && len(codes)+len(i2s) <= layoutCache.MaxBytes/2
+		return &weightLayout{i2s: i2s}, len(i2s), err
+	})
+	if err != nil {
+		return w, err
+	}
+	w.Packed, w.QType, w.converted = l.i2s, ternary.I2S, !kept
+	return w, nil
+}
+
+// tlToI2S converts the TL1 or TL2 codes of d's weight to I2_S.
+func tlToI2S(d *Dims, q ternary.QType, codes []byte) ([]byte, error) {
 	vals := make([]int8, d.WLen)
-	if err := ternary.UnpackQ(w.QType, w.Packed, d.O, vals); err != nil {
-		return w, errs.Value("weight: %v", err)
+	if err := ternary.UnpackQ(q, codes, d.O, vals); err != nil {
+		return nil, errs.Value("weight: %v", err)
 	}
 	i2s := make([]byte, ternary.PackedLen(d.WLen))
 	if err := ternary.Pack(vals, i2s); err != nil {
-		return w, err
+		return nil, err
 	}
-	w.Packed, w.QType, w.converted = i2s, ternary.I2S, true
-	return w, nil
+	return i2s, nil
 }
 
 // checkPacked checks w's qtype and that Packed has the bytes its format
