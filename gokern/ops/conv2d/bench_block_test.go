@@ -21,17 +21,12 @@ var benchBlocks = &blockList{0, 96, 128, 192}
 func BenchmarkConvBlocks(b *testing.B) {
 	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, l := range []struct {
-		name                 string
-		n, c, o, k, s, p, hw int
-	}{
+	for _, l := range []benchLayer{
 		{"3x3_64@56", 1, 64, 64, 3, 1, 1, 56},
 		{"1x1_768-256@14", 1, 768, 256, 1, 1, 0, 14},
 		{"gemv_1536@1", 1, 1536, 1536, 1, 1, 0, 1},
 	} {
-		s := Shape{N: l.n, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
-			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}
-		d, _ := s.Check()
+		s, d := l.shape()
 		out := make([]float32, d.OutLen)
 		flops := 2 * float64(d.OutLen) * float64(d.K)
 		for _, bs := range *benchBlocks {

@@ -13,16 +13,28 @@ import (
 // benchThreads is the thread count of BenchmarkConv (-threads N).
 var benchThreads = flag.Int("threads", 1, "threads for BenchmarkConv")
 
+// benchLayer is one benchmarked layer: batch n, c -> o channels, a k x k
+// kernel with stride s and padding p on hw x hw pixels.
+type benchLayer struct {
+	name                 string
+	n, c, o, k, s, p, hw int
+}
+
+// shape is the layer's conv2d shape and its checked dimensions.
+func (l benchLayer) shape() (Shape, Dims) {
+	s := Shape{N: l.n, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
+		StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}
+	d, _ := s.Check()
+	return s, d
+}
+
 // BenchmarkConv times the kernels on ResNet layers (batch 1 unless the name
 // says xN) with the gemm family dispatch picked, on -threads threads (1 by
 // default); GFLOP/s counts 2*N*O*C/groups*kH*kW*Ho*Wo.
 func BenchmarkConv(b *testing.B) {
 	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, l := range []struct {
-		name                 string
-		n, c, o, k, s, p, hw int
-	}{
+	for _, l := range []benchLayer{
 		{"3x3_64@56", 1, 64, 64, 3, 1, 1, 56},
 		{"3x3_64@56x8", 8, 64, 64, 3, 1, 1, 56},
 		{"3x3_128@28x8", 8, 128, 128, 3, 1, 1, 28},
@@ -40,9 +52,7 @@ func BenchmarkConv(b *testing.B) {
 		{"gemv_4096@4x4", 1, 4096, 4096, 1, 1, 0, 4},
 		{"gemv_4096@4x4x8", 8, 4096, 4096, 1, 1, 0, 4},
 	} {
-		s := Shape{N: l.n, C: l.c, H: l.hw, W: l.hw, O: l.o, WC: l.c, KH: l.k, KW: l.k, Groups: 1,
-			StrideH: l.s, StrideW: l.s, PadT: l.p, PadL: l.p, PadB: l.p, PadR: l.p, DilH: 1, DilW: 1}
-		d, _ := s.Check()
+		s, d := l.shape()
 		tc := newCase(b, rng, s, d.K, false)
 		out := make([]float32, d.OutLen)
 		flops := 2 * float64(d.OutLen) * float64(d.K)
