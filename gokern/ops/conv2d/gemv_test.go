@@ -27,29 +27,17 @@ func TestGEMV(t *testing.T) {
 		{16, 128, 3, 1, 1, 0}, {2, 640, 21, 3, 3, 128}, {5, 128, 6, 2, 4, 0}, {40, 256, 3, 1, 1, 128},
 	} {
 		_ = par.SetThreads(1 + ci%2)
-		s := Shape{N: c.n, C: c.c, H: c.h, W: c.w, O: c.o, WC: c.c, KH: 1, KW: 1, Groups: 1,
-			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
-		tc := newCase(t, rng, s, c.bs, ci%2 == 0)
+		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, c.h, c.w), c.bs, ci%2 == 0)
 		sc, err := newScaler(&tc.d, tc.w, tc.bias)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, mag := ref64(tc)
-		want8 := ref8(tc)
-		for _, ks := range gemm.Families() {
-			what := fmt.Sprintf("%v gemv=%v/%s", tc, useGEMV(&tc.d, sc), ks.Family)
-			checkF32(t, what+" float", runKind(t, tc, Pointwise, false, ks), want, mag)
-			checkExact(t, what+" int8", runKind(t, tc, Pointwise, true, ks), want8)
-		}
+		checkFamilies(t, tc, fmt.Sprintf("gemv=%v", useGEMV(&tc.d, sc)))
 	}
 	// A code 3: the same error as the panel packing's.
-	s := Shape{N: 1, C: 256, H: 1, W: 1, O: 8, WC: 256, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
-	tc := newCase(t, rng, s, 0, false)
+	tc := newCase(t, rng, pointwise(1, 256, 8, 1, 1), 0, false)
 	for _, p := range []int{5*256 + 77, 1000, 3*256 + 127} {
-		w := tc.w
-		w.Packed = append([]byte(nil), w.Packed...)
-		w.Packed[p/128*32+p%32] |= 3 << (6 - 2*(p%128/32))
-		w.Packed[(p+300)/128*32+(p+300)%32] |= 3 << (6 - 2*((p+300)%128/32)) // a later one
+		w := withCode3(withCode3(tc.w, p), p+300) // and a later one
 		out := make([]float32, tc.d.OutLen)
 		for _, kind := range []Algo{Pointwise, Im2col} {
 			_, err := Conv2D(tc.d, tc.x, w, nil, out, Options{Algo: kind})
@@ -76,16 +64,8 @@ func TestGEMVOddBlocks(t *testing.T) {
 		{20, 96, 5, 1, 1, 96}, {1, 1536, 33, 1, 1, 96}, {1, 250, 3, 1, 1, 50}, {3, 7, 4, 1, 1, 0},
 	} {
 		_ = par.SetThreads(1 + ci%2)
-		s := Shape{N: c.n, C: c.c, H: c.h, W: c.w, O: c.o, WC: c.c, KH: 1, KW: 1, Groups: 1,
-			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
-		tc := newCase(t, rng, s, c.bs, ci%2 == 0)
-		want, mag := ref64(tc)
-		want8 := ref8(tc)
-		for _, ks := range gemm.Families() {
-			what := fmt.Sprintf("%v bs=%d/%s", tc, c.bs, ks.Family)
-			checkF32(t, what+" float", runKind(t, tc, Pointwise, false, ks), want, mag)
-			checkExact(t, what+" int8", runKind(t, tc, Pointwise, true, ks), want8)
-		}
+		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, c.h, c.w), c.bs, ci%2 == 0)
+		checkFamilies(t, tc, fmt.Sprintf("bs=%d", c.bs))
 		for _, bits := range []int{0, 8} {
 			out := make([]float32, tc.d.OutLen)
 			info, err := Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{ActBits: bits, Algo: Pointwise})
@@ -96,8 +76,7 @@ func TestGEMVOddBlocks(t *testing.T) {
 	}
 	// kept once, reused; a weight changed in place is laid out again
 	layoutCache.Clear()
-	s := Shape{N: 1, C: 300, H: 1, W: 1, O: 8, WC: 300, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
-	tc := newCase(t, rng, s, 100, false)
+	tc := newCase(t, rng, pointwise(1, 300, 8, 1, 1), 100, false)
 	out := make([]float32, tc.d.OutLen)
 	for range 3 {
 		if _, err := Conv2D(tc.d, tc.x, tc.w, nil, out, Options{ActBits: 8}); err != nil {
@@ -120,9 +99,7 @@ func TestGEMVOddBlocks(t *testing.T) {
 	checkExact(t, "changed in place", out, ref8(tc))
 	// a code 3: the panels' error
 	for _, p := range []int{5*300 + 77, 1000} {
-		w := tc.w
-		w.Packed = append([]byte(nil), w.Packed...)
-		w.Packed[p/128*32+p%32] |= 3 << (6 - 2*(p%128/32))
+		w := withCode3(tc.w, p)
 		for _, bits := range []int{0, 8} {
 			_, err := Conv2D(tc.d, tc.x, w, nil, out, Options{ActBits: bits, Algo: Pointwise})
 			if want := fmt.Sprintf("code 3 at element %d", p); err == nil || !strings.Contains(err.Error(), want) {
@@ -130,4 +107,30 @@ func TestGEMVOddBlocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pointwise is the shape of a 1x1 convolution: batch n, c -> o channels on
+// h x w pixels.
+func pointwise(n, c, o, h, w int) Shape {
+	return Shape{N: n, C: c, H: h, W: w, O: o, WC: c, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+}
+
+// checkFamilies runs tc's pointwise convolution with every gemm family,
+// float32 (within rounding) and int8 (bit-exact) against the references.
+func checkFamilies(t *testing.T, tc *testCase, what string) {
+	t.Helper()
+	want, mag := ref64(tc)
+	want8 := ref8(tc)
+	for _, ks := range gemm.Families() {
+		w := fmt.Sprintf("%v %s/%s", tc, what, ks.Family)
+		checkF32(t, w+" float", runKind(t, tc, Pointwise, false, ks), want, mag)
+		checkExact(t, w+" int8", runKind(t, tc, Pointwise, true, ks), want8)
+	}
+}
+
+// withCode3 is a copy of w with the invalid I2_S code 3 at element p.
+func withCode3(w Weights, p int) Weights {
+	w.Packed = append([]byte(nil), w.Packed...)
+	w.Packed[p/128*32+p%32] |= 3 << (6 - 2*(p%128/32))
+	return w
 }

@@ -182,14 +182,11 @@ func TestLUTRejectsBadIndices(t *testing.T) {
 }
 
 func TestLUTRejectsCode3(t *testing.T) {
-	s := Shape{N: 1, C: 37, H: 2, W: 2, O: 20, WC: 37, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	s := pointwise(1, 37, 20, 2, 2)
 	d, _ := s.Check()
 	tc := newCase(t, rand.New(rand.NewPCG(5, 6)), s, 0, false)
 	for _, p := range []int{0, 1, 200, d.WLen - 1} {
-		w := tc.w
-		w.Packed = append([]byte(nil), w.Packed...)
-		b, sh := p>>7<<5|p&31, uint(6-2*((p>>5)&3))
-		w.Packed[b] |= 3 << sh
+		w := withCode3(tc.w, p)
 		_, err := Conv2D(d, tc.x, w, nil, make([]float32, d.OutLen), Options{ActBits: 8, Algo: LUT})
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("code 3 at position %d ", p)) {
 			t.Fatalf("code 3 at %d: err %v", p, err)
