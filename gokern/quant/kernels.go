@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
 // The kernel registry's ops. Each value is a struct of plain-slice
@@ -117,15 +118,12 @@ func quantCode(x, inv, lo, hi float32, zp, nan int32) int32 {
 	return int32(r) + zp
 }
 
-// finite reports whether v is neither NaN nor ±Inf.
-func finite(v float32) bool { return math.Float32bits(v)&0x7F800000 != 0x7F800000 }
-
 func quantRunGeneric(x []float32, inv float32, zp int32, c Clamp, dst []byte) int {
 	lo, hi := float32(c.QMin-zp), float32(c.QMax-zp)
 	dst = dst[:len(x)]
 	bad := -1
 	for i, v := range x {
-		if bad < 0 && !finite(v) {
+		if bad < 0 && !qtensor.Finite(v) {
 			bad = i
 		}
 		dst[i] = byte(quantCode(v, inv, lo, hi, zp, c.NaN))
@@ -137,7 +135,7 @@ func quantRowGeneric(x []float32, inv []float32, zp []int32, c Clamp, dst []byte
 	inv, zp, dst = inv[:len(x)], zp[:len(x)], dst[:len(x)]
 	bad := -1
 	for i, v := range x {
-		if bad < 0 && !finite(v) {
+		if bad < 0 && !qtensor.Finite(v) {
 			bad = i
 		}
 		z := zp[i]
@@ -168,7 +166,7 @@ func signsGeneric(x []float32, dst []byte) int {
 			if v >= 0 {
 				b |= 1 << k
 			}
-			if bad < 0 && !finite(v) {
+			if bad < 0 && !qtensor.Finite(v) {
 				bad = 8*j + k
 			}
 		}
@@ -243,7 +241,7 @@ func minMaxRunGeneric(x []float32) (mn, mx float32, nan, inf int) {
 			}
 			continue
 		}
-		if inf < 0 && !finite(v) {
+		if inf < 0 && !qtensor.Finite(v) {
 			inf = i
 		}
 		if v < mn {
@@ -267,7 +265,7 @@ func minMaxRowGeneric(x, mn, mx []float32) int {
 				bad = i
 			}
 			continue
-		case bad < 0 && !finite(v):
+		case bad < 0 && !qtensor.Finite(v):
 			bad = i
 		}
 		// A NaN already in mn/mx stays: the comparisons are false.
@@ -292,7 +290,7 @@ func histogramGeneric(x []float32, lo, hi float32, absolute bool, counts []int64
 		}
 		if !(v >= lo && v <= hi) {
 			// lo and hi are finite: every NaN and ±Inf lands here.
-			if bad < 0 && !finite(v) {
+			if bad < 0 && !qtensor.Finite(v) {
 				bad = i
 			}
 			continue

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
 // MinMax writes the minimum and maximum of x per group with the process's
@@ -137,10 +138,10 @@ func HistogramWith(k HistogramKernel, x []float32, lo, hi float32, absolute, che
 // in x is a ValueError (counts unchanged); otherwise they are skipped like
 // every value outside [lo, hi].
 func histogram(k HistogramKernel, x []float32, lo, hi float32, absolute, checkFinite bool, counts []int64) error {
-	if !finite(lo) || !finite(hi) || !(lo < hi) {
+	if !qtensor.Finite(lo) || !qtensor.Finite(hi) || !(lo < hi) {
 		return errs.Value("lo and hi must be finite with lo < hi, got lo=%v, hi=%v", lo, hi)
 	}
-	if !finite(hi - lo) {
+	if !qtensor.Finite(hi - lo) {
 		return errs.Value("hi - lo must be finite in float32 (the bin width), got lo=%v, hi=%v", lo, hi)
 	}
 	nb := len(counts)

@@ -60,7 +60,7 @@ func ChooseQParams(mn, mx []float32, p *QParamsSpec, scales []float32, zps []int
 		return err
 	}
 	custom := p.QMin != 0 || p.QMax != 0
-	if !(p.Eps > 0) || !finite(p.Eps) {
+	if !(p.Eps > 0) || !qtensor.Finite(p.Eps) {
 		return errs.Value("eps must be finite and > 0, got %v", p.Eps)
 	}
 	if p.Mapping < MapAffine || p.Mapping > MapAOAsymmetric {
@@ -75,7 +75,7 @@ func ChooseQParams(mn, mx []float32, p *QParamsSpec, scales []float32, zps []int
 			scales[i], zps[i] = 1, 0
 			continue
 		}
-		if !finite(lo) || !finite(hi) {
+		if !qtensor.Finite(lo) || !qtensor.Finite(hi) {
 			return errs.Value("mn[%d] and mx[%d] must be finite (or +inf and -inf for a group that saw no values), got %v and %v", i, i, lo, hi)
 		}
 		if lo > hi {

@@ -3,6 +3,7 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -342,7 +343,7 @@ func TestMinMax(t *testing.T) {
 			} else {
 				wmn[gi], wmx[gi] = min(wmn[gi], v), max(wmx[gi], v)
 			}
-			if first < 0 && !finite(v) {
+			if first < 0 && !qtensor.Finite(v) {
 				first = i
 			}
 		}
@@ -362,7 +363,7 @@ func TestMinMax(t *testing.T) {
 				}
 			}
 			err := k.MinMax(x, &g, true, mn, mx)
-			if (first >= 0) != (err != nil) || (err != nil && !strings.Contains(err.Error(), "flat index "+itoa(first)+";")) {
+			if (first >= 0) != (err != nil) || (err != nil && !strings.Contains(err.Error(), "flat index "+strconv.Itoa(first)+";")) {
 				t.Fatalf("check_finite: err %v, first %d", err, first)
 			}
 		}

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -50,11 +51,6 @@ func firstOf(idx []int) int {
 	return f
 }
 
-// nonFinite is the error for check_finite.
-func nonFinite(x []float32, i int) error {
-	return errs.Value("x contains a non-finite value (%v) at flat index %d; pass check_finite=False to quantize anyway", x[i], i)
-}
-
 // checkScales checks scales (finite, > 0) and zero points (inside the
 // range) against the groups.
 func (s *Spec) check(n int, packed int) error {
@@ -78,7 +74,7 @@ func (s *Spec) check(n int, packed int) error {
 // point lies in [QMin, QMax].
 func (s *Spec) checkParams() error {
 	for i, v := range s.Scales {
-		if !(v > 0) || !finite(v) {
+		if !(v > 0) || !qtensor.Finite(v) {
 			return errs.Value("scales[%d] must be finite and > 0, got %v", i, v)
 		}
 	}
@@ -94,33 +90,11 @@ func (s *Spec) checkParams() error {
 func (g *Groups) describe() string {
 	switch {
 	case g.Axis >= 0:
-		return "one per channel along axis " + itoa(g.Axis)
+		return "one per channel along axis " + strconv.Itoa(g.Axis)
 	case g.Block > 0:
-		return "one per block of " + itoa(g.Block) + " elements"
+		return "one per block of " + strconv.Itoa(g.Block) + " elements"
 	}
 	return "one per tensor"
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [24]byte
-	p := len(b)
-	for i > 0 {
-		p--
-		b[p] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		p--
-		b[p] = '-'
-	}
-	return string(b[p:])
 }
 
 // NaNCode is the code a NaN input gets. One scale per tensor: what torch's
@@ -230,7 +204,7 @@ func (k *QuantizeKernels) Quantize(x []float32, s *Spec, checkFinite bool, dst [
 		}
 	})
 	if fb := firstOf(bad); checkFinite && fb >= 0 {
-		return nonFinite(x, fb)
+		return qtensor.NonFinite(x, fb)
 	}
 	return nil
 }
@@ -297,7 +271,7 @@ func (k *QuantizeKernels) QuantizeBinary(x []float32, s *Spec, computeScales, ch
 	})
 	fb := firstOf(bad)
 	if checkFinite && fb >= 0 {
-		return nonFinite(x, fb)
+		return qtensor.NonFinite(x, fb)
 	}
 	if computeScales {
 		k.absMeans(x, &s.Groups, s.Scales)

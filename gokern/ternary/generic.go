@@ -1,6 +1,10 @@
 package ternary
 
-import "math"
+import (
+	"math"
+
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
+)
 
 // This file holds the generic Go kernels behind the seams of quantize.go.
 // They are the oracle for SIMD families and the code used under -tags noasm,
@@ -27,7 +31,7 @@ func absSumGeneric(x []float32) (float64, int) {
 	if s <= math.MaxFloat64 {
 		return s, -1
 	}
-	return s, firstNonFinite(x)
+	return s, qtensor.FirstNonFinite(x)
 }
 
 // absMaxGeneric: see absMax. For non-NaN floats the order of |x| is the
@@ -56,23 +60,13 @@ func absMaxGeneric(x []float32) (float32, int) {
 			mx = a
 		}
 	}
-	return mx, firstNonFinite(x)
+	return mx, qtensor.FirstNonFinite(x)
 }
 
 const (
 	signBit = 1 << 31
 	infBits = 0x7f800000
 )
-
-// firstNonFinite returns the index of the first NaN or ±Inf in x, or -1.
-func firstNonFinite(x []float32) int {
-	for i, v := range x {
-		if math.Float32bits(v)&^signBit >= infBits {
-			return i
-		}
-	}
-	return -1
-}
 
 // codeOf is the definition of an element's I2_S code, the statement that
 // every kernel must match bit for bit: +1 (code 2) when the float32 division
@@ -150,7 +144,7 @@ func quantRunGeneric(x []float32, scale float32, pos int, dst []byte) {
 // branch-free.
 func quantPieceGeneric(x []float32, scale float32, pos int, dst []byte) {
 	t, ok := Threshold(scale)
-	if !ok || firstNonFinite(x) >= 0 {
+	if !ok || qtensor.FirstNonFinite(x) >= 0 {
 		for i, v := range x {
 			b, sh := slot(pos + i)
 			dst[b] = dst[b]&^(3<<sh) | codeOf(v, scale)<<sh

@@ -7,6 +7,7 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
 // Scale floors, as float32 (the PyTorch reference clamps in float32 too).
@@ -124,7 +125,7 @@ func (ks *Quantizer) Quantize(x []float32, blockSize int, m Method, checkFinite 
 		fb = ks.quantizeTwoPass(x, bs, m, packed, scales)
 	}
 	if checkFinite && fb >= 0 {
-		return errs.Value("x contains a non-finite value (%v) at flat index %d; pass check_finite=False to quantize anyway", x[fb], fb)
+		return qtensor.NonFinite(x, fb)
 	}
 	return nil
 }
