@@ -116,14 +116,22 @@ class _Frozen:
         if not self.frozen:
             w = self.weight.detach().cpu()  # type: ignore[attr-defined]
             return quantize_i2s(w, block_size=self._block_size(), method="absmean", device="cpu")
-        return TernaryTensor._make(
-            "i2_s",
-            self._weight_shape(),
-            self._block_size(),
-            "absmean",
-            self.weight_packed.numpy(),
-            self.weight_scale.numpy(),
-        )
+        # Built once per pair of buffers (forward calls this every time; a buffer that .to()
+        # or load_state_dict replaced has another address). The bytes themselves may change
+        # in place: the tensor views them, and the kernels compare them each call.
+        key = (self.weight_packed.data_ptr(), self.weight_scale.data_ptr())
+        cached = self.__dict__.get("_ternary_cache")
+        if cached is None or cached[0] != key:
+            t = TernaryTensor._make(
+                "i2_s",
+                self._weight_shape(),
+                self._block_size(),
+                "absmean",
+                self.weight_packed.numpy(),
+                self.weight_scale.numpy(),
+            )
+            cached = self.__dict__["_ternary_cache"] = (key, t)
+        return cached[1]
 
     def _set_frozen(self, t: TernaryTensor | None) -> None:
         """Replace the float weight by I2_S buffers (those of ``t``, or empty ones of the right size)."""

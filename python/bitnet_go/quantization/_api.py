@@ -140,6 +140,12 @@ def _eps(eps: object, default: float) -> float:
     return float(eps)
 
 
+def _abi_range(qmin: int, qmax: int, custom: bool, reduce_range: bool) -> tuple[int, int]:
+    """The range the C ABI takes: (0, 0) for the dtype's own (Go then picks torch's default zero
+    points, e.g. 128 for symmetric uint8), else ``(qmin, qmax)``."""
+    return (qmin, qmax) if custom or reduce_range else (0, 0)
+
+
 def choose_qparams(
     min: ArrayLike,  # noqa: A002 - torch's name
     max: ArrayLike,  # noqa: A002
@@ -183,10 +189,7 @@ def choose_qparams(
         raise ValueError(f"min must be <= max, got min[{i}] = {mn[i]} > max[{i}] = {mx[i]}")
     scales = np.empty(mn.size, np.float32)
     zps = np.empty(mn.size, np.int32)
-    if not custom and not reduce_range:
-        qmin = qmax = 0  # the dtype's range: Go picks torch's default zero points (uint8 symmetric: 128)
-    ops.choose_qparams(np.ascontiguousarray(mn), np.ascontiguousarray(mx), dtype, code, qmin, qmax, eps_v,
-                       scales, zps)  # fmt: skip
+    ops.choose_qparams(mn, mx, dtype, code, *_abi_range(qmin, qmax, custom, reduce_range), eps_v, scales, zps)
     return scales, zps
 
 
@@ -314,9 +317,7 @@ def quantize(
         ops.minmax(xa, ax, bs, check_finite, mn, mx)
         scales, zp = choose_qparams(mn, mx, dt, scheme, eps=eps, reduce_range=reduce_range,  # type: ignore[arg-type]
                                     quant_min=quant_min, quant_max=quant_max, mapping=mapping)  # fmt: skip
-    if not custom and not reduce_range:
-        qmin = qmax = 0
-    ops.quantize_given(xa, dt, ax, bs, scales, zp, qmin, qmax, check_finite, out)
+    ops.quantize_given(xa, dt, ax, bs, scales, zp, *_abi_range(qmin, qmax, custom, reduce_range), check_finite, out)
     return PlainTensor._make(dt, shape, ax, bs, out, scales, zp)
 
 

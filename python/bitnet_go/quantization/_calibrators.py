@@ -85,7 +85,8 @@ class _HistogramCalibrator(Collector):
             self.bin_width = float(_F(amax / self.num_bins))
             self.counts = np.zeros(self.num_bins, np.int64)
         self._grow(amax)
-        ops.histogram(xa, 0.0, float(_F(self.counts.size * self.bin_width)), True, self.check_finite, self.counts)
+        # min/max above found every value finite: no second scan
+        ops.histogram(xa, 0.0, float(_F(self.counts.size * self.bin_width)), True, False, self.counts)
         if self._zeros:
             self.counts[0] += self._zeros
             self._zeros = 0
