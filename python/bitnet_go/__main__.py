@@ -23,6 +23,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.families and "families" not in names:
         names.append("families")
     results: dict[str, list[dict[str, Any]]] = {}
+    _common.settle_allocator()
     old_min_time, _common.MIN_TIME = _common.MIN_TIME, bench_min_time(args)
     try:
         for name in names:
@@ -109,10 +110,10 @@ DEFAULT_REPEAT = 7
 """``bench --repeat``'s default: timed calls per measurement, at least."""
 DEFAULT_MIN_TIME = 0.2
 """``bench --min-time``'s default (seconds per measurement, without ``--repeat``): sub-millisecond calls are
-timed hundreds of times instead of 7, at most 0.2 s more per measurement. What still moves a ratio between
-identical runs is the process, not the sample: torch's expression page-faults its fresh temporaries
-(glibc gives large blocks by mmap, and whether a 4 MiB one does differs from run to run), which no
-repeat count averages away; compare the ranges."""
+timed hundreds of times instead of 7, at most 0.2 s more per measurement. Run-to-run swings of
+torch's expression that no repeat count averages away (glibc handing its temporaries fresh mmap pages
+in some runs and reused heap blocks in others) are removed by :func:`bench._common.settle_allocator`,
+which ``bench`` calls once before timing."""
 
 
 class _RepeatAction(argparse.Action):

@@ -113,7 +113,7 @@ _COLUMNS = [
     ("frac_of_sum", "of sum bw", ".2f", "our bandwidth as a fraction of sum()'s (1.00: as fast as one read)"),
 ]
 _NOTES = [
-    "x vs expr divides medians; torch's expression allocates temporaries, so its time varies",
-    "between runs (see its range; whole runs land at 1.3-4 ms or 10-24 ms for 1M floats, as glibc",
-    "hands it fresh pages or not): more calls do not steady it, compare ranges across runs.",
+    "x vs expr divides medians; torch's expression allocates temporaries. Before timing, the bench",
+    "frees one 24 MiB buffer so glibc reuses heap blocks for them in every run, as in a long-running",
+    "process (without it, whole runs of 1M floats took 8-12 ms instead of 1.2-1.6 ms; see settle_allocator).",
 ]
