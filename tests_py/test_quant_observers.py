@@ -178,7 +178,9 @@ def test_histogram_search_and_rebinning_are_torchs(seed: int) -> None:
         for _ in range(4):
             s = int(rng.integers(0, bins // 2))
             e = int(rng.integers(s, bins))
-            got = ours._quantization_error(s, e, (float(mx) - float(mn)) / bins, np.arange(bins))
+            width = (float(mx) - float(mn)) / bins
+            density = (h / np.float32(width)).astype(np.float32)
+            got = ours._quantization_error(s, e, width, np.arange(bins), density)
             assert got == theirs._compute_quantization_error(s, e)
         a, b = theirs._non_linear_param_search()
         assert ours._non_linear_param_search() == (a.item(), b.item())

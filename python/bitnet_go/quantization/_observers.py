@@ -379,8 +379,10 @@ class HistogramObserver(_Observer):
 
     # -- the search
 
-    def _quantization_error(self, start: int, end: int, bin_width: float, src: np.ndarray) -> float:
-        """torch's ``_compute_quantization_error(start, end)`` (float32 tensors, Python-float scalars)."""
+    def _quantization_error(self, start: int, end: int, bin_width: float, src: np.ndarray,
+                            density: np.ndarray) -> float:  # fmt: skip
+        """torch's ``_compute_quantization_error(start, end)`` (float32 tensors, Python-float scalars);
+        ``density`` is ``histogram / bin_width`` in float32, the same for every step of the search."""
         dst_w = bin_width * (end - start + 1) / self.dst_nbins
         if dst_w == 0.0:
             return 0.0
@@ -391,7 +393,6 @@ class HistogramObserver(_Observer):
         b_bin = np.clip(tm.div_floor_f32(begin, dw), _F(0), last).astype(_F)
         b_center = ((b_bin + _F(0.5)) * dw).astype(_F)
         e_bin = np.clip(tm.div_floor_f32(endv, dw), _F(0), last).astype(_F)
-        density = (self.histogram / bw).astype(_F)
 
         def get_norm(db: np.ndarray, de: np.ndarray) -> np.ndarray:
             return (density * _F((de * de * de - db * db * db).astype(_F) / _F(3))).astype(_F)
@@ -411,6 +412,7 @@ class HistogramObserver(_Observer):
         csum = np.cumsum(self.histogram, dtype=np.float64).astype(_F)  # torch's cumsum accumulates in double
         py_width = (float(self.max_val) - float(self.min_val)) / self.bins
         src = np.arange(self.bins, dtype=np.int64)
+        density = (self.histogram / _F(py_width)).astype(_F)
         stepsize, alpha, beta = 1e-5, 0.0, 1.0
         start, end = 0, self.bins - 1
         norm_min = float("inf")
@@ -427,7 +429,7 @@ class HistogramObserver(_Observer):
                 next_end, beta = r_, next_beta
             if next_start == start and next_end == end:
                 continue
-            norm = self._quantization_error(next_start, next_end, py_width, src)
+            norm = self._quantization_error(next_start, next_end, py_width, src, density)
             if norm > norm_min:
                 break
             norm_min, start, end = norm, next_start, next_end
