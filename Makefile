@@ -108,10 +108,7 @@ bench: install
 
 # `make bench`'s command line with no suite named (every suite), on tiny inputs: a few
 # seconds, so that the bench cannot break unnoticed (it once failed on Python 3.11).
-BENCH_SMOKE_ARGS := --threads 1 --repeat 1 --sizes 1M --conv-quick --conv-no-mem \
-  --quant-sizes 4K --quant-obs-size 4K --quant-obs-batches 1 \
-  --linear-shapes 128x128 --linear-batches 1 --linear-rounds 1 \
-  --families-quick --families-rounds 1 --families-ops quantize_i2s --families-size 1M
+BENCH_SMOKE_ARGS := --quick
 bench-smoke: install
 	cd /tmp && "$(PY)" -m bitnet_go bench $(BENCH_SMOKE_ARGS) > /dev/null
 

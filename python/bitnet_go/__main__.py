@@ -15,6 +15,23 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def apply_quick(args: argparse.Namespace, names: Sequence[str]) -> None:
+    """``bench --quick``: 1 thread, exactly 1 timed call, and each named suite's ``QUICK`` options.
+
+    Example:
+        >>> args = build_parser().parse_args(["bench", "quantize", "--quick"])
+        >>> apply_quick(args, ["quantize"])
+        >>> args.threads, args.repeat, args.sizes
+        ('1', 1, '1M')
+    """
+    from .bench import SUITES
+
+    args.threads, args.repeat, args.min_time, args.repeat_given = "1", 1, 0.0, True
+    for name in names:
+        for key, value in getattr(importlib.import_module(SUITES[name]), "QUICK", {}).items():
+            setattr(args, key, value)
+
+
 def _bench(args: argparse.Namespace) -> int:
     from .bench import SUITES, _common
     from .bench._common import write_json
@@ -23,6 +40,8 @@ def _bench(args: argparse.Namespace) -> int:
     if args.families and "families" not in names:
         names.append("families")
     results: dict[str, list[dict[str, Any]]] = {}
+    if args.quick:
+        apply_quick(args, names)
     _common.settle_allocator()
     old_min_time, _common.MIN_TIME = _common.MIN_TIME, bench_min_time(args)
     try:
@@ -184,6 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--families", action="store_true", help="run the families suite (every kernel family per op, and the pick)"
     )
     b.add_argument("--plot", metavar="PATH.png", help="draw the results (needs matplotlib)")
+    b.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few seconds on tiny inputs, 1 thread, 1 call each: checks that every suite runs (make bench-smoke)",
+    )
     for name, modname in SUITES.items():
         g = b.add_argument_group(f"{name} suite")
         importlib.import_module(modname).add_arguments(g)

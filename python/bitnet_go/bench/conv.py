@@ -93,6 +93,10 @@ QUICK_LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
 """Tiny layers of ``--conv-quick`` (a smoke test of the suite in seconds)."""
 
 
+QUICK: dict[str, object] = {"conv_quick": True, "conv_no_mem": True}
+"""``bench --quick``: this suite's options for a few seconds on tiny inputs."""
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the conv suite."""
     g.add_argument("--conv-quick", action="store_true", help="tiny layers, batch 1 (a smoke test)")

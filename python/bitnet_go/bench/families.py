@@ -85,6 +85,15 @@ LUT_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
 QUICK_LUT_ROWS = LUT_ROWS[:1]
 
 
+QUICK: dict[str, object] = {
+    "families_quick": True,
+    "families_rounds": 1,
+    "families_ops": "quantize_i2s",
+    "families_size": "1M",
+}
+"""``bench --quick``: this suite's options for a few seconds on tiny inputs."""
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the families suite."""
     g.add_argument("--families-ops", default="", help="comma-separated ops to time (default: every registered op)")

@@ -111,6 +111,10 @@ _COLUMNS = [
 ]
 
 
+QUICK: dict[str, object] = {"linear_shapes": "128x128", "linear_batches": "1", "linear_rounds": 1}
+"""``bench --quick``: this suite's options for a few seconds on tiny inputs."""
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the linear suite."""
     g.add_argument(

@@ -75,6 +75,10 @@ TARGET_X_OBSERVER = 5.0
 """Observers: at least this many times faster than torch's."""
 
 
+QUICK: dict[str, object] = {"quant_sizes": "4K", "quant_obs_size": "4K", "quant_obs_batches": 1}
+"""``bench --quick``: this suite's options for a few seconds on tiny inputs."""
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the quant suite."""
     g.add_argument("--quant-sizes", default="16M", help="quantize/dequantize element counts (default 16M: 4096x4096)")

@@ -38,6 +38,9 @@ from ._common import (
 )
 from .quantize_cuda import add_cuda_arguments, run_cuda
 
+QUICK: dict[str, object] = {"sizes": "1M"}
+"""``bench --quick``: this suite's options for a few seconds on tiny inputs."""
+
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the quantize suite."""
