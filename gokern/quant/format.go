@@ -1,6 +1,8 @@
 package quant
 
 import (
+	"unsafe"
+
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
@@ -59,11 +61,7 @@ func (f format) Pack(values []int8, rows int, dst []byte) error {
 			dst[i] = byte(v)
 		}
 	case qtensor.I4, qtensor.U4:
-		codes := make([]byte, n)
-		for i, v := range values {
-			codes[i] = byte(v)
-		}
-		pack4Generic(codes, dst)
+		pack4Generic(asBytes(values), dst)
 	case qtensor.Binary:
 		clear(dst)
 		for i, v := range values {
@@ -95,17 +93,19 @@ func (f format) Unpack(src []byte, rows int, values []int8) error {
 			values[i] = int8(src[i])
 		}
 	default:
-		codes := make([]byte, n)
 		if f.d == qtensor.Binary {
-			unpackBitsGeneric(src, codes)
+			unpackBitsGeneric(src, asBytes(values))
 		} else {
-			unpack4Generic(src, f.d == qtensor.I4, codes)
-		}
-		for i, c := range codes {
-			values[i] = int8(c)
+			unpack4Generic(src, f.d == qtensor.I4, asBytes(values))
 		}
 	}
 	return nil
+}
+
+// asBytes views int8 values as the bytes of their two's complement codes
+// (the same memory: the pack and unpack kernels work on bytes).
+func asBytes(v []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v))
 }
 
 // Dequantize is Dequantize with one scale per blockSize values of the

@@ -291,13 +291,24 @@ func (k *QuantizeKernels) absMeans(x []float32, g *Groups, scales []float32) {
 	if g.Axis >= 0 {
 		per := g.period()
 		par.Run(par.ChunksWork(g.Dim, g.N/max(g.Dim, 1)), func(_, lo, hi int) {
-			for c := lo; c < hi; c++ {
-				var sum float64
-				for r := 0; r < g.N; r += per {
-					s := r + c*g.Inner
-					sum += k.AbsSum(x[s : s+g.Inner])
+			// Row by row, so the last axis (Inner 1) reads each row's slice
+			// of channels contiguously; per channel the sums are added in
+			// the same order as a channel-by-channel loop.
+			sums := make([]float64, hi-lo)
+			for r := 0; r < g.N; r += per {
+				if g.Inner == 1 {
+					for i, v := range x[r+lo : r+hi] {
+						sums[i] += math.Abs(float64(v))
+					}
+					continue
 				}
-				scales[c] = mean(sum, g.N/g.Dim)
+				for c := lo; c < hi; c++ {
+					s := r + c*g.Inner
+					sums[c-lo] += k.AbsSum(x[s : s+g.Inner])
+				}
+			}
+			for i, sum := range sums {
+				scales[lo+i] = mean(sum, g.N/g.Dim)
 			}
 		})
 		return
