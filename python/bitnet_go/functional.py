@@ -178,13 +178,14 @@ def _weight(w: object, k_dims: int, allow_groups: bool) -> tuple[Q, np.ndarray |
         q, cs = _cached(w, lambda: Q(w.int_repr(), w.scales, w.zero_points, block_size=w.block_size))
         return q, None, False
     if isinstance(w, TernaryTensor):
-        return _ternary(w, k_dims, allow_groups), None, False
+        q, cs = _ternary(w, k_dims, allow_groups)
+        return q, (None if q.block_size else cs), False
     what = w.qtype if isinstance(w, QuantizedTensor) else type(w).__name__
     kinds = "int8 (per tensor or channel), ternary" + (" or int4 (per group)" if allow_groups else "")
     raise TypeError(f"weight must be a quantized tensor of {kinds}; got {what}")
 
 
-def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> Q:
+def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> tuple[Q, np.ndarray]:
     """A ternary weight as int8 values: one scale (per tensor), one per row (axis 0) when each
     block covers whole rows, or one per block of a row (linear)."""
     rows = w.shape[0]
@@ -203,7 +204,7 @@ def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> Q:
         raise TypeError(f"ternary weight: block_size {b} neither covers whole rows nor divides a row of {k} "
                         f"values{'' if allow_groups else ' (conv2d takes per-tensor or per-row scales)'}")  # fmt: skip
 
-    return _cached(w, build)[0]
+    return _cached(w, build)
 
 
 def _bias(bias: ArrayLike | None, n: int) -> np.ndarray | None:

@@ -7,10 +7,10 @@ import (
 // ConvShape is a 2-D convolution's geometry: x (N, C, H, W), weight (O,
 // C/Groups, KH, KW), padding per side (top, left, bottom, right).
 type ConvShape struct {
-	N, C, H, W, O, KH, KW, Groups  int
-	StrideH, StrideW               int
-	PadT, PadL, PadB, PadR         int
-	DilH, DilW                     int
+	N, C, H, W, O, KH, KW, Groups int
+	StrideH, StrideW              int
+	PadT, PadL, PadB, PadR        int
+	DilH, DilW                    int
 }
 
 // Out returns the output's spatial size, checking the geometry.
