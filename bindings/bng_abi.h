@@ -137,4 +137,36 @@ typedef struct {
 int32_t bng_calibrate(bng_tensor *counts, bng_calibrate_params *p, double *amax,
                       char *errbuf, int64_t errcap);
 
+/* ---- quantized linear, matmul, conv2d (bitnet_go.functional; gokern/ops/qlinear) ---- */
+#define BNG_QOPS_V1 1
+typedef struct {
+	int32_t version;      /* BNG_QOPS_V1 */
+	int32_t relu;         /* non-zero: outputs below the output zero point are it */
+	int32_t reduce_range; /* float32 x (dynamic linear): activations quantized to [0, 127] */
+	int32_t reserved;
+	int64_t stride[2];    /* bng_qconv2d: h, w */
+	int64_t padding[4];   /* bng_qconv2d: top, left, bottom, right */
+	int64_t dilation[2];  /* bng_qconv2d: h, w */
+	int64_t groups;       /* bng_qconv2d */
+} bng_qops_params;
+/* out (..., N) = quantized x (..., K) times w (N, K)^T + bias, as torch's fbgemm engine
+ * computes it (see gokern/ops/qlinear). x: uint8 or int8 with one scale and zero point,
+ * out: x's dtype with the output scale and zero point it carries; or x float32 (dynamic:
+ * quantized per call as torch's linear_dynamic does) and out float32, its scale and
+ * zero point written to act_qparams (float32 scale, then the zero point as float32) when
+ * not NULL. w: int8 with one scale and zero point, one per row (axis 0), or one per
+ * block of block_size values of a row (block_size dividing K; n_scales = N*K/block_size).
+ * bias: NULL or float32 (N). colsums: NULL or int32 (N), the sums of w's rows. */
+int32_t bng_qlinear(bng_tensor *x, bng_tensor *w, bng_tensor *bias, bng_tensor *colsums,
+                    bng_tensor *out, bng_qops_params *p, float *act_qparams, bng_op_info *info,
+                    char *errbuf, int64_t errcap);
+/* out (B..., M, N) = a (B..., M, K) times b (B..., K, N): both uint8 or both int8, per tensor;
+ * out of the same dtype with its scale and zero point. */
+int32_t bng_qmatmul(bng_tensor *a, bng_tensor *b, bng_tensor *out, bng_qops_params *p,
+                    bng_op_info *info, char *errbuf, int64_t errcap);
+/* out (N, O, Ho, Wo) = quantized conv2d of x (N, C, H, W; uint8 or int8) with w (O, C/groups,
+ * kH, kW; int8, per tensor or per output channel: axis 0) + bias (NULL or float32 O). */
+int32_t bng_qconv2d(bng_tensor *x, bng_tensor *w, bng_tensor *bias, bng_tensor *out,
+                    bng_qops_params *p, bng_op_info *info, char *errbuf, int64_t errcap);
+
 #endif

@@ -7,7 +7,7 @@ Example:
     np.int64(512)
 """
 
-from . import cuda, diagnostics, quantization
+from . import cuda, diagnostics, functional, quantization
 from ._conv import conv2d_quantized, quantize_conv_weight
 from ._core.runtime import CPUFeatures, cpu_features, get_num_threads, set_num_threads
 from ._linear import linear_quantized
@@ -27,6 +27,7 @@ __all__ = [
     "cuda",
     "dequantize",
     "diagnostics",
+    "functional",
     "get_num_threads",
     "linear_quantized",
     "quantization",

@@ -258,3 +258,23 @@ def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) ->
         2
     """
     return _new(dtype, shape, block_size, CPU, 0, 0)
+
+
+# ---------------------------------------------------------------- quantized ops (bitnet_go.functional)
+
+QOPS_V1: Final = 1
+
+
+class QopsParams(ctypes.Structure):
+    """``bng_qops_params``: the parameters of ``bng_qlinear``, ``bng_qmatmul`` and ``bng_qconv2d``."""
+
+    _fields_ = [
+        ("version", _I32),
+        ("relu", _I32),
+        ("reduce_range", _I32),
+        ("reserved", _I32),
+        ("stride", _I64 * 2),
+        ("padding", _I64 * 4),
+        ("dilation", _I64 * 2),
+        ("groups", _I64),
+    ]

@@ -22,5 +22,6 @@ SUITES: dict[str, str] = {
     "quant": "bitnet_go.bench.quant",
     "linear": "bitnet_go.bench.linear",
     "families": "bitnet_go.bench.families",
+    "qops": "bitnet_go.bench.qops",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""

@@ -1,0 +1,90 @@
+// Package qlinear holds the quantized linear, matmul and conv2d ops of
+// bitnet_go.functional: uint8/int8 activations times int8 weights (per
+// tensor or per channel), ternary weights as int8 values, and int4/ternary
+// weights with one scale per group of K, with fbgemm's (torch's x86
+// engine's) integer arithmetic and requantization, bit for bit.
+//
+// # Arithmetic
+//
+// For activations q_a (zero point za, scale sa) and weights q_w (zw[n],
+// sw[n]), output n of row m is
+//
+//	acc  = sum_k q_a(m,k) * q_w(n,k)                    (exact, int32)
+//	raw  = acc - za*(colsum(n) - K*zw(n)) - zw(n)*rowsum(m)   (int32, wraps as fbgemm's)
+//	rf   = float32(raw) + bq(n)                          (bq: the bias in accumulator units)
+//	out  = clamp(lrintf(rf * mult(n)) + zo, lo, hi)
+//
+// with mult(n) = float32(sa*sw(n)) / so in float32 (torch's qlinear.cpp and
+// qconv.cpp), bq(n) = bias(n) / float32(sa*sw(n)) for per-channel weights
+// and bias(n) * float32(1/float64(sa*sw)) for per-tensor weights (fbgemm's
+// AVX2 requantization multiplies by the reciprocal there), lo = zo when
+// ReLU is fused, else the output type's least value. Requant (requant.go)
+// is the one implementation of this epilogue.
+//
+// int8 activations are shifted to uint8 (q+128, za+128) and uint8 weights
+// (quint8 matmul operands) to int8 (q-128, zw-128): the products of the
+// differences are unchanged, so the same uint8 x int8 kernels serve every
+// combination exactly.
+//
+// # Kernels
+//
+// The integer products run in dot-product micro-kernels (Kernels): row-major
+// activations (uint8, rows padded to a multiple of KB bytes with zeros) and
+// row-major weights (int8, same padding), a 4x4 tile or a 1x8 strip of
+// int32 sums. The generic Go kernels are the oracle; the avx512vnni family
+// uses VPDPBUSD (uint8 x int8 -> int32, exact for every value), the avx2
+// family widens both operands to int16 (VPMOVZXBW, VPMOVSXBW) and sums
+// pairs with VPMADDWD into int32: neither has the int16 saturation of
+// VPMADDUBSW, so every zero point and weight value is exact.
+package qlinear
+
+import (
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// KB is the k-granularity of the micro-kernels: rows of both operands are
+// padded with zeros to a multiple of KB bytes.
+const KB = 64
+
+// Kernels is one family's set of dot-product micro-kernels.
+type Kernels struct {
+	Family cpu.Family
+	// Dot4x4 sets c[i*4+j] = sum_{k < kb*KB} a[i*lda+k] * w[j*ldw+k] for
+	// i, j < 4 (a: uint8 activations, w: int8 weights; kb >= 1).
+	Dot4x4 func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32)
+	// Dot1x8 sets c[j] = sum_{k < kb*KB} a[k] * w[j*ldw+k] for j < 8.
+	Dot1x8 func(kb int, a []byte, w []int8, ldw int, c *[8]int32)
+}
+
+// KernelOp is the op "qlinear_dot" of the kernel registry.
+var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
+
+var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic}
+
+func dot4x4Generic(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
+	n := kb * KB
+	for i := 0; i < 4; i++ {
+		ar := a[i*lda : i*lda+n]
+		for j := 0; j < 4; j++ {
+			wr := w[j*ldw : j*ldw+n]
+			var s int32
+			for k, v := range ar {
+				s += int32(v) * int32(wr[k])
+			}
+			c[i*4+j] = s
+		}
+	}
+}
+
+func dot1x8Generic(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
+	n := kb * KB
+	ar := a[:n]
+	for j := 0; j < 8; j++ {
+		wr := w[j*ldw : j*ldw+n]
+		var s int32
+		for k, v := range ar {
+			s += int32(v) * int32(wr[k])
+		}
+		c[j] = s
+	}
+}

@@ -1,0 +1,46 @@
+//go:build !noasm && amd64
+
+package qlinear
+
+import (
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// The assembly families (_gen/qlinear.go): avx2 (VPMADDWD on widened
+// operands) and avx512vnni (VPDPBUSD), each with the generic kernels as
+// oracle (qlinear_test.go).
+
+var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
+	Dot4x4: func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
+		_ = a[3*lda+kb*KB-1]
+		_ = w[3*ldw+kb*KB-1]
+		var t [8]int32
+		for h := 0; h < 2; h++ {
+			dot4x2AVX2(kb, &a[0], lda, &w[2*h*ldw], ldw, &t[0])
+			for i := 0; i < 4; i++ {
+				c[i*4+2*h], c[i*4+2*h+1] = t[i*2], t[i*2+1]
+			}
+		}
+	},
+	Dot1x8: func(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
+		_ = a[kb*KB-1]
+		_ = w[7*ldw+kb*KB-1]
+		dot1x4AVX2(kb, &a[0], 0, &w[0], ldw, &c[0])
+		dot1x4AVX2(kb, &a[0], 0, &w[4*ldw], ldw, (*int32)(unsafe.Pointer(&c[4])))
+	},
+})
+
+var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
+	Dot4x4: func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
+		_ = a[3*lda+kb*KB-1]
+		_ = w[3*ldw+kb*KB-1]
+		dot4x4VNNI(kb, &a[0], lda, &w[0], ldw, &c[0])
+	},
+	Dot1x8: func(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
+		_ = a[kb*KB-1]
+		_ = w[7*ldw+kb*KB-1]
+		dot1x8VNNI(kb, &a[0], 0, &w[0], ldw, &c[0])
+	},
+})

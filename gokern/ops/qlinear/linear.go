@@ -1,0 +1,269 @@
+package qlinear
+
+import (
+	"math"
+
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+)
+
+// Act is a matrix of quantized activations: M x K codes, row-major.
+type Act struct {
+	Data   []byte // uint8 codes, or int8 codes' bits when Signed
+	Signed bool
+	Scale  float32
+	Zero   int32
+}
+
+// Weight is a matrix of quantized weights: N x K codes, row-major (K x N
+// when Transposed: matmul's right operand).
+type Weight struct {
+	Data       []byte // int8 codes' bits, or uint8 codes when Unsigned
+	Unsigned   bool
+	Transposed bool
+	Scales     []float32 // one (per tensor) or N (per channel)
+	Zeros      []int32   // one or N
+	// ColSums, where not nil, are the sums of each channel's K codes (N
+	// values, the codes as given): callers that keep a weight pass them so
+	// that a call does not sum the weight again.
+	ColSums []int32
+}
+
+// Output says how outputs are quantized.
+type Output struct {
+	Scale  float32
+	Zero   int32
+	Signed bool // int8 codes (-128..127), else uint8
+	Relu   bool // outputs below the zero point are the zero point
+}
+
+// Info is what ran.
+type Info struct {
+	Kernel string // "path/family", e.g. "gemm/avx512vnni"
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// rowsFor is the number of rows an activation buffer of m rows needs.
+func rowsFor(m int) int {
+	if m < 4 {
+		return m
+	}
+	return roundUp(m, 4)
+}
+
+// packAct returns x as unsigned rows of kp bytes (zero-padded; at least
+// rowsFor(M) rows, those past M zero), its row sums, and the zero point in
+// the unsigned domain. x's buffer is used as it is when it already has that
+// layout.
+func packAct(x Act, M, K, kp int) ([]byte, []int32, int32) {
+	za := x.Zero
+	var a []byte
+	if !x.Signed && K == kp && rowsFor(M) == M {
+		a = x.Data[:M*K]
+	} else {
+		a = make([]byte, rowsFor(M)*kp)
+		for m := 0; m < M; m++ {
+			dst, src := a[m*kp:m*kp+K], x.Data[m*K:m*K+K]
+			if x.Signed {
+				for i, v := range src {
+					dst[i] = v ^ 0x80
+				}
+			} else {
+				copy(dst, src)
+			}
+		}
+	}
+	if x.Signed {
+		za += 128
+	}
+	rs := make([]int32, M)
+	for m := range rs {
+		var s int32
+		for _, v := range a[m*kp : m*kp+K] {
+			s += int32(v)
+		}
+		rs[m] = s
+	}
+	return a, rs, za
+}
+
+// packWeight returns w's N channels as int8 rows of ldw >= kp values (the
+// given buffer when it has that layout), the per-channel zero points in the
+// signed domain and the column sums of the rows returned.
+func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32, []int32) {
+	zw := make([]int32, N)
+	for n := range zw {
+		if len(w.Zeros) == 1 {
+			zw[n] = w.Zeros[0]
+		} else {
+			zw[n] = w.Zeros[n]
+		}
+		if w.Unsigned {
+			zw[n] -= 128
+		}
+	}
+	var rows []int8
+	ldw := kp
+	if !w.Unsigned && !w.Transposed && K == kp {
+		rows = asInt8(w.Data[:N*K])
+	} else {
+		rows = make([]int8, N*kp)
+		var flip byte
+		if w.Unsigned {
+			flip = 0x80
+		}
+		for n := 0; n < N; n++ {
+			dst := rows[n*kp : n*kp+K]
+			if w.Transposed {
+				for k := range dst {
+					dst[k] = int8(w.Data[k*N+n] ^ flip)
+				}
+			} else {
+				for k, v := range w.Data[n*K : n*K+K] {
+					dst[k] = int8(v ^ flip)
+				}
+			}
+		}
+	}
+	cs := w.ColSums
+	if cs == nil || w.Unsigned || w.Transposed {
+		cs = make([]int32, N)
+		for n := range cs {
+			var s int32
+			for _, v := range rows[n*ldw : n*ldw+K] {
+				s += int32(v)
+			}
+			cs[n] = s
+		}
+	}
+	return rows, ldw, zw, cs
+}
+
+// outRange returns the codes an output may take.
+func outRange(o Output) (lo, hi int32) {
+	lo, hi = 0, 255
+	if o.Signed {
+		lo, hi = -128, 127
+	}
+	if o.Relu {
+		lo = max(lo, o.Zero)
+	}
+	return lo, hi
+}
+
+// checkScale reports a scale that is not finite and positive.
+func checkScale(name string, s float32) error {
+	if !(s > 0) || math.IsInf(float64(s), 0) {
+		return errs.Value("%s must be finite and > 0, got %v", name, s)
+	}
+	return nil
+}
+
+// checkParams checks the scales of the operands.
+func checkParams(x Act, w Weight, o *Output, N int) error {
+	if err := checkScale("x's scale", x.Scale); err != nil {
+		return err
+	}
+	if o != nil {
+		if err := checkScale("the output scale", o.Scale); err != nil {
+			return err
+		}
+		lo, hi := int32(0), int32(255)
+		if o.Signed {
+			lo, hi = -128, 127
+		}
+		if o.Zero < lo || o.Zero > hi {
+			return errs.Value("the output zero point must be in [%d, %d], got %d", lo, hi, o.Zero)
+		}
+	}
+	if len(w.Scales) != 1 && len(w.Scales) != N {
+		return errs.Value("weight: %d scales for %d output channels (want 1 or %d)", len(w.Scales), N, N)
+	}
+	if len(w.Zeros) != len(w.Scales) {
+		return errs.Value("weight: %d zero points for %d scales", len(w.Zeros), len(w.Scales))
+	}
+	for _, s := range w.Scales {
+		if err := checkScale("weight scales", s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// requant builds the epilogue of a product over K values.
+func requant(N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias []float32, o *Output) *Requant {
+	r := &Requant{ZW: zw, ColTerm: make([]int32, N)}
+	for n := range r.ColTerm {
+		r.ColTerm[n] = za * (cs[n] - int32(K)*zw[n])
+	}
+	so := float32(1)
+	if o != nil {
+		so = o.Scale
+		r.ZO = o.Zero
+		r.Lo, r.Hi = outRange(*o)
+	}
+	r.ChannelParams(N, sa, sw, so, bias)
+	if o == nil {
+		r.Bias = bias
+		r.BiasQ = nil
+	}
+	return r
+}
+
+func kernelName(path string, k *Kernels) string { return path + "/" + string(k.Family) }
+
+// Linear computes out (M x N codes, row-major) = the quantized x·wᵀ + bias
+// (bias: nil or N floats) as fbgemm does (package comment). M may be 0.
+func Linear(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, o Output, out []byte) (Info, error) {
+	if err := checkParams(x, w, &o, N); err != nil {
+		return Info{}, err
+	}
+	kp := roundUp(K, KB)
+	a, rs, za := packAct(x, M, K, kp)
+	rows, ldw, zw, cs := packWeight(w, N, K, kp)
+	g := &gemm{M: M, N: N, K: K, kp: kp, A: a, lda: kp, W: rows, ldw: ldw, RowSum: rs,
+		R: requant(N, K, za, zw, cs, x.Scale, w.Scales, bias, &o), Out: out, rs: N, cs: 1}
+	g.run(k)
+	return Info{Kernel: kernelName("gemm", k)}, nil
+}
+
+// LinearFloat is Linear with float32 outputs: float32(raw)*float32(sa*sw(n))
+// + bias(n) (fbgemm's ReQuantizeForFloat), the dynamic linear's epilogue.
+func LinearFloat(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, out []float32) (Info, error) {
+	if err := checkParams(x, w, nil, N); err != nil {
+		return Info{}, err
+	}
+	kp := roundUp(K, KB)
+	a, rs, za := packAct(x, M, K, kp)
+	rows, ldw, zw, cs := packWeight(w, N, K, kp)
+	g := &gemm{M: M, N: N, K: K, kp: kp, A: a, lda: kp, W: rows, ldw: ldw, RowSum: rs,
+		R: requant(N, K, za, zw, cs, x.Scale, w.Scales, bias, nil), OutF: out, rs: N, cs: 1}
+	g.run(k)
+	return Info{Kernel: kernelName("gemm", k)}, nil
+}
+
+// Matmul computes batch products out[b] = a[b]·bm[b] (a: M x K, bm: K x N,
+// both per-tensor, both uint8 or both int8; out: M x N codes of the same
+// type) with Linear's arithmetic (bm is the transposed weight, unsigned
+// codes shifted to signed exactly).
+func Matmul(k *Kernels, batch, M, N, K int, a Act, bm Weight, o Output, out []byte) (Info, error) {
+	if err := checkParams(a, bm, &o, N); err != nil {
+		return Info{}, err
+	}
+	var info Info
+	for b := 0; b < batch; b++ {
+		ab := a
+		ab.Data = a.Data[b*M*K : (b+1)*M*K]
+		wb := bm
+		wb.Data = bm.Data[b*K*N : (b+1)*K*N]
+		wb.Transposed = true
+		var err error
+		if info, err = Linear(k, M, N, K, ab, wb, nil, o, out[b*M*N:(b+1)*M*N]); err != nil {
+			return info, err
+		}
+	}
+	if batch == 0 {
+		info.Kernel = kernelName("gemm", k)
+	}
+	return info, nil
+}

@@ -1,0 +1,127 @@
+"""The ctypes calls of the quantized ops (``bng_qlinear``, ``bng_qmatmul``, ``bng_qconv2d``).
+
+Operands are host numpy arrays of codes with their float32 scales and int32
+zero points (see :class:`Q`); outputs are the caller's, written in place. Go
+checks every shape, dtype and parameter; the arithmetic is fbgemm's (see
+``gokern/ops/qlinear``).
+
+Example:
+    >>> import numpy as np
+    >>> x = Q(np.array([[1, 2]], np.uint8), np.float32([0.5]), np.int32([0]))
+    >>> w = Q(np.array([[1, 1], [2, -1]], np.int8), np.float32([1.0]), np.int32([0]))
+    >>> out = Q(np.empty((1, 2), np.uint8), np.float32([0.5]), np.int32([10]))
+    >>> linear(x, w, None, None, out, relu=False)
+    'gemm/...'
+    >>> out.codes
+    array([[13, 10]], dtype=uint8)
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+import numpy as np
+
+from . import descriptor, lib
+
+_T = ctypes.POINTER(descriptor.Tensor)
+_P = ctypes.POINTER(descriptor.QopsParams)
+_INFO = ctypes.POINTER(descriptor.OpInfo)
+
+lib.declare(
+    {
+        # x, w, bias, colsums, out, params, act_qparams, info
+        "bng_qlinear": (lib.I32, [_T, _T, _T, _T, _T, _P, ctypes.POINTER(ctypes.c_float), _INFO], True),
+        # a, b, out, params, info
+        "bng_qmatmul": (lib.I32, [_T, _T, _T, _P, _INFO], True),
+        # x, w, bias, out, params, info
+        "bng_qconv2d": (lib.I32, [_T, _T, _T, _T, _P, _INFO], True),
+    }
+)
+
+
+class Q(NamedTuple):
+    """A quantized operand: C-contiguous ``codes`` (uint8 or int8, or float32 for a dynamic
+    input) with float32 ``scales`` and int32 ``zero_points`` (one each per tensor; per channel
+    along ``axis``; or per ``block_size`` values of the flattened tensor)."""
+
+    codes: np.ndarray
+    scales: np.ndarray | None
+    zero_points: np.ndarray | None
+    axis: int | None = None
+    block_size: int | None = None
+
+
+_DTYPE = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32",
+          np.dtype(np.int32): "int32"}  # fmt: skip
+
+
+def _desc(q: Q) -> descriptor.Tensor:
+    t = descriptor.host(q.codes, _DTYPE[q.codes.dtype], block_size=q.block_size)
+    if q.axis is not None:
+        t.axis = q.axis
+    if q.scales is not None:
+        t.scales, t.n_scales = q.scales.ctypes.data, q.scales.size
+    if q.zero_points is not None:
+        t.zero_points, t.n_zero_points = q.zero_points.ctypes.data, q.zero_points.size
+    return t
+
+
+def _params(relu: bool = False, reduce_range: bool = False) -> descriptor.QopsParams:
+    p = descriptor.QopsParams(descriptor.QOPS_V1, int(relu), int(reduce_range))
+    p.dilation[:] = (1, 1)
+    p.stride[:] = (1, 1)
+    p.groups = 1
+    return p
+
+
+def _opt(a: np.ndarray | None) -> object:
+    return None if a is None else ctypes.byref(descriptor.host(a, _DTYPE[a.dtype]))
+
+
+def linear(
+    x: Q, w: Q, bias: np.ndarray | None, colsums: np.ndarray | None, out: Q, *, relu: bool, reduce_range: bool = False
+) -> str:
+    """``bng_qlinear``: out = x·wᵀ + bias, quantized (or dynamic for float32 ``x``); returns the kernel's name.
+
+    For a float32 ``x`` the activation scale and zero point used are ``out.scales[0]`` and
+    ``out.zero_points[0]`` afterwards when ``out`` carries arrays of one element.
+    """
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    aq = (ctypes.c_float * 2)()
+    ot = _desc(out if x.codes.dtype != np.float32 else Q(out.codes, None, None))
+    lib.call("bng_qlinear", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), _opt(colsums),
+             ctypes.byref(ot), ctypes.byref(_params(relu, reduce_range)), aq, ctypes.byref(info))  # fmt: skip
+    if x.codes.dtype == np.float32 and out.scales is not None and out.zero_points is not None:
+        out.scales[0], out.zero_points[0] = aq[0], int(aq[1])
+    return info.kernel.decode()
+
+
+def matmul(a: Q, b: Q, out: Q) -> str:
+    """``bng_qmatmul``: out = a·b quantized; returns the kernel's name."""
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    lib.call("bng_qmatmul", ctypes.byref(_desc(a)), ctypes.byref(_desc(b)), ctypes.byref(_desc(out)),
+             ctypes.byref(_params()), ctypes.byref(info))  # fmt: skip
+    return info.kernel.decode()
+
+
+def conv2d(
+    x: Q,
+    w: Q,
+    bias: np.ndarray | None,
+    out: Q,
+    *,
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    relu: bool,
+) -> str:
+    """``bng_qconv2d``: out = conv2d(x, w) + bias quantized; returns the kernel's name."""
+    p = _params(relu)
+    p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    lib.call("bng_qconv2d", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), ctypes.byref(_desc(out)),
+             ctypes.byref(p), ctypes.byref(info))  # fmt: skip
+    return info.kernel.decode()

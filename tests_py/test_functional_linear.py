@@ -1,0 +1,263 @@
+"""bitnet_go.functional (linear, linear_dynamic, matmul, conv2d) against torch's fbgemm engine.
+
+Every case draws fresh seeded random data and compares codes (``int_repr``) bit for bit: with
+``torch.ops.quantized`` / ``torch.ao.nn.quantized.functional`` where torch computes the case,
+and with a NumPy int64 computation of fbgemm's formula (``_reference``) where torch refuses it
+(int8 activations, ternary and int4 weights). Without torch the torch tests skip (conftest.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bitnet_go
+from bitnet_go import functional as F
+
+try:
+    import torch
+except ImportError:  # the tests marked needs("torch") skip
+    torch = None
+
+# torch 2.15 warns that its quantized tensors are deprecated
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+
+
+@pytest.fixture
+def fbgemm() -> object:
+    old = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "fbgemm"
+    yield
+    torch.backends.quantized.engine = old
+
+
+def _zp(rng: np.random.Generator, case: int, signed: bool = False) -> int:
+    """Zero points 0, 128 and random, in turn (int8: shifted by -128)."""
+    z = (0, 128, int(rng.integers(0, 256)))[case % 3]
+    return z - 128 if signed else z
+
+
+def _reference(qa, za, sa, qw, zw, sw, bias, so, zo, signed, relu):  # noqa: ANN001, ANN202 (test helper)
+    """fbgemm's linear in NumPy: int64 raw, float32 requantization (per-tensor weights: bias times
+    float32(1/(sa*sw)) in float64; per-channel: bias / (sa*sw) in float32)."""
+    qa = qa.astype(np.int64)
+    qw = qw.astype(np.int64)
+    n = qw.shape[0]
+    zw = np.broadcast_to(np.asarray(zw, np.int64), (n,))
+    raw = (qa - za) @ (qw - zw[:, None]).T
+    sw = np.asarray(sw, np.float32)
+    atw = np.float32(sa) * sw  # float32 products
+    rf = raw.astype(np.int32).astype(np.float32)
+    if bias is not None:
+        b = np.asarray(bias, np.float32)
+        bq = b * np.float32(1.0 / np.float64(atw[0])) if sw.size == 1 else b / atw
+        rf = rf + bq.astype(np.float32)
+    mult = (atw / np.float32(so)).astype(np.float32)
+    v = np.rint((rf * mult).astype(np.float32).astype(np.float64)) + zo
+    lo, hi = (-128, 127) if signed else (0, 255)
+    if relu:
+        lo = max(lo, zo)
+    return np.clip(v, lo, hi).astype(np.int8 if signed else np.uint8)
+
+
+def _tq_act(rng, shape, signed, zp):  # noqa: ANN001, ANN202
+    s = float(rng.uniform(0.01, 0.1))
+    codes = rng.integers(-128, 128, shape) if signed else rng.integers(0, 256, shape)
+    return torch._make_per_tensor_quantized_tensor(
+        torch.from_numpy(codes.astype(np.int8 if signed else np.uint8)), s, zp
+    )
+
+
+def _tq_weight(rng, shape, per_channel, case):  # noqa: ANN001, ANN202
+    codes = torch.from_numpy(rng.integers(-128, 128, shape).astype(np.int8))
+    if per_channel:
+        s = torch.from_numpy(rng.uniform(0.001, 0.05, shape[0])).double()
+        z = torch.from_numpy(rng.integers(-20, 20, shape[0]) if case % 2 else np.zeros(shape[0], np.int64))
+        return torch._make_per_channel_quantized_tensor(codes, s, z, 0)
+    return torch._make_per_tensor_quantized_tensor(codes, float(rng.uniform(0.001, 0.05)), 0)
+
+
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("case", range(24))
+def test_linear_matches_torch(case: int, fbgemm: object) -> None:
+    rng = np.random.default_rng(1000 + case)
+    m, k, n = int(rng.integers(1, 9)), int(rng.integers(1, 300)), int(rng.integers(1, 70))
+    if case % 5 == 0:
+        k = 64 * int(rng.integers(1, 4))
+    lead = (2, m) if case % 4 == 3 else (m,)
+    qx = _tq_act(rng, (*lead, k), False, _zp(rng, case))
+    qw = _tq_weight(rng, (n, k), case % 2 == 0, case)
+    bias = None if case % 3 == 2 else torch.from_numpy(rng.standard_normal(n).astype(np.float32) * 3)
+    so, zo = float(rng.uniform(0.05, 1.0)), int(rng.integers(0, 256))
+    relu = case % 6 == 1
+    packed = torch.ops.quantized.linear_prepack(qw, bias)
+    op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
+    want = op(qx, packed, so, zo)
+    got = F.linear(qx, qw, None if bias is None else bias.numpy(), scale=so, zero_point=zo, relu=relu)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.quint8
+    np.testing.assert_array_equal(got.int_repr().numpy(), want.int_repr().numpy())
+    # the same through bitnet_go tensors (numpy in, QuantizedTensor out)
+    x_bg = bitnet_go.quantize(qx.dequantize().numpy(), "uint8", scale=qx.q_scale(), zero_point=qx.q_zero_point())
+    np.testing.assert_array_equal(x_bg.int_repr(), qx.int_repr().numpy())
+
+
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("case", range(24))
+def test_conv2d_matches_torch(case: int, fbgemm: object) -> None:
+    rng = np.random.default_rng(2000 + case)
+    g = int(rng.choice([1, 1, 2, 3]))
+    c, o = g * int(rng.integers(1, 6)), g * int(rng.integers(1, 7))
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    h, w = int(rng.integers(kh + 2, 12)), int(rng.integers(kw + 2, 12))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = (int(rng.integers(0, 2)), int(rng.integers(0, 2)))
+    dilation = (int(rng.integers(1, 3)), 1)
+    qx = _tq_act(rng, (int(rng.integers(1, 3)), c, h, w), False, _zp(rng, case))
+    qw = _tq_weight(rng, (o, c // g, kh, kw), case % 2 == 0, case)
+    bias = None if case % 3 == 2 else torch.from_numpy(rng.standard_normal(o).astype(np.float32))
+    so, zo = float(rng.uniform(0.05, 1.0)), int(rng.integers(0, 256))
+    want = torch.ao.nn.quantized.functional.conv2d(qx, qw, bias, stride, padding, dilation, g, scale=so, zero_point=zo)
+    got = F.conv2d(qx, qw, None if bias is None else bias.numpy(), stride=stride, padding=padding, dilation=dilation,
+                   groups=g, scale=so, zero_point=zo)  # fmt: skip
+    np.testing.assert_array_equal(got.int_repr().numpy(), want.int_repr().numpy())
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_linear_int8_activations_match_reference(case: int) -> None:
+    rng = np.random.default_rng(3000 + case)
+    m, k, n = int(rng.integers(1, 7)), int(rng.integers(1, 200)), int(rng.integers(1, 40))
+    za = _zp(rng, case, signed=True)
+    xa = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    x = bitnet_go.quantize(((xa.astype(np.float32) - za) * 0.05), "int8", scale=0.05, zero_point=za)
+    np.testing.assert_array_equal(x.int_repr(), xa)
+    per_ch = case % 2 == 0
+    wv = rng.standard_normal((n, k)).astype(np.float32)
+    if per_ch:
+        w = bitnet_go.quantize(wv, "int8", axis=0, scale=rng.uniform(0.01, 0.05, n).astype(np.float32),
+                               zero_point=rng.integers(-10, 10, n).astype(np.int32))  # fmt: skip
+    else:
+        w = bitnet_go.quantize(wv, "int8", scale=0.02, zero_point=int(rng.integers(-10, 10)))
+    bias = None if case % 3 == 2 else rng.standard_normal(n).astype(np.float32)
+    so, zo, relu = float(rng.uniform(0.05, 1)), int(rng.integers(-128, 128)), case % 4 == 1
+    got = F.linear(x, w, bias, scale=so, zero_point=zo, relu=relu)
+    assert got.qtype == "int8"
+    want = _reference(xa, za, np.float32(0.05), w.int_repr(), w.zero_points, w.scales, bias, so, zo, True, relu)
+    np.testing.assert_array_equal(got.int_repr(), want)
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_linear_ternary_matches_reference(case: int) -> None:
+    rng = np.random.default_rng(4000 + case)
+    m, k, n = int(rng.integers(1, 6)), 128 * int(rng.integers(1, 3)), int(rng.integers(1, 30))
+    signed = case % 2 == 1
+    za = _zp(rng, case, signed)
+    xa = (rng.integers(-128, 128, (m, k)) if signed else rng.integers(0, 256, (m, k))).astype(
+        np.int8 if signed else np.uint8
+    )
+    x = bitnet_go.quantize(
+        (xa.astype(np.float32) - za) * 0.03, "int8" if signed else "uint8", scale=0.03, zero_point=za
+    )
+    block = (None, k, k * n)[case % 3]
+    w = bitnet_go.quantize_i2s(rng.standard_normal((n, k)).astype(np.float32), block_size=block)
+    so, zo = 0.5, _zp(rng, case + 1, signed)
+    bias = rng.standard_normal(n).astype(np.float32)
+    got = F.linear(x, w, bias, scale=so, zero_point=zo)
+    s = w.scales if w.scales.size == n else w.scales[:1]
+    want = _reference(xa, za, np.float32(0.03), w.values(), 0, s, bias, so, zo, signed, False)
+    np.testing.assert_array_equal(got.int_repr(), want)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_linear_int4_groups_match_reference(case: int) -> None:
+    rng = np.random.default_rng(5000 + case)
+    m, groups, bs, n = (
+        int(rng.integers(1, 6)),
+        int(rng.integers(1, 4)),
+        int(rng.choice([16, 32, 48])),
+        int(rng.integers(1, 20)),
+    )
+    k = groups * bs
+    za = _zp(rng, case, signed=True)
+    xa = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    x = bitnet_go.quantize((xa.astype(np.float32) - za) * 0.05, "int8", scale=0.05, zero_point=za)
+    ng = n * groups
+    w = bitnet_go.quantize(rng.standard_normal((n, k)).astype(np.float32), "int4", group_size=bs,
+                           scale=rng.uniform(0.05, 0.3, ng).astype(np.float32),
+                           zero_point=rng.integers(-3, 4, ng).astype(np.int32))  # fmt: skip
+    bias = rng.standard_normal(n).astype(np.float32)
+    so, zo = 0.7, int(rng.integers(-20, 20))
+    got = F.linear(x, w, bias, scale=so, zero_point=zo)
+    # reference: int64 per group, float32 sum over groups in order, then bias, / so, lrintf
+    qw = w.int_repr().astype(np.int64).reshape(n, groups, bs)
+    zw = w.zero_points.reshape(n, groups).astype(np.int64)
+    sw = w.scales.reshape(n, groups)
+    qa = xa.astype(np.int64).reshape(m, groups, bs) - za
+    y = np.zeros((m, n), np.float32)
+    for g in range(groups):
+        raw = qa[:, g] @ (qw[:, g] - zw[:, g, None]).T
+        y = (y + (raw.astype(np.float32) * (np.float32(0.05) * sw[:, g])).astype(np.float32)).astype(np.float32)
+    y = (y + bias).astype(np.float32)
+    want = np.clip(np.rint((y / np.float32(so)).astype(np.float32).astype(np.float64)) + zo, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got.int_repr(), want)
+
+
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("case", range(10))
+def test_matmul(case: int, fbgemm: object) -> None:
+    rng = np.random.default_rng(6000 + case)
+    signed = case % 2 == 1
+    b, m, k, n = int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 100)), int(rng.integers(1, 20))
+    qa = _tq_act(rng, (b, m, k), signed, _zp(rng, case, signed))
+    qb = _tq_act(rng, (b, k, n), signed, _zp(rng, case + 1, signed))
+    so, zo = float(rng.uniform(0.1, 2)), _zp(rng, case + 2, signed)
+    got = F.matmul(qa, qb, scale=so, zero_point=zo).int_repr().numpy()
+    want = np.stack([_reference(qa.int_repr().numpy()[i], qa.q_zero_point(), np.float32(qa.q_scale()),
+                                qb.int_repr().numpy()[i].T, qb.q_zero_point(), np.float32(qb.q_scale()), None, so, zo,
+                                signed, False) for i in range(b)])  # fmt: skip
+    np.testing.assert_array_equal(got, want)
+    # torch dequantizes and multiplies in float32: at most one code apart
+    t = torch.ops.quantized.matmul(qa, qb, so, zo).int_repr().numpy().astype(np.int64)
+    assert np.abs(t - got.astype(np.int64)).max() <= 1
+
+
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("case", range(10))
+def test_linear_dynamic_matches_torch(case: int, fbgemm: object) -> None:
+    rng = np.random.default_rng(7000 + case)
+    m, k, n = int(rng.integers(1, 9)), int(rng.integers(1, 300)), int(rng.integers(1, 50))
+    x = torch.from_numpy((rng.standard_normal((m, k)) * rng.uniform(0.1, 5)).astype(np.float32))
+    qw = _tq_weight(rng, (n, k), case % 2 == 0, 0)
+    bias = None if case % 3 == 2 else torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+    rr = case % 4 != 3
+    want = torch.ops.quantized.linear_dynamic(x, torch.ops.quantized.linear_prepack(qw, bias), rr)
+    got = F.linear_dynamic(x, qw, None if bias is None else bias.numpy(), reduce_range=rr)
+    # fbgemm quantizes the activations with a fused multiply-add whose tail differs from
+    # vector lanes; a code off by one moves an output by about sa*sw*|w|
+    tol = float(np.float32(qw.q_per_channel_scales().max() if case % 2 == 0 else qw.q_scale()))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=tol * (x.abs().max().item() / 60 + 1) * 4)
+
+
+def test_errors() -> None:
+    x = bitnet_go.quantize(np.zeros((2, 4), np.float32), "uint8", scale=0.1, zero_point=0)
+    w = bitnet_go.quantize(np.zeros((3, 4), np.float32), "int8", scale=0.1, zero_point=0)
+    with pytest.raises(TypeError, match="uint8 or int8"):
+        F.linear(np.zeros((2, 4), np.float32), w, scale=1.0, zero_point=0)
+    with pytest.raises(TypeError, match="weight must be"):
+        F.linear(x, np.zeros((3, 4), np.float32), scale=1.0, zero_point=0)
+    with pytest.raises(ValueError, match=r"\(\.\.\., 4\)"):
+        F.linear(bitnet_go.quantize(np.zeros((2, 5), np.float32), "uint8", scale=0.1, zero_point=0), w, scale=1.0,
+                 zero_point=0)  # fmt: skip
+    with pytest.raises(ValueError, match="scale"):
+        F.linear(x, w, scale=0.0, zero_point=0)
+    with pytest.raises(ValueError, match="zero point"):
+        F.linear(x, w, scale=1.0, zero_point=300)
+    with pytest.raises(ValueError, match="bias"):
+        F.linear(x, w, np.zeros(2, np.float32), scale=1.0, zero_point=0)
+    w4 = bitnet_go.quantize(np.zeros((3, 4), np.float32), "int4", group_size=2, scale=np.ones(6, np.float32),
+                            zero_point=np.zeros(6, np.int32))  # fmt: skip
+    with pytest.raises(TypeError, match="weight must be"):
+        F.conv2d(bitnet_go.quantize(np.zeros((1, 4, 3, 3), np.float32), "uint8", scale=0.1, zero_point=0), w4,
+                 scale=1.0, zero_point=0)  # fmt: skip
+    xs = bitnet_go.quantize(np.zeros((2, 4), np.float32), "int8", scale=0.1, zero_point=0)
+    with pytest.raises(TypeError, match="one dtype"):
+        F.matmul(x, xs, scale=1.0, zero_point=0)
