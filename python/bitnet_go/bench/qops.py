@@ -38,6 +38,10 @@ EXTRA_ROWS: list[Callable[[argparse.Namespace, Any], list[dict[str, Any]]]] = []
 rows printed in this suite's table."""
 
 
+QUICK: dict[str, object] = {"qops_quick": True}
+"""``bench --quick``: this suite's options for a few seconds on tiny inputs."""
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the qops suite."""
     g.add_argument("--qops-quick", action="store_true", help="tiny shapes (a smoke test)")
