@@ -135,22 +135,29 @@ func optBias(bt *qtensor.Tensor, n int) ([]float32, error) {
 	return b, nil
 }
 
+// qopsOperands checks the params and info structs of a linear or conv
+// export and decodes its host operands x, weight and out and the optional
+// bias.
+func qopsOperands(p *C.bng_qops_params, info *C.bng_op_info, x, w, bias, out *C.bng_tensor) (xt, wt, ot, bt *qtensor.Tensor, err error) {
+	if err = qopsParams(p); err != nil {
+		return
+	}
+	if err = checkInfo(info); err != nil {
+		return
+	}
+	ts, err := decodeHost([]*C.bng_tensor{x, w, out}, "x", "weight", "out")
+	if err != nil {
+		return
+	}
+	bt, err = decode(bias, "bias", tensorOpt{optional: true})
+	return ts[0], ts[1], ts[2], bt, err
+}
+
 //export bng_qlinear
 func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, actQ *C.float,
 	info *C.bng_op_info, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		if err := qopsParams(p); err != nil {
-			return err
-		}
-		if err := checkInfo(info); err != nil {
-			return err
-		}
-		ts, err := decodeHost([]*C.bng_tensor{x, w, out}, "x", "weight", "out")
-		if err != nil {
-			return err
-		}
-		xt, wt, ot := ts[0], ts[1], ts[2]
-		bt, err := decode(bias, "bias", tensorOpt{optional: true})
+		xt, wt, ot, bt, err := qopsOperands(p, info, x, w, bias, out)
 		if err != nil {
 			return err
 		}
@@ -316,18 +323,7 @@ func bng_qmatmul(a, b, out *C.bng_tensor, p *C.bng_qops_params, info *C.bng_op_i
 //export bng_qconv2d
 func bng_qconv2d(x, w, bias, out *C.bng_tensor, p *C.bng_qops_params, info *C.bng_op_info, errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		if err := qopsParams(p); err != nil {
-			return err
-		}
-		if err := checkInfo(info); err != nil {
-			return err
-		}
-		ts, err := decodeHost([]*C.bng_tensor{x, w, out}, "x", "weight", "out")
-		if err != nil {
-			return err
-		}
-		xt, wt, ot := ts[0], ts[1], ts[2]
-		bt, err := decode(bias, "bias", tensorOpt{optional: true})
+		xt, wt, ot, bt, err := qopsOperands(p, info, x, w, bias, out)
 		if err != nil {
 			return err
 		}
