@@ -68,6 +68,7 @@ var targets = []target{
 	{name: "gemm512", dir: "gokern/gemm", base: "micro_avx512", gen: gemmAVX512},
 	{name: "lut", dir: "gokern/gemm", base: "lut_avx2", avx2Only: true, gen: lutAVX2},
 	{name: "peak", dir: "gokern/gemm", base: "peak", gen: peakLoops},
+	{name: "qelem", dir: "gokern/ops/qelem", base: "qelem_avx2", avx2Only: true, gen: qelemAVX2},
 	{name: "quant", dir: "gokern/quant", base: "quant_avx2", avx2Only: true, gen: quantAVX2},
 	{name: "ternary", dir: "gokern/ternary", base: "quant_avx2", avx2Only: true, gen: ternaryAVX2},
 }
