@@ -258,3 +258,14 @@ def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) ->
         2
     """
     return _new(dtype, shape, block_size, CPU, 0, 0)
+
+
+# ---- element-wise quantized ops (bng_qadd, bng_qrelu, bng_requantize; bitnet_go._qelem)
+
+QELEM_V1: Final = 1
+
+
+class QElemParams(ctypes.Structure):
+    """``bng_qelem_params``: ``relu`` fuses a ReLU into ``bng_qadd`` (torch's ``add_relu``)."""
+
+    _fields_ = [("version", _I32), ("relu", _I32), ("reserved", _I32 * 2)]
