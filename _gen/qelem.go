@@ -16,10 +16,6 @@ import (
 var qelemAVX2 = kernels(qAddAVX2(false), qAddAVX2(true), qAddConstAVX2(false), qAddConstAVX2(true),
 	qReluAVX2(false), qReluAVX2(true))
 
-// roundNearest is VROUNDPS's immediate for round to nearest, ties to even,
-// whatever MXCSR says (bit 2 clear), precision exception suppressed.
-const roundNearest = 8
-
 // typeName is "I8" or "U8".
 func typeName(signed bool) string {
 	if signed {
@@ -46,13 +42,14 @@ func deqCodes(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtua
 type addOut struct{ inv, lo, hi, zo reg.VecVirtual }
 
 // codeOf turns the float32 sums in v into dword codes, in place:
-// min(v*inv, hi) (NaN: hi), max(., lo), rounded to nearest even, + zo.
+// min(v*inv, hi) (NaN: hi), max(., lo), converted rounding to nearest
+// even (VCVTPS2DQ under the default MXCSR, whose rounding every float
+// operation here follows, as torch's _mm256_cvtps_epi32 does), + zo.
 func codeOf(c *build.Context, k addOut, v reg.VecVirtual) reg.VecVirtual {
 	c.VMULPS(k.inv, v, v)
 	c.VMINPS(k.hi, v, v) // (v < hi) ? v : hi
 	c.VMAXPS(k.lo, v, v) // (v > lo) ? v : lo
-	c.VROUNDPS(operand.Imm(roundNearest), v, v)
-	c.VCVTTPS2DQ(v, v)
+	c.VCVTPS2DQ(v, v)
 	c.VPADDD(k.zo, v, v)
 	return v
 }

@@ -193,6 +193,11 @@ func (l *loop) offsets(r int) (oa, ob int) {
 	return oa, ob
 }
 
+// addWork is an add's work per element for par.ChunksWork, in units of one
+// element of a pass over memory: the AVX2 kernel does about 5.5 G elements
+// a second on a Zen 4 core, a quarter of the speed of a plain pass.
+const addWork = 4
+
 // Add writes the quantized sum of a and b (broadcast as NumPy broadcasts)
 // into out, whose shape must be the broadcast shape and whose dtype a's and
 // b's; relu fuses max(., zero point) (torch's add_relu). ks is the kernel
@@ -245,7 +250,7 @@ func Add(ks *Kernels, a, b, out *Operand, relu bool) error {
 			}
 		}
 	}
-	par.Run(par.ChunksWork(l.elements, 1), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(l.elements, addWork), func(_, lo, hi int) {
 		for s := lo; s < hi; {
 			r, col := s/l.inner, s%l.inner
 			e := min(hi, s-col+l.inner)
@@ -306,7 +311,7 @@ func Requantize(dk *quant.DequantizeKernels, qk *quant.QuantizeKernels, x, out *
 	qmin, qmax, _ := quant.Range(out.DType)
 	c := quant.Clamp{QMin: qmin, QMax: qmax, NaN: quant.NaNCode(out.DType, true, out.ZeroPoint, qmin, qmax)}
 	inv := float32(1) / out.Scale
-	par.Run(par.ChunksWork(len(x.Data), 1), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(len(x.Data), addWork), func(_, lo, hi int) {
 		var buf [requantBatch]float32
 		for s := lo; s < hi; s += requantBatch {
 			e := min(hi, s+requantBatch)
