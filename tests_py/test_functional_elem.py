@@ -309,3 +309,33 @@ def test_torch_errors(torch_fbgemm: object) -> None:
         relu(q32)
     with pytest.raises(TypeError, match="must be a quantized tensor"):
         relu(x)
+
+
+# ---------------------------------------------------------------- the bench rows (bench/qops_elem.py)
+
+
+def test_bench_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from bitnet_go.bench import qops_elem
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--repeat", type=int, default=1)
+    qops_elem.add_arguments(p)
+    rows = qops_elem.run_elementwise(p.parse_args(["--qelem-sizes", "4K,1000"]))
+    assert "ours ms" in capsys.readouterr().out
+    assert [(r["op"], r["n"], r["threads"]) for r in rows] == [
+        (op, n, th) for n in (4096, 1000) for th in (1, 2) for op in qops_elem.OPS
+    ]
+    for r in rows:
+        assert r["ours_min_ms"] <= r["ours_ms"] <= r["ours_max_ms"] and r["ours_gbs"] > 0
+        assert r["kernel"] == bitnet_go.cpu_features()["kernels"]["qelem"]
+        if "torch_ms" in r:  # torch installed
+            assert r["x_torch"] == pytest.approx(r["torch_ms"] / r["ours_ms"])
+            assert r["of_f32_add"] == pytest.approx(r["ours_gbs"] / r["f32_add_gbs"])
+            # relu and requantize are torch's bit for bit; add only differs in torch's tail at ties
+            assert r["diff"] == 0 if r["op"] in ("relu", "requantize") else r["diff"] <= r["n"] % 64
+            assert (r["op"] == "requantize") == ("target" not in r)
+    with pytest.raises(SystemExit, match="unknown element-wise ops"):
+        qops_elem.run_elementwise(p.parse_args(["--qelem-ops", "mul"]))
