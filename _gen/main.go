@@ -70,6 +70,7 @@ var targets = []target{
 	{name: "peak", dir: "gokern/gemm", base: "peak", gen: peakLoops},
 	{name: "qlinear", dir: "gokern/ops/qlinear", base: "dot_avx2", avx2Only: true, gen: qlinearAVX2},
 	{name: "qlinear512", dir: "gokern/ops/qlinear", base: "dot_avx512", gen: qlinearAVX512},
+	{name: "qelem", dir: "gokern/ops/qelem", base: "qelem_avx2", avx2Only: true, gen: qelemAVX2},
 	{name: "quant", dir: "gokern/quant", base: "quant_avx2", avx2Only: true, gen: quantAVX2},
 	{name: "ternary", dir: "gokern/ternary", base: "quant_avx2", avx2Only: true, gen: ternaryAVX2},
 }

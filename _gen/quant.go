@@ -140,14 +140,25 @@ func quantVec(c *build.Context, k quantConsts, src operand.Mem, inv, lo, hi, zp 
 // < 256) into the 32 bytes at out, in order; pairs are packed as soon as
 // they are made (fewer live registers).
 func packCodes(c *build.Context, code func(j int) reg.VecVirtual, perm reg.VecVirtual, out operand.Mem) {
+	packCodesAs(c, false, code, perm, out)
+}
+
+// packCodesAs is packCodes with saturating packs: unsigned (lanes in
+// [0, 255] come out as they are) or signed (lanes in [-128, 127] come out
+// as their two's complement bytes).
+func packCodesAs(c *build.Context, signed bool, code func(j int) reg.VecVirtual, perm reg.VecVirtual, out operand.Mem) {
+	packDW, packWB := c.VPACKUSDW, c.VPACKUSWB
+	if signed {
+		packDW, packWB = c.VPACKSSDW, c.VPACKSSWB
+	}
 	var v [4]reg.VecVirtual
 	for j := range v {
 		v[j] = code(j)
 		if j&1 == 1 {
-			c.VPACKUSDW(v[j], v[j-1], v[j-1])
+			packDW(v[j], v[j-1], v[j-1])
 		}
 	}
-	c.VPACKUSWB(v[2], v[0], v[0])
+	packWB(v[2], v[0], v[0])
 	c.VPERMD(v[0], perm, v[0])
 	c.VMOVDQU(v[0], out)
 }

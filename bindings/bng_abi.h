@@ -168,5 +168,30 @@ int32_t bng_qmatmul(bng_tensor *a, bng_tensor *b, bng_tensor *out, bng_qops_para
  * kH, kW; int8, per tensor or per output channel: axis 0) + bias (NULL or float32 O). */
 int32_t bng_qconv2d(bng_tensor *x, bng_tensor *w, bng_tensor *bias, bng_tensor *out,
                     bng_qops_params *p, bng_op_info *info, char *errbuf, int64_t errcap);
+/* ---- element-wise ops on quantized tensors (gokern/ops/qelem) ----
+ * Every operand is a C-contiguous host int8 or uint8 tensor with one scale
+ * (n_scales 1, finite and > 0) and one zero point (n_zero_points 1, in the
+ * dtype's range; 0 entries: zero point 0), axis -1 and block_size 0. */
+#define BNG_QELEM_V1 1
+typedef struct {
+	int32_t version;      /* BNG_QELEM_V1 */
+	int32_t relu;         /* bng_qadd: non-zero fuses a ReLU (torch's add_relu) */
+	int32_t reserved[2];  /* 0 */
+} bng_qelem_params;
+/* out = quantize(dequantize(a) + dequantize(b)) with out's scale and zero point, as
+ * torch.ops.quantized.add (add_relu with p->relu) computes it in its vectorised
+ * kernel: each input fma(scale, q, float32(scale * -zp)), the sum in float32,
+ * clamp(nearbyint(sum * float32(1/scale_out))) + zp_out (ties to even). a and b
+ * broadcast (NumPy rules) to out's shape; a, b and out have one dtype. */
+int32_t bng_qadd(bng_tensor *a, bng_tensor *b, bng_tensor *out, bng_qelem_params *p,
+                 bng_op_info *info, char *errbuf, int64_t errcap);
+/* out = max(x, zero point) (torch.relu of a quantized tensor): x's dtype, shape,
+ * scale and zero point. */
+int32_t bng_qrelu(bng_tensor *x, bng_tensor *out, bng_qelem_params *p, bng_op_info *info,
+                  char *errbuf, int64_t errcap);
+/* out = x requantized to out's dtype (int8/uint8), scale and zero point:
+ * torch.quantize_per_tensor(x.dequantize(), scale, zero_point, dtype). */
+int32_t bng_requantize(bng_tensor *x, bng_tensor *out, bng_qelem_params *p,
+                       char *errbuf, int64_t errcap);
 
 #endif

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STRUCTS = {"bng_tensor": d.Tensor, "bng_quantize_params": d.QuantizeParams,
            "bng_conv2d_params": d.Conv2dParams, "bng_op_info": d.OpInfo,
            "bng_histogram_params": d.HistogramParams, "bng_qparams_params": d.QParamsParams,
-           "bng_calibrate_params": d.CalibrateParams}  # fmt: skip
+           "bng_calibrate_params": d.CalibrateParams, "bng_qelem_params": d.QElemParams}  # fmt: skip
 
 
 def test_ctypes_mirror_matches_the_c_header(tmp_path: Path) -> None:

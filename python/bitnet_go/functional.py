@@ -67,16 +67,14 @@ from ._conv import IntPair, _padding, _pair
 from ._core import qops
 from ._core.arrays import as_float32, is_torch_tensor
 from ._core.qops import Q
+from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
 from ._ternary import TernaryTensor
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
     import torch
 
-__all__ = ["conv2d", "linear", "linear_dynamic", "matmul"]
-
-# The elementwise ops (add, add_relu, relu, requantize) are re-exported here from ._qelem.
-# ---- elementwise ops: re-exports go here ----
+__all__ = ["add", "add_relu", "conv2d", "linear", "linear_dynamic", "matmul", "relu", "requantize"]
 
 
 _CACHE_SIZE = 64

@@ -278,3 +278,14 @@ class QopsParams(ctypes.Structure):
         ("dilation", _I64 * 2),
         ("groups", _I64),
     ]
+
+
+# ---------------------------------------------------------------- element-wise ops (bng_qadd, bng_qrelu, ...)
+
+QELEM_V1: Final = 1
+
+
+class QElemParams(ctypes.Structure):
+    """``bng_qelem_params``: ``relu`` fuses a ReLU into ``bng_qadd`` (torch's ``add_relu``)."""
+
+    _fields_ = [("version", _I32), ("relu", _I32), ("reserved", _I32 * 2)]

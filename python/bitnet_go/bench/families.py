@@ -20,7 +20,8 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   issue measured (3x3 64@56 N=1, 3x3 128@28 N=8, 1x1 256->64 @56 N=1,
   3x3 256@14 N=1, 3x3 512@7 N=8), ``act_bits=8`` and float32 activations;
 - ``conv_lut``: ``algorithm="lut"`` on the conv suite's GEMV-like 1x1 layers,
-  TL1 and TL2 weights.
+  TL1 and TL2 weights;
+- ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M.
 
 The families run in rounds (``--families-rounds``, the order rotated each
 round), each workload ``--repeat`` calls a round (fewer for a call over
@@ -123,6 +124,7 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
         "quant_dequantize": f"dequantize int8 per tensor {label}",
         "quant_minmax": f"MinMaxObserver.update {label}",
         "quant_histogram": f"HistogramObserver.update {label}",
+        "qelem": f"quantized add uint8 {label}",
     }
     if op in simple:
         return [{"name": simple[op], "op": op, "n": size}]
@@ -150,6 +152,11 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
 
     rng = np.random.default_rng(0)
     op = w["op"]
+    if op == "qelem":
+        from bitnet_go import _qelem
+
+        qa, qb = (bitnet_go.quantize(rng.standard_normal(w["n"], dtype=np.float32), "uint8") for _ in range(2))
+        return lambda: _qelem.add(qa, qb, scale=0.05, zero_point=128)
     if op in ("quantize_i2s", "quant_quantize", "quant_dequantize", "quant_minmax", "quant_histogram"):
         x = rng.standard_normal(w["n"], dtype=np.float32)
         if op == "quantize_i2s":

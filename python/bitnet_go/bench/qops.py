@@ -4,7 +4,8 @@ Per shape and thread count: torch's quantized op (fbgemm engine, prepacked weigh
 same codes (uint8 activations, int8 per-channel weights), ours with a ternary weight, and torch
 float32 on the dequantized operands. Shapes: the ResNet layers of the conv suite
 (:data:`bitnet_go.bench.conv.LAYERS`, batch 1) and LLM linear shapes at batch 1, 8, 64. The
-geometric means over the shapes close the table.
+geometric means over the shapes close the table. A second table times the element-wise ops
+(:mod:`bitnet_go.bench.qops_elem`).
 
 Example::
 
@@ -26,6 +27,8 @@ from bitnet_go import functional as F
 
 from ._common import Table, median, parse_int_list, restored_threads, spread_text, timeit, torch_or_none
 from .conv import LAYERS
+from .qops_elem import add_arguments as add_elem_arguments
+from .qops_elem import run_elementwise
 
 LINEAR_SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008)]
 """(out_features, in_features) of the LLM linear layers."""
@@ -33,12 +36,7 @@ LINEAR_SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 1100
 QUICK_LINEAR: list[tuple[int, int]] = [(64, 96)]
 QUICK_CONV: list[tuple[str, int, int, int, int, int, int]] = [("quick3x3 8->8 @12", 8, 8, 3, 1, 1, 12)]
 
-EXTRA_ROWS: list[Callable[[argparse.Namespace, Any], list[dict[str, Any]]]] = []
-"""More measurements (the elementwise ops'): each called with the arguments and torch (or None), its
-rows printed in this suite's table."""
-
-
-QUICK: dict[str, object] = {"qops_quick": True}
+QUICK: dict[str, object] = {"qops_quick": True, "qelem_sizes": "4K"}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
 
@@ -47,6 +45,7 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--qops-quick", action="store_true", help="tiny shapes (a smoke test)")
     g.add_argument("--qops-batches", default="1,8,64", help="linear batch sizes (default 1,8,64)")
     g.add_argument("--qops-no-conv", action="store_true", help="skip the conv layers")
+    add_elem_arguments(g)
 
 
 def _codes(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> bitnet_go.QuantizedTensor:
@@ -145,9 +144,6 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     _time(row, "torch_f32", partial(torch.nn.functional.conv2d, tf[0], tf[1], None, s, p), repeat)
                 _ratios(row)
                 table.add(row)
-        for extra in EXTRA_ROWS:
-            for r in extra(args, torch):
-                table.add(r)
     rows = table.done()
     for th in threads:
         sub = [r for r in rows if r.get("threads") == th]
@@ -157,7 +153,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             if vals:
                 parts.append(f"{key} {math.exp(sum(map(math.log, vals)) / len(vals)):.2f}x")
         print(f"geomean over {len(sub)} shapes, {th} thread(s): " + ", ".join(parts))
-    return rows
+    return rows + run_elementwise(args)
 
 
 _TITLE = "bitnet_go.functional vs torch fbgemm (quantized linear / conv2d)"

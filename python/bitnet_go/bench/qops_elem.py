@@ -1,0 +1,164 @@
+"""The element-wise part of ``bench qops``: quantized add, add_relu, relu and requantize vs torch.
+
+For each size (``--qelem-sizes``, uint8 codes, per tensor) and thread count, side by side in one
+process with the same thread count for every library (torch's quantized engine ``fbgemm``):
+
+- ours: ``bitnet_go._qelem.add`` / ``add_relu`` / ``relu`` / ``requantize`` on bitnet_go tensors;
+- torch: ``torch.ops.quantized.add`` / ``add_relu``, ``torch.relu`` of a quantized tensor, and
+  ``torch.quantize_per_tensor(q.dequantize(), ...)`` for requantize;
+- ``torch.add`` of two float32 tensors of the same element count: the speed target's yardstick.
+
+Reported: median ms with the range (min-max of the timed calls), our bandwidth (bytes of codes
+read and written: 3 per element for add, 2 for relu and requantize), ``torch.add``'s float32
+bandwidth (12 bytes per element), our bandwidth as a fraction of it (target: >= 0.5 for add,
+add_relu and relu), ``x torch`` (torch's quantized op ms / ours), ``x f32`` (``torch.add`` float32
+ms / ours: the time ratio at equal element counts), and ``diff``: how many of our codes differ
+from torch's (add: only where torch's scalar tail meets a rounding tie; see ``bitnet_go._qelem``).
+
+Example:
+    $ python -m bitnet_go bench qops --threads 1,2 --qelem-sizes 1M,16M
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+import bitnet_go
+from bitnet_go import _qelem as qe
+from bitnet_go._quantized import PlainTensor
+
+from ._common import Table, median, parse_int_list, parse_sizes, restored_threads, spread_text, timeit, torch_or_none
+
+OPS = ("add", "add_relu", "relu", "requantize")
+"""The element-wise ops, in table order."""
+
+BYTES_PER_ELEMENT = {"add": 3, "add_relu": 3, "relu": 2, "requantize": 2}
+"""Bytes of codes an op reads and writes per element."""
+
+TARGET_OF_F32_ADD = 0.5
+"""add, add_relu and relu: our bandwidth at least this fraction of torch.add's on float32."""
+
+
+def add_arguments(parser: argparse._ActionsContainer) -> None:
+    """Options of the element-wise part (``--qelem-*``)."""
+    parser.add_argument("--qelem-sizes", default="1M,16M", help="element counts (default 1M,16M)")
+    parser.add_argument("--qelem-ops", default=",".join(OPS), help="add,add_relu,relu,requantize (default all)")
+
+
+def _codes(rng: np.random.Generator, n: int, scale: float, zp: int) -> PlainTensor:
+    """A uint8 bitnet_go tensor of ``n`` random codes."""
+    c = rng.integers(0, 256, n).astype(np.uint8)
+    return PlainTensor._make("uint8", (n,), None, None, c, np.float32([scale]), np.int32([zp]))
+
+
+def _timed(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
+    ts = timeit(fn, repeat=repeat)
+    row[f"{key}_ms"], row[f"{key}_spread"] = median(ts) * 1e3, spread_text(ts)
+    row[f"{key}_min_ms"], row[f"{key}_max_ms"] = min(ts) * 1e3, max(ts) * 1e3
+
+
+def _torch_requantize(torch: Any, q: Any, scale: float, zp: int) -> Any:  # noqa: ANN401 (torch is optional)
+    """torch's requantize: ``quantize_per_tensor(q.dequantize(), ...)``."""
+    return torch.quantize_per_tensor(q.dequantize(), scale, zp, torch.quint8)
+
+
+def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the element-wise rows and print their table; returns the rows."""
+    torch = torch_or_none()
+    ops = [o.strip() for o in args.qelem_ops.split(",") if o.strip()]
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        raise SystemExit(f"bench qops: unknown element-wise ops {bad}; known: {list(OPS)}")
+    sizes, threads = parse_sizes(args.qelem_sizes), parse_int_list(args.threads)
+    table = Table(_TITLE, _COLUMNS, total=len(sizes) * len(threads) * len(ops), notes=_NOTES)
+    rng = np.random.default_rng(0)
+    sa, za, sb, zb, so, zo = 0.05, 128, 0.03, 100, 0.07, 120
+    kernel = bitnet_go.cpu_features()["kernels"].get("qelem", "-")
+    with restored_threads(torch):
+        old_engine = torch.backends.quantized.engine if torch else None
+        if torch:
+            torch.backends.quantized.engine = "fbgemm"
+        try:
+            for n in sizes:
+                qa, qb = _codes(rng, n, sa, za), _codes(rng, n, sb, zb)
+                ours = {
+                    "add": partial(qe.add, qa, qb, scale=so, zero_point=zo),
+                    "add_relu": partial(qe.add_relu, qa, qb, scale=so, zero_point=zo),
+                    "relu": partial(qe.relu, qa),
+                    "requantize": partial(qe.requantize, qa, so, zo, "uint8"),
+                }
+                theirs: dict[str, Any] = {}
+                if torch:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ta = torch._make_per_tensor_quantized_tensor(torch.from_numpy(qa.int_repr()), sa, za)
+                        tb = torch._make_per_tensor_quantized_tensor(torch.from_numpy(qb.int_repr()), sb, zb)
+                    theirs = {
+                        "add": partial(torch.ops.quantized.add, ta, tb, so, zo),
+                        "add_relu": partial(torch.ops.quantized.add_relu, ta, tb, so, zo),
+                        "relu": partial(torch.relu, ta),
+                        "requantize": partial(_torch_requantize, torch, ta, so, zo),
+                    }
+                    fa, fb = torch.randn(n), torch.randn(n)
+                for th in threads:
+                    bitnet_go.set_num_threads(th)
+                    f32_ms = None
+                    if torch:
+                        torch.set_num_threads(th)
+                        ts = timeit(partial(torch.add, fa, fb), repeat=args.repeat)
+                        f32_ms, f32_spread = median(ts) * 1e3, spread_text(ts)
+                    for op in ops:
+                        table.start(f"{op} uint8 n={n} thr={th}")
+                        row: dict[str, Any] = {"op": op, "dtype": "uint8", "n": n, "threads": th, "kernel": kernel}
+                        _timed(row, "ours", ours[op], args.repeat)
+                        nbytes = BYTES_PER_ELEMENT[op] * n
+                        row["ours_gbs"] = nbytes / (row["ours_ms"] * 1e6)
+                        if torch:
+                            _timed(row, "torch", theirs[op], args.repeat)
+                            row["x_torch"] = row["torch_ms"] / row["ours_ms"]
+                            row["f32_add_ms"], row["f32_add_spread"] = f32_ms, f32_spread
+                            row["f32_add_gbs"] = 12 * n / (f32_ms * 1e6)  # type: ignore[operator]
+                            row["of_f32_add"] = row["ours_gbs"] / row["f32_add_gbs"]
+                            row["x_f32"] = f32_ms / row["ours_ms"]  # type: ignore[operator]
+                            got = ours[op]().int_repr().reshape(-1)
+                            with warnings.catch_warnings():
+                                warnings.simplefilter("ignore")
+                                want = theirs[op]().int_repr().numpy().reshape(-1)
+                            row["diff"] = int(np.count_nonzero(got != want))
+                            if op != "requantize":
+                                row["target_met"] = bool(row["of_f32_add"] >= TARGET_OF_F32_ADD)
+                                row["target"] = "yes" if row["target_met"] else "no"
+                        table.add(row)
+        finally:
+            if torch:
+                torch.backends.quantized.engine = old_engine
+    return table.done()
+
+
+_TITLE = "quantized element-wise ops vs torch (median ms of the timed calls, range = their min-max)"
+_COLUMNS = [
+    ("op", "op", "s", "add, add_relu, relu, requantize (uint8 per tensor)"),
+    ("n", "n", "d", "elements"),
+    ("threads", "thr", "d", "threads, the same for every library"),
+    ("ours_ms", "ours ms", ".3f", "bitnet_go._qelem (a new tensor each call)"),
+    ("ours_spread", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("torch_ms", "torch ms", ".3f", "torch.ops.quantized.add/add_relu, torch.relu, quantize_per_tensor(dequantize())"),
+    ("torch_spread", "range", "s", ""),
+    ("f32_add_ms", "f32 add ms", ".3f", "torch.add of two float32 tensors of n elements"),
+    ("f32_add_spread", "range", "s", ""),
+    ("ours_gbs", "ours GB/s", ".1f", "bytes of codes read and written per second (3 per element for add, 2 else)"),
+    ("f32_add_gbs", "f32 GB/s", ".1f", "torch.add float32: 12 bytes per element"),
+    ("of_f32_add", "of f32", ".2f", "our GB/s as a fraction of torch.add float32's"),
+    ("x_f32", "x f32", ".2f", "torch.add float32 ms / ours ms (same element count)"),
+    ("x_torch", "x torch", ".2f", "torch's quantized op ms / ours ms"),
+    ("diff", "diff", "d", "codes that differ from torch's (add: torch's scalar tail at rounding ties)"),
+    ("target", "target", "s", f"add, add_relu, relu: >= {TARGET_OF_F32_ADD} of torch.add float32's GB/s"),
+    ("kernel", "kernel", "s", "the qelem kernel family that ran"),
+]
+_NOTES = ["torch runs with the fbgemm engine; the yardstick torch.add float32 is timed once per size and thread count"]
