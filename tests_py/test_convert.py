@@ -493,7 +493,9 @@ def test_gguf_without_config_and_bad_arguments(tmp_path: Path) -> None:
 
 @pytest.mark.needs("safetensors")
 @pytest.mark.parametrize("to", ["safetensors", "gguf"])
-def test_interrupt_leaves_no_partial_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, to: str) -> None:
+def test_interrupt_leaves_no_partial_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], to: str
+) -> None:
     from bitnet_go.convert import _convert
 
     if to == "gguf":
@@ -515,6 +517,10 @@ def test_interrupt_leaves_no_partial_output(tmp_path: Path, monkeypatch: pytest.
     assert len(calls) == 3
     assert sorted(os.listdir(tmp_path)) == ["m", out.name]  # no temporary file left
     assert out.read_bytes() == b"previous"
+    calls.clear()
+    assert main(["convert", str(d), "-o", str(out), "--to", to]) == 130  # the command line: a message, status 130
+    assert f"interrupted; {out} not written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["m", out.name] and out.read_bytes() == b"previous"
 
 
 @pytest.mark.needs("safetensors")

@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``convert`` with parsed arguments; errors are one line on stderr and exit status 1."""
+    """Run ``convert`` with parsed arguments; errors are one line on stderr and exit status 1 (130 for Ctrl-C)."""
     to = args.to or ("gguf" if (args.output or "").endswith(".gguf") else "safetensors")
     if not args.dry_run and not args.output:
         print("bitnet-go convert: -o OUT is required (or --dry-run)", file=sys.stderr)
@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError, NotImplementedError, ImportError) as e:
         print(f"bitnet-go convert: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"bitnet-go convert: interrupted; {args.output} not written", file=sys.stderr)
+        return 130
     n = sum(p.quantized for p in items)
     if args.dry_run:
         for p in items:
