@@ -24,10 +24,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # torch_ref
 
-OPTIONAL = ("torch", "torchao", "matplotlib")
+OPTIONAL = ("torch", "torchao", "matplotlib", "safetensors", "gguf", "tqdm")
 """The dev packages (requirements-dev.txt) some tests need; without one, those tests skip."""
 
-DOCTESTS_NEED = {"bitnet_go.bench._common": "torch", "bitnet_go.bench.conv": "matplotlib"}
+DOCTESTS_NEED = {
+    "bitnet_go.bench._common": "torch",
+    "bitnet_go.bench.conv": "matplotlib",
+    "bitnet_go.convert._gguf": "gguf",
+}
 """Modules whose docstring examples (test_docs.py) call an optional package, and which."""
 
 

@@ -14,6 +14,7 @@ from ._linear import linear_quantized
 from ._quantized import QuantizedTensor, dequantize
 from ._ternary import TernaryTensor, quantize_i2s, quantize_tl1, quantize_tl2
 from ._version import __version__
+from .convert import load_checkpoint
 from .quantization._api import choose_qparams, quantize
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "functional",
     "get_num_threads",
     "linear_quantized",
+    "load_checkpoint",
     "quantization",
     "quantize",
     "quantize_conv_weight",

@@ -1,8 +1,9 @@
-"""Command line: ``python -m bitnet_go {bench,demo,info}``.
+"""Command line: ``python -m bitnet_go {bench,convert,demo,info}``.
 
 Example:
     $ python -m bitnet_go info
     $ python -m bitnet_go bench quantize --threads 1,2 --json out.json
+    $ python -m bitnet_go convert model_dir -o model-i2_s.gguf --format i2_s
 """
 
 from __future__ import annotations
@@ -212,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
         g = b.add_argument_group(f"{name} suite")
         importlib.import_module(modname).add_arguments(g)
     b.set_defaults(func=_bench)
+
+    c = sub.add_parser("convert", help="quantize a safetensors checkpoint to ternary safetensors or GGUF")
+    from .convert._cli import add_arguments as convert_arguments
+
+    convert_arguments(c)
 
     d = sub.add_parser("demo", help="quantize a random weight and compare with PyTorch")
     d.add_argument("--shape", default="4096,4096", help="weight shape (default 4096,4096)")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, Union
 
 import torch
 from torch import nn
 
+from .._progress import progress as _progress
 from ._layers import BitConv2d, BitLinear
 
 Selector = Union[str, Iterable[str], Callable[[str, nn.Module], bool], None]
@@ -63,29 +63,6 @@ def convertible(m: nn.Module) -> bool:
     if isinstance(m, nn.Conv2d):
         return type(m) is nn.Conv2d and m.padding_mode == "zeros"
     return type(m) is nn.Linear
-
-
-def _progress(items: list[tuple[str, nn.Module]], progress: bool | None) -> Iterator[tuple[str, nn.Module]]:
-    if progress is False:
-        yield from items
-        return
-    try:
-        from tqdm.auto import tqdm  # optional: notebooks render it as a bar
-    except ImportError:
-        tqdm = None
-    if tqdm is not None:
-        bar = tqdm(items, desc="bitnet_go.nn.convert", unit="layer")
-        try:
-            for item in bar:
-                bar.set_postfix_str(item[0], refresh=False)
-                yield item
-        finally:
-            bar.close()
-        return
-    for i, item in enumerate(items):
-        if progress:
-            print(f"[{i + 1}/{len(items)}] {item[0]}", file=sys.stderr)
-        yield item
 
 
 def convert(
@@ -145,7 +122,7 @@ def convert(
         model = copy.deepcopy(model)
     todo = [(n, m) for n, m in model.named_modules() if convertible(m) and inc(n, m) and not exc(n, m)]
     report: list[Converted] = []
-    for name, m in _progress(todo, progress):
+    for name, m in _progress(todo, progress, "bitnet_go.nn.convert", "layer"):
         w = m.weight
         before = _bytes(w, m.bias)  # type: ignore[arg-type]
         new = _frozen_of(m)

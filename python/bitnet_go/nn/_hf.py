@@ -2,92 +2,15 @@
 
 from __future__ import annotations
 
-import math
-from typing import Literal
-
 import numpy as np
 import torch
 
-from .._core import ops
-from .._core.arrays import as_float32
-from .._ternary import TernaryTensor, packed_len
+from .. import _hfpack
+from .._hfpack import ScaleMode, pack_hf, unpack_hf
+from .._ternary import TernaryTensor
 from ._layers import BitLinear
 
-ScaleMode = Literal["divide", "multiply"]
-VALUES_PER_BYTE = 4
-
-
-def _check_mode(scale_mode: object) -> ScaleMode:
-    if scale_mode not in ("divide", "multiply"):
-        raise ValueError(f"scale_mode must be 'divide' or 'multiply', got {scale_mode!r}")
-    return scale_mode  # type: ignore[return-value]
-
-
-def _as_uint8(a: object) -> np.ndarray:
-    if isinstance(a, torch.Tensor):
-        a = a.detach().cpu().numpy()
-    arr = np.asarray(a)
-    if arr.dtype != np.uint8:
-        raise TypeError(f"weight_uint8 must have dtype uint8, got {arr.dtype}")
-    return np.ascontiguousarray(arr)
-
-
-def unpack_hf(weight_uint8: torch.Tensor | np.ndarray, out_features: int) -> np.ndarray:
-    """The ternary values (int8, shape (out_features, *rest)) of a transformers-packed weight.
-
-    Layout (transformers' ``pack_weights``/``unpack_weights`` in
-    ``integrations/bitnet.py``): with R = ceil(out_features / 4) packed rows,
-    value row ``i * R + r`` (i in 0..3) is stored as ``value + 1`` in bits
-    ``2i..2i+1`` of packed row r. The packed weight has shape (R, *rest);
-    positions past out_features (row ``i * R + r >= out_features``) are
-    padding and are ignored (``pack_weights`` leaves them 0, which its
-    ``unpack_weights`` would read as -1). A code 3 in a real position is a
-    ``ValueError``.
-
-    Example:
-        >>> import numpy as np
-        >>> unpack_hf(np.array([[0b00_10_01_00]], np.uint8), 3)[:, 0].tolist()
-        [-1, 0, 1]
-    """
-    p = _as_uint8(weight_uint8)
-    out_features = int(out_features)
-    if p.ndim < 1 or out_features < 1:
-        raise ValueError(f"weight_uint8 must have at least 1 dimension and out_features >= 1, got {p.shape}")
-    rows = math.ceil(out_features / VALUES_PER_BYTE)
-    if p.shape[0] != rows:
-        raise ValueError(
-            f"weight_uint8 must have ceil(out_features/4) = {rows} rows for out_features={out_features}, "
-            f"got shape {p.shape}"
-        )
-    codes = np.stack([(p >> (2 * i)) & 3 for i in range(VALUES_PER_BYTE)])  # (4, R, *rest)
-    codes = codes.reshape(VALUES_PER_BYTE * rows, *p.shape[1:])[:out_features]
-    bad = np.flatnonzero(codes.reshape(-1) == 3)
-    if bad.size:
-        idx = np.unravel_index(int(bad[0]), codes.shape)
-        raise ValueError(f"weight_uint8: code 3 (not ternary) at value index {tuple(int(i) for i in idx)}")
-    return codes.astype(np.int8) - 1
-
-
-def pack_hf(values: np.ndarray) -> np.ndarray:
-    """Pack ternary int8 values (out_features, *rest) as transformers does (see :func:`unpack_hf`).
-
-    Padding positions are 0, as transformers' ``pack_weights`` leaves them.
-
-    Example:
-        >>> import numpy as np
-        >>> bin(int(pack_hf(np.array([[-1], [0], [1]], np.int8))[0, 0]))
-        '0b100100'
-    """
-    v = np.asarray(values)
-    out = v.shape[0]
-    rows = math.ceil(out / VALUES_PER_BYTE)
-    codes = np.zeros((VALUES_PER_BYTE * rows, *v.shape[1:]), np.uint8)
-    codes[:out] = (v + 1).astype(np.uint8)
-    codes = codes.reshape(VALUES_PER_BYTE, rows, *v.shape[1:])
-    packed = np.zeros((rows, *v.shape[1:]), np.uint8)
-    for i in range(VALUES_PER_BYTE):
-        packed |= codes[i] << np.uint8(2 * i)
-    return packed
+__all__ = ["ScaleMode", "bitlinear_from_hf", "from_hf_packed", "pack_hf", "to_hf_packed", "unpack_hf"]
 
 
 def from_hf_packed(
@@ -130,17 +53,7 @@ def from_hf_packed(
         >>> bool(torch.equal(packed, w)), scale.item()
         (True, 2.0)
     """
-    mode = _check_mode(scale_mode)
-    values = unpack_hf(weight_uint8, out_features)
-    s = weight_scale.detach().cpu().float() if isinstance(weight_scale, torch.Tensor) else weight_scale
-    sa = as_float32(s, "weight_scale").reshape(-1)
-    if sa.size != 1:
-        raise ValueError(f"weight_scale must hold one value, got {sa.size}")
-    scale = sa if mode == "multiply" else np.array([1.0 / np.float64(sa[0])], np.float32)
-    flat = values.reshape(-1)
-    packed = np.empty(packed_len(max(flat.size, 1)), np.uint8)
-    ops.pack("i2_s", flat, 1, packed)
-    return TernaryTensor._make("i2_s", values.shape, None, "absmean", packed, scale.astype(np.float32))
+    return _hfpack.from_hf_packed(weight_uint8, weight_scale, out_features, scale_mode=scale_mode)
 
 
 def to_hf_packed(t: TernaryTensor, *, scale_mode: ScaleMode = "divide") -> tuple[torch.Tensor, torch.Tensor]:
@@ -160,7 +73,7 @@ def to_hf_packed(t: TernaryTensor, *, scale_mode: ScaleMode = "divide") -> tuple
     """
     if not isinstance(t, TernaryTensor):
         raise TypeError(f"t must be a TernaryTensor, got {type(t).__name__}")
-    mode = _check_mode(scale_mode)
+    mode = _hfpack.check_mode(scale_mode)
     host = t.cpu()
     if host.scales.shape[0] != 1:
         raise ValueError(

@@ -1,0 +1,74 @@
+"""``bitnet-go convert`` (``python -m bitnet_go convert``): the arguments and the run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._convert import convert_checkpoint
+from ._formats import FORMATS
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``convert`` subcommand's arguments.
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_arguments(p)
+        >>> a = p.parse_args(["ckpt", "-o", "out.gguf", "--format", "tl2", "--to", "gguf", "--exclude", "*.o_proj.*"])
+        >>> a.format, a.to, a.exclude, a.include
+        ('tl2', 'gguf', ['*.o_proj.*'], [])
+    """
+    p.add_argument("input", metavar="IN", help="a .safetensors file, a sharded checkpoint directory "
+                   "(model.safetensors.index.json) or a Hugging Face model directory (config.json)")  # fmt: skip
+    p.add_argument("-o", "--output", metavar="OUT", help="the file to write (not needed with --dry-run)")
+    p.add_argument("--format", choices=FORMATS, default="i2_s", help="ternary format (default i2_s)")
+    p.add_argument("--to", choices=("safetensors", "gguf"), default=None,
+                   help="output kind (default: gguf when OUT ends in .gguf, else safetensors)")  # fmt: skip
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="quantize exactly the tensors matching (repeatable; default: every 2-D+ *.weight "
+                   "except lm_head, norms and embed_tokens)")  # fmt: skip
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="leave tensors matching as they are (repeatable)")  # fmt: skip
+    p.add_argument("--method", choices=("absmean", "absmax"), default="absmean", help="scale rule (default absmean)")
+    p.add_argument("--block-size", type=int, default=None, metavar="N",
+                   help="elements per scale (safetensors output; default one scale per tensor)")  # fmt: skip
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="Go threads for the quantizer")
+    p.add_argument("--dry-run", action="store_true", help="list what would be converted; write nothing")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``convert`` with parsed arguments; errors are one line on stderr and exit status 1 (130 for Ctrl-C)."""
+    to = args.to or ("gguf" if (args.output or "").endswith(".gguf") else "safetensors")
+    if not args.dry_run and not args.output:
+        print("bitnet-go convert: -o OUT is required (or --dry-run)", file=sys.stderr)
+        return 2
+    try:
+        items = convert_checkpoint(
+            args.input,
+            args.output,
+            qtype=args.format,
+            to=to,
+            include=args.include,
+            exclude=args.exclude,
+            method=args.method,
+            block_size=args.block_size,
+            threads=args.threads,
+            dry_run=args.dry_run,
+            progress=None if args.dry_run else True,
+        )
+    except (ValueError, TypeError, OSError, NotImplementedError, ImportError) as e:
+        print(f"bitnet-go convert: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"bitnet-go convert: interrupted; {args.output} not written", file=sys.stderr)
+        return 130
+    n = sum(p.quantized for p in items)
+    if args.dry_run:
+        for p in items:
+            print(p.line())
+        print(f"{n} of {len(items)} tensors would become {args.format} ({to}); nothing written")
+    else:
+        print(f"wrote {args.output}: {n} of {len(items)} tensors as {args.format} ({to})")
+    return 0

@@ -1,0 +1,435 @@
+"""``convert_checkpoint``: plan which tensors become which format, then write them one at a time."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .._core.runtime import get_num_threads, set_num_threads
+from .._core.types import Method
+from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
+from .._progress import progress as _progress
+from .._ternary import TernaryTensor, _check_method, quantize_i2s
+from . import _gguf
+from ._formats import TQ_FORMATS, check_format, gguf_payload, layout, pack_as
+from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float32
+from ._writer import atomic_output, write_safetensors_header
+
+Target = Literal["safetensors", "gguf"]
+
+PACKED_SUFFIX = "_packed"
+SCALE_SUFFIX = "_scale"
+"""A quantized tensor ``N`` is stored as ``N_packed`` (uint8) and ``N_scale`` (float32): for ``x.weight``,
+``x.weight_packed`` and ``x.weight_scale``, the buffer names of a frozen ``bitnet_go.nn`` layer."""
+
+META_KEY = "bitnet_go.quantized"
+"""safetensors metadata key: JSON ``{name: {"qtype", "shape", "block_size", "method"}}`` of the quantized tensors."""
+
+META_VERSION_KEY = "bitnet_go.checkpoint"
+META_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One tensor of the conversion: what it is and what it becomes.
+
+    ``to`` is a ternary format (``quantized``) or the dtype it is stored in;
+    ``out_name`` its name in the output; ``scale_of`` the ``weight_scale``
+    tensor of a transformers-packed weight, whose values are kept as they are.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    to: str
+    out_name: str
+    quantized: bool
+    scale_of: str | None = None
+    note: str = ""
+
+    def line(self) -> str:
+        """The dry-run line: name, shape, from-dtype, to-format (and the output name when it differs)."""
+        out = "" if self.out_name == self.name else f"  as {self.out_name}"
+        note = f"  ({self.note})" if self.note else ""
+        return f"{self.name}  {list(self.shape)}  {self.dtype} -> {self.to}{out}{note}"
+
+
+def default_quantized(name: str, shape: tuple[int, ...]) -> bool:
+    """bitnet.cpp's choice: every ``*.weight`` of 2 or more dimensions except ``lm_head``, norms and
+    ``embed_tokens`` (conv weights, 4-D, included).
+
+    Example:
+        >>> [default_quantized(n, (4, 4)) for n in ("a.q_proj.weight", "lm_head.weight", "model.norm.weight")]
+        [True, False, False]
+    """
+    if not name.endswith(".weight") or len(shape) < 2:
+        return False
+    if name.endswith(("lm_head.weight", "embed_tokens.weight")):
+        return False
+    module = name[: -len(".weight")].rpartition(".")[2]
+    return "norm" not in module
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def hf_scale_mode(config: dict[str, Any] | None) -> ScaleMode:
+    """How a transformers-packed checkpoint's ``weight_scale`` is used: ``"divide"`` for
+    ``quantization_config.linear_class == "bitlinear"`` (online BitLinear), else ``"multiply"``
+    (``AutoBitLinear``, and what bitnet.cpp's converter assumes).
+
+    Example:
+        >>> hf_scale_mode({"quantization_config": {"linear_class": "bitlinear"}}), hf_scale_mode(None)
+        ('divide', 'multiply')
+    """
+    qc = (config or {}).get("quantization_config") or {}
+    return "divide" if isinstance(qc, dict) and qc.get("linear_class") == "bitlinear" else "multiply"
+
+
+def plan(
+    ck: Checkpoint,
+    qtype: str,
+    to: Target,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> list[Planned]:
+    """What each tensor of ``ck`` becomes (see :func:`convert_checkpoint`), in the checkpoint's order."""
+    entries = ck.entries
+    scale_names = {n for n in entries if n.endswith(".weight_scale") and n[: -len("_scale")] in entries}
+    if to == "gguf":
+        _gguf.arch_of(ck.config, qtype)  # a config it cannot map fails here, before any tensor
+    out: list[Planned] = []
+    for name, e in entries.items():
+        if name in scale_names and entries[name[: -len("_scale")]].dtype == "U8":
+            continue  # a transformers weight_scale: goes with its packed weight
+        if to == "gguf" and _gguf.skipped(name):
+            continue
+        packed_hf = e.dtype == "U8" and name.endswith(".weight") and name + SCALE_SUFFIX in scale_names
+        shape = (e.shape[0] * 4, *e.shape[1:]) if packed_hf and e.shape else e.shape
+        chosen = _matches(name, include) if include else default_quantized(name, shape)
+        chosen = chosen and not _matches(name, exclude) and (packed_hf or e.dtype in FLOAT_DTYPES)
+        note = ""
+        if chosen and qtype in TQ_FORMATS and not _gguf.tq_fits(shape):
+            chosen, note = False, f"{qtype} needs the last dimension a multiple of 256"
+        dtype = "U8 (transformers-packed ternary)" if packed_hf else e.dtype
+        out_name = _gguf.tensor_name(name) if to == "gguf" else name
+        if chosen and to == "gguf" and qtype in TQ_FORMATS and out_name in _gguf.TQ_F16:
+            chosen, note = False, "llama.cpp keeps it F16 under TQ formats"
+        if chosen:
+            scale_of = name + SCALE_SUFFIX if packed_hf else None
+            out.append(Planned(name, shape, dtype, qtype, out_name, True, scale_of, note))
+            continue
+        if packed_hf:  # kept as it is: its weight_scale too
+            out.append(Planned(name, e.shape, e.dtype, e.dtype, out_name, False, None, "packed, not selected"))
+            if to == "safetensors":
+                s = entries[name + SCALE_SUFFIX]
+                out.append(Planned(s.name, s.shape, s.dtype, s.dtype, s.name, False))
+            elif to == "gguf":
+                raise ValueError(f"{name}: a transformers-packed weight must be converted for GGUF, but it is excluded")
+            continue
+        if to == "gguf":
+            if e.dtype not in FLOAT_DTYPES:
+                raise ValueError(f"{name}: dtype {e.dtype} has no GGUF float type here")
+            keep = _gguf.float_type(out_name, e.shape)
+        else:
+            keep = e.dtype
+        out.append(Planned(name, e.shape, e.dtype, keep, out_name, False, None, note))
+    return out
+
+
+def _ternary(
+    ck: Checkpoint,
+    p: Planned,
+    method: Method,
+    block_size: int | None,
+    mode: ScaleMode,
+    perm: tuple[int, int] | None,
+) -> TernaryTensor:
+    """Planned tensor ``p`` quantized (or, packed by transformers, unpacked) and packed as ``p.to``."""
+    if p.scale_of is not None:
+        values = unpack_hf(ck.array(p.name), p.shape[0])
+        if perm:
+            values = _gguf.permute_rows(values, *perm)
+        e = ck.entries[p.scale_of]
+        t = ternary_from_values(values, scale_from_hf(to_float32(ck.array(p.scale_of), e.dtype), mode))
+        del values
+    else:
+        a = to_float32(ck.array(p.name), ck.entries[p.name].dtype)
+        if perm:
+            a = _gguf.permute_rows(a, *perm)
+        t = quantize_i2s(a, block_size=block_size, method=method, device="cpu")
+        del a
+    return pack_as(t, p.to)
+
+
+def _write_safetensors(
+    ck: Checkpoint,
+    items: list[Planned],
+    path: Path,
+    method: Method,
+    block_size: int | None,
+    mode: ScaleMode,
+    show: bool | None,
+) -> None:
+    header: list[tuple[str, str, tuple[int, ...], int]] = []
+    quantized: dict[str, dict[str, Any]] = {}
+    for p in items:
+        if p.quantized:
+            lay = layout(p.to, p.shape, block_size if p.scale_of is None else None)
+            header.append((p.name + PACKED_SUFFIX, "U8", (lay.packed,), lay.packed))
+            header.append((p.name + SCALE_SUFFIX, "F32", (lay.scales,), 4 * lay.scales))
+            bs = block_size if p.scale_of is None else None
+            quantized[p.name] = {"qtype": p.to, "shape": list(p.shape), "block_size": bs,
+                                 "method": method if p.scale_of is None else "absmean"}  # fmt: skip
+        else:
+            header.append((p.name, p.dtype, p.shape, ck.entries[p.name].nbytes))
+    meta = {k: v for k, v in ck.metadata.items() if not k.startswith("bitnet_go.")}
+    meta[META_VERSION_KEY] = META_VERSION
+    meta[META_KEY] = json.dumps(quantized, separators=(",", ":"))
+    sizes = {h[0]: h[3] for h in header}
+    with open(path, "wb") as f:
+        write_safetensors_header(f, header, meta)
+        for p in _items(items, show):
+            if p.quantized:
+                t = _ternary(ck, p, method, block_size, mode, None)
+                _expect(f, t.packed, p.name + PACKED_SUFFIX, sizes)
+                _expect(f, t.scales, p.name + SCALE_SUFFIX, sizes)
+                del t
+                if p.scale_of:
+                    ck.release(p.scale_of)
+            else:
+                _expect(f, ck.array(p.name), p.name, sizes)
+            ck.release(p.name)
+
+
+def _expect(f: Any, a: np.ndarray, name: str, sizes: dict[str, int]) -> None:  # noqa: ANN401
+    want = sizes[name]
+    if a.nbytes != want:  # the layout the header promised: a mismatch would corrupt every later offset
+        raise RuntimeError(f"{name}: {a.nbytes} bytes, but the header reserved {want}")
+    f.write(np.ascontiguousarray(a).data)
+
+
+def _items(items: list[Planned], show: bool | None) -> list[Planned]:
+    return [p for _, p in _progress([(p.name, p) for p in items], show, "bitnet_go convert", "tensor")]
+
+
+def _write_gguf(
+    ck: Checkpoint,
+    items: list[Planned],
+    path: Path,
+    qtype: str,
+    method: Method,
+    mode: ScaleMode,
+    show: bool | None,
+) -> None:
+    import gguf
+
+    config = ck.config or {}
+    arch = _gguf.arch_of(ck.config, qtype)
+    writer = gguf.GGUFWriter(None, arch)
+    _gguf.add_metadata(writer, config, arch, qtype, ck.root)
+    tl_scale = qtype in ("tl1", "tl2")
+    for p in items:
+        if p.quantized:
+            writer.add_tensor_info(p.out_name, p.shape, np.dtype(np.int8), layout(p.to, p.shape, None, True).gguf,
+                                   raw_dtype=_gguf.TYPE_IDS[p.to.upper()])  # fmt: skip
+            if tl_scale:
+                writer.add_tensor_info(p.out_name + "_scale", (1,), np.dtype(np.float32), 4)
+        else:
+            dt = np.dtype(np.float16 if p.to == "F16" else np.float32)
+            writer.add_tensor_info(p.out_name, p.shape, dt, math.prod(p.shape) * dt.itemsize)
+    writer.write_header_to_file(path=path)
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    try:
+        for p in _items(items, show):
+            perm = _gguf.permutation(p.name, arch, config)
+            if p.quantized:
+                t = _ternary(ck, p, method, None, mode, perm)
+                writer.write_tensor_data(gguf_payload(t))
+                if tl_scale:
+                    writer.write_tensor_data(np.asarray(t.scales[:1], np.float32))
+                del t
+                if p.scale_of:
+                    ck.release(p.scale_of)
+            else:
+                a = to_float32(ck.array(p.name), p.dtype)
+                if perm:
+                    a = _gguf.permute_rows(a, *perm)
+                writer.write_tensor_data(a.astype(np.float16) if p.to == "F16" else a)
+                del a
+            ck.release(p.name)
+    finally:
+        writer.close()
+
+
+def convert_checkpoint(
+    src: PathLike,
+    out: PathLike | None = None,
+    *,
+    qtype: str = "i2_s",
+    to: Target = "safetensors",
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    method: Method = "absmean",
+    block_size: int | None = None,
+    threads: int | None = None,
+    dry_run: bool = False,
+    progress: bool | None = None,
+) -> list[Planned]:
+    """Convert a safetensors checkpoint's linear and conv weights to ternary; write safetensors or GGUF.
+
+    Args:
+        src: a ``.safetensors`` file, a sharded checkpoint directory (with
+            ``model.safetensors.index.json``), or a Hugging Face model directory
+            (``config.json`` and its safetensors files).
+        out: the output file (written to a temporary file beside it, renamed
+            when complete: an error or Ctrl-C leaves no partial file). Not
+            needed with ``dry_run``.
+        qtype: ``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq1_0"`` or ``"tq2_0"``.
+        to: ``"safetensors"`` (see the package docstring for the names and
+            metadata; read back with :func:`load_checkpoint`) or ``"gguf"``
+            (what bitnet.cpp's / llama.cpp's converters write; needs
+            ``config.json`` and the ``gguf`` package).
+        include: glob patterns: quantize exactly the float tensors whose name
+            matches one (default: every 2-D+ ``*.weight`` except ``lm_head``,
+            norms and ``embed_tokens``).
+        exclude: glob patterns of tensors then left as they are.
+        method: ``"absmean"`` or ``"absmax"`` (see ``quantize_i2s``).
+        block_size: elements per scale (safetensors output only; GGUF formats
+            have their own scales: one per tensor, TQ one per 256 values).
+        threads: Go threads for the quantizer (default: as set).
+        dry_run: only plan: return what would be converted, write nothing.
+        progress: None: a tqdm bar where tqdm is installed; True: the bar or
+            a line per tensor on stderr; False: nothing.
+
+    Returns:
+        One :class:`Planned` per tensor, in the checkpoint's order (those a
+        GGUF file leaves out are not listed).
+
+    Transformers-packed BitNet weights (uint8, four values per byte along
+    dim 0, with a ``weight_scale``) are unpacked, not re-quantized: their
+    values and scale are kept exactly (``"multiply"`` or ``"divide"`` per
+    ``quantization_config.linear_class``, see :func:`hf_scale_mode`).
+
+    Example:
+        >>> import numpy as np, os, tempfile, bitnet_go
+        >>> from bitnet_go.convert import convert_checkpoint, load_checkpoint
+        >>> from bitnet_go.convert._writer import write_safetensors_header
+        >>> d = tempfile.mkdtemp()
+        >>> w = np.random.default_rng(0).standard_normal((8, 128)).astype(np.float32)
+        >>> with open(os.path.join(d, "in.safetensors"), "wb") as f:
+        ...     _ = write_safetensors_header(f, [("fc.weight", "F32", w.shape, w.nbytes)], {})
+        ...     _ = f.write(w.tobytes())
+        >>> [p.line() for p in convert_checkpoint(os.path.join(d, "in.safetensors"), dry_run=True)]
+        ['fc.weight  [8, 128]  F32 -> i2_s']
+        >>> src, dst = os.path.join(d, "in.safetensors"), os.path.join(d, "out.safetensors")
+        >>> _ = convert_checkpoint(src, dst, progress=False)
+        >>> t = load_checkpoint(dst)["fc.weight"]
+        >>> t.packed.tobytes() == bitnet_go.quantize_i2s(w).packed.tobytes()
+        True
+    """
+    fmt = check_format(qtype)
+    if to not in ("safetensors", "gguf"):
+        raise ValueError(f"to must be 'safetensors' or 'gguf', got {to!r}")
+    m = _check_method(method)
+    if block_size is not None and to == "gguf":
+        raise ValueError(
+            "block_size applies to safetensors output: GGUF formats have their own scales "
+            "(I2_S/TL1/TL2 one per tensor, TQ1_0/TQ2_0 one per 256 values)"
+        )
+    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
+        raise ValueError(f"block_size must be None or an int >= 1, got {block_size!r}")
+    for name, pats in (("include", include), ("exclude", exclude)):
+        if isinstance(pats, str) or not all(isinstance(p, str) for p in pats):
+            raise TypeError(f"{name} must be a sequence of glob patterns (str), got {pats!r}")
+    if to == "gguf":
+        try:
+            import gguf  # noqa: F401
+        except ImportError:
+            raise ImportError("GGUF output needs the gguf package (pip install 'bitnet_go[convert]')") from None
+    if not dry_run and out is None:
+        raise ValueError("out is needed unless dry_run=True")
+    old_threads = get_num_threads()
+    if threads is not None:
+        set_num_threads(threads)
+    try:
+        with Checkpoint.open(src) as ck:
+            items = plan(ck, fmt, to, include, exclude)
+            if dry_run:
+                return items
+            for p in items:  # every size known, and every format writable, before a byte is written
+                if p.quantized:
+                    layout(p.to, p.shape, block_size if to == "safetensors" and p.scale_of is None else None,
+                           to == "gguf")  # fmt: skip
+            mode = hf_scale_mode(ck.config)
+            with atomic_output(out) as tmp:  # type: ignore[arg-type]
+                if to == "gguf":
+                    _write_gguf(ck, items, tmp, fmt, m, mode, progress)
+                else:
+                    _write_safetensors(ck, items, tmp, m, block_size, mode, progress)
+            return items
+    finally:
+        set_num_threads(old_threads)
+
+
+def load_checkpoint(path: PathLike) -> dict[str, TernaryTensor | np.ndarray]:
+    """Read a safetensors file written by :func:`convert_checkpoint` (``to="safetensors"``).
+
+    Returns every tensor under its original name: the quantized ones as
+    :class:`~bitnet_go.TernaryTensor` (format, shape, block size and method
+    from the file's metadata; bit-identical to quantizing the same float
+    tensors directly), the others as numpy arrays (BF16 as float32, exactly).
+    A file with no bitnet_go metadata is read as plain arrays. Arrays view the
+    memory-mapped file where their alignment allows (read-only).
+
+    Example:
+        >>> import numpy as np, os, tempfile, bitnet_go
+        >>> from bitnet_go.convert import convert_checkpoint
+        >>> from bitnet_go.convert._writer import write_safetensors_header
+        >>> d = tempfile.mkdtemp()
+        >>> w = np.ones((4, 8), np.float32)
+        >>> with open(os.path.join(d, "in.safetensors"), "wb") as f:
+        ...     _ = write_safetensors_header(f, [("fc.weight", "F32", w.shape, w.nbytes)], {})
+        ...     _ = f.write(w.tobytes())
+        >>> _ = convert_checkpoint(os.path.join(d, "in.safetensors"), os.path.join(d, "o.safetensors"), progress=False)
+        >>> bitnet_go.load_checkpoint(os.path.join(d, "o.safetensors"))["fc.weight"]
+        TernaryTensor(qtype='i2_s', shape=(4, 8), block_size=None, method='absmean', scales=1, nbytes=36, ...)
+    """
+    ck = Checkpoint.open(path)
+    try:
+        try:
+            quantized = json.loads(ck.metadata.get(META_KEY, "{}"))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: metadata {META_KEY} is not JSON ({e})") from None
+        out: dict[str, TernaryTensor | np.ndarray] = {}
+        parts = set()
+        for name, info in quantized.items():
+            pk, sc = name + PACKED_SUFFIX, name + SCALE_SUFFIX
+            for n in (pk, sc):
+                if n not in ck.entries:
+                    raise ValueError(f"{path}: quantized tensor {name!r} has no {n!r}")
+            out[name] = TernaryTensor._make(
+                info["qtype"], tuple(info["shape"]), info.get("block_size"), info.get("method"),
+                _aligned(ck.array(pk)), _aligned(ck.array(sc)),
+            )  # fmt: skip
+            parts.update((pk, sc))
+        for name, e in ck.entries.items():
+            if name not in parts:
+                a = ck.array(name)
+                out[name] = to_float32(a, "BF16") if e.dtype == "BF16" else a
+        return out
+    finally:
+        ck.close()
+
+
+def _aligned(a: np.ndarray) -> np.ndarray:
+    return a if a.flags.aligned else a.copy()

@@ -1,0 +1,76 @@
+"""Writing outputs: a temporary file renamed into place, and the safetensors header."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from ._reader import PathLike
+
+HEADER_ALIGN = 8
+"""The safetensors header is padded with spaces to a multiple of 8 bytes, so that the data starts aligned."""
+
+
+def write_safetensors_header(
+    f: IO[bytes], tensors: Sequence[tuple[str, str, tuple[int, ...], int]], metadata: dict[str, str]
+) -> int:
+    """Write the length and JSON header for ``tensors`` (``(name, dtype, shape, nbytes)``, in the order
+    their data will follow, with no gaps) and return the header's size (8 + JSON).
+
+    Example:
+        >>> import io
+        >>> f = io.BytesIO()
+        >>> write_safetensors_header(f, [("a", "U8", (3,), 3), ("b", "F32", (1,), 4)], {"k": "v"}) % 8
+        0
+    """
+    header: dict[str, object] = {"__metadata__": dict(metadata)} if metadata else {}
+    offset = 0
+    for name, dtype, shape, nbytes in tensors:
+        if name in header:
+            raise ValueError(f"tensor {name!r} is written twice")
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-(8 + len(raw)) % HEADER_ALIGN)
+    f.write(struct.pack("<Q", len(raw)))
+    f.write(raw)
+    return 8 + len(raw)
+
+
+@contextmanager
+def atomic_output(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` when the block ends without an
+    exception, delete it otherwise (Ctrl-C included), so ``path`` is either the complete new file
+    or what it was before.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp()
+        >>> with atomic_output(os.path.join(d, "out.bin")) as tmp:
+        ...     _ = tmp.write_bytes(b"x")
+        >>> os.listdir(d)
+        ['out.bin']
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out}: the output is a directory; give a file name")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{out.parent}: the output's directory does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    umask = os.umask(0)  # mkstemp makes the file 0600: give it the mode a plain open() would
+    os.umask(umask)
+    os.chmod(tmp_path, 0o666 & ~umask)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, out)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,623 @@
+"""``bitnet-go convert``: safetensors checkpoints to ternary safetensors and GGUF, and back.
+
+Checkpoints are built in tmp_path with the safetensors package (a LLaMA-like
+model with config.json, a sharded one, a transformers-packed BitNet one);
+nothing is downloaded. Every round trip compares with quantizing the same
+float tensors directly, on fresh random data per case (seed in the test id).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bitnet_go
+from bitnet_go import _hfpack
+from bitnet_go.__main__ import main
+from bitnet_go.convert import ConfigError, _gguf, convert_checkpoint, load_checkpoint
+from bitnet_go.convert._reader import read_header
+from bitnet_go.convert._writer import write_safetensors_header
+
+PY_SRC = str(Path(bitnet_go.__file__).resolve().parent.parent)
+HAVE_TQ = hasattr(bitnet_go, "quantize_tq1_0")
+NO_TQ = "TernaryTensor has no tq1_0 yet"
+HAVE_GGUF_BYTES = hasattr(bitnet_go.TernaryTensor, "to_gguf_bytes")
+
+H, FF, HEADS, KV, LAYERS, VOCAB = 256, 512, 4, 2, 2, 48
+PROJ = {
+    "self_attn.q_proj": (H, H),
+    "self_attn.k_proj": (H * KV // HEADS, H),
+    "self_attn.v_proj": (H * KV // HEADS, H),
+    "self_attn.o_proj": (H, H),
+    "mlp.gate_proj": (FF, H),
+    "mlp.up_proj": (FF, H),
+    "mlp.down_proj": (H, FF),
+}
+GGUF_PROJ = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+
+
+def config(arch: str = "LlamaForCausalLM", **extra: object) -> dict[str, object]:
+    c: dict[str, object] = {
+        "architectures": [arch],
+        "hidden_size": H,
+        "intermediate_size": FF,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV,
+        "num_hidden_layers": LAYERS,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+    }
+    c.update(extra)
+    return c
+
+
+def model_tensors(seed: int, bitnet: bool = False) -> dict[str, np.ndarray]:
+    """A LLaMA-like (or BitNet b1.58) state dict, float32, fresh random values."""
+    rng = np.random.default_rng(seed)
+    t: dict[str, np.ndarray] = {"model.embed_tokens.weight": rng.standard_normal((VOCAB, H)).astype(np.float32)}
+    for i in range(LAYERS):
+        for proj, shape in PROJ.items():
+            t[f"model.layers.{i}.{proj}.weight"] = (rng.standard_normal(shape) * 0.02).astype(np.float32)
+        t[f"model.layers.{i}.input_layernorm.weight"] = rng.random(H).astype(np.float32)
+        t[f"model.layers.{i}.post_attention_layernorm.weight"] = rng.random(H).astype(np.float32)
+        if bitnet:
+            t[f"model.layers.{i}.self_attn.attn_sub_norm.weight"] = rng.random(H).astype(np.float32)
+            t[f"model.layers.{i}.mlp.ffn_sub_norm.weight"] = rng.random(FF).astype(np.float32)
+        else:
+            t[f"model.layers.{i}.self_attn.rotary_emb.inv_freq"] = rng.random(H // HEADS // 2).astype(np.float32)
+    t["model.norm.weight"] = rng.random(H).astype(np.float32)
+    if not bitnet:
+        t["lm_head.weight"] = rng.standard_normal((VOCAB, H)).astype(np.float32)
+    return t
+
+
+def save_model(d: Path, tensors: dict[str, np.ndarray], cfg: dict[str, object] | None) -> Path:
+    from safetensors.numpy import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(d / "model.safetensors"))
+    if cfg is not None:
+        (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+QUANTIZED = {f"model.layers.{i}.{p}.weight" for i in range(LAYERS) for p in PROJ}
+
+
+# ------------------------------------------------------------------ planning and the CLI
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize("seed", [11])
+def test_dry_run_lists_what_would_be_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int) -> None:
+    d = save_model(tmp_path / "m", model_tensors(seed), config())
+    assert main(["convert", str(d), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    quantized = {ln.split()[0] for ln in lines if ln.endswith("-> i2_s")}
+    assert quantized == QUANTIZED  # every projection; not lm_head, embeddings, norms
+    assert any(ln.startswith("lm_head.weight  [48, 256]  F32 -> F32") for ln in lines)
+    n = len(model_tensors(seed))
+    assert lines[-1] == f"{len(QUANTIZED)} of {n} tensors would become i2_s (safetensors); nothing written"
+    assert sorted(os.listdir(d)) == ["config.json", "model.safetensors"]
+
+    assert main(["convert", str(d), "--dry-run", "--include", "*.q_proj.weight", "--exclude", "*.1.*"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert {ln.split()[0] for ln in out if ln.endswith("-> i2_s")} == {"model.layers.0.self_attn.q_proj.weight"}
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize("seed", [12])
+def test_dry_run_gguf_names_and_types(tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int) -> None:
+    d = save_model(tmp_path / "m", model_tensors(seed), config())
+    assert main(["convert", str(d), "-o", str(tmp_path / "x.gguf"), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "model.embed_tokens.weight  [48, 256]  F32 -> F16  as token_embd.weight" in lines
+    assert "model.layers.1.mlp.down_proj.weight  [256, 512]  F32 -> i2_s  as blk.1.ffn_down.weight" in lines
+    assert "model.norm.weight  [256]  F32 -> F32  as output_norm.weight" in lines
+    assert not any("inv_freq" in ln for ln in lines)  # left out of GGUF files
+    assert not (tmp_path / "x.gguf").exists()
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize("seed", [13])
+def test_cli_subprocess(tmp_path: Path, seed: int) -> None:
+    d = save_model(tmp_path / "m", model_tensors(seed), config())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PY_SRC, os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "o.safetensors"
+    r = subprocess.run([sys.executable, "-m", "bitnet_go", "convert", str(d), "-o", str(out), "--format", "tl2",
+                        "--threads", "1"], capture_output=True, text=True, env=env, cwd="/")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"wrote {out}: {len(QUANTIZED)} of" in r.stdout
+    w = model_tensors(seed)["model.layers.0.mlp.up_proj.weight"]
+    t = load_checkpoint(out)["model.layers.0.mlp.up_proj.weight"]
+    assert t.packed.tobytes() == bitnet_go.quantize_tl2(w).packed.tobytes()
+    r = subprocess.run([sys.executable, "-m", "bitnet_go", "convert", str(tmp_path / "nope"), "-o", str(out)],
+                       capture_output=True, text=True, env=env, cwd="/")  # fmt: skip
+    assert r.returncode == 1 and "FileNotFoundError" in r.stderr and "nope" in r.stderr
+
+
+def test_import_bitnet_go_loads_neither_gguf_nor_safetensors() -> None:
+    code = "import sys, bitnet_go; print(sorted(m for m in ('gguf', 'safetensors', 'torch') if m in sys.modules))"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PY_SRC, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+    assert callable(bitnet_go.load_checkpoint)
+
+
+# ------------------------------------------------------------------ safetensors output
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize(
+    ("seed", "qtype", "method", "block_size"),
+    [(21, "i2_s", "absmean", None), (22, "tl1", "absmax", None), (23, "tl2", "absmean", None),
+     (24, "i2_s", "absmax", 128), (25, "tl1", "absmean", 100)],
+)  # fmt: skip
+def test_safetensors_round_trip_is_bit_identical(
+    tmp_path: Path, seed: int, qtype: str, method: str, block_size: int | None
+) -> None:
+    from safetensors import safe_open
+
+    tensors = model_tensors(seed)
+    d = save_model(tmp_path / "m", tensors, config())
+    out = tmp_path / "o.safetensors"
+    args = ["convert", str(d), "-o", str(out), "--format", qtype, "--method", method]
+    assert main(args + (["--block-size", str(block_size)] if block_size else [])) == 0
+    got = load_checkpoint(out)
+    assert set(got) == set(tensors)
+    for name, w in tensors.items():
+        t = got[name]
+        if name in QUANTIZED:
+            assert isinstance(t, bitnet_go.TernaryTensor)
+            want = bitnet_go.quantize_i2s(w, block_size=block_size, method=method).to(qtype)  # type: ignore[arg-type]
+            assert (t.qtype, t.shape, t.block_size, t.method) == (qtype, w.shape, block_size, method)
+            assert t.packed.tobytes() == want.packed.tobytes(), name
+            assert t.scales.tobytes() == want.scales.tobytes(), name
+        else:
+            assert isinstance(t, np.ndarray) and t.dtype == w.dtype and np.array_equal(t, w), name
+    with safe_open(str(out), "numpy") as f:  # the safetensors package reads the file as it is
+        meta = f.metadata()
+        assert meta["bitnet_go.checkpoint"] == "1"
+        assert set(json.loads(meta["bitnet_go.quantized"])) == QUANTIZED
+        name = "model.layers.1.self_attn.k_proj.weight"
+        assert f.get_tensor(name + "_packed").tobytes() == got[name].packed.tobytes()
+        assert f.get_tensor(name + "_scale").tobytes() == got[name].scales.tobytes()
+        assert np.array_equal(f.get_tensor("lm_head.weight"), tensors["lm_head.weight"])
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize("seed", [31])
+def test_sharded_checkpoint_matches_single_file(tmp_path: Path, seed: int) -> None:
+    from safetensors.numpy import save_file
+
+    tensors = model_tensors(seed)
+    names = list(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    d = tmp_path / "sharded"
+    d.mkdir()
+    for fname, part in shards.items():
+        save_file({n: tensors[n] for n in part}, str(d / fname))
+    index = {"metadata": {}, "weight_map": {n: f for f, part in shards.items() for n in part}}
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    single = save_model(tmp_path / "single", tensors, None) / "model.safetensors"
+    a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
+    convert_checkpoint(d, a, progress=False)
+    convert_checkpoint(single, b, progress=False)
+    ga, gb = load_checkpoint(a), load_checkpoint(b)
+    assert set(ga) == set(gb) == set(tensors)
+    for n in tensors:
+        x, y = ga[n], gb[n]
+        if isinstance(x, bitnet_go.TernaryTensor):
+            assert x.packed.tobytes() == y.packed.tobytes() and x.scales.tobytes() == y.scales.tobytes()  # type: ignore[union-attr]
+        else:
+            assert np.array_equal(x, y)  # type: ignore[arg-type]
+
+
+@pytest.mark.needs("safetensors", "torch")
+@pytest.mark.parametrize("seed", [32])
+def test_bf16_input_and_loading_into_nn_layers(tmp_path: Path, seed: int) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from bitnet_go import nn as bnn
+
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).to(torch.bfloat16)
+    save_file(model.state_dict(), str(tmp_path / "in.safetensors"))
+    out = tmp_path / "out.safetensors"
+    convert_checkpoint(tmp_path / "in.safetensors", out, progress=False)
+    got = load_checkpoint(out)
+    assert isinstance(got["0.bias"], np.ndarray) and got["0.bias"].dtype == np.float32  # BF16 read exactly
+    assert np.array_equal(got["0.bias"], model[0].bias.detach().float().numpy())
+    frozen, _ = bnn.convert(model.float(), progress=False)
+    for i in (0, 2):
+        t = got[f"{i}.weight"]
+        want = frozen[i].ternary_weight()
+        assert t.packed.tobytes() == want.packed.tobytes() and t.scales.tobytes() == want.scales.tobytes()
+    # the file's names are the frozen layers' buffers: it loads as a state dict
+    target, _ = bnn.convert(torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)),
+                            progress=False)  # fmt: skip
+    sd = {k: (v.float() if v.dtype == torch.bfloat16 else v) for k, v in load_file(str(out)).items()}
+    target.load_state_dict(sd)
+    x = torch.randn(5, 64)
+    assert torch.equal(target(x), frozen(x))
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize(("seed", "linear_class"), [(41, "autobitlinear"), (42, "bitlinear")])
+def test_hf_packed_checkpoint_keeps_values(tmp_path: Path, seed: int, linear_class: str) -> None:
+    rng = np.random.default_rng(seed)
+    tensors = model_tensors(seed, bitnet=True)
+    values: dict[str, np.ndarray] = {}
+    scales: dict[str, np.float32] = {}
+    for name in QUANTIZED:
+        v = rng.integers(-1, 2, tensors[name].shape).astype(np.int8)
+        values[name] = v
+        scales[name] = np.float32(rng.random() + 0.1)
+        tensors[name] = _hfpack.pack_hf(v)
+        tensors[name + "_scale"] = np.array([scales[name]], np.float32)
+    cfg = config("BitNetForCausalLM", quantization_config={"quant_method": "bitnet", "linear_class": linear_class})
+    d = save_model(tmp_path / "m", tensors, cfg)
+    out = tmp_path / "o.safetensors"
+    items = convert_checkpoint(d, out, progress=False)
+    assert {p.name for p in items if p.quantized} == QUANTIZED
+    got = load_checkpoint(out)
+    assert not any(n.endswith("weight_scale") for n in got)  # consumed by their weights
+    for name in QUANTIZED:
+        t = got[name]
+        assert np.array_equal(t.values(), values[name]), name  # not re-quantized
+        s = scales[name] if linear_class == "autobitlinear" else np.float32(1.0 / np.float64(scales[name]))
+        assert t.scales.tobytes() == np.array([s], np.float32).tobytes()
+
+
+# ------------------------------------------------------------------ GGUF output
+
+
+def _gguf_read(path: Path):  # noqa: ANN202
+    import gguf
+
+    with _gguf.bitnet_cpp_types():
+        r = gguf.GGUFReader(path)
+        tensors = {t.name: t for t in r.tensors}
+        fields = {k: f.contents() for k, f in r.fields.items() if not k.startswith("GGUF.")}
+    raw = np.memmap(path, np.uint8, mode="r")
+    return tensors, fields, raw
+
+
+def _permuted(w: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's q/k row order, by explicit indices: head h's row 2i+j is the HF row j*half+i."""
+    rows = w.shape[0]
+    hd = rows // n_head
+    half = hd // 2
+    order = [h * hd + j * half + i for h in range(n_head) for i in range(half) for j in range(2)]
+    return w[order]
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(("seed", "arch"), [(51, "BitNetForCausalLM"), (52, "LlamaForCausalLM")])
+def test_gguf_i2s_round_trip(tmp_path: Path, seed: int, arch: str) -> None:
+    bitnet = arch.startswith("Bit")
+    tensors = model_tensors(seed, bitnet=bitnet)
+    d = save_model(tmp_path / "m", tensors, config(arch))
+    out = tmp_path / "model.gguf"
+    assert main(["convert", str(d), "-o", str(out), "--format", "i2_s"]) == 0
+    got, fields, raw = _gguf_read(out)
+    a = "bitnet-b1.58" if bitnet else "llama"
+    assert fields["general.architecture"] == a
+    assert fields["general.file_type"] == 40
+    assert fields["general.name"] == "m"
+    assert fields[f"{a}.block_count"] == LAYERS and fields[f"{a}.embedding_length"] == H
+    assert fields[f"{a}.attention.head_count"] == HEADS and fields[f"{a}.attention.head_count_kv"] == KV
+    assert fields[f"{a}.feed_forward_length"] == FF and fields[f"{a}.vocab_size"] == VOCAB
+    assert fields[f"{a}.rope.dimension_count"] == H // HEADS and fields[f"{a}.context_length"] == 128
+    assert math.isclose(fields[f"{a}.attention.layer_norm_rms_epsilon"], 1e-5, rel_tol=1e-6)
+    expected = {_gguf.tensor_name(n) for n in tensors if not _gguf.skipped(n)}
+    assert set(got) == expected
+    for name, w in tensors.items():
+        if _gguf.skipped(name):
+            continue
+        g = got[_gguf.tensor_name(name)]
+        assert list(g.shape) == list(reversed(w.shape)), name  # GGUF stores ne, innermost first
+        if name in QUANTIZED:
+            ww = _permuted(w, HEADS if "q_proj" in name else KV) if not bitnet and "_proj" in name and (
+                "q_proj" in name or "k_proj" in name) else w  # fmt: skip
+            want = bitnet_go.quantize_i2s(ww).to_bitnet_cpp_bytes()
+            assert int(g.tensor_type) == 36
+            assert raw[g.data_offset : g.data_offset + len(want)].tobytes() == want, name
+        elif w.ndim == 2:
+            assert int(g.tensor_type) == 1 and np.array_equal(g.data, w.astype(np.float16)), name
+        else:
+            assert int(g.tensor_type) == 0 and np.array_equal(g.data, w), name
+
+
+def test_llama_permutation_matches_explicit_indices() -> None:
+    w = np.arange(16 * 3).reshape(16, 3)
+    assert np.array_equal(_gguf.permute_rows(w, 4, 4), _permuted(w, 4))
+    assert np.array_equal(_gguf.permute_rows(w, 8, 2), _permuted(w, 2))
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(("seed", "qtype"), [(53, "tl1"), (54, "tl2")])
+def test_gguf_tl(tmp_path: Path, seed: int, qtype: str) -> None:
+    tensors = model_tensors(seed, bitnet=True)
+    d = save_model(tmp_path / "m", tensors, config("BitnetForCausalLM"))
+    out = tmp_path / "model.gguf"
+    if not HAVE_GGUF_BYTES:  # this build cannot lay TL out as bitnet.cpp does: a clear error, no file
+        with pytest.raises(NotImplementedError, match="to_gguf_bytes"):
+            convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
+        assert os.listdir(tmp_path) == ["m"]
+        return
+    convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
+    got, fields, raw = _gguf_read(out)
+    assert fields["general.file_type"] == {"tl1": 38, "tl2": 39}[qtype]
+    for name in QUANTIZED:
+        g = got[_gguf.tensor_name(name)]
+        want_t = bitnet_go.quantize_i2s(tensors[name]).to(qtype)  # type: ignore[arg-type]
+        want = want_t.to_gguf_bytes()  # type: ignore[attr-defined]
+        assert int(g.tensor_type) == _gguf.TYPE_IDS[qtype.upper()]
+        assert raw[g.data_offset : g.data_offset + len(want)].tobytes() == want
+        s = got[_gguf.tensor_name(name) + "_scale"]
+        assert int(s.tensor_type) == 0 and s.data.tolist() == want_t.scales[:1].tolist()
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize("seed", [55])
+def test_gguf_from_hf_packed(tmp_path: Path, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    tensors = model_tensors(seed, bitnet=True)
+    want: dict[str, bytes] = {}
+    for name in QUANTIZED:
+        v = rng.integers(-1, 2, tensors[name].shape).astype(np.int8)
+        s = np.array([rng.random() + 0.5], np.float32)
+        tensors[name], tensors[name + "_scale"] = _hfpack.pack_hf(v), s
+        want[name] = _hfpack.ternary_from_values(v, s).to_bitnet_cpp_bytes()  # bitnet.cpp: the scale as it is
+    d = save_model(tmp_path / "m", tensors, config("BitNetForCausalLM"))
+    convert_checkpoint(d, tmp_path / "o.gguf", to="gguf", progress=False)
+    got, _, raw = _gguf_read(tmp_path / "o.gguf")
+    for name, b in want.items():
+        g = got[_gguf.tensor_name(name)]
+        assert raw[g.data_offset : g.data_offset + len(b)].tobytes() == b, name
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.skipif(not HAVE_TQ, reason=NO_TQ)
+@pytest.mark.parametrize(("seed", "qtype"), [(61, "tq1_0"), (62, "tq2_0")])
+def test_gguf_tq(tmp_path: Path, seed: int, qtype: str) -> None:
+    import gguf
+
+    tensors = model_tensors(seed, bitnet=True)
+    d = save_model(tmp_path / "m", tensors, config("BitNetForCausalLM"))
+    out = tmp_path / "model.gguf"
+    assert main(["convert", str(d), "-o", str(out), "--format", qtype]) == 0
+    r = gguf.GGUFReader(out)  # TQ types are upstream's: no help needed
+    got = {t.name: t for t in r.tensors}
+    fields = {k: f.contents() for k, f in r.fields.items()}
+    assert fields["general.architecture"] == "bitnet"
+    assert fields["general.file_type"] == {"tq1_0": 36, "tq2_0": 37}[qtype]
+    assert int(got["token_embd.weight"].tensor_type) == 1
+    for name in QUANTIZED:
+        g = got[_gguf.tensor_name(name)]
+        assert g.tensor_type == getattr(gguf.GGMLQuantizationType, qtype.upper())
+        assert list(g.shape) == list(reversed(tensors[name].shape))
+        t = bitnet_go.quantize_i2s(tensors[name]).to(qtype)  # type: ignore[arg-type]
+        assert g.data.tobytes() == t.to_gguf_bytes()  # type: ignore[attr-defined]
+        back = bitnet_go.TernaryTensor.from_gguf_bytes(g.data.tobytes(), tensors[name].shape, qtype)  # type: ignore[attr-defined]
+        assert np.array_equal(back.values(), t.values())
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.skipif(not HAVE_TQ, reason=NO_TQ)
+@pytest.mark.parametrize(("seed", "qtype"), [(63, "tq1_0"), (64, "tq2_0")])
+def test_safetensors_tq(tmp_path: Path, seed: int, qtype: str) -> None:
+    tensors = model_tensors(seed)
+    d = save_model(tmp_path / "m", tensors, config())
+    out = tmp_path / "o.safetensors"
+    convert_checkpoint(d, out, qtype=qtype, progress=False)
+    got = load_checkpoint(out)
+    for name in QUANTIZED:
+        want = bitnet_go.quantize_i2s(tensors[name]).to(qtype)  # type: ignore[arg-type]
+        assert got[name].qtype == qtype and got[name].packed.tobytes() == want.packed.tobytes()
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.skipif(HAVE_TQ, reason="TQ formats exist: test_gguf_tq and test_safetensors_tq run instead")
+@pytest.mark.parametrize("seed", [65])
+def test_tq_without_the_format_is_a_clear_error(tmp_path: Path, seed: int) -> None:
+    d = save_model(tmp_path / "m", model_tensors(seed), config())
+    with pytest.raises(NotImplementedError, match="TernaryTensor has no tq2_0 yet"):
+        convert_checkpoint(d, tmp_path / "o.safetensors", qtype="tq2_0", progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"num_attention_heads": None}, "config.json has no 'num_attention_heads' or 'n_head'"),
+        ({"num_hidden_layers": None}, "config.json has no 'n_layers' or 'num_hidden_layers' or 'n_layer'"),
+        ({"vocab_size": None}, "config.json has no 'vocab_size'"),
+        ({"architectures": None}, "config.json has no 'architectures'"),
+        ({"architectures": ["GPT2LMHeadModel"]}, "'GPT2LMHeadModel' has no GGUF mapping"),
+    ],
+)
+def test_gguf_config_it_cannot_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, object], message: str
+) -> None:
+    cfg = {k: v for k, v in {**config(), **change}.items() if v is not None}
+    d = save_model(tmp_path / "m", model_tensors(0), cfg)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        convert_checkpoint(d, tmp_path / "o.gguf", to="gguf", progress=False)
+    assert main(["convert", str(d), "-o", str(tmp_path / "o.gguf")]) == 1
+    assert message in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+@pytest.mark.needs("safetensors")
+def test_gguf_without_config_and_bad_arguments(tmp_path: Path) -> None:
+    d = save_model(tmp_path / "m", model_tensors(0), None)
+    pytest.importorskip("gguf")
+    with pytest.raises(ConfigError, match="needs the checkpoint's config.json"):
+        convert_checkpoint(d, tmp_path / "o.gguf", to="gguf")
+    with pytest.raises(ValueError, match="block_size applies to safetensors output"):
+        convert_checkpoint(d, tmp_path / "o.gguf", to="gguf", block_size=128)
+    with pytest.raises(ValueError, match="format must be one of i2_s, tl1, tl2, tq1_0, tq2_0, got 'q4_0'"):
+        convert_checkpoint(d, tmp_path / "o", qtype="q4_0")
+    with pytest.raises(ValueError, match="method must be one of"):
+        convert_checkpoint(d, tmp_path / "o", method="mean")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="include must be a sequence of glob patterns"):
+        convert_checkpoint(d, tmp_path / "o", include="*.weight")
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+# ------------------------------------------------------------------ robustness
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize("to", ["safetensors", "gguf"])
+def test_interrupt_leaves_no_partial_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], to: str
+) -> None:
+    from bitnet_go.convert import _convert
+
+    if to == "gguf":
+        pytest.importorskip("gguf")
+    d = save_model(tmp_path / "m", model_tensors(1), config())
+    out = tmp_path / f"o.{to}"
+    out.write_bytes(b"previous")
+    real, calls = _convert.quantize_i2s, []
+
+    def interrupted(*a: object, **k: object) -> bitnet_go.TernaryTensor:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_convert, "quantize_i2s", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        convert_checkpoint(d, out, to=to, progress=False)  # type: ignore[arg-type]
+    assert len(calls) == 3
+    assert sorted(os.listdir(tmp_path)) == ["m", out.name]  # no temporary file left
+    assert out.read_bytes() == b"previous"
+    calls.clear()
+    assert main(["convert", str(d), "-o", str(out), "--to", to]) == 130  # the command line: a message, status 130
+    assert f"interrupted; {out} not written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["m", out.name] and out.read_bytes() == b"previous"
+
+
+@pytest.mark.needs("safetensors")
+def test_progress_lines_without_tqdm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from safetensors.numpy import save_file
+
+    save_file({"a.weight": np.ones((2, 8), np.float32), "b": np.ones(3, np.float32)}, str(tmp_path / "x.safetensors"))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=True)
+    assert capsys.readouterr().err.splitlines() == ["[1/2] a.weight", "[2/2] b"]
+    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x01", "shorter than the 8-byte header length"),
+        ((10**9).to_bytes(8, "little") + b"{}", "header length 1000000000"),
+        ((4).to_bytes(8, "little") + b"nope", "the header is not JSON"),
+        ((2).to_bytes(8, "little") + b"[]", "must be a JSON object"),
+    ],
+)
+def test_reader_rejects_broken_files(tmp_path: Path, data: bytes, message: str) -> None:
+    p = tmp_path / "bad.safetensors"
+    p.write_bytes(data)
+    with pytest.raises(ValueError, match=message):
+        read_header(p)
+
+
+def test_reader_checks_offsets_and_dtypes(tmp_path: Path) -> None:
+    p = tmp_path / "x.safetensors"
+    for entry, message in [
+        (("w", "F32", (4,), 12), r"expected 16 bytes"),
+        (("w", "C64", (1,), 8), "dtype C64, which is not supported"),
+    ]:
+        with open(p, "wb") as f:
+            write_safetensors_header(f, [entry], {})
+            f.write(bytes(entry[3]))
+        with pytest.raises(ValueError, match=message):
+            read_header(p)
+    with open(p, "wb") as f:  # data shorter than the header says
+        write_safetensors_header(f, [("w", "F32", (4,), 16)], {})
+        f.write(bytes(8))
+    with pytest.raises(ValueError, match="within the file's 8 data bytes"):
+        read_header(p)
+
+
+# ------------------------------------------------------------------ memory
+
+
+MEM_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from bitnet_go.convert import convert_checkpoint
+
+    def status(key):
+        for line in open("/proc/self/status"):
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+
+    src, warm, out, to = sys.argv[1:5]
+    convert_checkpoint(warm, out, to=to, progress=False)  # library, imports, first allocations
+    # ru_maxrss would not do: Linux carries it over from the forked parent (pytest, torch loaded) across exec
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak (VmHWM) restarts from the current RSS
+    before = status("VmRSS")
+    convert_checkpoint(src, out, to=to, progress=False)
+    print(json.dumps({"grew": status("VmHWM") - before}))
+    """
+)
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize("to", ["safetensors", "gguf"])
+def test_peak_memory_is_bounded_by_the_largest_tensor(tmp_path: Path, to: str) -> None:
+    """Converting 12 tensors of 8 MiB (96 MiB) grows the peak RSS by at most 2.5x one tensor (its float32 copy,
+    its mapped input pages, its packed bytes) plus 16 MiB: well under the checkpoint's size."""
+    if to == "gguf":
+        pytest.importorskip("gguf")
+    rng = np.random.default_rng(71)
+    shape = (1024, 2048)
+    big = {f"model.layers.{i}.mlp.{p}.weight": rng.standard_normal(shape).astype(np.float32)
+           for i in range(4) for p in ("gate_proj", "up_proj", "down_proj")}  # fmt: skip
+    cfg = config(num_hidden_layers=4)
+    save_model(tmp_path / "big", big, cfg)
+    total = sum(a.nbytes for a in big.values())
+    del big
+    save_model(tmp_path / "warm", {"model.layers.0.mlp.up_proj.weight": np.ones((16, 256), np.float32)}, cfg)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PY_SRC, os.environ.get("PYTHONPATH", "")]))
+    args = [str(tmp_path / "big"), str(tmp_path / "warm"), str(tmp_path / f"o.{to}"), to]
+    r = subprocess.run([sys.executable, "-c", MEM_SCRIPT, *args], capture_output=True, text=True, env=env, cwd="/")
+    assert r.returncode == 0, r.stderr
+    grew = json.loads(r.stdout.strip().splitlines()[-1])["grew"]
+    tensor = 4 * math.prod(shape)
+    bound = int(2.5 * tensor) + (16 << 20)
+    assert total == 12 * tensor and bound < total
+    assert grew <= bound, f"peak RSS grew by {grew / 2**20:.1f} MiB, bound {bound / 2**20:.1f} MiB"
