@@ -1,4 +1,4 @@
-"""Ternary (BitNet b1.58) quantization: ``quantize_i2s``, ``quantize_tq2_0``/``quantize_tq1_0`` and ``TernaryTensor``."""
+"""Ternary (BitNet b1.58) quantization: ``quantize_i2s``, ``quantize_tq2_0``, ``quantize_tq1_0``, ``TernaryTensor``."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ class TernaryTensor(QuantizedTensor):
             ('tl2', True, True)
             >>> w = bitnet_go.quantize_i2s(np.full((2, 256), 0.1, np.float32)).to("tq1_0")
             >>> w.block_size, w.scales, w.values()[0, :3]
-            (256, array([0.1, 0.1], dtype=float32), array([1, 1, 1], dtype=int8))
+            (256, array([0.09997559, 0.09997559], dtype=float32), array([1, 1, 1], dtype=int8))
         """
         if not isinstance(qtype, str) or qtype not in QTYPES:
             raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
@@ -448,7 +448,7 @@ def _tq_scales(scales: np.ndarray, block_size: int | None, n: int, qtype: str) -
 
     Example:
         >>> _tq_scales(np.array([0.1, 3.0], np.float32), 512, 1024, "tq2_0")
-        array([0.1, 0.1, 3. , 3. ], dtype=float32)
+        array([0.09997559, 0.09997559, 3.        , 3.        ], dtype=float32)
     """
     nb = n // TQ_BLOCK
     if scales.shape[0] == 1:
@@ -465,7 +465,9 @@ def _tq_scales(scales: np.ndarray, block_size: int | None, n: int, qtype: str) -
     big = np.flatnonzero(np.isinf(half) & ~np.isinf(per))
     if big.size:
         i = int(big[0])
-        raise ValueError(f"{qtype} stores its scales as float16 (at most 65504): scale {per[i]!r} of block {i} is past it")
+        raise ValueError(
+            f"{qtype} stores its scales as float16 (at most 65504): scale {per[i]!s} of block {i} is past it"
+        )
     return half.astype(np.float32)
 
 
@@ -475,7 +477,7 @@ def _check_tq_scales(scales: np.ndarray, qtype: str) -> None:
     Example:
         >>> _check_tq_scales(np.array([0.5, 0.1], np.float32), "tq1_0")
         Traceback (most recent call last):
-        ValueError: scales of a tq1_0 tensor are float16 values (as GGUF stores them): scales[1] = 0.1 is not ...
+        ValueError: scales of a tq1_0 tensor are float16 values (as GGUF stores them): scales[1] = 0.1 is not; ...
     """
     with np.errstate(over="ignore"):
         back = scales.astype(np.float16).astype(np.float32)
@@ -483,7 +485,7 @@ def _check_tq_scales(scales: np.ndarray, qtype: str) -> None:
     if bad.size:
         i = int(bad[0])
         raise ValueError(
-            f"scales of a {qtype} tensor are float16 values (as GGUF stores them): scales[{i}] = {scales[i]!r} is "
+            f"scales of a {qtype} tensor are float16 values (as GGUF stores them): scales[{i}] = {scales[i]!s} is "
             "not; TernaryTensor.to() rounds them"
         )
 
@@ -742,9 +744,9 @@ def quantize_tq2_0(x: ArrayLike, *, method: Method = "absmax", check_finite: boo
 
     Example:
         >>> import numpy as np, bitnet_go
-        >>> t = bitnet_go.quantize_tq2_0(np.array([[0.5, -0.25, 1.0, -2.0] * 64], np.float32))
-        >>> t.scales, t.values()[0, :4], t.packed[:2]
-        (array([2.], dtype=float32), array([ 1,  0,  1, -1], dtype=int8), array([6, 6], dtype=uint8))
+        >>> t = bitnet_go.quantize_tq2_0(np.array([[1.0, -0.25, 2.0, -2.0] * 64], np.float32))
+        >>> t.scales, t.values()[0, :4], t.packed[:2]  # 1.0 / 2.0 = 0.5 rounds away from zero, to 1
+        (array([2.], dtype=float32), array([ 1,  0,  1, -1], dtype=int8), array([170,  85], dtype=uint8))
     """
     return _quantize_tq("tq2_0", x, method=method, check_finite=check_finite)
 
