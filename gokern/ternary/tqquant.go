@@ -11,7 +11,7 @@ import (
 // The TQ2_0 / TQ1_0 quantizer (see tq.go for the rule). Per block: the
 // absmax reduction (the kernel seam absMax, shared with I2_S's quantizer),
 // the threshold t of the block (TQThreshold), the codes by comparison with
-// t and the packing (the seam codes).
+// t and their packing (the seams tq2 and tq1).
 
 // TQQuantizeOp is the registry's op "quantize_tq": the TQ quantizer's
 // kernels per family (generic: the oracle).
@@ -22,15 +22,26 @@ type TQKernels struct {
 	family cpu.Family
 	// absMax: see Quantizer.absMax.
 	absMax func(x []float32) (float32, int)
-	// codes writes the codes (0, 1, 2) of 256 finite values with threshold
-	// t > 0: 2 where x >= t, 0 where x <= -t, else 1.
-	codes func(x []float32, t float32, c *[TQBlock]byte)
+	// tq2 and tq1 write the TQ2_0 / TQ1_0 payload of one block of 256
+	// finite values with threshold t > 0: code 2 where x >= t, 0 where
+	// x <= -t, else 1.
+	tq2, tq1 func(x []float32, t float32, dst []byte)
 }
 
 // Family returns the family of k's kernels.
 func (k *TQKernels) Family() cpu.Family { return k.family }
 
-var tqGeneric = &TQKernels{family: cpu.Generic, absMax: absMaxGeneric, codes: tqCodesGeneric}
+var tqGeneric = &TQKernels{family: cpu.Generic, absMax: absMaxGeneric,
+	tq2: func(x []float32, t float32, dst []byte) { tqPackGeneric(packTQ2, x, t, dst) },
+	tq1: func(x []float32, t float32, dst []byte) { tqPackGeneric(packTQ1, x, t, dst) },
+}
+
+// tqPackGeneric is a seam tq2 / tq1 in Go: the codes, then pack.
+func tqPackGeneric(pack func(c *[TQBlock]byte, dst []byte), x []float32, t float32, dst []byte) {
+	var c [TQBlock]byte
+	tqCodesGeneric(x, t, &c)
+	pack(&c, dst)
+}
 
 // tqCodesGeneric: see TQKernels.codes. For finite x the int32 order of the
 // bits is the order of values >= 0 and the uint32 order the order of
@@ -114,17 +125,21 @@ func (k *TQKernels) Quantize(q QType, x []float32, rows int, checkFinite bool, p
 				}
 			}
 			t, ok := TQThreshold(tqInverse(d))
+			dst := packed[b*f.payload : (b+1)*f.payload]
 			switch {
 			case !ok:
 				for i := range c {
 					c[i] = 1
 				}
+				f.pack(&c, dst)
 			case bad >= 0:
 				tqCodesNonFinite(xs, t, &c)
+				f.pack(&c, dst)
+			case q == TQ2:
+				k.tq2(xs, t, dst)
 			default:
-				k.codes(xs, t, &c)
+				k.tq1(xs, t, dst)
 			}
-			f.pack(&c, packed[b*f.payload:(b+1)*f.payload])
 		}
 		return firstErr
 	})
