@@ -73,6 +73,7 @@ var targets = []target{
 	{name: "qelem", dir: "gokern/ops/qelem", base: "qelem_avx2", avx2Only: true, gen: qelemAVX2},
 	{name: "quant", dir: "gokern/quant", base: "quant_avx2", avx2Only: true, gen: quantAVX2},
 	{name: "ternary", dir: "gokern/ternary", base: "quant_avx2", avx2Only: true, gen: ternaryAVX2},
+	{name: "tq", dir: "gokern/ternary", base: "tq_avx2", avx2Only: true, gen: tqAVX2},
 }
 
 // kernels returns a target's gen: each of emit, in order.

@@ -14,7 +14,7 @@
 
 /* dtype codes: packed ternary formats below 16, plain element types from 16. */
 enum {
-	BNG_I2_S = 0, BNG_TL1 = 1, BNG_TL2 = 2,
+	BNG_I2_S = 0, BNG_TL1 = 1, BNG_TL2 = 2, BNG_TQ2_0 = 3, BNG_TQ1_0 = 4,
 	BNG_F32 = 16, BNG_I8 = 17, BNG_U8 = 18, BNG_I4 = 19, BNG_U4 = 20, BNG_BINARY = 21, BNG_I32 = 22,
 	BNG_I64 = 23
 };

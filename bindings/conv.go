@@ -12,7 +12,7 @@ import (
 )
 
 // bng_conv2d computes a 2-D convolution of float32 x (N, C, H, W) with a
-// ternary weight w (O, C/groups, kH, kW; dtype i2_s, tl1 or tl2, its scales
+// ternary weight w (O, C/groups, kH, kW; dtype i2_s, tl1, tl2, tq2_0 or tq1_0, its scales
 // one per w.block_size values of the flattened weight, 0: one scale) plus
 // an optional float32 bias (O) (NULL: none) into float32 out (N, O, outH,
 // outW), out's spatial size being the one the geometry implies. Every

@@ -84,8 +84,11 @@ func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char
 			}
 			return quantizeGeneral(xt, ot, int32(p.method), p.check_finite != 0, qmin, qmax, int32(p.run_on))
 		}
+		if ternary.IsTQ(ot.DType) {
+			return quantizeTQ(xt, ot, ternary.Method(p.method), p.check_finite != 0, int32(p.run_on))
+		}
 		if ot.DType != qtensor.I2S {
-			return errs.Value("out: quantize writes i2_s, int8, uint8, int4, uint4 or binary (convert to tl1/tl2 with bng_unpack and bng_pack), got dtype %d", int32(ot.DType))
+			return errs.Value("out: quantize writes i2_s, tq2_0, tq1_0, int8, uint8, int4, uint4 or binary (convert to tl1/tl2 with bng_unpack and bng_pack), got dtype %d", int32(ot.DType))
 		}
 		if err := sameShape(xt, ot); err != nil {
 			return err
@@ -115,6 +118,30 @@ func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char
 		}
 		return ternary.Quantize(xs, ot.BlockSize, m, check, ot.Data, ot.Scales)
 	})
+}
+
+// quantizeTQ quantizes host float32 x into a tq2_0 or tq1_0 out of x's
+// shape: absmax scales, one per 256 values (out.block_size 256), rows of
+// out.shape[0].
+func quantizeTQ(xt, ot *qtensor.Tensor, m ternary.Method, check bool, runOn int32) error {
+	if err := sameShape(xt, ot); err != nil {
+		return err
+	}
+	if !xt.OnHost() || !ot.OnHost() || runOn != 0 {
+		return errs.Value("out: %s quantization runs on host (CPU) tensors only", ot.DType)
+	}
+	if m != ternary.AbsMax {
+		return errs.Value("params: %s quantizes with method absmax (%d) only, got %d", ot.DType, int32(ternary.AbsMax), int32(m))
+	}
+	if ot.Axis != -1 || ot.BlockSize != ternary.TQBlock {
+		return errs.Value("out: %s has one scale per block of %d values (axis -1, block_size %d), got axis %d, block_size %d",
+			ot.DType, ternary.TQBlock, ternary.TQBlock, ot.Axis, ot.BlockSize)
+	}
+	xs, err := qtensor.View[float32](xt, qtensor.F32)
+	if err != nil {
+		return err
+	}
+	return ternary.QuantizeTQ(ot.DType, xs, ot.Rows(), check, ot.Data, ot.Scales)
 }
 
 // bng_dequantize writes value*scale (float32, out) for the values of packed

@@ -85,7 +85,8 @@ def test_layout_matches_the_formats(seed: int) -> None:
 
 
 def test_layout_rejects_unknown_formats_and_bad_shapes() -> None:
-    with pytest.raises(ValueError, match=r"qtype must be 0 \(i2_s\), 1 \(tl1\), 2 \(tl2\), 17 \(int8\).* got 16"):
+    known = r"0 \(i2_s\), 1 \(tl1\), 2 \(tl2\), 3 \(tq2_0\), 4 \(tq1_0\), 17 \(int8\)"
+    with pytest.raises(ValueError, match=rf"qtype must be {known}.* got 16"):
         _layout("float32", (4,))
     with pytest.raises(ValueError, match="the number of values"):
         _layout("i2_s", (0, 3))

@@ -27,9 +27,6 @@ from bitnet_go.convert._reader import read_header
 from bitnet_go.convert._writer import write_safetensors_header
 
 PY_SRC = str(Path(bitnet_go.__file__).resolve().parent.parent)
-HAVE_TQ = hasattr(bitnet_go, "quantize_tq1_0")
-NO_TQ = "TernaryTensor has no tq1_0 yet"
-HAVE_GGUF_BYTES = hasattr(bitnet_go.TernaryTensor, "to_gguf_bytes")
 
 H, FF, HEADS, KV, LAYERS, VOCAB = 256, 512, 4, 2, 2, 48
 PROJ = {
@@ -361,22 +358,10 @@ def test_gguf_tl(tmp_path: Path, seed: int, qtype: str) -> None:
     tensors = model_tensors(seed, bitnet=True)
     d = save_model(tmp_path / "m", tensors, config("BitnetForCausalLM"))
     out = tmp_path / "model.gguf"
-    if not HAVE_GGUF_BYTES:  # this build cannot lay TL out as bitnet.cpp does: a clear error, no file
-        with pytest.raises(NotImplementedError, match="to_gguf_bytes"):
-            convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
-        assert os.listdir(tmp_path) == ["m"]
-        return
-    convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
-    got, fields, raw = _gguf_read(out)
-    assert fields["general.file_type"] == {"tl1": 38, "tl2": 39}[qtype]
-    for name in QUANTIZED:
-        g = got[_gguf.tensor_name(name)]
-        want_t = bitnet_go.quantize_i2s(tensors[name]).to(qtype)  # type: ignore[arg-type]
-        want = want_t.to_gguf_bytes()  # type: ignore[attr-defined]
-        assert int(g.tensor_type) == _gguf.TYPE_IDS[qtype.upper()]
-        assert raw[g.data_offset : g.data_offset + len(want)].tobytes() == want
-        s = got[_gguf.tensor_name(name) + "_scale"]
-        assert int(s.tensor_type) == 0 and s.data.tolist() == want_t.scales[:1].tolist()
+    # bitnet.cpp lays TL1/TL2 out by per-model kernel parameters: a clear error, and no file
+    with pytest.raises(ValueError, match="kernel_config.ini"):
+        convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
+    assert os.listdir(tmp_path) == ["m"]
 
 
 @pytest.mark.needs("safetensors", "gguf")
@@ -399,12 +384,12 @@ def test_gguf_from_hf_packed(tmp_path: Path, seed: int) -> None:
 
 
 @pytest.mark.needs("safetensors", "gguf")
-@pytest.mark.skipif(not HAVE_TQ, reason=NO_TQ)
 @pytest.mark.parametrize(("seed", "qtype"), [(61, "tq1_0"), (62, "tq2_0")])
 def test_gguf_tq(tmp_path: Path, seed: int, qtype: str) -> None:
     import gguf
 
     tensors = model_tensors(seed, bitnet=True)
+    tensors[min(QUANTIZED)].reshape(-1)[:256] = 0  # a block of zeros: llama.cpp stores its scale as 0
     d = save_model(tmp_path / "m", tensors, config("BitNetForCausalLM"))
     out = tmp_path / "model.gguf"
     assert main(["convert", str(d), "-o", str(out), "--format", qtype]) == 0
@@ -418,14 +403,15 @@ def test_gguf_tq(tmp_path: Path, seed: int, qtype: str) -> None:
         g = got[_gguf.tensor_name(name)]
         assert g.tensor_type == getattr(gguf.GGMLQuantizationType, qtype.upper())
         assert list(g.shape) == list(reversed(tensors[name].shape))
-        t = bitnet_go.quantize_i2s(tensors[name]).to(qtype)  # type: ignore[arg-type]
-        assert g.data.tobytes() == t.to_gguf_bytes()  # type: ignore[attr-defined]
-        back = bitnet_go.TernaryTensor.from_gguf_bytes(g.data.tobytes(), tensors[name].shape, qtype)  # type: ignore[attr-defined]
-        assert np.array_equal(back.values(), t.values())
+        # llama.cpp's path: BitNet's weight_quant (the absmean ternarisation), then gguf's TQ quantizer
+        ternarised = bitnet_go.quantize_i2s(tensors[name]).dequantize()
+        want = gguf.quants.quantize(ternarised, getattr(gguf.GGMLQuantizationType, qtype.upper()))
+        assert g.data.tobytes() == want.tobytes(), name
+        back = bitnet_go.TernaryTensor.from_gguf_bytes(g.data.tobytes(), tensors[name].shape, qtype)
+        assert np.array_equal(back.values(), bitnet_go.quantize_i2s(tensors[name]).values())
 
 
 @pytest.mark.needs("safetensors")
-@pytest.mark.skipif(not HAVE_TQ, reason=NO_TQ)
 @pytest.mark.parametrize(("seed", "qtype"), [(63, "tq1_0"), (64, "tq2_0")])
 def test_safetensors_tq(tmp_path: Path, seed: int, qtype: str) -> None:
     tensors = model_tensors(seed)
@@ -433,19 +419,12 @@ def test_safetensors_tq(tmp_path: Path, seed: int, qtype: str) -> None:
     out = tmp_path / "o.safetensors"
     convert_checkpoint(d, out, qtype=qtype, progress=False)
     got = load_checkpoint(out)
+    quantize_tq = {"tq1_0": bitnet_go.quantize_tq1_0, "tq2_0": bitnet_go.quantize_tq2_0}[qtype]
     for name in QUANTIZED:
-        want = bitnet_go.quantize_i2s(tensors[name]).to(qtype)  # type: ignore[arg-type]
-        assert got[name].qtype == qtype and got[name].packed.tobytes() == want.packed.tobytes()
-
-
-@pytest.mark.needs("safetensors")
-@pytest.mark.skipif(HAVE_TQ, reason="TQ formats exist: test_gguf_tq and test_safetensors_tq run instead")
-@pytest.mark.parametrize("seed", [65])
-def test_tq_without_the_format_is_a_clear_error(tmp_path: Path, seed: int) -> None:
-    d = save_model(tmp_path / "m", model_tensors(seed), config())
-    with pytest.raises(NotImplementedError, match="TernaryTensor has no tq2_0 yet"):
-        convert_checkpoint(d, tmp_path / "o.safetensors", qtype="tq2_0", progress=False)
-    assert sorted(os.listdir(tmp_path)) == ["m"]
+        want = quantize_tq(bitnet_go.quantize_i2s(tensors[name]).dequantize())
+        t = got[name]
+        assert (t.qtype, t.shape, t.block_size) == (qtype, tensors[name].shape, 256)
+        assert t.packed.tobytes() == want.packed.tobytes() and t.scales.tobytes() == want.scales.tobytes()
 
 
 @pytest.mark.needs("safetensors", "gguf")

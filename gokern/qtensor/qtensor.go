@@ -23,13 +23,15 @@ import (
 // types are additions; a number is never reused.
 type DType int32
 
-// The element types. I2S, TL1 and TL2 are ternary formats (registered by
-// gokern/ternary); F32, I8, U8, I32 and I64 are plain arrays; I8, U8, I4,
+// The element types. I2S, TL1, TL2, TQ2 (llama.cpp's TQ2_0) and TQ1
+// (TQ1_0) are ternary formats (registered by gokern/ternary); F32, I8, U8, I32 and I64 are plain arrays; I8, U8, I4,
 // U4 and Binary are also the quantized formats of gokern/quant.
 const (
 	I2S    DType = 0
 	TL1    DType = 1
 	TL2    DType = 2
+	TQ2    DType = 3
+	TQ1    DType = 4
 	F32    DType = 16
 	I8     DType = 17
 	U8     DType = 18

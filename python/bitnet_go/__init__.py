@@ -12,7 +12,7 @@ from ._conv import conv2d_quantized, quantize_conv_weight
 from ._core.runtime import CPUFeatures, cpu_features, get_num_threads, set_num_threads
 from ._linear import linear_quantized
 from ._quantized import QuantizedTensor, dequantize
-from ._ternary import TernaryTensor, quantize_i2s, quantize_tl1, quantize_tl2
+from ._ternary import TernaryTensor, quantize_i2s, quantize_tl1, quantize_tl2, quantize_tq1_0, quantize_tq2_0
 from ._version import __version__
 from .convert import load_checkpoint
 from .quantization._api import choose_qparams, quantize
@@ -38,5 +38,7 @@ __all__ = [
     "quantize_i2s",
     "quantize_tl1",
     "quantize_tl2",
+    "quantize_tq1_0",
+    "quantize_tq2_0",
     "set_num_threads",
 ]

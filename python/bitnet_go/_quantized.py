@@ -6,7 +6,8 @@ float32 ``scales`` (one per block of ``block_size`` elements, or one),
 logical ``shape``, and ``axis`` (None: blocks run over the flattened, C-order
 tensor). Its arrays are numpy arrays (read-only) or GPU arrays of one
 framework (torch, CuPy) on one device. Each format is a subclass
-(:class:`~bitnet_go.TernaryTensor` for ``"i2_s"``, ``"tl1"``, ``"tl2"``) that
+(:class:`~bitnet_go.TernaryTensor` for ``"i2_s"``, ``"tl1"``, ``"tl2"``,
+``"tq2_0"``, ``"tq1_0"``) that
 makes and checks its tensors and says how they pickle.
 """
 
@@ -39,7 +40,7 @@ def _max_dims() -> int:
         return 32
 
 
-_TERNARY = ("i2_s", "tl1", "tl2")
+_TERNARY = ("i2_s", "tl1", "tl2", "tq2_0", "tq1_0")
 
 _CODE_RANGE = {"ternary": (-1, 1, 1), "binary": (-1, 1, 1), "int4": (-8, 7, 1), "uint4": (0, 15, 1),
                "int8": (-128, 127, 16), "uint8": (0, 255, 16)}  # fmt: skip
@@ -88,7 +89,7 @@ def check_shape(shape: object) -> tuple[int, ...]:
 
 
 def rows_of(shape: tuple[int, ...]) -> int:
-    """Rows of the rows x K view that row-wise formats (TL1, TL2) use: ``shape[0]``, or 1 for rank <= 1.
+    """Rows of the rows x K view that row-wise formats (TL1, TL2, TQ2_0, TQ1_0) use: ``shape[0]``, or 1 for rank <= 1.
 
     Example:
         >>> rows_of((8, 3, 3, 3)), rows_of((5,))
@@ -104,7 +105,7 @@ class QuantizedTensor:
     hand; each format is a subclass (:class:`~bitnet_go.TernaryTensor`).
 
     Attributes:
-        qtype: the format (``"i2_s"``, ``"tl1"``, ``"tl2"``).
+        qtype: the format (``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq2_0"``, ``"tq1_0"``).
         shape: the logical shape.
         block_size: elements per scale, or ``None`` for one scale.
         axis: None: the blocks run over the flattened (C-order) tensor.

@@ -1,4 +1,4 @@
-"""Ternary (BitNet b1.58) quantization: ``quantize_i2s`` and ``TernaryTensor``."""
+"""Ternary (BitNet b1.58) quantization: ``quantize_i2s``, ``quantize_tq2_0``, ``quantize_tq1_0``, ``TernaryTensor``."""
 
 from __future__ import annotations
 
@@ -27,6 +27,15 @@ QTYPES = ops.QTYPE_CODES
 
 BITNET_CPP_TAIL = 32
 """bitnet.cpp stores an I2_S tensor as its packed bytes plus a 32-byte tail."""
+
+TQ_BLOCK = 256
+"""Values per block of the llama.cpp formats TQ2_0 and TQ1_0 (one float16 scale each)."""
+
+TQ_PAYLOAD: dict[str, int] = {"tq2_0": 64, "tq1_0": 52}
+"""Payload bytes of one 256-value block (a GGUF block adds its 2-byte float16 scale)."""
+
+GGUF_QTYPES = ("i2_s", "tq2_0", "tq1_0")
+"""The qtypes :meth:`TernaryTensor.to_gguf_bytes` writes and :meth:`TernaryTensor.from_gguf_bytes` reads."""
 
 
 def packed_len(n: int, qtype: QType = "i2_s", rows: int = 1) -> int:
@@ -75,7 +84,7 @@ class TernaryTensor(QuantizedTensor):
     block reconstructs each element.
 
     Attributes:
-        qtype: the packing: ``"i2_s"``, ``"tl1"`` or ``"tl2"``.
+        qtype: the packing: ``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq2_0"`` or ``"tq1_0"``.
         shape: the tensor's shape.
         block_size: elements per scale over the flattened (C-order) tensor, or
             ``None`` for one scale.
@@ -85,8 +94,10 @@ class TernaryTensor(QuantizedTensor):
             in 2 bits; groups of 128 values take 32 bytes, value j of a group in
             byte j % 32 at bit shift 6 - 2*(j // 32); a short last group is
             padded with code 1. TL1/TL2: see :func:`quantize_tl1` and
-            :func:`quantize_tl2`.
-        scales: read-only ``np.float32``, one per block.
+            :func:`quantize_tl2`; TQ2_0/TQ1_0: the blocks' payloads without
+            their scales, see :func:`quantize_tq2_0` and :func:`quantize_tq1_0`.
+        scales: read-only ``np.float32``, one per block (TQ2_0/TQ1_0: one
+            per 256 values, each a float16 value, ``block_size=256``).
 
     Example:
         >>> import numpy as np, bitnet_go
@@ -162,9 +173,21 @@ class TernaryTensor(QuantizedTensor):
         return out.reshape(self.shape)
 
     def to(self, qtype: QType) -> TernaryTensor:
-        """The same values and scales packed as ``qtype`` (``"i2_s"``, ``"tl1"``, ``"tl2"``).
+        """The same values packed as ``qtype`` (``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq2_0"``, ``"tq1_0"``).
 
-        Returns ``self`` when already in that format; the scales are shared.
+        Returns ``self`` when already in that format. The ternary values are
+        always kept exactly. Between I2_S, TL1 and TL2, and from TQ2_0/TQ1_0
+        to any format, the scales and ``block_size`` are kept as they are
+        (shared). To TQ2_0/TQ1_0 from I2_S/TL1/TL2, the tensor's scales
+        become one per 256-value block (``block_size=256``): each block takes
+        the scale its values had, which needs ``block_size`` None or a
+        multiple of 256 (``ValueError`` otherwise: a block would hold two
+        scales), and that scale is rounded to the nearest float16 (ties to
+        even, as the formats store it; a relative change below 2**-11 for
+        scales from 6.1e-5 to 65504, smaller ones lose precision and those
+        below 2**-25 become 0). A scale of 65520 or more, past float16's
+        range, is a ``ValueError``. Rows must hold a multiple of 256 values
+        (see :func:`quantize_tq2_0`).
 
         Example:
             >>> import numpy as np, bitnet_go
@@ -172,6 +195,9 @@ class TernaryTensor(QuantizedTensor):
             >>> u = t.to("tl2")
             >>> u.qtype, bool((u.values() == t.values()).all()), u.to("i2_s").packed.tobytes() == t.packed.tobytes()
             ('tl2', True, True)
+            >>> w = bitnet_go.quantize_i2s(np.full((2, 256), 0.1, np.float32)).to("tq1_0")
+            >>> w.block_size, w.scales, w.values()[0, :3]
+            (256, array([0.09997559, 0.09997559], dtype=float32), array([1, 1, 1], dtype=int8))
         """
         if not isinstance(qtype, str) or qtype not in QTYPES:
             raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
@@ -179,11 +205,104 @@ class TernaryTensor(QuantizedTensor):
             return self
         if self.on_device:
             raise ValueError(f"TernaryTensor.to({qtype!r}) works on host tensors: call .cpu() first")
+        block_size, scales = self.block_size, self.scales
+        if qtype in TQ_PAYLOAD and self.qtype not in TQ_PAYLOAD:
+            _check_tq_shape(self.shape, qtype)
+            block_size, scales = TQ_BLOCK, _tq_scales(self.scales, self.block_size, self.size, qtype)
         values = self.values().reshape(-1)
         rows = rows_of(self.shape)
         packed = np.empty(ops.packed_len(qtype, values.size, rows), np.uint8)
         ops.pack(qtype, values, rows, packed)
-        return TernaryTensor._make(qtype, self.shape, self.block_size, self.method, packed, self.scales)
+        return TernaryTensor._make(qtype, self.shape, block_size, self.method, packed, scales)
+
+    def to_gguf_bytes(self) -> bytes:
+        """The tensor's data exactly as a GGUF file stores it (the shape and type go in the header).
+
+        - ``"tq2_0"`` / ``"tq1_0"`` (llama.cpp's GGML types 35 / 34): per
+          256-value block, its payload (64 / 52 bytes, the ``packed`` bytes of
+          that block) followed by its scale as an IEEE float16, little-endian:
+          66 / 54 bytes a block, the bytes ``gguf.quants.quantize`` writes.
+          Blocks run over the flattened tensor; a GGUF file needs its
+          tensor's innermost dimension (``shape[-1]``, its ``ne[0]``) to be a
+          multiple of 256, so write a tensor whose last dimension is not
+          (a conv weight) with the 2-D shape (``shape[0]``, K): the bytes are
+          the same.
+        - ``"i2_s"``: bitnet.cpp's layout, :meth:`to_bitnet_cpp_bytes` (a
+          per-tensor scale in a 32-byte tail).
+        - ``"tl1"`` / ``"tl2"``: not written (``ValueError``). bitnet.cpp's
+          converter (utils/convert-hf-to-gguf-bitnet.py) tiles their indices
+          in an order that depends on kernel parameters (BM, BK, bm) generated
+          for each model's matrix shapes (include/kernel_config.ini), and it
+          stores the scale apart, as an F32 tensor named ``<name>_scale``; the
+          bytes of this tensor's layout (:func:`quantize_tl1`) are not that.
+          Convert with ``.to("i2_s")`` or ``.to("tq2_0")``.
+
+        Example:
+            >>> import numpy as np, bitnet_go
+            >>> t = bitnet_go.quantize_tq2_0(np.linspace(-1, 1, 512, dtype=np.float32))
+            >>> b = t.to_gguf_bytes(); len(b), b[64:66].hex()
+            (132, '003c')
+        """
+        if self.qtype == "i2_s":
+            return self.to_bitnet_cpp_bytes()
+        if self.qtype not in TQ_PAYLOAD:
+            raise ValueError(
+                f"to_gguf_bytes writes {list(GGUF_QTYPES)}, got qtype {self.qtype!r}: bitnet.cpp stores TL1/TL2 "
+                "tiled by kernel parameters generated per model (include/kernel_config.ini), with the scale as a "
+                "separate F32 tensor '<name>_scale'; convert with .to('i2_s') or .to('tq2_0') first"
+            )
+        nb = self.size // TQ_BLOCK
+        blocks = np.empty((nb, TQ_PAYLOAD[self.qtype] + 2), np.uint8)
+        blocks[:, :-2] = self.packed.reshape(nb, -1)
+        blocks[:, -2:] = self.scales.astype("<f2").view(np.uint8).reshape(nb, 2)
+        return blocks.tobytes()
+
+    @classmethod
+    def from_gguf_bytes(cls, data: object, shape: object, qtype: object) -> TernaryTensor:
+        """Read a tensor's data as a GGUF file stores it (:meth:`to_gguf_bytes`).
+
+        ``data`` is any C-contiguous buffer (as for
+        :meth:`from_bitnet_cpp_bytes`) of exactly the bytes ``shape`` takes
+        in ``qtype``: ``"tq2_0"`` (66 bytes per 256 values), ``"tq1_0"`` (54)
+        or ``"i2_s"`` (:meth:`from_bitnet_cpp_bytes`). ``shape`` is the
+        tensor's shape in numpy order (GGUF's ``ne`` reversed); for the TQ
+        formats its rows (the product of the dimensions after the first) hold
+        a multiple of 256 values. The result has ``method=None``; a TQ
+        tensor has ``block_size=256`` and the float16 scales as float32.
+        ``ValueError`` for a wrong length, shape or qtype, and for bytes the
+        format never writes (a TQ2_0 code 3, a TQ1_0 byte that is not the
+        base-3 encoding of any codes, bad I2_S codes or padding).
+
+        Example:
+            >>> import numpy as np, bitnet_go
+            >>> t = bitnet_go.quantize_tq1_0(np.linspace(-1, 1, 512, dtype=np.float32).reshape(2, 256))
+            >>> u = bitnet_go.TernaryTensor.from_gguf_bytes(t.to_gguf_bytes(), (2, 256), "tq1_0")
+            >>> bool((u.values() == t.values()).all()), u.scales
+            (True, array([1., 1.], dtype=float32))
+        """
+        if not isinstance(qtype, str):
+            raise TypeError(f"qtype must be a str, one of {list(GGUF_QTYPES)}, got {type(qtype).__name__} {qtype!r}")
+        if qtype not in GGUF_QTYPES:
+            why = " (bitnet.cpp's TL1/TL2 GGUF layout is tiled per model: see to_gguf_bytes)" if qtype in QTYPES else ""
+            raise ValueError(f"qtype must be one of {list(GGUF_QTYPES)}, got {qtype!r}{why}")
+        if qtype == "i2_s":
+            return cls.from_bitnet_cpp_bytes(data, shape)
+        dims = check_shape(shape)
+        _check_tq_shape(dims, qtype)
+        buf = _raw_bytes(data, "data")
+        nb = math.prod(dims) // TQ_BLOCK
+        size = TQ_PAYLOAD[qtype] + 2
+        if buf.size != nb * size:
+            raise ValueError(
+                f"data must have {nb * size} bytes for shape {dims} in {qtype} ({nb} blocks of {size} bytes), "
+                f"got {buf.size}"
+            )
+        blocks = buf.reshape(nb, size)
+        packed = np.ascontiguousarray(blocks[:, :-2]).reshape(-1)
+        scales = np.ascontiguousarray(blocks[:, -2:]).view("<f2").reshape(-1).astype(np.float32)
+        t = cls._make(qtype, dims, TQ_BLOCK, None, packed, scales)
+        t.values()  # validates every byte
+        return t
 
     def to_bitnet_cpp_bytes(self) -> bytes:
         """Serialise a per-tensor I2_S tensor as bitnet.cpp stores it.
@@ -308,6 +427,69 @@ def _rebuild(
 _UINT8, _FLOAT32 = np.dtype(np.uint8), np.dtype(np.float32)
 
 
+def _check_tq_shape(dims: tuple[int, ...], qtype: str) -> None:
+    """``ValueError`` naming the shape when its rows do not hold a multiple of 256 values.
+
+    Example:
+        >>> _check_tq_shape((4, 3, 3), "tq2_0")
+        Traceback (most recent call last):
+        ValueError: tq2_0 packs blocks of 256 values along rows: shape (4, 3, 3) has rows of K = 9 values ...
+    """
+    k = math.prod(dims[1:]) if len(dims) >= 2 else math.prod(dims)
+    if k % TQ_BLOCK or k == 0:
+        raise ValueError(
+            f"{qtype} packs blocks of {TQ_BLOCK} values along rows: shape {dims} has rows of K = {k} values (the "
+            f"product of the dimensions after the first; a 1-D tensor is one row), not a multiple of {TQ_BLOCK}"
+        )
+
+
+def _tq_scales(scales: np.ndarray, block_size: int | None, n: int, qtype: str) -> np.ndarray:
+    """One float16-rounded scale per 256 values from ``scales`` in blocks of ``block_size`` (see ``to``).
+
+    Example:
+        >>> _tq_scales(np.array([0.1, 3.0], np.float32), 512, 1024, "tq2_0")
+        array([0.09997559, 0.09997559, 3.        , 3.        ], dtype=float32)
+    """
+    nb = n // TQ_BLOCK
+    if scales.shape[0] == 1:
+        per = np.repeat(scales, nb)
+    elif block_size is not None and block_size % TQ_BLOCK == 0:
+        per = np.repeat(scales, block_size // TQ_BLOCK)[:nb]
+    else:
+        raise ValueError(
+            f"{qtype} has one scale per block of {TQ_BLOCK} values: a tensor with block_size={block_size} "
+            f"changes scale inside such a block; only block_size None or a multiple of {TQ_BLOCK} converts"
+        )
+    with np.errstate(over="ignore"):
+        half = per.astype(np.float16)
+    big = np.flatnonzero(np.isinf(half) & ~np.isinf(per))
+    if big.size:
+        i = int(big[0])
+        raise ValueError(
+            f"{qtype} stores its scales as float16 (at most 65504): scale {per[i]!s} of block {i} is past it"
+        )
+    return half.astype(np.float32)
+
+
+def _check_tq_scales(scales: np.ndarray, qtype: str) -> None:
+    """``ValueError`` unless every scale of a TQ tensor is a float16 value (NaN included).
+
+    Example:
+        >>> _check_tq_scales(np.array([0.5, 0.1], np.float32), "tq1_0")
+        Traceback (most recent call last):
+        ValueError: scales of a tq1_0 tensor are float16 values (as GGUF stores them): scales[1] = 0.1 is not; ...
+    """
+    with np.errstate(over="ignore"):
+        back = scales.astype(np.float16).astype(np.float32)
+    bad = np.flatnonzero((back != scales) & ~np.isnan(scales))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"scales of a {qtype} tensor are float16 values (as GGUF stores them): scales[{i}] = {scales[i]!s} is "
+            "not; TernaryTensor.to() rounds them"
+        )
+
+
 def _check_fields(
     qtype: object, shape: object, block_size: object, method: object, packed: object, scales: object
 ) -> tuple[QType, tuple[int, ...], int | None, Method | None, np.ndarray | DeviceArray, np.ndarray | DeviceArray]:
@@ -338,6 +520,10 @@ def _check_fields(
         _check_method(method)
     n = math.prod(dims)
     rows = rows_of(dims)
+    if q in TQ_PAYLOAD:
+        _check_tq_shape(dims, q)
+        if bs != TQ_BLOCK:
+            raise ValueError(f"a {q} tensor has block_size={TQ_BLOCK} (one scale per block), got {bs}")
     plen = ops.packed_len(q, n, rows)
     nb = ops.num_blocks(n, bs)
 
@@ -351,6 +537,8 @@ def _check_fields(
             raise TypeError(f"scales must be a numpy.ndarray like packed, got {type(scales).__name__}")
         packed = _check_host(packed, "packed", _UINT8, plen, what, 0)
         scales = _check_host(scales, "scales", _FLOAT32, nb, what, 1)
+        if q in TQ_PAYLOAD:
+            _check_tq_scales(scales, q)
     else:
         if not is_cuda_array(packed):
             raise TypeError(f"packed must be a numpy.ndarray (or a GPU array), got {type(packed).__name__}")
@@ -501,3 +689,86 @@ def quantize_tl2(*args: Any, **kwargs: Any) -> TernaryTensor:  # noqa: ANN401 (t
         '9d02'
     """
     return quantize_i2s(*args, **kwargs, device="cpu").to("tl2")
+
+
+def _quantize_tq(qtype: str, x: ArrayLike, *, method: Method = "absmax", check_finite: bool = True) -> TernaryTensor:
+    """:func:`quantize_tq2_0` and :func:`quantize_tq1_0` for ``qtype``."""
+    if method != "absmax":
+        raise ValueError(f"quantize_{qtype} quantizes with method='absmax' (llama.cpp's rule) only, got {method!r}")
+    a = as_float32(x, "x")
+    if a.size == 0:
+        raise ValueError(f"x must have at least one element, got shape {a.shape}")
+    _check_tq_shape(a.shape, qtype)
+    n, rows = a.size, rows_of(a.shape)
+    packed = np.empty(ops.packed_len(qtype, n, rows), np.uint8)  # type: ignore[arg-type]
+    scales = np.empty(n // TQ_BLOCK, np.float32)
+    ops.quantize(a, qtype, TQ_BLOCK, "absmax", check_finite, packed, scales, rows=rows)  # type: ignore[arg-type]
+    return TernaryTensor._make(qtype, a.shape, TQ_BLOCK, "absmax", packed, scales)
+
+
+def quantize_tq2_0(x: ArrayLike, *, method: Method = "absmax", check_finite: bool = True) -> TernaryTensor:
+    """Quantize a float tensor to llama.cpp's TQ2_0: 2 bits a value, a float16 scale per 256 values.
+
+    Bit for bit what the ``gguf`` package's numpy quantizer
+    (``gguf.quants.quantize(x, GGMLQuantizationType.TQ2_0)``) and llama.cpp's
+    reference write, scales and codes (see :meth:`TernaryTensor.to_gguf_bytes`).
+
+    Args:
+        x: anything ``np.asarray`` accepts, of a real dtype; cast to float32.
+            Seen as rows x K (rows = ``shape[0]``, K the product of the other
+            dimensions; a 1-D tensor is one row): K must be a multiple of 256
+            (``ValueError`` naming the shape), so that no block straddles two
+            rows. A GGUF file wants its innermost dimension to be that
+            multiple: for a 2-D weight (out, in) that is ``in``.
+        method: ``"absmax"``, the formats' rule (the only one): per block of
+            256 values d = max|x| (float32), id = 1/d in float32 (0 when d is
+            0), q = round(x * id) with x * id in float32 and ties rounded
+            *away from zero* (unlike :func:`quantize_i2s`): q = sign(x) where
+            |x * id| >= 0.5, else 0. The block's scale is d rounded to the
+            nearest float16 (ties to even), as the file stores it; the values
+            come from the float32 d.
+        check_finite: raise ``ValueError`` naming the first NaN/Inf index,
+            and for a block whose max|x| is 65520 or more (past float16's
+            range). With ``False`` nothing raises: NaN is left out of a
+            block's maximum and quantizes to 0, a block holding ±Inf gets
+            scale +Inf and values 0, and a scale past float16's range is
+            stored as +Inf (as the gguf package does).
+
+    Returns:
+        A :class:`TernaryTensor` with ``qtype="tq2_0"``, ``block_size=256``,
+        ``method="absmax"``. ``packed``: per block, 64 bytes: the block's
+        halves of 128 values, each 32 bytes, value i of a half (code q+1) in
+        byte i % 32 at bit shift 2*(i // 32) (I2_S's group with the 2-bit
+        fields in the opposite order). ``scales``: the float16 scales as
+        float32. Convert with :meth:`TernaryTensor.to`.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> t = bitnet_go.quantize_tq2_0(np.array([[1.0, -0.25, 2.0, -2.0] * 64], np.float32))
+        >>> t.scales, t.values()[0, :4], t.packed[:2]  # 1.0 / 2.0 = 0.5 rounds away from zero, to 1
+        (array([2.], dtype=float32), array([ 1,  0,  1, -1], dtype=int8), array([170,  85], dtype=uint8))
+    """
+    return _quantize_tq("tq2_0", x, method=method, check_finite=check_finite)
+
+
+@parameters_of(quantize_tq2_0)
+def quantize_tq1_0(*args: Any, **kwargs: Any) -> TernaryTensor:  # noqa: ANN401 (the parameters are quantize_tq2_0's)
+    """Quantize like :func:`quantize_tq2_0` and pack as llama.cpp's TQ1_0: base 3, 1.6875 bits a value.
+
+    The same values and scales as ``quantize_tq2_0``, bit for bit what
+    ``gguf.quants.quantize(x, GGMLQuantizationType.TQ1_0)`` writes. ``packed``
+    per block of 256 values: 52 bytes, 48 of ``qs`` then 4 of ``qh``, five
+    codes c = q+1 a byte in base 3: ``qs`` byte j < 32 holds
+    v = 81*c[j] + 27*c[32+j] + 9*c[64+j] + 3*c[96+j] + c[128+j], byte 32+j
+    (j < 16) the same over c[160+j], c[176+j], ..., c[224+j]; ``qh`` byte
+    j < 4 holds v = 81*c[240+j] + 27*c[244+j] + 9*c[248+j] + 3*c[252+j].
+    Each v (0..242) is stored as ceil(v*256/243), so that code k (0 the most
+    significant) is ``((byte * 3**k) % 256 * 3) >> 8``.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> t = bitnet_go.quantize_tq1_0(np.ones(256, np.float32))
+        >>> t.packed[:2], t.packed[-4:], t.bits_per_weight
+        (array([255, 255], dtype=uint8), array([253, 253, 253, 253], dtype=uint8), 1.75)
+    """
+    return _quantize_tq("tq1_0", *args, **kwargs)

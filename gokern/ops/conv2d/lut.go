@@ -324,7 +324,8 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 // kernels, beats multiply-add for d with a weight in q (BenchmarkLUT):
 //
 //   - I2_S: never. The LUT repacks the weight as TL1 on every call, and no
-//     rule was stable over the shapes measured.
+//     rule was stable over the shapes measured. TQ2_0 and TQ1_0 are
+//     converted to I2_S first (asI2S) and follow it.
 //   - TL1 and TL2: the LUT kernels read TL rows as they are (multiply-add
 //     reads a conversion to I2_S, kept in the weight cache since this rule
 //     was measured; not re-measured): LUT when N*Ho*Wo <=
@@ -334,7 +335,7 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 //     included): a table then serves too few rows. This guard is a
 //     heuristic, not a measurement.
 func preferLUT(d *Dims, q ternary.QType, k *gemm.LUT16Kernels) bool {
-	if d.Og < 16 || q == ternary.I2S {
+	if d.Og < 16 || (q != ternary.TL1 && q != ternary.TL2) {
 		return false
 	}
 	if k.Family != cpu.Generic {

@@ -159,7 +159,8 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	src := w
 	var err error
 	lut := wantLUT(d, opt, w.QType, ks.lut)
-	if lut && w.QType != ternary.I2S {
+	tl := w.QType == ternary.TL1 || w.QType == ternary.TL2
+	if lut && tl {
 		err = checkTL(d, w) // the LUT kernels read TL rows as they are
 	} else {
 		w, err = asI2S(d, w)
@@ -199,7 +200,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if d.N == 0 {
 		return Info{Algo: kind}, nil
 	}
-	if kind == LUT {
+	if kind == LUT && tl {
 		w = src // TL rows as they are
 	}
 	name, err := run(kind, d, x, acts, w, sc, out, ks, opt.CheckFinite)

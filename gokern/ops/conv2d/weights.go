@@ -15,13 +15,16 @@ type Weights struct {
 	Packed    []byte
 	Scales    []float32
 	BlockSize int
-	QType     ternary.QType // I2S, TL1 or TL2 (TL rows are the O output channels)
+	QType     ternary.QType // I2S, TL1, TL2, TQ2 or TQ1 (TL/TQ rows are the O output channels)
 	converted bool          // Packed converted to I2_S for this call (asI2S) and not kept: layouts not cached
 }
 
 // asI2S returns w with its codes in I2_S, the layout the kernels' panel
-// packing reads: TL1 and TL2 weights are converted (the same values, so
-// every result is bit-identical to the I2_S weight's) and the conversion is
+// packing reads: TL1, TL2, TQ2_0 and TQ1_0 weights are converted (the same
+// values, so every result is bit-identical to the I2_S weight's with the
+// same scales; a TQ weight's scales are per 256 values, which divides K by
+// its format's rule, so they are block scales the kernels take as they
+// are) and the conversion is
 // kept in the weight cache (wcache.go) like the other layouts: a later call
 // with the same TL bytes at the same address reuses it, and the layouts
 // derived from it (its address stays the same while it is kept). Where the
@@ -38,7 +41,7 @@ func asI2S(d *Dims, w Weights) (Weights, error) {
 	key := layoutKey{addr: uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n: len(w.Packed),
 		og: d.Og, groups: d.Groups, k: d.K, kind: layoutI2S, qtype: w.QType}
 	l, err := layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
-		i2s, err := tlToI2S(d, w.QType, codes)
+		i2s, err := toI2S(d, w.QType, codes)
 		// buf.Cache's rule: kept when the copy and the value take at most
 		// half the budget
 		kept = layoutCache.MaxBytes > 0 && len(codes)+len(i2s) <= layoutCache.MaxBytes/2
@@ -51,8 +54,8 @@ func asI2S(d *Dims, w Weights) (Weights, error) {
 	return w, nil
 }
 
-// tlToI2S converts the TL1 or TL2 codes of d's weight to I2_S.
-func tlToI2S(d *Dims, q ternary.QType, codes []byte) ([]byte, error) {
+// toI2S converts the TL1, TL2, TQ2_0 or TQ1_0 codes of d's weight to I2_S.
+func toI2S(d *Dims, q ternary.QType, codes []byte) ([]byte, error) {
 	vals := make([]int8, d.WLen)
 	if err := ternary.UnpackQ(q, codes, d.O, vals); err != nil {
 		return nil, errs.Value("weight: %v", err)
@@ -67,8 +70,8 @@ func tlToI2S(d *Dims, q ternary.QType, codes []byte) ([]byte, error) {
 // checkPacked checks w's qtype and that Packed has the bytes its format
 // takes for d's weight (O rows of K values), which it returns.
 func checkPacked(d *Dims, w Weights) (int, error) {
-	if w.QType != ternary.I2S && w.QType != ternary.TL1 && w.QType != ternary.TL2 {
-		return 0, errs.Value("weight: qtype must be 0 (i2_s), 1 (tl1) or 2 (tl2), got %d", int32(w.QType))
+	if w.QType != ternary.I2S && w.QType != ternary.TL1 && w.QType != ternary.TL2 && !ternary.IsTQ(w.QType) {
+		return 0, errs.Value("weight: qtype must be 0 (i2_s), 1 (tl1), 2 (tl2), 3 (tq2_0) or 4 (tq1_0), got %d", int32(w.QType))
 	}
 	want, err := ternary.PackedLenQ(w.QType, d.WLen, d.O)
 	if err != nil {

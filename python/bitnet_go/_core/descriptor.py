@@ -37,6 +37,8 @@ DTYPES: Final[dict[str, int]] = {
     "i2_s": 0,
     "tl1": 1,
     "tl2": 2,
+    "tq2_0": 3,
+    "tq1_0": 4,
     "float32": 16,
     "int8": 17,
     "uint8": 18,

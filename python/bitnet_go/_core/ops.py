@@ -9,7 +9,7 @@ Go validates every value, length and shape again with the messages users
 see. Outputs are the caller's, written in place; host arrays must be
 C-contiguous and of the dtype named (asserted by :func:`bitnet_go._core.lib.ptr`).
 
-Names: qtypes ``"i2_s"``, ``"tl1"``, ``"tl2"``; methods ``"absmean"``,
+Names: qtypes ``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq2_0"``, ``"tq1_0"``; methods ``"absmean"``,
 ``"absmax"``; a ``block_size`` of None is one scale for the whole tensor.
 
 Example:
@@ -32,7 +32,7 @@ import numpy as np
 from . import descriptor, lib
 from .types import Kernel, Method, QType
 
-QTYPE_CODES: dict[str, int] = {q: descriptor.DTYPES[q] for q in ("i2_s", "tl1", "tl2")}
+QTYPE_CODES: dict[str, int] = {q: descriptor.DTYPES[q] for q in ("i2_s", "tl1", "tl2", "tq2_0", "tq1_0")}
 """Packed formats and their C ABI numbers."""
 
 METHOD_CODES: dict[str, int] = {"absmean": 0, "absmax": 1}
@@ -147,28 +147,33 @@ def quantize(
     packed: np.ndarray,
     scales: np.ndarray,
     run_on_cuda: int | None = None,
+    rows: int = 1,
 ) -> None:
-    """Quantize float32 ``x`` (any shape, read flat) into ``packed`` (uint8) and ``scales`` (float32).
+    """Quantize float32 ``x`` (any shape, read flat as ``rows`` rows) into ``packed`` (uint8) and ``scales`` (float32).
 
-    ``packed`` must hold ``packed_len(qtype, x.size, 1)`` bytes and
-    ``scales`` ``num_blocks(x.size, block_size)`` entries. Only ``"i2_s"``
-    is quantized directly today (``ValueError`` for the others: pack the
-    values with :func:`pack`). ``run_on_cuda``: compute on that GPU (the
-    same bytes; the library copies through pooled device buffers).
+    ``packed`` must hold ``packed_len(qtype, x.size, rows)`` bytes and
+    ``scales`` ``num_blocks(x.size, block_size)`` entries. ``"i2_s"``,
+    ``"tq2_0"`` and ``"tq1_0"`` are quantized directly (``ValueError`` for
+    TL1/TL2: pack the values with :func:`pack`); the TQ formats take
+    ``block_size=256`` and ``method="absmax"`` (Go checks), and their
+    ``rows`` hold a multiple of 256 values each. ``run_on_cuda``: compute
+    on that GPU (I2_S; the same bytes; the library copies through pooled
+    device buffers).
 
     Example:
         >>> x, p, s = np.ones(3, np.float32), np.empty(32, np.uint8), np.empty(1, np.float32)
         >>> quantize(x, "i2_s", None, "absmax", True, p, s); s
         array([1.], dtype=float32)
     """
-    if qtype != "i2_s":
-        raise ValueError(f"quantize packs i2_s only, got qtype {qtype!r}")
+    if qtype not in ("i2_s", "tq2_0", "tq1_0"):
+        raise ValueError(f"quantize packs i2_s, tq2_0 or tq1_0 only, got qtype {qtype!r}")
     p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
     if run_on_cuda is not None:
         p.run_on, p.run_on_id = descriptor.CUDA, run_on_cuda
     n = x.size
-    out = _host(packed, "i2_s", shape=(n,), scales=scales, block_size=block_size)
-    lib.call("bng_quantize", _byref(_host(x, "float32", shape=(n,))), _byref(out), _byref(p))
+    shape = _values_shape(n, rows)
+    out = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
+    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(out), _byref(p))
 
 
 def pack(qtype: QType, values: np.ndarray, rows: int, packed: np.ndarray) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-QType = Literal["i2_s", "tl1", "tl2"]
+QType = Literal["i2_s", "tl1", "tl2", "tq2_0", "tq1_0"]
 """Packed formats of a quantized tensor (the next formats join this list)."""
 
 Method = Literal["absmean", "absmax"]

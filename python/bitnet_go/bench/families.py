@@ -12,6 +12,7 @@ setting); it checks that each op it times runs that family.
 Workloads per op (``--families-quick``: smaller ones, for the test):
 
 - ``quantize_i2s``: ``quantize_i2s`` of 16M floats;
+- ``quantize_tq``: ``quantize_tq2_0`` of 16M floats (one row of 16M);
 - ``quant_quantize`` / ``quant_dequantize``: ``quantize(x, "int8", ...)`` per
   tensor and its ``dequantize()``, 16M;
 - ``quant_minmax`` / ``quant_histogram``: ``MinMaxObserver`` and
@@ -120,6 +121,7 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
     label = f"{size >> 20}M" if size % (1 << 20) == 0 else str(size)
     simple = {
         "quantize_i2s": f"quantize_i2s {label}",
+        "quantize_tq": f"quantize_tq2_0 {label}",
         "quant_quantize": f"quantize int8 per tensor {label}",
         "quant_dequantize": f"dequantize int8 per tensor {label}",
         "quant_minmax": f"MinMaxObserver.update {label}",
@@ -157,10 +159,12 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
 
         qa, qb = (bitnet_go.quantize(rng.standard_normal(w["n"], dtype=np.float32), "uint8") for _ in range(2))
         return lambda: _qelem.add(qa, qb, scale=0.05, zero_point=128)
-    if op in ("quantize_i2s", "quant_quantize", "quant_dequantize", "quant_minmax", "quant_histogram"):
+    if op in ("quantize_i2s", "quantize_tq", "quant_quantize", "quant_dequantize", "quant_minmax", "quant_histogram"):
         x = rng.standard_normal(w["n"], dtype=np.float32)
         if op == "quantize_i2s":
             return lambda: bitnet_go.quantize_i2s(x)
+        if op == "quantize_tq":
+            return lambda: bitnet_go.quantize_tq2_0(x)
         if op == "quant_minmax":
             return lambda: bq.MinMaxObserver().update(x)
         if op == "quant_histogram":

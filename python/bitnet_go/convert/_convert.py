@@ -18,7 +18,7 @@ from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
 from .._progress import progress as _progress
 from .._ternary import TernaryTensor, _check_method, quantize_i2s
 from . import _gguf
-from ._formats import TQ_FORMATS, check_format, gguf_payload, layout, pack_as
+from ._formats import TQ_BLOCK, TQ_FORMATS, check_format, check_gguf_format, gguf_payload, layout, pack_as
 from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float32
 from ._writer import atomic_output, write_safetensors_header
 
@@ -186,7 +186,7 @@ def _write_safetensors(
             lay = layout(p.to, p.shape, block_size if p.scale_of is None else None)
             header.append((p.name + PACKED_SUFFIX, "U8", (lay.packed,), lay.packed))
             header.append((p.name + SCALE_SUFFIX, "F32", (lay.scales,), 4 * lay.scales))
-            bs = block_size if p.scale_of is None else None
+            bs = TQ_BLOCK if p.to in TQ_FORMATS else block_size if p.scale_of is None else None
             quantized[p.name] = {"qtype": p.to, "shape": list(p.shape), "block_size": bs,
                                  "method": method if p.scale_of is None else "absmean"}  # fmt: skip
         else:
@@ -352,6 +352,7 @@ def convert_checkpoint(
         if isinstance(pats, str) or not all(isinstance(p, str) for p in pats):
             raise TypeError(f"{name} must be a sequence of glob patterns (str), got {pats!r}")
     if to == "gguf":
+        check_gguf_format(fmt)
         try:
             import gguf  # noqa: F401
         except ImportError:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._core import ops
 from .._quantized import rows_of
-from .._ternary import BITNET_CPP_TAIL, QTYPES, TernaryTensor, packed_len, quantize_i2s
+from .._ternary import BITNET_CPP_TAIL, TernaryTensor, packed_len, quantize_i2s, quantize_tq1_0, quantize_tq2_0
 
 FORMATS = ("i2_s", "tl1", "tl2", "tq1_0", "tq2_0")
 """What ``--format`` accepts."""
@@ -39,18 +39,14 @@ def check_format(fmt: object) -> str:
     return fmt
 
 
-def available(fmt: str) -> bool:
-    """Whether this build's :class:`~bitnet_go.TernaryTensor` packs ``fmt``.
-
-    Example:
-        >>> available("i2_s")
-        True
-    """
-    return fmt in QTYPES
-
-
 def pack_as(t: TernaryTensor, fmt: str) -> TernaryTensor:
-    """``t``'s values and scales packed as ``fmt`` (``t`` itself when it already is).
+    """``t``'s values packed as ``fmt`` (``t`` itself when it already is).
+
+    I2_S/TL1/TL2 keep ``t``'s values and scales (``t.to(fmt)``). TQ1_0/TQ2_0
+    quantize ``t.dequantize()`` (value times scale, exact) with the TQ
+    quantizer, as llama.cpp's converter quantizes a BitNet model's ternarised
+    weights: each 256-value block gets ``t``'s scale as float16 and the same
+    values, and a block of zeros gets scale 0.
 
     Example:
         >>> pack_as(quantize_i2s(np.ones((2, 4), np.float32)), "tl1").qtype
@@ -58,32 +54,47 @@ def pack_as(t: TernaryTensor, fmt: str) -> TernaryTensor:
     """
     if t.qtype == fmt:
         return t
-    if not available(fmt):
-        raise NotImplementedError(f"TernaryTensor has no {fmt} yet (this build packs {', '.join(sorted(QTYPES))})")
+    if fmt == "tq2_0":
+        return quantize_tq2_0(t.dequantize())
+    if fmt == "tq1_0":
+        return quantize_tq1_0(t.dequantize())
     return t.to(fmt)  # type: ignore[arg-type]
 
 
 def gguf_payload(t: TernaryTensor) -> np.ndarray:
-    """``t``'s bytes exactly as a GGUF file stores them, as a 1-D uint8 array.
+    """``t``'s bytes exactly as a GGUF file stores them (``to_gguf_bytes()``), as a 1-D uint8 array.
 
-    ``TernaryTensor.to_gguf_bytes()`` where this build has it; before that, I2_S
-    as bitnet.cpp stores it (``to_bitnet_cpp_bytes()``: the packed bytes, then a
-    32-byte tail holding the float32 scale); other formats are a
-    ``NotImplementedError``.
+    I2_S as bitnet.cpp stores it (the packed bytes, then a 32-byte tail holding
+    the float32 scale), TQ1_0/TQ2_0 blocks with their float16 scales; TL1/TL2
+    are a ``ValueError`` (see :func:`check_gguf_format`).
 
     Example:
         >>> gguf_payload(quantize_i2s(np.ones(128, np.float32))).size
         64
     """
-    if hasattr(t, "to_gguf_bytes"):
-        data = t.to_gguf_bytes()
-    elif t.qtype == "i2_s":
-        data = t.to_bitnet_cpp_bytes()
-    else:
-        raise NotImplementedError(
-            f"GGUF bytes of a {t.qtype} tensor need TernaryTensor.to_gguf_bytes(), which this build lacks"
+    return np.frombuffer(t.to_gguf_bytes(), np.uint8)
+
+
+def check_gguf_format(fmt: str) -> None:
+    """Refuse the formats GGUF output cannot write, before anything is read or written.
+
+    bitnet.cpp's converter stores TL1/TL2 tiled by kernel parameters it generates
+    per model (``include/kernel_config.ini``); without them the bytes cannot be laid
+    out as bitnet.cpp reads them.
+
+    Example:
+        >>> check_gguf_format("i2_s")
+        >>> check_gguf_format("tl1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: GGUF output writes i2_s, tq1_0 and tq2_0, not tl1: ...
+    """
+    if fmt in ("tl1", "tl2"):
+        raise ValueError(
+            f"GGUF output writes i2_s, tq1_0 and tq2_0, not {fmt}: bitnet.cpp lays TL1/TL2 out by kernel "
+            "parameters it generates per model (include/kernel_config.ini); convert to i2_s (bitnet.cpp) "
+            "or tq2_0/tq1_0 (llama.cpp), or to safetensors"
         )
-    return np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1).view(np.uint8)
 
 
 class Layout(NamedTuple):
@@ -91,7 +102,7 @@ class Layout(NamedTuple):
 
     packed: int  # bytes of TernaryTensor.packed
     scales: int  # entries of TernaryTensor.scales
-    gguf: int  # bytes of gguf_payload (-1 when this build cannot write it)
+    gguf: int  # bytes of gguf_payload (-1 when not asked for)
 
 
 @lru_cache(maxsize=256)
@@ -108,7 +119,7 @@ def layout(fmt: str, shape: tuple[int, ...], block_size: int | None, gguf: bool 
         nb = ops.num_blocks(math.prod(shape), block_size)
         if not gguf:
             return Layout(plen, nb, -1)
-        if fmt == "i2_s" and not hasattr(TernaryTensor, "to_gguf_bytes"):
+        if fmt == "i2_s":
             return Layout(plen, nb, plen + BITNET_CPP_TAIL)
     t = pack_as(quantize_i2s(np.zeros(shape, np.float32), block_size=block_size, device="cpu"), fmt)
     return Layout(t.packed.size, t.scales.size, gguf_payload(t).size if gguf else -1)
