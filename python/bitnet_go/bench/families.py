@@ -142,6 +142,10 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
             for qt in ("tl1", "tl2"):
                 layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
                 out.append({"name": f"{name} lut {qt}", "op": op, "act_bits": 8, "qtype": qt, **layer})
+    elif op == "qlinear_dot":
+        for m, k, n in [(8, 256, 256)] if quick else [(1, 4096, 4096), (64, 1024, 1024)]:
+            name = f"functional.linear uint8 {m}x{k} by int8 {n}x{k}"
+            out.append({"name": name, "op": op, "m": m, "k": k, "nout": n})
     return out
 
 
@@ -154,6 +158,14 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
 
     rng = np.random.default_rng(0)
     op = w["op"]
+    if op == "qlinear_dot":
+        from bitnet_go import functional
+
+        xf = rng.standard_normal((w["m"], w["k"]), dtype=np.float32)
+        wf = rng.standard_normal((w["nout"], w["k"]), dtype=np.float32)
+        x = bitnet_go.quantize(xf, "uint8", scale=0.05, zero_point=128)
+        wq = bitnet_go.quantize(wf, "int8", scale=0.02, zero_point=0)
+        return lambda: functional.linear(x, wq, scale=0.1, zero_point=100)
     if op == "qelem":
         from bitnet_go import _qelem
 
