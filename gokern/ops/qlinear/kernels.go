@@ -54,12 +54,41 @@ type Kernels struct {
 	Dot4x4 func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32)
 	// Dot1x8 sets c[j] = sum_{k < kb*KB} a[k] * w[j*ldw+k] for j < 8.
 	Dot1x8 func(kb int, a []byte, w []int8, ldw int, c *[8]int32)
+	// Tile sets c[i*ldc+j] (adds to it when add is set), i < MR, j < NR,
+	// to the products over kq k quads of a packed activation tile and a
+	// weight panel (pack.go; kq >= 1).
+	Tile func(kq int, a []byte, w []int8, c []int32, ldc int, add bool)
+	// WideA: the activation tiles Tile reads hold int16 codes.
+	WideA bool
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
-var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic}
+var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric}
+
+func tileGeneric(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
+	var acc [MR * NR]int32
+	for q := 0; q < kq; q++ {
+		aq, wq := a[q*MR*4:(q+1)*MR*4], w[q*NR*4:(q+1)*NR*4]
+		for i := 0; i < MR; i++ {
+			a0, a1, a2, a3 := int32(aq[i*4]), int32(aq[i*4+1]), int32(aq[i*4+2]), int32(aq[i*4+3])
+			for j := 0; j < NR; j++ {
+				acc[i*NR+j] += a0*int32(wq[j*4]) + a1*int32(wq[j*4+1]) + a2*int32(wq[j*4+2]) + a3*int32(wq[j*4+3])
+			}
+		}
+	}
+	for i := 0; i < MR; i++ {
+		row := c[i*ldc : i*ldc+NR]
+		for j := range row {
+			if add {
+				row[j] += acc[i*NR+j]
+			} else {
+				row[j] = acc[i*NR+j]
+			}
+		}
+	}
+}
 
 func dot4x4Generic(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
 	n := kb * KB
