@@ -35,6 +35,7 @@ var qlinearAVX2 = kernels(
 	func(c *build.Context) { dotAVX2(c, 4, 2) },
 	func(c *build.Context) { dotAVX2(c, 1, 4) },
 	tileAVX2,
+	requantAVX2,
 )
 
 // rowPtrs returns n pointers base, base+ld, ..., base+(n-1)*ld.
@@ -266,5 +267,53 @@ func tileAVX2(c *build.Context) {
 	c.SHLQ(operand.Imm(2), ldc)
 	qstoreTile(c, name, add, out, ldc, rows, func(i, _ int) (reg.VecVirtual, int) { return sums[i], 0 }, 1,
 		func(m operand.Mem, v reg.VecVirtual) { c.VPADDD(m, v, v) }, func(v reg.VecVirtual, m operand.Mem) { c.VMOVDQU(v, m) })
+	vzeroRet(c)
+}
+
+// requantAVX2 emits requantAVX2, Requant.Quant on 8 channels at a time:
+// raw = acc - colterm - zw*rowsum (VPMULLD, wrapping as int32 does), rf =
+// float32(raw) + biasq, v = rf*mult (two roundings, no FMA), v clamped to
+// [-2^30, 2^30] (NaN to -2^30: VMAXPS returns its second source then),
+// lrintf by VCVTPS2DQ (round to nearest even, the default MXCSR), + zo,
+// clamped to [lo, hi]. The codes overwrite acc.
+func requantAVX2(c *build.Context) {
+	name := "requantAVX2"
+	declareNoescape(c, name, "func(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)",
+		name+" replaces acc[j], j < n (a multiple of 8), by its output code (Requant.Quant; p: zo, lo, hi).")
+	n, acc, rowsum, ct, zw, bq, mult, p := loadArg(c, "n"), loadArg(c, "acc"), loadArg(c, "rowsum"), loadArg(c, "colterm"), loadArg(c, "zw"),
+		loadArg(c, "biasq"), loadArg(c, "mult"), loadArg(c, "p")
+	rs := c.YMM()
+	c.VMOVD(rowsum.(reg.GPVirtual).As32(), rs.AsX())
+	c.VPBROADCASTD(rs.AsX(), rs)
+	zo, lo, hi := c.YMM(), c.YMM(), c.YMM()
+	c.VPBROADCASTD(mem(p, 0), zo)
+	c.VPBROADCASTD(mem(p, 4), lo)
+	c.VPBROADCASTD(mem(p, 8), hi)
+	fmin, fmax := bcst32(c, 0xCE800000), bcst32(c, 0x4E800000)
+	c.SHRQ(operand.Imm(3), n)
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef(name + "_done"))
+	repeat(c, name+"_loop", n, func() {
+		a, t := c.YMM(), c.YMM()
+		c.VMOVDQU(mem(acc, 0), a)
+		c.VPMULLD(mem(zw, 0), rs, t)
+		c.VPSUBD(mem(ct, 0), a, a)
+		c.VPSUBD(t, a, a)
+		f := c.YMM()
+		c.VCVTDQ2PS(a, f)
+		c.VADDPS(mem(bq, 0), f, f)
+		c.VMULPS(mem(mult, 0), f, f)
+		c.VMAXPS(fmin, f, f)
+		c.VMINPS(fmax, f, f)
+		c.VCVTPS2DQ(f, a)
+		c.VPADDD(zo, a, a)
+		c.VPMAXSD(lo, a, a)
+		c.VPMINSD(hi, a, a)
+		c.VMOVDQU(a, mem(acc, 0))
+		for _, r := range []reg.Register{acc, ct, zw, bq, mult} {
+			c.ADDQ(operand.Imm(32), r)
+		}
+	})
+	c.Label(name + "_done")
 	vzeroRet(c)
 }

@@ -94,35 +94,52 @@ func (c *im2colSrc) rows() int { return c.ho * c.wo }
 
 func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 	s := c.s
-	es := 1
-	if wide {
-		es = 2
-	}
+	K := c.cg * s.KH * s.KW
+	row := make([]byte, K)
 	for r := 0; r < MR; r++ {
 		p := t*MR + r
 		if p >= c.ho*c.wo {
 			rs[r] = 0
 			continue
 		}
-		oh, ow := p/c.wo, p%c.wo
-		i := 0
-		var sum int32
-		for ch := 0; ch < c.cg; ch++ {
-			plane := c.x[ch*s.H*s.W : (ch+1)*s.H*s.W]
-			for kh := 0; kh < s.KH; kh++ {
-				ih := oh*s.StrideH - s.PadT + kh*s.DilH
-				for kw := 0; kw < s.KW; kw++ {
-					iw := ow*s.StrideW - s.PadL + kw*s.DilW
+		c.row(p/c.wo, p%c.wo, row)
+		rs[r] = putRow(dst, row, r, wide)
+	}
+}
+
+// row writes the im2col row of output position (oh, ow) to row.
+func (c *im2colSrc) row(oh, ow int, row []byte) {
+	s := c.s
+	iw0 := ow*s.StrideW - s.PadL
+	inside := iw0 >= 0 && iw0+(s.KW-1)*s.DilW < s.W // every tap of a kernel row in the plane
+	i := 0
+	for ch := 0; ch < c.cg; ch++ {
+		plane := c.x[ch*s.H*s.W : (ch+1)*s.H*s.W]
+		for kh := 0; kh < s.KH; kh++ {
+			ih := oh*s.StrideH - s.PadT + kh*s.DilH
+			dst := row[i : i+s.KW]
+			i += s.KW
+			switch {
+			case ih < 0 || ih >= s.H:
+				for j := range dst {
+					dst[j] = c.pad
+				}
+			case inside && s.DilW == 1:
+				src := plane[ih*s.W+iw0 : ih*s.W+iw0+s.KW]
+				for j, v := range src {
+					dst[j] = v ^ c.flip
+				}
+			default:
+				line := plane[ih*s.W : (ih+1)*s.W]
+				for j := range dst {
+					iw := iw0 + j*s.DilW
 					v := c.pad
-					if ih >= 0 && ih < s.H && iw >= 0 && iw < s.W {
-						v = plane[ih*s.W+iw] ^ c.flip
+					if iw >= 0 && iw < s.W {
+						v = line[iw] ^ c.flip
 					}
-					dst[((i>>2)*MR*4+r*4+i&3)*es] = v
-					sum += int32(v)
-					i++
+					dst[j] = v
 				}
 			}
 		}
-		rs[r] = sum
 	}
 }

@@ -18,3 +18,8 @@ func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
 //
 //go:noescape
 func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
+
+// requantAVX2 replaces acc[j], j < n (a multiple of 8), by its output code (Requant.Quant; p: zo, lo, hi).
+//
+//go:noescape
+func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)

@@ -1,6 +1,7 @@
 package qlinear
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -123,4 +124,53 @@ func refLinear(M, N, K int, x Act, w Weight, bias []float32, o Output) []byte {
 		}
 	}
 	return out
+}
+
+// TestQuantMatchesGeneric compares every family's Quant with the generic
+// one (Requant.Quant) on random products and channel parameters, with
+// extremes: wrapping raw values, huge, infinite and NaN multipliers and
+// biases, ReLU and int8 ranges.
+func TestQuantMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	specials := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3e9, -3e9, 0.5, -0.5, 2.5, 1 << 30}
+	for _, k := range families(t) {
+		for c := 0; c < 50; c++ {
+			N := 1 + r.IntN(70)
+			n0 := r.IntN(5)
+			rq := &Requant{ColTerm: make([]int32, n0+N), ZW: make([]int32, n0+N), BiasQ: make([]float32, n0+N), Mult: make([]float32, n0+N),
+				ZO: int32(r.IntN(256)), Lo: 0, Hi: 255}
+			if c%2 == 1 {
+				rq.ZO -= 128
+				rq.Lo, rq.Hi = -128, 127
+			}
+			if c%3 == 0 {
+				rq.Lo = max(rq.Lo, rq.ZO)
+			}
+			for i := range rq.Mult {
+				rq.ColTerm[i] = int32(r.Uint32())
+				rq.ZW[i] = int32(r.IntN(256)) - 128
+				rq.BiasQ[i] = float32(r.NormFloat64() * 100)
+				rq.Mult[i] = float32(r.ExpFloat64() * 0.01)
+				if r.IntN(8) == 0 {
+					rq.Mult[i] = specials[r.IntN(len(specials))]
+				}
+				if r.IntN(8) == 0 {
+					rq.BiasQ[i] = specials[r.IntN(len(specials))]
+				}
+			}
+			acc := make([]int32, N)
+			for i := range acc {
+				acc[i] = int32(r.Uint32()) >> r.IntN(32)
+			}
+			rowsum := int32(r.Uint32()) >> r.IntN(32)
+			got, want := append([]int32(nil), acc...), append([]int32(nil), acc...)
+			k.Quant(got, rowsum, n0, rq)
+			quantGeneric(want, rowsum, n0, rq)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s case %d: code %d = %d, want %d (acc %d, mult %v, bias %v)", k.Family, c, i, got[i], want[i], acc[i], rq.Mult[n0+i], rq.BiasQ[n0+i])
+				}
+			}
+		}
+	}
 }

@@ -69,13 +69,7 @@ func (g *gemm) runTiles(k *Kernels) {
 			}
 			n0, n1 := p0*NR, min(g.N, p1*NR)
 			for m := t0 * MR; m < min(g.M, t1*MR); m++ {
-				row := c[(m-t0*MR)*taskChans : (m-t0*MR)*taskChans+n1-n0]
-				o := g.off + m*g.rs + n0*g.cs
-				if g.OutF != nil {
-					g.R.RowFloat(row, g.RowSum[m], n0, g.OutF[o:], g.cs, g.accumulate)
-				} else {
-					g.R.Row(row, g.RowSum[m], n0, g.Out[o:], g.cs)
-				}
+				g.epilogue(k, c[(m-t0*MR)*taskChans:(m-t0*MR)*taskChans+n1-n0], m, n0)
 			}
 		}
 	})
@@ -148,13 +142,29 @@ func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 		g.scalar(m0, m1, n, n1, n0, c)
 	}
 	for m := m0; m < m1; m++ {
-		row := c[(m-m0)*chanBlock : (m-m0)*chanBlock+nc]
-		o := g.off + m*g.rs + n0*g.cs
-		if g.OutF != nil {
-			g.R.RowFloat(row, g.RowSum[m], n0, g.OutF[o:], g.cs, g.accumulate)
-		} else {
-			g.R.Row(row, g.RowSum[m], n0, g.Out[o:], g.cs)
+		g.epilogue(k, c[(m-m0)*chanBlock:(m-m0)*chanBlock+nc], m, n0)
+	}
+}
+
+// epilogue writes the outputs of row m, channels n0.. from their products
+// row (overwritten).
+func (g *gemm) epilogue(k *Kernels, row []int32, m, n0 int) {
+	o := g.off + m*g.rs + n0*g.cs
+	if g.OutF != nil {
+		g.R.RowFloat(row, g.RowSum[m], n0, g.OutF[o:], g.cs, g.accumulate)
+		return
+	}
+	k.Quant(row, g.RowSum[m], n0, g.R)
+	out := g.Out[o:]
+	if g.cs == 1 {
+		out = out[:len(row)]
+		for j, v := range row {
+			out[j] = byte(v)
 		}
+		return
+	}
+	for j, v := range row {
+		out[j*g.cs] = byte(v)
 	}
 }
 

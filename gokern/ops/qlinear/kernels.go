@@ -60,12 +60,15 @@ type Kernels struct {
 	Tile func(kq int, a []byte, w []int8, c []int32, ldc int, add bool)
 	// WideA: the activation tiles Tile reads hold int16 codes.
 	WideA bool
+	// Quant replaces acc[j] by the output code of channel n0+j
+	// (r.Quant(r.Raw(acc[j], rowsum, n0+j), n0+j)); r.BiasQ is not nil.
+	Quant func(acc []int32, rowsum int32, n0 int, r *Requant)
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
-var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric}
+var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric}
 
 func tileGeneric(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
 	var acc [MR * NR]int32
@@ -115,5 +118,11 @@ func dot1x8Generic(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 			s += int32(v) * int32(wr[k])
 		}
 		c[j] = s
+	}
+}
+
+func quantGeneric(acc []int32, rowsum int32, n0 int, r *Requant) {
+	for j, a := range acc {
+		acc[j] = r.Quant(r.Raw(a, rowsum, n0+j), n0+j)
 	}
 }

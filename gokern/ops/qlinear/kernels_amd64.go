@@ -42,6 +42,7 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 		}
 	},
 	WideA: true,
+	Quant: quantAVX2,
 })
 
 var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
@@ -61,7 +62,19 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = c[(MR-1)*ldc+NR-1]
 		tile8x32VNNI(kq, &a[0], &w[0], &c[0], ldc, b2i(add))
 	},
+	Quant: quantAVX2,
 })
+
+// quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.
+func quantAVX2(acc []int32, rowsum int32, n0 int, r *Requant) {
+	n := len(acc) &^ 7
+	if n > 0 {
+		_, _, _, _ = r.ColTerm[n0+n-1], r.ZW[n0+n-1], r.BiasQ[n0+n-1], r.Mult[n0+n-1]
+		p := [3]int32{r.ZO, r.Lo, r.Hi}
+		requantAVX2(n, &acc[0], int(rowsum), &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+	}
+	quantGeneric(acc[n:], rowsum, n0+n, r)
+}
 
 func b2i(b bool) int {
 	if b {

@@ -196,6 +196,8 @@ func requant(N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias 
 	if o == nil {
 		r.Bias = bias
 		r.BiasQ = nil
+	} else if r.BiasQ == nil {
+		r.BiasQ = make([]float32, N) // adding 0 changes no float32(raw): the kernels' Quant needs a bias
 	}
 	return r
 }

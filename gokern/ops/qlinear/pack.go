@@ -123,9 +123,9 @@ type rowSrc struct {
 func (s *rowSrc) rows() int { return s.M }
 
 func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
-	es := 1
-	if wide {
-		es = 2
+	var row []byte
+	if s.flip != 0 {
+		row = make([]byte, s.K)
 	}
 	for r := 0; r < MR; r++ {
 		m := t*MR + r
@@ -133,15 +133,39 @@ func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 			rs[r] = 0
 			continue
 		}
-		row := s.data[m*s.K : (m+1)*s.K]
-		var sum int32
-		for k, b := range row {
-			v := b ^ s.flip
-			dst[((k>>2)*MR*4+r*4+k&3)*es] = v
-			sum += int32(v)
+		src := s.data[m*s.K : (m+1)*s.K]
+		if s.flip != 0 {
+			for k, b := range src {
+				row[k] = b ^ s.flip
+			}
+			src = row
 		}
-		rs[r] = sum
+		rs[r] = putRow(dst, src, r, wide)
 	}
+}
+
+// putRow writes row (the codes of row r of a tile) to the tile dst (cleared)
+// and returns its sum.
+func putRow(dst, row []byte, r int, wide bool) int32 {
+	var s int32
+	for _, v := range row {
+		s += int32(v)
+	}
+	K := len(row)
+	if wide {
+		for k, v := range row {
+			dst[2*((k>>2)*MR*4+r*4+k&3)] = v
+		}
+		return s
+	}
+	q := 0
+	for ; q+4 <= K; q += 4 {
+		copy(dst[q*MR+r*4:q*MR+r*4+4], row[q:q+4])
+	}
+	if q < K {
+		copy(dst[q*MR+r*4:], row[q:])
+	}
+	return s
 }
 
 // scratch keeps the packed activations and the product tiles between calls.
