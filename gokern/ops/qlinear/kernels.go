@@ -28,14 +28,27 @@
 //
 // # Kernels
 //
-// The integer products run in dot-product micro-kernels (Kernels): row-major
-// activations (uint8, rows padded to a multiple of KB bytes with zeros) and
-// row-major weights (int8, same padding), a 4x4 tile or a 1x8 strip of
-// int32 sums. The generic Go kernels are the oracle; the avx512vnni family
-// uses VPDPBUSD (uint8 x int8 -> int32, exact for every value), the avx2
-// family widens both operands to int16 (VPMOVZXBW, VPMOVSXBW) and sums
-// pairs with VPMADDWD into int32: neither has the int16 saturation of
-// VPMADDUBSW, so every zero point and weight value is exact.
+// The integer products run in micro-kernels (Kernels, registry op
+// "qlinear_dot"); the generic Go kernels are the oracle of each family.
+//
+//   - Tile (4 rows and more, and every conv): an 8x32 outer product over
+//     packed operands (pack.go): weight panels of 32 channels x k quads,
+//     packed once per weight with their column sums and kept in panelCache
+//     (a buf.Cache: the codes are compared on each call, so changed codes
+//     are repacked), activation tiles of 8 rows x k quads packed per call in
+//     parallel (im2col writes them directly), K blocks of kcQuads quads,
+//     tasks of 64 rows x 128 channels over par. avx512vnni: per k quad two
+//     ZMM of weights, each row's 4 codes broadcast (VPBROADCASTD), VPDPBUSD
+//     into 16 ZMM accumulators. avx2: 4x8 quarters, the weights widened
+//     (VPMOVSXBW), the activations packed as int16 (VPBROADCASTQ),
+//     VPMADDWD + VPADDD, VPHADDD at the end.
+//   - Dot4x4 / Dot1x8 (fewer rows: GEMV): dot products of row-major rows
+//     (padded to KB bytes), the weight streamed once as given.
+//   - Quant: the requantization of a row of products (Requant.Quant; avx2:
+//     8 channels at a time, VCVTPS2DQ's round to nearest even).
+//
+// Neither family has the int16 saturation of VPMADDUBSW: VPDPBUSD is exact
+// for every uint8 x int8, and VPMADDWD on widened operands too.
 package qlinear
 
 import (
