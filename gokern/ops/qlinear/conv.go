@@ -92,54 +92,55 @@ type im2colSrc struct {
 
 func (c *im2colSrc) rows() int { return c.ho * c.wo }
 
+// tile writes the tile k by k (channel, kh, kw), its MR rows inner: where
+// the rows are MR consecutive outputs of one output row, stride 1 and
+// inside the input, they read MR consecutive input bytes.
 func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 	s := c.s
-	K := c.cg * s.KH * s.KW
-	row := make([]byte, K)
-	for r := 0; r < MR; r++ {
-		p := t*MR + r
-		if p >= c.ho*c.wo {
-			rs[r] = 0
-			continue
-		}
-		c.row(p/c.wo, p%c.wo, row)
-		rs[r] = putRow(dst, row, r, wide)
+	P := c.ho * c.wo
+	p0 := t * MR
+	nr := min(MR, P-p0)
+	var ihs, iws [MR]int // each row's input position for kh = kw = 0
+	for r := 0; r < nr; r++ {
+		oh, ow := (p0+r)/c.wo, (p0+r)%c.wo
+		ihs[r], iws[r] = oh*s.StrideH-s.PadT, ow*s.StrideW-s.PadL
 	}
-}
-
-// row writes the im2col row of output position (oh, ow) to row.
-func (c *im2colSrc) row(oh, ow int, row []byte) {
-	s := c.s
-	iw0 := ow*s.StrideW - s.PadL
-	inside := iw0 >= 0 && iw0+(s.KW-1)*s.DilW < s.W // every tap of a kernel row in the plane
+	// one output row, stride 1: the rows' inputs are consecutive
+	run := nr == MR && s.StrideW == 1 && ihs[0] == ihs[MR-1]
+	es := 1
+	if wide {
+		es = 2
+	}
+	var sums [MR]int32
 	i := 0
 	for ch := 0; ch < c.cg; ch++ {
 		plane := c.x[ch*s.H*s.W : (ch+1)*s.H*s.W]
 		for kh := 0; kh < s.KH; kh++ {
-			ih := oh*s.StrideH - s.PadT + kh*s.DilH
-			dst := row[i : i+s.KW]
-			i += s.KW
-			switch {
-			case ih < 0 || ih >= s.H:
-				for j := range dst {
-					dst[j] = c.pad
-				}
-			case inside && s.DilW == 1:
-				src := plane[ih*s.W+iw0 : ih*s.W+iw0+s.KW]
-				for j, v := range src {
-					dst[j] = v ^ c.flip
-				}
-			default:
-				line := plane[ih*s.W : (ih+1)*s.W]
-				for j := range dst {
-					iw := iw0 + j*s.DilW
-					v := c.pad
-					if iw >= 0 && iw < s.W {
-						v = line[iw] ^ c.flip
+			for kw := 0; kw < s.KW; kw++ {
+				base := ((i>>2)*MR*4 + i&3) * es
+				ih := ihs[0] + kh*s.DilH
+				iw := iws[0] + kw*s.DilW
+				if run && ih >= 0 && ih < s.H && iw >= 0 && iw+MR <= s.W {
+					src := plane[ih*s.W+iw : ih*s.W+iw+MR]
+					for r, v := range src {
+						v ^= c.flip
+						dst[base+r*4*es] = v
+						sums[r] += int32(v)
 					}
-					dst[j] = v
+				} else {
+					for r := 0; r < nr; r++ {
+						ih, iw := ihs[r]+kh*s.DilH, iws[r]+kw*s.DilW
+						v := c.pad
+						if ih >= 0 && ih < s.H && iw >= 0 && iw < s.W {
+							v = plane[ih*s.W+iw] ^ c.flip
+						}
+						dst[base+r*4*es] = v
+						sums[r] += int32(v)
+					}
 				}
+				i++
 			}
 		}
 	}
+	copy(rs, sums[:])
 }
