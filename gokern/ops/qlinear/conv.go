@@ -93,8 +93,8 @@ type im2colSrc struct {
 func (c *im2colSrc) rows() int { return c.ho * c.wo }
 
 // tile writes the tile k by k (channel, kh, kw), its MR rows inner: where
-// the rows are MR consecutive outputs of one output row, stride 1 and
-// inside the input, they read MR consecutive input bytes.
+// the rows are MR consecutive outputs of one output row and inside the
+// input, they read MR input bytes StrideW apart with no bounds tests.
 func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 	s := c.s
 	P := c.ho * c.wo
@@ -105,8 +105,8 @@ func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 		oh, ow := (p0+r)/c.wo, (p0+r)%c.wo
 		ihs[r], iws[r] = oh*s.StrideH-s.PadT, ow*s.StrideW-s.PadL
 	}
-	// one output row, stride 1: the rows' inputs are consecutive
-	run := nr == MR && s.StrideW == 1 && ihs[0] == ihs[MR-1]
+	// one output row: the rows' inputs are StrideW apart
+	run := nr == MR && ihs[0] == ihs[MR-1]
 	es := 1
 	if wide {
 		es = 2
@@ -120,10 +120,10 @@ func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 				base := ((i>>2)*MR*4 + i&3) * es
 				ih := ihs[0] + kh*s.DilH
 				iw := iws[0] + kw*s.DilW
-				if run && ih >= 0 && ih < s.H && iw >= 0 && iw+MR <= s.W {
-					src := plane[ih*s.W+iw : ih*s.W+iw+MR]
-					for r, v := range src {
-						v ^= c.flip
+				if run && ih >= 0 && ih < s.H && iw >= 0 && iw+(MR-1)*s.StrideW < s.W {
+					src := plane[ih*s.W+iw : ih*s.W+iw+(MR-1)*s.StrideW+1]
+					for r := 0; r < MR; r++ {
+						v := src[r*s.StrideW] ^ c.flip
 						dst[base+r*4*es] = v
 						sums[r] += int32(v)
 					}
