@@ -27,12 +27,15 @@ import (
 var qlinearAVX512 = kernels(
 	func(c *build.Context) { dotVNNI(c, 4, 4) },
 	func(c *build.Context) { dotVNNI(c, 1, 8) },
+	tileVNNI,
 )
 
 // qlinearAVX2 emits gokern/ops/qlinear/dot_avx2_amd64.s.
 var qlinearAVX2 = kernels(
 	func(c *build.Context) { dotAVX2(c, 4, 2) },
 	func(c *build.Context) { dotAVX2(c, 1, 4) },
+	tileAVX2,
+	requantAVX2,
 )
 
 // rowPtrs returns n pointers base, base+ld, ..., base+(n-1)*ld.
@@ -155,5 +158,162 @@ func dotAVX2(c *build.Context, rows, cols int) {
 	for i, y := range acc {
 		hsumStoreY(c, y, mem(out, 4*i), false)
 	}
+	vzeroRet(c)
+}
+
+// The packed-panel micro-kernels: an outer product over k quads. The
+// activations come as a tile of 8 rows, per k quad the 4 codes of each row
+// (32 bytes a quad; avx2: widened to int16, 64 bytes); the weights as a
+// panel of 32 channels, per k quad the 4 codes of each channel (128 bytes).
+// The int32 results go to c (rows of ldc int32s), added to what c holds
+// when add != 0.
+
+// tileVNNI emits tile8x32VNNI: per k quad two ZMM of weights (16 channels
+// x 4 codes each) and, per row, its 4 codes broadcast to every dword
+// (VPBROADCASTD), VPDPBUSD into 8x2 accumulators.
+func tileVNNI(c *build.Context) {
+	const rows, cols = 8, 2
+	name := "tile8x32VNNI"
+	declareNoescape(c, name, "func(kq int, a *byte, w *int8, c *int32, ldc int, add int)",
+		name+" sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i times w's channel j, i < 8, j < 32 (kq >= 1).")
+	kq, a, w, out, ldc, add := loadArg(c, "kq"), loadArg(c, "a"), loadArg(c, "w"), loadArg(c, "c"), loadArg(c, "ldc"), loadArg(c, "add")
+	acc := zeroZ(c, rows*cols)
+	repeat(c, name+"_loop", kq, func() {
+		wv := []reg.VecVirtual{c.ZMM(), c.ZMM()}
+		c.VMOVDQU32(mem(w, 0), wv[0])
+		c.VMOVDQU32(mem(w, 64), wv[1])
+		for i := 0; i < rows; i++ {
+			b := c.ZMM()
+			c.VPBROADCASTD(mem(a, 4*i), b)
+			for j := 0; j < cols; j++ {
+				c.VPDPBUSD(wv[j], b, acc[i*cols+j])
+			}
+		}
+		c.ADDQ(operand.Imm(32), a)
+		c.ADDQ(operand.Imm(128), w)
+	})
+	c.SHLQ(operand.Imm(2), ldc)
+	qstoreTile(c, name, add, out, ldc, rows, func(i, j int) (reg.VecVirtual, int) { return acc[i*cols+j], 64 * j }, cols,
+		func(m operand.Mem, v reg.VecVirtual) { c.VPADDD(m, v, v) }, func(v reg.VecVirtual, m operand.Mem) { c.VMOVDQU32(v, m) })
+	vzeroRet(c)
+}
+
+// qstoreTile stores rows x cols registers (at(i, j): the register and its
+// byte offset in row i) to the rows of c, ldc bytes apart, adding what c
+// holds first when add != 0.
+func qstoreTile(c *build.Context, name string, add, out, ldc reg.Register, rows int, at func(i, j int) (reg.VecVirtual, int), cols int,
+	addMem func(operand.Mem, reg.VecVirtual), store func(reg.VecVirtual, operand.Mem)) {
+	c.TESTQ(add, add)
+	c.JZ(operand.LabelRef(name + "_store"))
+	p := c.GP64()
+	c.MOVQ(out, p)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			v, off := at(i, j)
+			addMem(mem(p, off), v)
+		}
+		if i+1 < rows {
+			c.ADDQ(ldc, p)
+		}
+	}
+	c.Label(name + "_store")
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			v, off := at(i, j)
+			store(v, mem(out, off))
+		}
+		if i+1 < rows {
+			c.ADDQ(ldc, out)
+		}
+	}
+}
+
+// tileAVX2 emits tile4x8AVX2, a quarter of the 8x32 tile's columns and half
+// its rows: per k quad 16 weight codes (4 channels x 4) widened to int16
+// twice (VPMOVSXBW), each row's 4 codes (pre-widened to int16 by the
+// packing) broadcast to every qword (VPBROADCASTQ), VPMADDWD into dwords
+// holding pairs of k, VPADDD into 4x2 accumulators; at the end VPHADDD
+// sums each channel's two pairs and VPERMQ puts the 8 channels in order.
+// a's k quads are 64 bytes apart (8 rows), w's 128 (32 channels).
+func tileAVX2(c *build.Context) {
+	const rows, cols = 4, 2
+	name := "tile4x8AVX2"
+	declareNoescape(c, name, "func(kq int, a *byte, w *int8, c *int32, ldc int, add int)",
+		name+" sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i (int16 codes) times w's channel j, i < 4, j < 8 (kq >= 1).")
+	kq, a, w, out, ldc, add := loadArg(c, "kq"), loadArg(c, "a"), loadArg(c, "w"), loadArg(c, "c"), loadArg(c, "ldc"), loadArg(c, "add")
+	acc := zeroY(c, rows*cols)
+	repeat(c, name+"_loop", kq, func() {
+		wv := []reg.VecVirtual{c.YMM(), c.YMM()}
+		c.VPMOVSXBW(mem(w, 0), wv[0])
+		c.VPMOVSXBW(mem(w, 16), wv[1])
+		for i := 0; i < rows; i++ {
+			b := c.YMM()
+			c.VPBROADCASTQ(mem(a, 8*i), b)
+			for j := 0; j < cols; j++ {
+				t := c.YMM()
+				c.VPMADDWD(wv[j], b, t)
+				c.VPADDD(t, acc[i*cols+j], acc[i*cols+j])
+			}
+		}
+		c.ADDQ(operand.Imm(64), a)
+		c.ADDQ(operand.Imm(128), w)
+	})
+	sums := make([]reg.VecVirtual, rows)
+	for i := range sums {
+		sums[i] = c.YMM()
+		c.VPHADDD(acc[i*cols+1], acc[i*cols], sums[i])
+		c.VPERMQ(operand.Imm(0xD8), sums[i], sums[i])
+	}
+	c.SHLQ(operand.Imm(2), ldc)
+	qstoreTile(c, name, add, out, ldc, rows, func(i, _ int) (reg.VecVirtual, int) { return sums[i], 0 }, 1,
+		func(m operand.Mem, v reg.VecVirtual) { c.VPADDD(m, v, v) }, func(v reg.VecVirtual, m operand.Mem) { c.VMOVDQU(v, m) })
+	vzeroRet(c)
+}
+
+// requantAVX2 emits requantAVX2, Requant.Quant on 8 channels at a time:
+// raw = acc - colterm - zw*rowsum (VPMULLD, wrapping as int32 does), rf =
+// float32(raw) + biasq, v = rf*mult (two roundings, no FMA), v clamped to
+// [-2^30, 2^30] (NaN to -2^30: VMAXPS returns its second source then),
+// lrintf by VCVTPS2DQ (round to nearest even, the default MXCSR), + zo,
+// clamped to [lo, hi]. The codes overwrite acc.
+func requantAVX2(c *build.Context) {
+	name := "requantAVX2"
+	declareNoescape(c, name, "func(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)",
+		name+" replaces acc[j], j < n (a multiple of 8), by its output code (Requant.Quant; p: zo, lo, hi).")
+	n, acc, rowsum, ct, zw, bq, mult, p := loadArg(c, "n"), loadArg(c, "acc"), loadArg(c, "rowsum"), loadArg(c, "colterm"), loadArg(c, "zw"),
+		loadArg(c, "biasq"), loadArg(c, "mult"), loadArg(c, "p")
+	rs := c.YMM()
+	c.VMOVD(rowsum.(reg.GPVirtual).As32(), rs.AsX())
+	c.VPBROADCASTD(rs.AsX(), rs)
+	zo, lo, hi := c.YMM(), c.YMM(), c.YMM()
+	c.VPBROADCASTD(mem(p, 0), zo)
+	c.VPBROADCASTD(mem(p, 4), lo)
+	c.VPBROADCASTD(mem(p, 8), hi)
+	fmin, fmax := bcst32(c, 0xCE800000), bcst32(c, 0x4E800000)
+	c.SHRQ(operand.Imm(3), n)
+	c.TESTQ(n, n)
+	c.JZ(operand.LabelRef(name + "_done"))
+	repeat(c, name+"_loop", n, func() {
+		a, t := c.YMM(), c.YMM()
+		c.VMOVDQU(mem(acc, 0), a)
+		c.VPMULLD(mem(zw, 0), rs, t)
+		c.VPSUBD(mem(ct, 0), a, a)
+		c.VPSUBD(t, a, a)
+		f := c.YMM()
+		c.VCVTDQ2PS(a, f)
+		c.VADDPS(mem(bq, 0), f, f)
+		c.VMULPS(mem(mult, 0), f, f)
+		c.VMAXPS(fmin, f, f)
+		c.VMINPS(fmax, f, f)
+		c.VCVTPS2DQ(f, a)
+		c.VPADDD(zo, a, a)
+		c.VPMAXSD(lo, a, a)
+		c.VPMINSD(hi, a, a)
+		c.VMOVDQU(a, mem(acc, 0))
+		for _, r := range []reg.Register{acc, ct, zw, bq, mult} {
+			c.ADDQ(operand.Imm(32), r)
+		}
+	})
+	c.Label(name + "_done")
 	vzeroRet(c)
 }

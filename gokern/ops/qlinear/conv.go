@@ -48,66 +48,99 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 	}
 	cg, og := s.C/s.Groups, s.O/s.Groups
 	K := cg * s.KH * s.KW
-	kp := roundUp(K, KB)
 	P := ho * wo
-	// the weights of every group at once: O rows of kp (one packing), their
-	// zero points and column sums
-	rows, ldw, zw, cs := packWeight(w, s.O, K, kp)
+	// the weights of every group at once: panels per group, kept from call
+	// to call
+	pw := weightPanels(w, s.O, K, s.Groups, true)
 	za := x.Zero
 	var flip byte
 	if x.Signed {
 		za += 128
 		flip = 0x80
 	}
-	r := requant(s.O, K, za, zw, cs, x.Scale, w.Scales, bias, &o)
-	a := make([]byte, rowsFor(P)*kp)
-	rs := make([]int32, P)
+	r := requant(s.O, K, za, zeroPoints(w, s.O), pw.cs, x.Scale, w.Scales, bias, &o)
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
-			im2col(s, x.Data[(n*s.C+g*cg)*s.H*s.W:], cg, ho, wo, kp, byte(za), flip, a, rs)
-			// channels of group g: the rows of the packed weight from g*og;
-			// the epilogue's per-channel slices start there too
+			src := &im2colSrc{s: s, x: x.Data[(n*s.C+g*cg)*s.H*s.W:], cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
+			tiles, rs, h := packActs(k, src, K)
+			// channels of group g: its panels; the epilogue's per-channel
+			// slices start at g*og
 			rg := &Requant{ColTerm: r.ColTerm[g*og:], ZW: r.ZW[g*og:], Mult: r.Mult[g*og:], ZO: r.ZO, Lo: r.Lo, Hi: r.Hi}
 			if r.BiasQ != nil {
 				rg.BiasQ = r.BiasQ[g*og:]
 			}
-			gm := &gemm{M: P, N: og, K: K, kp: kp, A: a, lda: kp, W: rows[g*og*ldw:], ldw: ldw, RowSum: rs,
+			gm := &gemm{M: P, N: og, K: K, P: pw, Panel0: g * pw.npg, Tiles: tiles, RowSum: rs,
 				R: rg, Out: out, off: (n*s.O + g*og) * P, rs: 1, cs: P}
 			gm.run(k)
+			scratch.Put(h)
 		}
 	}
-	return Info{Kernel: kernelName("im2col_gemm", k)}, nil
+	return Info{Kernel: kernelName("im2col_tiles", k)}, nil
 }
 
-// im2col writes the cg channels of one image at x (C-contiguous H x W
-// planes, codes xored with flip) as ho*wo rows of kp bytes of a (k in
-// (channel, kh, kw) order, then zeros), padded positions holding pad, and
-// each row's sum into rs.
-func im2col(s ConvShape, x []byte, cg, ho, wo, kp int, pad, flip byte, a []byte, rs []int32) {
-	K := cg * s.KH * s.KW
-	for oh := 0; oh < ho; oh++ {
-		for ow := 0; ow < wo; ow++ {
-			p := oh*wo + ow
-			row := a[p*kp : p*kp+K]
-			i := 0
-			var sum int32
-			for c := 0; c < cg; c++ {
-				plane := x[c*s.H*s.W : (c+1)*s.H*s.W]
-				for kh := 0; kh < s.KH; kh++ {
-					ih := oh*s.StrideH - s.PadT + kh*s.DilH
-					for kw := 0; kw < s.KW; kw++ {
-						iw := ow*s.StrideW - s.PadL + kw*s.DilW
-						v := pad
+// im2colSrc is the im2col matrix of the cg channels of one image at x
+// (C-contiguous H x W planes, codes xored with flip): ho*wo rows of K =
+// cg*KH*KW values (k in (channel, kh, kw) order), padded positions holding
+// pad.
+type im2colSrc struct {
+	s         ConvShape
+	x         []byte
+	cg        int
+	ho, wo    int
+	pad, flip byte
+}
+
+func (c *im2colSrc) rows() int { return c.ho * c.wo }
+
+// tile writes the tile k by k (channel, kh, kw), its MR rows inner: where
+// the rows are MR consecutive outputs of one output row and inside the
+// input, they read MR input bytes StrideW apart with no bounds tests.
+func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+	s := c.s
+	P := c.ho * c.wo
+	p0 := t * MR
+	nr := min(MR, P-p0)
+	var ihs, iws [MR]int // each row's input position for kh = kw = 0
+	for r := 0; r < nr; r++ {
+		oh, ow := (p0+r)/c.wo, (p0+r)%c.wo
+		ihs[r], iws[r] = oh*s.StrideH-s.PadT, ow*s.StrideW-s.PadL
+	}
+	// one output row: the rows' inputs are StrideW apart
+	run := nr == MR && ihs[0] == ihs[MR-1]
+	es := 1
+	if wide {
+		es = 2
+	}
+	var sums [MR]int32
+	i := 0
+	for ch := 0; ch < c.cg; ch++ {
+		plane := c.x[ch*s.H*s.W : (ch+1)*s.H*s.W]
+		for kh := 0; kh < s.KH; kh++ {
+			for kw := 0; kw < s.KW; kw++ {
+				base := ((i>>2)*MR*4 + i&3) * es
+				ih := ihs[0] + kh*s.DilH
+				iw := iws[0] + kw*s.DilW
+				if run && ih >= 0 && ih < s.H && iw >= 0 && iw+(MR-1)*s.StrideW < s.W {
+					src := plane[ih*s.W+iw : ih*s.W+iw+(MR-1)*s.StrideW+1]
+					for r := 0; r < MR; r++ {
+						v := src[r*s.StrideW] ^ c.flip
+						dst[base+r*4*es] = v
+						sums[r] += int32(v)
+					}
+				} else {
+					for r := 0; r < nr; r++ {
+						ih, iw := ihs[r]+kh*s.DilH, iws[r]+kw*s.DilW
+						v := c.pad
 						if ih >= 0 && ih < s.H && iw >= 0 && iw < s.W {
-							v = plane[ih*s.W+iw] ^ flip
+							v = plane[ih*s.W+iw] ^ c.flip
 						}
-						row[i] = v
-						sum += int32(v)
-						i++
+						dst[base+r*4*es] = v
+						sums[r] += int32(v)
 					}
 				}
+				i++
 			}
-			rs[p] = sum
 		}
 	}
+	copy(rs, sums[:])
 }

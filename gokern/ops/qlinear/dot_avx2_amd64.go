@@ -13,3 +13,13 @@ func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
 //
 //go:noescape
 func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+
+// tile4x8AVX2 sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i (int16 codes) times w's channel j, i < 4, j < 8 (kq >= 1).
+//
+//go:noescape
+func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
+
+// requantAVX2 replaces acc[j], j < n (a multiple of 8), by its output code (Requant.Quant; p: zo, lo, hi).
+//
+//go:noescape
+func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)

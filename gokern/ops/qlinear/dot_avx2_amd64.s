@@ -289,3 +289,132 @@ dot1x4AVX2_loop:
 	VMOVD        X3, 12(SI)
 	VZEROUPPER
 	RET
+
+// func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
+// Requires: AVX, AVX2
+TEXT ·tile4x8AVX2(SB), NOSPLIT, $0-48
+	MOVQ  kq+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  w+16(FP), DX
+	MOVQ  c+24(FP), BX
+	MOVQ  ldc+32(FP), SI
+	MOVQ  add+40(FP), DI
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+tile4x8AVX2_loop:
+	VPMOVSXBW    (DX), Y8
+	VPMOVSXBW    16(DX), Y9
+	VPBROADCASTQ (CX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPBROADCASTQ 8(CX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPBROADCASTQ 16(CX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPBROADCASTQ 24(CX), Y10
+	VPMADDWD     Y8, Y10, Y8
+	VPADDD       Y8, Y6, Y6
+	VPMADDWD     Y9, Y10, Y8
+	VPADDD       Y8, Y7, Y7
+	ADDQ         $0x40, CX
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          tile4x8AVX2_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPHADDD      Y5, Y4, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y7, Y6, Y3
+	VPERMQ       $0xd8, Y3, Y3
+	SHLQ         $0x02, SI
+	TESTQ        DI, DI
+	JZ           tile4x8AVX2_store
+	MOVQ         BX, AX
+	VPADDD       (AX), Y0, Y0
+	ADDQ         SI, AX
+	VPADDD       (AX), Y1, Y1
+	ADDQ         SI, AX
+	VPADDD       (AX), Y2, Y2
+	ADDQ         SI, AX
+	VPADDD       (AX), Y3, Y3
+
+tile4x8AVX2_store:
+	VMOVDQU Y0, (BX)
+	ADDQ    SI, BX
+	VMOVDQU Y1, (BX)
+	ADDQ    SI, BX
+	VMOVDQU Y2, (BX)
+	ADDQ    SI, BX
+	VMOVDQU Y3, (BX)
+	VZEROUPPER
+	RET
+
+// func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+// Requires: AVX, AVX2
+TEXT ·requantAVX2(SB), NOSPLIT, $0-64
+	MOVQ         n+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         rowsum+16(FP), DX
+	MOVQ         colterm+24(FP), BX
+	MOVQ         zw+32(FP), SI
+	MOVQ         biasq+40(FP), DI
+	MOVQ         mult+48(FP), R8
+	MOVQ         p+56(FP), R9
+	VMOVD        DX, X0
+	VPBROADCASTD X0, Y0
+	VPBROADCASTD (R9), Y1
+	VPBROADCASTD 4(R9), Y2
+	VPBROADCASTD 8(R9), Y3
+	MOVL         $0xce800000, DX
+	VMOVD        DX, X4
+	VPBROADCASTD X4, Y4
+	MOVL         $0x4e800000, DX
+	VMOVD        DX, X5
+	VPBROADCASTD X5, Y5
+	SHRQ         $0x03, AX
+	TESTQ        AX, AX
+	JZ           requantAVX2_done
+
+requantAVX2_loop:
+	VMOVDQU   (CX), Y6
+	VPMULLD   (SI), Y0, Y7
+	VPSUBD    (BX), Y6, Y6
+	VPSUBD    Y7, Y6, Y6
+	VCVTDQ2PS Y6, Y6
+	VADDPS    (DI), Y6, Y6
+	VMULPS    (R8), Y6, Y6
+	VMAXPS    Y4, Y6, Y6
+	VMINPS    Y5, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    Y1, Y6, Y6
+	VPMAXSD   Y2, Y6, Y6
+	VPMINSD   Y3, Y6, Y6
+	VMOVDQU   Y6, (CX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, BX
+	ADDQ      $0x20, SI
+	ADDQ      $0x20, DI
+	ADDQ      $0x20, R8
+	DECQ      AX
+	JNZ       requantAVX2_loop
+
+requantAVX2_done:
+	VZEROUPPER
+	RET

@@ -13,3 +13,8 @@ func dot4x4VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
 //
 //go:noescape
 func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+
+// tile8x32VNNI sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i times w's channel j, i < 8, j < 32 (kq >= 1).
+//
+//go:noescape
+func tile8x32VNNI(kq int, a *byte, w *int8, c *int32, ldc int, add int)

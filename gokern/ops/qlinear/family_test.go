@@ -1,9 +1,12 @@
 package qlinear
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
 // TestFamiliesPresent checks that the families this CPU can run are tested
@@ -16,5 +19,158 @@ func TestFamiliesPresent(t *testing.T) {
 	t.Logf("families tested: %v", got)
 	if !got[cpu.Generic] {
 		t.Fatal("the generic kernels are not tested")
+	}
+}
+
+// TestTileMatchesGeneric compares every family's tile kernel with the
+// generic one on random packed operands (every code value), both with and
+// without adding to c, for several k lengths and row strides.
+func TestTileMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, k := range families(t) {
+		for _, kq := range []int{1, 2, 3, 17, kcQuads + 5} {
+			ldc := NR + r.IntN(9)
+			a := randCodes(r, kq*MR*4)
+			w := asInt8(randCodes(r, kq*NR*4))
+			init := make([]int32, MR*ldc)
+			for i := range init {
+				init[i] = int32(r.Uint32())
+			}
+			for _, add := range []bool{false, true} {
+				got := append([]int32(nil), init...)
+				want := append([]int32(nil), init...)
+				k.Tile(kq, widen(k, a), w, got, ldc, add)
+				tileGeneric(kq, a, w, want, ldc, add)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s Tile kq=%d ldc=%d add=%v: c[%d] = %d, want %d", k.Family, kq, ldc, add, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// widen returns a packed activation tile as k's Tile reads it.
+func widen(k *Kernels, a []byte) []byte {
+	if !k.WideA {
+		return a
+	}
+	out := make([]byte, 2*len(a))
+	for i, v := range a {
+		out[2*i] = v
+	}
+	return out
+}
+
+// TestLinearLarge runs shapes with several tasks, K blocks and tails on
+// every family and compares the outputs with the generic kernels'.
+func TestLinearLarge(t *testing.T) {
+	defer par.SetMinWork(par.SetMinWork(1))
+	r := rand.New(rand.NewPCG(9, 10))
+	shapes := [][3]int{{70, 150, 1500}, {64, 33, 4*kcQuads + 3}, {5, 33, 99}, {129, 40, 77}, {3, 300, 1100}, {17, 257, 2049}}
+	for _, sh := range shapes {
+		M, N, K := sh[0], sh[1], sh[2]
+		x := Act{Data: randCodes(r, M*K), Signed: K%2 == 1, Scale: 0.01, Zero: int32(r.IntN(100))}
+		w := Weight{Data: randCodes(r, N*K), Scales: make([]float32, N), Zeros: make([]int32, N)}
+		for i := range w.Scales {
+			w.Scales[i] = 0.0005 + r.Float32()*0.001
+			w.Zeros[i] = int32(r.IntN(9)) - 4
+		}
+		o := Output{Scale: 1 + r.Float32(), Zero: 100}
+		want := refLinear(M, N, K, x, w, nil, o)
+		for _, k := range families(t) {
+			for rep := 0; rep < 2; rep++ { // the second call: the kept panels
+				got := make([]byte, M*N)
+				if _, err := Linear(k, M, N, K, x, w, nil, o, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s %v: out[%d] = %d, want %d", k.Family, sh, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		// the weight changed in place: never the stale panels
+		w.Data[r.IntN(len(w.Data))] ^= 0x5a
+		fresh := refLinear(M, N, K, x, w, nil, o)
+		got := make([]byte, M*N)
+		if _, err := Linear(KernelOp.Get(), M, N, K, x, w, nil, o, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != fresh[i] {
+				t.Fatalf("%v after a change of the weight: out[%d] = %d, want %d", sh, i, got[i], fresh[i])
+			}
+		}
+	}
+}
+
+// refLinear is Linear's int64 reference (refOut per output).
+func refLinear(M, N, K int, x Act, w Weight, bias []float32, o Output) []byte {
+	out := make([]byte, M*N)
+	for m := 0; m < M; m++ {
+		for n := 0; n < N; n++ {
+			zw := int64(w.Zeros[0])
+			if len(w.Zeros) > 1 {
+				zw = int64(w.Zeros[n])
+			}
+			var raw int64
+			for i := 0; i < K; i++ {
+				raw += (code(x.Data[m*K+i], x.Signed) - int64(x.Zero)) * (int64(int8(w.Data[n*K+i])) - zw)
+			}
+			out[m*N+n] = refOut(raw, bias, n, x.Scale, w.Scales, o)
+		}
+	}
+	return out
+}
+
+// TestQuantMatchesGeneric compares every family's Quant with the generic
+// one (Requant.Quant) on random products and channel parameters, with
+// extremes: wrapping raw values, huge, infinite and NaN multipliers and
+// biases, ReLU and int8 ranges.
+func TestQuantMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	specials := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3e9, -3e9, 0.5, -0.5, 2.5, 1 << 30}
+	for _, k := range families(t) {
+		for c := 0; c < 50; c++ {
+			N := 1 + r.IntN(70)
+			n0 := r.IntN(5)
+			rq := &Requant{ColTerm: make([]int32, n0+N), ZW: make([]int32, n0+N), BiasQ: make([]float32, n0+N), Mult: make([]float32, n0+N),
+				ZO: int32(r.IntN(256)), Lo: 0, Hi: 255}
+			if c%2 == 1 {
+				rq.ZO -= 128
+				rq.Lo, rq.Hi = -128, 127
+			}
+			if c%3 == 0 {
+				rq.Lo = max(rq.Lo, rq.ZO)
+			}
+			for i := range rq.Mult {
+				rq.ColTerm[i] = int32(r.Uint32())
+				rq.ZW[i] = int32(r.IntN(256)) - 128
+				rq.BiasQ[i] = float32(r.NormFloat64() * 100)
+				rq.Mult[i] = float32(r.ExpFloat64() * 0.01)
+				if r.IntN(8) == 0 {
+					rq.Mult[i] = specials[r.IntN(len(specials))]
+				}
+				if r.IntN(8) == 0 {
+					rq.BiasQ[i] = specials[r.IntN(len(specials))]
+				}
+			}
+			acc := make([]int32, N)
+			for i := range acc {
+				acc[i] = int32(r.Uint32()) >> r.IntN(32)
+			}
+			rowsum := int32(r.Uint32()) >> r.IntN(32)
+			got, want := append([]int32(nil), acc...), append([]int32(nil), acc...)
+			k.Quant(got, rowsum, n0, rq)
+			quantGeneric(want, rowsum, n0, rq)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s case %d: code %d = %d, want %d (acc %d, mult %v, bias %v)", k.Family, c, i, got[i], want[i], acc[i], rq.Mult[n0+i], rq.BiasQ[n0+i])
+				}
+			}
+		}
 	}
 }

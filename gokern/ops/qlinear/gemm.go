@@ -23,6 +23,56 @@ type gemm struct {
 	rs, cs int
 	// accumulate: OutF += the float outputs (LinearGrouped's later groups)
 	accumulate bool
+	// the tile path (P != nil): the weight panels from panel Panel0 on,
+	// the packed activation tiles Tiles (row sums in RowSum)
+	P      *panels
+	Panel0 int
+	Tiles  []byte
+}
+
+// Task blocks of the tile path: rows and channels of one task.
+const (
+	taskRows  = 8 * MR
+	taskChans = 4 * NR
+)
+
+// runTiles computes g on the tile path, tasks spread over the threads.
+func (g *gemm) runTiles(k *Kernels) {
+	if g.M == 0 || g.N == 0 {
+		return
+	}
+	mt := (g.M + MR - 1) / MR
+	np := (g.N + NR - 1) / NR
+	mb := (mt*MR + taskRows - 1) / taskRows
+	nb := (np*NR + taskChans - 1) / taskChans
+	kq := g.P.kq
+	tb := tileBytes(k, g.K)
+	es := tb / (kq * MR * 4)
+	work := min(mt*MR, taskRows) * min(np*NR, taskChans) * max(g.K, 1)
+	par.Run(par.ChunksWork(mb*nb, work), func(_, lo, hi int) {
+		c := make([]int32, taskRows*taskChans)
+		for t := lo; t < hi; t++ {
+			t0, p0 := (t/nb)*(taskRows/MR), (t%nb)*(taskChans/NR)
+			t1, p1 := min(mt, t0+taskRows/MR), min(np, p0+taskChans/NR)
+			if kq == 0 {
+				clear(c)
+			}
+			for q0 := 0; q0 < kq; q0 += kcQuads {
+				q := min(kq-q0, kcQuads)
+				for p := p0; p < p1; p++ {
+					w := g.P.w[((g.Panel0+p)*kq+q0)*NR*4:]
+					for ti := t0; ti < t1; ti++ {
+						a := g.Tiles[ti*tb+q0*MR*4*es:]
+						k.Tile(q, a, w, c[(ti-t0)*MR*taskChans+(p-p0)*NR:], taskChans, q0 > 0)
+					}
+				}
+			}
+			n0, n1 := p0*NR, min(g.N, p1*NR)
+			for m := t0 * MR; m < min(g.M, t1*MR); m++ {
+				g.epilogue(k, c[(m-t0*MR)*taskChans:(m-t0*MR)*taskChans+n1-n0], m, n0)
+			}
+		}
+	})
 }
 
 const (
@@ -30,8 +80,20 @@ const (
 	chanBlock = 64 // channels of a task (a multiple of 8)
 )
 
+// path names g's path for Info: "gemm" (the dot kernels) or "tiles".
+func (g *gemm) path() string {
+	if g.P != nil {
+		return "tiles"
+	}
+	return "gemm"
+}
+
 // run computes g with kernels k, tasks spread over the threads.
 func (g *gemm) run(k *Kernels) {
+	if g.P != nil {
+		g.runTiles(k)
+		return
+	}
 	if g.M == 0 || g.N == 0 {
 		return
 	}
@@ -80,13 +142,29 @@ func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 		g.scalar(m0, m1, n, n1, n0, c)
 	}
 	for m := m0; m < m1; m++ {
-		row := c[(m-m0)*chanBlock : (m-m0)*chanBlock+nc]
-		o := g.off + m*g.rs + n0*g.cs
-		if g.OutF != nil {
-			g.R.RowFloat(row, g.RowSum[m], n0, g.OutF[o:], g.cs, g.accumulate)
-		} else {
-			g.R.Row(row, g.RowSum[m], n0, g.Out[o:], g.cs)
+		g.epilogue(k, c[(m-m0)*chanBlock:(m-m0)*chanBlock+nc], m, n0)
+	}
+}
+
+// epilogue writes the outputs of row m, channels n0.. from their products
+// row (overwritten).
+func (g *gemm) epilogue(k *Kernels, row []int32, m, n0 int) {
+	o := g.off + m*g.rs + n0*g.cs
+	if g.OutF != nil {
+		g.R.RowFloat(row, g.RowSum[m], n0, g.OutF[o:], g.cs, g.accumulate)
+		return
+	}
+	k.Quant(row, g.RowSum[m], n0, g.R)
+	out := g.Out[o:]
+	if g.cs == 1 {
+		out = out[:len(row)]
+		for j, v := range row {
+			out[j] = byte(v)
 		}
+		return
+	}
+	for j, v := range row {
+		out[j*g.cs] = byte(v)
 	}
 }
 

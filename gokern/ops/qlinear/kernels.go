@@ -28,14 +28,27 @@
 //
 // # Kernels
 //
-// The integer products run in dot-product micro-kernels (Kernels): row-major
-// activations (uint8, rows padded to a multiple of KB bytes with zeros) and
-// row-major weights (int8, same padding), a 4x4 tile or a 1x8 strip of
-// int32 sums. The generic Go kernels are the oracle; the avx512vnni family
-// uses VPDPBUSD (uint8 x int8 -> int32, exact for every value), the avx2
-// family widens both operands to int16 (VPMOVZXBW, VPMOVSXBW) and sums
-// pairs with VPMADDWD into int32: neither has the int16 saturation of
-// VPMADDUBSW, so every zero point and weight value is exact.
+// The integer products run in micro-kernels (Kernels, registry op
+// "qlinear_dot"); the generic Go kernels are the oracle of each family.
+//
+//   - Tile (4 rows and more, and every conv): an 8x32 outer product over
+//     packed operands (pack.go): weight panels of 32 channels x k quads,
+//     packed once per weight with their column sums and kept in panelCache
+//     (a buf.Cache: the codes are compared on each call, so changed codes
+//     are repacked), activation tiles of 8 rows x k quads packed per call in
+//     parallel (im2col writes them directly), K blocks of kcQuads quads,
+//     tasks of 64 rows x 128 channels over par. avx512vnni: per k quad two
+//     ZMM of weights, each row's 4 codes broadcast (VPBROADCASTD), VPDPBUSD
+//     into 16 ZMM accumulators. avx2: 4x8 quarters, the weights widened
+//     (VPMOVSXBW), the activations packed as int16 (VPBROADCASTQ),
+//     VPMADDWD + VPADDD, VPHADDD at the end.
+//   - Dot4x4 / Dot1x8 (fewer rows: GEMV): dot products of row-major rows
+//     (padded to KB bytes), the weight streamed once as given.
+//   - Quant: the requantization of a row of products (Requant.Quant; avx2:
+//     8 channels at a time, VCVTPS2DQ's round to nearest even).
+//
+// Neither family has the int16 saturation of VPMADDUBSW: VPDPBUSD is exact
+// for every uint8 x int8, and VPMADDWD on widened operands too.
 package qlinear
 
 import (
@@ -54,12 +67,44 @@ type Kernels struct {
 	Dot4x4 func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32)
 	// Dot1x8 sets c[j] = sum_{k < kb*KB} a[k] * w[j*ldw+k] for j < 8.
 	Dot1x8 func(kb int, a []byte, w []int8, ldw int, c *[8]int32)
+	// Tile sets c[i*ldc+j] (adds to it when add is set), i < MR, j < NR,
+	// to the products over kq k quads of a packed activation tile and a
+	// weight panel (pack.go; kq >= 1).
+	Tile func(kq int, a []byte, w []int8, c []int32, ldc int, add bool)
+	// WideA: the activation tiles Tile reads hold int16 codes.
+	WideA bool
+	// Quant replaces acc[j] by the output code of channel n0+j
+	// (r.Quant(r.Raw(acc[j], rowsum, n0+j), n0+j)); r.BiasQ is not nil.
+	Quant func(acc []int32, rowsum int32, n0 int, r *Requant)
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
-var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic}
+var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric}
+
+func tileGeneric(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
+	var acc [MR * NR]int32
+	for q := 0; q < kq; q++ {
+		aq, wq := a[q*MR*4:(q+1)*MR*4], w[q*NR*4:(q+1)*NR*4]
+		for i := 0; i < MR; i++ {
+			a0, a1, a2, a3 := int32(aq[i*4]), int32(aq[i*4+1]), int32(aq[i*4+2]), int32(aq[i*4+3])
+			for j := 0; j < NR; j++ {
+				acc[i*NR+j] += a0*int32(wq[j*4]) + a1*int32(wq[j*4+1]) + a2*int32(wq[j*4+2]) + a3*int32(wq[j*4+3])
+			}
+		}
+	}
+	for i := 0; i < MR; i++ {
+		row := c[i*ldc : i*ldc+NR]
+		for j := range row {
+			if add {
+				row[j] += acc[i*NR+j]
+			} else {
+				row[j] = acc[i*NR+j]
+			}
+		}
+	}
+}
 
 func dot4x4Generic(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
 	n := kb * KB
@@ -86,5 +131,11 @@ func dot1x8Generic(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 			s += int32(v) * int32(wr[k])
 		}
 		c[j] = s
+	}
+}
+
+func quantGeneric(acc []int32, rowsum int32, n0 int, r *Requant) {
+	for j, a := range acc {
+		acc[j] = r.Quant(r.Raw(a, rowsum, n0+j), n0+j)
 	}
 }

@@ -30,6 +30,19 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 		dot1x4AVX2(kb, &a[0], 0, &w[0], ldw, &c[0])
 		dot1x4AVX2(kb, &a[0], 0, &w[4*ldw], ldw, (*int32)(unsafe.Pointer(&c[4])))
 	},
+	// four column quarters x two row halves of 4x8
+	Tile: func(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
+		_ = a[kq*MR*8-1]
+		_ = w[kq*NR*4-1]
+		_ = c[(MR-1)*ldc+NR-1]
+		for h := 0; h < 2; h++ {
+			for j := 0; j < 4; j++ {
+				tile4x8AVX2(kq, &a[h*32], &w[j*32], &c[h*4*ldc+j*8], ldc, b2i(add))
+			}
+		}
+	},
+	WideA: true,
+	Quant: quantAVX2,
 })
 
 var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
@@ -43,4 +56,29 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = w[7*ldw+kb*KB-1]
 		dot1x8VNNI(kb, &a[0], 0, &w[0], ldw, &c[0])
 	},
+	Tile: func(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
+		_ = a[kq*MR*4-1]
+		_ = w[kq*NR*4-1]
+		_ = c[(MR-1)*ldc+NR-1]
+		tile8x32VNNI(kq, &a[0], &w[0], &c[0], ldc, b2i(add))
+	},
+	Quant: quantAVX2,
 })
+
+// quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.
+func quantAVX2(acc []int32, rowsum int32, n0 int, r *Requant) {
+	n := len(acc) &^ 7
+	if n > 0 {
+		_, _, _, _ = r.ColTerm[n0+n-1], r.ZW[n0+n-1], r.BiasQ[n0+n-1], r.Mult[n0+n-1]
+		p := [3]int32{r.ZO, r.Lo, r.Hi}
+		requantAVX2(n, &acc[0], int(rowsum), &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+	}
+	quantGeneric(acc[n:], rowsum, n0+n, r)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -130,7 +130,7 @@ func TestConvMatchesReference(t *testing.T) {
 	for _, k := range families(t) {
 		for c := 0; c < 20; c++ {
 			g := 1 + r.IntN(3)
-			s := ConvShape{N: 1 + r.IntN(2), C: g * (1 + r.IntN(4)), H: 3 + r.IntN(7), W: 3 + r.IntN(7), O: g * (1 + r.IntN(6)),
+			s := ConvShape{N: 1 + r.IntN(2), C: g * (1 + r.IntN(4)), H: 3 + r.IntN(20), W: 3 + r.IntN(20), O: g * (1 + r.IntN(6)),
 				KH: 1 + r.IntN(3), KW: 1 + r.IntN(3), Groups: g, StrideH: 1 + r.IntN(2), StrideW: 1 + r.IntN(2),
 				PadT: r.IntN(2), PadL: r.IntN(2), PadB: r.IntN(2), PadR: r.IntN(2), DilH: 1 + r.IntN(2), DilW: 1}
 			ho, wo, err := s.Out()

@@ -46,15 +46,6 @@ func clampRound(v float32, zo, lo, hi int32) int32 {
 	}
 }
 
-// Row writes the outputs of channels n0..n0+len(acc)-1 of one row (row sum
-// rowsum) to out[j*stride] as bytes (uint8 codes, or int8 codes' bits).
-func (r *Requant) Row(acc []int32, rowsum int32, n0 int, out []byte, stride int) {
-	for j, a := range acc {
-		n := n0 + j
-		out[j*stride] = byte(r.Quant(r.Raw(a, rowsum, n), n))
-	}
-}
-
 // RowFloat writes float32(raw)*Scale(n) (+ Bias(n)) for channels
 // n0..n0+len(acc)-1 to out[j*stride], or adds it there when add is set.
 func (r *Requant) RowFloat(acc []int32, rowsum int32, n0 int, out []float32, stride int, add bool) {

@@ -22,7 +22,10 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   3x3 256@14 N=1, 3x3 512@7 N=8), ``act_bits=8`` and float32 activations;
 - ``conv_lut``: ``algorithm="lut"`` on the conv suite's GEMV-like 1x1 layers,
   TL1 and TL2 weights;
-- ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M.
+- ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M;
+- ``qlinear_dot``: ``bitnet_go.functional`` ``linear`` (uint8 x int8 per
+  channel) on LLM shapes at 1, 8 and 64 rows and ``conv2d`` on 3x3 64@56 and
+  3x3 256@14 (:data:`QLINEAR_ROWS`).
 
 The families run in rounds (``--families-rounds``, the order rotated each
 round), each workload ``--repeat`` calls a round (fewer for a call over
@@ -86,6 +89,21 @@ LUT_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
 
 QUICK_LUT_ROWS = LUT_ROWS[:1]
 
+QLINEAR_ROWS: list[tuple[str, int, int, int, int]] = [
+    ("linear 4096x4096", 4096, 4096, 1, 1),
+    ("linear 11008x4096", 11008, 4096, 8, 1),
+    ("linear 4096x4096", 4096, 4096, 64, 1),
+    ("conv3x3 64->64 @56", 64, 64, 3, 56),
+    ("conv3x3 256->256 @14", 256, 256, 3, 14),
+]
+"""qlinear_dot's workloads: (name, out, in, rows or kernel size, 1 or image size): linear
+(out x in, rows) when the last value is 1, else conv2d (in -> out channels, kernel, image)."""
+
+QUICK_QLINEAR_ROWS: list[tuple[str, int, int, int, int]] = [
+    ("linear 64x96", 64, 96, 8, 1),
+    ("conv3x3 8->8 @12", 8, 8, 3, 12),
+]
+
 
 QUICK: dict[str, object] = {
     "families_quick": True,
@@ -143,9 +161,9 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
                 layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
                 out.append({"name": f"{name} lut {qt}", "op": op, "act_bits": 8, "qtype": qt, **layer})
     elif op == "qlinear_dot":
-        for m, k, n in [(8, 256, 256)] if quick else [(1, 4096, 4096), (64, 1024, 1024)]:
-            name = f"functional.linear uint8 {m}x{k} by int8 {n}x{k}"
-            out.append({"name": name, "op": op, "m": m, "k": k, "nout": n})
+        for name, o, i, r, h in QUICK_QLINEAR_ROWS if quick else QLINEAR_ROWS:
+            label = f"{name} N={r}" if h == 1 else name
+            out.append({"name": label, "op": op, "o": o, "i": i, "r": r, "h": h})
     return out
 
 
@@ -158,14 +176,6 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
 
     rng = np.random.default_rng(0)
     op = w["op"]
-    if op == "qlinear_dot":
-        from bitnet_go import functional
-
-        xf = rng.standard_normal((w["m"], w["k"]), dtype=np.float32)
-        wf = rng.standard_normal((w["nout"], w["k"]), dtype=np.float32)
-        x = bitnet_go.quantize(xf, "uint8", scale=0.05, zero_point=128)
-        wq = bitnet_go.quantize(wf, "int8", scale=0.02, zero_point=0)
-        return lambda: functional.linear(x, wq, scale=0.1, zero_point=100)
     if op == "qelem":
         from bitnet_go import _qelem
 
@@ -186,6 +196,16 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
             return lambda: bitnet_go.quantize(x, "int8", scale=scale, zero_point=zp)
         q = bitnet_go.quantize(x, "int8", scale=scale, zero_point=zp)
         return q.dequantize
+    if op == "qlinear_dot":
+        from bitnet_go import functional as F
+        from bitnet_go.bench.qops import _codes, _weight
+
+        if w["h"] == 1:
+            lw, lx = _weight(rng, (w["o"], w["i"])), _codes(rng, (w["r"], w["i"]), "uint8")
+            return lambda: F.linear(lx, lw, scale=0.5, zero_point=128)
+        r = w["r"]
+        cw, cx = _weight(rng, (w["o"], w["i"], r, r)), _codes(rng, (1, w["i"], w["h"], w["h"]), "uint8")
+        return lambda: F.conv2d(cx, cw, padding=r // 2, scale=0.5, zero_point=128)
     c, o, k, h, n = w["c"], w["o"], w["k"], w["h"], w["n"]
     wt = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
     if w["qtype"] != "i2_s":
