@@ -86,14 +86,82 @@ def model_tensors(seed: int, bitnet: bool = False) -> dict[str, np.ndarray]:
     return t
 
 
-def save_model(d: Path, tensors: dict[str, np.ndarray], cfg: dict[str, object] | None) -> Path:
+def save_model(d: Path, tensors: dict[str, np.ndarray], cfg: dict[str, object] | None, tokenizer: bool = True) -> Path:
+    """The checkpoint directory: model.safetensors, config.json (unless ``cfg`` is None) and, with a config and
+    ``tokenizer``, a small byte-level BPE tokenizer (tokenizer.json, tokenizer_config.json)."""
     from safetensors.numpy import save_file
 
     d.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(d / "model.safetensors"))
     if cfg is not None:
         (d / "config.json").write_text(json.dumps(cfg))
+        if tokenizer:
+            write_bpe_tokenizer(d, WORDS)
     return d
+
+
+# ------------------------------------------------------------------ a small byte-level BPE tokenizer
+
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+WORDS = ("hello", " world")
+SPECIALS = ("<|begin_of_text|>", "<|end_of_text|>", "<|reserved|>")
+
+
+def byte_chars() -> list[str]:
+    """GPT-2's printable stand-in of each byte value 0..255 (bytes outside the printable ranges move to 256+)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    out, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return [out[b] for b in range(256)]
+
+
+def write_bpe_tokenizer(
+    d: Path, words: tuple[str, ...], all_bytes: bool = False, pre: dict[str, object] | None = None
+) -> dict[str, object]:
+    """A Llama 3-style tokenizer.json whose merges build each word left to right; returns its vocab, merges
+    and added tokens (ids after the vocab; the first two are bos and eos)."""
+    chars = byte_chars()
+    enc = ["".join(chars[b] for b in w.encode()) for w in words]
+    base = list(chars) if all_bytes else sorted({c for w in enc for c in w})
+    vocab: dict[str, int] = {c: i for i, c in enumerate(base)}
+    merges: list[str] = []
+    for w in enc:
+        cur = w[0]
+        for c in w[1:]:
+            if cur + c not in vocab:
+                merges.append(f"{cur} {c}")
+                vocab[cur + c] = len(vocab)
+            cur += c
+    added = [{"id": len(vocab) + i, "content": t, "special": i < 2, "normalized": False, "lstrip": False,
+              "rstrip": False, "single_word": False} for i, t in enumerate(SPECIALS)]  # fmt: skip
+    tok = {
+        "version": "1.0",
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": pre if pre is not None else {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": LLAMA3_SPLIT}, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "byte_fallback": False, "vocab": vocab,
+                  "merges": merges},
+    }  # fmt: skip
+    (d / "tokenizer.json").write_text(json.dumps(tok))
+    cfg = {"add_bos_token": True, "add_eos_token": False, "bos_token": SPECIALS[0], "eos_token": SPECIALS[1]}
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return {"vocab": vocab, "merges": merges, "added": added}
 
 
 QUANTIZED = {f"model.layers.{i}.{p}.weight" for i in range(LAYERS) for p in PROJ}
@@ -113,7 +181,7 @@ def test_dry_run_lists_what_would_be_converted(tmp_path: Path, capsys: pytest.Ca
     assert any(ln.startswith("lm_head.weight  [48, 256]  F32 -> F32") for ln in lines)
     n = len(model_tensors(seed))
     assert lines[-1] == f"{len(QUANTIZED)} of {n} tensors would become i2_s (safetensors); nothing written"
-    assert sorted(os.listdir(d)) == ["config.json", "model.safetensors"]
+    assert sorted(os.listdir(d)) == ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
 
     assert main(["convert", str(d), "--dry-run", "--include", "*.q_proj.weight", "--exclude", "*.1.*"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -465,6 +533,142 @@ def test_gguf_without_config_and_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="include must be a sequence of glob patterns"):
         convert_checkpoint(d, tmp_path / "o", include="*.weight")
     assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+# ------------------------------------------------------------------ tokenizer metadata
+
+
+def _expected_tokens(tok: dict[str, object], n: int) -> tuple[list[str], list[int]]:
+    """What llama.cpp's converter writes for a byte-level BPE tokenizer: every id's text, [PAD<i>] for ids
+    with none; types NORMAL 1, CONTROL 3 (special, or shaped <|...|>), USER_DEFINED 4, UNUSED 5."""
+    tokens, types = [f"[PAD{i}]" for i in range(n)], [5] * n
+    for text, i in tok["vocab"].items():  # type: ignore[attr-defined]
+        tokens[i], types[i] = text, 1
+    for a in tok["added"]:  # type: ignore[attr-defined]
+        c = a["content"]
+        tokens[a["id"]] = c
+        types[a["id"]] = 3 if a["special"] or (c.startswith("<|") and c.endswith("|>")) else 4
+    return tokens, types
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(
+    ("seed", "arch", "qtype"), [(71, "BitNetForCausalLM", "tq2_0"), (72, "LlamaForCausalLM", "i2_s")]
+)
+def test_gguf_bpe_tokenizer_keys(tmp_path: Path, seed: int, arch: str, qtype: str) -> None:
+    d = save_model(tmp_path / "m", model_tensors(seed, bitnet=arch.startswith("Bit")), config(arch), tokenizer=False)
+    tok = write_bpe_tokenizer(d, ("hello", " world", " wide"))
+    out = tmp_path / "o.gguf"
+    assert main(["convert", str(d), "-o", str(out), "--format", qtype]) == 0
+    _, fields, _ = _gguf_read(out)
+    tokens, types = _expected_tokens(tok, VOCAB)
+    assert fields["tokenizer.ggml.model"] == "gpt2"
+    assert fields["tokenizer.ggml.pre"] == "llama-bpe"
+    assert fields["tokenizer.ggml.tokens"] == tokens
+    assert fields["tokenizer.ggml.token_type"] == types
+    assert fields["tokenizer.ggml.merges"] == tok["merges"]
+    assert "tokenizer.ggml.scores" not in fields
+    bos, eos = (a["id"] for a in tok["added"][:2])  # type: ignore[index]
+    assert fields["tokenizer.ggml.bos_token_id"] == bos and fields["tokenizer.ggml.eos_token_id"] == eos
+    assert fields["tokenizer.ggml.add_bos_token"] is True and fields["tokenizer.ggml.add_eos_token"] is False
+
+
+@pytest.mark.needs("safetensors", "gguf")
+def test_gguf_tokenizer_missing_or_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bitnet_go.convert._tokenizer import TokenizerError
+
+    d = save_model(tmp_path / "m", model_tensors(0), config(), tokenizer=False)
+    out = tmp_path / "o.gguf"
+    with pytest.raises(TokenizerError, match="no tokenizer.model or tokenizer.json in .*--no-tokenizer"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    assert main(["convert", str(d), "-o", str(out)]) == 1
+    assert "TokenizerError" in capsys.readouterr().err and not out.exists()
+    with pytest.warns(UserWarning, match="llama.cpp and bitnet.cpp will not load the file"):
+        assert main(["convert", str(d), "-o", str(out), "--no-tokenizer"]) == 0
+    _, fields, _ = _gguf_read(out)
+    assert not any(k.startswith("tokenizer.") for k in fields)
+
+    # a pre-tokenizer it does not know: an error naming --tokenizer-pre, which then writes the name given
+    write_bpe_tokenizer(d, WORDS, pre={"type": "Metaspace", "replacement": "x"})
+    with pytest.raises(TokenizerError, match="pre-tokenizer not recognised .*Metaspace.*--tokenizer-pre"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    assert main(["convert", str(d), "-o", str(out), "--tokenizer-pre", "gpt-2"]) == 0
+    assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
+    write_bpe_tokenizer(d, WORDS, pre={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})
+    convert_checkpoint(d, out, to="gguf", progress=False)
+    assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
+
+    # not byte-level BPE; an id past the model's vocabulary; config and embedding disagreeing
+    tj = json.loads((d / "tokenizer.json").read_text())
+    (d / "tokenizer.json").write_text(json.dumps({**tj, "model": {**tj["model"], "byte_fallback": True}}))
+    with pytest.raises(TokenizerError, match="byte-level BPE tokenizer was expected .*byte_fallback True"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    (d / "tokenizer.json").write_text(json.dumps({**tj, "added_tokens": [{"id": VOCAB, "content": "<x>"}]}))
+    with pytest.raises(TokenizerError, match=f"token '<x>' has id {VOCAB}, but the model has {VOCAB} token ids"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    (d / "config.json").write_text(json.dumps(config(vocab_size=VOCAB + 1)))
+    with pytest.raises(ConfigError, match=f"vocab_size is {VOCAB + 1}, but model.embed_tokens.weight has {VOCAB}"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+
+
+class _FakeSentencePiece:
+    """A stand-in for sentencepiece.SentencePieceProcessor over a fixed piece list (the package is optional)."""
+
+    PIECES = [("<unk>", 0.0, "unk"), ("<s>", 0.0, "control"), ("</s>", 0.0, "control"), ("<0x0A>", 0.0, "byte"),
+              ("\u2581hello", -1.5, ""), ("\u2581world", -2.5, ""), ("<unused0>", 0.0, "unused")]  # fmt: skip
+
+    def LoadFromFile(self, path: str) -> None:  # noqa: N802
+        assert Path(path).name == "tokenizer.model"
+
+    def vocab_size(self) -> int:
+        return len(self.PIECES)
+
+    def IdToPiece(self, i: int) -> str:  # noqa: N802
+        return self.PIECES[i][0]
+
+    def GetScore(self, i: int) -> float:  # noqa: N802
+        return self.PIECES[i][1]
+
+    def IsUnknown(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "unk"
+
+    def IsControl(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "control"
+
+    def IsUnused(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "unused"
+
+    def IsByte(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "byte"
+
+
+@pytest.mark.needs("safetensors", "gguf")
+def test_gguf_sentencepiece_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    d = save_model(tmp_path / "m", model_tensors(1, bitnet=True), config("BitnetForCausalLM"), tokenizer=False)
+    (d / "tokenizer.model").write_bytes(b"not read by the stand-in")
+    (d / "added_tokens.json").write_text(json.dumps({"<pad>": 7}))
+    added = {"8": {"content": "\u2581user", "special": False}, "9": {"content": "<|eot|>", "special": False}}
+    (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": added, "add_bos_token": True}))
+    (d / "config.json").write_text(json.dumps(config("BitnetForCausalLM", bos_token_id=1, eos_token_id=2)))
+    out = tmp_path / "o.gguf"
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # not installed: a clear error
+    with pytest.raises(ImportError, match="SentencePiece model: reading it needs the sentencepiece package"):
+        convert_checkpoint(d, out, qtype="tq2_0", to="gguf", progress=False)
+    monkeypatch.setitem(sys.modules, "sentencepiece", types.SimpleNamespace(SentencePieceProcessor=_FakeSentencePiece))
+    convert_checkpoint(d, out, qtype="tq2_0", to="gguf", progress=False)
+    _, fields, _ = _gguf_read(out)
+    p = _FakeSentencePiece.PIECES
+    want = [t for t, _, _ in p] + ["<pad>", " user", "<|eot|>"] + [f"[PAD{i}]" for i in range(len(p) + 3, VOCAB)]
+    kinds = {"unk": 2, "control": 3, "byte": 6, "unused": 5, "": 1}
+    assert fields["tokenizer.ggml.model"] == "llama" and fields["tokenizer.ggml.pre"] == "default"
+    assert fields["tokenizer.ggml.tokens"] == want
+    assert fields["tokenizer.ggml.token_type"] == [kinds[k] for _, _, k in p] + [4, 4, 3] + [5] * (VOCAB - len(p) - 3)
+    scores = [s for _, s, _ in p] + [-1000.0] * 3 + [-10000.0] * (VOCAB - len(p) - 3)
+    assert np.allclose(fields["tokenizer.ggml.scores"], scores)
+    assert fields["tokenizer.ggml.bos_token_id"] == 1 and fields["tokenizer.ggml.eos_token_id"] == 2
+    assert "tokenizer.ggml.merges" not in fields
 
 
 # ------------------------------------------------------------------ robustness
