@@ -420,16 +420,146 @@ def test_llama_permutation_matches_explicit_indices() -> None:
     assert np.array_equal(_gguf.permute_rows(w, 8, 2), _permuted(w, 2))
 
 
+def _tl1_reference(v: np.ndarray, BM: int, BK: int, bm: int) -> bytes:  # noqa: N803
+    """bitnet.cpp's TL1 GGUF layout, one byte at a time: per tile (BM rows, BK columns), micro-tile (bm rows,
+    by = 256/bm columns), 16-row group and 4 columns, for each of the 16 rows the code 3a + b + 4 of the pair
+    at the 4 columns' start (high nibble) and of the next pair (low nibble)."""
+    m, k = v.shape
+    by = 256 // bm
+    out = bytearray()
+    for mb in range(m // BM):
+        for kb in range(k // BK):
+            for mi in range(BM // bm):
+                for kj in range(BK // by):
+                    for r16 in range(bm // 16):
+                        for q in range(by // 4):
+                            c = kb * BK + kj * by + 4 * q
+                            rows = mb * BM + mi * bm + r16 * 16 + np.arange(16)
+                            hi = 3 * v[rows, c] + v[rows, c + 1] + 4
+                            lo = 3 * v[rows, c + 2] + v[rows, c + 3] + 4
+                            out += bytes((hi << 4 | lo).astype(np.uint8))
+    return bytes(out)
+
+
+def _tl2_reference(v: np.ndarray, BM: int, BK: int, bm: int) -> bytes:  # noqa: N803
+    """bitnet.cpp's TL2 GGUF layout, one byte at a time: the columns before K - K % BK in triplets t = 9a+3b+c
+    (per tile and micro-tile of 6 columns, bm bytes |t0| << 4 | |t1|, 8-byte groups 1 and 2 traded), then
+    their signs (per tile and 24 columns, bm/2 little-endian words, bit 15-i of word j the sign of triplet
+    (16i + ... ) laid out as 8 triplets x bm rows read in rows of bm/2), then the other columns as TL1-coded
+    pairs in 32 x 32 tiles of 4-column micro-tiles (groups traded as above), zero-padded to bitnet.cpp's size."""
+    m, k = v.shape
+    k3 = k - k % BK
+    v = v.astype(np.int64)
+
+    def tri(r: int, c: int) -> int:
+        return int(9 * v[r, c] + 3 * v[r, c + 1] + v[r, c + 2])
+
+    def traded(g: list[int]) -> list[int]:
+        return g[0:8] + g[16:24] + g[8:16] + g[24:]
+
+    out: list[int] = []
+    for mb in range(m // BM):
+        for kb in range(k3 // BK):
+            for mi in range(BM // bm):
+                for kj in range(BK // 6):
+                    c = kb * BK + kj * 6
+                    rows = [mb * BM + mi * bm + r for r in range(bm)]
+                    out += traded([abs(tri(r, c)) << 4 | abs(tri(r, c + 3)) for r in rows])
+    for mb in range(m // BM):
+        for kb in range(k3 // BK):
+            for mi in range(BM // bm):
+                for g in range(BK // 24):
+                    for j in range(bm // 2):
+                        word = 0
+                        for i in range(16):
+                            s, r = divmod(i * (bm // 2) + j, bm)
+                            neg = tri(mb * BM + mi * bm + r, kb * BK + g * 24 + 3 * s) < 0
+                            word |= int(neg) << (15 - i)
+                        out += [word & 0xFF, word >> 8]
+    for mb in range(m // BM):
+        for kb in range((k - k3) // 32):
+            for mi in range(BM // 32):
+                for kj in range(8):
+                    c = k3 + kb * 32 + kj * 4
+                    rows = [mb * BM + mi * 32 + r for r in range(32)]
+                    out += traded([(3 * v[r, c] + v[r, c + 1] + 4) << 4 | (3 * v[r, c + 2] + v[r, c + 3] + 4)
+                                   for r in rows])  # fmt: skip
+    size = (k - 256) * m // 3 * 5 // 8 + 256 * m // 2 * 4 // 8
+    return bytes(out) + bytes(size - len(out))
+
+
+TILINGS = {
+    "tl1": {
+        (H, H): (128, 64, 32),
+        (H * KV // HEADS, H): (64, 128, 64),
+        (FF, H): (256, 32, 16),
+        (H, FF): (256, 256, 32),
+    },
+    "tl2": {(H, H): (128, 96, 32), (H * KV // HEADS, H): (32, 192, 32), (FF, H): (256, 192, 32), (H, FF): (64, 96, 32)},
+}
+"""kernel_config.ini sections (m, k) -> (bm, bk, bmm) for the test model's shapes, several tilings per format."""
+
+
+def write_kernel_config(path: Path, tilings: dict[tuple[int, int], tuple[int, int, int]]) -> Path:
+    text = "".join(
+        f"[Kernels_{i}]\nm = {m}\nk = {k}\nbm = {bm}\nbk = {bk}\nbmm = {bmm}\n\n"
+        for i, ((m, k), (bm, bk, bmm)) in enumerate(tilings.items())
+    )
+    path.write_text(text)
+    return path
+
+
 @pytest.mark.needs("safetensors", "gguf")
-@pytest.mark.parametrize(("seed", "qtype"), [(53, "tl1"), (54, "tl2")])
-def test_gguf_tl(tmp_path: Path, seed: int, qtype: str) -> None:
-    tensors = model_tensors(seed, bitnet=True)
-    d = save_model(tmp_path / "m", tensors, config("BitnetForCausalLM"))
+@pytest.mark.parametrize(("seed", "qtype", "arch"), [(53, "tl1", "BitnetForCausalLM"), (54, "tl2", "BitNetForCausalLM"),
+                                                     (56, "tl2", "LlamaForCausalLM")])  # fmt: skip
+def test_gguf_tl(tmp_path: Path, seed: int, qtype: str, arch: str) -> None:
+    bitnet = arch.startswith("Bit")
+    tensors = model_tensors(seed, bitnet=bitnet)
+    d = save_model(tmp_path / "m", tensors, config(arch))
     out = tmp_path / "model.gguf"
-    # bitnet.cpp lays TL1/TL2 out by per-model kernel parameters: a clear error, and no file
-    with pytest.raises(ValueError, match="kernel_config.ini"):
+    # bitnet.cpp lays TL1/TL2 out by per-model kernel parameters: without them a clear error, and no file
+    with pytest.raises(ValueError, match="needs the model's kernel config .*kernel_config.ini"):
         convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
-    assert os.listdir(tmp_path) == ["m"]
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+    kc = write_kernel_config(tmp_path / "kernel_config.ini", TILINGS[qtype])
+    assert main(["convert", str(d), "-o", str(out), "--format", qtype, "--kernel-config", str(kc)]) == 0
+    got, fields, raw = _gguf_read(out)
+    assert fields["general.file_type"] == {"tl1": 38, "tl2": 39}[qtype]
+    reference = _tl1_reference if qtype == "tl1" else _tl2_reference
+    for name in sorted(QUANTIZED):
+        w = tensors[name]
+        if not bitnet and ("q_proj" in name or "k_proj" in name):
+            w = _permuted(w, HEADS if "q_proj" in name else KV)
+        t = bitnet_go.quantize_i2s(w)
+        want = reference(t.values(), *TILINGS[qtype][w.shape])
+        g = got[_gguf.tensor_name(name)]
+        assert int(g.tensor_type) == {"tl1": 38, "tl2": 39}[qtype] and list(g.shape) == list(reversed(w.shape))
+        assert raw[g.data_offset : g.data_offset + len(want)].tobytes() == want, name
+        sc = got[_gguf.tensor_name(name) + "_scale"]
+        assert sc.data.tolist() == [float(t.scales[0])], name
+
+
+@pytest.mark.needs("safetensors", "gguf")
+def test_gguf_tl_kernel_config_errors(tmp_path: Path) -> None:
+    d = save_model(tmp_path / "m", model_tensors(57, bitnet=True), config("BitnetForCausalLM"))
+    out = tmp_path / "o.gguf"
+    cases = [
+        ("tl1", {k: v for k, v in TILINGS["tl1"].items() if k != (FF, H)}, r"mlp.gate_proj.weight: shape \(512, 256\) "
+         "has no section with m = 512, k = 256"),
+        ("tl1", {**TILINGS["tl1"], (H, H): (96, 64, 32)}, r"tiling .* cannot lay out shape \(256, 256\): needs m % bm"),
+        ("tl2", {**TILINGS["tl2"], (H, H): (128, 96, 64)}, "needs bmm == 32"),
+        ("tl2", {**TILINGS["tl2"], (H, H): (128, 48, 32)}, r"needs \(k % bk\) % 32 == 0"),
+    ]  # fmt: skip
+    for qtype, tilings, message in cases:
+        kc = write_kernel_config(tmp_path / "kc.ini", tilings)
+        with pytest.raises(ValueError, match=message):
+            convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False, kernel_config=kc)
+    (tmp_path / "kc.ini").write_text("[K]\nm = 1\n")
+    with pytest.raises(ValueError, match=r"section \[K\] needs integer m, k, bm, bk and bmm"):
+        convert_checkpoint(d, out, qtype="tl1", to="gguf", progress=False, kernel_config=tmp_path / "kc.ini")
+    with pytest.raises(FileNotFoundError, match="no such kernel config"):
+        convert_checkpoint(d, out, qtype="tl1", to="gguf", progress=False, kernel_config=tmp_path / "nope.ini")
+    assert sorted(os.listdir(tmp_path)) == ["kc.ini", "m"]
 
 
 @pytest.mark.needs("safetensors", "gguf")

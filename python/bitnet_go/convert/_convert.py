@@ -18,7 +18,7 @@ from .._core.types import Method
 from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
 from .._progress import progress as _progress
 from .._ternary import TernaryTensor, _check_method, quantize_i2s
-from . import _gguf, _tokenizer
+from . import _gguf, _tl_gguf, _tokenizer
 from ._formats import TQ_BLOCK, TQ_FORMATS, check_format, check_gguf_format, gguf_payload, layout, pack_as
 from ._gguf import ConfigError
 from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float32
@@ -232,6 +232,7 @@ def _write_gguf(
     mode: ScaleMode,
     show: bool | None,
     vocab: _tokenizer.Vocab | None,
+    tilings: dict[tuple[int, int], _tl_gguf.Tiling],
 ) -> None:
     import gguf
 
@@ -259,7 +260,7 @@ def _write_gguf(
             perm = _gguf.permutation(p.name, arch, config)
             if p.quantized:
                 t = _ternary(ck, p, method, None, mode, perm)
-                writer.write_tensor_data(gguf_payload(t))
+                writer.write_tensor_data(gguf_payload(t, tilings.get(tuple(p.shape)) if tl_scale else None))
                 if tl_scale:
                     writer.write_tensor_data(np.asarray(t.scales[:1], np.float32))
                 del t
@@ -291,6 +292,7 @@ def convert_checkpoint(
     progress: bool | None = None,
     tokenizer: bool = True,
     tokenizer_pre: str | None = None,
+    kernel_config: PathLike | None = None,
 ) -> list[Planned]:
     """Convert a safetensors checkpoint's linear and conv weights to ternary; write safetensors or GGUF.
 
@@ -323,6 +325,9 @@ def convert_checkpoint(
             False writes none, with a warning: llama.cpp will not load the file.
         tokenizer_pre: GGUF output: llama.cpp's pre-tokenizer name for a BPE
             tokenizer whose pre-tokenizer is not recognised (e.g. ``"llama-bpe"``).
+        kernel_config: TL1/TL2 GGUF output: bitnet.cpp's ``kernel_config.ini``
+            for the model (the tiling of each weight shape; see
+            ``bitnet_go.convert._tl_gguf``). Needed for those, ignored otherwise.
 
     Returns:
         One :class:`Planned` per tensor, in the checkpoint's order (those a
@@ -365,7 +370,7 @@ def convert_checkpoint(
         if isinstance(pats, str) or not all(isinstance(p, str) for p in pats):
             raise TypeError(f"{name} must be a sequence of glob patterns (str), got {pats!r}")
     if to == "gguf":
-        check_gguf_format(fmt)
+        check_gguf_format(fmt, kernel_config)
         try:
             import gguf  # noqa: F401
         except ImportError:
@@ -380,7 +385,11 @@ def convert_checkpoint(
             items = plan(ck, fmt, to, include, exclude)
             if dry_run:
                 return items
+            tl = to == "gguf" and fmt in ("tl1", "tl2")
+            tilings = _tl_gguf.read_kernel_config(kernel_config) if tl else {}  # type: ignore[arg-type]
             for p in items:  # every size known, and every format writable, before a byte is written
+                if p.quantized and tl:
+                    _tl_gguf.check(fmt, p.shape, tilings, p.name)
                 if p.quantized:
                     layout(p.to, p.shape, block_size if to == "safetensors" and p.scale_of is None else None,
                            to == "gguf")  # fmt: skip
@@ -388,7 +397,7 @@ def convert_checkpoint(
             vocab = _vocab(ck, tokenizer, tokenizer_pre) if to == "gguf" else None
             with atomic_output(out) as tmp:  # type: ignore[arg-type]
                 if to == "gguf":
-                    _write_gguf(ck, items, tmp, fmt, m, mode, progress, vocab)
+                    _write_gguf(ck, items, tmp, fmt, m, mode, progress, vocab, tilings)
                 else:
                     _write_safetensors(ck, items, tmp, m, block_size, mode, progress)
             return items
