@@ -86,14 +86,82 @@ def model_tensors(seed: int, bitnet: bool = False) -> dict[str, np.ndarray]:
     return t
 
 
-def save_model(d: Path, tensors: dict[str, np.ndarray], cfg: dict[str, object] | None) -> Path:
+def save_model(d: Path, tensors: dict[str, np.ndarray], cfg: dict[str, object] | None, tokenizer: bool = True) -> Path:
+    """The checkpoint directory: model.safetensors, config.json (unless ``cfg`` is None) and, with a config and
+    ``tokenizer``, a small byte-level BPE tokenizer (tokenizer.json, tokenizer_config.json)."""
     from safetensors.numpy import save_file
 
     d.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(d / "model.safetensors"))
     if cfg is not None:
         (d / "config.json").write_text(json.dumps(cfg))
+        if tokenizer:
+            write_bpe_tokenizer(d, WORDS)
     return d
+
+
+# ------------------------------------------------------------------ a small byte-level BPE tokenizer
+
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+WORDS = ("hello", " world")
+SPECIALS = ("<|begin_of_text|>", "<|end_of_text|>", "<|reserved|>")
+
+
+def byte_chars() -> list[str]:
+    """GPT-2's printable stand-in of each byte value 0..255 (bytes outside the printable ranges move to 256+)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    out, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return [out[b] for b in range(256)]
+
+
+def write_bpe_tokenizer(
+    d: Path, words: tuple[str, ...], all_bytes: bool = False, pre: dict[str, object] | None = None
+) -> dict[str, object]:
+    """A Llama 3-style tokenizer.json whose merges build each word left to right; returns its vocab, merges
+    and added tokens (ids after the vocab; the first two are bos and eos)."""
+    chars = byte_chars()
+    enc = ["".join(chars[b] for b in w.encode()) for w in words]
+    base = list(chars) if all_bytes else sorted({c for w in enc for c in w})
+    vocab: dict[str, int] = {c: i for i, c in enumerate(base)}
+    merges: list[str] = []
+    for w in enc:
+        cur = w[0]
+        for c in w[1:]:
+            if cur + c not in vocab:
+                merges.append(f"{cur} {c}")
+                vocab[cur + c] = len(vocab)
+            cur += c
+    added = [{"id": len(vocab) + i, "content": t, "special": i < 2, "normalized": False, "lstrip": False,
+              "rstrip": False, "single_word": False} for i, t in enumerate(SPECIALS)]  # fmt: skip
+    tok = {
+        "version": "1.0",
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": pre if pre is not None else {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": LLAMA3_SPLIT}, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "byte_fallback": False, "vocab": vocab,
+                  "merges": merges},
+    }  # fmt: skip
+    (d / "tokenizer.json").write_text(json.dumps(tok))
+    cfg = {"add_bos_token": True, "add_eos_token": False, "bos_token": SPECIALS[0], "eos_token": SPECIALS[1]}
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return {"vocab": vocab, "merges": merges, "added": added}
 
 
 QUANTIZED = {f"model.layers.{i}.{p}.weight" for i in range(LAYERS) for p in PROJ}
@@ -113,7 +181,7 @@ def test_dry_run_lists_what_would_be_converted(tmp_path: Path, capsys: pytest.Ca
     assert any(ln.startswith("lm_head.weight  [48, 256]  F32 -> F32") for ln in lines)
     n = len(model_tensors(seed))
     assert lines[-1] == f"{len(QUANTIZED)} of {n} tensors would become i2_s (safetensors); nothing written"
-    assert sorted(os.listdir(d)) == ["config.json", "model.safetensors"]
+    assert sorted(os.listdir(d)) == ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
 
     assert main(["convert", str(d), "--dry-run", "--include", "*.q_proj.weight", "--exclude", "*.1.*"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -352,16 +420,146 @@ def test_llama_permutation_matches_explicit_indices() -> None:
     assert np.array_equal(_gguf.permute_rows(w, 8, 2), _permuted(w, 2))
 
 
+def _tl1_reference(v: np.ndarray, BM: int, BK: int, bm: int) -> bytes:  # noqa: N803
+    """bitnet.cpp's TL1 GGUF layout, one byte at a time: per tile (BM rows, BK columns), micro-tile (bm rows,
+    by = 256/bm columns), 16-row group and 4 columns, for each of the 16 rows the code 3a + b + 4 of the pair
+    at the 4 columns' start (high nibble) and of the next pair (low nibble)."""
+    m, k = v.shape
+    by = 256 // bm
+    out = bytearray()
+    for mb in range(m // BM):
+        for kb in range(k // BK):
+            for mi in range(BM // bm):
+                for kj in range(BK // by):
+                    for r16 in range(bm // 16):
+                        for q in range(by // 4):
+                            c = kb * BK + kj * by + 4 * q
+                            rows = mb * BM + mi * bm + r16 * 16 + np.arange(16)
+                            hi = 3 * v[rows, c] + v[rows, c + 1] + 4
+                            lo = 3 * v[rows, c + 2] + v[rows, c + 3] + 4
+                            out += bytes((hi << 4 | lo).astype(np.uint8))
+    return bytes(out)
+
+
+def _tl2_reference(v: np.ndarray, BM: int, BK: int, bm: int) -> bytes:  # noqa: N803
+    """bitnet.cpp's TL2 GGUF layout, one byte at a time: the columns before K - K % BK in triplets t = 9a+3b+c
+    (per tile and micro-tile of 6 columns, bm bytes |t0| << 4 | |t1|, 8-byte groups 1 and 2 traded), then
+    their signs (per tile and 24 columns, bm/2 little-endian words, bit 15-i of word j the sign of triplet
+    (16i + ... ) laid out as 8 triplets x bm rows read in rows of bm/2), then the other columns as TL1-coded
+    pairs in 32 x 32 tiles of 4-column micro-tiles (groups traded as above), zero-padded to bitnet.cpp's size."""
+    m, k = v.shape
+    k3 = k - k % BK
+    v = v.astype(np.int64)
+
+    def tri(r: int, c: int) -> int:
+        return int(9 * v[r, c] + 3 * v[r, c + 1] + v[r, c + 2])
+
+    def traded(g: list[int]) -> list[int]:
+        return g[0:8] + g[16:24] + g[8:16] + g[24:]
+
+    out: list[int] = []
+    for mb in range(m // BM):
+        for kb in range(k3 // BK):
+            for mi in range(BM // bm):
+                for kj in range(BK // 6):
+                    c = kb * BK + kj * 6
+                    rows = [mb * BM + mi * bm + r for r in range(bm)]
+                    out += traded([abs(tri(r, c)) << 4 | abs(tri(r, c + 3)) for r in rows])
+    for mb in range(m // BM):
+        for kb in range(k3 // BK):
+            for mi in range(BM // bm):
+                for g in range(BK // 24):
+                    for j in range(bm // 2):
+                        word = 0
+                        for i in range(16):
+                            s, r = divmod(i * (bm // 2) + j, bm)
+                            neg = tri(mb * BM + mi * bm + r, kb * BK + g * 24 + 3 * s) < 0
+                            word |= int(neg) << (15 - i)
+                        out += [word & 0xFF, word >> 8]
+    for mb in range(m // BM):
+        for kb in range((k - k3) // 32):
+            for mi in range(BM // 32):
+                for kj in range(8):
+                    c = k3 + kb * 32 + kj * 4
+                    rows = [mb * BM + mi * 32 + r for r in range(32)]
+                    out += traded([(3 * v[r, c] + v[r, c + 1] + 4) << 4 | (3 * v[r, c + 2] + v[r, c + 3] + 4)
+                                   for r in rows])  # fmt: skip
+    size = (k - 256) * m // 3 * 5 // 8 + 256 * m // 2 * 4 // 8
+    return bytes(out) + bytes(size - len(out))
+
+
+TILINGS = {
+    "tl1": {
+        (H, H): (128, 64, 32),
+        (H * KV // HEADS, H): (64, 128, 64),
+        (FF, H): (256, 32, 16),
+        (H, FF): (256, 256, 32),
+    },
+    "tl2": {(H, H): (128, 96, 32), (H * KV // HEADS, H): (32, 192, 32), (FF, H): (256, 192, 32), (H, FF): (64, 96, 32)},
+}
+"""kernel_config.ini sections (m, k) -> (bm, bk, bmm) for the test model's shapes, several tilings per format."""
+
+
+def write_kernel_config(path: Path, tilings: dict[tuple[int, int], tuple[int, int, int]]) -> Path:
+    text = "".join(
+        f"[Kernels_{i}]\nm = {m}\nk = {k}\nbm = {bm}\nbk = {bk}\nbmm = {bmm}\n\n"
+        for i, ((m, k), (bm, bk, bmm)) in enumerate(tilings.items())
+    )
+    path.write_text(text)
+    return path
+
+
 @pytest.mark.needs("safetensors", "gguf")
-@pytest.mark.parametrize(("seed", "qtype"), [(53, "tl1"), (54, "tl2")])
-def test_gguf_tl(tmp_path: Path, seed: int, qtype: str) -> None:
-    tensors = model_tensors(seed, bitnet=True)
-    d = save_model(tmp_path / "m", tensors, config("BitnetForCausalLM"))
+@pytest.mark.parametrize(("seed", "qtype", "arch"), [(53, "tl1", "BitnetForCausalLM"), (54, "tl2", "BitNetForCausalLM"),
+                                                     (56, "tl2", "LlamaForCausalLM")])  # fmt: skip
+def test_gguf_tl(tmp_path: Path, seed: int, qtype: str, arch: str) -> None:
+    bitnet = arch.startswith("Bit")
+    tensors = model_tensors(seed, bitnet=bitnet)
+    d = save_model(tmp_path / "m", tensors, config(arch))
     out = tmp_path / "model.gguf"
-    # bitnet.cpp lays TL1/TL2 out by per-model kernel parameters: a clear error, and no file
-    with pytest.raises(ValueError, match="kernel_config.ini"):
+    # bitnet.cpp lays TL1/TL2 out by per-model kernel parameters: without them a clear error, and no file
+    with pytest.raises(ValueError, match="needs the model's kernel config .*kernel_config.ini"):
         convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False)
-    assert os.listdir(tmp_path) == ["m"]
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+    kc = write_kernel_config(tmp_path / "kernel_config.ini", TILINGS[qtype])
+    assert main(["convert", str(d), "-o", str(out), "--format", qtype, "--kernel-config", str(kc)]) == 0
+    got, fields, raw = _gguf_read(out)
+    assert fields["general.file_type"] == {"tl1": 38, "tl2": 39}[qtype]
+    reference = _tl1_reference if qtype == "tl1" else _tl2_reference
+    for name in sorted(QUANTIZED):
+        w = tensors[name]
+        if not bitnet and ("q_proj" in name or "k_proj" in name):
+            w = _permuted(w, HEADS if "q_proj" in name else KV)
+        t = bitnet_go.quantize_i2s(w)
+        want = reference(t.values(), *TILINGS[qtype][w.shape])
+        g = got[_gguf.tensor_name(name)]
+        assert int(g.tensor_type) == {"tl1": 38, "tl2": 39}[qtype] and list(g.shape) == list(reversed(w.shape))
+        assert raw[g.data_offset : g.data_offset + len(want)].tobytes() == want, name
+        sc = got[_gguf.tensor_name(name) + "_scale"]
+        assert sc.data.tolist() == [float(t.scales[0])], name
+
+
+@pytest.mark.needs("safetensors", "gguf")
+def test_gguf_tl_kernel_config_errors(tmp_path: Path) -> None:
+    d = save_model(tmp_path / "m", model_tensors(57, bitnet=True), config("BitnetForCausalLM"))
+    out = tmp_path / "o.gguf"
+    cases = [
+        ("tl1", {k: v for k, v in TILINGS["tl1"].items() if k != (FF, H)}, r"mlp.gate_proj.weight: shape \(512, 256\) "
+         "has no section with m = 512, k = 256"),
+        ("tl1", {**TILINGS["tl1"], (H, H): (96, 64, 32)}, r"tiling .* cannot lay out shape \(256, 256\): needs m % bm"),
+        ("tl2", {**TILINGS["tl2"], (H, H): (128, 96, 64)}, "needs bmm == 32"),
+        ("tl2", {**TILINGS["tl2"], (H, H): (128, 48, 32)}, r"needs \(k % bk\) % 32 == 0"),
+    ]  # fmt: skip
+    for qtype, tilings, message in cases:
+        kc = write_kernel_config(tmp_path / "kc.ini", tilings)
+        with pytest.raises(ValueError, match=message):
+            convert_checkpoint(d, out, qtype=qtype, to="gguf", progress=False, kernel_config=kc)
+    (tmp_path / "kc.ini").write_text("[K]\nm = 1\n")
+    with pytest.raises(ValueError, match=r"section \[K\] needs integer m, k, bm, bk and bmm"):
+        convert_checkpoint(d, out, qtype="tl1", to="gguf", progress=False, kernel_config=tmp_path / "kc.ini")
+    with pytest.raises(FileNotFoundError, match="no such kernel config"):
+        convert_checkpoint(d, out, qtype="tl1", to="gguf", progress=False, kernel_config=tmp_path / "nope.ini")
+    assert sorted(os.listdir(tmp_path)) == ["kc.ini", "m"]
 
 
 @pytest.mark.needs("safetensors", "gguf")
@@ -465,6 +663,142 @@ def test_gguf_without_config_and_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="include must be a sequence of glob patterns"):
         convert_checkpoint(d, tmp_path / "o", include="*.weight")
     assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+# ------------------------------------------------------------------ tokenizer metadata
+
+
+def _expected_tokens(tok: dict[str, object], n: int) -> tuple[list[str], list[int]]:
+    """What llama.cpp's converter writes for a byte-level BPE tokenizer: every id's text, [PAD<i>] for ids
+    with none; types NORMAL 1, CONTROL 3 (special, or shaped <|...|>), USER_DEFINED 4, UNUSED 5."""
+    tokens, types = [f"[PAD{i}]" for i in range(n)], [5] * n
+    for text, i in tok["vocab"].items():  # type: ignore[attr-defined]
+        tokens[i], types[i] = text, 1
+    for a in tok["added"]:  # type: ignore[attr-defined]
+        c = a["content"]
+        tokens[a["id"]] = c
+        types[a["id"]] = 3 if a["special"] or (c.startswith("<|") and c.endswith("|>")) else 4
+    return tokens, types
+
+
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(
+    ("seed", "arch", "qtype"), [(71, "BitNetForCausalLM", "tq2_0"), (72, "LlamaForCausalLM", "i2_s")]
+)
+def test_gguf_bpe_tokenizer_keys(tmp_path: Path, seed: int, arch: str, qtype: str) -> None:
+    d = save_model(tmp_path / "m", model_tensors(seed, bitnet=arch.startswith("Bit")), config(arch), tokenizer=False)
+    tok = write_bpe_tokenizer(d, ("hello", " world", " wide"))
+    out = tmp_path / "o.gguf"
+    assert main(["convert", str(d), "-o", str(out), "--format", qtype]) == 0
+    _, fields, _ = _gguf_read(out)
+    tokens, types = _expected_tokens(tok, VOCAB)
+    assert fields["tokenizer.ggml.model"] == "gpt2"
+    assert fields["tokenizer.ggml.pre"] == "llama-bpe"
+    assert fields["tokenizer.ggml.tokens"] == tokens
+    assert fields["tokenizer.ggml.token_type"] == types
+    assert fields["tokenizer.ggml.merges"] == tok["merges"]
+    assert "tokenizer.ggml.scores" not in fields
+    bos, eos = (a["id"] for a in tok["added"][:2])  # type: ignore[index]
+    assert fields["tokenizer.ggml.bos_token_id"] == bos and fields["tokenizer.ggml.eos_token_id"] == eos
+    assert fields["tokenizer.ggml.add_bos_token"] is True and fields["tokenizer.ggml.add_eos_token"] is False
+
+
+@pytest.mark.needs("safetensors", "gguf")
+def test_gguf_tokenizer_missing_or_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bitnet_go.convert._tokenizer import TokenizerError
+
+    d = save_model(tmp_path / "m", model_tensors(0), config(), tokenizer=False)
+    out = tmp_path / "o.gguf"
+    with pytest.raises(TokenizerError, match="no tokenizer.model or tokenizer.json in .*--no-tokenizer"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    assert main(["convert", str(d), "-o", str(out)]) == 1
+    assert "TokenizerError" in capsys.readouterr().err and not out.exists()
+    with pytest.warns(UserWarning, match="llama.cpp and bitnet.cpp will not load the file"):
+        assert main(["convert", str(d), "-o", str(out), "--no-tokenizer"]) == 0
+    _, fields, _ = _gguf_read(out)
+    assert not any(k.startswith("tokenizer.") for k in fields)
+
+    # a pre-tokenizer it does not know: an error naming --tokenizer-pre, which then writes the name given
+    write_bpe_tokenizer(d, WORDS, pre={"type": "Metaspace", "replacement": "x"})
+    with pytest.raises(TokenizerError, match="pre-tokenizer not recognised .*Metaspace.*--tokenizer-pre"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    assert main(["convert", str(d), "-o", str(out), "--tokenizer-pre", "gpt-2"]) == 0
+    assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
+    write_bpe_tokenizer(d, WORDS, pre={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})
+    convert_checkpoint(d, out, to="gguf", progress=False)
+    assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
+
+    # not byte-level BPE; an id past the model's vocabulary; config and embedding disagreeing
+    tj = json.loads((d / "tokenizer.json").read_text())
+    (d / "tokenizer.json").write_text(json.dumps({**tj, "model": {**tj["model"], "byte_fallback": True}}))
+    with pytest.raises(TokenizerError, match="byte-level BPE tokenizer was expected .*byte_fallback True"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    (d / "tokenizer.json").write_text(json.dumps({**tj, "added_tokens": [{"id": VOCAB, "content": "<x>"}]}))
+    with pytest.raises(TokenizerError, match=f"token '<x>' has id {VOCAB}, but the model has {VOCAB} token ids"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+    (d / "config.json").write_text(json.dumps(config(vocab_size=VOCAB + 1)))
+    with pytest.raises(ConfigError, match=f"vocab_size is {VOCAB + 1}, but model.embed_tokens.weight has {VOCAB}"):
+        convert_checkpoint(d, out, to="gguf", progress=False)
+
+
+class _FakeSentencePiece:
+    """A stand-in for sentencepiece.SentencePieceProcessor over a fixed piece list (the package is optional)."""
+
+    PIECES = [("<unk>", 0.0, "unk"), ("<s>", 0.0, "control"), ("</s>", 0.0, "control"), ("<0x0A>", 0.0, "byte"),
+              ("\u2581hello", -1.5, ""), ("\u2581world", -2.5, ""), ("<unused0>", 0.0, "unused")]  # fmt: skip
+
+    def LoadFromFile(self, path: str) -> None:  # noqa: N802
+        assert Path(path).name == "tokenizer.model"
+
+    def vocab_size(self) -> int:
+        return len(self.PIECES)
+
+    def IdToPiece(self, i: int) -> str:  # noqa: N802
+        return self.PIECES[i][0]
+
+    def GetScore(self, i: int) -> float:  # noqa: N802
+        return self.PIECES[i][1]
+
+    def IsUnknown(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "unk"
+
+    def IsControl(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "control"
+
+    def IsUnused(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "unused"
+
+    def IsByte(self, i: int) -> bool:  # noqa: N802
+        return self.PIECES[i][2] == "byte"
+
+
+@pytest.mark.needs("safetensors", "gguf")
+def test_gguf_sentencepiece_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    d = save_model(tmp_path / "m", model_tensors(1, bitnet=True), config("BitnetForCausalLM"), tokenizer=False)
+    (d / "tokenizer.model").write_bytes(b"not read by the stand-in")
+    (d / "added_tokens.json").write_text(json.dumps({"<pad>": 7}))
+    added = {"8": {"content": "\u2581user", "special": False}, "9": {"content": "<|eot|>", "special": False}}
+    (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": added, "add_bos_token": True}))
+    (d / "config.json").write_text(json.dumps(config("BitnetForCausalLM", bos_token_id=1, eos_token_id=2)))
+    out = tmp_path / "o.gguf"
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # not installed: a clear error
+    with pytest.raises(ImportError, match="SentencePiece model: reading it needs the sentencepiece package"):
+        convert_checkpoint(d, out, qtype="tq2_0", to="gguf", progress=False)
+    monkeypatch.setitem(sys.modules, "sentencepiece", types.SimpleNamespace(SentencePieceProcessor=_FakeSentencePiece))
+    convert_checkpoint(d, out, qtype="tq2_0", to="gguf", progress=False)
+    _, fields, _ = _gguf_read(out)
+    p = _FakeSentencePiece.PIECES
+    want = [t for t, _, _ in p] + ["<pad>", " user", "<|eot|>"] + [f"[PAD{i}]" for i in range(len(p) + 3, VOCAB)]
+    kinds = {"unk": 2, "control": 3, "byte": 6, "unused": 5, "": 1}
+    assert fields["tokenizer.ggml.model"] == "llama" and fields["tokenizer.ggml.pre"] == "default"
+    assert fields["tokenizer.ggml.tokens"] == want
+    assert fields["tokenizer.ggml.token_type"] == [kinds[k] for _, _, k in p] + [4, 4, 3] + [5] * (VOCAB - len(p) - 3)
+    scores = [s for _, s, _ in p] + [-1000.0] * 3 + [-10000.0] * (VOCAB - len(p) - 3)
+    assert np.allclose(fields["tokenizer.ggml.scores"], scores)
+    assert fields["tokenizer.ggml.bos_token_id"] == 1 and fields["tokenizer.ggml.eos_token_id"] == 2
+    assert "tokenizer.ggml.merges" not in fields
 
 
 # ------------------------------------------------------------------ robustness

@@ -17,7 +17,9 @@ packed BitNet weights, keeping their values), and writes:
 - **GGUF**: see ``bitnet_go.convert._gguf``: the tensor names, types,
   metadata keys and file type of bitnet.cpp's converter (I2_S, TL1, TL2) or
   llama.cpp's (TQ1_0, TQ2_0), written with the ``gguf`` package
-  (``pip install 'bitnet_go[convert]'``). Tokenizer metadata is not written.
+  (``pip install 'bitnet_go[convert]'``); TL1/TL2 tiled by the model's
+  ``kernel_config.ini`` (``bitnet_go.convert._tl_gguf``); the tokenizer's
+  ``tokenizer.ggml.*`` keys (``bitnet_go.convert._tokenizer``).
 
 Memory: one tensor at a time (its float32 copy, its packed form), the input's
 pages released after each tensor; the output is written to a temporary file

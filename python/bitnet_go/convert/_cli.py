@@ -35,6 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="elements per scale (safetensors output; default one scale per tensor)")  # fmt: skip
     p.add_argument("--threads", type=int, default=None, metavar="N", help="Go threads for the quantizer")
     p.add_argument("--dry-run", action="store_true", help="list what would be converted; write nothing")
+    p.add_argument("--kernel-config", default=None, metavar="PATH",
+                   help="GGUF tl1/tl2: the model's kernel_config.ini (bitnet.cpp's include/)")  # fmt: skip
+    p.add_argument("--no-tokenizer", dest="tokenizer", action="store_false",
+                   help="GGUF: write no tokenizer.ggml.* keys (llama.cpp will not load the file)")  # fmt: skip
+    p.add_argument("--tokenizer-pre", default=None, metavar="NAME",
+                   help="GGUF: llama.cpp's pre-tokenizer name for a BPE tokenizer.json it does not recognise "
+                   "(e.g. llama-bpe, gpt-2)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -57,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
             threads=args.threads,
             dry_run=args.dry_run,
             progress=None if args.dry_run else True,
+            tokenizer=args.tokenizer,
+            tokenizer_pre=args.tokenizer_pre,
+            kernel_config=args.kernel_config,
         )
     except (ValueError, TypeError, OSError, NotImplementedError, ImportError) as e:
         print(f"bitnet-go convert: {type(e).__name__}: {e}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,9 @@ from .._core.types import Method
 from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
 from .._progress import progress as _progress
 from .._ternary import TernaryTensor, _check_method, quantize_i2s
-from . import _gguf
+from . import _gguf, _tl_gguf, _tokenizer
 from ._formats import TQ_BLOCK, TQ_FORMATS, check_format, check_gguf_format, gguf_payload, layout, pack_as
+from ._gguf import ConfigError
 from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float32
 from ._writer import atomic_output, write_safetensors_header
 
@@ -229,6 +231,8 @@ def _write_gguf(
     method: Method,
     mode: ScaleMode,
     show: bool | None,
+    vocab: _tokenizer.Vocab | None,
+    tilings: dict[tuple[int, int], _tl_gguf.Tiling],
 ) -> None:
     import gguf
 
@@ -236,6 +240,8 @@ def _write_gguf(
     arch = _gguf.arch_of(ck.config, qtype)
     writer = gguf.GGUFWriter(None, arch)
     _gguf.add_metadata(writer, config, arch, qtype, ck.root)
+    if vocab is not None:
+        _tokenizer.add_to_gguf(writer, vocab)
     tl_scale = qtype in ("tl1", "tl2")
     for p in items:
         if p.quantized:
@@ -254,7 +260,7 @@ def _write_gguf(
             perm = _gguf.permutation(p.name, arch, config)
             if p.quantized:
                 t = _ternary(ck, p, method, None, mode, perm)
-                writer.write_tensor_data(gguf_payload(t))
+                writer.write_tensor_data(gguf_payload(t, tilings.get(tuple(p.shape)) if tl_scale else None))
                 if tl_scale:
                     writer.write_tensor_data(np.asarray(t.scales[:1], np.float32))
                 del t
@@ -284,6 +290,9 @@ def convert_checkpoint(
     threads: int | None = None,
     dry_run: bool = False,
     progress: bool | None = None,
+    tokenizer: bool = True,
+    tokenizer_pre: str | None = None,
+    kernel_config: PathLike | None = None,
 ) -> list[Planned]:
     """Convert a safetensors checkpoint's linear and conv weights to ternary; write safetensors or GGUF.
 
@@ -310,6 +319,15 @@ def convert_checkpoint(
         dry_run: only plan: return what would be converted, write nothing.
         progress: None: a tqdm bar where tqdm is installed; True: the bar or
             a line per tensor on stderr; False: nothing.
+        tokenizer: GGUF output: write the ``tokenizer.ggml.*`` keys from the
+            checkpoint's ``tokenizer.model`` or ``tokenizer.json`` (see
+            ``bitnet_go.convert._tokenizer``; their absence is an error).
+            False writes none, with a warning: llama.cpp will not load the file.
+        tokenizer_pre: GGUF output: llama.cpp's pre-tokenizer name for a BPE
+            tokenizer whose pre-tokenizer is not recognised (e.g. ``"llama-bpe"``).
+        kernel_config: TL1/TL2 GGUF output: bitnet.cpp's ``kernel_config.ini``
+            for the model (the tiling of each weight shape; see
+            ``bitnet_go.convert._tl_gguf``). Needed for those, ignored otherwise.
 
     Returns:
         One :class:`Planned` per tensor, in the checkpoint's order (those a
@@ -352,7 +370,7 @@ def convert_checkpoint(
         if isinstance(pats, str) or not all(isinstance(p, str) for p in pats):
             raise TypeError(f"{name} must be a sequence of glob patterns (str), got {pats!r}")
     if to == "gguf":
-        check_gguf_format(fmt)
+        check_gguf_format(fmt, kernel_config)
         try:
             import gguf  # noqa: F401
         except ImportError:
@@ -367,19 +385,43 @@ def convert_checkpoint(
             items = plan(ck, fmt, to, include, exclude)
             if dry_run:
                 return items
+            tl = to == "gguf" and fmt in ("tl1", "tl2")
+            tilings = _tl_gguf.read_kernel_config(kernel_config) if tl else {}  # type: ignore[arg-type]
             for p in items:  # every size known, and every format writable, before a byte is written
+                if p.quantized and tl:
+                    _tl_gguf.check(fmt, p.shape, tilings, p.name)
                 if p.quantized:
                     layout(p.to, p.shape, block_size if to == "safetensors" and p.scale_of is None else None,
                            to == "gguf")  # fmt: skip
             mode = hf_scale_mode(ck.config)
+            vocab = _vocab(ck, tokenizer, tokenizer_pre) if to == "gguf" else None
             with atomic_output(out) as tmp:  # type: ignore[arg-type]
                 if to == "gguf":
-                    _write_gguf(ck, items, tmp, fmt, m, mode, progress)
+                    _write_gguf(ck, items, tmp, fmt, m, mode, progress, vocab, tilings)
                 else:
                     _write_safetensors(ck, items, tmp, m, block_size, mode, progress)
             return items
     finally:
         set_num_threads(old_threads)
+
+
+def _vocab(ck: Checkpoint, tokenizer: bool, pre: str | None) -> _tokenizer.Vocab | None:
+    """The checkpoint's vocabulary for GGUF output, sized to the model (None, with a warning, if not wanted)."""
+    if not tokenizer:
+        warnings.warn(
+            "GGUF output without tokenizer metadata (tokenizer=False / --no-tokenizer): llama.cpp and bitnet.cpp "
+            "will not load the file",
+            stacklevel=3,
+        )
+        return None
+    embed = ck.entries.get("model.embed_tokens.weight")
+    rows = embed.shape[0] if embed is not None and embed.shape else None
+    n = (ck.config or {}).get("vocab_size", rows)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"config.json vocab_size must be an int >= 1 (the tokenizer's size), got {n!r}")
+    if rows is not None and rows != n:
+        raise ConfigError(f"config.json vocab_size is {n}, but model.embed_tokens.weight has {rows} rows")
+    return _tokenizer.read_vocab(ck.root, n, pre)
 
 
 def load_checkpoint(path: PathLike) -> dict[str, TernaryTensor | np.ndarray]:

@@ -16,6 +16,7 @@ import numpy as np
 from .._core import ops
 from .._quantized import rows_of
 from .._ternary import BITNET_CPP_TAIL, TernaryTensor, packed_len, quantize_i2s, quantize_tq1_0, quantize_tq2_0
+from . import _tl_gguf
 
 FORMATS = ("i2_s", "tl1", "tl2", "tq1_0", "tq2_0")
 """What ``--format`` accepts."""
@@ -61,22 +62,31 @@ def pack_as(t: TernaryTensor, fmt: str) -> TernaryTensor:
     return t.to(fmt)  # type: ignore[arg-type]
 
 
-def gguf_payload(t: TernaryTensor) -> np.ndarray:
-    """``t``'s bytes exactly as a GGUF file stores them (``to_gguf_bytes()``), as a 1-D uint8 array.
+def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.ndarray:
+    """``t``'s bytes exactly as a GGUF file stores them, as a 1-D uint8 array.
 
     I2_S as bitnet.cpp stores it (the packed bytes, then a 32-byte tail holding
-    the float32 scale), TQ1_0/TQ2_0 blocks with their float16 scales; TL1/TL2
-    are a ``ValueError`` (see :func:`check_gguf_format`).
+    the float32 scale), TQ1_0/TQ2_0 blocks with their float16 scales
+    (``to_gguf_bytes()``); TL1/TL2 tiled as bitnet.cpp's converter tiles them
+    by ``tiling``, the entry of ``kernel_config.ini`` for ``t``'s shape (see
+    ``bitnet_go.convert._tl_gguf``; the scale is a tensor of its own).
 
     Example:
         >>> gguf_payload(quantize_i2s(np.ones(128, np.float32))).size
         64
     """
+    if t.qtype in ("tl1", "tl2"):
+        if tiling is None:
+            raise ValueError(f"{t.qtype} GGUF bytes are tiled by the model's kernel config: give its tiling")
+        _tl_gguf.check(t.qtype, t.shape, {tuple(t.shape): tiling})  # type: ignore[dict-item]
+        lay = _tl_gguf.tl1_bytes if t.qtype == "tl1" else _tl_gguf.tl2_bytes
+        return lay(t.values(), tiling)
     return np.frombuffer(t.to_gguf_bytes(), np.uint8)
 
 
-def check_gguf_format(fmt: str) -> None:
-    """Refuse the formats GGUF output cannot write, before anything is read or written.
+def check_gguf_format(fmt: str, kernel_config: object = None) -> None:
+    """Refuse what GGUF output cannot write, before anything is read or written: TL1/TL2 without the
+    model's kernel config.
 
     bitnet.cpp's converter stores TL1/TL2 tiled by kernel parameters it generates
     per model (``include/kernel_config.ini``); without them the bytes cannot be laid
@@ -87,13 +97,14 @@ def check_gguf_format(fmt: str) -> None:
         >>> check_gguf_format("tl1")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: GGUF output writes i2_s, tq1_0 and tq2_0, not tl1: ...
+        ValueError: tl1 GGUF output needs the model's kernel config (--kernel-config PATH): ...
     """
-    if fmt in ("tl1", "tl2"):
+    if fmt in ("tl1", "tl2") and kernel_config is None:
         raise ValueError(
-            f"GGUF output writes i2_s, tq1_0 and tq2_0, not {fmt}: bitnet.cpp lays TL1/TL2 out by kernel "
-            "parameters it generates per model (include/kernel_config.ini); convert to i2_s (bitnet.cpp) "
-            "or tq2_0/tq1_0 (llama.cpp), or to safetensors"
+            f"{fmt} GGUF output needs the model's kernel config (--kernel-config PATH): bitnet.cpp lays TL1/TL2 "
+            "out by kernel parameters it generates per model (include/kernel_config.ini, written with the "
+            "kernels by its setup_env.py / utils/codegen_tl1.py, codegen_tl2.py); or convert to i2_s "
+            "(bitnet.cpp) or tq2_0/tq1_0 (llama.cpp), or to safetensors"
         )
 
 
@@ -121,5 +132,6 @@ def layout(fmt: str, shape: tuple[int, ...], block_size: int | None, gguf: bool 
             return Layout(plen, nb, -1)
         if fmt == "i2_s":
             return Layout(plen, nb, plen + BITNET_CPP_TAIL)
+        return Layout(plen, nb, _tl_gguf.gguf_len(fmt, shape))
     t = pack_as(quantize_i2s(np.zeros(shape, np.float32), block_size=block_size, device="cpu"), fmt)
     return Layout(t.packed.size, t.scales.size, gguf_payload(t).size if gguf else -1)

@@ -41,8 +41,10 @@ FILE_TYPES = {"i2_s": 40, "tl1": 38, "tl2": 39, "tq1_0": 36, "tq2_0": 37}
 """``general.file_type`` per format: bitnet.cpp's converter writes 40 for I2_S and the GGML type id for TL1/TL2;
 llama.cpp's writes ``LLAMA_FTYPE_MOSTLY_TQ1_0`` (36) / ``TQ2_0`` (37)."""
 
-BITNET_CPP_SIZES = {36: ("I2_S", 4, 1), 38: ("TL1", 4, 1), 39: ("TL2", 4, 1)}
-"""(name, block size, type size) of bitnet.cpp's types as its gguf-py fork declares them."""
+BITNET_CPP_SIZES = {36: ("I2_S", 4, 1), 38: ("TL1", 4, 1), 39: ("TL2", 8, 1)}
+"""(name, block size, type size) of bitnet.cpp's types for ``gguf.GGUFReader``: as its gguf-py fork declares
+I2_S and TL1; TL2 as 8 values per byte, fewer bytes than a TL2 tensor holds (about 5/24 of a byte per value,
+``_tl_gguf.gguf_len``), where the fork's 4 would read past the end of a file whose last tensors are TL2."""
 
 BITNET_ARCHS = ("BitnetForCausalLM", "BitNetForCausalLM")
 LLAMA_ARCHS = ("LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM")
@@ -266,37 +268,43 @@ def _rope_linear() -> Any:  # noqa: ANN401
 
 @contextmanager
 def bitnet_cpp_types() -> Iterator[None]:
-    """Within the block, ``gguf.GGMLQuantizationType`` and ``gguf.GGML_QUANT_SIZES`` also know I2_S (36),
-    TL1 (38) and TL2 (39) with the sizes bitnet.cpp's gguf-py fork gives them (4 values per byte), so
-    that ``gguf.GGUFReader`` opens the files written here; the package is as it was afterwards.
+    """Within the block, ``gguf.GGMLQuantizationType`` and ``gguf.GGML_QUANT_SIZES`` know I2_S (36),
+    TL1 (38) and TL2 (39) as bitnet.cpp's gguf-py fork does, so that ``gguf.GGUFReader`` opens the files
+    written here; the package is as it was afterwards. Upstream ids that bitnet.cpp's types reuse (39 is
+    MXFP4 in gguf >= 0.17) read as bitnet.cpp's within the block.
 
-    A reader sizes such a tensor as ``n / 4`` bytes, without the 32-byte tail of an I2_S tensor
-    (bitnet.cpp's own loader reads the scale right after those bytes).
+    A reader sizes an I2_S or TL1 tensor as ``n / 4`` bytes, without the 32-byte tail of an I2_S tensor
+    (bitnet.cpp's own loader reads the scale right after those bytes), and a TL2 tensor as ``n / 8``
+    bytes, a prefix of its data: its length is ``bitnet_go.convert._tl_gguf.gguf_len("tl2", shape)``.
 
     Example:
         >>> import gguf
         >>> with bitnet_cpp_types():
-        ...     gguf.GGMLQuantizationType(36).name
-        'I2_S'
+        ...     gguf.GGMLQuantizationType(36).name, gguf.GGMLQuantizationType(39).name
+        ('I2_S', 'TL2')
         >>> 36 in gguf.GGMLQuantizationType._value2member_map_
         False
     """
     from gguf import constants
 
     cls = constants.GGMLQuantizationType
-    added: list[Any] = []
+    replaced: list[tuple[int, Any, Any]] = []  # (id, the member it had or None, ours)
     for tid, (name, block, size) in BITNET_CPP_SIZES.items():
-        if tid in cls._value2member_map_:
-            continue  # a gguf that has them (bitnet.cpp's fork): nothing to add
+        old = cls._value2member_map_.get(tid)
+        if old is not None and old.name == name:
+            continue  # a gguf that has it (bitnet.cpp's fork): nothing to add
         member = int.__new__(cls, tid)
         member._name_ = name
         member._value_ = tid
         cls._value2member_map_[tid] = member
         constants.GGML_QUANT_SIZES[member] = (block, size)
-        added.append(member)
+        replaced.append((tid, old, member))
     try:
         yield
     finally:
-        for member in added:
+        for tid, old, member in replaced:
             constants.GGML_QUANT_SIZES.pop(member, None)
-            cls._value2member_map_.pop(int(member), None)
+            if old is None:
+                cls._value2member_map_.pop(tid, None)
+            else:
+                cls._value2member_map_[tid] = old
