@@ -32,7 +32,7 @@ import numpy as np
 from ._core import descriptor, lib, ops
 from ._core.arrays import is_torch_tensor
 from ._quantized import PlainTensor, QuantizedTensor
-from .quantization._api import _as_params, check_dtype
+from .quantization._api import _as_params, check_dtype, per_tensor_output
 
 __all__ = ["add", "add_relu", "relu", "requantize"]
 
@@ -114,6 +114,10 @@ def _output(dtype: str, shape: tuple[int, ...], scale: np.ndarray, zero_point: n
 
 def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: object) -> _Operand:
     """:func:`_output` with the caller's scale and zero point (values checked by Go)."""
+    hit = per_tensor_output(dtype, shape, scale, zero_point)
+    if hit is not None:
+        codes = np.empty(math.prod(shape), np.uint8)
+        return _Operand(dtype, shape, codes, hit[0], hit[1], descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes))
     s = _as_params(scale, "scale", 1, np.float32, integer=False)
     z = _as_params(zero_point, "zero_point", 1, np.int32, integer=True)
     return _output(dtype, shape, s, z)

@@ -167,9 +167,7 @@ def quantize(
     """
     if qtype not in ("i2_s", "tq2_0", "tq1_0"):
         raise ValueError(f"quantize packs i2_s, tq2_0 or tq1_0 only, got qtype {qtype!r}")
-    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
-    if run_on_cuda is not None:
-        p.run_on, p.run_on_id = descriptor.CUDA, run_on_cuda
+    p = _ternary_params(METHOD_CODES[method], 1 if check_finite else 0, run_on_cuda)
     n = x.size
     shape = _values_shape(n, rows)
     out = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
@@ -464,9 +462,18 @@ def _f32(a: np.ndarray, shape: tuple[int, ...] | None = None) -> descriptor.Tens
 
 
 @functools.lru_cache(maxsize=64)
-def _quantize_params(method: int, check_finite: bool, quant_min: int, quant_max: int) -> descriptor.QuantizeParams:
+def _ternary_params(method: int, check_finite: int, run_on_cuda: int | None) -> descriptor.QuantizeParams:
+    """The V1 quantize parameters of the ternary formats, built once per distinct value (Go only reads them)."""
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, method, check_finite)
+    if run_on_cuda is not None:
+        p.run_on, p.run_on_id = descriptor.CUDA, run_on_cuda
+    return p
+
+
+@functools.lru_cache(maxsize=64)
+def _quantize_params(method: int, check_finite: int, quant_min: int, quant_max: int) -> descriptor.QuantizeParams:
     """The V2 quantize parameters, built once per distinct value (Go only reads them)."""
-    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, method, 1 if check_finite else 0)
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, method, check_finite)
     p.quant_min, p.quant_max = quant_min, quant_max
     return p
 
@@ -522,7 +529,7 @@ def quantize_given_to(x: np.ndarray, out: descriptor.Tensor, quant_min: int, qua
         >>> quantize_given_to(np.float32([0, 1]), grouped(b, "uint8", (2,), None, None, s, z), 0, 0, True); b
         array([3, 5], dtype=uint8)
     """
-    p = _quantize_params(GIVEN, check_finite, quant_min, quant_max)
+    p = _quantize_params(GIVEN, 1 if check_finite else 0, quant_min, quant_max)
     lib.call("bng_quantize", _byref(_f32(x)), _byref(out), _byref(p))
 
 
@@ -537,7 +544,7 @@ def quantize_binary_absmean(
         >>> quantize_binary_absmean(np.float32([1, -3]), None, None, True, out, s); (out, s)
         (array([1], dtype=uint8), array([2.], dtype=float32))
     """
-    p = _quantize_params(METHOD_CODES["absmean"], check_finite, 0, 0)
+    p = _quantize_params(METHOD_CODES["absmean"], 1 if check_finite else 0, 0, 0)
     o = grouped(out, "binary", x.shape, axis, block_size, scales)
     lib.call("bng_quantize", _byref(_f32(x)), _byref(o), _byref(p))
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import ops
+from .._core import descriptor, ops
 from .._core.arrays import as_float32, as_host, check_int
 from .._core.types import CODE_RANGES, INT_DTYPES, PLAIN_DTYPES
 from .._quantized import PlainTensor, QuantizedTensor
@@ -229,6 +229,43 @@ def _groups(shape: tuple[int, ...], axis: object, group_size: object) -> tuple[i
     return None, None, 1
 
 
+_OUTPUTS: dict[tuple[str, tuple[int, ...], float, int], tuple[np.ndarray, np.ndarray, descriptor.Tensor]] = {}
+""":func:`per_tensor_output`'s entries."""
+
+_OUTPUTS_MAX = 256
+
+
+def per_tensor_output(
+    dtype: str, shape: tuple[int, ...], scale: object, zero_point: object
+) -> tuple[np.ndarray, np.ndarray, descriptor.Tensor] | None:
+    """The read-only scale and zero point arrays, and the descriptor without data, of a new
+    ``dtype`` tensor of ``shape`` quantized per tensor with a Python float ``scale`` (> 0) and
+    int ``zero_point`` (int32): kept for the next call with the same values (an op called in a
+    loop builds them once; tensors made with them share the read-only arrays). ``None`` for any
+    other kind of value, which takes :func:`_as_params`' way (and its checks).
+
+    Example:
+        >>> s, z, t = per_tensor_output("uint8", (3,), 0.5, 10)
+        >>> s, z, t.n_scales, per_tensor_output("uint8", (3,), 0.5, 10)[0] is s
+        (array([0.5], dtype=float32), array([10], dtype=int32), 1, True)
+    """
+    if type(scale) is not float or type(zero_point) is not int or not scale > 0:
+        return None
+    key = (dtype, shape, scale, zero_point)
+    hit = _OUTPUTS.get(key)
+    if hit is None:
+        if not -(2**31) <= zero_point < 2**31:
+            return None
+        sa, za = np.array((scale,), np.float32), np.array((zero_point,), np.int32)
+        t = descriptor.tensor(descriptor.DTYPES[dtype], shape or (1,), 0, 0, -1, 0, descriptor.address(sa), 1,
+                              descriptor.address(za), 1)  # fmt: skip
+        sa.flags.writeable = za.flags.writeable = False
+        if len(_OUTPUTS) >= _OUTPUTS_MAX:
+            _OUTPUTS.clear()
+        hit = _OUTPUTS[key] = (sa, za, t)
+    return hit
+
+
 def _as_params(v: object, name: str, count: int, dtype: type, *, integer: bool) -> np.ndarray:
     """``v`` (a scale or zero point: a number, or one per group) as ``count`` values of ``dtype``
     (a single value repeated): ``TypeError`` for other kinds of numbers, ``ValueError`` for another
@@ -322,6 +359,11 @@ def quantize(
         return _quantize_given(xa, dt, shape, ax, bs, out, scales, None, 0, 0, check_finite)
     qmin, qmax, custom = qrange(dt, reduce_range, quant_min, quant_max)
     if scale is not None:
+        hit = per_tensor_output(dt, shape, scale, 0 if zero_point is None else zero_point) if groups == 1 else None
+        if hit is not None and not custom and not reduce_range:  # the common case: one float scale and int zero point
+            od = descriptor.with_data(hit[2], descriptor.address(out), out.nbytes)
+            ops.quantize_given_to(xa, od, 0, 0, check_finite)
+            return PlainTensor._trusted(dt, shape, ax, bs, out, hit[0], hit[1], od)
         scales = _as_params(scale, "scale", groups, np.float32, integer=False)
         zp = _as_params(0 if zero_point is None else zero_point, "zero_point", groups, np.int32, integer=True)
     elif zero_point is not None:
