@@ -560,12 +560,12 @@ class PlainTensor(QuantizedTensor):
         packed: np.ndarray,
         scales: np.ndarray,
         zero_points: np.ndarray | None,
-        desc: descriptor.Tensor,
+        desc: descriptor.Tensor | None = None,
     ) -> PlainTensor:
         """A new tensor from the output of a bitnet_go op, without :meth:`_make`'s checks: the op
-        made these fresh host arrays in the right dtypes and sizes and Go checked the fields;
-        ``desc`` is the descriptor the op passed for them (:func:`bitnet_go._core.ops.grouped`),
-        kept for the tensor's next call.
+        made these host arrays (1-D, C-contiguous, of the right dtypes and sizes) and Go checked
+        the fields; ``desc`` is the descriptor the op passed for them
+        (:func:`bitnet_go._core.ops.grouped`), if it has one, kept for the tensor's next call.
 
         Example:
             >>> import numpy as np

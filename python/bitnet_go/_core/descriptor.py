@@ -183,7 +183,8 @@ def address(a: np.ndarray) -> int:
 
     ``ndarray.ctypes.data`` builds a helper object (about a microsecond); a ctypes view of a
     writable array's buffer costs a third of that. Read-only and empty arrays take the
-    ``ndarray.ctypes`` way.
+    ``ndarray.ctypes`` way (callers keep the addresses of the read-only arrays they pass often:
+    a tensor's ``_addrs`` and descriptor).
 
     Example::
 
@@ -191,10 +192,12 @@ def address(a: np.ndarray) -> int:
         >>> address(a) == a.ctypes.data, address(r) == r.ctypes.data
         (True, True)
     """
-    try:
-        return ctypes.addressof(_c_char.from_buffer(a))
-    except (TypeError, ValueError, BufferError):  # read-only, empty, or not one block
-        return int(a.ctypes.data)
+    if a.flags.writeable:
+        try:
+            return ctypes.addressof(_c_char.from_buffer(a))
+        except (TypeError, ValueError, BufferError):  # empty, or not one block
+            pass
+    return int(a.ctypes.data)
 
 
 def tensor(
