@@ -109,7 +109,8 @@ def _operand(q: object, name: str) -> _Operand:
 def _output(dtype: str, shape: tuple[int, ...], scale: np.ndarray, zero_point: np.ndarray) -> _Operand:
     """A new output operand: uninitialised codes, the given scale and zero point arrays."""
     codes = np.empty(math.prod(shape), np.uint8)
-    return _Operand(dtype, shape, codes, scale, zero_point, ops.grouped(codes, dtype, shape, None, None, scale, zero_point))
+    desc = ops.grouped(codes, dtype, shape, None, None, scale, zero_point)
+    return _Operand(dtype, shape, codes, scale, zero_point, desc)
 
 
 def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: object) -> _Operand:
@@ -117,7 +118,8 @@ def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: o
     hit = per_tensor_output(dtype, shape, scale, zero_point)
     if hit is not None:
         codes = np.empty(math.prod(shape), np.uint8)
-        return _Operand(dtype, shape, codes, hit[0], hit[1], descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes))
+        desc = descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes)
+        return _Operand(dtype, shape, codes, hit[0], hit[1], desc)
     s = _as_params(scale, "scale", 1, np.float32, integer=False)
     z = _as_params(zero_point, "zero_point", 1, np.int32, integer=True)
     return _output(dtype, shape, s, z)

@@ -571,7 +571,8 @@ class PlainTensor(QuantizedTensor):
             >>> import numpy as np
             >>> from bitnet_go._core import ops
             >>> p, s, z = np.uint8([3, 5]), np.float32([0.5]), np.int32([3])
-            >>> q = PlainTensor._trusted("uint8", (2,), None, None, p, s, z, ops.grouped(p, "uint8", (2,), None, None, s, z))
+            >>> d = ops.grouped(p, "uint8", (2,), None, None, s, z)
+            >>> q = PlainTensor._trusted("uint8", (2,), None, None, p, s, z, d)
             >>> q.dequantize(), q._descriptor() is q._desc
             (array([0., 1.], dtype=float32), True)
         """

@@ -157,7 +157,8 @@ class TernaryTensor(QuantizedTensor):
         the right sizes a quantize function just filled), without checking them again.
 
         Example:
-            >>> TernaryTensor._trusted("i2_s", (3,), None, "absmax", np.zeros(32, np.uint8), np.ones(1, np.float32)).shape
+            >>> p, s = np.zeros(32, np.uint8), np.ones(1, np.float32)
+            >>> TernaryTensor._trusted("i2_s", (3,), None, "absmax", p, s).shape
             (3,)
         """
         self = object.__new__(cls)

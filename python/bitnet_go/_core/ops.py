@@ -521,7 +521,9 @@ def quantize_given(
                       check_finite)  # fmt: skip
 
 
-def quantize_given_to(x: np.ndarray, out: descriptor.Tensor, quant_min: int, quant_max: int, check_finite: bool) -> None:
+def quantize_given_to(
+    x: np.ndarray, out: descriptor.Tensor, quant_min: int, quant_max: int, check_finite: bool
+) -> None:
     """:func:`quantize_given` into the output descriptor ``out`` (:func:`grouped`'s, of ``x``'s shape).
 
     Example:

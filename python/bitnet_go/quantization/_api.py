@@ -3,9 +3,8 @@ quantization with torch's and torchao's exact semantics (the heavy work in Go)."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol, Union, get_args
-
 import math
+from typing import TYPE_CHECKING, Literal, Protocol, Union, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike
