@@ -19,7 +19,7 @@ after the parent loaded the library gets a ``RuntimeError`` at its first
 call, never a hang (see :func:`handle`).
 
 ABI conventions (see ``bindings/main.go``): pointers are passed as integers
-(``ndarray.ctypes.data``), counts as int64, output buffers are allocated here,
+(``_core.descriptor.address``), counts as int64, output buffers are allocated here,
 and every function except the trivial getters returns a status (0 success,
 1 ValueError, 2 TypeError, 3 MemoryError, 4 RuntimeError, 5 interrupted by
 SIGINT) and writes its error message into the ``(errbuf, errcap)`` pair
