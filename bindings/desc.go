@@ -22,6 +22,13 @@ type tensorOpt struct {
 	device   bool // a CUDA operand is accepted (the op routes it to cuda/)
 }
 
+// decoded is a tensor with room for a small shape: decode allocates one of
+// these (one allocation per operand, not two).
+type decoded struct {
+	t    qtensor.Tensor
+	dims [4]int
+}
+
 // decode reads the descriptor at p; name is the argument's name for errors.
 func decode(p *C.bng_tensor, name string, o tensorOpt) (*qtensor.Tensor, error) {
 	if p == nil {
@@ -37,13 +44,18 @@ func decode(p *C.bng_tensor, name string, o tensorOpt) (*qtensor.Tensor, error) 
 	if p.ndim < 0 || p.ndim > qtensor.MaxDims {
 		return nil, errs.Value("%s: ndim must be between 0 and %d, got %d", name, qtensor.MaxDims, int32(p.ndim))
 	}
-	t := &qtensor.Tensor{Name: name, DType: qtensor.DType(p.dtype), Axis: int(p.axis), BlockSize: int(p.block_size),
-		Stream: uint64(p.stream)}
-	dims, err := view[int64](unsafe.Pointer(p.shape), C.int64_t(p.ndim), name+".shape")
+	dims, err := viewField[int64](unsafe.Pointer(p.shape), C.int64_t(p.ndim), name, ".shape")
 	if err != nil {
 		return nil, err
 	}
-	t.Shape = make([]int, len(dims))
+	d := &decoded{t: qtensor.Tensor{Name: name, DType: qtensor.DType(p.dtype), Axis: int(p.axis),
+		BlockSize: int(p.block_size), Stream: uint64(p.stream)}}
+	t := &d.t
+	if len(dims) <= len(d.dims) {
+		t.Shape = d.dims[:len(dims):len(dims)]
+	} else {
+		t.Shape = make([]int, len(dims))
+	}
 	for i, d := range dims {
 		if d < 0 || d > qtensor.MaxElements {
 			return nil, errs.Value("%s: dimension %d must be between 0 and %d, got %d", name, i, int64(qtensor.MaxElements), d)
@@ -54,7 +66,7 @@ func decode(p *C.bng_tensor, name string, o tensorOpt) (*qtensor.Tensor, error) 
 		return nil, err
 	}
 	if p.strides != nil {
-		st, err := view[int64](unsafe.Pointer(p.strides), C.int64_t(p.ndim), name+".strides")
+		st, err := viewField[int64](unsafe.Pointer(p.strides), C.int64_t(p.ndim), name, ".strides")
 		if err != nil {
 			return nil, err
 		}
@@ -83,10 +95,10 @@ func decode(p *C.bng_tensor, name string, o tensorOpt) (*qtensor.Tensor, error) 
 		if t.Data, err = view[byte](p.data, p.nbytes, name); err != nil {
 			return nil, err
 		}
-		if t.Scales, err = view[float32](p.scales, p.n_scales, name+".scales"); err != nil {
+		if t.Scales, err = viewField[float32](p.scales, p.n_scales, name, ".scales"); err != nil {
 			return nil, err
 		}
-		if t.ZeroPoints, err = view[int32](p.zero_points, p.n_zero_points, name+".zero_points"); err != nil {
+		if t.ZeroPoints, err = viewField[int32](p.zero_points, p.n_zero_points, name, ".zero_points"); err != nil {
 			return nil, err
 		}
 	case C.BNG_CUDA:

@@ -88,17 +88,23 @@ func writeErr(errbuf *C.char, errcap C.int64_t, msg string) {
 // view wraps n elements of type T at p as a Go slice, after checking that
 // the pointer and count are usable. name is the argument's name for errors.
 func view[T any](p unsafe.Pointer, n C.int64_t, name string) ([]T, error) {
+	return viewField[T](p, n, name, "")
+}
+
+// viewField is view for field (e.g. ".scales") of the argument name: the
+// two are joined only for an error, so that a call allocates no names.
+func viewField[T any](p unsafe.Pointer, n C.int64_t, name, field string) ([]T, error) {
 	var zero T
 	size := int64(unsafe.Sizeof(zero))
 	switch {
 	case n < 0:
-		return nil, errs.Value("%s: length must be non-negative, got %d", name, int64(n))
+		return nil, errs.Value("%s%s: length must be non-negative, got %d", name, field, int64(n))
 	case int64(n) > maxBytes/size:
-		return nil, errs.Value("%s: length %d overflows (more than %d bytes)", name, int64(n), maxBytes)
+		return nil, errs.Value("%s%s: length %d overflows (more than %d bytes)", name, field, int64(n), maxBytes)
 	case n == 0:
 		return []T{}, nil
 	case p == nil:
-		return nil, errs.Value("%s is NULL but its length is %d", name, int64(n))
+		return nil, errs.Value("%s%s is NULL but its length is %d", name, field, int64(n))
 	}
 	return unsafe.Slice((*T)(p), int(n)), nil
 }

@@ -33,12 +33,12 @@ func qelemParams(p *C.bng_qelem_params, reluOK bool) (bool, error) {
 }
 
 // qelemOperands decodes host per-tensor int8/uint8 operands.
-func qelemOperands(ts []*C.bng_tensor, names ...string) ([]*qelem.Operand, error) {
+func qelemOperands(ts []*C.bng_tensor, names ...string) ([]qelem.Operand, error) {
 	decoded, err := decodeHost(ts, names...)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*qelem.Operand, len(decoded))
+	out := make([]qelem.Operand, len(decoded))
 	for i, t := range decoded {
 		if t.DType != qtensor.I8 && t.DType != qtensor.U8 {
 			return nil, errs.Type("%s: dtype must be int8 or uint8, got %s", t.Name, t.DType)
@@ -50,11 +50,10 @@ func qelemOperands(ts []*C.bng_tensor, names ...string) ([]*qelem.Operand, error
 			return nil, errs.Value("%s: must be quantized per tensor (axis -1, block_size 0, one scale, at most one zero point), "+
 				"got axis %d, block_size %d, %d scales, %d zero points", t.Name, t.Axis, t.BlockSize, len(t.Scales), len(t.ZeroPoints))
 		}
-		o := &qelem.Operand{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: t.Data, Scale: t.Scales[0]}
+		out[i] = qelem.Operand{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: t.Data, Scale: t.Scales[0]}
 		if len(t.ZeroPoints) == 1 {
-			o.ZeroPoint = t.ZeroPoints[0]
+			out[i].ZeroPoint = t.ZeroPoints[0]
 		}
-		out[i] = o
 	}
 	return out, nil
 }
@@ -77,10 +76,12 @@ func bng_qadd(a, b, out *C.bng_tensor, p *C.bng_qelem_params, info *C.bng_op_inf
 			return err
 		}
 		ks := qelem.KernelOp.Get()
-		if err := qelem.Add(ks, ops[0], ops[1], ops[2], relu); err != nil {
+		if err := qelem.Add(ks, &ops[0], &ops[1], &ops[2], relu); err != nil {
 			return err
 		}
-		writeInfo(info, 0, "add/"+qelem.Kernel(ks))
+		if info != nil { // the name costs more than a small add
+			writeInfo(info, 0, "add/"+qelem.Kernel(ks))
+		}
 		return nil
 	})
 }
@@ -102,10 +103,12 @@ func bng_qrelu(x, out *C.bng_tensor, p *C.bng_qelem_params, info *C.bng_op_info,
 			return err
 		}
 		ks := qelem.KernelOp.Get()
-		if err := qelem.Relu(ks, ops[0], ops[1]); err != nil {
+		if err := qelem.Relu(ks, &ops[0], &ops[1]); err != nil {
 			return err
 		}
-		writeInfo(info, 0, "relu/"+qelem.Kernel(ks))
+		if info != nil {
+			writeInfo(info, 0, "relu/"+qelem.Kernel(ks))
+		}
 		return nil
 	})
 }
@@ -122,6 +125,6 @@ func bng_requantize(x, out *C.bng_tensor, p *C.bng_qelem_params, errbuf *C.char,
 		if err != nil {
 			return err
 		}
-		return qelem.Requantize(quant.DequantizeOp.Get(), quant.QuantizeOp.Get(), ops[0], ops[1])
+		return qelem.Requantize(quant.DequantizeOp.Get(), quant.QuantizeOp.Get(), &ops[0], &ops[1])
 	})
 }

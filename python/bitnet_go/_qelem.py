@@ -29,10 +29,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._core import descriptor, lib
+from ._core import descriptor, lib, ops
 from ._core.arrays import is_torch_tensor
 from ._quantized import PlainTensor, QuantizedTensor
-from .quantization._api import _as_params, check_dtype
+from .quantization._api import _as_params, check_dtype, per_tensor_output
 
 __all__ = ["add", "add_relu", "relu", "requantize"]
 
@@ -46,6 +46,7 @@ _T = ctypes.POINTER(descriptor.Tensor)
 _P = ctypes.POINTER(descriptor.QElemParams)
 _INFO = ctypes.POINTER(descriptor.OpInfo)
 _I32 = lib.I32
+_byref = ctypes.byref
 
 lib.declare(
     {
@@ -67,6 +68,11 @@ class _Operand(NamedTuple):
     codes: np.ndarray  # the codes' bytes: uint8, 1-D, C-contiguous
     scale: np.ndarray  # float32 (1,)
     zero_point: np.ndarray  # int32 (1,)
+    desc: descriptor.Tensor  # the descriptor of the above (a 0-d tensor as shape (1,))
+
+
+_PARAMS = {relu: descriptor.QElemParams(descriptor.QELEM_V1, relu) for relu in (0, 1)}
+"""The two parameter structs (Go only reads them)."""
 
 
 def _operand(q: object, name: str) -> _Operand:
@@ -80,7 +86,7 @@ def _operand(q: object, name: str) -> _Operand:
         if q.on_device:
             raise ValueError(f"{name} is on {q.device}; these ops run on host tensors (use {name}.cpu())")
         zp = q.zero_points if q.zero_points is not None else np.zeros(1, np.int32)
-        return _Operand(q.dtype, q.shape, q.packed, q.scales, zp)
+        return _Operand(q.qtype, q.shape, q.packed, q.scales, zp, q._descriptor())  # type: ignore[attr-defined]
     if is_torch_tensor(q) and getattr(q, "is_quantized", False):
         dt = _TORCH_DTYPES.get(str(q.dtype))  # type: ignore[attr-defined]
         if dt is None:
@@ -92,44 +98,51 @@ def _operand(q: object, name: str) -> _Operand:
         codes = q.int_repr().contiguous().numpy().reshape(-1).view(np.uint8)  # type: ignore[attr-defined]
         scale = np.float32([q.q_scale()])  # type: ignore[attr-defined]
         zp = np.int32([q.q_zero_point()])  # type: ignore[attr-defined]
-        return _Operand(dt, tuple(q.shape), codes, scale, zp)  # type: ignore[attr-defined]
+        shape = tuple(q.shape)  # type: ignore[attr-defined]
+        return _Operand(dt, shape, codes, scale, zp, ops.grouped(codes, dt, shape, None, None, scale, zp))
     raise TypeError(
         f"{name} must be a quantized tensor (bitnet_go.quantize(x, 'uint8' or 'int8', ...) or a torch "
         f"quint8/qint8 tensor), got {type(q).__name__}"
     )
 
 
-def _output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: object) -> _Operand:
-    """A new output operand: uninitialised codes, the given scale and zero point (checked by Go)."""
+def _output(dtype: str, shape: tuple[int, ...], scale: np.ndarray, zero_point: np.ndarray) -> _Operand:
+    """A new output operand: uninitialised codes, the given scale and zero point arrays."""
+    codes = np.empty(math.prod(shape), np.uint8)
+    desc = ops.grouped(codes, dtype, shape, None, None, scale, zero_point)
+    return _Operand(dtype, shape, codes, scale, zero_point, desc)
+
+
+def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: object) -> _Operand:
+    """:func:`_output` with the caller's scale and zero point (values checked by Go)."""
+    hit = per_tensor_output(dtype, shape, scale, zero_point)
+    if hit is not None:
+        codes = np.empty(math.prod(shape), np.uint8)
+        desc = descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes)
+        return _Operand(dtype, shape, codes, hit[0], hit[1], desc)
     s = _as_params(scale, "scale", 1, np.float32, integer=False)
     z = _as_params(zero_point, "zero_point", 1, np.int32, integer=True)
-    return _Operand(dtype, shape, np.empty(math.prod(shape), np.uint8), s, z)
-
-
-def _desc(o: _Operand) -> descriptor.Tensor:
-    """The descriptor of ``o`` (a 0-d tensor as shape ``(1,)``, which broadcasts the same)."""
-    t = descriptor.host(o.codes, o.dtype, shape=o.shape or (1,))
-    t.scales, t.n_scales = o.scale.ctypes.data, 1
-    t.zero_points, t.n_zero_points = o.zero_point.ctypes.data, 1
-    return t
+    return _output(dtype, shape, s, z)
 
 
 def _result(o: _Operand) -> PlainTensor:
-    return PlainTensor._make(o.dtype, o.shape, None, None, o.codes, o.scale, o.zero_point)
+    """The output as a tensor (Go wrote and checked it), keeping its descriptor for the next op."""
+    return PlainTensor._trusted(o.dtype, o.shape, None, None, o.codes, o.scale, o.zero_point, o.desc)
 
 
 def _add(qa: object, qb: object, scale: object, zero_point: object, relu: bool) -> PlainTensor:
     a, b = _operand(qa, "qa"), _operand(qb, "qb")
     if a.dtype != b.dtype:
         raise TypeError(f"qa and qb must have one dtype (as torch's quantized add), got {a.dtype} and {b.dtype}")
-    try:
-        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
-    except ValueError:
-        raise ValueError(f"qa's shape {a.shape} and qb's shape {b.shape} do not broadcast") from None
-    out = _output(a.dtype, shape, scale, zero_point)
-    p = descriptor.QElemParams(descriptor.QELEM_V1, 1 if relu else 0)
-    ta, tb, to = _desc(a), _desc(b), _desc(out)
-    lib.call("bng_qadd", ctypes.byref(ta), ctypes.byref(tb), ctypes.byref(to), ctypes.byref(p), None)
+    if a.shape == b.shape:
+        shape = a.shape
+    else:
+        try:
+            shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        except ValueError:
+            raise ValueError(f"qa's shape {a.shape} and qb's shape {b.shape} do not broadcast") from None
+    out = _new_output(a.dtype, shape, scale, zero_point)
+    lib.call("bng_qadd", _byref(a.desc), _byref(b.desc), _byref(out.desc), _byref(_PARAMS[1 if relu else 0]), None)
     return _result(out)
 
 
@@ -183,9 +196,13 @@ def relu(qx: object) -> PlainTensor:
         (array([4, 5, 8], dtype=uint8), array([4], dtype=int32))
     """
     x = _operand(qx, "qx")
-    out = _Operand(x.dtype, x.shape, np.empty(x.codes.size, np.uint8), x.scale, x.zero_point)
-    p = descriptor.QElemParams(descriptor.QELEM_V1, 0)
-    lib.call("bng_qrelu", ctypes.byref(_desc(x)), ctypes.byref(_desc(out)), ctypes.byref(p), None)
+    if x.desc.n_zero_points == 1:  # the output's descriptor is x's with other codes (x's scale and zero point)
+        codes = np.empty(x.codes.size, np.uint8)
+        out = _Operand(x.dtype, x.shape, codes, x.scale, x.zero_point,
+                       descriptor.with_data(x.desc, descriptor.address(codes), codes.nbytes))  # fmt: skip
+    else:
+        out = _output(x.dtype, x.shape, x.scale, x.zero_point)
+    lib.call("bng_qrelu", _byref(x.desc), _byref(out.desc), _byref(_PARAMS[0]), None)
     return _result(out)
 
 
@@ -209,7 +226,6 @@ def requantize(q: object, scale: float, zero_point: int, dtype: str | None = Non
     """
     x = _operand(q, "q")
     dt = x.dtype if dtype is None else check_dtype(dtype, DTYPES)
-    out = _output(dt, x.shape, scale, zero_point)
-    p = descriptor.QElemParams(descriptor.QELEM_V1, 0)
-    lib.call("bng_requantize", ctypes.byref(_desc(x)), ctypes.byref(_desc(out)), ctypes.byref(p))
+    out = _new_output(dt, x.shape, scale, zero_point)
+    lib.call("bng_requantize", _byref(x.desc), _byref(out.desc), _byref(_PARAMS[0]))
     return _result(out)

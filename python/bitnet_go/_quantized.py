@@ -21,10 +21,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from ._core import ops
+from ._core import descriptor, ops
 from ._core.arrays import MAX_ELEMENTS
 from ._core.devices import DeviceArray, device_of, to_host
-from ._core.types import QType
+from ._core.types import CODE_RANGES, PLAIN_DTYPES, TERNARY_QTYPES, QType
 from ._gpu import dequantize as _gpu_dequantize
 
 _Q = TypeVar("_Q", bound="QuantizedTensor")
@@ -40,11 +40,7 @@ def _max_dims() -> int:
         return 32
 
 
-_TERNARY = ("i2_s", "tl1", "tl2", "tq2_0", "tq1_0")
-
-_CODE_RANGE = {"ternary": (-1, 1, 1), "binary": (-1, 1, 1), "int4": (-8, 7, 1), "uint4": (0, 15, 1),
-               "int8": (-128, 127, 16), "uint8": (0, 255, 16)}  # fmt: skip
-"""Per element type: lowest code, highest code, and codes per histogram bin."""
+_TERNARY = TERNARY_QTYPES
 
 MAX_DIMS = _max_dims()
 """Most dimensions a tensor may have (numpy's limit: its values must be able to take its shape)."""
@@ -120,7 +116,7 @@ class QuantizedTensor:
         (True, None, None, 'cpu')
     """
 
-    __slots__ = ("qtype", "shape", "block_size", "axis", "packed", "scales", "zero_points", "_addrs")
+    __slots__ = ("qtype", "shape", "block_size", "axis", "packed", "scales", "zero_points", "_addrs", "_desc")
     qtype: QType
     shape: tuple[int, ...]
     block_size: int | None
@@ -142,28 +138,37 @@ class QuantizedTensor:
         *,
         zero_points: np.ndarray | DeviceArray | None = None,
         axis: int | None = None,
+        desc: descriptor.Tensor | None = None,
     ) -> None:
-        """Set the fields of a new tensor (already checked by the subclass); numpy arrays become read-only."""
+        """Set the fields of a new tensor (already checked by the subclass); numpy arrays become read-only.
+
+        ``desc``: the descriptor of these very arrays that the op which made them built (see
+        :meth:`PlainTensor._descriptor`), kept for the next call.
+        """
         host = isinstance(packed, np.ndarray)
-        if host:
-            for a in (packed, scales, zero_points):
-                if a is not None:
-                    a.flags.writeable = False  # type: ignore[attr-defined]
-        for k, v in (
-            ("qtype", qtype),
-            ("shape", shape),
-            ("block_size", block_size),
-            ("axis", axis),
-            ("packed", packed),
-            ("scales", scales),
-            ("zero_points", zero_points),
-        ):
-            object.__setattr__(self, k, v)
         # the arrays' addresses for the C calls (numpy only; fixed, as the
-        # tensor is immutable and its arrays checked): ndarray.ctypes costs
-        # microseconds a call
-        addrs = (int(packed.ctypes.data), int(scales.ctypes.data)) if host else None  # type: ignore[attr-defined]
-        object.__setattr__(self, "_addrs", addrs)
+        # tensor is immutable and its arrays checked): taken once, not per call
+        if not host:
+            addrs = None
+        elif desc is not None:
+            addrs = (desc.data, desc.scales)
+        else:
+            addrs = (descriptor.address(packed), descriptor.address(scales))  # type: ignore[arg-type]
+        if host:  # setflags costs half of flags.writeable's setter
+            packed.setflags(write=False)  # type: ignore[union-attr]
+            scales.setflags(write=False)  # type: ignore[union-attr]
+            if zero_points is not None:
+                zero_points.setflags(write=False)  # type: ignore[union-attr]
+        setattr_ = object.__setattr__
+        setattr_(self, "qtype", qtype)
+        setattr_(self, "shape", shape)
+        setattr_(self, "block_size", block_size)
+        setattr_(self, "axis", axis)
+        setattr_(self, "packed", packed)
+        setattr_(self, "scales", scales)
+        setattr_(self, "zero_points", zero_points)
+        setattr_(self, "_addrs", addrs)
+        setattr_(self, "_desc", desc)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable (cannot set {name!r})")
@@ -384,7 +389,8 @@ class QuantizedTensor:
         chunk = 1 << 20
         for i in range(0, codes.size, chunk):
             counts += np.bincount(codes[i : i + chunk], minlength=256)
-        lo, hi, width = _CODE_RANGE[self.dtype]
+        lo, hi = CODE_RANGES[self.dtype]
+        width = 16 if hi - lo == 255 else 1  # 8-bit types: 16 bins of 16 codes
         signed = lo < 0  # a signed code c was counted at its byte, c & 0xFF
         out: list[tuple[str, int]] = []
         for start in range(lo, hi + 1, width):
@@ -476,9 +482,6 @@ def dequantize(t: QuantizedTensor) -> np.ndarray:
     return t.dequantize()
 
 
-PLAIN_DTYPES = ("int8", "uint8", "int4", "uint4", "binary")
-"""The element types of the plain (non-ternary) quantized tensors."""
-
 _INT_DTYPE = {"int8": np.int8, "uint8": np.uint8, "int4": np.int8, "uint4": np.uint8, "binary": np.int8}
 
 
@@ -547,6 +550,47 @@ class PlainTensor(QuantizedTensor):
         self._init(dtype, dims, block_size, packed, scales, zero_points=zero_points, axis=axis)  # type: ignore[arg-type]
         return self
 
+    @classmethod
+    def _trusted(
+        cls,
+        dtype: str,
+        shape: tuple[int, ...],
+        axis: int | None,
+        block_size: int | None,
+        packed: np.ndarray,
+        scales: np.ndarray,
+        zero_points: np.ndarray | None,
+        desc: descriptor.Tensor | None = None,
+    ) -> PlainTensor:
+        """A new tensor from the output of a bitnet_go op, without :meth:`_make`'s checks: the op
+        made these host arrays (1-D, C-contiguous, of the right dtypes and sizes) and Go checked
+        the fields; ``desc`` is the descriptor the op passed for them
+        (:func:`bitnet_go._core.ops.grouped`), if it has one, kept for the tensor's next call.
+
+        Example:
+            >>> import numpy as np
+            >>> from bitnet_go._core import ops
+            >>> p, s, z = np.uint8([3, 5]), np.float32([0.5]), np.int32([3])
+            >>> d = ops.grouped(p, "uint8", (2,), None, None, s, z)
+            >>> q = PlainTensor._trusted("uint8", (2,), None, None, p, s, z, d)
+            >>> q.dequantize(), q._descriptor() is q._desc
+            (array([0., 1.], dtype=float32), True)
+        """
+        self = object.__new__(cls)
+        self._init(dtype, shape, block_size, packed, scales, zero_points=zero_points, axis=axis, desc=desc)  # type: ignore[arg-type]
+        return self
+
+    def _descriptor(self) -> descriptor.Tensor:
+        """This host tensor's descriptor (:func:`bitnet_go._core.ops.grouped`; a 0-d tensor as shape
+        ``(1,)``), built at the first call and kept: the tensor and its arrays never change, and Go
+        only reads it. Callers must not modify it."""
+        d = self._desc
+        if d is None:
+            d = ops.grouped(self.packed, self.qtype, self.shape, self.axis, self.block_size, self.scales,
+                            self.zero_points, self._addrs)  # fmt: skip
+            object.__setattr__(self, "_desc", d)
+        return d
+
     def _reduce_host(self) -> tuple[Callable[..., QuantizedTensor], tuple[object, ...]]:
         """Pickled as :meth:`_make` and its seven fields, checked again when unpickled.
 
@@ -609,8 +653,7 @@ class PlainTensor(QuantizedTensor):
                 raise ValueError(f"out must be float32 of shape {self.shape}, got {out.dtype} {out.shape}")
             if not (out.flags.c_contiguous and out.flags.writeable):
                 raise ValueError("out must be C-contiguous and writable")
-        ops.dequantize_given(self.qtype, self.packed, self.shape, self.axis, self.block_size, self.scales,
-                             self.zero_points, out)  # fmt: skip
+        ops.dequantize_to(self._descriptor(), out)
         return out
 
     def __repr__(self) -> str:

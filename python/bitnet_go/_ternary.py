@@ -141,9 +141,29 @@ class TernaryTensor(QuantizedTensor):
             ValueError: packed must be a 1-D ... uint8 array of 32 bytes (i2_s, 3 values, rows=1), got shape (31,)
         """
         q, dims, bs, m, packed, scales = _check_fields(qtype, shape, block_size, method, packed, scales)
+        return cls._trusted(q, dims, bs, m, packed, scales)
+
+    @classmethod
+    def _trusted(
+        cls,
+        qtype: QType,
+        shape: tuple[int, ...],
+        block_size: int | None,
+        method: Method | None,
+        packed: np.ndarray | DeviceArray,
+        scales: np.ndarray | DeviceArray,
+    ) -> TernaryTensor:
+        """A new tensor from checked fields (:func:`_check_fields`'s result, or the fresh arrays of
+        the right sizes a quantize function just filled), without checking them again.
+
+        Example:
+            >>> p, s = np.zeros(32, np.uint8), np.ones(1, np.float32)
+            >>> TernaryTensor._trusted("i2_s", (3,), None, "absmax", p, s).shape
+            (3,)
+        """
         self = object.__new__(cls)
-        self._init(q, dims, bs, packed, scales)
-        object.__setattr__(self, "method", m)
+        self._init(qtype, shape, block_size, packed, scales)
+        object.__setattr__(self, "method", method)
         return self
 
     def _reduce_host(self) -> tuple[Callable[..., TernaryTensor], tuple[object, ...]]:
@@ -642,7 +662,7 @@ def quantize_i2s(
     else:  # host input computed on the GPU: the same bytes
         touch_driver()
         ops.quantize(a, "i2_s", bs, m, check_finite, packed, scales, run_on_cuda=device_index(dev))
-    return TernaryTensor._make("i2_s", a.shape, bs, m, packed, scales)
+    return TernaryTensor._trusted("i2_s", a.shape, bs, m, packed, scales)  # the arrays made above, of a's sizes
 
 
 def quantize_tl1(

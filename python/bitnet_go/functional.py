@@ -128,8 +128,10 @@ def _torch_q(t: torch.Tensor, name: str) -> Q:
 def _plain(t: PlainTensor) -> Q:
     """An int8/uint8 PlainTensor's codes without a copy."""
     codes = t.packed.view(np.int8 if t.qtype == "int8" else np.uint8).reshape(t.shape)
-    zp = t.zero_points if t.zero_points is not None else np.zeros(t.scales.size, np.int32)
-    return Q(codes, t.scales, zp, axis=t.axis, block_size=t.block_size)
+    if t.zero_points is None:
+        return Q(codes, t.scales, np.zeros(t.scales.size, np.int32), axis=t.axis, block_size=t.block_size)
+    desc = t._descriptor() if t.shape else None  # the tensor's own, kept (0-d: its descriptor says (1,))
+    return Q(codes, t.scales, t.zero_points, axis=t.axis, block_size=t.block_size, desc=desc)
 
 
 def _act(x: object, name: str) -> tuple[Q, bool]:
@@ -232,7 +234,8 @@ def _result(codes: np.ndarray, s: np.ndarray, z: np.ndarray, to_torch: bool) -> 
 
         return torch._make_per_tensor_quantized_tensor(torch.from_numpy(codes), float(s[0]), int(z[0]))
     dtype = "int8" if codes.dtype == np.int8 else "uint8"
-    return PlainTensor._make(dtype, codes.shape, None, None, codes.reshape(-1).view(np.uint8), s, z)
+    make = PlainTensor._trusted if codes.size else PlainTensor._make  # the op's fresh output: checked once (by Go)
+    return make(dtype, codes.shape, None, None, codes.reshape(-1).view(np.uint8), s, z)
 
 
 def linear(

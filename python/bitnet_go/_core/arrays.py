@@ -20,18 +20,20 @@ def is_torch_tensor(x: object) -> bool:
     return t.__module__.split(".")[0] == "torch" and hasattr(x, "detach") and hasattr(x, "device")
 
 
-def as_float32(x: ArrayLike, name: str) -> np.ndarray:
-    """Return ``x`` as a C-contiguous float32 ndarray, copying only if needed.
+def as_host(x: ArrayLike, name: str, *, float32: bool = False) -> np.ndarray:
+    """Return ``x`` as a numpy array over host memory, without a dtype conversion of its own.
 
-    Accepts anything :func:`numpy.asarray` accepts, CPU torch tensors included,
-    of a real dtype (bool, integers, floats). Complex, object and string input,
-    and masked arrays (``numpy.ma``: the mask would be ignored), are a
-    ``TypeError``; a torch tensor on another device is a ``ValueError``.
+    CPU torch tensors are read through ``.numpy()`` (bfloat16, which numpy lacks, converted to
+    float32 in torch; with ``float32``, every floating type, and complex tensors are a
+    ``TypeError``, as :func:`as_float32` wants). A torch tensor on another device is a
+    ``ValueError``, a masked array (``numpy.ma``: the mask would be ignored) a ``TypeError``.
 
     Example:
-        >>> as_float32([1, 2, 3], "x").dtype
-        dtype('float32')
+        >>> as_host([1, 2], "x").dtype.kind, as_host(np.int32([1]), "zero_point").dtype
+        ('i', dtype('int32'))
     """
+    if type(x) is np.ndarray:  # the common case, before the checks it passes anyway
+        return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(
             f"{name} is a masked array: masks are not supported (the masked entries would be used as they are); "
@@ -43,12 +45,27 @@ def as_float32(x: ArrayLike, name: str) -> np.ndarray:
             raise ValueError(
                 f"{name} is a torch tensor on {t.device}; this function takes host memory (move it with .cpu())"
             )
-        if t.is_complex():
+        if float32 and t.is_complex():
             raise TypeError(f"{name} must be real, got complex dtype {t.dtype}")
-        if t.dtype.is_floating_point and t.dtype != _torch_float32(t):
+        if t.dtype.is_floating_point and t.dtype != _torch_float32(t) and (float32 or str(t.dtype) == "torch.bfloat16"):
             t = t.float()  # bfloat16/float16/float64 -> float32 in torch (numpy has no bfloat16)
         x = t.numpy()
-    a = np.asarray(x)
+    return np.asarray(x)
+
+
+def as_float32(x: ArrayLike, name: str) -> np.ndarray:
+    """Return ``x`` as a C-contiguous float32 ndarray, copying only if needed.
+
+    Accepts anything :func:`numpy.asarray` accepts, CPU torch tensors included,
+    of a real dtype (bool, integers, floats). Complex, object and string input,
+    and masked arrays (``numpy.ma``: the mask would be ignored), are a
+    ``TypeError``; a torch tensor on another device is a ``ValueError`` (see :func:`as_host`).
+
+    Example:
+        >>> as_float32([1, 2, 3], "x").dtype
+        dtype('float32')
+    """
+    a = as_host(x, name, float32=True)
     check_real(a, name)
     if a.size > MAX_ELEMENTS:
         raise ValueError(f"{name} has {a.size} elements, more than the supported {MAX_ELEMENTS}")

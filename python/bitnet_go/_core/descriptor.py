@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 from typing import Final
 
 import numpy as np
@@ -158,35 +159,96 @@ class OpInfo(ctypes.Structure):
     _fields_ = [("version", _I32), ("algorithm", _I32), ("kernel", ctypes.c_char * 64)]
 
 
+_FIELDS = struct.Struct("@iiiiPqiiPPPqqPqQ")
+"""``bng_tensor``'s fields in order, natively aligned: :func:`tensor` writes them all in one call
+(setting a ctypes field costs about as much as the whole pack)."""
+
+if _FIELDS.size != ctypes.sizeof(Tensor) or Tensor.stream.offset != _FIELDS.size - 8:
+    raise ImportError("bitnet_go: internal: the packed layout of bng_tensor does not match the ctypes one")
+
+
 @functools.lru_cache(maxsize=1024)
-def _template(
-    dtype: str, shape: tuple[int, ...], block_size: int | None, device_type: int, device_id: int, stream: int
-) -> Tensor:
-    """The fields of a descriptor that follow from these values, built once per distinct value
-    (building one field by field costs microseconds; callers copy it and add the addresses)."""
-    t = Tensor()
-    t.version = TENSOR_V1
-    t.dtype = DTYPES[dtype]
-    t.device_type = device_type
-    t.device_id = device_id
-    t.ndim = len(shape)
-    t.axis = -1
+def _dims(shape: tuple[int, ...]) -> tuple[ctypes.Array[ctypes.c_int64], int]:
+    """The int64 array of ``shape`` and its address, built once per distinct shape (the
+    descriptors that point at it keep it alive, see :func:`tensor`)."""
     dims = (_I64 * len(shape))(*shape)
-    t.shape = dims
-    t.block_size = block_size or 0
-    t.stream = stream
-    t._keep = [dims]  # the shape array lives as long as any copy of the descriptor
-    return t
+    return dims, ctypes.addressof(dims)
 
 
-def _new(
-    dtype: str, shape: tuple[int, ...], block_size: int | None, device_type: int, device_id: int, stream: int
+_c_char = ctypes.c_char
+
+
+def address(a: np.ndarray) -> int:
+    """The address of a C-contiguous array's first byte.
+
+    ``ndarray.ctypes.data`` builds a helper object (about a microsecond); a ctypes view of a
+    writable array's buffer costs a third of that. Read-only and empty arrays take the
+    ``ndarray.ctypes`` way (callers keep the addresses of the read-only arrays they pass often:
+    a tensor's ``_addrs`` and descriptor).
+
+    Example::
+
+        >>> a, r = np.zeros(3, np.float32), np.frombuffer(b"abcd", np.uint8)  # r is read-only
+        >>> address(a) == a.ctypes.data, address(r) == r.ctypes.data
+        (True, True)
+    """
+    if a.flags.writeable:
+        try:
+            return ctypes.addressof(_c_char.from_buffer(a))
+        except (TypeError, ValueError, BufferError):  # empty, or not one block
+            pass
+    return int(a.ctypes.data)
+
+
+def tensor(
+    dtype: int,
+    shape: tuple[int, ...],
+    data: int,
+    nbytes: int,
+    axis: int = -1,
+    block_size: int = 0,
+    scales: int = 0,
+    n_scales: int = 0,
+    zero_points: int = 0,
+    n_zero_points: int = 0,
+    device_type: int = CPU,
+    device_id: int = 0,
+    stream: int = 0,
 ) -> Tensor:
-    """A fresh descriptor with :func:`_template`'s fields (no data, scales or sizes yet)."""
-    tmpl = _template(dtype, tuple(shape), block_size, device_type, device_id, stream)
-    t = Tensor.from_buffer_copy(tmpl)
-    t._keep = tmpl._keep
+    """A descriptor from its field values: ``dtype`` a code of :data:`DTYPES`, ``shape`` a tuple,
+    the addresses as ints (0: NULL). Every builder below goes through it.
+
+    Example::
+
+        >>> t = tensor(DTYPES["uint8"], (2, 3), 0x1000, 6, scales=0x2000, n_scales=1)
+        >>> (t.version, t.dtype, t.ndim, t.shape[1], t.axis, t.data, t.n_scales, t.zero_points)
+        (1, 18, 2, 3, -1, 4096, 1, None)
+    """
+    dims, dims_addr = _dims(shape)
+    t = Tensor()
+    _FIELDS.pack_into(t, 0, TENSOR_V1, dtype, device_type, device_id, data, nbytes, len(shape), axis, dims_addr, 0,
+                      scales, n_scales, block_size, zero_points, n_zero_points, stream)  # fmt: skip
+    t._keep = [dims]  # the shape array lives as long as the descriptor (callers may add theirs)
     return t
+
+
+def with_data(t: Tensor, data: int, nbytes: int) -> Tensor:
+    """A copy of the descriptor ``t`` over other data (same dtype, shape, scales, zero points).
+
+    Example::
+
+        >>> u = with_data(tensor(DTYPES["uint8"], (4,), 0x1000, 4, scales=0x2000, n_scales=1), 0x3000, 4)
+        >>> (u.data, u.scales, u.shape[0])
+        (12288, 8192, 4)
+    """
+    c = Tensor.from_buffer_copy(t)
+    c.data, c.nbytes = data, nbytes
+    c._keep = list(t._keep)
+    return c
+
+
+def _tuple(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return shape if type(shape) is tuple else tuple(shape)
 
 
 def host(
@@ -202,8 +264,7 @@ def host(
     ``dtype`` and ``shape`` (default ``arr.shape``; packed formats pass the
     logical shape of the values, ``arr`` being their bytes), with float32
     ``scales`` for packed formats. ``addrs``: the addresses of ``arr`` and
-    ``scales`` when the caller keeps them (``ndarray.ctypes`` costs
-    microseconds a call). The arrays must outlive the call.
+    ``scales`` when the caller keeps them. The arrays must outlive the call.
 
     Example::
 
@@ -212,13 +273,13 @@ def host(
         >>> (t.nbytes, t.n_scales)
         (32, 1)
     """
-    t = _new(dtype, arr.shape if shape is None else shape, block_size, CPU, 0, 0)
-    t.data = arr.ctypes.data if addrs is None else addrs[0]
-    t.nbytes = arr.nbytes
-    if scales is not None:
-        t.scales = scales.ctypes.data if addrs is None else addrs[1]
-        t.n_scales = scales.size
-    return t
+    if addrs is None:
+        data, saddr = address(arr), (0 if scales is None else address(scales))
+    else:
+        data, saddr = addrs
+    return tensor(DTYPES[dtype], arr.shape if shape is None else _tuple(shape), data, arr.nbytes,
+                  block_size=block_size or 0, scales=0 if scales is None else saddr,
+                  n_scales=0 if scales is None else scales.size)  # fmt: skip
 
 
 def device(
@@ -242,12 +303,8 @@ def device(
         >>> (t.device_type == CUDA, t.n_scales)
         (True, 1)
     """
-    t = _new(dtype, shape, block_size, CUDA, device_id, stream)
-    t.data = addr or None
-    t.nbytes = nbytes
-    t.scales = scales or None
-    t.n_scales = n_scales
-    return t
+    return tensor(DTYPES[dtype], _tuple(shape), addr or 0, nbytes, block_size=block_size or 0, scales=scales or 0,
+                  n_scales=n_scales, device_type=CUDA, device_id=device_id, stream=stream)  # fmt: skip
 
 
 def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) -> Tensor:
@@ -259,7 +316,7 @@ def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) ->
         >>> layout("tl1", (4, 6)).ndim
         2
     """
-    return _new(dtype, shape, block_size, CPU, 0, 0)
+    return tensor(DTYPES[dtype], _tuple(shape), 0, 0, block_size=block_size or 0)
 
 
 # ---------------------------------------------------------------- quantized ops (bitnet_go.functional)

@@ -19,7 +19,7 @@ after the parent loaded the library gets a ``RuntimeError`` at its first
 call, never a hang (see :func:`handle`).
 
 ABI conventions (see ``bindings/main.go``): pointers are passed as integers
-(``ndarray.ctypes.data``), counts as int64, output buffers are allocated here,
+(``_core.descriptor.address``), counts as int64, output buffers are allocated here,
 and every function except the trivial getters returns a status (0 success,
 1 ValueError, 2 TypeError, 3 MemoryError, 4 RuntimeError, 5 interrupted by
 SIGINT) and writes its error message into the ``(errbuf, errcap)`` pair
@@ -286,6 +286,14 @@ def __getattr__(name: str) -> ctypes.CDLL:
 
 _errbuf = threading.local()
 
+_bound: dict[str, Callable[..., int]] = {}
+"""The exports :func:`call` has looked up in this process (``os.getpid()`` is a system call: a
+forked child empties this at the fork instead, so its first call takes :func:`function`'s way
+and gets the fork's ``RuntimeError``)."""
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_bound.clear)
+
 STATUS_INTERRUPTED = 5
 """The status of a call that SIGINT stopped early (its outputs are incomplete)."""
 
@@ -305,10 +313,9 @@ def call(name: str, *args: object) -> None:
     buf = getattr(_errbuf, "buf", None)
     if buf is None:  # one per thread: calls release the GIL and may overlap
         buf = _errbuf.buf = ctypes.create_string_buffer(ERRCAP)
-    h = _state.handle
-    fn = getattr(h, name, None) if h is not None and _state.pid == os.getpid() else None
+    fn = _bound.get(name)
     if fn is None:  # not loaded yet, forked, or a missing export: the slow path says which
-        fn = function(name)
+        fn = _bound[name] = function(name)
     status = fn(*args, buf, ERRCAP)
     while status == STATUS_INTERRUPTED:
         status = fn(*args, buf, ERRCAP)

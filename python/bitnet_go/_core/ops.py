@@ -30,9 +30,9 @@ from typing import NamedTuple
 import numpy as np
 
 from . import descriptor, lib
-from .types import Kernel, Method, QType
+from .types import PLAIN_DTYPES, TERNARY_QTYPES, VALUES_PER_BYTE, Kernel, Method, QType
 
-QTYPE_CODES: dict[str, int] = {q: descriptor.DTYPES[q] for q in ("i2_s", "tl1", "tl2", "tq2_0", "tq1_0")}
+QTYPE_CODES: dict[str, int] = {q: descriptor.DTYPES[q] for q in TERNARY_QTYPES}
 """Packed formats and their C ABI numbers."""
 
 METHOD_CODES: dict[str, int] = {"absmean": 0, "absmax": 1}
@@ -167,9 +167,7 @@ def quantize(
     """
     if qtype not in ("i2_s", "tq2_0", "tq1_0"):
         raise ValueError(f"quantize packs i2_s, tq2_0 or tq1_0 only, got qtype {qtype!r}")
-    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, METHOD_CODES[method], 1 if check_finite else 0)
-    if run_on_cuda is not None:
-        p.run_on, p.run_on_id = descriptor.CUDA, run_on_cuda
+    p = _ternary_params(METHOD_CODES[method], 1 if check_finite else 0, run_on_cuda)
     n = x.size
     shape = _values_shape(n, rows)
     out = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
@@ -382,7 +380,7 @@ def cuda_dequantize(
 
 # ---------------------------------------------------------------- general quantization (int8/uint8/int4/uint4/binary)
 
-QUANT_DTYPES: dict[str, int] = {q: descriptor.DTYPES[q] for q in ("int8", "uint8", "int4", "uint4", "binary")}
+QUANT_DTYPES: dict[str, int] = {q: descriptor.DTYPES[q] for q in PLAIN_DTYPES}
 """Plain quantized element types and their C ABI numbers."""
 
 GIVEN = 2
@@ -416,20 +414,68 @@ lib.declare(
 )
 
 
-def _grouped(
-    t: descriptor.Tensor,
+_F32 = descriptor.DTYPES["float32"]
+_address = descriptor.address
+
+
+def grouped(
+    arr: np.ndarray,
+    dtype: str,
+    shape: tuple[int, ...],
     axis: int | None,
-    scales: np.ndarray | None,
-    zero_points: np.ndarray | None,
+    block_size: int | None,
+    scales: np.ndarray | None = None,
+    zero_points: np.ndarray | None = None,
+    addrs: tuple[int, int] | None = None,
 ) -> descriptor.Tensor:
-    """Set the per-channel axis (None: per tensor or per block) and the zero points of a descriptor."""
-    if axis is not None:
-        t.axis = axis
-    if scales is not None:
-        t.scales, t.n_scales = scales.ctypes.data, scales.size
-    if zero_points is not None:
-        t.zero_points, t.n_zero_points = zero_points.ctypes.data, zero_points.size
-    return t
+    """The descriptor of the host array ``arr`` holding a ``dtype`` tensor of ``shape`` (``()`` as
+    ``(1,)``, which the kernels read the same) with ``scales`` and ``zero_points`` per tensor, per
+    channel along ``axis``, or per ``block_size`` elements of the flattened tensor. ``addrs``:
+    the addresses of ``arr`` and ``scales`` when the caller keeps them.
+
+    Example:
+        >>> t = grouped(np.zeros(6, np.uint8), "uint8", (2, 3), 1, None, np.ones(3, np.float32))
+        >>> (t.ndim, t.axis, t.n_scales, t.n_zero_points)
+        (2, 1, 3, 0)
+    """
+    if addrs is None:
+        data, saddr = _address(arr), (0 if scales is None else _address(scales))
+    else:
+        data, saddr = addrs
+    return descriptor.tensor(
+        descriptor.DTYPES[dtype],
+        (shape if type(shape) is tuple else tuple(shape)) or (1,),
+        data,
+        arr.nbytes,
+        -1 if axis is None else axis,
+        block_size or 0,
+        0 if scales is None else saddr,
+        0 if scales is None else scales.size,
+        0 if zero_points is None else _address(zero_points),
+        0 if zero_points is None else zero_points.size,
+    )
+
+
+def _f32(a: np.ndarray, shape: tuple[int, ...] | None = None) -> descriptor.Tensor:
+    """The descriptor of a float32 host array (of ``shape``, default its own; ``()`` as ``(1,)``)."""
+    return descriptor.tensor(_F32, (a.shape if shape is None else shape) or (1,), _address(a), a.nbytes)
+
+
+@functools.lru_cache(maxsize=64)
+def _ternary_params(method: int, check_finite: int, run_on_cuda: int | None) -> descriptor.QuantizeParams:
+    """The V1 quantize parameters of the ternary formats, built once per distinct value (Go only reads them)."""
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, method, check_finite)
+    if run_on_cuda is not None:
+        p.run_on, p.run_on_id = descriptor.CUDA, run_on_cuda
+    return p
+
+
+@functools.lru_cache(maxsize=64)
+def _quantize_params(method: int, check_finite: int, quant_min: int, quant_max: int) -> descriptor.QuantizeParams:
+    """The V2 quantize parameters, built once per distinct value (Go only reads them)."""
+    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, method, check_finite)
+    p.quant_min, p.quant_max = quant_min, quant_max
+    return p
 
 
 def packed_bytes(dtype: str, n: int) -> int:
@@ -441,13 +487,10 @@ def packed_bytes(dtype: str, n: int) -> int:
         >>> packed_bytes("int8", 5), packed_bytes("int4", 5), packed_bytes("binary", 9)
         (5, 3, 2)
     """
-    if dtype in ("int8", "uint8"):
-        return n
-    if dtype in ("int4", "uint4"):
-        return (n + 1) // 2
-    if dtype == "binary":
-        return (n + 7) // 8
-    raise ValueError(f"dtype must be one of {sorted(QUANT_DTYPES)}, got {dtype!r}")
+    per = VALUES_PER_BYTE.get(dtype)
+    if per is None:
+        raise ValueError(f"dtype must be one of {sorted(QUANT_DTYPES)}, got {dtype!r}")
+    return -(-n // per)
 
 
 def quantize_given(
@@ -474,11 +517,22 @@ def quantize_given(
         >>> out.view(np.int8)
         array([ 0,  2, -9], dtype=int8)
     """
-    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, GIVEN, 1 if check_finite else 0)
-    p.quant_min, p.quant_max = quant_min, quant_max
-    shape = x.shape if x.ndim else (1,)
-    o = _grouped(_host(out, dtype, shape=shape, block_size=block_size), axis, scales, zero_points)
-    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(o), _byref(p))
+    quantize_given_to(x, grouped(out, dtype, x.shape, axis, block_size, scales, zero_points), quant_min, quant_max,
+                      check_finite)  # fmt: skip
+
+
+def quantize_given_to(
+    x: np.ndarray, out: descriptor.Tensor, quant_min: int, quant_max: int, check_finite: bool
+) -> None:
+    """:func:`quantize_given` into the output descriptor ``out`` (:func:`grouped`'s, of ``x``'s shape).
+
+    Example:
+        >>> b, s, z = np.empty(2, np.uint8), np.float32([0.5]), np.int32([3])
+        >>> quantize_given_to(np.float32([0, 1]), grouped(b, "uint8", (2,), None, None, s, z), 0, 0, True); b
+        array([3, 5], dtype=uint8)
+    """
+    p = _quantize_params(GIVEN, 1 if check_finite else 0, quant_min, quant_max)
+    lib.call("bng_quantize", _byref(_f32(x)), _byref(out), _byref(p))
 
 
 def quantize_binary_absmean(
@@ -492,10 +546,9 @@ def quantize_binary_absmean(
         >>> quantize_binary_absmean(np.float32([1, -3]), None, None, True, out, s); (out, s)
         (array([1], dtype=uint8), array([2.], dtype=float32))
     """
-    p = descriptor.QuantizeParams(descriptor.QUANTIZE_V2, METHOD_CODES["absmean"], 1 if check_finite else 0)
-    shape = x.shape if x.ndim else (1,)
-    o = _grouped(_host(out, "binary", shape=shape, block_size=block_size), axis, scales, None)
-    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(o), _byref(p))
+    p = _quantize_params(METHOD_CODES["absmean"], 1 if check_finite else 0, 0, 0)
+    o = grouped(out, "binary", x.shape, axis, block_size, scales)
+    lib.call("bng_quantize", _byref(_f32(x)), _byref(o), _byref(p))
 
 
 def dequantize_given(
@@ -517,9 +570,19 @@ def dequantize_given(
         >>> out
         array([-0.5,  0.5], dtype=float32)
     """
-    shape = shape if shape else (1,)
-    src = _grouped(_host(data, dtype, shape=shape, block_size=block_size), axis, scales, zero_points)
-    lib.call("bng_dequantize", _byref(src), _byref(_host(out, "float32", shape=shape)))
+    dequantize_to(grouped(data, dtype, shape, axis, block_size, scales, zero_points), out)
+
+
+def dequantize_to(src: descriptor.Tensor, out: np.ndarray) -> None:
+    """:func:`dequantize_given` from the descriptor ``src`` (:func:`grouped`'s) into float32 ``out``
+    of its shape (``bng_dequantize``).
+
+    Example:
+        >>> out, d, s = np.empty(2, np.float32), np.uint8([3, 5]), np.float32([0.5])
+        >>> dequantize_to(grouped(d, "uint8", (2,), None, None, s, np.int32([4])), out); out
+        array([-0.5,  0.5], dtype=float32)
+    """
+    lib.call("bng_dequantize", _byref(src), _byref(_f32(out)))
 
 
 def minmax(
@@ -534,10 +597,8 @@ def minmax(
         >>> minmax(np.float32([[1, -2], [3, 0]]), 1, None, True, mn, mx); (mn, mx)
         (array([ 1., -2.], dtype=float32), array([3., 0.], dtype=float32))
     """
-    shape = x.shape if x.ndim else (1,)
-    xt = _grouped(_host(x, "float32", shape=shape, block_size=block_size), axis, None, None)
-    lib.call("bng_minmax", _byref(xt), _byref(_host(mn, "float32")), _byref(_host(mx, "float32")),
-             1 if check_finite else 0)  # fmt: skip
+    xt = grouped(x, "float32", x.shape, axis, block_size)
+    lib.call("bng_minmax", _byref(xt), _byref(_f32(mn)), _byref(_f32(mx)), 1 if check_finite else 0)
 
 
 def histogram(x: np.ndarray, lo: float, hi: float, absolute: bool, check_finite: bool, counts: np.ndarray) -> None:

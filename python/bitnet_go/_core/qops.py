@@ -51,6 +51,8 @@ class Q(NamedTuple):
     zero_points: np.ndarray | None
     axis: int | None = None
     block_size: int | None = None
+    desc: descriptor.Tensor | None = None
+    """The descriptor of the above when the caller keeps one (a tensor's), else built per call."""
 
 
 _DTYPE = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32",
@@ -58,14 +60,15 @@ _DTYPE = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.fl
 
 
 def _desc(q: Q) -> descriptor.Tensor:
-    t = descriptor.host(q.codes, _DTYPE[q.codes.dtype], block_size=q.block_size)
-    if q.axis is not None:
-        t.axis = q.axis
-    if q.scales is not None:
-        t.scales, t.n_scales = q.scales.ctypes.data, q.scales.size
-    if q.zero_points is not None:
-        t.zero_points, t.n_zero_points = q.zero_points.ctypes.data, q.zero_points.size
-    return t
+    if q.desc is not None:
+        return q.desc
+    a = descriptor.address
+    return descriptor.tensor(
+        descriptor.DTYPES[_DTYPE[q.codes.dtype]], q.codes.shape, a(q.codes), q.codes.nbytes,
+        -1 if q.axis is None else q.axis, q.block_size or 0,
+        0 if q.scales is None else a(q.scales), 0 if q.scales is None else q.scales.size,
+        0 if q.zero_points is None else a(q.zero_points), 0 if q.zero_points is None else q.zero_points.size,
+    )  # fmt: skip
 
 
 def _params(relu: bool = False, reduce_range: bool = False) -> descriptor.QopsParams:

@@ -3,13 +3,15 @@ quantization with torch's and torchao's exact semantics (the heavy work in Go)."
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Literal, Protocol, Union, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import ops
-from .._core.arrays import as_float32, check_int
+from .._core import descriptor, ops
+from .._core.arrays import as_float32, as_host, check_int
+from .._core.types import CODE_RANGES, INT_DTYPES, PLAIN_DTYPES
 from .._quantized import PlainTensor, QuantizedTensor
 
 if TYPE_CHECKING:
@@ -24,8 +26,7 @@ Scheme = Literal["affine", "symmetric"]
 Mapping = Literal["symmetric", "symmetric_no_clipping_err", "asymmetric"]
 """torchao's ``MappingType`` names (``choose_qparams_affine``)."""
 
-INT_DTYPES: tuple[str, ...] = ("int8", "uint8", "int4", "uint4")
-DTYPE_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "uint8": (0, 255), "int4": (-8, 7), "uint4": (0, 15)}
+DTYPE_RANGES: dict[str, tuple[int, int]] = {d: CODE_RANGES[d] for d in INT_DTYPES}
 """The full integer range of each type."""
 
 TORCH_EPS = float(np.finfo(np.float32).eps)
@@ -43,7 +44,7 @@ class QParamsSource(Protocol):
     def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-def check_dtype(dtype: object, allowed: tuple[str, ...] = INT_DTYPES + ("binary",), name: str = "dtype") -> str:
+def check_dtype(dtype: object, allowed: tuple[str, ...] = PLAIN_DTYPES, name: str = "dtype") -> str:
     """``dtype`` if it is one of ``allowed`` (``TypeError`` for a non-str, ``ValueError`` otherwise).
 
     Example:
@@ -187,15 +188,23 @@ def choose_qparams(
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"min must be <= max, got min[{i}] = {mn[i]} > max[{i}] = {mx[i]}")
+    return _qparams(mn, mx, dtype, code, eps_v, qmin, qmax, custom, reduce_range)
+
+
+def _qparams(
+    mn: np.ndarray, mx: np.ndarray, dtype: str, code: str, eps: float, qmin: int, qmax: int, custom: bool,
+    reduce_range: bool,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """:func:`choose_qparams` on checked arguments (float32 ``mn``/``mx`` of one size, ``mn <= mx``)."""
     scales = np.empty(mn.size, np.float32)
     zps = np.empty(mn.size, np.int32)
-    ops.choose_qparams(mn, mx, dtype, code, *_abi_range(qmin, qmax, custom, reduce_range), eps_v, scales, zps)
+    ops.choose_qparams(mn, mx, dtype, code, *_abi_range(qmin, qmax, custom, reduce_range), eps, scales, zps)
     return scales, zps
 
 
 def _groups(shape: tuple[int, ...], axis: object, group_size: object) -> tuple[int | None, int | None, int]:
     """(axis, block_size, number of groups) of a tensor of ``shape``."""
-    n = int(np.prod(shape)) if shape else 1
+    n = math.prod(shape)
     if axis is not None and group_size is not None:
         raise ValueError("give axis (per channel) or group_size (per group), not both")
     if axis is not None:
@@ -219,8 +228,56 @@ def _groups(shape: tuple[int, ...], axis: object, group_size: object) -> tuple[i
     return None, None, 1
 
 
+_OUTPUTS: dict[tuple[str, tuple[int, ...], float, int], tuple[np.ndarray, np.ndarray, descriptor.Tensor]] = {}
+""":func:`per_tensor_output`'s entries."""
+
+_OUTPUTS_MAX = 256
+
+
+def per_tensor_output(
+    dtype: str, shape: tuple[int, ...], scale: object, zero_point: object
+) -> tuple[np.ndarray, np.ndarray, descriptor.Tensor] | None:
+    """The read-only scale and zero point arrays, and the descriptor without data, of a new
+    ``dtype`` tensor of ``shape`` quantized per tensor with a Python float ``scale`` (> 0) and
+    int ``zero_point`` (int32): kept for the next call with the same values (an op called in a
+    loop builds them once; tensors made with them share the read-only arrays). ``None`` for any
+    other kind of value, which takes :func:`_as_params`' way (and its checks).
+
+    Example:
+        >>> s, z, t = per_tensor_output("uint8", (3,), 0.5, 10)
+        >>> s, z, t.n_scales, per_tensor_output("uint8", (3,), 0.5, 10)[0] is s
+        (array([0.5], dtype=float32), array([10], dtype=int32), 1, True)
+    """
+    if type(scale) is not float or type(zero_point) is not int or not scale > 0:
+        return None
+    key = (dtype, shape, scale, zero_point)
+    hit = _OUTPUTS.get(key)
+    if hit is None:
+        if not -(2**31) <= zero_point < 2**31:
+            return None
+        sa, za = np.array((scale,), np.float32), np.array((zero_point,), np.int32)
+        t = descriptor.tensor(descriptor.DTYPES[dtype], shape or (1,), 0, 0, -1, 0, descriptor.address(sa), 1,
+                              descriptor.address(za), 1)  # fmt: skip
+        sa.flags.writeable = za.flags.writeable = False
+        if len(_OUTPUTS) >= _OUTPUTS_MAX:
+            _OUTPUTS.clear()
+        hit = _OUTPUTS[key] = (sa, za, t)
+    return hit
+
+
 def _as_params(v: object, name: str, count: int, dtype: type, *, integer: bool) -> np.ndarray:
-    a = np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)  # type: ignore[attr-defined]
+    """``v`` (a scale or zero point: a number, or one per group) as ``count`` values of ``dtype``
+    (a single value repeated): ``TypeError`` for other kinds of numbers, ``ValueError`` for another
+    count or, for integers, values outside int32. The values themselves are Go's to check.
+
+    Example:
+        >>> _as_params(3, "zero_point", 2, np.int32, integer=True)
+        array([3, 3], dtype=int32)
+    """
+    tv = type(v)
+    if (tv is float and not integer) or (tv is int and -(2**31) <= v < 2**31):  # type: ignore[operator]
+        return np.full(count, v, dtype) if count != 1 else np.array((v,), dtype)  # the common case
+    a = as_host(v, name)  # type: ignore[arg-type]
     if a.dtype.kind not in ("biu" if integer else "biuf") or a.dtype.kind == "b":
         want = "integers" if integer else "real numbers"
         raise TypeError(f"{name} must be {want}, got dtype {a.dtype}")
@@ -280,7 +337,7 @@ def quantize(
 
         t: TernaryTensor = quantize_i2s(x, block_size=group_size, check_finite=check_finite)
         return t
-    dt = check_dtype(dtype, INT_DTYPES + ("binary",) + ("ternary",))
+    dt = check_dtype(dtype, PLAIN_DTYPES + ("ternary",))
     xa = as_float32(x, "x")
     if xa.size == 0:
         raise ValueError(f"x must have at least one element, got shape {xa.shape}")
@@ -298,10 +355,14 @@ def quantize(
         if scale is None:
             scale = observer.calculate_qparams()[0]  # type: ignore[union-attr]
         scales = _as_params(scale, "scale", groups, np.float32, integer=False)
-        ops.quantize_given(xa, dt, ax, bs, scales, None, 0, 0, check_finite, out)
-        return PlainTensor._make(dt, shape, ax, bs, out, scales, None)
+        return _quantize_given(xa, dt, shape, ax, bs, out, scales, None, 0, 0, check_finite)
     qmin, qmax, custom = qrange(dt, reduce_range, quant_min, quant_max)
     if scale is not None:
+        hit = per_tensor_output(dt, shape, scale, 0 if zero_point is None else zero_point) if groups == 1 else None
+        if hit is not None and not custom and not reduce_range:  # the common case: one float scale and int zero point
+            od = descriptor.with_data(hit[2], descriptor.address(out), out.nbytes)
+            ops.quantize_given_to(xa, od, 0, 0, check_finite)
+            return PlainTensor._trusted(dt, shape, ax, bs, out, hit[0], hit[1], od)
         scales = _as_params(scale, "scale", groups, np.float32, integer=False)
         zp = _as_params(0 if zero_point is None else zero_point, "zero_point", groups, np.int32, integer=True)
     elif zero_point is not None:
@@ -315,10 +376,24 @@ def quantize(
     else:
         mn, mx = np.empty(groups, np.float32), np.empty(groups, np.float32)
         ops.minmax(xa, ax, bs, check_finite, mn, mx)
-        scales, zp = choose_qparams(mn, mx, dt, scheme, eps=eps, reduce_range=reduce_range,  # type: ignore[arg-type]
-                                    quant_min=quant_min, quant_max=quant_max, mapping=mapping)  # fmt: skip
-    ops.quantize_given(xa, dt, ax, bs, scales, zp, *_abi_range(qmin, qmax, custom, reduce_range), check_finite, out)
-    return PlainTensor._make(dt, shape, ax, bs, out, scales, zp)
+        code = mapping_code(scheme, mapping)
+        eps_v = _eps(eps, TORCHAO_EPS if mapping is not None else TORCH_EPS)
+        if code == "symmetric":  # the one check qrange adds for a scheme (uint8 with reduce_range)
+            qrange(dt, reduce_range, quant_min, quant_max, symmetric=True)
+        scales, zp = _qparams(mn, mx, dt, code, eps_v, qmin, qmax, custom, reduce_range)
+    return _quantize_given(xa, dt, shape, ax, bs, out, scales, zp, *_abi_range(qmin, qmax, custom, reduce_range),
+                           check_finite)  # fmt: skip
+
+
+def _quantize_given(
+    xa: np.ndarray, dt: str, shape: tuple[int, ...], ax: int | None, bs: int | None, out: np.ndarray,
+    scales: np.ndarray, zp: np.ndarray | None, qmin: int, qmax: int, check_finite: bool,
+) -> PlainTensor:  # fmt: skip
+    """Quantize float32 ``xa`` into the bytes ``out`` with these scales and zero points and wrap the
+    result (fresh arrays Go checked: :meth:`PlainTensor._trusted`, keeping the output's descriptor)."""
+    od = ops.grouped(out, dt, shape, ax, bs, scales, zp)
+    ops.quantize_given_to(xa, od, qmin, qmax, check_finite)
+    return PlainTensor._trusted(dt, shape, ax, bs, out, scales, zp, od)
 
 
 AnyDtype = Union[QDtype, Literal["ternary"]]
