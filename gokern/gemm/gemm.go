@@ -62,8 +62,9 @@
 //
 // Around the micro-kernels each set also carries the int8 activation
 // quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
-// I2_S codes for GEMV-like pointwise convolutions (GemvF32, GemvI8: no panels)
-// and, where rows are whole I2_S groups, the panel packer PackA uses. The
+// I2_S codes for GEMV-like pointwise convolutions (GemvF32: no panels; the
+// int8 GEMV is an op of its own, "linear_gemv": gemv.go) and, where rows
+// are whole I2_S groups, the panel packer PackA uses. The
 // AVX2 versions are generated into the same file; the generic Go versions
 // are their oracles, bit for bit except GemvF32 (float32 summation order).
 package gemm
@@ -120,11 +121,6 @@ type Kernels struct {
 	// is then undefined): the GEMV-like pointwise convolutions run on it, no
 	// panels, a run of rows a call.
 	GemvF32 func(w []byte, ldw int, x []float32, k, ldx, ncol int, out []float32) bool
-	// GemvI8 is GemvF32 for int8 activations, exact: given xsum[j] = the sum
-	// of column j's k activations (SumI8), ncol = len(xsum), out[r*ncol+j] =
-	// sum_i w_r(i)*x[j*ldx+i] (the kernels sum the codes w+1 times x and
-	// subtract xsum once).
-	GemvI8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool
 	// packPanel, where set, writes an A panel (len(panel) = k, a multiple
 	// of GroupValues) from the I2_S bytes of its four rows (k/4 bytes
 	// each); false (panel partly written) where a code 3 occurs. PackA
@@ -158,7 +154,7 @@ const GroupValues = 128
 
 var (
 	genericSet = &Kernels{Family: cpu.Generic, I8Family: cpu.Generic, Base: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
-		GemvF32: gemvF32Generic, GemvI8: gemvI8Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic,
+		GemvF32: gemvF32Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic,
 		QuantU8x8: quantU8x8Generic, QuantU8x4: quantU8x4Generic, FoldI32Stream: foldI32Generic, Fence: func() {}}
 
 	// KernelOp is the registry's op "conv_gemm": one Kernels set per
@@ -358,7 +354,7 @@ func quantI8Generic(dst []int8, src []float32, a float32) {
 	}
 }
 
-// checkGemv panics (recovered by the C ABI) on a bad GemvF32 / GemvI8 call
+// checkGemv panics (recovered by the C ABI) on a bad GemvF32 / GemvKernels.I8 call
 // (lo: len(out)); it returns the rows.
 func checkGemv(lw, ldw, lx, k, ldx, cols, lo int) int {
 	if k < GroupValues || k%GroupValues != 0 || k > 1<<24 || ldw < k/4 || ldx < k || cols < 1 ||
@@ -444,7 +440,7 @@ func gemvF32Generic(w []byte, ldw int, x []float32, k, ldx, ncol int, out []floa
 	return gemvRowsValid(w, ldw, k, rows)
 }
 
-// gemvI8Generic is the generic GemvI8: the codes c = w+1 times x, minus
+// gemvI8Generic is the generic GemvKernels.I8: the codes c = w+1 times x, minus
 // xsum, as the SIMD kernels compute it.
 func gemvI8Generic(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
 	ncol := len(xsum)
@@ -466,7 +462,7 @@ func gemvI8Generic(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) b
 	return gemvRowsValid(w, ldw, k, rows)
 }
 
-// SumI8 returns the sum of x (GemvI8's xsum).
+// SumI8 returns the sum of x (GemvKernels.I8's xsum).
 func SumI8(x []int8) int32 {
 	var s int32
 	for _, v := range x {

@@ -81,7 +81,7 @@ func gemvLayout(d *Dims, w Weights, sc *scaler) (gw gemvWeight, ok bool, err err
 	return gemvWeight{l.i2s, kp, blp}, true, nil
 }
 
-// gemvKernel is the shape of gemm.Kernels.GemvI8 (GemvF32 adapted: no xsum).
+// gemvKernel is the shape of gemm.GemvKernels.I8 (GemvF32 adapted: no xsum).
 type gemvKernel[T elem, A accum] func(w []byte, ldw int, x []T, k, ldx int, xsum, out []A) bool
 
 // gemvF32 adapts ks.GemvF32 to gemvKernel.

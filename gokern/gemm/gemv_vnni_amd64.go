@@ -1,0 +1,83 @@
+//go:build !noasm && amd64
+
+package gemm
+
+import "github.com/bitnet-go/bitnet_go/gokern/cpu"
+
+// The avx512vnni family's int8 GEMV (op "linear_gemv"): the kernels of
+// _gen/gemv_avx512.go (gemv_avx512_amd64.s), VPDPBUSD on ZMM over I2_S
+// rows as they are, tiles of up to 4 rows x 1 column or 2 rows x 4
+// columns.
+var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI, I8: gemvI8VNNIKernel})
+
+// gemvVNNIMaxGroups is the most groups one kernel call sums: its scaled
+// int32 lanes stay exact up to 16384.
+const gemvVNNIMaxGroups = 16384
+
+func gemvI8VNNIKernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+	return gemvI8VNNIChunked(w, ldw, x, k, ldx, xsum, out, gemvVNNIMaxGroups)
+}
+
+// gemvI8VNNIChunked runs the kernels over k in runs of at most chunk
+// groups (the first into out, the others through a buffer added to it),
+// then subtracts xsum.
+func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, chunk int) bool {
+	ncol := len(xsum)
+	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
+	ng := k / GroupValues
+	bad := gemvVNNIRun(w, ldw, x, ldx, min(ng, chunk), ncol, rows, out)
+	if ng > chunk {
+		part := make([]int32, len(out))
+		for g := chunk; g < ng; g += chunk {
+			bad |= gemvVNNIRun(w[g*32:], ldw, x[g*GroupValues:], ldx, min(ng-g, chunk), ncol, rows, part)
+			for i, v := range part {
+				out[i] += v
+			}
+		}
+	}
+	for r := range rows {
+		o := out[r*ncol:][:ncol]
+		for j, s := range xsum {
+			o[j] -= s
+		}
+	}
+	return bad == 0
+}
+
+// gemvVNNIRun covers rows x ncol outputs (out[r*ncol+j]) with the widest
+// tiles that fit, rows outermost (each row's codes are read once per
+// call), over ng <= gemvVNNIMaxGroups groups; it ORs the code-3 flags.
+func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng, ncol, rows int, out []int32) uint32 {
+	var bad uint32
+	tallest := 2
+	if ncol == 1 {
+		tallest = 4
+	}
+	for r := 0; r < rows; {
+		h := tallest
+		for h > rows-r {
+			h /= 2
+		}
+		pw := &w[r*ldw]
+		bad |= gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
+			px, po := &x[j*ldx], &out[r*ncol+j]
+			switch {
+			case h == 4:
+				return gemvI8VNNIr4c1(pw, ldw, px, ldx, ng, po, ncol)
+			case h == 2 && c == 4:
+				return gemvI8VNNIr2c4(pw, ldw, px, ldx, ng, po, ncol)
+			case h == 2 && c == 2:
+				return gemvI8VNNIr2c2(pw, ldw, px, ldx, ng, po, ncol)
+			case h == 2:
+				return gemvI8VNNIr2c1(pw, ldw, px, ldx, ng, po, ncol)
+			case c == 4:
+				return gemvI8VNNIr1c4(pw, ldw, px, ldx, ng, po, ncol)
+			case c == 2:
+				return gemvI8VNNIr1c2(pw, ldw, px, ldx, ng, po, ncol)
+			}
+			return gemvI8VNNIr1c1(pw, ldw, px, ldx, ng, po, ncol)
+		})
+		r += h
+	}
+	return bad
+}
