@@ -94,7 +94,10 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 // gemv computes a pointwise convolution (useGEMV) with one Gemv call per
 // (block of columns, thread's run of output channels, scale block), folded
 // into out by fold1 (the scaler's one-element arithmetic, as the GEMM
-// algorithms' folds). Columns are the samples' positions, copied once into
+// algorithms' folds), or, where P is 1 (a linear layer: a column's
+// channels are adjacent in out), by foldRun over each column's run of
+// channels (scaler.foldRunI32, foldRunF32): the same operations in the
+// same order. Columns are the samples' positions, copied once into
 // a (columns, K) matrix (a transposition where P > 1), with order (float32:
 // gemm.GemvOrder; nil: none) rearranging each as the kernel reads it. Rows
 // are split over par's threads. sum (int8 only, else nil) gives the
@@ -102,7 +105,8 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 // the first one in the tensor.
 func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, sc *scaler, out []float32,
 	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A,
-	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32) error {
+	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32,
+	foldRun func(s *scaler, dst []float32, src []A, lo, b int, a float32)) error {
 	k, cols := d.K, d.N*d.P
 	kp, blp, packed := gw.kp, gw.blp, gw.packed
 	// Columns are copied ldx = kp plus one cache line apart: at kp*size a
@@ -148,11 +152,16 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			}
 		}
 	}
+	runs := d.P == 1
 	chunks := par.ChunksWork(d.O, kp*cols)
 	bad := make([]int, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
 		bad[ci] = -1
 		res := make([]A, (hi-lo)*min(cols, gemvBlockCols))
+		var col []A
+		if runs && cols > 1 {
+			col = make([]A, hi-lo)
+		}
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
 			for b := range sc.nb {
@@ -172,6 +181,24 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 						}
 						return
 					}
+				}
+				if runs {
+					for jj := range nc {
+						n := j0 + jj
+						var a float32
+						if acts != nil {
+							a = acts.a[n]
+						}
+						src := res[:hi-lo]
+						if nc > 1 {
+							for i := range col {
+								col[i] = res[i*nc+jj]
+							}
+							src = col
+						}
+						foldRun(sc, out[n*d.O+lo:n*d.O+hi], src, lo, b, a)
+					}
+					continue
 				}
 				for o := lo; o < hi; o++ {
 					r := res[(o-lo)*nc:][:nc]

@@ -239,9 +239,9 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	}
 	if asGEMV {
 		if act8 {
-			return kernelName("gemv", ks.gemv.Family), gemv(d, gw, acts.q, acts, sc, out, ks.gemv.I8, nil, gemm.SumI8, (*scaler).fold1I32)
+			return kernelName("gemv", ks.gemv.Family), gemv(d, gw, acts.q, acts, sc, out, ks.gemv.I8, nil, gemm.SumI8, (*scaler).fold1I32, (*scaler).foldRunI32)
 		}
-		return kernelName("gemv", g.Base), gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32)
+		return kernelName("gemv", g.Base), gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32, (*scaler).foldRunF32)
 	}
 	if implicit {
 		wl, err := implicitWeights(d, w, newImplicitGeom(d), g)
