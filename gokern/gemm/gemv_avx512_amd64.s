@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func gemvI8VNNIr4c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -35,21 +35,25 @@ TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-60
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr4c1loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10
 	VPANDD          Z0, Z11, Z12
 	VPANDD          Z1, Z11, Z11
+	PREFETCHT0      2048(AX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z13
 	VPADDB          Y13, Y13, Y14
 	VPTERNLOGD      $0xf8, Y14, Y13, Y10
 	VPANDD          Z0, Z13, Z14
 	VPANDD          Z1, Z13, Z13
+	PREFETCHT0      2048(AX)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z15
 	VPADDB          Y15, Y15, Y16
 	VPTERNLOGD      $0xf8, Y16, Y15, Y10
 	VPANDD          Z0, Z15, Z16
 	VPANDD          Z1, Z15, Z15
+	PREFETCHT0      2048(AX)(DI*1)
 	VBROADCASTI64X4 (AX)(DI*1), Z17
 	VPADDB          Y17, Y17, Y18
 	VPTERNLOGD      $0xf8, Y18, Y17, Y10
@@ -124,7 +128,7 @@ gemvI8VNNIr4c1loop:
 	RET
 
 // func gemvI8VNNIr2c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -150,11 +154,13 @@ TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-60
 	VPXORD       Y6, Y6, Y6
 
 gemvI8VNNIr2c1loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z7
 	VPADDB          Y7, Y7, Y8
 	VPTERNLOGD      $0xf8, Y8, Y7, Y6
 	VPANDD          Z0, Z7, Z8
 	VPANDD          Z1, Z7, Z7
+	PREFETCHT0      2048(AX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z9
 	VPADDB          Y9, Y9, Y10
 	VPTERNLOGD      $0xf8, Y10, Y9, Y6
@@ -215,7 +221,7 @@ gemvI8VNNIr2c1loop:
 	RET
 
 // func gemvI8VNNIr1c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr1c1(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -239,6 +245,7 @@ TEXT ·gemvI8VNNIr1c1(SB), NOSPLIT, $0-60
 	VPXORD       Y4, Y4, Y4
 
 gemvI8VNNIr1c1loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z5
 	VPADDB          Y5, Y5, Y6
 	VPTERNLOGD      $0xf8, Y6, Y5, Y4
@@ -290,7 +297,7 @@ gemvI8VNNIr1c1loop:
 	RET
 
 // func gemvI8VNNIr2c2(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -320,11 +327,13 @@ TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-60
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr2c2loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10
 	VPANDD          Z0, Z11, Z12
 	VPANDD          Z1, Z11, Z11
+	PREFETCHT0      2048(AX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z13
 	VPADDB          Y13, Y13, Y14
 	VPTERNLOGD      $0xf8, Y14, Y13, Y10
@@ -401,7 +410,7 @@ gemvI8VNNIr2c2loop:
 	RET
 
 // func gemvI8VNNIr1c2(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -427,6 +436,7 @@ TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-60
 	VPXORD       Y6, Y6, Y6
 
 gemvI8VNNIr1c2loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z7
 	VPADDB          Y7, Y7, Y8
 	VPTERNLOGD      $0xf8, Y8, Y7, Y6
@@ -485,7 +495,7 @@ gemvI8VNNIr1c2loop:
 	RET
 
 // func gemvI8VNNIr2c4(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -523,11 +533,13 @@ TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-60
 	VPXORD       Y18, Y18, Y18
 
 gemvI8VNNIr2c4loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z19
 	VPADDB          Y19, Y19, Y20
 	VPTERNLOGD      $0xf8, Y20, Y19, Y18
 	VPANDD          Z0, Z19, Z20
 	VPANDD          Z1, Z19, Z19
+	PREFETCHT0      2048(AX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z21
 	VPADDB          Y21, Y21, Y22
 	VPTERNLOGD      $0xf8, Y22, Y21, Y18
@@ -636,7 +648,7 @@ gemvI8VNNIr2c4loop:
 	RET
 
 // func gemvI8VNNIr1c4(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-60
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -666,6 +678,7 @@ TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-60
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr1c4loop:
+	PREFETCHT0      2048(AX)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10

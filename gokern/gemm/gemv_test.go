@@ -116,12 +116,12 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 	}
 }
 
-// BenchmarkGemvI8 times every family of linear_gemv on square weights
-// (1024: in L2; 4096: 4 MB, past it) for 1, 4 and 16 columns, one thread.
+// BenchmarkGemvI8 times every family of linear_gemv on weights of rows x k
+// (in L2 or past it) for 1, 4 and 16 columns, one thread.
 func BenchmarkGemvI8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, k := range []int{1024, 4096} {
-		rows := k
+	for _, sz := range [][2]int{{1024, 1024}, {4096, 4096}, {256, 4096}, {4096, 1024}} {
+		rows, k := sz[0], sz[1]
 		w := make([]byte, rows*k/4)
 		for i := range w {
 			for s := 0; s < 8; s += 2 {
@@ -129,17 +129,18 @@ func BenchmarkGemvI8(b *testing.B) {
 			}
 		}
 		for _, cols := range []int{1, 4, 16} {
-			x := make([]int8, cols*k)
+			ldx := k + 64 // as conv2d copies columns: not 4 KB apart
+			x := make([]int8, (cols-1)*ldx+k)
 			for i := range x {
 				x[i] = int8(rng.IntN(256) - 128)
 			}
 			xsum := make([]int32, cols)
 			out := make([]int32, rows*cols)
 			for _, g := range GemvFamilies() {
-				b.Run(fmt.Sprintf("%s/k=%d/cols=%d", g.Family, k, cols), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%dx%d/cols=%d", g.Family, rows, k, cols), func(b *testing.B) {
 					b.SetBytes(int64(len(w) * cols)) // MB/s: weight bytes times columns
 					for b.Loop() {
-						g.I8(w, k/4, x, k, k, xsum, out)
+						g.I8(w, k/4, x, k, ldx, xsum, out)
 					}
 				})
 			}

@@ -45,39 +45,42 @@ func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int3
 }
 
 // gemvVNNIRun covers rows x ncol outputs (out[r*ncol+j]) with the widest
-// tiles that fit, rows outermost (each row's codes are read once per
-// call), over ng <= gemvVNNIMaxGroups groups; it ORs the code-3 flags.
+// tiles that fit over ng <= gemvVNNIMaxGroups groups, a block of columns
+// (4, 2 or 1) at a time, its rows in tiles of 4 (one column) or 2 (the
+// block's activations stay in L1 while the rows stream by); it ORs the
+// code-3 flags.
 func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng, ncol, rows int, out []int32) uint32 {
-	var bad uint32
-	tallest := 2
-	if ncol == 1 {
-		tallest = 4
-	}
-	for r := 0; r < rows; {
-		h := tallest
-		for h > rows-r {
-			h /= 2
+	return gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
+		var bad uint32
+		tallest := 2
+		if c == 1 {
+			tallest = 4
 		}
-		pw := &w[r*ldw]
-		bad |= gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
-			px, po := &x[j*ldx], &out[r*ncol+j]
+		px := &x[j*ldx]
+		for r := 0; r < rows; {
+			h := tallest
+			for h > rows-r {
+				h /= 2
+			}
+			pw, po := &w[r*ldw], &out[r*ncol+j]
 			switch {
 			case h == 4:
-				return gemvI8VNNIr4c1(pw, ldw, px, ldx, ng, po, ncol)
+				bad |= gemvI8VNNIr4c1(pw, ldw, px, ldx, ng, po, ncol)
 			case h == 2 && c == 4:
-				return gemvI8VNNIr2c4(pw, ldw, px, ldx, ng, po, ncol)
+				bad |= gemvI8VNNIr2c4(pw, ldw, px, ldx, ng, po, ncol)
 			case h == 2 && c == 2:
-				return gemvI8VNNIr2c2(pw, ldw, px, ldx, ng, po, ncol)
+				bad |= gemvI8VNNIr2c2(pw, ldw, px, ldx, ng, po, ncol)
 			case h == 2:
-				return gemvI8VNNIr2c1(pw, ldw, px, ldx, ng, po, ncol)
+				bad |= gemvI8VNNIr2c1(pw, ldw, px, ldx, ng, po, ncol)
 			case c == 4:
-				return gemvI8VNNIr1c4(pw, ldw, px, ldx, ng, po, ncol)
+				bad |= gemvI8VNNIr1c4(pw, ldw, px, ldx, ng, po, ncol)
 			case c == 2:
-				return gemvI8VNNIr1c2(pw, ldw, px, ldx, ng, po, ncol)
+				bad |= gemvI8VNNIr1c2(pw, ldw, px, ldx, ng, po, ncol)
+			default:
+				bad |= gemvI8VNNIr1c1(pw, ldw, px, ldx, ng, po, ncol)
 			}
-			return gemvI8VNNIr1c1(pw, ldw, px, ldx, ng, po, ncol)
-		})
-		r += h
-	}
-	return bad
+			r += h
+		}
+		return bad
+	})
 }
