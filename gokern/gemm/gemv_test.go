@@ -120,7 +120,7 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 // (in L2 or past it) for 1, 4 and 16 columns, one thread.
 func BenchmarkGemvI8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, sz := range [][2]int{{1024, 1024}, {4096, 4096}, {256, 4096}, {4096, 1024}} {
+	for _, sz := range [][2]int{{1024, 1024}, {4096, 4096}, {256, 4096}, {4096, 1024}, {4096, 11008}, {2560, 6912}} {
 		rows, k := sz[0], sz[1]
 		w := make([]byte, rows*k/4)
 		for i := range w {
