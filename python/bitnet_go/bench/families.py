@@ -20,7 +20,10 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   issue measured (3x3 64@56 N=1, 3x3 128@28 N=8, 1x1 256->64 @56 N=1,
   3x3 256@14 N=1, 3x3 512@7 N=8), ``act_bits=8`` and float32 activations;
 - ``conv_lut``: ``algorithm="lut"`` on the conv suite's GEMV-like 1x1 layers,
-  TL1 and TL2 weights.
+  TL1 and TL2 weights;
+- ``linear_gemv``: ``act_bits=8`` linear layers (1x1 layers on (N, k, 1, 1))
+  of ``bench linear``: 4096x4096 and BitNet-2B's 2560x6912 at N = 1 and 8
+  (quick: 1024x1024 at N = 1 and 8).
 
 The families run in rounds (``--families-rounds``, the order rotated each
 round), each workload ``--repeat`` calls a round (fewer for a call over
@@ -84,6 +87,19 @@ LUT_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
 
 QUICK_LUT_ROWS = LUT_ROWS[:1]
 
+LINEAR_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
+    ("linear 4096x4096 N=1", 4096, 4096, 1, 1, 0, 1, 1),
+    ("linear 4096x4096 N=8", 4096, 4096, 1, 1, 0, 1, 8),
+    ("linear 2560x6912 N=1", 6912, 2560, 1, 1, 0, 1, 1),
+    ("linear 2560x6912 N=8", 6912, 2560, 1, 1, 0, 1, 8),
+]
+"""linear_gemv's layers: ``bench linear``'s shapes (rows x k) as 1x1 layers, int8 activations."""
+
+QUICK_LINEAR_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
+    ("linear 1024x1024 N=1", 1024, 1024, 1, 1, 0, 1, 1),
+    ("linear 1024x1024 N=8", 1024, 1024, 1, 1, 0, 1, 8),
+]
+
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the families suite."""
@@ -129,6 +145,10 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
             for qt in ("tl1", "tl2"):
                 layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
                 out.append({"name": f"{name} lut {qt}", "op": op, "act_bits": 8, "qtype": qt, **layer})
+    elif op == "linear_gemv":
+        for name, c, o, k, s, p, h, n in QUICK_LINEAR_ROWS if quick else LINEAR_ROWS:
+            layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
+            out.append({"name": name, "op": op, "act_bits": 8, "qtype": "i2_s", **layer})
     return out
 
 
