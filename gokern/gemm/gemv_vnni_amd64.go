@@ -38,7 +38,12 @@ func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int3
 	ng := k / GroupValues
 	bad := gemvVNNIRun(w, ldw, x, ldx, min(ng, chunk), ncol, rows, out)
 	if ng > chunk {
-		part := make([]int32, len(out))
+		var stack [1024]int32 // conv2d's calls: 64 rows x 16 columns
+		part := stack[:]
+		if len(out) > len(stack) {
+			part = make([]int32, len(out))
+		}
+		part = part[:len(out)]
 		for g := chunk; g < ng; g += chunk {
 			bad |= gemvVNNIRun(w[g*32:], ldw, x[g*GroupValues:], ldx, min(ng-g, chunk), ncol, rows, part)
 			for i, v := range part {

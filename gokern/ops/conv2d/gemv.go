@@ -3,6 +3,7 @@ package conv2d
 import (
 	"unsafe"
 
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -81,6 +82,18 @@ func gemvLayout(d *Dims, w Weights, sc *scaler) (gw gemvWeight, ok bool, err err
 	return gemvWeight{l.i2s, kp, blp}, true, nil
 }
 
+// gemvScratch keeps gemv's buffers (the columns, their sums, the kernels'
+// results) from call to call.
+var gemvScratch = &buf.List[byte]{MaxCap: 1 << 26, MaxCount: 64}
+
+// scratch returns n stale elements of type E from gemvScratch and the
+// handle to put back (Go's allocator aligns the bytes for any E).
+func scratch[E any](n int) ([]E, *[]byte) {
+	var zero E
+	b, h := gemvScratch.Sized(max(n, 1) * int(unsafe.Sizeof(zero)))
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(b))), n), h
+}
+
 // gemvKernel is the shape of gemm.GemvKernels.I8 (GemvF32 adapted: no xsum).
 type gemvKernel[T elem, A accum] func(w []byte, ldw int, x []T, k, ldx int, xsum, out []A) bool
 
@@ -113,7 +126,8 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 	// multiple of 4 KB they would all fall into one L1 set.
 	var zero T
 	ldx := kp + 64/int(unsafe.Sizeof(zero))
-	xt := make([]T, (cols-1)*ldx+kp)
+	xt, xh := scratch[T]((cols-1)*ldx + kp)
+	defer gemvScratch.Put(xh)
 	var col, padded []T
 	if kp != k {
 		padded = make([]T, kp)
@@ -143,7 +157,8 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			copy(xt[j*ldx:][:kp], x)
 		}
 	}
-	xsum := make([]A, sc.nb*cols)
+	xsum, sh := scratch[A](sc.nb * cols) // written where sum is set; unread otherwise
+	defer gemvScratch.Put(sh)
 	if sum != nil {
 		for b := range sc.nb {
 			par.Check()
@@ -157,10 +172,13 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 	bad := make([]int, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
 		bad[ci] = -1
-		res := make([]A, (hi-lo)*min(cols, gemvBlockCols))
+		res, rh := scratch[A]((hi - lo) * min(cols, gemvBlockCols))
+		defer gemvScratch.Put(rh)
 		var col []A
 		if runs && cols > 1 {
-			col = make([]A, hi-lo)
+			var ch *[]byte
+			col, ch = scratch[A](hi - lo)
+			defer gemvScratch.Put(ch)
 		}
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
