@@ -23,7 +23,8 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   TL1 and TL2 weights;
 - ``linear_gemv``: ``act_bits=8`` linear layers (1x1 layers on (N, k, 1, 1))
   of ``bench linear``: 4096x4096 and BitNet-2B's 2560x6912 at N = 1 and 8
-  (quick: 1024x1024 at N = 1 and 8).
+  (quick: 2048x2048 at N = 1 and 8: smaller layers time the Python call
+  more than the kernels).
 
 The families run in rounds (``--families-rounds``, the order rotated each
 round), each workload ``--repeat`` calls a round (fewer for a call over
@@ -96,8 +97,8 @@ LINEAR_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
 """linear_gemv's layers: ``bench linear``'s shapes (rows x k) as 1x1 layers, int8 activations."""
 
 QUICK_LINEAR_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
-    ("linear 1024x1024 N=1", 1024, 1024, 1, 1, 0, 1, 1),
-    ("linear 1024x1024 N=8", 1024, 1024, 1, 1, 0, 1, 8),
+    ("linear 2048x2048 N=1", 2048, 2048, 1, 1, 0, 1, 1),
+    ("linear 2048x2048 N=8", 2048, 2048, 1, 1, 0, 1, 8),
 ]
 
 
