@@ -64,12 +64,12 @@ func halves(c *build.Context, lo, hi uint32) reg.VecVirtual {
 }
 
 // gemvI8VNNI emits gemvI8VNNIr<rows>c<cols>: out[r*ldo+j] = sum_i
-// (w_r(i)+1)*x[j*ldx+i] for r < rows, j < cols over ng whole groups (at
-// most 16384), row r's codes at w + r*ldw.
+// (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < rows, j < cols over ng whole
+// groups (at most 16384), row r's codes at w + r*ldw.
 func gemvI8VNNI(c *build.Context, rows, cols int) {
 	name := fmt.Sprintf("gemvI8VNNIr%dc%d", rows, cols)
-	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32",
-		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.", name, rows, cols))
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
+		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.", name, rows, cols))
 	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
 	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
 	m0 := halves(c, 0xC0C0C0C0, 0x30303030)
@@ -133,8 +133,21 @@ func gemvI8VNNI(c *build.Context, rows, cols int) {
 		r, j := i/cols, i%cols
 		return rowAddrs(po, ldo, ldo3, 4*j)[r]
 	}
+	// xsum in the order of the outputs of each hsum4: (r, 0..3) for four
+	// columns, (r, 0), (r, 1), (r+1, 0), (r+1, 1) for two, rows for one.
+	ps := loadArg(c, "xsum")
+	xs := c.XMM()
+	switch cols {
+	case 4:
+		c.VMOVDQU32(mem(ps, 0), xs)
+	case 2:
+		c.VPBROADCASTQ(mem(ps, 0), xs)
+	default:
+		c.VPBROADCASTD(mem(ps, 0), xs)
+	}
 	for i := 0; i < len(sums); i += 4 {
 		v := hsum4(c, sums[i:min(i+4, len(sums))])
+		c.VPSUBD(xs, v, v)
 		m := min(4, len(sums)-i)
 		if cols == 4 && m == 4 { // a row's four outputs are adjacent
 			c.VMOVDQU32(v, outMem(i))

@@ -4,37 +4,37 @@
 
 package gemm
 
-// gemvI8VNNIr4c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 4, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr4c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 4, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr4c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr4c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIr2c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 2, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr2c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 2, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr2c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr2c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIr1c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 1, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr1c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 1, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr1c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr1c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIr2c2 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 2, j < 2 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr2c2 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 2, j < 2 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr2c2(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr2c2(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIr1c2 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 1, j < 2 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr1c2 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 1, j < 2 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr1c2(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr1c2(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIr2c4 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 2, j < 4 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr2c4 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 2, j < 4 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr2c4(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr2c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIr1c4 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] for r < 1, j < 4 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+// gemvI8VNNIr1c4 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 1, j < 4 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8VNNIr1c4(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+func gemvI8VNNIr1c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func gemvI8VNNIr4c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr4c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -95,41 +95,44 @@ gemvI8VNNIr4c1loop:
 	VPSRAVD         Z0, Z8, Z8
 	VPSRAVD         Z1, Z9, Z9
 	VPADDD          Z9, Z8, Z8
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), DX
-	VPUNPCKLDQ      Z4, Z2, Z0
-	VPUNPCKHDQ      Z4, Z2, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z8, Z6, Z1
-	VPUNPCKHDQ      Z8, Z6, Z2
+	MOVQ            xsum+40(FP), BX
+	VPBROADCASTD    (BX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
 	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVD           X1, (AX)
-	VPSHUFD         $0x01, X1, X0
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
 	VMOVD           X0, (AX)(CX*1)
-	VPSHUFD         $0x02, X1, X0
+	VPSHUFD         $0x02, X2, X0
 	VMOVD           X0, (AX)(CX*2)
-	VPSHUFD         $0x03, X1, X0
+	VPSHUFD         $0x03, X2, X0
 	VMOVD           X0, (AX)(DX*1)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y10, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIr2c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr2c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -192,37 +195,40 @@ gemvI8VNNIr2c1loop:
 	VPSRAVD         Z0, Z4, Z4
 	VPSRAVD         Z1, Z5, Z5
 	VPADDD          Z5, Z4, Z4
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), DX
-	VPUNPCKLDQ      Z4, Z2, Z0
-	VPUNPCKHDQ      Z4, Z2, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z2, Z2, Z1
+	MOVQ            xsum+40(FP), DX
+	VPBROADCASTD    (DX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLDQ      Z2, Z2, Z3
 	VPUNPCKHDQ      Z2, Z2, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVD           X1, (AX)
-	VPSHUFD         $0x01, X1, X0
+	VPADDD          Z2, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z1, Z2
+	VPUNPCKHQDQ     Z3, Z1, Z1
+	VPADDD          Z1, Z2, Z2
+	VEXTRACTI64X4   $0x01, Z2, Y1
+	VPADDD          Y1, Y2, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
 	VMOVD           X0, (AX)(CX*1)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y6, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIr1c1(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr1c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr1c1(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr1c1(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -270,35 +276,38 @@ gemvI8VNNIr1c1loop:
 	VPSRAVD         Z0, Z2, Z2
 	VPSRAVD         Z1, Z3, Z3
 	VPADDD          Z3, Z2, Z2
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), CX
-	VPUNPCKLDQ      Z2, Z2, Z0
-	VPUNPCKHDQ      Z2, Z2, Z1
-	VPADDD          Z1, Z0, Z0
+	MOVQ            xsum+40(FP), CX
+	VPBROADCASTD    (CX), X0
 	VPUNPCKLDQ      Z2, Z2, Z1
+	VPUNPCKHDQ      Z2, Z2, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLDQ      Z2, Z2, Z3
 	VPUNPCKHDQ      Z2, Z2, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVD           X1, (AX)
+	VPADDD          Z2, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z1, Z2
+	VPUNPCKHQDQ     Z3, Z1, Z1
+	VPADDD          Z1, Z2, Z2
+	VEXTRACTI64X4   $0x01, Z2, Y1
+	VPADDD          Y1, Y2, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y4, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIr2c2(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr2c2(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -377,41 +386,44 @@ gemvI8VNNIr2c2loop:
 	VPSRAVD         Z0, Z8, Z8
 	VPSRAVD         Z1, Z9, Z9
 	VPADDD          Z9, Z8, Z8
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), DX
-	VPUNPCKLDQ      Z4, Z2, Z0
-	VPUNPCKHDQ      Z4, Z2, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z8, Z6, Z1
-	VPUNPCKHDQ      Z8, Z6, Z2
+	MOVQ            xsum+40(FP), DX
+	VPBROADCASTQ    (DX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
 	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVD           X1, (AX)
-	VPSHUFD         $0x01, X1, X0
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
 	VMOVD           X0, 4(AX)
-	VPSHUFD         $0x02, X1, X0
+	VPSHUFD         $0x02, X2, X0
 	VMOVD           X0, (AX)(CX*1)
-	VPSHUFD         $0x03, X1, X0
+	VPSHUFD         $0x03, X2, X0
 	VMOVD           X0, 4(AX)(CX*1)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y10, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIr1c2(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr1c2(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -466,37 +478,40 @@ gemvI8VNNIr1c2loop:
 	VPSRAVD         Z0, Z4, Z4
 	VPSRAVD         Z1, Z5, Z5
 	VPADDD          Z5, Z4, Z4
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), CX
-	VPUNPCKLDQ      Z4, Z2, Z0
-	VPUNPCKHDQ      Z4, Z2, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z2, Z2, Z1
+	MOVQ            xsum+40(FP), CX
+	VPBROADCASTQ    (CX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLDQ      Z2, Z2, Z3
 	VPUNPCKHDQ      Z2, Z2, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVD           X1, (AX)
-	VPSHUFD         $0x01, X1, X0
+	VPADDD          Z2, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z1, Z2
+	VPUNPCKHQDQ     Z3, Z1, Z1
+	VPADDD          Z1, Z2, Z2
+	VEXTRACTI64X4   $0x01, Z2, Y1
+	VPADDD          Y1, Y2, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
 	VMOVD           X0, 4(AX)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y6, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIr2c4(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr2c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -607,49 +622,53 @@ gemvI8VNNIr2c4loop:
 	VPSRAVD         Z0, Z16, Z16
 	VPSRAVD         Z1, Z17, Z17
 	VPADDD          Z17, Z16, Z16
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), DX
-	VPUNPCKLDQ      Z4, Z2, Z0
-	VPUNPCKHDQ      Z4, Z2, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z8, Z6, Z1
-	VPUNPCKHDQ      Z8, Z6, Z2
+	MOVQ            xsum+40(FP), DX
+	VMOVDQU32       (DX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
 	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVDQU32       X1, (AX)
-	VPUNPCKLDQ      Z12, Z10, Z0
-	VPUNPCKHDQ      Z12, Z10, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z16, Z14, Z1
-	VPUNPCKHDQ      Z16, Z14, Z2
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)
+	VPUNPCKLDQ      Z12, Z10, Z1
+	VPUNPCKHDQ      Z12, Z10, Z2
 	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVDQU32       X1, (AX)(CX*1)
+	VPUNPCKLDQ      Z16, Z14, Z2
+	VPUNPCKHDQ      Z16, Z14, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(CX*1)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y18, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIr1c4(w *byte, ldw int, x *int8, ldx int, ng int, out *int32, ldo int) uint32
+// func gemvI8VNNIr1c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
-TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-60
+TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -718,28 +737,31 @@ gemvI8VNNIr1c4loop:
 	VPSRAVD         Z0, Z8, Z8
 	VPSRAVD         Z1, Z9, Z9
 	VPADDD          Z9, Z8, Z8
-	MOVQ            out+40(FP), AX
-	MOVQ            ldo+48(FP), CX
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), CX
-	VPUNPCKLDQ      Z4, Z2, Z0
-	VPUNPCKHDQ      Z4, Z2, Z1
-	VPADDD          Z1, Z0, Z0
-	VPUNPCKLDQ      Z8, Z6, Z1
-	VPUNPCKHDQ      Z8, Z6, Z2
+	MOVQ            xsum+40(FP), CX
+	VMOVDQU32       (CX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
 	VPADDD          Z2, Z1, Z1
-	VPUNPCKLQDQ     Z1, Z0, Z2
-	VPUNPCKHQDQ     Z1, Z0, Z0
-	VPADDD          Z0, Z2, Z2
-	VEXTRACTI64X4   $0x01, Z2, Y0
-	VPADDD          Y0, Y2, Y0
-	VEXTRACTI32X4   $0x01, Y0, X1
-	VPADDD          X1, X0, X1
-	VMOVDQU32       X1, (AX)
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y10, K1
 	KMOVW           K1, AX
 	VZEROUPPER
-	MOVL            AX, ret+56(FP)
+	MOVL            AX, ret+64(FP)
 	RET
