@@ -60,10 +60,20 @@ type Measured struct {
 // geometric mean over linear 4096x4096 N=1, 11008x4096 N=8, 4096x4096
 // N=64 and conv 3x3 64@56, 256@14 at 1 and 2 threads: avx512vnni 1.00x
 // (3.7 ms), avx2 2.08x, generic 38x; avx512vnni fastest in every row.
+//
+// linear_gemv on amd-zen4, measured on 2026-11-24 with
+//
+//	nice -n -10 python -m bitnet_go bench families --families-ops linear_gemv --threads 1,2 \
+//	    --families-rounds 5 --repeat 7
+//
+// on the same CPU (busy: load average 7 to 25): avx512vnni 1.00x, avx2
+// 1.44x, generic 69x; avx512vnni fastest on every workload (4096x4096 and
+// 2560x6912, N = 1 and 8, 1 and 2 threads; 1.09x to 1.81x over avx2).
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX2, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
 		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"linear_gemv":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"quantize_i2s":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"quant_quantize":   {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"quant_dequantize": {Fastest: AVX2, Timed: []Family{AVX2, Generic}},

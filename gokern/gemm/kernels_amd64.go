@@ -38,7 +38,7 @@ func withMicro(fam cpu.Family, wide, vnni bool) *Kernels {
 		},
 		PrepI8:  func(dst, src []int8, kc int) { prepI8(dst, src, kc, nrI8, vnni) },
 		PanelI8: func(kc int) int { return panelI8(kc, nrI8) },
-		GemvF32: gemvF32AVX2Kernel, GemvI8: gemvI8AVX2Kernel, packPanel: packPanelAVX2Kernel,
+		GemvF32: gemvF32AVX2Kernel, packPanel: packPanelAVX2Kernel,
 		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel,
 		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2,
 		QuantU8x4: quantU8x4AVX2Kernel}

@@ -3,6 +3,7 @@ package conv2d
 import (
 	"unsafe"
 
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -81,7 +82,19 @@ func gemvLayout(d *Dims, w Weights, sc *scaler) (gw gemvWeight, ok bool, err err
 	return gemvWeight{l.i2s, kp, blp}, true, nil
 }
 
-// gemvKernel is the shape of gemm.Kernels.GemvI8 (GemvF32 adapted: no xsum).
+// gemvScratch keeps gemv's buffers (the columns, their sums, the kernels'
+// results) from call to call.
+var gemvScratch = &buf.List[byte]{MaxCap: 1 << 26, MaxCount: 64}
+
+// scratch returns n stale elements of type E from gemvScratch and the
+// handle to put back (Go's allocator aligns the bytes for any E).
+func scratch[E any](n int) ([]E, *[]byte) {
+	var zero E
+	b, h := gemvScratch.Sized(max(n, 1) * int(unsafe.Sizeof(zero)))
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(b))), n), h
+}
+
+// gemvKernel is the shape of gemm.GemvKernels.I8 (GemvF32 adapted: no xsum).
 type gemvKernel[T elem, A accum] func(w []byte, ldw int, x []T, k, ldx int, xsum, out []A) bool
 
 // gemvF32 adapts ks.GemvF32 to gemvKernel.
@@ -94,7 +107,10 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 // gemv computes a pointwise convolution (useGEMV) with one Gemv call per
 // (block of columns, thread's run of output channels, scale block), folded
 // into out by fold1 (the scaler's one-element arithmetic, as the GEMM
-// algorithms' folds). Columns are the samples' positions, copied once into
+// algorithms' folds), or, where P is 1 (a linear layer: a column's
+// channels are adjacent in out), by foldRun over each column's run of
+// channels (scaler.foldRunI32, foldRunF32): the same operations in the
+// same order. Columns are the samples' positions, copied once into
 // a (columns, K) matrix (a transposition where P > 1), with order (float32:
 // gemm.GemvOrder; nil: none) rearranging each as the kernel reads it. Rows
 // are split over par's threads. sum (int8 only, else nil) gives the
@@ -102,14 +118,16 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 // the first one in the tensor.
 func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, sc *scaler, out []float32,
 	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A,
-	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32) error {
+	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32,
+	foldRun func(s *scaler, dst []float32, src []A, lo, b int, a float32)) error {
 	k, cols := d.K, d.N*d.P
 	kp, blp, packed := gw.kp, gw.blp, gw.packed
 	// Columns are copied ldx = kp plus one cache line apart: at kp*size a
 	// multiple of 4 KB they would all fall into one L1 set.
 	var zero T
 	ldx := kp + 64/int(unsafe.Sizeof(zero))
-	xt := make([]T, (cols-1)*ldx+kp)
+	xt, xh := scratch[T]((cols-1)*ldx + kp)
+	defer gemvScratch.Put(xh)
 	var col, padded []T
 	if kp != k {
 		padded = make([]T, kp)
@@ -139,7 +157,8 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			copy(xt[j*ldx:][:kp], x)
 		}
 	}
-	xsum := make([]A, sc.nb*cols)
+	xsum, sh := scratch[A](sc.nb * cols) // written where sum is set; unread otherwise
+	defer gemvScratch.Put(sh)
 	if sum != nil {
 		for b := range sc.nb {
 			par.Check()
@@ -148,11 +167,19 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			}
 		}
 	}
+	runs := d.P == 1
 	chunks := par.ChunksWork(d.O, kp*cols)
 	bad := make([]int, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
 		bad[ci] = -1
-		res := make([]A, (hi-lo)*min(cols, gemvBlockCols))
+		res, rh := scratch[A]((hi - lo) * min(cols, gemvBlockCols))
+		defer gemvScratch.Put(rh)
+		var col []A
+		if runs && cols > 1 {
+			var ch *[]byte
+			col, ch = scratch[A](hi - lo)
+			defer gemvScratch.Put(ch)
+		}
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
 			for b := range sc.nb {
@@ -172,6 +199,24 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 						}
 						return
 					}
+				}
+				if runs {
+					for jj := range nc {
+						n := j0 + jj
+						var a float32
+						if acts != nil {
+							a = acts.a[n]
+						}
+						src := res[:hi-lo]
+						if nc > 1 {
+							for i := range col {
+								col[i] = res[i*nc+jj]
+							}
+							src = col
+						}
+						foldRun(sc, out[n*d.O+lo:n*d.O+hi], src, lo, b, a)
+					}
+					continue
 				}
 				for o := lo; o < hi; o++ {
 					r := res[(o-lo)*nc:][:nc]

@@ -105,12 +105,13 @@ type Info struct {
 type kernels struct {
 	gemm *gemm.Kernels      // op "conv_gemm": micro-kernels, folds, quantizers, GEMV, implicit GEMM
 	lut  *gemm.LUT16Kernels // op "conv_lut": the wide LUT kernels (generic: lut.go's instead)
+	gemv *gemm.GemvKernels  // op "linear_gemv": the int8 GEMV (gemv.go)
 	scan *ternary.Quantizer // op "quantize_i2s": MaxAbs, the activation scales and finiteness scan
 }
 
 // selected returns the kernels the process selected at start-up.
 func selected() kernels {
-	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), ternary.QuantizeOp.Get()}
+	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), ternary.QuantizeOp.Get()}
 }
 
 // selectKernels returns the kernels a BITNET_GO_DISABLE setting selects
@@ -118,8 +119,9 @@ func selected() kernels {
 func selectKernels(s cpu.Selection) kernels {
 	g, _ := gemm.KernelOp.Select(s)
 	l, _ := gemm.LUT16Op.Select(s)
+	v, _ := gemm.GemvOp.Select(s)
 	q, _ := ternary.QuantizeOp.Select(s)
-	return kernels{g, l, q}
+	return kernels{g, l, v, q}
 }
 
 // Conv2D is Conv2DInfo returning the algorithm that ran.
@@ -237,11 +239,10 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		return kernelName("naive", cpu.Generic), naive(d, x, acts, w, sc, out)
 	}
 	if asGEMV {
-		name := kernelName("gemv", g.Base)
 		if act8 {
-			return name, gemv(d, gw, acts.q, acts, sc, out, g.GemvI8, nil, gemm.SumI8, (*scaler).fold1I32)
+			return kernelName("gemv", ks.gemv.Family), gemv(d, gw, acts.q, acts, sc, out, ks.gemv.I8, nil, gemm.SumI8, (*scaler).fold1I32, (*scaler).foldRunI32)
 		}
-		return name, gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32)
+		return kernelName("gemv", g.Base), gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32, (*scaler).foldRunF32)
 	}
 	if implicit {
 		wl, err := implicitWeights(d, w, newImplicitGeom(d), g)

@@ -121,6 +121,53 @@ func (s *scaler) add1(y, t float32, o, b int) float32 {
 	return t
 }
 
+// foldRunI32 folds block b's sums src of channels lo .. lo+len(dst)-1 into
+// dst (a run of channels of one column): fold1I32 per element, with one
+// FoldI32 over the run where one scale serves every channel (the bias then
+// added after it, the same operation).
+func (s *scaler) foldRunI32(dst []float32, src []int32, lo, b int, a float32) {
+	src = src[:len(dst)]
+	if !s.perRow {
+		s.ks.FoldI32(dst, src, a, s.scales[0], 0, b > 0, false)
+	} else {
+		for i, acc := range src {
+			t := float32(float32(float32(acc)/a) * s.scales[(lo+i)*s.nb+b])
+			if b > 0 {
+				t = dst[i] + t
+			}
+			dst[i] = t
+		}
+	}
+	s.biasRun(dst, lo, b)
+}
+
+// foldRunF32 is foldRunI32 for float32 sums (fold1F32, FoldF32).
+func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32) {
+	src = src[:len(dst)]
+	if !s.perRow {
+		s.ks.FoldF32(dst, src, s.scales[0], 0, b > 0, false)
+	} else {
+		for i, v := range src {
+			t := float32(v * s.scales[(lo+i)*s.nb+b])
+			if b > 0 {
+				t = dst[i] + t
+			}
+			dst[i] = t
+		}
+	}
+	s.biasRun(dst, lo, b)
+}
+
+// biasRun adds the bias of channels lo .. lo+len(dst)-1 to dst after the
+// last block (add1's bias step).
+func (s *scaler) biasRun(dst []float32, lo, b int) {
+	if b == s.nb-1 && s.bias != nil {
+		for i, v := range s.bias[lo : lo+len(dst)] {
+			dst[i] = dst[i] + v
+		}
+	}
+}
+
 func foldI32(s *scaler, dst []float32, src []int32, o, b int, a float32) {
 	bias, add := s.biasAt(o, b)
 	s.ks.FoldI32(dst, src, a, s.scale(o, b), bias, b > 0, add)

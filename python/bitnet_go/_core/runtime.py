@@ -77,7 +77,8 @@ def cpu_features() -> CPUFeatures:
     ``family`` (the best family a kernel picked: ``"avx512vnni"``, ``"avx512"``,
     ``"avx2"`` or ``"generic"``), ``best_available`` (the best family this
     CPU and build allow), ``go_version``, ``kernels`` (the family each kernel uses:
-    ``quantize_i2s``, ``conv_gemm``, ``conv_lut``, the ``quant_*`` ops),
+    ``quantize_i2s``, ``conv_gemm``, ``conv_lut``, ``linear_gemv``, the
+    ``quant_*`` ops),
     ``kernel_reasons`` (why dispatch chose each op's family),
     ``kernel_families`` (the families each op implements that may run here,
     generic first: what ``python -m bitnet_go bench families`` times),

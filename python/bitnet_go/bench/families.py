@@ -25,7 +25,11 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
 - ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M;
 - ``qlinear_dot``: ``bitnet_go.functional`` ``linear`` (uint8 x int8 per
   channel) on LLM shapes at 1, 8 and 64 rows and ``conv2d`` on 3x3 64@56 and
-  3x3 256@14 (:data:`QLINEAR_ROWS`).
+  3x3 256@14 (:data:`QLINEAR_ROWS`);
+- ``linear_gemv``: ``act_bits=8`` linear layers (1x1 layers on (N, k, 1, 1))
+  of ``bench linear``: 4096x4096 and BitNet-2B's 2560x6912 at N = 1 and 8
+  (quick: 2048x2048 at N = 1 and 8: smaller layers time the Python call
+  more than the kernels).
 
 The families run in rounds (``--families-rounds``, the order rotated each
 round), each workload ``--repeat`` calls a round (fewer for a call over
@@ -105,6 +109,20 @@ QUICK_QLINEAR_ROWS: list[tuple[str, int, int, int, int]] = [
 ]
 
 
+LINEAR_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
+    ("linear 4096x4096 N=1", 4096, 4096, 1, 1, 0, 1, 1),
+    ("linear 4096x4096 N=8", 4096, 4096, 1, 1, 0, 1, 8),
+    ("linear 2560x6912 N=1", 6912, 2560, 1, 1, 0, 1, 1),
+    ("linear 2560x6912 N=8", 6912, 2560, 1, 1, 0, 1, 8),
+]
+"""linear_gemv's layers: ``bench linear``'s shapes (rows x k) as 1x1 layers, int8 activations."""
+
+QUICK_LINEAR_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
+    ("linear 2048x2048 N=1", 2048, 2048, 1, 1, 0, 1, 1),
+    ("linear 2048x2048 N=8", 2048, 2048, 1, 1, 0, 1, 8),
+]
+
+
 QUICK: dict[str, object] = {
     "families_quick": True,
     "families_rounds": 1,
@@ -164,6 +182,10 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
         for name, o, i, r, h in QUICK_QLINEAR_ROWS if quick else QLINEAR_ROWS:
             label = f"{name} N={r}" if h == 1 else name
             out.append({"name": label, "op": op, "o": o, "i": i, "r": r, "h": h})
+    elif op == "linear_gemv":
+        for name, c, o, k, s, p, h, n in QUICK_LINEAR_ROWS if quick else LINEAR_ROWS:
+            layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
+            out.append({"name": name, "op": op, "act_bits": 8, "qtype": "i2_s", **layer})
     return out
 
 

@@ -1,0 +1,198 @@
+//go:build generate
+
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// The int8 GEMV kernels of the op "linear_gemv" for the avx512vnni family
+// (gokern/gemm/gemv_vnni_amd64.go wraps them; gemvI8Generic in gemm.go is
+// the oracle). They read I2_S rows as they are: 32 bytes a group of 128
+// values, value 32q+j in byte j at bits 6-2q (code = w+1).
+//
+// Per group and row the 32 bytes are broadcast to both halves of a ZMM
+// (VBROADCASTI64X4) and ANDed with two masks, leaving each code in place,
+// times a power of four:
+//
+//	a = bytes & [0xC0 x32 | 0x30 x32]: 64*code(j) | 16*code(32+j)
+//	b = bytes & [0x0C x32 | 0x03 x32]:  4*code(64+j) | code(96+j)
+//
+// so that a pairs with the group's activations 0..63 and b with 64..127,
+// both read as they are (one ZMM each). Two VPDPBUSD (a, b unsigned, the
+// activations signed) add into two int32 accumulators per row and column,
+// whose low eight lanes carry 64 and 4 and high eight 16 and 1 times the
+// sums; at the end one VPSRAVD per accumulator (shifts 6/4 and 2/0) takes
+// the factors out, exactly: every lane is a multiple of its factor, and
+// |lane| <= 3*64*128*4 per group stays below 2^31 for up to 16384 groups
+// (the wrapper splits longer rows). No shifts in the loop: per group and
+// row two VPANDD and two VPDPBUSD per column, plus the code-3 check
+// (VPADDB doubling the low half's bytes, VPTERNLOGD OR-ing bytes & 2*bytes,
+// whose odd bits mark a pair of two ones).
+
+// gemvVNNITiles are the (rows, columns) tiles generated; the wrapper covers
+// a call with the widest that fit.
+var gemvVNNITiles = [][2]int{{4, 1}, {2, 1}, {1, 1}, {2, 2}, {1, 2}, {2, 4}, {1, 4}}
+
+// gemvPrefetch is how far ahead of the group it reads each row's codes
+// are prefetched (PREFETCHT0 per group and row): rows stream from L3 or
+// memory, and the tiles of several columns consume them too slowly for
+// the hardware prefetchers to run far enough ahead (4096 x 4096, 4
+// columns: 2x faster than without; past the row's end it fetches the next
+// tile's rows).
+const gemvPrefetch = 2048
+
+// gemvAVX512 emits gokern/gemm/gemv_avx512_amd64.s.
+var gemvAVX512 = func(c *build.Context) {
+	for _, t := range gemvVNNITiles {
+		gemvI8VNNI(c, t[0], t[1])
+	}
+}
+
+// halves returns a ZMM holding lo in each 32-bit lane of its low 256 bits
+// and hi in each of its high 256 bits.
+func halves(c *build.Context, lo, hi uint32) reg.VecVirtual {
+	z := bcstZ32(c, lo)
+	h := c.YMM()
+	c.VPBROADCASTD(gpImm(c, 4, uint64(hi)), h)
+	c.VINSERTI64X4(operand.Imm(1), h, z, z)
+	return z
+}
+
+// gemvI8VNNI emits gemvI8VNNIr<rows>c<cols>: out[r*ldo+j] = sum_i
+// (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < rows, j < cols over ng whole
+// groups (at most 16384), row r's codes at w + r*ldw.
+func gemvI8VNNI(c *build.Context, rows, cols int) {
+	name := fmt.Sprintf("gemvI8VNNIr%dc%d", rows, cols)
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
+		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.", name, rows, cols))
+	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
+	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
+	m0 := halves(c, 0xC0C0C0C0, 0x30303030)
+	m1 := halves(c, 0x0C0C0C0C, 0x03030303)
+	acc := make([][2]reg.VecVirtual, rows*cols) // acc[r*cols+j]
+	for i := range acc {
+		z := zeroZ(c, 2)
+		acc[i] = [2]reg.VecVirtual{z[0], z[1]}
+	}
+	three := c.YMM()
+	c.VPXORD(three, three, three)
+	rowMem := func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] }
+	colMem := func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] }
+
+	repeat(c, name+"loop", n, func() {
+		var a, b [4]reg.VecVirtual
+		for r := range rows {
+			pf := rowMem(r)
+			pf.Disp = gemvPrefetch
+			c.PREFETCHT0(pf)
+			g := c.ZMM()
+			c.VBROADCASTI64X4(rowMem(r), g)
+			d := c.YMM()
+			c.VPADDB(g.AsY(), g.AsY(), d)
+			c.VPTERNLOGD(operand.Imm(0xF8), d, g.AsY(), three) // three |= g & 2g
+			a[r], b[r] = c.ZMM(), c.ZMM()
+			c.VPANDD(m0, g, a[r])
+			c.VPANDD(m1, g, b[r])
+		}
+		for j := range cols {
+			var x0, x1 operand.Op = colMem(j, 0), colMem(j, 64)
+			if rows > 1 { // load once for every row
+				z0, z1 := c.ZMM(), c.ZMM()
+				c.VMOVDQU8(x0, z0)
+				c.VMOVDQU8(x1, z1)
+				x0, x1 = z0, z1
+			}
+			for r := range rows {
+				c.VPDPBUSD(x0, a[r], acc[r*cols+j][0])
+				c.VPDPBUSD(x1, b[r], acc[r*cols+j][1])
+			}
+		}
+		c.ADDQ(operand.Imm(32), pw)
+		c.ADDQ(operand.U32(groupValues), px)
+	})
+
+	// Take the factors out and add the two accumulators of each output.
+	s0 := halves(c, 6, 4)
+	s1 := halves(c, 2, 0)
+	sums := make([]reg.VecVirtual, len(acc))
+	for i, p := range acc {
+		c.VPSRAVD(s0, p[0], p[0])
+		c.VPSRAVD(s1, p[1], p[1])
+		c.VPADDD(p[1], p[0], p[0])
+		sums[i] = p[0]
+	}
+	po, ldo := loadArg(c, "out"), loadArg(c, "ldo")
+	c.SHLQ(operand.Imm(2), ldo)
+	ldo3 := times3(c, ldo)
+	outMem := func(i int) operand.Mem { // output i = r*cols+j
+		r, j := i/cols, i%cols
+		return rowAddrs(po, ldo, ldo3, 4*j)[r]
+	}
+	// xsum in the order of the outputs of each hsum4: (r, 0..3) for four
+	// columns, (r, 0), (r, 1), (r+1, 0), (r+1, 1) for two, rows for one.
+	ps := loadArg(c, "xsum")
+	xs := c.XMM()
+	switch cols {
+	case 4:
+		c.VMOVDQU32(mem(ps, 0), xs)
+	case 2:
+		c.VPBROADCASTQ(mem(ps, 0), xs)
+	default:
+		c.VPBROADCASTD(mem(ps, 0), xs)
+	}
+	for i := 0; i < len(sums); i += 4 {
+		v := hsum4(c, sums[i:min(i+4, len(sums))])
+		c.VPSUBD(xs, v, v)
+		m := min(4, len(sums)-i)
+		if cols == 4 && m == 4 { // a row's four outputs are adjacent
+			c.VMOVDQU32(v, outMem(i))
+			continue
+		}
+		for l := range m {
+			t := v
+			if l > 0 {
+				t = c.XMM()
+				c.VPSHUFD(operand.Imm(uint64(l)), v, t)
+			}
+			c.VMOVD(t, outMem(i+l))
+		}
+	}
+	mask := c.YMM()
+	c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
+	k := c.K()
+	c.VPTESTMD(mask, three, k)
+	r := c.GP32()
+	c.KMOVW(k, r)
+	vzeroReturn(c, r)
+}
+
+// hsum4 returns an XMM whose lane l is the sum of the 16 int32 lanes of
+// v[l] (1 to 4 ZMM; lanes past len(v) hold sums of v[0]): two rounds of
+// unpacking pairs, then the four 128-bit lanes added.
+func hsum4(c *build.Context, v []reg.VecVirtual) reg.VecVirtual {
+	for len(v) < 4 {
+		v = append(v, v[0])
+	}
+	pair := func(lo, hi func(...operand.Op), x, y reg.VecVirtual) reg.VecVirtual {
+		t, u := c.ZMM(), c.ZMM()
+		lo(y, x, t)
+		hi(y, x, u)
+		c.VPADDD(u, t, t)
+		return t
+	}
+	a := pair(c.VPUNPCKLDQ, c.VPUNPCKHDQ, v[0], v[1]) // per 128-bit lane: v0 v1 v0 v1
+	b := pair(c.VPUNPCKLDQ, c.VPUNPCKHDQ, v[2], v[3])
+	s := pair(c.VPUNPCKLQDQ, c.VPUNPCKHQDQ, a, b) // per 128-bit lane: v0 v1 v2 v3
+	h := c.YMM()
+	c.VEXTRACTI64X4(operand.Imm(1), s, h)
+	c.VPADDD(h, s.AsY(), h)
+	x := c.XMM()
+	c.VEXTRACTI32X4(operand.Imm(1), h, x)
+	c.VPADDD(x, h.AsX(), x)
+	return x
+}

@@ -1,0 +1,154 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// gemvCase is one int8 GEMV problem: rows of ternary values q (packed into
+// w, ldw bytes apart), cols activation columns (ldx apart), their sums and
+// the exact products.
+type gemvCase struct {
+	k, ldw, ldx, rows, cols int
+	w                       []byte
+	x                       []int8
+	xsum, want              []int32
+}
+
+// newGemvCase packs rows x k values from val(r, i) and cols x k
+// activations from act(j, i) into misaligned buffers with the strides
+// given, and computes the expected sums directly from the values.
+func newGemvCase(t *testing.T, k, rows, cols, wpad, xpad int, val func(r, i int) int8, act func(j, i int) int8) *gemvCase {
+	t.Helper()
+	c := &gemvCase{k: k, ldw: k/4 + wpad, ldx: k + xpad, rows: rows, cols: cols}
+	c.w = make([]byte, (rows-1)*c.ldw+k/4+1)[1:]
+	q := make([]int8, k)
+	c.want = make([]int32, rows*cols)
+	c.x = make([]int8, (cols-1)*c.ldx+k+1)[1:]
+	for j := range cols {
+		for i := range k {
+			c.x[j*c.ldx+i] = act(j, i)
+		}
+		c.xsum = append(c.xsum, SumI8(c.x[j*c.ldx:][:k]))
+	}
+	for r := range rows {
+		for i := range q {
+			q[i] = val(r, i)
+		}
+		if err := ternary.Pack(q, c.w[r*c.ldw:][:k/4]); err != nil {
+			t.Fatal(err)
+		}
+		for j := range cols {
+			var s int32
+			for i, v := range q {
+				s += int32(v) * int32(c.x[j*c.ldx+i])
+			}
+			c.want[r*cols+j] = s
+		}
+	}
+	return c
+}
+
+// check runs f on the case and compares every output.
+func (c *gemvCase) check(t *testing.T, name string, f func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool) {
+	t.Helper()
+	got := make([]int32, len(c.want))
+	for i := range got {
+		got[i] = 12345 // no output may be left unwritten
+	}
+	if !f(c.w, c.ldw, c.x, c.k, c.ldx, c.xsum, got) {
+		t.Fatalf("%s: k %d rows %d cols %d: code 3 reported in valid codes", name, c.k, c.rows, c.cols)
+	}
+	for i, v := range got {
+		if v != c.want[i] {
+			t.Errorf("%s: k %d rows %d cols %d: row %d column %d = %d, want %d", name, c.k, c.rows, c.cols,
+				i/c.cols, i%c.cols, v, c.want[i])
+		}
+	}
+}
+
+// TestGemvI8MatchesDirect runs every family of linear_gemv against direct
+// int32 sums over the unpacked values: rows and columns around every tile
+// of the kernels (1 to 9 rows, 1 to 17 columns), one to many groups,
+// padded row and column strides, misaligned buffers, random values and
+// activations with -128 among them, then the largest sums (every weight +1
+// or -1 against -128 or 127); a code 3 at every position class of any row
+// must be reported.
+func TestGemvI8MatchesDirect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 3))
+	randVal := func(int, int) int8 { return int8(rng.IntN(3) - 1) }
+	randAct := func(_, i int) int8 {
+		if i%97 == 0 {
+			return -128
+		}
+		return int8(rng.IntN(256) - 128)
+	}
+	for _, tc := range []struct{ ng, rows, cols, wpad, xpad int }{
+		{1, 1, 1, 0, 0}, {1, 2, 1, 32, 0}, {2, 3, 1, 0, 0}, {3, 4, 1, 0, 0}, {1, 5, 1, 32, 1}, {7, 7, 1, 0, 0},
+		{6, 8, 1, 64, 0}, {2, 9, 1, 0, 0}, {40, 6, 1, 0, 0}, {1, 1, 2, 0, 3}, {3, 3, 2, 32, 0}, {2, 2, 3, 0, 1},
+		{5, 5, 4, 0, 0}, {1, 4, 5, 32, 7}, {2, 3, 6, 0, 0}, {3, 2, 7, 0, 5}, {2, 5, 8, 0, 0}, {1, 3, 9, 32, 0},
+		{4, 2, 13, 0, 64}, {2, 7, 16, 0, 0}, {1, 1, 17, 0, 1}, {33, 3, 5, 0, 0},
+	} {
+		c := newGemvCase(t, tc.ng*GroupValues, tc.rows, tc.cols, tc.wpad, tc.xpad, randVal, randAct)
+		for _, g := range GemvFamilies() {
+			c.check(t, string(g.Family), g.I8)
+			for _, pos := range []int{0, 31, 32, 63, 64, 95, 96, 127, c.k - 1} {
+				r := rng.IntN(c.rows)
+				bad := append([]byte(nil), c.w...)
+				bad[r*c.ldw+pos/128*32+pos%32] |= 3 << (6 - 2*(pos%128/32))
+				if g.I8(bad, c.ldw, c.x, c.k, c.ldx, c.xsum, make([]int32, len(c.want))) {
+					t.Errorf("%s: %+v: code 3 at %d of row %d not reported", g.Family, tc, pos, r)
+				}
+			}
+		}
+	}
+	for _, w := range []int8{1, -1} {
+		for _, a := range []int8{-128, 127} {
+			c := newGemvCase(t, 300*GroupValues, 5, 3, 0, 0,
+				func(int, int) int8 { return w }, func(int, int) int8 { return a })
+			for _, g := range GemvFamilies() {
+				c.check(t, string(g.Family), g.I8)
+			}
+		}
+	}
+}
+
+// BenchmarkGemvI8 times every family of linear_gemv on weights of rows x k
+// (in L2 or past it; the generic one on the smallest only) for 1, 4 and 16
+// columns, one thread.
+func BenchmarkGemvI8(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, sz := range [][2]int{{1024, 1024}, {4096, 4096}, {256, 4096}, {4096, 1024}, {4096, 11008}, {2560, 6912}} {
+		rows, k := sz[0], sz[1]
+		w := make([]byte, rows*k/4)
+		for i := range w {
+			for s := 0; s < 8; s += 2 {
+				w[i] |= byte(rng.IntN(3)) << s
+			}
+		}
+		for _, cols := range []int{1, 4, 16} {
+			ldx := k + 64 // as conv2d copies columns: not 4 KB apart
+			x := make([]int8, (cols-1)*ldx+k)
+			for i := range x {
+				x[i] = int8(rng.IntN(256) - 128)
+			}
+			xsum := make([]int32, cols)
+			out := make([]int32, rows*cols)
+			for _, g := range GemvFamilies() {
+				if g.Family == cpu.Generic && rows*k > 1<<20 {
+					continue // seconds a call
+				}
+				b.Run(fmt.Sprintf("%s/%dx%d/cols=%d", g.Family, rows, k, cols), func(b *testing.B) {
+					b.SetBytes(int64(len(w) * cols)) // MB/s: weight bytes times columns
+					for b.Loop() {
+						g.I8(w, k/4, x, k, ldx, xsum, out)
+					}
+				})
+			}
+		}
+	}
+}
