@@ -22,10 +22,10 @@ const (
 // convArgs mirrors struct bng_conv_args in cuda/conv.cu: 32 fields of 8
 // bytes, the 8 pointers first.
 type convArgs struct {
-	X, Q, W, Scales, Bias, Out, Amax, Bad                            uint64
+	X, Q, W, Scales, Bias, Out, Amax, Bad                          uint64
 	N, C, H, Wd, O, Cg, Og, KH, KW, Ho, Wo, SH, SW, PT, PL, DH, DW int64
-	K, NB, BL                                                        int64
-	TilesO, TilesP, Cols, Flags                                      int64
+	K, NB, BL                                                      int64
+	TilesO, TilesP, Cols, Flags                                    int64
 }
 
 // convPlan is how one W1.58A8 convolution runs on the GPU. Like plan, it
