@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -10,9 +11,10 @@ from numpy.typing import ArrayLike
 
 from ._core import ops
 from ._core.arrays import MAX_ELEMENTS, as_float32, check_int, fits_int64, is_torch_tensor
-from ._core.devices import is_cuda_array
+from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
+from ._gpu import to_device
 from ._ternary import TernaryTensor, _check_method, quantize_i2s
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
@@ -251,8 +253,46 @@ def _conv2d_gpu(
     if unbatched:
         a = a[None]  # type: ignore[index]
     pads = _padding(padding, w.shape[2:], stride, dilation)  # type: ignore[arg-type]
-    out, info = _gpu.conv2d(a, w, bias, stride, pads, dilation, groups, check_finite)
+    wt = _weight_on(w, a)
+    if wt.qtype != "i2_s":
+        raise ValueError(f"weight: on a CUDA device only i2_s weights are supported, got {wt.qtype}")
+    out, info = _gpu.conv2d(a, wt.packed, wt.scales, wt.shape, wt.block_size, bias, stride, pads, dilation, groups,
+                            check_finite)  # fmt: skip
     return (out[0] if unbatched else out), info  # type: ignore[index]
+
+
+# Host weights moved to a GPU, kept while their packed array lives: id(packed) -> (ref, {device: tensor}).
+_moved: dict[int, tuple[weakref.ref, dict[int, TernaryTensor]]] = {}
+
+
+def _weight_on(w: TernaryTensor, like: DeviceArray) -> TernaryTensor:
+    """``w`` on the device of the GPU array ``like``.
+
+    A host weight is copied there once (with the framework of ``like``; TL1,
+    TL2, TQ2_0 and TQ1_0 weights as I2_S, the same values) and the copy kept
+    for later calls while ``w.packed`` lives; a weight on another GPU is a
+    ``ValueError``.
+    """
+    fw = framework_of(like)
+    if w.on_device:
+        if framework_of(w.packed).index != fw.index:
+            raise ValueError(
+                f"weight is on {w.device} and x on cuda:{fw.index}: tensors on two different GPUs; "
+                f"move one of them (weight.cpu() is moved to x's GPU once)"
+            )
+        return w
+    key = id(w.packed)
+    entry = _moved.get(key)
+    if entry is None or entry[0]() is not w.packed:
+        entry = (weakref.ref(w.packed, lambda _r, k=key: _moved.pop(k, None)), {})
+        _moved[key] = entry
+    t = entry[1].get(fw.index)
+    if t is None:
+        h = w if w.qtype == "i2_s" else w.to("i2_s")  # the GPU kernels read I2_S (same values and scales)
+        t = TernaryTensor._make(h.qtype, h.shape, h.block_size, h.method, to_device(like, h.packed),
+                                to_device(like, h.scales))  # fmt: skip
+        entry[1][fw.index] = t
+    return t
 
 
 def as_input_kind(out: np.ndarray, x: object) -> np.ndarray | torch.Tensor:

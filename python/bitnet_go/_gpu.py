@@ -10,17 +10,12 @@ are enqueued on that framework's current stream there (see
 from __future__ import annotations
 
 import ctypes
-import weakref
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._core import descriptor, lib, ops
 from ._core.devices import DeviceArray, adopt, check_same_device, framework_of, is_cuda_array, touch_driver
 from ._core.types import Method
-
-if TYPE_CHECKING:
-    from ._ternary import TernaryTensor
 
 _T = ctypes.POINTER(descriptor.Tensor)
 lib.declare(
@@ -87,40 +82,9 @@ def dequantize(
     return out.reshape(shape)  # type: ignore[attr-defined]
 
 
-# Host weights moved to a GPU, kept while their packed array lives: id(packed) -> (ref, {device: tensor}).
-_moved: dict[int, tuple[weakref.ref, dict[int, TernaryTensor]]] = {}
-
-
-def weight_on(w: TernaryTensor, like: DeviceArray) -> TernaryTensor:
-    """``w`` on the device of the GPU array ``like``.
-
-    A host weight is copied there once (with the framework of ``like``; TL1,
-    TL2, TQ2_0 and TQ1_0 weights as I2_S, the same values) and the copy kept
-    for later calls while ``w.packed`` lives; a weight on another GPU is a
-    ``ValueError``.
-    """
-    fw = framework_of(like)
-    if w.on_device:
-        if framework_of(w.packed).index != fw.index:
-            raise ValueError(
-                f"weight is on {w.device} and x on cuda:{fw.index}: tensors on two different GPUs; "
-                f"move one of them (weight.cpu() is moved to x's GPU once)"
-            )
-        return w
-    key = id(w.packed)
-    entry = _moved.get(key)
-    if entry is None or entry[0]() is not w.packed:
-        entry = (weakref.ref(w.packed, lambda _r, k=key: _moved.pop(k, None)), {})
-        _moved[key] = entry
-    t = entry[1].get(fw.index)
-    if t is None:
-        from ._ternary import TernaryTensor
-
-        h = w if w.qtype == "i2_s" else w.to("i2_s")  # the GPU kernels read I2_S (same values and scales)
-        t = TernaryTensor._make(h.qtype, h.shape, h.block_size, h.method, _to_device(fw, h.packed),
-                                _to_device(fw, h.scales))  # fmt: skip
-        entry[1][fw.index] = t
-    return t
+def to_device(like: DeviceArray, a: np.ndarray) -> DeviceArray:
+    """A copy of host array ``a`` on the device of GPU array ``like``, with ``like``'s framework."""
+    return _to_device(framework_of(like), a)
 
 
 def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
@@ -133,7 +97,10 @@ def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
 
 def conv2d(
     x: DeviceArray,
-    w: TernaryTensor,
+    packed: DeviceArray,
+    scales: DeviceArray,
+    w_shape: tuple[int, ...],
+    block_size: int | None,
     bias: object,
     stride: tuple[int, int],
     padding: tuple[int, int, int, int],
@@ -141,7 +108,10 @@ def conv2d(
     groups: int,
     check_finite: bool,
 ) -> tuple[DeviceArray, ops.ConvInfo]:
-    """W1.58A8 convolution of the GPU array ``x`` (N, C, H, W) with ``w`` on ``x``'s device and stream.
+    """W1.58A8 convolution of the GPU array ``x`` (N, C, H, W) with an I2_S weight on ``x``'s device and stream.
+
+    ``packed`` and ``scales`` are the weight's arrays (of shape ``w_shape``,
+    (O, C/groups, kH, kW)) on ``x``'s device.
 
     Returns ``(out, info)``, ``out`` float32 (N, O, Ho, Wo) of ``x``'s framework.
     ``bias``: None, a host array (copied) or a GPU array on ``x``'s device.
@@ -150,10 +120,7 @@ def conv2d(
     fw = framework_of(x)
     a = fw.as_float32(x)
     n, c, h, wd = (int(v) for v in a.shape)  # type: ignore[attr-defined]
-    wt = weight_on(w, a)
-    if wt.qtype != "i2_s":
-        raise ValueError(f"weight: on a CUDA device only i2_s weights are supported, got {wt.qtype}")
-    o, _, kh, kw = wt.shape
+    o, _, kh, kw = w_shape
     (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
     ho = max((h + pt + pb - dh * (kh - 1) - 1) // sh + 1, 0)
     wo = max((wd + pl + pr - dw * (kw - 1) - 1) // sw + 1, 0)
@@ -174,10 +141,10 @@ def conv2d(
     work = _empty(fw, size.value, "uint8", "conv2d_quantized's int8 activations")
     dev, stream = fw.index, fw.stream()
     p = ops._conv_params(stride, padding, dilation, groups, 8, 0, 1 if check_finite else 0)
-    pw = framework_of(wt.packed)
+    pw = framework_of(packed)
     xt = descriptor.device(fw.ptr(a), fw.nbytes(a), "float32", (n, c, h, wd), dev, stream=stream)
-    wdesc = descriptor.device(pw.ptr(wt.packed), pw.nbytes(wt.packed), "i2_s", wt.shape, dev,
-                              scales=pw.ptr(wt.scales), n_scales=pw.numel(wt.scales), block_size=wt.block_size,
+    wdesc = descriptor.device(pw.ptr(packed), pw.nbytes(packed), "i2_s", w_shape, dev,
+                              scales=pw.ptr(scales), n_scales=pw.numel(scales), block_size=block_size,
                               stream=stream)  # fmt: skip
     bt = None
     if b is not None:
