@@ -10,6 +10,7 @@ are enqueued on that framework's current stream there (see
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 import numpy as np
 
@@ -118,7 +119,7 @@ def conv2d(
     """
     touch_driver()
     fw = framework_of(x)
-    a = fw.as_float32(x)
+    a = _oom(fw, lambda: fw.as_float32(x), "x as contiguous float32")
     n, c, h, wd = (int(v) for v in a.shape)  # type: ignore[attr-defined]
     o, _, kh, kw = w_shape
     (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
@@ -159,9 +160,14 @@ def conv2d(
 
 def _empty(fw: object, n: int, dtype: str, what: str) -> DeviceArray:
     """``fw.empty(n, dtype)``; the framework's out-of-memory error becomes ``MemoryError`` naming ``what``."""
+    return _oom(fw, lambda: fw.empty(n, dtype), f"{what} ({n} x {dtype})")  # type: ignore[attr-defined]
+
+
+def _oom(fw: object, make: Callable[[], DeviceArray], what: str) -> DeviceArray:
+    """``make()``; the framework's out-of-memory error becomes ``MemoryError`` naming ``what``."""
     try:
-        return fw.empty(n, dtype)  # type: ignore[attr-defined]
+        return make()
     except Exception as e:
         if "OutOfMemory" in type(e).__name__ or "out of memory" in str(e).lower():
-            raise MemoryError(f"cuda: out of memory on cuda:{fw.index} allocating {what} ({n} x {dtype}): {e}") from e  # type: ignore[attr-defined]
+            raise MemoryError(f"cuda: out of memory on cuda:{fw.index} allocating {what}: {e}") from e  # type: ignore[attr-defined]
         raise
