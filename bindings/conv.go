@@ -49,29 +49,9 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 		if err != nil {
 			return err
 		}
-		if len(xt.Shape) != 4 {
-			return errs.Value("x must have 4 dimensions (N, C, H, W), got shape %v", xt.Shape)
-		}
-		if len(wt.Shape) != 4 {
-			return errs.Value("weight must have 4 dimensions (O, C/groups, kH, kW), got shape %v", wt.Shape)
-		}
-		if len(ot.Shape) != 4 {
-			return errs.Value("out must have 4 dimensions (N, O, outH, outW), got shape %v", ot.Shape)
-		}
-		s := conv2d.Shape{
-			N: xt.Shape[0], C: xt.Shape[1], H: xt.Shape[2], W: xt.Shape[3],
-			O: wt.Shape[0], WC: wt.Shape[1], KH: wt.Shape[2], KW: wt.Shape[3], Groups: int(p.groups),
-			StrideH: int(p.stride[0]), StrideW: int(p.stride[1]),
-			PadT: int(p.padding[0]), PadL: int(p.padding[1]), PadB: int(p.padding[2]), PadR: int(p.padding[3]),
-			DilH: int(p.dilation[0]), DilW: int(p.dilation[1]),
-		}
-		d, err := s.Check()
+		d, err := convDims(xt, wt, ot, p)
 		if err != nil {
 			return err
-		}
-		if ot.Shape[0] != d.N || ot.Shape[1] != d.O || ot.Shape[2] != d.Ho || ot.Shape[3] != d.Wo {
-			return errs.Value("out: shape %v does not match the convolution's output shape [%d %d %d %d]",
-				ot.Shape, d.N, d.O, d.Ho, d.Wo)
 		}
 		xs, err := qtensor.View[float32](xt, qtensor.F32)
 		if err != nil {
@@ -102,4 +82,34 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 		writeInfo(info, int(ran.Algo), ran.Kernel)
 		return nil
 	})
+}
+
+// convDims checks the ranks of x, weight and out, the geometry of p and
+// out's shape (bng_conv2d and bng_cuda_conv2d).
+func convDims(xt, wt, ot *qtensor.Tensor, p *C.bng_conv2d_params) (conv2d.Dims, error) {
+	if len(xt.Shape) != 4 {
+		return conv2d.Dims{}, errs.Value("x must have 4 dimensions (N, C, H, W), got shape %v", xt.Shape)
+	}
+	if len(wt.Shape) != 4 {
+		return conv2d.Dims{}, errs.Value("weight must have 4 dimensions (O, C/groups, kH, kW), got shape %v", wt.Shape)
+	}
+	if len(ot.Shape) != 4 {
+		return conv2d.Dims{}, errs.Value("out must have 4 dimensions (N, O, outH, outW), got shape %v", ot.Shape)
+	}
+	s := conv2d.Shape{
+		N: xt.Shape[0], C: xt.Shape[1], H: xt.Shape[2], W: xt.Shape[3],
+		O: wt.Shape[0], WC: wt.Shape[1], KH: wt.Shape[2], KW: wt.Shape[3], Groups: int(p.groups),
+		StrideH: int(p.stride[0]), StrideW: int(p.stride[1]),
+		PadT: int(p.padding[0]), PadL: int(p.padding[1]), PadB: int(p.padding[2]), PadR: int(p.padding[3]),
+		DilH: int(p.dilation[0]), DilW: int(p.dilation[1]),
+	}
+	d, err := s.Check()
+	if err != nil {
+		return d, err
+	}
+	if ot.Shape[0] != d.N || ot.Shape[1] != d.O || ot.Shape[2] != d.Ho || ot.Shape[3] != d.Wo {
+		return conv2d.Dims{}, errs.Value("out: shape %v does not match the convolution's output shape [%d %d %d %d]",
+			ot.Shape, d.N, d.O, d.Ho, d.Wo)
+	}
+	return d, nil
 }

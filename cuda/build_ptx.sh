@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates cuda/i2s.ptx from cuda/i2s.cu (run by `make ptx`).
+# Regenerates cuda/i2s.ptx from cuda/i2s.cu and the conv.cu it includes (run by `make ptx`).
 #
 # The PTX is checked in and embedded in the Go library with go:embed, so
 # ordinary builds need no CUDA toolkit. The compiler is NVRTC from PyPI
@@ -45,7 +45,7 @@ if [ "${1:-}" = "--check" ]; then
     trap 'rm -f "$out"' EXIT
 fi
 "$python" "$here/nvrtc_ptx.py" --lib "$lib" --arch "$ARCH" \
-    --tool "nvidia-cuda-nvrtc-cu12==$NVRTC_VERSION" "$here/i2s.cu" -o "$out"
+    --tool "nvidia-cuda-nvrtc-cu12==$NVRTC_VERSION" --header "$here/conv.cu" "$here/i2s.cu" -o "$out"
 # Assemble for the main architectures: PTX that ptxas rejects would only
 # fail at run time, in the driver's JIT.
 if [ -e "$ptxas" ]; then

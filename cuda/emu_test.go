@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -38,7 +37,7 @@ var harness struct {
 func buildHarness(t *testing.T) string {
 	t.Helper()
 	// Read the sources g++ compiles, so that `go test` caching notices edits.
-	for _, f := range []string{"i2s.cu", "testdata/emu/emu.hpp", "testdata/emu/emu_kernels.hpp", "testdata/emu/harness.cc"} {
+	for _, f := range []string{"i2s.cu", "conv.cu", "testdata/emu/emu.hpp", "testdata/emu/emu_kernels.hpp", "testdata/emu/harness.cc"} {
 		if _, err := os.ReadFile(f); err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +120,7 @@ func opSteps(ops []op) []emuStep {
 	steps := make([]emuStep, len(ops))
 	for i, o := range ops {
 		if o.launch {
-			a := o.args
-			steps[i] = emuStep{name: kernelNames[o.k], grid: o.grid, args: unsafe.Slice((*byte)(unsafe.Pointer(&a)), unsafe.Sizeof(a))}
+			steps[i] = emuStep{name: kernelNames[o.k], grid: o.grid, args: append([]byte(nil), o.argBytes()...)}
 		} else {
 			steps[i] = emuStep{ptr: o.ptr, value: o.value, count: o.count}
 		}

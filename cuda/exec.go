@@ -57,7 +57,7 @@ func (g gpu) exec(ops []op, s driver.Stream) error {
 			continue
 		}
 		grid := driver.Dim3{X: uint32(min(int64(o.grid), g.gridCap)), Y: 1, Z: 1}
-		args := unsafe.Slice((*byte)(unsafe.Pointer(&o.args)), unsafe.Sizeof(o.args))
+		args := o.argBytes()
 		if err := g.ctx.Launch(g.fns[o.k], grid, driver.Dim3{X: ctaThreads, Y: 1, Z: 1}, 0, s, args); err != nil {
 			return err
 		}
@@ -74,4 +74,12 @@ func devExec(dev int, o op, stream uint64, ptrs ...uint64) error {
 		}
 		return g.exec([]op{o}, driver.Stream(stream))
 	})
+}
+
+// argBytes returns the bytes of a launch's by-value argument struct.
+func (o *op) argBytes() []byte {
+	if o.conv != nil {
+		return unsafe.Slice((*byte)(unsafe.Pointer(o.conv)), unsafe.Sizeof(*o.conv))
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&o.args)), unsafe.Sizeof(o.args))
 }

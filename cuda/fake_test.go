@@ -70,7 +70,7 @@ func (f *fakeDriver) Module(_, image string, entries []string) ([]driver.Functio
 
 func (f *fakeDriver) Launch(fn driver.Function, grid, block driver.Dim3, shared uint32, _ driver.Stream, args ...[]byte) error {
 	if grid.X == 0 || grid.X > uint32(f.sms*32) || grid.Y != 1 || grid.Z != 1 || block != (driver.Dim3{X: ctaThreads, Y: 1, Z: 1}) ||
-		shared != 0 || len(args) != 1 || len(args[0]) != int(unsafe.Sizeof(kargs{})) {
+		shared != 0 || len(args) != 1 || (len(args[0]) != int(unsafe.Sizeof(kargs{})) && len(args[0]) != int(unsafe.Sizeof(convArgs{}))) {
 		f.t.Fatalf("launch of %s: grid %v block %v shared %d args %d", fn.Name, grid, block, shared, len(args))
 	}
 	f.launchs++

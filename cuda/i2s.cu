@@ -713,3 +713,6 @@ extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_i2s_unpack(bng_arg
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_i2s_dequantize(bng_args a) { dequantize_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS, 3) bng_i2s_warp_absmean(bng_args a) { warp_dispatch<0>(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS, 3) bng_i2s_warp_absmax(bng_args a) { warp_dispatch<1>(a); }
+
+// The W1.58A8 convolution and linear kernels (same module).
+#include "conv.cu"

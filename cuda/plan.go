@@ -147,6 +147,10 @@ const (
 	kDequantize
 	kWarpAbsMean
 	kWarpAbsMax
+	kConvAbsMax
+	kConvQuant
+	kConvIGemm
+	kLinearGemv
 	numKernels
 )
 
@@ -162,6 +166,10 @@ var kernelNames = [numKernels]string{
 	"bng_i2s_dequantize",
 	"bng_i2s_warp_absmean",
 	"bng_i2s_warp_absmax",
+	"bng_conv_absmax",
+	"bng_conv_quant",
+	"bng_conv_igemm",
+	"bng_linear_gemv",
 }
 
 // Entries returns the kernel names the library launches (all must be
@@ -174,6 +182,7 @@ type op struct {
 	k      kernel
 	grid   uint32
 	args   kargs
+	conv   *convArgs // the arguments of a conv.cu kernel (instead of args)
 	// memset
 	ptr   uint64
 	value uint32

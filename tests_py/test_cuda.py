@@ -48,6 +48,10 @@ ENTRIES = [
     "bng_i2s_dequantize",
     "bng_i2s_warp_absmean",
     "bng_i2s_warp_absmax",
+    "bng_conv_absmax",
+    "bng_conv_quant",
+    "bng_conv_igemm",
+    "bng_linear_gemv",
 ]
 
 

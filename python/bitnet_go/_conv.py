@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -10,9 +11,10 @@ from numpy.typing import ArrayLike
 
 from ._core import ops
 from ._core.arrays import MAX_ELEMENTS, as_float32, check_int, fits_int64, is_torch_tensor
-from ._core.devices import is_cuda_array
+from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
+from ._gpu import to_device
 from ._ternary import TernaryTensor, _check_method, quantize_i2s
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
@@ -74,10 +76,10 @@ def _padding(
     return ph, pw, ph, pw
 
 
-def check_weight(weight: object, op: str, dims: tuple[str, ...], make: str) -> TernaryTensor:
-    """``weight`` if it is a host TernaryTensor with one dimension per name in ``dims``; else a
-    ``ValueError`` (on a GPU, wrong rank) or ``TypeError`` (anything else: a float array is told
-    to call ``make``) naming ``op``.
+def check_weight(weight: object, op: str, dims: tuple[str, ...], make: str, device_ok: bool = False) -> TernaryTensor:
+    """``weight`` if it is a host TernaryTensor (or, with ``device_ok``, one on a GPU) with one
+    dimension per name in ``dims``; else a ``ValueError`` (on a GPU, wrong rank) or ``TypeError``
+    (anything else: a float array is told to call ``make``) naming ``op``.
 
     Example:
         >>> import bitnet_go
@@ -86,8 +88,11 @@ def check_weight(weight: object, op: str, dims: tuple[str, ...], make: str) -> T
         (2, 3)
     """
     if isinstance(weight, TernaryTensor):
-        if weight.on_device:
-            raise ValueError(f"weight is on {weight.device}; {op} runs on the CPU: pass weight.cpu()")
+        if weight.on_device and not device_ok:
+            raise ValueError(
+                f"weight is on {weight.device}; {op} runs on the CPU for host x: pass weight.cpu() "
+                f"(or x on the weight's GPU)"
+            )
         if weight.ndim != len(dims):
             raise ValueError(f"weight must have {len(dims)} dimensions ({', '.join(dims)}), got shape {weight.shape}")
         return weight
@@ -114,8 +119,23 @@ def check_host(op: str, **arrays: object) -> None:
             )
 
 
-def _check_weight(weight: object) -> TernaryTensor:
-    return check_weight(weight, "conv2d_quantized", ("O", "C/groups", "kH", "kW"), "bitnet_go.quantize_conv_weight(w)")
+def _check_weight(weight: object, device_ok: bool = False) -> TernaryTensor:
+    return check_weight(
+        weight, "conv2d_quantized", ("O", "C/groups", "kH", "kW"), "bitnet_go.quantize_conv_weight(w)", device_ok
+    )
+
+
+def check_gpu_act_bits(op: str, act_bits: int | None) -> None:
+    """``NotImplementedError`` unless ``act_bits`` is 8: on a GPU only W1.58A8 runs for now.
+
+    Example:
+        >>> check_gpu_act_bits("conv2d_quantized", 8)
+    """
+    if act_bits != 8:
+        raise NotImplementedError(
+            f"{op} on a CUDA device supports act_bits=8 (W1.58A8) only for now, got act_bits={act_bits!r}; "
+            f"pass act_bits=8, or copy x to the host for float activations"
+        )
 
 
 def _check_groups(groups: object) -> int:
@@ -159,7 +179,8 @@ def conv2d_with_info(
     its length); Go checks the channels, groups, block size and values with
     the messages users see.
     """
-    w = _check_weight(weight)
+    on_gpu = is_cuda_array(x)
+    w = _check_weight(weight, device_ok=on_gpu)
     if act_bits is not None and (isinstance(act_bits, (bool, np.bool_)) or act_bits != 8):
         raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
@@ -172,6 +193,8 @@ def conv2d_with_info(
     g = _check_groups(groups)
     sh, sw = _pair(stride, "stride", 1)
     dh, dw = _pair(dilation, "dilation", 1)
+    if on_gpu:
+        return _conv2d_gpu(x, w, bias, (sh, sw), padding, (dh, dw), g, act_bits, check_finite)
 
     check_host(op="conv2d_quantized", x=x, bias=bias)
     a = as_float32(x, "x")
@@ -207,6 +230,71 @@ def conv2d_with_info(
     return (out[0] if unbatched else out), ran
 
 
+def _conv2d_gpu(
+    x: object,
+    w: TernaryTensor,
+    bias: object,
+    stride: tuple[int, int],
+    padding: IntPair | str,
+    dilation: tuple[int, int],
+    groups: int,
+    act_bits: int | None,
+    check_finite: bool,
+) -> tuple[Any, ops.ConvInfo]:
+    """:func:`conv2d_with_info` for a GPU ``x`` (see ``bitnet_go._gpu.conv2d``)."""
+    from . import _gpu
+    from ._core.devices import adopt
+
+    check_gpu_act_bits("conv2d_quantized", act_bits)
+    a = adopt(x)
+    if a.ndim not in (3, 4):  # type: ignore[attr-defined]
+        raise ValueError(f"x must have 3 (C, H, W) or 4 (N, C, H, W) dimensions, got shape {tuple(a.shape)}")  # type: ignore[attr-defined]
+    unbatched = a.ndim == 3  # type: ignore[attr-defined]
+    if unbatched:
+        a = a[None]  # type: ignore[index]
+    pads = _padding(padding, w.shape[2:], stride, dilation)  # type: ignore[arg-type]
+    wt = _weight_on(w, a)
+    if wt.qtype != "i2_s":
+        raise ValueError(f"weight: on a CUDA device only i2_s weights are supported, got {wt.qtype}")
+    out, info = _gpu.conv2d(a, wt.packed, wt.scales, wt.shape, wt.block_size, bias, stride, pads, dilation, groups,
+                            check_finite)  # fmt: skip
+    return (out[0] if unbatched else out), info  # type: ignore[index]
+
+
+# Host weights moved to a GPU, kept while their packed array lives: id(packed) -> (ref, {device: tensor}).
+_moved: dict[int, tuple[weakref.ref, dict[int, TernaryTensor]]] = {}
+
+
+def _weight_on(w: TernaryTensor, like: DeviceArray) -> TernaryTensor:
+    """``w`` on the device of the GPU array ``like``.
+
+    A host weight is copied there once (with the framework of ``like``; TL1,
+    TL2, TQ2_0 and TQ1_0 weights as I2_S, the same values) and the copy kept
+    for later calls while ``w.packed`` lives; a weight on another GPU is a
+    ``ValueError``.
+    """
+    fw = framework_of(like)
+    if w.on_device:
+        if framework_of(w.packed).index != fw.index:
+            raise ValueError(
+                f"weight is on {w.device} and x on cuda:{fw.index}: tensors on two different GPUs; "
+                f"move one of them (weight.cpu() is moved to x's GPU once)"
+            )
+        return w
+    key = id(w.packed)
+    entry = _moved.get(key)
+    if entry is None or entry[0]() is not w.packed:
+        entry = (weakref.ref(w.packed, lambda _r, k=key: _moved.pop(k, None)), {})
+        _moved[key] = entry
+    t = entry[1].get(fw.index)
+    if t is None:
+        h = w if w.qtype == "i2_s" else w.to("i2_s")  # the GPU kernels read I2_S (same values and scales)
+        t = TernaryTensor._make(h.qtype, h.shape, h.block_size, h.method, to_device(like, h.packed),
+                                to_device(like, h.scales))  # fmt: skip
+        entry[1][fw.index] = t
+    return t
+
+
 def as_input_kind(out: np.ndarray, x: object) -> np.ndarray | torch.Tensor:
     """``out`` as the kind of ``x``: a CPU torch tensor for a torch ``x``, else ``out`` itself.
 
@@ -214,6 +302,8 @@ def as_input_kind(out: np.ndarray, x: object) -> np.ndarray | torch.Tensor:
     the tensor (made with ``torch.from_numpy``) shares memory with nothing of
     the library's.
     """
+    if is_cuda_array(out):
+        return out  # already a tensor of x's framework on x's GPU
     if is_torch_tensor(x):
         import torch  # already imported: x is a torch tensor
 
@@ -291,6 +381,21 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  #
     every call), up to ``BITNET_GO_WEIGHT_CACHE_MB`` megabytes (default
     256). The float32 input is used in place when it is C-contiguous
     float32.
+
+    GPU input (torch CUDA tensors, CuPy arrays, ``__cuda_array_interface__``
+    objects): ``act_bits=8`` only (``NotImplementedError`` otherwise). The
+    convolution runs on ``x``'s device, on its framework's current stream,
+    with the same bits as on the CPU, and returns a float32 array of ``x``'s
+    framework there (``algorithm`` is not used: one GPU kernel per shape). An
+    I2_S ``weight`` on that GPU (``quantize_i2s(w, device="cuda")``) is used
+    as it is, 2 bits a weight; a host ``weight`` is copied to the GPU once
+    and the copy kept while ``weight.packed`` lives; a weight or bias on
+    another GPU is a ``ValueError``. With ``check_finite`` (the default) the
+    call waits for the stream to read back x's first NaN/Inf and copies the
+    bias and scales to the host to check them; pass ``check_finite=False``
+    for a call that never blocks. Weight codes are not validated there (a
+    code 3 reads as 2). Besides the output, the GPU call takes a one-byte
+    copy of ``x`` from the framework's allocator. See ``bitnet_go.cuda``.
 
     Raises:
         TypeError: ``weight`` is not a TernaryTensor (a float array: quantize

@@ -9,9 +9,32 @@ are enqueued on that framework's current stream there (see
 
 from __future__ import annotations
 
-from ._core import ops
-from ._core.devices import DeviceArray, adopt, check_same_device, framework_of, touch_driver
+import ctypes
+from collections.abc import Callable
+
+import numpy as np
+
+from ._core import descriptor, lib, ops
+from ._core.devices import DeviceArray, adopt, check_same_device, framework_of, is_cuda_array, touch_driver
 from ._core.types import Method
+
+_T = ctypes.POINTER(descriptor.Tensor)
+lib.declare(
+    {
+        # x, weight, bias, out, work, params, info
+        "bng_cuda_conv2d": (
+            lib.I32,
+            [_T, _T, _T, _T, _T, ctypes.POINTER(descriptor.Conv2dParams), ctypes.POINTER(descriptor.OpInfo)],
+            True,
+        ),
+        # n, c, h, w, out
+        "bng_cuda_conv2d_workspace": (
+            lib.I32,
+            [lib.I64, lib.I64, lib.I64, lib.I64, ctypes.POINTER(ctypes.c_int64)],
+            True,
+        ),
+    }
+)
 
 
 def quantize(
@@ -58,3 +81,93 @@ def dequantize(
         fw.ptr(out), size, fw.stream(),
     )  # fmt: skip
     return out.reshape(shape)  # type: ignore[attr-defined]
+
+
+def to_device(like: DeviceArray, a: np.ndarray) -> DeviceArray:
+    """A copy of host array ``a`` on the device of GPU array ``like``, with ``like``'s framework."""
+    return _to_device(framework_of(like), a)
+
+
+def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
+    """A copy of host array ``a`` on the framework's device."""
+    if fw.name == "torch":  # type: ignore[attr-defined]
+        return fw.lib.from_numpy(np.ascontiguousarray(a)).to(fw.device)  # type: ignore[attr-defined]
+    with fw.device:  # type: ignore[attr-defined]
+        return fw.lib.asarray(a)  # type: ignore[attr-defined]
+
+
+def conv2d(
+    x: DeviceArray,
+    packed: DeviceArray,
+    scales: DeviceArray,
+    w_shape: tuple[int, ...],
+    block_size: int | None,
+    bias: object,
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    check_finite: bool,
+) -> tuple[DeviceArray, ops.ConvInfo]:
+    """W1.58A8 convolution of the GPU array ``x`` (N, C, H, W) with an I2_S weight on ``x``'s device and stream.
+
+    ``packed`` and ``scales`` are the weight's arrays (of shape ``w_shape``,
+    (O, C/groups, kH, kW)) on ``x``'s device.
+
+    Returns ``(out, info)``, ``out`` float32 (N, O, Ho, Wo) of ``x``'s framework.
+    ``bias``: None, a host array (copied) or a GPU array on ``x``'s device.
+    """
+    touch_driver()
+    fw = framework_of(x)
+    a = _oom(fw, lambda: fw.as_float32(x), "x as contiguous float32")
+    n, c, h, wd = (int(v) for v in a.shape)  # type: ignore[attr-defined]
+    o, _, kh, kw = w_shape
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
+    ho = max((h + pt + pb - dh * (kh - 1) - 1) // sh + 1, 0)
+    wo = max((wd + pl + pr - dw * (kw - 1) - 1) // sw + 1, 0)
+    b = None
+    if bias is not None:
+        if is_cuda_array(bias):
+            bf = framework_of(adopt(bias))
+            if bf.index != fw.index:
+                raise ValueError(f"bias is on cuda:{bf.index} and x on cuda:{fw.index}: tensors on two different GPUs")
+            b = bf.as_float32(adopt(bias))
+        else:
+            b = _to_device(fw, np.asarray(bias, np.float32))
+        if tuple(b.shape) != (o,):  # type: ignore[attr-defined]
+            raise ValueError(f"bias must have shape (O,) = ({o},), got {tuple(b.shape)}")  # type: ignore[attr-defined]
+    out = _empty(fw, n * o * ho * wo, "float32", "conv2d_quantized's output")
+    size = ctypes.c_int64()
+    lib.call("bng_cuda_conv2d_workspace", n, c, h, wd, ctypes.byref(size))
+    work = _empty(fw, size.value, "uint8", "conv2d_quantized's int8 activations")
+    dev, stream = fw.index, fw.stream()
+    p = ops._conv_params(stride, padding, dilation, groups, 8, 0, 1 if check_finite else 0)
+    pw = framework_of(packed)
+    xt = descriptor.device(fw.ptr(a), fw.nbytes(a), "float32", (n, c, h, wd), dev, stream=stream)
+    wdesc = descriptor.device(pw.ptr(packed), pw.nbytes(packed), "i2_s", w_shape, dev,
+                              scales=pw.ptr(scales), n_scales=pw.numel(scales), block_size=block_size,
+                              stream=stream)  # fmt: skip
+    bt = None
+    if b is not None:
+        bt = ctypes.byref(descriptor.device(fw.ptr(b), fw.nbytes(b), "float32", (o,), dev, stream=stream))
+    ot = descriptor.device(fw.ptr(out), fw.nbytes(out), "float32", (n, o, ho, wo), dev, stream=stream)
+    kt = descriptor.device(fw.ptr(work), fw.nbytes(work), "uint8", (size.value,), dev, stream=stream)
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    lib.call("bng_cuda_conv2d", ctypes.byref(xt), ctypes.byref(wdesc), bt, ctypes.byref(ot), ctypes.byref(kt),
+             ctypes.byref(p), ctypes.byref(info))  # fmt: skip
+    return out.reshape(n, o, ho, wo), ops.ConvInfo("im2col", info.kernel.decode())  # type: ignore[attr-defined]
+
+
+def _empty(fw: object, n: int, dtype: str, what: str) -> DeviceArray:
+    """``fw.empty(n, dtype)``; the framework's out-of-memory error becomes ``MemoryError`` naming ``what``."""
+    return _oom(fw, lambda: fw.empty(n, dtype), f"{what} ({n} x {dtype})")  # type: ignore[attr-defined]
+
+
+def _oom(fw: object, make: Callable[[], DeviceArray], what: str) -> DeviceArray:
+    """``make()``; the framework's out-of-memory error becomes ``MemoryError`` naming ``what``."""
+    try:
+        return make()
+    except Exception as e:
+        if "OutOfMemory" in type(e).__name__ or "out of memory" in str(e).lower():
+            raise MemoryError(f"cuda: out of memory on cuda:{fw.index} allocating {what}: {e}") from e  # type: ignore[attr-defined]
+        raise

@@ -8,16 +8,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._conv import as_input_kind, check_host, check_weight, conv2d_with_info
+from ._conv import as_input_kind, check_gpu_act_bits, check_host, check_weight, conv2d_with_info
 from ._core.arrays import as_float32
+from ._core.devices import adopt, is_cuda_array
 from ._ternary import TernaryTensor
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
     import torch
 
 
-def _check_weight(weight: object) -> TernaryTensor:
-    return check_weight(weight, "linear_quantized", ("out_features", "in_features"), "bitnet_go.quantize_i2s(w)")
+def _check_weight(weight: object, device_ok: bool = False) -> TernaryTensor:
+    return check_weight(
+        weight, "linear_quantized", ("out_features", "in_features"), "bitnet_go.quantize_i2s(w)", device_ok
+    )
 
 
 def linear_quantized(
@@ -67,7 +70,17 @@ def linear_quantized(
         TypeError: ``weight`` is not a TernaryTensor, or a non-real dtype.
         ValueError: ``x``'s last dimension is not in_features, a rank-0 ``x``,
             a bias of another shape, a block size that does not divide
-            in_features, a GPU array, NaN/Inf.
+            in_features, a GPU bias or weight with a host ``x``, tensors on
+            two GPUs, NaN/Inf.
+        NotImplementedError: a GPU ``x`` with ``act_bits`` other than 8.
+
+    GPU input (torch CUDA tensors, CuPy arrays, ``__cuda_array_interface__``):
+    ``act_bits=8`` only; runs on ``x``'s device and current stream with the
+    bits of the CPU path and returns an array of ``x``'s framework there, as
+    :func:`bitnet_go.conv2d_quantized` does (a host weight is copied to the
+    GPU once and kept; up to 8 rows a launch take the GEMV kernel, which reads
+    each weight's 2 bits once, when in_features and the block size are
+    multiples of 128).
 
     Example:
         >>> import numpy as np, bitnet_go
@@ -80,6 +93,8 @@ def linear_quantized(
         >>> bitnet_go.linear_quantized(x[0, 0], w, act_bits=8).shape
         (16,)
     """
+    if is_cuda_array(x):
+        return _linear_gpu(x, _check_weight(weight, device_ok=True), bias, act_bits, check_finite)
     w = _check_weight(weight)
     check_host(op="linear_quantized", x=x, bias=bias)
     a = as_float32(x, "x")
@@ -98,3 +113,26 @@ def linear_quantized(
     w4 = TernaryTensor._make(w.qtype, (out_features, in_features, 1, 1), w.block_size, w.method, w.packed, w.scales)
     out, _ = conv2d_with_info(a.reshape(n, in_features, 1, 1), w4, bias, act_bits=act_bits, check_finite=check_finite)
     return as_input_kind(out.reshape(*lead, out_features), x)
+
+
+def _linear_gpu(x: object, w: TernaryTensor, bias: object, act_bits: int | None, check_finite: bool) -> object:
+    """:func:`linear_quantized` for a GPU ``x``: a 1x1 convolution on its device."""
+    check_gpu_act_bits("linear_quantized", act_bits)
+    a = adopt(x)
+    out_features, in_features = w.shape
+    shape = tuple(int(d) for d in a.shape)  # type: ignore[attr-defined]
+    if len(shape) == 0 or shape[-1] != in_features:
+        raise ValueError(
+            f"x must have shape (..., in_features) = (..., {in_features}) for a weight of shape {w.shape}, "
+            f"got shape {shape}"
+        )
+    lead = shape[:-1]
+    n = math.prod(lead)
+    w4 = TernaryTensor._make(w.qtype, (out_features, in_features, 1, 1), w.block_size, w.method, w.packed, w.scales)
+    if n == 0:
+        from ._core.devices import framework_of
+
+        return framework_of(a).empty(0, "float32").reshape(*lead, out_features)  # type: ignore[attr-defined]
+    x4 = a.reshape(n, in_features, 1, 1)  # type: ignore[attr-defined]
+    out, _ = conv2d_with_info(x4, w4, bias, act_bits=act_bits, check_finite=check_finite)  # type: ignore[arg-type]
+    return out.reshape(*lead, out_features)  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <barrier>
 #include <cstdint>
 #include <cstring>
@@ -91,6 +92,24 @@ inline float __double2float_rn(double d) { return (float)d; }
 inline double __ll2double_rn(long long v) { return (double)v; }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 inline int min(int a, int b) { return a < b ? a : b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __int2float_rn(int v) { return (float)v; }  // the default rounding mode: to nearest even
+inline int __float2int_rn(float f) { return (int)std::nearbyint(f); }
+using std::isfinite;
+// __dp4a: the four signed byte products of a and b added to c (wrapping
+// int32, as the instruction does).
+inline int __dp4a(int a, int b, int c) {
+    unsigned r = (unsigned)c;
+    for (int i = 0; i < 4; ++i) r += (unsigned)((int)(signed char)(a >> 8 * i) * (int)(signed char)(b >> 8 * i));
+    return (int)r;
+}
+inline unsigned atomicMax(unsigned* p, unsigned v) {
+    std::atomic_ref<unsigned> r(*p);
+    unsigned old = r.load();
+    while (v > old && !r.compare_exchange_weak(old, v)) {
+    }
+    return old;
+}
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 
 inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {

@@ -178,12 +178,13 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     if (!f || gx == 0 || gx > 0x7fffffffu || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 || shmem != 0 ||
         !params || !params[0] || extra)
         return INVALID_VALUE;
-    bng_args a;
-    std::memcpy(&a, params[0], sizeof a);
-    for (unsigned long long p : {a.x, a.packed, a.scales, a.out, a.bad, a.partial, a.thr})
-        if (p && !in_alloc(p, 1)) return LAUNCH_FAILED;  // would be an illegal address on a GPU
+    const emu_kernel* k = (const emu_kernel*)f;
+    std::vector<unsigned long long> args((k->args_size + 7) / 8);
+    std::memcpy(args.data(), params[0], k->args_size);
+    for (unsigned j = 0; j < k->nptrs; ++j)
+        if (args[j] && !in_alloc(args[j], 1)) return LAUNCH_FAILED;  // would be an illegal address on a GPU
     std::lock_guard<std::mutex> l(launch_mu);
-    emu_launch(((const emu_kernel*)f)->fn, gx, bx, a);
+    k->launch(gx, bx, args.data());
     return OK;
 }
 CUresult cuMemAlloc_v2(unsigned long long* p, size_t size) {

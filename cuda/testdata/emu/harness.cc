@@ -3,7 +3,8 @@
 // usage: harness PROGRAM OUTPUT
 // PROGRAM (little-endian): "BNGEMU1\0", u64 arena size, the arena bytes,
 // u64 op count, then ops: u32 kind; kind 1 (launch): u32 name length, the
-// name, u32 grid, u32 block, 128 bytes of bng_args; kind 2 (memset32): u64
+// name, u32 grid, u32 block, the kernel's argument struct (bng_args,
+// bng_conv_args); kind 2 (memset32): u64
 // address, u32 value, u64 count. Addresses are VBASE + offset into the arena.
 // OUTPUT receives the arena after the ops.
 #define BNG_EMU 1
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 static const unsigned long long VBASE = 0x100000000000ull;
 
@@ -33,12 +35,6 @@ static unsigned long long xlate(unsigned long long a, unsigned long long need) {
     if (a == 0) return 0;
     if (a < VBASE || a - VBASE + need > arena_size) die("address outside the arena");
     return (unsigned long long)(arena + (a - VBASE));
-}
-
-static void launch(void (*fn)(bng_args), unsigned grid, unsigned block, bng_args a) {
-    if (block != 256) die("block size must be 256");
-    if (grid == 0) die("empty grid");
-    emu_launch(fn, grid, block, a);
 }
 
 int main(int argc, char** argv) {
@@ -63,20 +59,16 @@ int main(int argc, char** argv) {
             get(f, name.data(), len);
             get(f, &grid, 4);
             get(f, &block, 4);
-            bng_args a;
-            get(f, &a, sizeof a);
-            a.x = xlate(a.x, 0);
-            a.packed = xlate(a.packed, 0);
-            a.scales = xlate(a.scales, 0);
-            a.out = xlate(a.out, 0);
-            a.bad = xlate(a.bad, 8);
-            a.partial = xlate(a.partial, 0);
-            a.thr = xlate(a.thr, 0);
             const emu_kernel* k = nullptr;
             for (const emu_kernel& c : emu_kernels)
                 if (name == c.name) k = &c;
             if (!k) die("unknown kernel");
-            launch(k->fn, grid, block, a);
+            if (block != 256) die("block size must be 256");
+            if (grid == 0) die("empty grid");
+            std::vector<unsigned long long> args((k->args_size + 7) / 8);
+            get(f, args.data(), k->args_size);
+            for (unsigned j = 0; j < k->nptrs; ++j) args[j] = xlate(args[j], 0);
+            k->launch(grid, block, args.data());
         } else if (kind == 2) {
             unsigned long long addr, count;
             unsigned v;

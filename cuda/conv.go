@@ -1,0 +1,132 @@
+package cuda
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/cuda/driver"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// ConvOperands are the device operands of Conv2DDevice: x float32 (N, C,
+// H, W); the I2_S codes of the flattened weight (WBytes bytes) and its
+// NScales float32 scales (one per BlockSize values, 0: one); bias float32
+// (O) or 0 for none; out float32 (N, O, Ho, Wo); Work a workspace of
+// WorkLen >= ConvWorkspaceSize bytes.
+type ConvOperands struct {
+	X, W, Scales, Bias, Out, Work uint64
+	WBytes, NScales, BlockSize    int64
+	WorkLen                       int64
+}
+
+// ConvWorkspaceSize returns the bytes of device workspace Conv2DDevice
+// needs for the checked geometry d: the int8 activations and a few bytes.
+func ConvWorkspaceSize(d *conv2d.Dims) int64 {
+	return align(convOffQ(d)+int64(d.XLen), 256)
+}
+
+// Conv2DDevice computes the W1.58A8 convolution of conv2d.Conv2DInfo's int8
+// path (act_bits=8) on device dev, enqueued on stream, with the same bits as
+// the CPU: per-sample activation scales, int8 activations, int32 sums per
+// scale block, the same float32 folds in the same order. It returns the
+// kernel that ran. With check, it first waits for the stream to read back
+// x's first NaN/Inf (a ValueError naming it, as the CPU path's), and copies
+// bias and the scales to the host to check them; without, it returns once
+// the work is enqueued. Weight codes are not validated (a code 3 reads as 2).
+func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, check bool, stream uint64) (string, error) {
+	p, err := newConvPlan(d, o.BlockSize, o.NScales)
+	if err != nil {
+		return "", err
+	}
+	if want := int64(ternary.PackedLen(d.WLen)); o.WBytes != want {
+		return "", errs.Value("weight: packed must have %d bytes for %d values, got %d", want, d.WLen, o.WBytes)
+	}
+	if o.WorkLen < p.work {
+		return "", errs.Value("work must have at least %d bytes, got %d", p.work, o.WorkLen)
+	}
+	for _, c := range []struct {
+		p     uint64
+		name  string
+		align uint64
+	}{{o.X, "x", 4}, {o.W, "weight", 1}, {o.Scales, "scales", 4}, {o.Out, "out", 4}, {o.Work, "work", 256}} {
+		if err := checkDevPtr(c.p, c.name, c.align); err != nil {
+			return "", err
+		}
+	}
+	if o.Bias != 0 && o.Bias%4 != 0 {
+		return "", errs.Value("bias (0x%x) must be aligned to 4 bytes", o.Bias)
+	}
+	if d.N == 0 {
+		return p.kernelName(), nil
+	}
+	b := convBufs{x: o.X, w: o.W, scales: o.Scales, bias: o.Bias, out: o.Out, work: o.Work}
+	s := driver.Stream(stream)
+	err = onDevice(dev, true, func(g gpu) error {
+		ptrs := []uint64{b.x, b.w, b.scales, b.out, b.work}
+		if b.bias != 0 {
+			ptrs = append(ptrs, b.bias)
+		}
+		if err := g.ctx.CheckPointers(ptrs...); err != nil {
+			return err
+		}
+		scan, run := convOps(p, check, b, g.gridCap)
+		if err := g.exec(scan, s); err != nil {
+			return err
+		}
+		if check {
+			if err := checkConvFinite(g.ctx, d, b, o.NScales, s); err != nil {
+				return err
+			}
+		}
+		return g.exec(run, s)
+	})
+	if err != nil {
+		return "", err
+	}
+	return p.kernelName(), nil
+}
+
+// checkConvFinite reads back x's first non-finite index (the scan's), then
+// bias and the scales, and reports the first NaN/Inf as the CPU path does
+// (gokern/ops/conv2d checkFinite: the same messages).
+func checkConvFinite(c driver.Ctx, d *conv2d.Dims, b convBufs, nScales int64, s driver.Stream) error {
+	var bad uint64
+	if err := c.ReadSync(unsafe.Pointer(&bad), b.work, 8, s); err != nil {
+		return err
+	}
+	if bad < uint64(d.XLen) {
+		var v float32
+		if err := c.ReadSync(unsafe.Pointer(&v), b.x+4*bad, 4, s); err != nil {
+			return err
+		}
+		i := int(bad)
+		w, h := i%d.W, i/d.W%d.H
+		ch, n := i/(d.W*d.H)%d.C, i/(d.W*d.H*d.C)
+		return errs.Value("x contains NaN or Inf (first at index (%d, %d, %d, %d), value %v); "+
+			"pass check_finite=False to skip this check", n, ch, h, w, v)
+	}
+	for _, t := range []struct {
+		addr uint64
+		n    int64
+		msg  string
+	}{
+		{b.bias, int64(d.O), "bias contains NaN or Inf (first at index %d, value %v)"},
+		{b.scales, nScales, "weight: scales contain NaN or Inf (first at index %d, value %v)"},
+	} {
+		if t.addr == 0 {
+			continue
+		}
+		host := make([]float32, t.n)
+		if err := c.ReadSync(unsafe.Pointer(&host[0]), t.addr, 4*t.n, s); err != nil {
+			return err
+		}
+		for i, v := range host {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return errs.Value(t.msg, i, v)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+"""conv2d_quantized / linear_quantized on CUDA (W1.58A8), against the CPU path bit for bit.
+
+- Fake driver (always, with g++): a fake ``libcuda.so.1`` whose kernels run
+  on the CPU emulator (cuda/testdata/emu) takes the driver's place; the C
+  ABI ``bng_cuda_conv2d`` is called with device descriptors of fake device
+  memory: results against the CPU path, the finiteness messages, device
+  checks, and no device memory left behind after many calls.
+- GPU tests: torch CUDA tensors end to end; they skip, saying why, when no
+  CUDA GPU is found.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bitnet_go
+import bitnet_go.cuda as cuda
+from test_cuda import _python, fake_driver  # noqa: F401 (the fixture)
+
+REASON = cuda.unavailable_reason()
+gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA device, GPU test not run: {REASON}")
+
+FAKE_SCRIPT = r"""
+import ctypes
+import numpy as np
+import bitnet_go, bitnet_go.cuda as c
+from bitnet_go import _gpu  # declares bng_cuda_conv2d
+from bitnet_go._core import descriptor, lib, ops
+
+fake = ctypes.CDLL("libcuda.so.1")
+fake.fake_alloc.restype, fake.fake_alloc.argtypes = ctypes.c_uint64, [ctypes.c_size_t]
+fake.fake_free.argtypes = [ctypes.c_uint64]
+fake.fake_live.restype = ctypes.c_longlong
+total = c.memory_info(0)[1]
+rng = np.random.default_rng(7)
+
+def put(a):
+    p = fake.fake_alloc(max(a.nbytes, 1))
+    ctypes.memmove(p, a.ctypes.data, a.nbytes)
+    return p
+
+def conv_gpu(x, w, bias, stride, pad, dil, groups, check=True, dev=(0, 0, 0, 0, 0)):
+    n, ch, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    ho = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    wo = (wd + pad[1] + pad[3] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    size = ctypes.c_int64()
+    lib.call("bng_cuda_conv2d_workspace", n, ch, h, wd, ctypes.byref(size))
+    ptrs = [put(x), put(w.packed), put(w.scales), fake.fake_alloc(4 * n * o * ho * wo), fake.fake_alloc(size.value)]
+    if bias is not None:
+        ptrs.append(put(bias))
+    try:
+        xt = descriptor.device(ptrs[0], x.nbytes, "float32", x.shape, dev[0])
+        wt = descriptor.device(ptrs[1], w.packed.nbytes, "i2_s", w.shape, dev[1], scales=ptrs[2],
+                               n_scales=w.scales.size, block_size=w.block_size)
+        ot = descriptor.device(ptrs[3], 4 * n * o * ho * wo, "float32", (n, o, ho, wo), dev[2])
+        kt = descriptor.device(ptrs[4], size.value, "uint8", (size.value,), dev[3])
+        bt = None if bias is None else ctypes.byref(descriptor.device(ptrs[5], bias.nbytes, "float32", (o,), dev[4]))
+        p = ops._conv_params(stride, pad, dil, groups, 8, 0, int(check))
+        info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+        lib.call("bng_cuda_conv2d", ctypes.byref(xt), ctypes.byref(wt), bt, ctypes.byref(ot), ctypes.byref(kt),
+                 ctypes.byref(p), ctypes.byref(info))
+        out = np.frombuffer(ctypes.string_at(ptrs[3], 4 * n * o * ho * wo), np.float32).reshape(n, o, ho, wo)
+        return out, info.kernel.decode()
+    finally:
+        for q in ptrs:
+            fake.fake_free(q)
+
+def conv_cpu(x, w, bias, stride, pad, dil, groups, check=True):
+    return bitnet_go.conv2d_quantized(x, w, bias, stride=stride, padding=(pad[0], pad[1]), dilation=dil,
+                                      groups=groups, act_bits=8, check_finite=check)
+
+def same(a, b, what):
+    assert a.shape == b.shape and a.view(np.uint32).tobytes() == b.view(np.uint32).tobytes(), what
+
+base = (c.memory_info(0)[0], fake.fake_live(0))
+cases = [  # (N, C, H, W), (O, kH, kW), stride, pad, dilation, groups, per_channel, bias
+    ((2, 3, 9, 8), (5, 3, 3), (1, 1), 1, (1, 1), 1, True, True),
+    ((1, 6, 7, 10), (4, 3, 2), (2, 1), 2, (1, 2), 2, False, False),
+    ((3, 4, 6, 5), (4, 3, 3), (1, 2), 1, (1, 1), 4, True, True),
+    ((2, 256, 1, 1), (9, 1, 1), (1, 1), 0, (1, 1), 1, True, True),  # a linear layer: the GEMV kernel
+    ((5, 100, 1, 1), (3, 1, 1), (1, 1), 0, (1, 1), 1, True, False),  # K 100: the implicit GEMM
+]
+for xs, (o, kh, kw), stride, p, dil, groups, per_channel, has_bias in cases:
+    x = rng.standard_normal(xs, dtype=np.float32)
+    w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, xs[1] // groups, kh, kw), dtype=np.float32),
+                                       per_channel=per_channel)
+    b = rng.standard_normal(o, dtype=np.float32) if has_bias else None
+    got, kernel = conv_gpu(x, w, b, stride, (p, p, p, p), dil, groups)
+    assert kernel == ("cuda_gemv/dp4a" if xs[1] == 256 else "cuda_implicit_gemm/dp4a"), kernel
+    same(got, conv_cpu(x, w, b, stride, (p, p, p, p), dil, groups), (xs, o))
+
+# non-finite x, bias, scales: the CPU path's messages; unchecked: the CPU path's bits
+x = rng.standard_normal((2, 3, 5, 5), dtype=np.float32)
+w = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))
+x[1, 2, 3, 1], x[1, 2, 4, 0] = np.nan, np.inf
+args = ((1, 1), (1, 1, 1, 1), (1, 1), 1)
+msgs = []
+for f in (conv_gpu, conv_cpu):
+    try:
+        f(x, w, None, *args)
+    except ValueError as e:
+        msgs.append(str(e))
+assert len(msgs) == 2 and msgs[0] == msgs[1] and "(1, 2, 3, 1)" in msgs[0], msgs
+same(conv_gpu(x, w, None, *args, check=False)[0], conv_cpu(x, w, None, *args, check=False), "unchecked")
+x = np.nan_to_num(x)
+bias = np.array([0, 1, np.inf, 2], np.float32)
+msgs = []
+for f in (conv_gpu, conv_cpu):
+    try:
+        f(x, w, bias, *args)
+    except ValueError as e:
+        msgs.append(str(e))
+assert len(msgs) == 2 and msgs[0] == msgs[1] and "bias contains NaN or Inf" in msgs[0], msgs
+
+# operands on two devices, act_bits other than 8: ValueErrors before any work
+for dev in [(0, 1, 0, 0, 0), (0, 0, 0, 1, 0)]:
+    try:
+        conv_gpu(x, w, None, *args, dev=dev)
+        raise AssertionError("two devices accepted")
+    except ValueError as e:
+        assert "every operand must be on the same CUDA device" in str(e), e
+
+# no device memory left behind by many calls (the op allocates nothing itself)
+for _ in range(200):
+    conv_gpu(x[:1, :, :3, :3], w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, check=False)
+assert (c.memory_info(0)[0], fake.fake_live(0)) == base, (c.memory_info(0), fake.fake_live(0), base)
+assert c.memory_info(0)[0] == total
+print("fake conv: OK")
+"""
+
+
+def test_conv_on_a_fake_driver(fake_driver: Path) -> None:  # noqa: F811 (the fixture)
+    path = os.pathsep.join([str(fake_driver), os.environ.get("LD_LIBRARY_PATH", "")])
+    out = _python(FAKE_SCRIPT, LD_LIBRARY_PATH=path, CUDA_VISIBLE_DEVICES="0")
+    assert "fake conv: OK" in out
+
+
+def test_float_activations_on_gpu_are_refused() -> None:
+    from bitnet_go._conv import check_gpu_act_bits
+
+    with pytest.raises(NotImplementedError, match="act_bits=8"):
+        check_gpu_act_bits("conv2d_quantized", None)
+
+
+# ---------------------------------------------------------------- GPU
+
+
+@pytest.fixture
+def torch_cuda():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    if not torch.cuda.is_available():
+        pytest.fail(f"bitnet_go sees {cuda.device_count()} CUDA GPU(s) but this torch build sees none")
+    return torch
+
+
+def _bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a, np.float32).view(np.uint32).tobytes()
+
+
+CONV_SHAPES = [  # (N, C, H, W), (O, kH, kW), stride, padding, dilation, groups, per_channel, bias
+    ((1, 3, 17, 15), (8, 3, 3), 1, 1, 1, 1, True, True),
+    ((4, 16, 13, 11), (70, 3, 3), 2, 1, 1, 1, True, False),
+    ((2, 12, 9, 10), (12, 3, 3), 1, 2, 2, 3, False, True),
+    ((3, 8, 8, 8), (8, 3, 3), 1, 1, 1, 8, True, True),
+    ((32, 64, 14, 14), (128, 1, 1), 1, 0, 1, 1, True, True),
+    ((2, 5, 31, 29), (7, 5, 3), (2, 3), (2, 1), 1, 1, True, False),
+]
+
+
+@gpu
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("case", range(len(CONV_SHAPES)))
+def test_conv_bit_exact(torch_cuda, case: int) -> None:
+    torch = torch_cuda
+    xs, (o, kh, kw), stride, pad, dil, groups, per_channel, has_bias = CONV_SHAPES[case]
+    rng = np.random.default_rng(100 + case)
+    x = rng.standard_normal(xs, dtype=np.float32)
+    w = bitnet_go.quantize_conv_weight(
+        rng.standard_normal((o, xs[1] // groups, kh, kw), dtype=np.float32), per_channel=per_channel
+    )
+    b = rng.standard_normal(o, dtype=np.float32) if has_bias else None
+    kw_ = dict(stride=stride, padding=pad, dilation=dil, groups=groups, act_bits=8)
+    ref = bitnet_go.conv2d_quantized(x, w, b, **kw_)
+    xd = torch.from_numpy(x).cuda()
+    bd = None if b is None else torch.from_numpy(b).cuda()
+    for weight in (w, w):  # a host weight (moved once), twice
+        got = bitnet_go.conv2d_quantized(xd, weight, bd, **kw_)
+        assert got.is_cuda and got.dtype == torch.float32
+        assert _bits(got.cpu().numpy()) == _bits(ref), f"case {case}"
+    got = bitnet_go.conv2d_quantized(xd[0], w, b, **kw_)  # unbatched, host bias
+    assert _bits(got.cpu().numpy()) == _bits(ref[0])
+
+
+@gpu
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 13])
+@pytest.mark.parametrize("shape", [(64, 256), (100, 384), (33, 100)])
+def test_linear_bit_exact(torch_cuda, rows: int, shape: tuple[int, int]) -> None:
+    torch = torch_cuda
+    rng = np.random.default_rng(rows * 1000 + shape[1])
+    o, k = shape
+    w_host = rng.standard_normal((o, k), dtype=np.float32)
+    w = bitnet_go.quantize_i2s(w_host, block_size=k)
+    wd = bitnet_go.quantize_i2s(torch.from_numpy(w_host).cuda(), block_size=k)  # on the GPU, 2 bits a weight
+    x = rng.standard_normal((rows, k), dtype=np.float32)
+    b = rng.standard_normal(o, dtype=np.float32)
+    ref = bitnet_go.linear_quantized(x, w, b, act_bits=8)
+    for weight in (w, wd):
+        got = bitnet_go.linear_quantized(torch.from_numpy(x).cuda(), weight, torch.from_numpy(b).cuda(), act_bits=8)
+        assert _bits(got.cpu().numpy()) == _bits(ref)
+
+
+@gpu
+@pytest.mark.needs("torch")
+def test_errors_and_no_leak(torch_cuda) -> None:
+    torch = torch_cuda
+    rng = np.random.default_rng(5)
+    w = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))
+    x = torch.from_numpy(rng.standard_normal((2, 3, 8, 8), dtype=np.float32)).cuda()
+    with pytest.raises(NotImplementedError, match="act_bits=8"):
+        bitnet_go.conv2d_quantized(x, w)
+    x[1, 2, 3, 4] = float("nan")
+    ref = bitnet_go.conv2d_quantized(x.cpu().numpy(), w, act_bits=8, check_finite=False)
+    with pytest.raises(ValueError, match=r"first at index \(1, 2, 3, 4\)"):
+        bitnet_go.conv2d_quantized(x, w, act_bits=8)
+    got = bitnet_go.conv2d_quantized(x, w, act_bits=8, check_finite=False)
+    assert _bits(got.cpu().numpy()) == _bits(ref)
+    if torch.cuda.device_count() > 1:
+        with pytest.raises(ValueError, match="two different GPUs"):
+            bitnet_go.conv2d_quantized(x, w, torch.zeros(4, device="cuda:1"), act_bits=8, check_finite=False)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    free0 = cuda.memory_info(0)[0]
+    for _ in range(1000):
+        bitnet_go.conv2d_quantized(x, w, act_bits=8, check_finite=False)
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before
+    assert cuda.memory_info(0)[0] >= free0 - (64 << 20)  # torch's cache may grow a little, not per call
+    with pytest.raises(MemoryError):
+        big = torch.zeros((1, 1, 1, 1), device="cuda").expand(1 << 16, 1 << 10, 1 << 8, 3)
+        bitnet_go.conv2d_quantized(big, bitnet_go.quantize_conv_weight(np.ones((1, 1 << 10, 1, 1), np.float32)),
+                                   act_bits=8, check_finite=False)  # fmt: skip
