@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -180,8 +181,14 @@ def test_dry_run_lists_what_would_be_converted(tmp_path: Path, capsys: pytest.Ca
     assert quantized == QUANTIZED  # every projection; not lm_head, embeddings, norms
     assert any(ln.startswith("lm_head.weight  [48, 256]  F32 -> F32") for ln in lines)
     n = len(model_tensors(seed))
-    assert lines[-1] == f"{len(QUANTIZED)} of {n} tensors would become i2_s (safetensors); nothing written"
+    m = re.fullmatch(rf"{len(QUANTIZED)} of {n} tensors would become i2_s \(safetensors\), (\d+) bytes "
+                     r"\((\d+\.\d) MiB\); nothing written", lines[-1])  # fmt: skip
+    assert m is not None, lines[-1]
     assert sorted(os.listdir(d)) == ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    out = tmp_path / "o.safetensors"
+    assert main(["convert", str(d), "-o", str(out)]) == 0
+    assert out.stat().st_size == int(m[1]) and m[2] == f"{int(m[1]) / 2**20:.1f}"  # the size it said
+    assert capsys.readouterr().out.strip() == f"wrote {out}: " + lines[-1][: m.end(2) + 5].replace(" would become", " as")
 
     assert main(["convert", str(d), "--dry-run", "--include", "*.q_proj.weight", "--exclude", "*.1.*"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -201,6 +208,28 @@ def test_dry_run_gguf_names_and_types(tmp_path: Path, capsys: pytest.CaptureFixt
     assert not (tmp_path / "x.gguf").exists()
 
 
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(
+    ("seed", "qtype", "to", "block_size"),
+    [(14, "i2_s", "gguf", None), (15, "tq1_0", "gguf", None), (16, "tq2_0", "gguf", None),
+     (17, "tl1", "safetensors", 100), (18, "tq1_0", "safetensors", None), (19, "i2_s", "safetensors", 7)],
+)  # fmt: skip
+def test_dry_run_size_is_the_written_size(tmp_path: Path, seed: int, qtype: str, to: str, block_size: int | None) -> None:
+    tensors = model_tensors(seed, bitnet=qtype.startswith("tq"))
+    tensors["model.layers.0.mlp.odd_proj.weight"] = np.ones((3, 100), np.float32)  # a TQ misfit: kept as it is
+    d = save_model(tmp_path / "m", tensors, config("BitnetForCausalLM") if to == "gguf" else config())
+    out = tmp_path / f"o.{to}"
+    if to == "gguf":
+        del tensors["model.layers.0.mlp.odd_proj.weight"]  # no GGUF name for it
+        save_model(d, tensors, config("BitnetForCausalLM"))
+    kw: dict[str, object] = {"qtype": qtype, "to": to, "block_size": block_size}
+    planned = convert_checkpoint(d, out, dry_run=True, **kw)  # type: ignore[arg-type]
+    assert not out.exists()
+    written = convert_checkpoint(d, out, progress=False, **kw)  # type: ignore[arg-type]
+    assert out.stat().st_size == planned.size == written.size
+    assert [p.line() for p in planned] == [p.line() for p in written]
+
+
 @pytest.mark.needs("safetensors")
 @pytest.mark.parametrize("seed", [13])
 def test_cli_subprocess(tmp_path: Path, seed: int) -> None:
@@ -214,7 +243,7 @@ def test_cli_subprocess(tmp_path: Path, seed: int) -> None:
     w = model_tensors(seed)["model.layers.0.mlp.up_proj.weight"]
     t = load_checkpoint(out)["model.layers.0.mlp.up_proj.weight"]
     assert t.packed.tobytes() == bitnet_go.quantize_tl2(w).packed.tobytes()
-    r = subprocess.run([sys.executable, "-m", "bitnet_go", "convert", str(tmp_path / "nope"), "-o", str(out)],
+    r = subprocess.run([sys.executable, "-m", "bitnet_go", "convert", str(tmp_path / "nope"), "-o", str(out), "-f"],
                        capture_output=True, text=True, env=env, cwd="/")  # fmt: skip
     assert r.returncode == 1 and "FileNotFoundError" in r.stderr and "nope" in r.stderr
 
@@ -721,24 +750,24 @@ def test_gguf_tokenizer_missing_or_refused(tmp_path: Path, capsys: pytest.Captur
     # a pre-tokenizer it does not know: an error naming --tokenizer-pre, which then writes the name given
     write_bpe_tokenizer(d, WORDS, pre={"type": "Metaspace", "replacement": "x"})
     with pytest.raises(TokenizerError, match="pre-tokenizer not recognised .*Metaspace.*--tokenizer-pre"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
-    assert main(["convert", str(d), "-o", str(out), "--tokenizer-pre", "gpt-2"]) == 0
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
+    assert main(["convert", str(d), "-o", str(out), "--tokenizer-pre", "gpt-2", "--force"]) == 0
     assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
     write_bpe_tokenizer(d, WORDS, pre={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})
-    convert_checkpoint(d, out, to="gguf", progress=False)
+    convert_checkpoint(d, out, to="gguf", progress=False, force=True)
     assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
 
     # not byte-level BPE; an id past the model's vocabulary; config and embedding disagreeing
     tj = json.loads((d / "tokenizer.json").read_text())
     (d / "tokenizer.json").write_text(json.dumps({**tj, "model": {**tj["model"], "byte_fallback": True}}))
     with pytest.raises(TokenizerError, match="byte-level BPE tokenizer was expected .*byte_fallback True"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
     (d / "tokenizer.json").write_text(json.dumps({**tj, "added_tokens": [{"id": VOCAB, "content": "<x>"}]}))
     with pytest.raises(TokenizerError, match=f"token '<x>' has id {VOCAB}, but the model has {VOCAB} token ids"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
     (d / "config.json").write_text(json.dumps(config(vocab_size=VOCAB + 1)))
     with pytest.raises(ConfigError, match=f"vocab_size is {VOCAB + 1}, but model.embed_tokens.weight has {VOCAB}"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
 
 
 class _FakeSentencePiece:
@@ -826,12 +855,12 @@ def test_interrupt_leaves_no_partial_output(
 
     monkeypatch.setattr(_convert, "quantize_i2s", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        convert_checkpoint(d, out, to=to, progress=False)  # type: ignore[arg-type]
+        convert_checkpoint(d, out, to=to, progress=False, force=True)  # type: ignore[arg-type]
     assert len(calls) == 3
     assert sorted(os.listdir(tmp_path)) == ["m", out.name]  # no temporary file left
     assert out.read_bytes() == b"previous"
     calls.clear()
-    assert main(["convert", str(d), "-o", str(out), "--to", to]) == 130  # the command line: a message, status 130
+    assert main(["convert", str(d), "-o", str(out), "--to", to, "--force"]) == 130  # the command line: a message, status 130
     assert f"interrupted; {out} not written" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["m", out.name] and out.read_bytes() == b"previous"
 
@@ -842,12 +871,42 @@ def test_progress_lines_without_tqdm(
 ) -> None:
     from safetensors.numpy import save_file
 
-    save_file({"a.weight": np.ones((2, 8), np.float32), "b": np.ones(3, np.float32)}, str(tmp_path / "x.safetensors"))
+    from bitnet_go.convert import _convert
+
+    tensors = {"a.weight": np.ones((1000, 256), np.float32), "b": np.ones(3, np.float32), "c.weight": np.ones((500, 256), np.float32)}
+    save_file(tensors, str(tmp_path / "x.safetensors"))
+    real = _convert.quantize_i2s
+
+    def noisy(*a: object, **k: object) -> bitnet_go.TernaryTensor:
+        print("quantizing", file=sys.stderr)  # the lines come as the work goes, not all at the start
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_convert, "quantize_i2s", noisy)
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
     convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=True)
-    assert capsys.readouterr().err.splitlines() == ["[1/2] a.weight", "[2/2] b"]
-    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=False)
+    mb = [sum(a.nbytes for a in list(tensors.values())[:i]) / 1e6 for i in range(4)]  # done before each; total
+    assert capsys.readouterr().err.splitlines() == [
+        f"[1/3] a.weight  ({mb[0]:.1f} of {mb[3]:.1f} MB done)",
+        "quantizing",
+        f"[2/3] b  ({mb[1]:.1f} of {mb[3]:.1f} MB done)",
+        f"[3/3] c.weight  ({mb[2]:.1f} of {mb[3]:.1f} MB done)",
+        "quantizing",
+    ]
+    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=False, force=True)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.needs("safetensors", "tqdm")
+def test_progress_bar_counts_bytes_and_tensors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from safetensors.numpy import save_file
+
+    tensors = {"a.weight": np.ones((1024, 512), np.float32), "b": np.ones(3, np.float32)}
+    save_file(tensors, str(tmp_path / "x.safetensors"))
+    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=True)
+    err = capsys.readouterr().err
+    final = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert final.startswith("bitnet_go convert: 100%") and "2/2 tensors" in final, final
+    assert "2.00M/2.00M" in final and "B/s" in final, final  # bytes done/total (1024-based) and the rate
 
 
 @pytest.mark.parametrize(
@@ -898,12 +957,12 @@ MEM_SCRIPT = textwrap.dedent(
                 return int(line.split()[1]) * 1024
 
     src, warm, out, to = sys.argv[1:5]
-    convert_checkpoint(warm, out, to=to, progress=False)  # library, imports, first allocations
+    convert_checkpoint(warm, out, to=to, progress=False, force=True)  # library, imports, first allocations
     # ru_maxrss would not do: Linux carries it over from the forked parent (pytest, torch loaded) across exec
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # the peak (VmHWM) restarts from the current RSS
     before = status("VmRSS")
-    convert_checkpoint(src, out, to=to, progress=False)
+    convert_checkpoint(src, out, to=to, progress=False, force=True)
     print(json.dumps({"grew": status("VmHWM") - before}))
     """
 )
