@@ -169,7 +169,22 @@ def _ternary(
     mode: ScaleMode,
     perm: tuple[int, int] | None,
 ) -> TernaryTensor:
-    """Planned tensor ``p`` quantized (or, packed by transformers, unpacked) and packed as ``p.to``."""
+    """Planned tensor ``p`` quantized (or, packed by transformers, unpacked) and packed as ``p.to``; a value the
+    quantizer refuses (NaN, Inf) is a ValueError naming the file and tensor."""
+    try:
+        return _ternary_of(ck, p, method, block_size, mode, perm)
+    except ValueError as e:
+        raise ValueError(f"{ck.entries[p.name].file}: tensor {p.name!r}: {e}") from None
+
+
+def _ternary_of(
+    ck: Checkpoint,
+    p: Planned,
+    method: Method,
+    block_size: int | None,
+    mode: ScaleMode,
+    perm: tuple[int, int] | None,
+) -> TernaryTensor:
     if p.scale_of is not None:
         values = unpack_hf(ck.array(p.name), p.shape[0])
         if perm:
@@ -252,9 +267,7 @@ def _items(ck: Checkpoint, items: list[Planned], show: bool | None) -> Iterator[
         yield p
 
 
-def _gguf_writer(
-    ck: Checkpoint, items: list[Planned], qtype: str, vocab: _tokenizer.Vocab | None
-) -> tuple[Any, str]:
+def _gguf_writer(ck: Checkpoint, items: list[Planned], qtype: str, vocab: _tokenizer.Vocab | None) -> tuple[Any, str]:
     """A ``gguf.GGUFWriter`` (no file yet) with the metadata and every tensor's info, and the architecture."""
     import gguf
 
