@@ -453,7 +453,7 @@ def convert_checkpoint(
         ...     _ = f.write(w.tobytes())
         >>> plan = convert_checkpoint(os.path.join(d, "in.safetensors"), dry_run=True)
         >>> [p.line() for p in plan], plan.size
-        (['fc.weight  [8, 128]  F32 -> i2_s'], 480)
+        (['fc.weight  [8, 128]  F32 -> i2_s'], 580)
         >>> src, dst = os.path.join(d, "in.safetensors"), os.path.join(d, "out.safetensors")
         >>> _ = convert_checkpoint(src, dst, progress=False)
         >>> t = load_checkpoint(dst)["fc.weight"]
