@@ -60,8 +60,8 @@ WRAPPER = Path(__file__).resolve().parents[3] / "tools" / "bitnet_cpp_convert" /
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the convert suite."""
-    g.add_argument("--convert-floats", default="16M", help="floats quantized by the TQ rows (default 16M)")
-    g.add_argument("--convert-size", default="1G", help="bytes of the generated bf16 checkpoint (default 1G)")
+    g.add_argument("--convert-floats", default="16M", help="floats quantized by the TQ rows (default 16M; 0: skip)")
+    g.add_argument("--convert-size", default="1G", help="bytes of the generated bf16 checkpoint (default 1G; 0: skip)")
     g.add_argument("--convert-repeat", type=int, default=3, help="timed runs of each checkpoint step (default 3)")
     g.add_argument("--convert-dir", default=None, metavar="DIR", help="where to generate it (default: a temp dir)")
     g.add_argument("--bitnet-converter", default=None, metavar="PATH",
@@ -76,8 +76,10 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its tables; returns the rows (``part``: ``"tq"`` or ``"checkpoint"``)."""
     threads = parse_int_list(args.threads)
-    rows = _tq_rows(parse_sizes(args.convert_floats)[0], threads, args.repeat)
-    rows += _checkpoint_rows(args, threads)
+    n = parse_sizes(args.convert_floats)[0]
+    rows = _tq_rows(n, threads, args.repeat) if n > 0 else []
+    if parse_sizes(args.convert_size)[0] > 0:
+        rows += _checkpoint_rows(args, threads)
     return rows
 
 
