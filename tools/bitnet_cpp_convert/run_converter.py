@@ -49,7 +49,9 @@ def adapt_gguf() -> None:
     q = gguf.GGMLQuantizationType
     if "I2_S" not in q.__members__:
         if 36 in q._value2member_map_:
-            raise SystemExit(f"run_converter: gguf {gguf.__file__} uses type id 36 for something else: not bitnet.cpp's")
+            raise SystemExit(
+                f"run_converter: gguf {gguf.__file__} uses type id 36 for something else: not bitnet.cpp's"
+            )
         m = _add_member(q, "I2_S", 36)
         gguf.GGML_QUANT_SIZES[m] = (4, 1)  # 4 values a byte (the 32-byte tail is in the data the converter passes)
         _note("added GGMLQuantizationType.I2_S = 36 to this gguf-py")

@@ -105,9 +105,10 @@ def _tq_rows(n: int, threads: list[int], repeat: int) -> list[dict[str, Any]]:
                 table.start(f"{fmt} of {n} floats, {th} thread(s)")
                 bitnet_go.set_num_threads(th)
                 ts = timeit(lambda ours=ours: ours(x), repeat=repeat)
-                row = {"part": "tq", "format": fmt, "n": n, "threads": th, "ours_ms": median(ts) * 1e3,
-                       "ours_range": spread_text(ts), "gguf_ms": median(ts_ref) * 1e3,
-                       "gguf_range": spread_text(ts_ref), "speedup": median(ts_ref) / median(ts), "same": same}  # fmt: skip
+                row = {"part": "tq", "format": fmt, "n": n, "threads": th, "same": same,
+                       "ours_ms": median(ts) * 1e3, "ours_range": spread_text(ts),
+                       "gguf_ms": median(ts_ref) * 1e3, "gguf_range": spread_text(ts_ref),
+                       "speedup": median(ts_ref) / median(ts)}  # fmt: skip
                 table.add(row)
                 out.append(row)
     table.done()
@@ -169,7 +170,7 @@ def make_checkpoint(d: Path, size: int, seed: int = 0) -> int:
     path = d / "model.safetensors"
     with open(path, "wb") as f:
         write_safetensors_header(f, [(n, "BF16", s, 2 * math.prod(s)) for n, s in shapes], {"format": "pt"})
-        for n, s in shapes:
+        for _, s in shapes:
             a = rng.standard_normal(math.prod(s), dtype=np.float32)
             a *= 1.0 if len(s) == 1 else 0.02
             f.write((a.view(np.uint32) >> 16).astype(np.uint16).tobytes())  # bf16: the top half of each float32
@@ -259,8 +260,8 @@ def _checkpoint_rows(args: argparse.Namespace, threads: list[int]) -> list[dict[
 
         table.start("cat IN > /dev/null")
         subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-        cat = add("cat IN > /dev/null", None, _time_runs(
-            lambda: subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True), max(repeat, 3)))  # fmt: skip
+        read = lambda: subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # noqa: E731
+        cat = add("cat IN > /dev/null", None, _time_runs(read, max(repeat, 3)))
         ours_i2s: dict[int, float] = {}
         with restored_threads(None):
             for fmt in ("i2_s", "tq2_0"):
