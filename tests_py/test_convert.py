@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -180,8 +181,15 @@ def test_dry_run_lists_what_would_be_converted(tmp_path: Path, capsys: pytest.Ca
     assert quantized == QUANTIZED  # every projection; not lm_head, embeddings, norms
     assert any(ln.startswith("lm_head.weight  [48, 256]  F32 -> F32") for ln in lines)
     n = len(model_tensors(seed))
-    assert lines[-1] == f"{len(QUANTIZED)} of {n} tensors would become i2_s (safetensors); nothing written"
+    m = re.fullmatch(rf"{len(QUANTIZED)} of {n} tensors would become i2_s \(safetensors\), (\d+) bytes "
+                     r"\((\d+\.\d) MiB\); nothing written", lines[-1])  # fmt: skip
+    assert m is not None, lines[-1]
     assert sorted(os.listdir(d)) == ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    out = tmp_path / "o.safetensors"
+    assert main(["convert", str(d), "-o", str(out)]) == 0
+    assert out.stat().st_size == int(m[1]) and m[2] == f"{int(m[1]) / 2**20:.1f}"  # the size it said
+    said = lines[-1][: m.end(2) + 5].replace(" would become", " as")
+    assert capsys.readouterr().out.strip() == f"wrote {out}: {said}"
 
     assert main(["convert", str(d), "--dry-run", "--include", "*.q_proj.weight", "--exclude", "*.1.*"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -201,6 +209,30 @@ def test_dry_run_gguf_names_and_types(tmp_path: Path, capsys: pytest.CaptureFixt
     assert not (tmp_path / "x.gguf").exists()
 
 
+@pytest.mark.needs("safetensors", "gguf")
+@pytest.mark.parametrize(
+    ("seed", "qtype", "to", "block_size"),
+    [(14, "i2_s", "gguf", None), (15, "tq1_0", "gguf", None), (16, "tq2_0", "gguf", None),
+     (17, "tl1", "safetensors", 100), (18, "tq1_0", "safetensors", None), (19, "i2_s", "safetensors", 7)],
+)  # fmt: skip
+def test_dry_run_size_is_the_written_size(
+    tmp_path: Path, seed: int, qtype: str, to: str, block_size: int | None
+) -> None:
+    tensors = model_tensors(seed, bitnet=qtype.startswith("tq"))
+    tensors["model.layers.0.mlp.odd_proj.weight"] = np.ones((3, 100), np.float32)  # a TQ misfit: kept as it is
+    d = save_model(tmp_path / "m", tensors, config("BitnetForCausalLM") if to == "gguf" else config())
+    out = tmp_path / f"o.{to}"
+    if to == "gguf":
+        del tensors["model.layers.0.mlp.odd_proj.weight"]  # no GGUF name for it
+        save_model(d, tensors, config("BitnetForCausalLM"))
+    kw: dict[str, object] = {"qtype": qtype, "to": to, "block_size": block_size}
+    planned = convert_checkpoint(d, out, dry_run=True, **kw)  # type: ignore[arg-type]
+    assert not out.exists()
+    written = convert_checkpoint(d, out, progress=False, **kw)  # type: ignore[arg-type]
+    assert out.stat().st_size == planned.size == written.size
+    assert [p.line() for p in planned] == [p.line() for p in written]
+
+
 @pytest.mark.needs("safetensors")
 @pytest.mark.parametrize("seed", [13])
 def test_cli_subprocess(tmp_path: Path, seed: int) -> None:
@@ -214,7 +246,7 @@ def test_cli_subprocess(tmp_path: Path, seed: int) -> None:
     w = model_tensors(seed)["model.layers.0.mlp.up_proj.weight"]
     t = load_checkpoint(out)["model.layers.0.mlp.up_proj.weight"]
     assert t.packed.tobytes() == bitnet_go.quantize_tl2(w).packed.tobytes()
-    r = subprocess.run([sys.executable, "-m", "bitnet_go", "convert", str(tmp_path / "nope"), "-o", str(out)],
+    r = subprocess.run([sys.executable, "-m", "bitnet_go", "convert", str(tmp_path / "nope"), "-o", str(out), "-f"],
                        capture_output=True, text=True, env=env, cwd="/")  # fmt: skip
     assert r.returncode == 1 and "FileNotFoundError" in r.stderr and "nope" in r.stderr
 
@@ -721,24 +753,24 @@ def test_gguf_tokenizer_missing_or_refused(tmp_path: Path, capsys: pytest.Captur
     # a pre-tokenizer it does not know: an error naming --tokenizer-pre, which then writes the name given
     write_bpe_tokenizer(d, WORDS, pre={"type": "Metaspace", "replacement": "x"})
     with pytest.raises(TokenizerError, match="pre-tokenizer not recognised .*Metaspace.*--tokenizer-pre"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
-    assert main(["convert", str(d), "-o", str(out), "--tokenizer-pre", "gpt-2"]) == 0
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
+    assert main(["convert", str(d), "-o", str(out), "--tokenizer-pre", "gpt-2", "--force"]) == 0
     assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
     write_bpe_tokenizer(d, WORDS, pre={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})
-    convert_checkpoint(d, out, to="gguf", progress=False)
+    convert_checkpoint(d, out, to="gguf", progress=False, force=True)
     assert _gguf_read(out)[1]["tokenizer.ggml.pre"] == "gpt-2"
 
     # not byte-level BPE; an id past the model's vocabulary; config and embedding disagreeing
     tj = json.loads((d / "tokenizer.json").read_text())
     (d / "tokenizer.json").write_text(json.dumps({**tj, "model": {**tj["model"], "byte_fallback": True}}))
     with pytest.raises(TokenizerError, match="byte-level BPE tokenizer was expected .*byte_fallback True"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
     (d / "tokenizer.json").write_text(json.dumps({**tj, "added_tokens": [{"id": VOCAB, "content": "<x>"}]}))
     with pytest.raises(TokenizerError, match=f"token '<x>' has id {VOCAB}, but the model has {VOCAB} token ids"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
     (d / "config.json").write_text(json.dumps(config(vocab_size=VOCAB + 1)))
     with pytest.raises(ConfigError, match=f"vocab_size is {VOCAB + 1}, but model.embed_tokens.weight has {VOCAB}"):
-        convert_checkpoint(d, out, to="gguf", progress=False)
+        convert_checkpoint(d, out, to="gguf", progress=False, force=True)
 
 
 class _FakeSentencePiece:
@@ -826,12 +858,12 @@ def test_interrupt_leaves_no_partial_output(
 
     monkeypatch.setattr(_convert, "quantize_i2s", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        convert_checkpoint(d, out, to=to, progress=False)  # type: ignore[arg-type]
+        convert_checkpoint(d, out, to=to, progress=False, force=True)  # type: ignore[arg-type]
     assert len(calls) == 3
     assert sorted(os.listdir(tmp_path)) == ["m", out.name]  # no temporary file left
     assert out.read_bytes() == b"previous"
     calls.clear()
-    assert main(["convert", str(d), "-o", str(out), "--to", to]) == 130  # the command line: a message, status 130
+    assert main(["convert", str(d), "-o", str(out), "--to", to, "--force"]) == 130  # the CLI: a message, status 130
     assert f"interrupted; {out} not written" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["m", out.name] and out.read_bytes() == b"previous"
 
@@ -842,12 +874,47 @@ def test_progress_lines_without_tqdm(
 ) -> None:
     from safetensors.numpy import save_file
 
-    save_file({"a.weight": np.ones((2, 8), np.float32), "b": np.ones(3, np.float32)}, str(tmp_path / "x.safetensors"))
+    from bitnet_go.convert import _convert
+
+    tensors = {
+        "a.weight": np.ones((1000, 256), np.float32),
+        "b": np.ones(3, np.float32),
+        "c.weight": np.ones((500, 256), np.float32),
+    }
+    save_file(tensors, str(tmp_path / "x.safetensors"))
+    real = _convert.quantize_i2s
+
+    def noisy(*a: object, **k: object) -> bitnet_go.TernaryTensor:
+        print("quantizing", file=sys.stderr)  # the lines come as the work goes, not all at the start
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_convert, "quantize_i2s", noisy)
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
     convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=True)
-    assert capsys.readouterr().err.splitlines() == ["[1/2] a.weight", "[2/2] b"]
-    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=False)
+    mb = [sum(a.nbytes for a in list(tensors.values())[:i]) / 1e6 for i in range(4)]  # done before each; total
+    assert capsys.readouterr().err.splitlines() == [
+        f"[1/3] a.weight  ({mb[0]:.1f} of {mb[3]:.1f} MB done)",
+        "quantizing",
+        f"[2/3] b  ({mb[1]:.1f} of {mb[3]:.1f} MB done)",
+        f"[3/3] c.weight  ({mb[2]:.1f} of {mb[3]:.1f} MB done)",
+        "quantizing",
+    ]
+    monkeypatch.undo()
+    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=False, force=True)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.needs("safetensors", "tqdm")
+def test_progress_bar_counts_bytes_and_tensors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from safetensors.numpy import save_file
+
+    tensors = {"a.weight": np.ones((1024, 512), np.float32), "b": np.ones(3, np.float32)}
+    save_file(tensors, str(tmp_path / "x.safetensors"))
+    convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=True)
+    err = capsys.readouterr().err
+    final = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert final.startswith("bitnet_go convert: 100%") and "2/2 tensors" in final, final
+    assert "2.00M/2.00M" in final and "B/s" in final, final  # bytes done/total (1024-based) and the rate
 
 
 @pytest.mark.parametrize(
@@ -884,6 +951,159 @@ def test_reader_checks_offsets_and_dtypes(tmp_path: Path) -> None:
         read_header(p)
 
 
+def _raw_safetensors(path: Path, header: dict[str, object], data: bytes) -> Path:
+    """A safetensors file with exactly this header (unchecked: for broken files) and data."""
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + data)
+    return path
+
+
+W_NAME, N_NAME = "model.layers.0.mlp.up_proj.weight", "model.norm.weight"
+
+
+def _good_file(d: Path, seed: int) -> Path:
+    d.mkdir()
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((8, 256)).astype(np.float32)
+    n = rng.random(256).astype(np.float32)
+    header = {W_NAME: {"dtype": "F32", "shape": [8, 256], "data_offsets": [0, w.nbytes]},
+              N_NAME: {"dtype": "F32", "shape": [256], "data_offsets": [w.nbytes, w.nbytes + n.nbytes]}}  # fmt: skip
+    return _raw_safetensors(d / "model.safetensors", header, w.tobytes() + n.tobytes())
+
+
+def _break(f: Path, how: str) -> str:
+    """Damage checkpoint file ``f`` as ``how`` says; returns the message the conversion must give."""
+    raw = f.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header, data = json.loads(raw[8 : 8 + n]), raw[8 + n :]
+    w, nrm = header[W_NAME], header[N_NAME]
+    if how == "truncated data":
+        f.write_bytes(raw[:-100])
+        return f"'{N_NAME}' .* has data_offsets \\[8192, 9216\\]: expected 1024 bytes within the file's 9116 data"
+    if how == "header not JSON":
+        f.write_bytes(raw[:8] + b"{\xff" + raw[10:])
+        return "not a safetensors file \\(the header is not JSON"
+    if how == "header length past the end":
+        f.write_bytes((len(raw) + 1).to_bytes(8, "little") + raw[8:])
+        return f"not a safetensors file \\(header length {len(raw) + 1} for a file of {len(raw)} bytes\\)"
+    if how == "header too large":
+        f.write_bytes((200 << 20).to_bytes(8, "little") + raw[8:])
+        return f"header length {200 << 20} for a file"
+    if how == "offsets past the end":
+        w["data_offsets"] = [len(data), len(data) + 8192]
+        _raw_safetensors(f, header, data)
+        return f"'{W_NAME}' .* data_offsets \\[{len(data)}, {len(data) + 8192}\\]: expected 8192 bytes within"
+    if how == "overlapping offsets":
+        nrm["data_offsets"] = [4096, 5120]
+        _raw_safetensors(f, header, data)
+        return f"tensors '{W_NAME}' \\(data_offsets \\[0, 8192\\]\\) and '{N_NAME}' \\(\\[4096, 5120\\]\\) overlap"
+    if how == "F8 weight":
+        w.update(dtype="F8_E4M3", data_offsets=[0, 2048])
+        nrm["data_offsets"] = [2048, 3072]
+        _raw_safetensors(f, header, data[:2048] + data[8192:])
+        return f"tensor '{W_NAME}' has dtype F8_E4M3, which is not supported \\(supported: F64, F32"
+    if how == "I64 weight":
+        w.update(dtype="I64", shape=[8, 128])
+        _raw_safetensors(f, header, data)
+        return f"tensor '{W_NAME}' is a weight the default rule quantizes, but its dtype I64 cannot be quantized"
+    if how == "NaN in a weight":
+        a = np.frombuffer(data[:8192], np.float32).copy()
+        a[300] = np.nan
+        _raw_safetensors(f, header, a.tobytes() + data[8192:])
+        return "tensor 'model.layers.0.mlp.up_proj.weight': x contains a non-finite value \\(NaN\\) at flat index 300"
+    raise AssertionError(how)
+
+
+BROKEN = ["truncated data", "header not JSON", "header length past the end", "header too large", "offsets past the end",
+          "overlapping offsets", "F8 weight", "I64 weight", "NaN in a weight"]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:GGUF output without tokenizer metadata")
+@pytest.mark.parametrize("to", ["safetensors", "gguf"])
+@pytest.mark.parametrize("how", BROKEN)
+def test_bad_input_is_a_clear_error_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, to: str
+) -> None:
+    if to == "gguf":
+        pytest.importorskip("gguf")
+    f = _good_file(tmp_path / "m", 81)
+    out = tmp_path / f"o.{to}"
+    kw: dict[str, object] = {"to": to, "progress": False}
+    if to == "gguf":
+        kw.update(qtype="tq2_0", tokenizer=False)
+        (tmp_path / "m" / "config.json").write_text(json.dumps(config()))
+    convert_checkpoint(f, tmp_path / "good", **kw) if to == "safetensors" else None  # type: ignore[arg-type]
+    (tmp_path / "good").unlink(missing_ok=True)
+    message = _break(f, how)
+    with pytest.raises(ValueError, match=re.escape(str(f)) + ".*" + message):
+        convert_checkpoint(f, out, **kw)  # type: ignore[arg-type]
+    assert sorted(os.listdir(tmp_path)) == ["m"]  # no output, no temporary file
+    argv = ["convert", str(f), "-o", str(out), "--to", to] + (
+        ["--format", "tq2_0", "--no-tokenizer"] if to == "gguf" else []
+    )
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    last = err.splitlines()[-1]  # after the progress bar, if it started
+    assert last.startswith("bitnet-go convert: ValueError: " + str(f)) and re.search(message, last), err
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+@pytest.mark.needs("safetensors")
+def test_non_float_weight_excluded_is_copied(tmp_path: Path) -> None:
+    f = _good_file(tmp_path / "m", 82)
+    _break(f, "I64 weight")
+    out = tmp_path / "o.safetensors"
+    done = convert_checkpoint(f, out, exclude=["*.up_proj.*"], progress=False)
+    assert [p.line() for p in done] == [f"{W_NAME}  [8, 128]  I64 -> I64", f"{N_NAME}  [256]  F32 -> F32"]
+    got = load_checkpoint(out)
+    assert got[W_NAME].dtype == np.int64 and got[W_NAME].tobytes() == f.read_bytes()[-9216:-1024]
+
+
+@pytest.mark.needs("safetensors")
+@pytest.mark.parametrize("qtype", ["tq1_0", "tq2_0"])
+def test_tq_shape_it_cannot_hold(tmp_path: Path, capsys: pytest.CaptureFixture[str], qtype: str) -> None:
+    rng = np.random.default_rng(83)
+    tensors = {"a.weight": rng.standard_normal((4, 512)).astype(np.float32),
+               "b.weight": rng.standard_normal((4, 300)).astype(np.float32)}  # fmt: skip
+    d = save_model(tmp_path / "m", tensors, None)
+    out = tmp_path / "o.safetensors"
+    with pytest.raises(ValueError, match=re.escape(str(d / "model.safetensors")) + f": tensor 'b.weight' of shape "
+                       rf"\[4, 300\] cannot be stored as {qtype}: {qtype} packs each row in blocks of 256 values, and "
+                       "its last dimension, 300, is not a multiple of 256"):  # fmt: skip
+        convert_checkpoint(d, out, qtype=qtype, include=["*.weight"], progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+    assert main(["convert", str(d), "-o", str(out), "--format", qtype, "--include", "b.*"]) == 1
+    assert "cannot be stored as" in capsys.readouterr().err and not out.exists()
+    # chosen by the default rule: left as it is (as llama.cpp's converter does), and the dry run says why
+    assert main(["convert", str(d), "--dry-run", "--format", qtype]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"a.weight  [4, 512]  F32 -> {qtype}"
+    assert lines[1] == f"b.weight  [4, 300]  F32 -> F32  ({qtype} needs the last dimension a multiple of 256)"
+
+
+@pytest.mark.needs("safetensors")
+def test_existing_output_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = _good_file(tmp_path / "m", 84)
+    out = tmp_path / "o.safetensors"
+    out.write_bytes(b"previous")
+    with pytest.raises(FileExistsError, match=f"{re.escape(str(out))} exists: pass force=True \\(--force\\)"):
+        convert_checkpoint(f, out, progress=False)
+    assert main(["convert", str(f), "-o", str(out)]) == 1
+    assert "FileExistsError" in capsys.readouterr().err
+    assert out.read_bytes() == b"previous" and sorted(os.listdir(tmp_path)) == ["m", "o.safetensors"]
+    assert main(["convert", str(f), "-o", str(out), "--force"]) == 0
+    w = np.frombuffer(f.read_bytes()[-9216:-1024], np.float32).reshape(8, 256)
+    assert load_checkpoint(out)[W_NAME].packed.tobytes() == bitnet_go.quantize_i2s(w).packed.tobytes()
+    convert_checkpoint(f, out, progress=False, force=True)  # the API's spelling
+    with pytest.raises(ValueError, match="is an input file of the checkpoint"):
+        convert_checkpoint(f, f, progress=False, force=True)  # never over its own input
+    with pytest.raises(IsADirectoryError, match="the output is a directory"):
+        convert_checkpoint(f, tmp_path, progress=False, force=True)
+    assert sorted(os.listdir(tmp_path)) == ["m", "o.safetensors"] and sorted(os.listdir(tmp_path / "m")) == [
+        "model.safetensors"
+    ]
+
+
 # ------------------------------------------------------------------ memory
 
 
@@ -898,12 +1118,12 @@ MEM_SCRIPT = textwrap.dedent(
                 return int(line.split()[1]) * 1024
 
     src, warm, out, to = sys.argv[1:5]
-    convert_checkpoint(warm, out, to=to, progress=False)  # library, imports, first allocations
+    convert_checkpoint(warm, out, to=to, progress=False, force=True)  # library, imports, first allocations
     # ru_maxrss would not do: Linux carries it over from the forked parent (pytest, torch loaded) across exec
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # the peak (VmHWM) restarts from the current RSS
     before = status("VmRSS")
-    convert_checkpoint(src, out, to=to, progress=False)
+    convert_checkpoint(src, out, to=to, progress=False, force=True)
     print(json.dumps({"grew": status("VmHWM") - before}))
     """
 )

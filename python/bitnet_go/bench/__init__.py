@@ -23,5 +23,6 @@ SUITES: dict[str, str] = {
     "linear": "bitnet_go.bench.linear",
     "families": "bitnet_go.bench.families",
     "qops": "bitnet_go.bench.qops",
+    "convert": "bitnet_go.bench.convert",
 }
 """Suite name -> module, in the order ``bench`` with no suite runs them."""

@@ -34,7 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-size", type=int, default=None, metavar="N",
                    help="elements per scale (safetensors output; default one scale per tensor)")  # fmt: skip
     p.add_argument("--threads", type=int, default=None, metavar="N", help="Go threads for the quantizer")
-    p.add_argument("--dry-run", action="store_true", help="list what would be converted; write nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would be converted and the output's size; write nothing")  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("--kernel-config", default=None, metavar="PATH",
                    help="GGUF tl1/tl2: the model's kernel_config.ini (bitnet.cpp's include/)")  # fmt: skip
     p.add_argument("--no-tokenizer", dest="tokenizer", action="store_false",
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
             tokenizer=args.tokenizer,
             tokenizer_pre=args.tokenizer_pre,
             kernel_config=args.kernel_config,
+            force=args.force,
         )
     except (ValueError, TypeError, OSError, NotImplementedError, ImportError) as e:
         print(f"bitnet-go convert: {type(e).__name__}: {e}", file=sys.stderr)
@@ -74,11 +77,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"bitnet-go convert: interrupted; {args.output} not written", file=sys.stderr)
         return 130
-    n = sum(p.quantized for p in items)
     if args.dry_run:
         for p in items:
             print(p.line())
-        print(f"{n} of {len(items)} tensors would become {args.format} ({to}); nothing written")
+        print(items.summary(dry_run=True))
     else:
-        print(f"wrote {args.output}: {n} of {len(items)} tensors as {args.format} ({to})")
+        print(f"wrote {args.output}: {items.summary()}")
     return 0

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
+import io
 import json
 import math
+import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -117,10 +119,22 @@ def plan(
         packed_hf = e.dtype == "U8" and name.endswith(".weight") and name + SCALE_SUFFIX in scale_names
         shape = (e.shape[0] * 4, *e.shape[1:]) if packed_hf and e.shape else e.shape
         chosen = _matches(name, include) if include else default_quantized(name, shape)
-        chosen = chosen and not _matches(name, exclude) and (packed_hf or e.dtype in FLOAT_DTYPES)
+        chosen = chosen and not _matches(name, exclude)
+        if chosen and not packed_hf and e.dtype not in FLOAT_DTYPES:
+            how = "matches --include" if include else "is a weight the default rule quantizes"
+            raise ValueError(
+                f"{e.file}: tensor {name!r} {how}, but its dtype {e.dtype} cannot be quantized (float tensors only: "
+                f"{', '.join(FLOAT_DTYPES)}); leave it as it is with --exclude (exclude=[...])"
+            )
         note = ""
         if chosen and qtype in TQ_FORMATS and not _gguf.tq_fits(shape):
-            chosen, note = False, f"{qtype} needs the last dimension a multiple of 256"
+            if include:  # asked for by name: an error; by the default rule: left as it is, as llama.cpp does
+                raise ValueError(
+                    f"{e.file}: tensor {name!r} of shape {list(shape)} cannot be stored as {qtype}: {qtype} packs "
+                    f"each row in blocks of {TQ_BLOCK} values, and its last dimension, {shape[-1] if shape else 0}, "
+                    f"is not a multiple of {TQ_BLOCK}; exclude it or use i2_s, tl1 or tl2"
+                )
+            chosen, note = False, f"{qtype} needs the last dimension a multiple of {TQ_BLOCK}"
         dtype = "U8 (transformers-packed ternary)" if packed_hf else e.dtype
         out_name = _gguf.tensor_name(name) if to == "gguf" else name
         if chosen and to == "gguf" and qtype in TQ_FORMATS and out_name in _gguf.TQ_F16:
@@ -155,7 +169,22 @@ def _ternary(
     mode: ScaleMode,
     perm: tuple[int, int] | None,
 ) -> TernaryTensor:
-    """Planned tensor ``p`` quantized (or, packed by transformers, unpacked) and packed as ``p.to``."""
+    """Planned tensor ``p`` quantized (or, packed by transformers, unpacked) and packed as ``p.to``; a value the
+    quantizer refuses (NaN, Inf) is a ValueError naming the file and tensor."""
+    try:
+        return _ternary_of(ck, p, method, block_size, mode, perm)
+    except ValueError as e:
+        raise ValueError(f"{ck.entries[p.name].file}: tensor {p.name!r}: {e}") from None
+
+
+def _ternary_of(
+    ck: Checkpoint,
+    p: Planned,
+    method: Method,
+    block_size: int | None,
+    mode: ScaleMode,
+    perm: tuple[int, int] | None,
+) -> TernaryTensor:
     if p.scale_of is not None:
         values = unpack_hf(ck.array(p.name), p.shape[0])
         if perm:
@@ -172,15 +201,10 @@ def _ternary(
     return pack_as(t, p.to)
 
 
-def _write_safetensors(
-    ck: Checkpoint,
-    items: list[Planned],
-    path: Path,
-    method: Method,
-    block_size: int | None,
-    mode: ScaleMode,
-    show: bool | None,
-) -> None:
+def _safetensors_header(
+    ck: Checkpoint, items: list[Planned], method: Method, block_size: int | None
+) -> tuple[list[tuple[str, str, tuple[int, ...], int]], dict[str, str]]:
+    """The output's tensors ``(name, dtype, shape, nbytes)`` in the order written, and its metadata."""
     header: list[tuple[str, str, tuple[int, ...], int]] = []
     quantized: dict[str, dict[str, Any]] = {}
     for p in items:
@@ -196,10 +220,27 @@ def _write_safetensors(
     meta = {k: v for k, v in ck.metadata.items() if not k.startswith("bitnet_go.")}
     meta[META_VERSION_KEY] = META_VERSION
     meta[META_KEY] = json.dumps(quantized, separators=(",", ":"))
+    return header, meta
+
+
+def _safetensors_size(header: list[tuple[str, str, tuple[int, ...], int]], meta: dict[str, str]) -> int:
+    return write_safetensors_header(io.BytesIO(), header, meta) + sum(h[3] for h in header)
+
+
+def _write_safetensors(
+    ck: Checkpoint,
+    items: list[Planned],
+    path: Path,
+    method: Method,
+    block_size: int | None,
+    mode: ScaleMode,
+    show: bool | None,
+) -> None:
+    header, meta = _safetensors_header(ck, items, method, block_size)
     sizes = {h[0]: h[3] for h in header}
     with open(path, "wb") as f:
         write_safetensors_header(f, header, meta)
-        for p in _items(items, show):
+        for p in _items(ck, items, show):
             if p.quantized:
                 t = _ternary(ck, p, method, block_size, mode, None)
                 _expect(f, t.packed, p.name + PACKED_SUFFIX, sizes)
@@ -219,21 +260,15 @@ def _expect(f: Any, a: np.ndarray, name: str, sizes: dict[str, int]) -> None:  #
     f.write(np.ascontiguousarray(a).data)
 
 
-def _items(items: list[Planned], show: bool | None) -> list[Planned]:
-    return [p for _, p in _progress([(p.name, p) for p in items], show, "bitnet_go convert", "tensor")]
+def _items(ck: Checkpoint, items: list[Planned], show: bool | None) -> Iterator[Planned]:
+    """``items`` one at a time, the progress bar counting the input bytes of each (with its scale tensor)."""
+    sizes = [ck.entries[p.name].nbytes + (ck.entries[p.scale_of].nbytes if p.scale_of else 0) for p in items]
+    for _, p in _progress([(p.name, p) for p in items], show, "bitnet_go convert", "tensor", sizes):
+        yield p
 
 
-def _write_gguf(
-    ck: Checkpoint,
-    items: list[Planned],
-    path: Path,
-    qtype: str,
-    method: Method,
-    mode: ScaleMode,
-    show: bool | None,
-    vocab: _tokenizer.Vocab | None,
-    tilings: dict[tuple[int, int], _tl_gguf.Tiling],
-) -> None:
+def _gguf_writer(ck: Checkpoint, items: list[Planned], qtype: str, vocab: _tokenizer.Vocab | None) -> tuple[Any, str]:
+    """A ``gguf.GGUFWriter`` (no file yet) with the metadata and every tensor's info, and the architecture."""
     import gguf
 
     config = ck.config or {}
@@ -252,11 +287,43 @@ def _write_gguf(
         else:
             dt = np.dtype(np.float16 if p.to == "F16" else np.float32)
             writer.add_tensor_info(p.out_name, p.shape, dt, math.prod(p.shape) * dt.itemsize)
+    return writer, arch
+
+
+def _gguf_size(writer: Any) -> int:  # noqa: ANN401
+    """The size of the file ``writer`` would write: its header, metadata and tensor infos measured by writing
+    them to a scratch file, then each tensor's data padded to the alignment, as ``write_tensor_data`` pads it."""
+    pad = writer.ggml_pad
+    data = sum(pad(ti.nbytes, writer.data_alignment) for ti in writer.tensors[0].values())
+    with tempfile.TemporaryDirectory() as d:
+        scratch = Path(d) / "header.gguf"
+        writer.write_header_to_file(path=scratch)
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        writer.close()
+        head = scratch.stat().st_size
+    return pad(head, writer.data_alignment) + data
+
+
+def _write_gguf(
+    ck: Checkpoint,
+    items: list[Planned],
+    path: Path,
+    qtype: str,
+    method: Method,
+    mode: ScaleMode,
+    show: bool | None,
+    vocab: _tokenizer.Vocab | None,
+    tilings: dict[tuple[int, int], _tl_gguf.Tiling],
+) -> None:
+    config = ck.config or {}
+    writer, arch = _gguf_writer(ck, items, qtype, vocab)
     writer.write_header_to_file(path=path)
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
+    tl_scale = qtype in ("tl1", "tl2")
     try:
-        for p in _items(items, show):
+        for p in _items(ck, items, show):
             perm = _gguf.permutation(p.name, arch, config)
             if p.quantized:
                 t = _ternary(ck, p, method, None, mode, perm)
@@ -277,6 +344,29 @@ def _write_gguf(
         writer.close()
 
 
+class Conversion(list[Planned]):
+    """What :func:`convert_checkpoint` returns: one :class:`Planned` per tensor (a list), and the output's
+    ``size`` in bytes (exact: a dry run's is the size the file would have), format ``qtype`` and kind ``to``.
+
+    Example:
+        >>> c = Conversion([], size=8, qtype="i2_s", to="safetensors")
+        >>> c.summary(dry_run=True)
+        '0 of 0 tensors would become i2_s (safetensors), 8 bytes (0.0 MiB); nothing written'
+    """
+
+    def __init__(self, items: list[Planned], *, size: int, qtype: str, to: str) -> None:
+        super().__init__(items)
+        self.size, self.qtype, self.to = size, qtype, to
+
+    def summary(self, dry_run: bool = False) -> str:
+        """One line: how many tensors become the format, and the output's size."""
+        n = sum(p.quantized for p in self)
+        size = f"{self.size} bytes ({self.size / 2**20:.1f} MiB)"
+        if dry_run:
+            return f"{n} of {len(self)} tensors would become {self.qtype} ({self.to}), {size}; nothing written"
+        return f"{n} of {len(self)} tensors as {self.qtype} ({self.to}), {size}"
+
+
 def convert_checkpoint(
     src: PathLike,
     out: PathLike | None = None,
@@ -293,7 +383,8 @@ def convert_checkpoint(
     tokenizer: bool = True,
     tokenizer_pre: str | None = None,
     kernel_config: PathLike | None = None,
-) -> list[Planned]:
+    force: bool = False,
+) -> Conversion:
     """Convert a safetensors checkpoint's linear and conv weights to ternary; write safetensors or GGUF.
 
     Args:
@@ -302,7 +393,8 @@ def convert_checkpoint(
             (``config.json`` and its safetensors files).
         out: the output file (written to a temporary file beside it, renamed
             when complete: an error or Ctrl-C leaves no partial file). Not
-            needed with ``dry_run``.
+            needed with ``dry_run``. An existing file is an error unless
+            ``force``; an input file of the checkpoint is never replaced.
         qtype: ``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq1_0"`` or ``"tq2_0"``.
         to: ``"safetensors"`` (see the package docstring for the names and
             metadata; read back with :func:`load_checkpoint`) or ``"gguf"``
@@ -316,9 +408,11 @@ def convert_checkpoint(
         block_size: elements per scale (safetensors output only; GGUF formats
             have their own scales: one per tensor, TQ one per 256 values).
         threads: Go threads for the quantizer (default: as set).
-        dry_run: only plan: return what would be converted, write nothing.
+        dry_run: only plan: return what would be converted and the output's
+            size, write nothing.
         progress: None: a tqdm bar where tqdm is installed; True: the bar or
-            a line per tensor on stderr; False: nothing.
+            a line per tensor on stderr; False: nothing. The bar counts the
+            input bytes converted (rate, ETA) and shows tensors done.
         tokenizer: GGUF output: write the ``tokenizer.ggml.*`` keys from the
             checkpoint's ``tokenizer.model`` or ``tokenizer.json`` (see
             ``bitnet_go.convert._tokenizer``; their absence is an error).
@@ -328,10 +422,20 @@ def convert_checkpoint(
         kernel_config: TL1/TL2 GGUF output: bitnet.cpp's ``kernel_config.ini``
             for the model (the tiling of each weight shape; see
             ``bitnet_go.convert._tl_gguf``). Needed for those, ignored otherwise.
+        force: replace an existing ``out``.
 
     Returns:
-        One :class:`Planned` per tensor, in the checkpoint's order (those a
-        GGUF file leaves out are not listed).
+        A :class:`Conversion`: one :class:`Planned` per tensor, in the
+        checkpoint's order (those a GGUF file leaves out are not listed), with
+        the output's size in bytes (``.size``, also for a dry run).
+
+    Bad input is a ``ValueError`` naming the file and tensor, raised before
+    anything is written: a truncated file, a header that is not JSON, offsets
+    outside the file or overlapping, a dtype that cannot be read or, for a
+    tensor selected for quantization, is not a float, a shape the format
+    cannot hold (TQ1_0/TQ2_0: the last dimension a multiple of 256; a tensor
+    that the default rule selects is left as it is instead, as llama.cpp's
+    converter does, and the dry run says so).
 
     Transformers-packed BitNet weights (uint8, four values per byte along
     dim 0, with a ``weight_scale``) are unpacked, not re-quantized: their
@@ -347,8 +451,9 @@ def convert_checkpoint(
         >>> with open(os.path.join(d, "in.safetensors"), "wb") as f:
         ...     _ = write_safetensors_header(f, [("fc.weight", "F32", w.shape, w.nbytes)], {})
         ...     _ = f.write(w.tobytes())
-        >>> [p.line() for p in convert_checkpoint(os.path.join(d, "in.safetensors"), dry_run=True)]
-        ['fc.weight  [8, 128]  F32 -> i2_s']
+        >>> plan = convert_checkpoint(os.path.join(d, "in.safetensors"), dry_run=True)
+        >>> [p.line() for p in plan], plan.size
+        (['fc.weight  [8, 128]  F32 -> i2_s'], 580)
         >>> src, dst = os.path.join(d, "in.safetensors"), os.path.join(d, "out.safetensors")
         >>> _ = convert_checkpoint(src, dst, progress=False)
         >>> t = load_checkpoint(dst)["fc.weight"]
@@ -375,16 +480,21 @@ def convert_checkpoint(
             import gguf  # noqa: F401
         except ImportError:
             raise ImportError("GGUF output needs the gguf package (pip install 'bitnet_go[convert]')") from None
-    if not dry_run and out is None:
-        raise ValueError("out is needed unless dry_run=True")
+    if not dry_run:
+        if out is None:
+            raise ValueError("out is needed unless dry_run=True")
+        if Path(out).is_dir():
+            raise IsADirectoryError(f"{out}: the output is a directory; give a file name")
+        if Path(out).exists() and not force:
+            raise FileExistsError(f"{out} exists: pass force=True (--force) to replace it")
     old_threads = get_num_threads()
     if threads is not None:
         set_num_threads(threads)
     try:
         with Checkpoint.open(src) as ck:
             items = plan(ck, fmt, to, include, exclude)
-            if dry_run:
-                return items
+            if not dry_run:
+                _check_not_an_input(ck, Path(out))  # type: ignore[arg-type]
             tl = to == "gguf" and fmt in ("tl1", "tl2")
             tilings = _tl_gguf.read_kernel_config(kernel_config) if tl else {}  # type: ignore[arg-type]
             for p in items:  # every size known, and every format writable, before a byte is written
@@ -395,14 +505,30 @@ def convert_checkpoint(
                            to == "gguf")  # fmt: skip
             mode = hf_scale_mode(ck.config)
             vocab = _vocab(ck, tokenizer, tokenizer_pre) if to == "gguf" else None
+            if to == "gguf":
+                size = _gguf_size(_gguf_writer(ck, items, fmt, vocab)[0])
+            else:
+                size = _safetensors_size(*_safetensors_header(ck, items, m, block_size))
+            done = Conversion(items, size=size, qtype=fmt, to=to)
+            if dry_run:
+                return done
             with atomic_output(out) as tmp:  # type: ignore[arg-type]
                 if to == "gguf":
                     _write_gguf(ck, items, tmp, fmt, m, mode, progress, vocab, tilings)
                 else:
                     _write_safetensors(ck, items, tmp, m, block_size, mode, progress)
-            return items
+                if tmp.stat().st_size != size:  # the planned size is what a dry run reports: it must be exact
+                    raise RuntimeError(f"{out}: wrote {tmp.stat().st_size} bytes, planned {size}")
+            return done
     finally:
         set_num_threads(old_threads)
+
+
+def _check_not_an_input(ck: Checkpoint, out: Path) -> None:
+    target = out.resolve()
+    for f in {e.file for e in ck.entries.values()}:
+        if f.resolve() == target:
+            raise ValueError(f"{out} is an input file of the checkpoint: write the output elsewhere")
 
 
 def _vocab(ck: Checkpoint, tokenizer: bool, pre: str | None) -> _tokenizer.Vocab | None:

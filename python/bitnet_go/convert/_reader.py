@@ -104,7 +104,10 @@ def read_header(path: PathLike) -> tuple[dict[str, Entry], dict[str, str]]:
         except (TypeError, KeyError, ValueError) as err:
             raise ValueError(f"{p}: tensor {name!r}: malformed header entry {info!r} ({err})") from None
         if dtype not in DTYPES:
-            raise ValueError(f"{p}: tensor {name!r} has dtype {dtype}, which is not supported ({sorted(DTYPES)})")
+            raise ValueError(
+                f"{p}: tensor {name!r} has dtype {dtype}, which is not supported (supported: "
+                f"{', '.join(DTYPES)}; F8 and other dtypes numpy cannot read are not)"
+            )
         want = math.prod(shape) * DTYPES[dtype].itemsize
         if any(d < 0 for d in shape) or not (0 <= b <= e) or e - b != want or start + e > size:
             raise ValueError(
@@ -112,7 +115,21 @@ def read_header(path: PathLike) -> tuple[dict[str, Entry], dict[str, str]]:
                 f"expected {want} bytes within the file's {size - start} data bytes"
             )
         entries[name] = Entry(name, dtype, shape, p, start + b, start + e)
+    _check_disjoint(p, entries, start)
     return entries, dict(meta)
+
+
+def _check_disjoint(p: Path, entries: dict[str, Entry], start: int) -> None:
+    """Refuse tensors whose bytes overlap (a corrupt or hand-made header: two tensors would share data)."""
+    last: Entry | None = None
+    for e in sorted(entries.values(), key=lambda e: (e.begin, e.end)):
+        if last is not None and e.begin < last.end and e.nbytes and last.nbytes:
+            raise ValueError(
+                f"{p}: tensors {last.name!r} (data_offsets [{last.begin - start}, {last.end - start}]) and "
+                f"{e.name!r} ([{e.begin - start}, {e.end - start}]) overlap: the header is corrupt"
+            )
+        if last is None or e.end > last.end:
+            last = e
 
 
 def find_files(path: PathLike) -> tuple[list[Path], dict[str, Any] | None]:
