@@ -42,8 +42,10 @@ import (
 // abiVersion changes whenever an export's signature or a struct's layout
 // changes incompatibly; the Python loader refuses a library whose version
 // differs from its own. (Version 4: ops over descriptors; 5: general
-// quantization, bng_quantize_params V2.)
-const abiVersion = 5
+// quantization, bng_quantize_params V2; 6: the quantized ops (bng_qlinear,
+// bng_qmatmul, bng_qconv2d, bng_qadd, bng_qrelu, bng_requantize), the tq2_0
+// and tq1_0 dtypes, bng_cuda_conv2d.)
+const abiVersion = 6
 
 // maxBytes bounds any buffer the ABI accepts (2^62 bytes).
 const maxBytes = int64(1) << 62
