@@ -497,7 +497,8 @@ class _FakeCudaArray:
 
 def test_gpu_array_to_cpu_conv_is_a_clear_error():
     w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 1, 1), np.float32))
-    with pytest.raises(ValueError, match=r"x is a GPU array, but conv2d_quantized runs on the CPU: copy it"):
+    # a GPU x runs on its GPU, W1.58A8 only: float activations there are a clear error
+    with pytest.raises(NotImplementedError, match=r"on a CUDA device supports act_bits=8 \(W1.58A8\) only"):
         bitnet_go.conv2d_quantized(_FakeCudaArray(), w)
     with pytest.raises(ValueError, match=r"bias is a GPU array"):
         bitnet_go.conv2d_quantized(np.ones((1, 1, 2, 2), np.float32), w, bias=_FakeCudaArray())
