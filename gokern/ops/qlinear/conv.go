@@ -50,8 +50,13 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 	K := cg * s.KH * s.KW
 	P := ho * wo
 	// the weights of every group at once: panels per group, kept from call
-	// to call
-	pw := weightPanels(w, s.O, K, s.Groups, true)
+	// to call; in the channel-quad layout (im2col.go) when it serves
+	quads := quadConv(s, cg)
+	kh, kw := 0, 0
+	if quads {
+		kh, kw = s.KH, s.KW
+	}
+	pw := weightPanels(w, s.O, K, s.Groups, true, kh, kw)
 	za := x.Zero
 	var flip byte
 	if x.Signed {
@@ -61,8 +66,12 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 	r := requant(s.O, K, za, zeroPoints(w, s.O), pw.cs, x.Scale, w.Scales, bias, &o)
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
-			src := &im2colSrc{s: s, x: x.Data[(n*s.C+g*cg)*s.H*s.W:], cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
-			tiles, rs, h := packActs(k, src, K)
+			xg := x.Data[(n*s.C+g*cg)*s.H*s.W:]
+			var src actSrc = &im2colSrc{s: s, x: xg, cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
+			if quads {
+				src = newQuadInput(s, xg, cg, ho, wo, byte(za), flip)
+			}
+			tiles, rs, h := packActs(k, src, pw.kq)
 			// channels of group g: its panels; the epilogue's per-channel
 			// slices start at g*og
 			rg := &Requant{ColTerm: r.ColTerm[g*og:], ZW: r.ZW[g*og:], Mult: r.Mult[g*og:], ZO: r.ZO, Lo: r.Lo, Hi: r.Hi}
@@ -74,6 +83,9 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 			gm.run(k)
 			scratch.Put(h)
 		}
+	}
+	if quads {
+		return Info{Kernel: kernelName("quad_tiles", k)}, nil
 	}
 	return Info{Kernel: kernelName("im2col_tiles", k)}, nil
 }

@@ -46,7 +46,7 @@ func (g *gemm) runTiles(k *Kernels) {
 	mb := (mt*MR + taskRows - 1) / taskRows
 	nb := (np*NR + taskChans - 1) / taskChans
 	kq := g.P.kq
-	tb := tileBytes(k, g.K)
+	tb := tileBytes(k, kq)
 	es := tb / (kq * MR * 4)
 	work := min(mt*MR, taskRows) * min(np*NR, taskChans) * max(g.K, 1)
 	par.Run(par.ChunksWork(mb*nb, work), func(_, lo, hi int) {

@@ -228,8 +228,8 @@ func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32,
 		za += 128
 		flip = 0x80
 	}
-	p := weightPanels(w, N, K, 1, keep && !w.Unsigned && !w.Transposed)
-	tiles, rs, h := packActs(k, &rowSrc{data: x.Data, M: M, K: K, flip: flip}, K)
+	p := weightPanels(w, N, K, 1, keep && !w.Unsigned && !w.Transposed, 0, 0)
+	tiles, rs, h := packActs(k, &rowSrc{data: x.Data, M: M, K: K, flip: flip}, p.kq)
 	return &gemm{M: M, N: N, K: K, P: p, Tiles: tiles, RowSum: rs}, za, zeroPoints(w, N), p.cs, h
 }
 
