@@ -68,13 +68,16 @@ func hsumStoreY(c *build.Context, y reg.Register, m operand.Mem, evex bool) {
 
 func dotVNNI(c *build.Context, rows, cols int) {
 	name := fmt.Sprintf("dot%dx%dVNNI", rows, cols)
-	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32)",
-		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1).", name, cols, rows, cols))
-	kb, a, lda, w, ldw, out := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c")
+	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)",
+		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).", name, cols, rows, cols))
+	kb, a, lda, w, ldw, out, pf := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c"), loadArg(c, "pf")
 	ap := rowPtrs(c, a, lda, rows)
 	wp := rowPtrs(c, w, ldw, cols)
 	acc := zeroZ(c, rows*cols)
 	repeat(c, name+"_loop", kb, func() {
+		for _, p := range wp {
+			c.PREFETCHT1(operand.Mem{Base: p, Index: pf, Scale: 1})
+		}
 		if rows == 1 {
 			av := c.ZMM()
 			c.VMOVDQU32(mem(ap[0], 0), av)
@@ -114,13 +117,16 @@ func dotVNNI(c *build.Context, rows, cols int) {
 
 func dotAVX2(c *build.Context, rows, cols int) {
 	name := fmt.Sprintf("dot%dx%dAVX2", rows, cols)
-	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32)",
-		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1).", name, cols, rows, cols))
-	kb, a, lda, w, ldw, out := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c")
+	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)",
+		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).", name, cols, rows, cols))
+	kb, a, lda, w, ldw, out, pf := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c"), loadArg(c, "pf")
 	ap := rowPtrs(c, a, lda, rows)
 	wp := rowPtrs(c, w, ldw, cols)
 	acc := zeroY(c, rows*cols)
 	repeat(c, name+"_loop", kb, func() {
+		for _, p := range wp {
+			c.PREFETCHT1(operand.Mem{Base: p, Index: pf, Scale: 1})
+		}
 		for s := 0; s < 64; s += 16 {
 			if rows == 1 {
 				av := c.YMM()

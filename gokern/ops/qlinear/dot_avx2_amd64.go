@@ -4,15 +4,15 @@
 
 package qlinear
 
-// dot4x2AVX2 sets c[i*2+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 4, j < 2 (kb >= 1).
+// dot4x2AVX2 sets c[i*2+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 4, j < 2 (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).
 //
 //go:noescape
-func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 
-// dot1x4AVX2 sets c[i*4+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 1, j < 4 (kb >= 1).
+// dot1x4AVX2 sets c[i*4+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 1, j < 4 (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).
 //
 //go:noescape
-func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 
 // tile4x8AVX2 sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i (int16 codes) times w's channel j, i < 4, j < 8 (kq >= 1).
 //

@@ -4,18 +4,19 @@
 
 #include "textflag.h"
 
-// func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
-// Requires: AVX, AVX2
-TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-48
+// func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-56
 	MOVQ  kb+0(FP), AX
 	MOVQ  a+8(FP), CX
 	MOVQ  lda+16(FP), DX
 	MOVQ  w+24(FP), BX
 	MOVQ  ldw+32(FP), SI
 	MOVQ  c+40(FP), DI
-	LEAQ  (CX)(DX*1), R8
-	LEAQ  (R8)(DX*1), R9
-	LEAQ  (R9)(DX*1), DX
+	MOVQ  pf+48(FP), R8
+	LEAQ  (CX)(DX*1), R9
+	LEAQ  (R9)(DX*1), R10
+	LEAQ  (R10)(DX*1), DX
 	LEAQ  (BX)(SI*1), SI
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
@@ -27,6 +28,8 @@ TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-48
 	VPXOR Y7, Y7, Y7
 
 dot4x2AVX2_loop:
+	PREFETCHT1   (BX)(R8*1)
+	PREFETCHT1   (SI)(R8*1)
 	VPMOVSXBW    (BX), Y8
 	VPMOVSXBW    (SI), Y9
 	VPMOVZXBW    (CX), Y10
@@ -34,12 +37,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    (R8), Y10
+	VPMOVZXBW    (R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    (R9), Y10
+	VPMOVZXBW    (R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -56,12 +59,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    16(R8), Y10
+	VPMOVZXBW    16(R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    16(R9), Y10
+	VPMOVZXBW    16(R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -78,12 +81,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    32(R8), Y10
+	VPMOVZXBW    32(R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    32(R9), Y10
+	VPMOVZXBW    32(R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -100,12 +103,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    48(R8), Y10
+	VPMOVZXBW    48(R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    48(R9), Y10
+	VPMOVZXBW    48(R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -116,8 +119,8 @@ dot4x2AVX2_loop:
 	VPMADDWD     Y9, Y10, Y8
 	VPADDD       Y8, Y7, Y7
 	ADDQ         $0x40, CX
-	ADDQ         $0x40, R8
 	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
 	ADDQ         $0x40, DX
 	ADDQ         $0x40, BX
 	ADDQ         $0x40, SI
@@ -182,32 +185,37 @@ dot4x2AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
-// Requires: AVX, AVX2
-TEXT ·dot1x4AVX2(SB), NOSPLIT, $0-48
+// func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·dot1x4AVX2(SB), NOSPLIT, $0-56
 	MOVQ  kb+0(FP), AX
 	MOVQ  a+8(FP), CX
 	MOVQ  lda+16(FP), DX
 	MOVQ  w+24(FP), DX
 	MOVQ  ldw+32(FP), BX
 	MOVQ  c+40(FP), SI
-	LEAQ  (DX)(BX*1), DI
-	LEAQ  (DI)(BX*1), R8
-	LEAQ  (R8)(BX*1), BX
+	MOVQ  pf+48(FP), DI
+	LEAQ  (DX)(BX*1), R8
+	LEAQ  (R8)(BX*1), R9
+	LEAQ  (R9)(BX*1), BX
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
 dot1x4AVX2_loop:
+	PREFETCHT1   (DX)(DI*1)
+	PREFETCHT1   (R8)(DI*1)
+	PREFETCHT1   (R9)(DI*1)
+	PREFETCHT1   (BX)(DI*1)
 	VPMOVZXBW    (CX), Y4
 	VPMOVSXBW    (DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    (DI), Y5
+	VPMOVSXBW    (R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    (R8), Y5
+	VPMOVSXBW    (R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    (BX), Y5
@@ -217,10 +225,10 @@ dot1x4AVX2_loop:
 	VPMOVSXBW    16(DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    16(DI), Y5
+	VPMOVSXBW    16(R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    16(R8), Y5
+	VPMOVSXBW    16(R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    16(BX), Y5
@@ -230,10 +238,10 @@ dot1x4AVX2_loop:
 	VPMOVSXBW    32(DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    32(DI), Y5
+	VPMOVSXBW    32(R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    32(R8), Y5
+	VPMOVSXBW    32(R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    32(BX), Y5
@@ -243,10 +251,10 @@ dot1x4AVX2_loop:
 	VPMOVSXBW    48(DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    48(DI), Y5
+	VPMOVSXBW    48(R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    48(R8), Y5
+	VPMOVSXBW    48(R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    48(BX), Y5
@@ -254,8 +262,8 @@ dot1x4AVX2_loop:
 	VPADDD       Y4, Y3, Y3
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, DX
-	ADDQ         $0x40, DI
 	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
 	ADDQ         $0x40, BX
 	DECQ         AX
 	JNZ          dot1x4AVX2_loop

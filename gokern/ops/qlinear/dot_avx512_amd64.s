@@ -4,21 +4,22 @@
 
 #include "textflag.h"
 
-// func dot4x4VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
-TEXT ·dot4x4VNNI(SB), NOSPLIT, $0-48
+// func dot4x4VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·dot4x4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   kb+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	MOVQ   w+24(FP), BX
 	MOVQ   ldw+32(FP), SI
 	MOVQ   c+40(FP), DI
-	LEAQ   (CX)(DX*1), R8
-	LEAQ   (R8)(DX*1), R9
-	LEAQ   (R9)(DX*1), DX
-	LEAQ   (BX)(SI*1), R10
-	LEAQ   (R10)(SI*1), R11
-	LEAQ   (R11)(SI*1), SI
+	MOVQ   pf+48(FP), R8
+	LEAQ   (CX)(DX*1), R9
+	LEAQ   (R9)(DX*1), R10
+	LEAQ   (R10)(DX*1), DX
+	LEAQ   (BX)(SI*1), R11
+	LEAQ   (R11)(SI*1), R12
+	LEAQ   (R12)(SI*1), SI
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -37,21 +38,25 @@ TEXT ·dot4x4VNNI(SB), NOSPLIT, $0-48
 	VPXORD Z15, Z15, Z15
 
 dot4x4VNNI_loop:
+	PREFETCHT1    (BX)(R8*1)
+	PREFETCHT1    (R11)(R8*1)
+	PREFETCHT1    (R12)(R8*1)
+	PREFETCHT1    (SI)(R8*1)
 	VMOVDQU32     (BX), Z16
-	VMOVDQU32     (R10), Z17
-	VMOVDQU32     (R11), Z18
+	VMOVDQU32     (R11), Z17
+	VMOVDQU32     (R12), Z18
 	VMOVDQU32     (SI), Z19
 	VMOVDQU32     (CX), Z20
 	VPDPBUSD      Z16, Z20, Z0
 	VPDPBUSD      Z17, Z20, Z1
 	VPDPBUSD      Z18, Z20, Z2
 	VPDPBUSD      Z19, Z20, Z3
-	VMOVDQU32     (R8), Z20
+	VMOVDQU32     (R9), Z20
 	VPDPBUSD      Z16, Z20, Z4
 	VPDPBUSD      Z17, Z20, Z5
 	VPDPBUSD      Z18, Z20, Z6
 	VPDPBUSD      Z19, Z20, Z7
-	VMOVDQU32     (R9), Z20
+	VMOVDQU32     (R10), Z20
 	VPDPBUSD      Z16, Z20, Z8
 	VPDPBUSD      Z17, Z20, Z9
 	VPDPBUSD      Z18, Z20, Z10
@@ -62,12 +67,12 @@ dot4x4VNNI_loop:
 	VPDPBUSD      Z18, Z20, Z14
 	VPDPBUSD      Z19, Z20, Z15
 	ADDQ          $0x40, CX
-	ADDQ          $0x40, R8
 	ADDQ          $0x40, R9
+	ADDQ          $0x40, R10
 	ADDQ          $0x40, DX
 	ADDQ          $0x40, BX
-	ADDQ          $0x40, R10
 	ADDQ          $0x40, R11
+	ADDQ          $0x40, R12
 	ADDQ          $0x40, SI
 	DECQ          AX
 	JNZ           dot4x4VNNI_loop
@@ -218,22 +223,23 @@ dot4x4VNNI_loop:
 	VZEROUPPER
 	RET
 
-// func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
-TEXT ·dot1x8VNNI(SB), NOSPLIT, $0-48
+// func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·dot1x8VNNI(SB), NOSPLIT, $0-56
 	MOVQ   kb+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	MOVQ   w+24(FP), DX
 	MOVQ   ldw+32(FP), BX
 	MOVQ   c+40(FP), SI
-	LEAQ   (DX)(BX*1), DI
-	LEAQ   (DI)(BX*1), R8
+	MOVQ   pf+48(FP), DI
+	LEAQ   (DX)(BX*1), R8
 	LEAQ   (R8)(BX*1), R9
 	LEAQ   (R9)(BX*1), R10
 	LEAQ   (R10)(BX*1), R11
 	LEAQ   (R11)(BX*1), R12
-	LEAQ   (R12)(BX*1), BX
+	LEAQ   (R12)(BX*1), R13
+	LEAQ   (R13)(BX*1), BX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -244,23 +250,31 @@ TEXT ·dot1x8VNNI(SB), NOSPLIT, $0-48
 	VPXORD Z7, Z7, Z7
 
 dot1x8VNNI_loop:
+	PREFETCHT1    (DX)(DI*1)
+	PREFETCHT1    (R8)(DI*1)
+	PREFETCHT1    (R9)(DI*1)
+	PREFETCHT1    (R10)(DI*1)
+	PREFETCHT1    (R11)(DI*1)
+	PREFETCHT1    (R12)(DI*1)
+	PREFETCHT1    (R13)(DI*1)
+	PREFETCHT1    (BX)(DI*1)
 	VMOVDQU32     (CX), Z8
 	VPDPBUSD      (DX), Z8, Z0
-	VPDPBUSD      (DI), Z8, Z1
-	VPDPBUSD      (R8), Z8, Z2
-	VPDPBUSD      (R9), Z8, Z3
-	VPDPBUSD      (R10), Z8, Z4
-	VPDPBUSD      (R11), Z8, Z5
-	VPDPBUSD      (R12), Z8, Z6
+	VPDPBUSD      (R8), Z8, Z1
+	VPDPBUSD      (R9), Z8, Z2
+	VPDPBUSD      (R10), Z8, Z3
+	VPDPBUSD      (R11), Z8, Z4
+	VPDPBUSD      (R12), Z8, Z5
+	VPDPBUSD      (R13), Z8, Z6
 	VPDPBUSD      (BX), Z8, Z7
 	ADDQ          $0x40, CX
 	ADDQ          $0x40, DX
-	ADDQ          $0x40, DI
 	ADDQ          $0x40, R8
 	ADDQ          $0x40, R9
 	ADDQ          $0x40, R10
 	ADDQ          $0x40, R11
 	ADDQ          $0x40, R12
+	ADDQ          $0x40, R13
 	ADDQ          $0x40, BX
 	DECQ          AX
 	JNZ           dot1x8VNNI_loop

@@ -18,7 +18,7 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 		_ = w[3*ldw+kb*KB-1]
 		var t [8]int32
 		for h := 0; h < 2; h++ {
-			dot4x2AVX2(kb, &a[0], lda, &w[2*h*ldw], ldw, &t[0])
+			dot4x2AVX2(kb, &a[0], lda, &w[2*h*ldw], ldw, &t[0], 4*ldw)
 			for i := 0; i < 4; i++ {
 				c[i*4+2*h], c[i*4+2*h+1] = t[i*2], t[i*2+1]
 			}
@@ -27,8 +27,8 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 	Dot1x8: func(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 		_ = a[kb*KB-1]
 		_ = w[7*ldw+kb*KB-1]
-		dot1x4AVX2(kb, &a[0], 0, &w[0], ldw, &c[0])
-		dot1x4AVX2(kb, &a[0], 0, &w[4*ldw], ldw, (*int32)(unsafe.Pointer(&c[4])))
+		dot1x4AVX2(kb, &a[0], 0, &w[0], ldw, &c[0], 8*ldw)
+		dot1x4AVX2(kb, &a[0], 0, &w[4*ldw], ldw, (*int32)(unsafe.Pointer(&c[4])), 8*ldw)
 	},
 	// four column quarters x two row halves of 4x8
 	Tile: func(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
@@ -49,12 +49,12 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 	Dot4x4: func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
 		_ = a[3*lda+kb*KB-1]
 		_ = w[3*ldw+kb*KB-1]
-		dot4x4VNNI(kb, &a[0], lda, &w[0], ldw, &c[0])
+		dot4x4VNNI(kb, &a[0], lda, &w[0], ldw, &c[0], 4*ldw)
 	},
 	Dot1x8: func(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 		_ = a[kb*KB-1]
 		_ = w[7*ldw+kb*KB-1]
-		dot1x8VNNI(kb, &a[0], 0, &w[0], ldw, &c[0])
+		dot1x8VNNI(kb, &a[0], 0, &w[0], ldw, &c[0], 8*ldw)
 	},
 	Tile: func(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
 		_ = a[kq*MR*4-1]
