@@ -71,15 +71,20 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 			if quads {
 				src = newQuadInput(s, xg, cg, ho, wo, byte(za), flip)
 			}
-			tiles, rs, h := packActs(k, src, pw.kq)
 			// channels of group g: its panels; the epilogue's per-channel
 			// slices start at g*og
 			rg := &Requant{ColTerm: r.ColTerm[g*og:], ZW: r.ZW[g*og:], Mult: r.Mult[g*og:], ZO: r.ZO, Lo: r.Lo, Hi: r.Hi}
 			if r.BiasQ != nil {
 				rg.BiasQ = r.BiasQ[g*og:]
 			}
-			gm := &gemm{M: P, N: og, K: K, P: pw, Panel0: g * pw.npg, Tiles: tiles, RowSum: rs,
-				R: rg, Out: out, off: (n*s.O + g*og) * P, rs: 1, cs: P}
+			gm := &gemm{M: P, N: og, K: K, P: pw, Panel0: g * pw.npg, R: rg, Out: out, off: (n*s.O + g*og) * P, rs: 1, cs: P}
+			if P >= fusedMinRows {
+				gm.Src = src
+				gm.run(k)
+				continue
+			}
+			var h *[]byte
+			gm.Tiles, gm.RowSum, h = packActs(k, src, pw.kq)
 			gm.run(k)
 			scratch.Put(h)
 		}
@@ -89,6 +94,12 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 	}
 	return Info{Kernel: kernelName("im2col_tiles", k)}, nil
 }
+
+// fusedMinRows is the least output positions of a conv whose activation
+// tiles are packed task by task (gemm.runFused: each task all channels of
+// taskRows rows); fewer pack every tile first, so that the tasks can split
+// the channels too.
+const fusedMinRows = 8 * taskRows
 
 // im2colSrc is the im2col matrix of the cg channels of one image at x
 // (C-contiguous H x W planes, codes xored with flip): ho*wo rows of K =
@@ -108,6 +119,7 @@ func (c *im2colSrc) rows() int { return c.ho * c.wo }
 // the rows are MR consecutive outputs of one output row and inside the
 // input, they read MR input bytes StrideW apart with no bounds tests.
 func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+	clear(dst)
 	s := c.s
 	P := c.ho * c.wo
 	p0 := t * MR

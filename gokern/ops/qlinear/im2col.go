@@ -162,6 +162,9 @@ func (q *quadInput) tile(t int, dst []byte, wide bool, rs []int32) {
 		base[r] = oh*s.StrideH*q.wrow + ow
 	}
 	run := nr == MR && base[MR-1]-base[0] == MR-1
+	if nr < MR {
+		clear(dst) // the rows past the last output
+	}
 	n := len(q.d) * q.c4 * MR // words of the tile
 	words := asWords(dst[:4*n])
 	i := 0
@@ -170,7 +173,8 @@ func (q *quadInput) tile(t int, dst []byte, wide bool, rs []int32) {
 		for _, d := range q.d {
 			src := q.q[base[0]+d:]
 			for c := 0; c < q.c4; c++ {
-				*(*[MR]uint32)(words[i : i+MR]) = *(*[MR]uint32)(src[c*q.plane : c*q.plane+MR])
+				d, v := (*[MR]uint32)(words[i:i+MR]), (*[MR]uint32)(src[c*q.plane:c*q.plane+MR])
+				d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
 				i += MR
 			}
 		}

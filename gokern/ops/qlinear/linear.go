@@ -87,15 +87,21 @@ func packAct(x Act, M, K, kp int) ([]byte, []int32, int32) {
 	return a, rs, za
 }
 
-// packWeight returns w's N channels as int8 rows of ldw >= kp values (the
-// given buffer when it has that layout), the per-channel zero points in the
-// signed domain and the column sums of the rows returned.
+// tailMinK is the least K whose weight the dot kernels read as given when K
+// is not a multiple of KB (gemm.tile adds the last K%KB products in Go);
+// below it the weight is copied into rows padded to KB.
+const tailMinK = 4 * KB
+
+// packWeight returns w's N channels as int8 rows of ldw values (kp, padded
+// with zeros; or K: the given buffer, when K == kp or K >= tailMinK), the
+// per-channel zero points in the signed domain and the column sums of the
+// rows returned.
 func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32, []int32) {
 	zw := zeroPoints(w, N)
 	var rows []int8
 	ldw := kp
-	if !w.Unsigned && !w.Transposed && K == kp {
-		rows = asInt8(w.Data[:N*K])
+	if !w.Unsigned && !w.Transposed && (K == kp || K >= tailMinK) {
+		rows, ldw = asInt8(w.Data[:N*K]), K
 	} else {
 		rows = make([]int8, N*kp)
 		var flip byte

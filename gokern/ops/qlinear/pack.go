@@ -128,8 +128,9 @@ func packPanels(w Weight, codes []byte, N, K, G int, perm []int32) *panels {
 type actSrc interface {
 	// rows returns the number of rows.
 	rows() int
-	// tile writes tile t (rows t*MR..) to dst (kq quads, cleared) and
-	// the rows' sums to rs (MR values).
+	// tile writes tile t (rows t*MR..) to dst (every byte of its kq
+	// quads: zeros past K and past the last row) and the rows' sums to rs
+	// (MR values).
 	tile(t int, dst []byte, wide bool, rs []int32)
 }
 
@@ -143,6 +144,7 @@ type rowSrc struct {
 func (s *rowSrc) rows() int { return s.M }
 
 func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+	clear(dst)
 	var row []byte
 	if s.flip != 0 {
 		row = make([]byte, s.K)
@@ -164,7 +166,7 @@ func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 	}
 }
 
-// putRow writes row (the codes of row r of a tile) to the tile dst (cleared)
+// putRow writes row (the codes of row r of a tile) to the tile dst (zeros)
 // and returns its sum.
 func putRow(dst, row []byte, r int, wide bool) int32 {
 	var s int32
@@ -201,9 +203,7 @@ func packActs(k *Kernels, src actSrc, kq int) ([]byte, []int32, *[]byte) {
 	rs := make([]int32, mt*MR)
 	par.Run(par.ChunksWork(mt, MR*4*kq), func(_, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			d := a[t*tb : (t+1)*tb]
-			clear(d)
-			src.tile(t, d, k.WideA, rs[t*MR:(t+1)*MR])
+			src.tile(t, a[t*tb:(t+1)*tb], k.WideA, rs[t*MR:(t+1)*MR])
 		}
 	})
 	return a, rs, h
