@@ -28,6 +28,7 @@ var qlinearAVX512 = kernels(
 	func(c *build.Context) { dotVNNI(c, 4, 4) },
 	func(c *build.Context) { dotVNNI(c, 1, 8) },
 	tileVNNI,
+	cols16VNNI,
 )
 
 // qlinearAVX2 emits gokern/ops/qlinear/dot_avx2_amd64.s.
@@ -321,5 +322,49 @@ func requantAVX2(c *build.Context) {
 		}
 	})
 	c.Label(name + "_done")
+	vzeroRet(c)
+}
+
+// cols16VNNI emits cols16VNNI, the transposed store of a conv's NCHW
+// outputs: 16 rows of 16 int32 codes (one row per output position, one
+// column per channel) truncated to bytes (VPMOVDB), transposed in XMM
+// registers and stored as 16 bytes per channel. The transpose: four rounds
+// of unpacks (bytes, words, dwords, qwords) pairing register k with k+8;
+// loading row r into register bitrev4(r) leaves column j in register j
+// with the rows in order.
+func cols16VNNI(c *build.Context) {
+	name := "cols16VNNI"
+	declareNoescape(c, name, "func(src *int32, lds int, out *byte, ldo int)",
+		name+" sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16.")
+	src, lds, out, ldo := loadArg(c, "src"), loadArg(c, "lds"), loadArg(c, "out"), loadArg(c, "ldo")
+	c.SHLQ(operand.Imm(2), lds)
+	x := make([]reg.VecVirtual, 16)
+	for r := 0; r < 16; r++ {
+		slot := (r&1)<<3 | (r&2)<<1 | (r&4)>>1 | (r&8)>>3
+		z := c.ZMM()
+		c.VMOVDQU32(mem(src, 0), z)
+		x[slot] = c.XMM()
+		c.VPMOVDB(z, x[slot])
+		if r+1 < 16 {
+			c.ADDQ(lds, src)
+		}
+	}
+	type unpack func(ops ...operand.Op)
+	for _, u := range [][2]unpack{{c.VPUNPCKLBW, c.VPUNPCKHBW}, {c.VPUNPCKLWD, c.VPUNPCKHWD},
+		{c.VPUNPCKLDQ, c.VPUNPCKHDQ}, {c.VPUNPCKLQDQ, c.VPUNPCKHQDQ}} {
+		y := make([]reg.VecVirtual, 16)
+		for k := 0; k < 8; k++ {
+			y[2*k], y[2*k+1] = c.XMM(), c.XMM()
+			u[0](x[k+8], x[k], y[2*k])
+			u[1](x[k+8], x[k], y[2*k+1])
+		}
+		x = y
+	}
+	for j := 0; j < 16; j++ {
+		c.VMOVDQU32(x[j], mem(out, 0))
+		if j+1 < 16 {
+			c.ADDQ(ldo, out)
+		}
+	}
 	vzeroRet(c)
 }

@@ -60,6 +60,7 @@ func BenchmarkConv(b *testing.B) {
 		{N: 1, C: 64, H: 56, W: 56, O: 64, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1},
 		{N: 1, C: 3, H: 224, W: 224, O: 64, KH: 7, KW: 7, Groups: 1, StrideH: 2, StrideW: 2, PadT: 3, PadL: 3, PadB: 3, PadR: 3, DilH: 1, DilW: 1},
 		{N: 1, C: 256, H: 56, W: 56, O: 64, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1},
+		{N: 1, C: 64, H: 56, W: 56, O: 256, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1},
 		{N: 1, C: 512, H: 7, W: 7, O: 512, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1},
 	} {
 		ho, wo, _ := s.Out()

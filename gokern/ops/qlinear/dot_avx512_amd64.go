@@ -18,3 +18,8 @@ func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 //
 //go:noescape
 func tile8x32VNNI(kq int, a *byte, w *int8, c *int32, ldc int, add int)
+
+// cols16VNNI sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16.
+//
+//go:noescape
+func cols16VNNI(src *int32, lds int, out *byte, ldo int)

@@ -241,10 +241,24 @@ func (g *gemm) epilogueCols(k *Kernels, c, rs []int32, m0, m1, n0, n1 int) {
 	for m := m0; m < m1; m++ {
 		k.Quant(c[(m-m0)*taskChans:(m-m0)*taskChans+nc], rs[m-m0], n0, g.R)
 	}
-	// 8 channels at a time: each row's 8 products read at once, 8 output
-	// runs written (reading c by columns would thrash L1: its rows are
-	// 512 bytes apart)
 	nr := m1 - m0
+	// blocks of 16 rows x 16 channels: Cols16 (rows [0, mc) of the
+	// channels [0, nc&^15))
+	mc := 0
+	if k.Cols16 != nil {
+		mc = nr &^ 15
+		for j := 0; j+16 <= nc; j += 16 {
+			for i := 0; i < mc; i += 16 {
+				k.Cols16(c[i*taskChans+j:], taskChans, g.Out[g.off+m0+i+(n0+j)*g.cs:], g.cs)
+			}
+		}
+		if mc == nr && nc%16 == 0 {
+			return
+		}
+	}
+	// the rest, 8 channels at a time: each row's 8 products read at once,
+	// 8 output runs written (reading c by columns would thrash L1: its rows
+	// are 512 bytes apart)
 	j := 0
 	for ; j+8 <= nc; j += 8 {
 		var outs [8][]byte
@@ -252,7 +266,11 @@ func (g *gemm) epilogueCols(k *Kernels, c, rs []int32, m0, m1, n0, n1 int) {
 			o := g.off + m0 + (n0+j+jj)*g.cs
 			outs[jj] = g.Out[o : o+nr]
 		}
-		for i := 0; i < nr; i++ {
+		i0 := 0
+		if j+8 <= nc&^15 {
+			i0 = mc // rows [0, mc) of these channels: Cols16's
+		}
+		for i := i0; i < nr; i++ {
 			v := (*[8]int32)(c[i*taskChans+j : i*taskChans+j+8])
 			outs[0][i], outs[1][i], outs[2][i], outs[3][i] = byte(v[0]), byte(v[1]), byte(v[2]), byte(v[3])
 			outs[4][i], outs[5][i], outs[6][i], outs[7][i] = byte(v[4]), byte(v[5]), byte(v[6]), byte(v[7])

@@ -76,12 +76,26 @@ type Kernels struct {
 	// Quant replaces acc[j] by the output code of channel n0+j
 	// (r.Quant(r.Raw(acc[j], rowsum, n0+j), n0+j)); r.BiasQ is not nil.
 	Quant func(acc []int32, rowsum int32, n0 int, r *Requant)
+	// Cols16 sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16: the
+	// transposed store of 16 output positions x 16 channels of codes into
+	// a conv's NCHW planes (nil: gemm.epilogueCols's Go loop).
+	Cols16 func(src []int32, lds int, out []byte, ldo int)
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
-var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric}
+var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric,
+	Cols16: cols16Generic}
+
+func cols16Generic(src []int32, lds int, out []byte, ldo int) {
+	for i := 0; i < 16; i++ {
+		row := src[i*lds : i*lds+16]
+		for j, v := range row {
+			out[j*ldo+i] = byte(v)
+		}
+	}
+}
 
 func tileGeneric(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
 	var acc [MR * NR]int32

@@ -63,6 +63,11 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		tile8x32VNNI(kq, &a[0], &w[0], &c[0], ldc, b2i(add))
 	},
 	Quant: quantAVX2,
+	Cols16: func(src []int32, lds int, out []byte, ldo int) {
+		_ = src[15*lds+15]
+		_ = out[15*ldo+15]
+		cols16VNNI(&src[0], lds, &out[0], ldo)
+	},
 })
 
 // quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.
