@@ -37,6 +37,7 @@ var qlinearAVX2 = kernels(
 	func(c *build.Context) { dotAVX2(c, 1, 4) },
 	tileAVX2,
 	requantAVX2,
+	quadRunAVX2,
 )
 
 // rowPtrs returns n pointers base, base+ld, ..., base+(n-1)*ld.
@@ -366,5 +367,36 @@ func cols16VNNI(c *build.Context) {
 			c.ADDQ(ldo, out)
 		}
 	}
+	vzeroRet(c)
+}
+
+// quadRunAVX2 emits quadRunAVX2, the packing of a conv's activation tile
+// whose 8 outputs are consecutive words of the quad planes
+// (gokern/ops/qlinear/im2col.go): per quad one 32-byte copy from src plus
+// its word offset, per (kh, kw) the 8 sums at sum plus its offset added
+// (VPADDD), the row sums stored to rs.
+func quadRunAVX2(c *build.Context) {
+	name := "quadRunAVX2"
+	declareNoescape(c, name, "func(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)",
+		name+" copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.")
+	n, src, offs, dst, nd, sum, doffs, rs := loadArg(c, "n"), loadArg(c, "src"), loadArg(c, "offs"), loadArg(c, "dst"),
+		loadArg(c, "nd"), loadArg(c, "sum"), loadArg(c, "doffs"), loadArg(c, "rs")
+	o := c.GP64()
+	repeat(c, name+"_copy", n, func() {
+		v := c.YMM()
+		c.MOVLQSX(mem(offs, 0), o)
+		c.VMOVDQU(operand.Mem{Base: src, Index: o, Scale: 4}, v)
+		c.VMOVDQU(v, mem(dst, 0))
+		c.ADDQ(operand.Imm(4), offs)
+		c.ADDQ(operand.Imm(32), dst)
+	})
+	acc := c.YMM()
+	c.VPXOR(acc, acc, acc)
+	repeat(c, name+"_sums", nd, func() {
+		c.MOVLQSX(mem(doffs, 0), o)
+		c.VPADDD(operand.Mem{Base: sum, Index: o, Scale: 4}, acc, acc)
+		c.ADDQ(operand.Imm(4), doffs)
+	})
+	c.VMOVDQU(acc, mem(rs, 0))
 	vzeroRet(c)
 }

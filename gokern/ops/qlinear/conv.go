@@ -118,8 +118,9 @@ func (c *im2colSrc) rows() int { return c.ho * c.wo }
 // tile writes the tile k by k (channel, kh, kw), its MR rows inner: where
 // the rows are MR consecutive outputs of one output row and inside the
 // input, they read MR input bytes StrideW apart with no bounds tests.
-func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+func (c *im2colSrc) tile(k *Kernels, t int, dst []byte, rs []int32) {
 	clear(dst)
+	wide := k.WideA
 	s := c.s
 	P := c.ho * c.wo
 	p0 := t * MR

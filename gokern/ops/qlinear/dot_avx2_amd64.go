@@ -23,3 +23,8 @@ func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
 //
 //go:noescape
 func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+
+// quadRunAVX2 copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.
+//
+//go:noescape
+func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)

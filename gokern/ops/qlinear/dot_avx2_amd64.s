@@ -426,3 +426,35 @@ requantAVX2_loop:
 requantAVX2_done:
 	VZEROUPPER
 	RET
+
+// func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
+// Requires: AVX, AVX2
+TEXT ·quadRunAVX2(SB), NOSPLIT, $0-64
+	MOVQ n+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ dst+24(FP), BX
+	MOVQ nd+32(FP), SI
+	MOVQ sum+40(FP), DI
+	MOVQ doffs+48(FP), R8
+	MOVQ rs+56(FP), R9
+
+quadRunAVX2_copy:
+	MOVLQSX (DX), R10
+	VMOVDQU (CX)(R10*4), Y0
+	VMOVDQU Y0, (BX)
+	ADDQ    $0x04, DX
+	ADDQ    $0x20, BX
+	DECQ    AX
+	JNZ     quadRunAVX2_copy
+	VPXOR   Y0, Y0, Y0
+
+quadRunAVX2_sums:
+	MOVLQSX (R8), R10
+	VPADDD  (DI)(R10*4), Y0, Y0
+	ADDQ    $0x04, R8
+	DECQ    SI
+	JNZ     quadRunAVX2_sums
+	VMOVDQU Y0, (R9)
+	VZEROUPPER
+	RET

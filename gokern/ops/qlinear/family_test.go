@@ -202,3 +202,49 @@ func TestCols16MatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestQuadRunMatchesGeneric compares every family's QuadRun with the
+// generic one on random words, offsets (unordered, repeated) and sums.
+func TestQuadRunMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, k := range families(t) {
+		if k.QuadRun == nil {
+			continue
+		}
+		for _, n := range []int{1, 2, 9, 49, 144} {
+			nd := 1 + r.IntN(n)
+			src := make([]uint32, 500)
+			sum := make([]int32, 300)
+			for i := range src {
+				src[i] = r.Uint32()
+			}
+			for i := range sum {
+				sum[i] = int32(r.Uint32())
+			}
+			offs, doffs := make([]int32, n), make([]int32, nd)
+			maxOff, maxD := 0, 0
+			for i := range offs {
+				offs[i] = int32(r.IntN(len(src) - 7))
+				maxOff = max(maxOff, int(offs[i]))
+			}
+			for i := range doffs {
+				doffs[i] = int32(r.IntN(len(sum) - 7))
+				maxD = max(maxD, int(doffs[i]))
+			}
+			got, want := make([]byte, 32*n+5), make([]byte, 32*n+5)
+			grs, wrs := make([]int32, 8), make([]int32, 8)
+			k.QuadRun(src, offs, maxOff, got, sum, doffs, maxD, grs)
+			quadRunGeneric(src, offs, maxOff, want, sum, doffs, maxD, wrs)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s QuadRun n=%d: dst[%d] = %d, want %d", k.Family, n, i, got[i], want[i])
+				}
+			}
+			for i := range grs {
+				if grs[i] != wrs[i] {
+					t.Fatalf("%s QuadRun n=%d nd=%d: rs[%d] = %d, want %d", k.Family, n, nd, i, grs[i], wrs[i])
+				}
+			}
+		}
+	}
+}

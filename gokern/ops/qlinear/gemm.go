@@ -81,7 +81,7 @@ func (g *gemm) runFused(k *Kernels) {
 		for t := lo; t < hi; t++ {
 			t0 := t * (taskRows / MR)
 			for ti := t0; ti < min(mt, t0+taskRows/MR); ti++ {
-				g.Src.tile(ti, tiles[(ti-t0)*tb:(ti-t0+1)*tb], k.WideA, rs[(ti-t0)*MR:(ti-t0+1)*MR])
+				g.Src.tile(k, ti, tiles[(ti-t0)*tb:(ti-t0+1)*tb], rs[(ti-t0)*MR:(ti-t0+1)*MR])
 			}
 			for b := 0; b < nb; b++ {
 				g.task(k, c, tiles, rs, t0, b*(taskChans/NR))

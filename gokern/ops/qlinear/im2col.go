@@ -54,6 +54,10 @@ type quadInput struct {
 	sum    []int32  // per position: the sum of the cg channels' codes
 	ho, wo int
 	d      []int // per (kh, kw): the offset of its word from an output's base
+	// for Kernels.QuadRun: per quad of a tile, its word's offset from the
+	// output's base (c*plane + d), and d per (kh, kw), as int32
+	offs, doffs  []int32
+	maxOff, maxD int // their largest values
 }
 
 // newQuadInput rewrites x (cg channel planes of H x W codes, xored with
@@ -71,6 +75,14 @@ func newQuadInput(s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadIn
 		for kw := 0; kw < s.KW; kw++ {
 			c := kw * s.DilW
 			q.d[kh*s.KW+kw] = kh*s.DilH*q.wrow + (c%s.StrideW)*wq + c/s.StrideW
+		}
+	}
+	for _, d := range q.d {
+		q.doffs = append(q.doffs, int32(d))
+		q.maxD = max(q.maxD, d)
+		for c := 0; c < c4; c++ {
+			q.offs = append(q.offs, int32(c*q.plane+d))
+			q.maxOff = max(q.maxOff, c*q.plane+d)
 		}
 	}
 	// each padded column's word in a row (its phase's run, then its place)
@@ -151,8 +163,9 @@ func byteSum(v uint32) int32 {
 func (q *quadInput) rows() int { return q.ho * q.wo }
 
 // tile writes tile t: quad (kh, kw, c) at ((kh*KW+kw)*c4 + c)*MR*4.
-func (q *quadInput) tile(t int, dst []byte, wide bool, rs []int32) {
+func (q *quadInput) tile(k *Kernels, t int, dst []byte, rs []int32) {
 	s := q.s
+	wide := k.WideA
 	P := q.ho * q.wo
 	p0 := t * MR
 	nr := min(MR, P-p0)
@@ -166,6 +179,10 @@ func (q *quadInput) tile(t int, dst []byte, wide bool, rs []int32) {
 		clear(dst) // the rows past the last output
 	}
 	n := len(q.d) * q.c4 * MR // words of the tile
+	if run && !wide && k.QuadRun != nil {
+		k.QuadRun(q.q[base[0]:], q.offs, q.maxOff, dst[:4*n], q.sum[base[0]:], q.doffs, q.maxD, rs)
+		return
+	}
 	words := asWords(dst[:4*n])
 	i := 0
 	if run {

@@ -80,13 +80,32 @@ type Kernels struct {
 	// transposed store of 16 output positions x 16 channels of codes into
 	// a conv's NCHW planes (nil: gemm.epilogueCols's Go loop).
 	Cols16 func(src []int32, lds int, out []byte, ldo int)
+	// QuadRun packs a tile of 8 consecutive words of a conv's quad planes
+	// (im2col.go; not WideA): for i < len(offs), dst[32*i:][:32] = the 8
+	// words at src[offs[i]:], and rs[r] = sum over j of sum[doffs[j]+r],
+	// r < 8 (offsets in [0, maxOff] and [0, maxDoff]; nil: Go).
+	QuadRun func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32)
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
 var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric,
-	Cols16: cols16Generic}
+	Cols16: cols16Generic, QuadRun: quadRunGeneric}
+
+func quadRunGeneric(src []uint32, offs []int32, _ int, dst []byte, sum []int32, doffs []int32, _ int, rs []int32) {
+	words := asWords(dst[:32*len(offs)])
+	for i, o := range offs {
+		copy(words[i*8:i*8+8], src[o:o+8])
+	}
+	var sums [8]int32
+	for _, o := range doffs {
+		for r := range sums {
+			sums[r] += sum[int(o)+r]
+		}
+	}
+	copy(rs, sums[:])
+}
 
 func cols16Generic(src []int32, lds int, out []byte, ldo int) {
 	for i := 0; i < 16; i++ {

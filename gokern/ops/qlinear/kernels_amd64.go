@@ -68,6 +68,14 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = out[15*ldo+15]
 		cols16VNNI(&src[0], lds, &out[0], ldo)
 	},
+	QuadRun: func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
+		if len(offs) == 0 || len(doffs) == 0 {
+			quadRunGeneric(src, offs, maxOff, dst, sum, doffs, maxDoff, rs)
+			return
+		}
+		_, _, _, _ = src[maxOff+7], dst[32*len(offs)-1], sum[maxDoff+7], rs[7]
+		quadRunAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
+	},
 })
 
 // quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.

@@ -129,9 +129,9 @@ type actSrc interface {
 	// rows returns the number of rows.
 	rows() int
 	// tile writes tile t (rows t*MR..) to dst (every byte of its kq
-	// quads: zeros past K and past the last row) and the rows' sums to rs
-	// (MR values).
-	tile(t int, dst []byte, wide bool, rs []int32)
+	// quads, int16 codes when k.WideA: zeros past K and past the last row)
+	// and the rows' sums to rs (MR values).
+	tile(k *Kernels, t int, dst []byte, rs []int32)
 }
 
 // rowSrc is row-major activations: M rows of K codes, xored with flip.
@@ -143,8 +143,9 @@ type rowSrc struct {
 
 func (s *rowSrc) rows() int { return s.M }
 
-func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+func (s *rowSrc) tile(k *Kernels, t int, dst []byte, rs []int32) {
 	clear(dst)
+	wide := k.WideA
 	var row []byte
 	if s.flip != 0 {
 		row = make([]byte, s.K)
@@ -203,7 +204,7 @@ func packActs(k *Kernels, src actSrc, kq int) ([]byte, []int32, *[]byte) {
 	rs := make([]int32, mt*MR)
 	par.Run(par.ChunksWork(mt, MR*4*kq), func(_, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			src.tile(t, a[t*tb:(t+1)*tb], k.WideA, rs[t*MR:(t+1)*MR])
+			src.tile(k, t, a[t*tb:(t+1)*tb], rs[t*MR:(t+1)*MR])
 		}
 	})
 	return a, rs, h
