@@ -142,14 +142,28 @@ func (q *quadInput) quadRow(x []byte, ih, cg, hw int, col []int32, padWord, flip
 			}
 			continue
 		}
-		for i, j := range cols {
-			var v uint32
-			for cc := 0; cc < n; cc++ {
-				v |= uint32(x[o+cc*hw+i]) << (8 * cc)
+		r0 := x[o : o+s.W]
+		switch n {
+		case 3:
+			r1, r2 := x[o+hw:o+hw+s.W], x[o+2*hw:o+2*hw+s.W]
+			for i, j := range cols {
+				v := (uint32(r0[i]) | uint32(r1[i])<<8 | uint32(r2[i])<<16) ^ fw
+				row[j] = v
+				sums[j] += byteSum(v)
 			}
-			v ^= fw
-			row[j] = v
-			sums[j] += byteSum(v)
+		case 2:
+			r1 := x[o+hw : o+hw+s.W]
+			for i, j := range cols {
+				v := (uint32(r0[i]) | uint32(r1[i])<<8) ^ fw
+				row[j] = v
+				sums[j] += byteSum(v)
+			}
+		default:
+			for i, j := range cols {
+				v := uint32(r0[i]) ^ fw
+				row[j] = v
+				sums[j] += int32(v)
+			}
 		}
 	}
 }
