@@ -21,7 +21,12 @@ import (
 //     4x2 tile and a 1x4 strip, 16 k per step.
 //
 // Each accumulator is reduced to one dword at the end and stored to c
-// (row-major, rows x cols).
+// (row-major, rows x cols). Each step prefetches the weight rows' lines pf
+// bytes ahead (PREFETCHT1; the callers pass the next channel block's rows):
+// rows a page apart defeat the hardware prefetcher's streams.
+//
+// Besides them: the packed-panel tile kernels, the requantization (avx2),
+// and two conv helpers (cols16VNNI, quadRunAVX2) documented where emitted.
 
 // qlinearAVX512 emits gokern/ops/qlinear/dot_avx512_amd64.s.
 var qlinearAVX512 = kernels(

@@ -31,7 +31,7 @@
 // The integer products run in micro-kernels (Kernels, registry op
 // "qlinear_dot"); the generic Go kernels are the oracle of each family.
 //
-//   - Tile (4 rows and more, and every conv): an 8x32 outer product over
+//   - Tile (64 rows and more, and every conv): an 8x32 outer product over
 //     packed operands (pack.go): weight panels of 32 channels x k quads,
 //     packed once per weight with their column sums and kept in panelCache
 //     (a buf.Cache: the codes are compared on each call, so changed codes
@@ -42,8 +42,19 @@
 //     into 16 ZMM accumulators. avx2: 4x8 quarters, the weights widened
 //     (VPMOVSXBW), the activations packed as int16 (VPBROADCASTQ),
 //     VPMADDWD + VPADDD, VPHADDD at the end.
-//   - Dot4x4 / Dot1x8 (fewer rows: GEMV): dot products of row-major rows
-//     (padded to KB bytes), the weight streamed once as given.
+//   - Convs (im2col.go): for 3 channels per group and more, K in a
+//     channel-quad order (kh, kw, 4 channels), the input rewritten once per
+//     call into padded planes of 4-channel words split by stride phase, so
+//     that a tile of 8 consecutive outputs is one 32-byte copy per quad
+//     (QuadRun: AVX2, offsets from a per-conv table, row sums from the
+//     per-position channel sums); 512 outputs and more pack their tiles
+//     task by task (gemm.runFused), and NCHW outputs are stored 16 outputs
+//     x 16 channels at a time (Cols16: VPMOVDB, a byte transpose in XMM
+//     registers).
+//   - Dot4x4 / Dot1x8 (fewer than 64 rows: GEMV): dot products of
+//     row-major rows, the weight streamed once as given, the next channel
+//     block's rows prefetched (PREFETCHT1); K % KB tails in Go from K >=
+//     tailMinK, shorter rows copied padded.
 //   - Quant: the requantization of a row of products (Requant.Quant; avx2:
 //     8 channels at a time, VCVTPS2DQ's round to nearest even).
 //
