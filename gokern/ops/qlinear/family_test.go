@@ -68,7 +68,8 @@ func widen(k *Kernels, a []byte) []byte {
 func TestLinearLarge(t *testing.T) {
 	defer par.SetMinWork(par.SetMinWork(1))
 	r := rand.New(rand.NewPCG(9, 10))
-	shapes := [][3]int{{70, 150, 1500}, {64, 33, 4*kcQuads + 3}, {5, 33, 99}, {129, 40, 77}, {3, 300, 1100}, {17, 257, 2049}}
+	shapes := [][3]int{{70, 150, 1500}, {64, 33, 4*kcQuads + 3}, {5, 33, 99}, {129, 40, 77}, {3, 300, 1100}, {17, 257, 2049},
+		{8, 67, 320}, {13, 9, 64}, {24, 130, 500}}
 	for _, sh := range shapes {
 		M, N, K := sh[0], sh[1], sh[2]
 		x := Act{Data: randCodes(r, M*K), Signed: K%2 == 1, Scale: 0.01, Zero: int32(r.IntN(100))}
