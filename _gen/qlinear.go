@@ -43,6 +43,7 @@ var qlinearAVX2 = kernels(
 	tileAVX2,
 	requantAVX2,
 	quadRunAVX2,
+	quadRowAVX2,
 )
 
 // rowPtrs returns n pointers base, base+ld, ..., base+(n-1)*ld.
@@ -403,5 +404,70 @@ func quadRunAVX2(c *build.Context) {
 		c.ADDQ(operand.Imm(4), doffs)
 	})
 	c.VMOVDQU(acc, mem(rs, 0))
+	vzeroRet(c)
+}
+
+// quadRowAVX2 emits quadRowAVX2, the interior of a stride-1 row of a
+// conv's quad planes: per 16 positions and channel quad, the 4 channels'
+// 16 codes interleaved into words (VPUNPCKLBW/HBW, VPUNPCKLWD/HWD), xored
+// with flip and stored; each word's 4 codes summed (VPMADDUBSW and VPMADDWD
+// by ones) over the quads into the positions' sums.
+func quadRowAVX2(c *build.Context) {
+	name := "quadRowAVX2"
+	declareNoescape(c, name, "func(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)",
+		name+" sets out[q*plane+i] = the word of x[(4q+j)*hw+i], j < 4, xored with flip (its low 32 bits), and sums[i] = the sum of the bytes of every out[q*plane+i], for i < 16*n16 (n16 >= 1), q < c4 (c4 >= 1).")
+	x, hw, n16, c4, out, plane, sums := loadArg(c, "x"), loadArg(c, "hw"), loadArg(c, "n16"), loadArg(c, "c4"), loadArg(c, "out"),
+		loadArg(c, "plane"), loadArg(c, "sums")
+	flip := c.XMM()
+	c.VMOVD(loadArg(c, "flip").(reg.GPVirtual).As32(), flip)
+	c.VPBROADCASTD(flip, flip)
+	ones8, ones16 := bcst32(c, 0x01010101).AsX(), bcst32(c, 0x00010001).AsX()
+	hw3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: hw, Index: hw, Scale: 2}, hw3)
+	c.SHLQ(operand.Imm(2), plane)
+	xp, op, q := c.GP64(), c.GP64(), c.GP64()
+	repeat(c, name+"_blocks", n16, func() {
+		sv := make([]reg.VecVirtual, 4)
+		for i := range sv {
+			sv[i] = c.XMM()
+			c.VPXOR(sv[i], sv[i], sv[i])
+		}
+		c.MOVQ(x, xp)
+		c.MOVQ(out, op)
+		c.MOVQ(c4, q)
+		repeat(c, name+"_quads", q, func() {
+			a := []reg.VecVirtual{c.XMM(), c.XMM(), c.XMM(), c.XMM()}
+			c.VMOVDQU(mem(xp, 0), a[0])
+			c.VMOVDQU(operand.Mem{Base: xp, Index: hw, Scale: 1}, a[1])
+			c.VMOVDQU(operand.Mem{Base: xp, Index: hw, Scale: 2}, a[2])
+			c.VMOVDQU(operand.Mem{Base: xp, Index: hw3, Scale: 1}, a[3])
+			t := []reg.VecVirtual{c.XMM(), c.XMM(), c.XMM(), c.XMM()}
+			c.VPUNPCKLBW(a[1], a[0], t[0])
+			c.VPUNPCKHBW(a[1], a[0], t[1])
+			c.VPUNPCKLBW(a[3], a[2], t[2])
+			c.VPUNPCKHBW(a[3], a[2], t[3])
+			w := []reg.VecVirtual{c.XMM(), c.XMM(), c.XMM(), c.XMM()}
+			c.VPUNPCKLWD(t[2], t[0], w[0])
+			c.VPUNPCKHWD(t[2], t[0], w[1])
+			c.VPUNPCKLWD(t[3], t[1], w[2])
+			c.VPUNPCKHWD(t[3], t[1], w[3])
+			for i, v := range w {
+				c.VPXOR(flip, v, v)
+				c.VMOVDQU(v, mem(op, 16*i))
+				m := c.XMM()
+				c.VPMADDUBSW(ones8, v, m)
+				c.VPMADDWD(ones16, m, m)
+				c.VPADDD(m, sv[i], sv[i])
+			}
+			c.LEAQ(operand.Mem{Base: xp, Index: hw, Scale: 4}, xp)
+			c.ADDQ(plane, op)
+		})
+		for i, v := range sv {
+			c.VMOVDQU(v, mem(sums, 16*i))
+		}
+		c.ADDQ(operand.Imm(16), x)
+		c.ADDQ(operand.Imm(64), out)
+		c.ADDQ(operand.Imm(64), sums)
+	})
 	vzeroRet(c)
 }

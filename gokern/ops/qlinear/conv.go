@@ -69,7 +69,7 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 			xg := x.Data[(n*s.C+g*cg)*s.H*s.W:]
 			var src actSrc = &im2colSrc{s: s, x: xg, cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
 			if quads {
-				src = newQuadInput(s, xg, cg, ho, wo, byte(za), flip)
+				src = newQuadInput(k, s, xg, cg, ho, wo, byte(za), flip)
 			}
 			// channels of group g: its panels; the epilogue's per-channel
 			// slices start at g*og

@@ -28,3 +28,8 @@ func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq
 //
 //go:noescape
 func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
+
+// quadRowAVX2 sets out[q*plane+i] = the word of x[(4q+j)*hw+i], j < 4, xored with flip (its low 32 bits), and sums[i] = the sum of the bytes of every out[q*plane+i], for i < 16*n16 (n16 >= 1), q < c4 (c4 >= 1).
+//
+//go:noescape
+func quadRowAVX2(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)

@@ -458,3 +458,83 @@ quadRunAVX2_sums:
 	VMOVDQU Y0, (R9)
 	VZEROUPPER
 	RET
+
+// func quadRowAVX2(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)
+// Requires: AVX, AVX2
+TEXT ·quadRowAVX2(SB), NOSPLIT, $0-64
+	MOVQ         x+0(FP), AX
+	MOVQ         hw+8(FP), CX
+	MOVQ         n16+16(FP), DX
+	MOVQ         c4+24(FP), BX
+	MOVQ         out+32(FP), SI
+	MOVQ         plane+40(FP), DI
+	MOVQ         sums+56(FP), R8
+	MOVQ         flip+48(FP), R9
+	VMOVD        R9, X0
+	VPBROADCASTD X0, X0
+	MOVL         $0x01010101, R9
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X2
+	VPBROADCASTD X2, Y2
+	LEAQ         (CX)(CX*2), R9
+	SHLQ         $0x02, DI
+
+quadRowAVX2_blocks:
+	VPXOR X3, X3, X3
+	VPXOR X4, X4, X4
+	VPXOR X5, X5, X5
+	VPXOR X6, X6, X6
+	MOVQ  AX, R10
+	MOVQ  SI, R11
+	MOVQ  BX, R12
+
+quadRowAVX2_quads:
+	VMOVDQU    (R10), X7
+	VMOVDQU    (R10)(CX*1), X8
+	VMOVDQU    (R10)(CX*2), X9
+	VMOVDQU    (R10)(R9*1), X10
+	VPUNPCKLBW X8, X7, X11
+	VPUNPCKHBW X8, X7, X7
+	VPUNPCKLBW X10, X9, X8
+	VPUNPCKHBW X10, X9, X9
+	VPUNPCKLWD X8, X11, X10
+	VPUNPCKHWD X8, X11, X8
+	VPUNPCKLWD X9, X7, X11
+	VPUNPCKHWD X9, X7, X7
+	VPXOR      X0, X10, X10
+	VMOVDQU    X10, (R11)
+	VPMADDUBSW X1, X10, X9
+	VPMADDWD   X2, X9, X9
+	VPADDD     X9, X3, X3
+	VPXOR      X0, X8, X8
+	VMOVDQU    X8, 16(R11)
+	VPMADDUBSW X1, X8, X8
+	VPMADDWD   X2, X8, X8
+	VPADDD     X8, X4, X4
+	VPXOR      X0, X11, X11
+	VMOVDQU    X11, 32(R11)
+	VPMADDUBSW X1, X11, X8
+	VPMADDWD   X2, X8, X8
+	VPADDD     X8, X5, X5
+	VPXOR      X0, X7, X7
+	VMOVDQU    X7, 48(R11)
+	VPMADDUBSW X1, X7, X7
+	VPMADDWD   X2, X7, X7
+	VPADDD     X7, X6, X6
+	LEAQ       (R10)(CX*4), R10
+	ADDQ       DI, R11
+	DECQ       R12
+	JNZ        quadRowAVX2_quads
+	VMOVDQU    X3, (R8)
+	VMOVDQU    X4, 16(R8)
+	VMOVDQU    X5, 32(R8)
+	VMOVDQU    X6, 48(R8)
+	ADDQ       $0x10, AX
+	ADDQ       $0x40, SI
+	ADDQ       $0x40, R8
+	DECQ       DX
+	JNZ        quadRowAVX2_blocks
+	VZEROUPPER
+	RET

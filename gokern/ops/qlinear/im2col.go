@@ -62,7 +62,7 @@ type quadInput struct {
 
 // newQuadInput rewrites x (cg channel planes of H x W codes, xored with
 // flip; padding holds pad) into quad planes, rows in parallel.
-func newQuadInput(s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadInput {
+func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadInput {
 	c4 := (cg + 3) / 4
 	hp, wp := s.H+s.PadT+s.PadB, s.W+s.PadL+s.PadR
 	wq := (wp + s.StrideW - 1) / s.StrideW
@@ -98,18 +98,25 @@ func newQuadInput(s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadIn
 	hw := s.H * s.W
 	par.Run(par.ChunksWork(hp, cg*wp), func(_, lo, hi int) {
 		for ih := lo; ih < hi; ih++ {
-			q.quadRow(x, ih, cg, hw, col, padWord, flipWord)
+			q.quadRow(k, x, ih, cg, hw, col, padWord, flipWord)
 		}
 	})
 	return q
 }
 
-// quadRow writes padded row ih of every quad plane and its sums.
-func (q *quadInput) quadRow(x []byte, ih, cg, hw int, col []int32, padWord, flipWord uint32) {
+// quadRow writes padded row ih of every quad plane and its sums: with
+// stride 1 and full quads, the positions of 16 inputs at a time by
+// k.QuadRow, the rest in Go.
+func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, padWord, flipWord uint32) {
 	s := q.s
 	y := ih - s.PadT
 	sums := q.sum[ih*q.wrow : (ih+1)*q.wrow]
 	clear(sums)
+	w0 := 0 // the input columns [0, w0) are written
+	if k.QuadRow != nil && s.StrideW == 1 && cg%4 == 0 && y >= 0 && y < s.H && s.W >= 16 {
+		w0 = s.W &^ 15
+		k.QuadRow(x[y*s.W:], hw, w0/16, q.c4, q.q[ih*q.wrow+s.PadL:], q.plane, flipWord, sums[s.PadL:])
+	}
 	for c := 0; c < q.c4; c++ {
 		n := min(4, cg-c*4)
 		mask := uint32(uint64(1)<<(8*n) - 1) // the quad's channels below cg
@@ -130,11 +137,12 @@ func (q *quadInput) quadRow(x []byte, ih, cg, hw int, col []int32, padWord, flip
 			row[j] = pw
 			sums[j] += byteSum(pw)
 		}
-		cols := col[s.PadL : s.PadL+s.W]
-		o := c*4*hw + y*s.W
+		cols := col[s.PadL+w0 : s.PadL+s.W]
+		o := c*4*hw + y*s.W + w0
 		fw := flipWord & mask
+		nw := s.W - w0
 		if n == 4 {
-			r0, r1, r2, r3 := x[o:o+s.W], x[o+hw:o+hw+s.W], x[o+2*hw:o+2*hw+s.W], x[o+3*hw:o+3*hw+s.W]
+			r0, r1, r2, r3 := x[o:o+nw], x[o+hw:o+hw+nw], x[o+2*hw:o+2*hw+nw], x[o+3*hw:o+3*hw+nw]
 			for i, j := range cols {
 				v := (uint32(r0[i]) | uint32(r1[i])<<8 | uint32(r2[i])<<16 | uint32(r3[i])<<24) ^ fw
 				row[j] = v
@@ -142,17 +150,17 @@ func (q *quadInput) quadRow(x []byte, ih, cg, hw int, col []int32, padWord, flip
 			}
 			continue
 		}
-		r0 := x[o : o+s.W]
+		r0 := x[o : o+nw]
 		switch n {
 		case 3:
-			r1, r2 := x[o+hw:o+hw+s.W], x[o+2*hw:o+2*hw+s.W]
+			r1, r2 := x[o+hw:o+hw+nw], x[o+2*hw:o+2*hw+nw]
 			for i, j := range cols {
 				v := (uint32(r0[i]) | uint32(r1[i])<<8 | uint32(r2[i])<<16) ^ fw
 				row[j] = v
 				sums[j] += byteSum(v)
 			}
 		case 2:
-			r1 := x[o+hw : o+hw+s.W]
+			r1 := x[o+hw : o+hw+nw]
 			for i, j := range cols {
 				v := (uint32(r0[i]) | uint32(r1[i])<<8) ^ fw
 				row[j] = v

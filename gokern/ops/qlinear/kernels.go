@@ -96,13 +96,32 @@ type Kernels struct {
 	// words at src[offs[i]:], and rs[r] = sum over j of sum[doffs[j]+r],
 	// r < 8 (offsets in [0, maxOff] and [0, maxDoff]; nil: Go).
 	QuadRun func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32)
+	// QuadRow writes n16*16 consecutive positions of c4 full quad planes
+	// (im2col.go): out[q*plane+i] = the word of the codes x[(4q+j)*hw+i],
+	// j < 4, xored with flip, and sums[i] = the sum of the bytes of those
+	// c4 words (nil: Go).
+	QuadRow func(x []byte, hw, n16, c4 int, out []uint32, plane int, flip uint32, sums []int32)
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
 var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric,
-	Cols16: cols16Generic, QuadRun: quadRunGeneric}
+	Cols16: cols16Generic, QuadRun: quadRunGeneric, QuadRow: quadRowGeneric}
+
+func quadRowGeneric(x []byte, hw, n16, c4 int, out []uint32, plane int, flip uint32, sums []int32) {
+	n := 16 * n16
+	clear(sums[:n])
+	for q := 0; q < c4; q++ {
+		r0, r1, r2, r3 := x[4*q*hw:4*q*hw+n], x[(4*q+1)*hw:(4*q+1)*hw+n], x[(4*q+2)*hw:(4*q+2)*hw+n], x[(4*q+3)*hw:(4*q+3)*hw+n]
+		row := out[q*plane : q*plane+n]
+		for i := range row {
+			v := (uint32(r0[i]) | uint32(r1[i])<<8 | uint32(r2[i])<<16 | uint32(r3[i])<<24) ^ flip
+			row[i] = v
+			sums[i] += byteSum(v)
+		}
+	}
+}
 
 func quadRunGeneric(src []uint32, offs []int32, _ int, dst []byte, sum []int32, doffs []int32, _ int, rs []int32) {
 	words := asWords(dst[:32*len(offs)])

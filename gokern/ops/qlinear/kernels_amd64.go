@@ -41,8 +41,9 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 			}
 		}
 	},
-	WideA: true,
-	Quant: quantAVX2,
+	WideA:   true,
+	Quant:   quantAVX2,
+	QuadRow: quadRowAsm,
 })
 
 var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
@@ -62,7 +63,8 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = c[(MR-1)*ldc+NR-1]
 		tile8x32VNNI(kq, &a[0], &w[0], &c[0], ldc, b2i(add))
 	},
-	Quant: quantAVX2,
+	Quant:   quantAVX2,
+	QuadRow: quadRowAsm,
 	Cols16: func(src []int32, lds int, out []byte, ldo int) {
 		_ = src[15*lds+15]
 		_ = out[15*ldo+15]
@@ -94,4 +96,14 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// quadRowAsm checks the bounds of quadRowAVX2's operands and runs it.
+func quadRowAsm(x []byte, hw, n16, c4 int, out []uint32, plane int, flip uint32, sums []int32) {
+	if n16 <= 0 || c4 <= 0 {
+		quadRowGeneric(x, hw, n16, c4, out, plane, flip, sums)
+		return
+	}
+	_, _, _ = x[(4*c4-1)*hw+16*n16-1], out[(c4-1)*plane+16*n16-1], sums[16*n16-1]
+	quadRowAVX2(&x[0], hw, n16, c4, &out[0], plane, int(flip), &sums[0])
 }

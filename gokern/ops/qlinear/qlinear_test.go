@@ -224,6 +224,8 @@ func TestConvQuads(t *testing.T) {
 		{N: 1, C: 6, H: 20, W: 26, O: 35, KH: 2, KW: 3, Groups: 1, StrideH: 1, StrideW: 3, PadT: 0, PadL: 2, PadB: 1, PadR: 0, DilH: 2, DilW: 2},
 		{N: 1, C: 36, H: 9, W: 9, O: 70, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1},
 		{N: 1, C: 1, H: 15, W: 18, O: 7, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 0, PadB: 2, PadR: 1, DilH: 1, DilW: 1},
+		{N: 2, C: 16, H: 11, W: 37, O: 24, KH: 3, KW: 2, Groups: 2, StrideH: 2, StrideW: 1, PadT: 2, PadL: 1, PadB: 0, PadR: 2, DilH: 1, DilW: 2},
+		{N: 1, C: 8, H: 5, W: 48, O: 19, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1},
 	}
 	for ci, s := range shapes {
 		for _, signed := range []bool{false, true} {
