@@ -26,7 +26,8 @@ import (
 // rows a page apart defeat the hardware prefetcher's streams.
 //
 // Besides them: the packed-panel tile kernels, the requantization (avx2),
-// and two conv helpers (cols16VNNI, quadRunAVX2) documented where emitted.
+// and three conv helpers (cols16VNNI, quadRunAVX2, quadRowAVX2) documented
+// where emitted.
 
 // qlinearAVX512 emits gokern/ops/qlinear/dot_avx512_amd64.s.
 var qlinearAVX512 = kernels(

@@ -44,8 +44,10 @@
 //     VPMADDWD + VPADDD, VPHADDD at the end.
 //   - Convs (im2col.go): for 3 channels per group and more, K in a
 //     channel-quad order (kh, kw, 4 channels), the input rewritten once per
-//     call into padded planes of 4-channel words split by stride phase, so
-//     that a tile of 8 consecutive outputs is one 32-byte copy per quad
+//     call into padded planes of 4-channel words split by stride phase
+//     (QuadRow: AVX2 unpacks, 16 inputs at a time where stride 1 and the
+//     quads full), so that a tile of 8 consecutive outputs is one 32-byte
+//     copy per quad
 //     (QuadRun: AVX2, offsets from a per-conv table, row sums from the
 //     per-position channel sums); 512 outputs and more pack their tiles
 //     task by task (gemm.runFused), and NCHW outputs are stored 16 outputs
