@@ -21,13 +21,20 @@ import (
 //     4x2 tile and a 1x4 strip, 16 k per step.
 //
 // Each accumulator is reduced to one dword at the end and stored to c
-// (row-major, rows x cols).
+// (row-major, rows x cols). Each step prefetches the weight rows' lines pf
+// bytes ahead (PREFETCHT1; the callers pass the next channel block's rows):
+// rows a page apart defeat the hardware prefetcher's streams.
+//
+// Besides them: the packed-panel tile kernels, the requantization (avx2),
+// and three conv helpers (cols16VNNI, quadRunAVX2, quadRowAVX2) documented
+// where emitted.
 
 // qlinearAVX512 emits gokern/ops/qlinear/dot_avx512_amd64.s.
 var qlinearAVX512 = kernels(
 	func(c *build.Context) { dotVNNI(c, 4, 4) },
 	func(c *build.Context) { dotVNNI(c, 1, 8) },
 	tileVNNI,
+	cols16VNNI,
 )
 
 // qlinearAVX2 emits gokern/ops/qlinear/dot_avx2_amd64.s.
@@ -36,6 +43,8 @@ var qlinearAVX2 = kernels(
 	func(c *build.Context) { dotAVX2(c, 1, 4) },
 	tileAVX2,
 	requantAVX2,
+	quadRunAVX2,
+	quadRowAVX2,
 )
 
 // rowPtrs returns n pointers base, base+ld, ..., base+(n-1)*ld.
@@ -68,13 +77,16 @@ func hsumStoreY(c *build.Context, y reg.Register, m operand.Mem, evex bool) {
 
 func dotVNNI(c *build.Context, rows, cols int) {
 	name := fmt.Sprintf("dot%dx%dVNNI", rows, cols)
-	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32)",
-		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1).", name, cols, rows, cols))
-	kb, a, lda, w, ldw, out := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c")
+	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)",
+		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).", name, cols, rows, cols))
+	kb, a, lda, w, ldw, out, pf := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c"), loadArg(c, "pf")
 	ap := rowPtrs(c, a, lda, rows)
 	wp := rowPtrs(c, w, ldw, cols)
 	acc := zeroZ(c, rows*cols)
 	repeat(c, name+"_loop", kb, func() {
+		for _, p := range wp {
+			c.PREFETCHT1(operand.Mem{Base: p, Index: pf, Scale: 1})
+		}
 		if rows == 1 {
 			av := c.ZMM()
 			c.VMOVDQU32(mem(ap[0], 0), av)
@@ -114,13 +126,16 @@ func dotVNNI(c *build.Context, rows, cols int) {
 
 func dotAVX2(c *build.Context, rows, cols int) {
 	name := fmt.Sprintf("dot%dx%dAVX2", rows, cols)
-	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32)",
-		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1).", name, cols, rows, cols))
-	kb, a, lda, w, ldw, out := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c")
+	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)",
+		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).", name, cols, rows, cols))
+	kb, a, lda, w, ldw, out, pf := loadArg(c, "kb"), loadArg(c, "a"), loadArg(c, "lda"), loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "c"), loadArg(c, "pf")
 	ap := rowPtrs(c, a, lda, rows)
 	wp := rowPtrs(c, w, ldw, cols)
 	acc := zeroY(c, rows*cols)
 	repeat(c, name+"_loop", kb, func() {
+		for _, p := range wp {
+			c.PREFETCHT1(operand.Mem{Base: p, Index: pf, Scale: 1})
+		}
 		for s := 0; s < 64; s += 16 {
 			if rows == 1 {
 				av := c.YMM()
@@ -315,5 +330,145 @@ func requantAVX2(c *build.Context) {
 		}
 	})
 	c.Label(name + "_done")
+	vzeroRet(c)
+}
+
+// cols16VNNI emits cols16VNNI, the transposed store of a conv's NCHW
+// outputs: 16 rows of 16 int32 codes (one row per output position, one
+// column per channel) truncated to bytes (VPMOVDB), transposed in XMM
+// registers and stored as 16 bytes per channel. The transpose: four rounds
+// of unpacks (bytes, words, dwords, qwords) pairing register k with k+8;
+// loading row r into register bitrev4(r) leaves column j in register j
+// with the rows in order.
+func cols16VNNI(c *build.Context) {
+	name := "cols16VNNI"
+	declareNoescape(c, name, "func(src *int32, lds int, out *byte, ldo int)",
+		name+" sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16.")
+	src, lds, out, ldo := loadArg(c, "src"), loadArg(c, "lds"), loadArg(c, "out"), loadArg(c, "ldo")
+	c.SHLQ(operand.Imm(2), lds)
+	x := make([]reg.VecVirtual, 16)
+	for r := 0; r < 16; r++ {
+		slot := (r&1)<<3 | (r&2)<<1 | (r&4)>>1 | (r&8)>>3
+		z := c.ZMM()
+		c.VMOVDQU32(mem(src, 0), z)
+		x[slot] = c.XMM()
+		c.VPMOVDB(z, x[slot])
+		if r+1 < 16 {
+			c.ADDQ(lds, src)
+		}
+	}
+	type unpack func(ops ...operand.Op)
+	for _, u := range [][2]unpack{{c.VPUNPCKLBW, c.VPUNPCKHBW}, {c.VPUNPCKLWD, c.VPUNPCKHWD},
+		{c.VPUNPCKLDQ, c.VPUNPCKHDQ}, {c.VPUNPCKLQDQ, c.VPUNPCKHQDQ}} {
+		y := make([]reg.VecVirtual, 16)
+		for k := 0; k < 8; k++ {
+			y[2*k], y[2*k+1] = c.XMM(), c.XMM()
+			u[0](x[k+8], x[k], y[2*k])
+			u[1](x[k+8], x[k], y[2*k+1])
+		}
+		x = y
+	}
+	for j := 0; j < 16; j++ {
+		c.VMOVDQU32(x[j], mem(out, 0))
+		if j+1 < 16 {
+			c.ADDQ(ldo, out)
+		}
+	}
+	vzeroRet(c)
+}
+
+// quadRunAVX2 emits quadRunAVX2, the packing of a conv's activation tile
+// whose 8 outputs are consecutive words of the quad planes
+// (gokern/ops/qlinear/im2col.go): per quad one 32-byte copy from src plus
+// its word offset, per (kh, kw) the 8 sums at sum plus its offset added
+// (VPADDD), the row sums stored to rs.
+func quadRunAVX2(c *build.Context) {
+	name := "quadRunAVX2"
+	declareNoescape(c, name, "func(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)",
+		name+" copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.")
+	n, src, offs, dst, nd, sum, doffs, rs := loadArg(c, "n"), loadArg(c, "src"), loadArg(c, "offs"), loadArg(c, "dst"),
+		loadArg(c, "nd"), loadArg(c, "sum"), loadArg(c, "doffs"), loadArg(c, "rs")
+	o := c.GP64()
+	repeat(c, name+"_copy", n, func() {
+		v := c.YMM()
+		c.MOVLQSX(mem(offs, 0), o)
+		c.VMOVDQU(operand.Mem{Base: src, Index: o, Scale: 4}, v)
+		c.VMOVDQU(v, mem(dst, 0))
+		c.ADDQ(operand.Imm(4), offs)
+		c.ADDQ(operand.Imm(32), dst)
+	})
+	acc := c.YMM()
+	c.VPXOR(acc, acc, acc)
+	repeat(c, name+"_sums", nd, func() {
+		c.MOVLQSX(mem(doffs, 0), o)
+		c.VPADDD(operand.Mem{Base: sum, Index: o, Scale: 4}, acc, acc)
+		c.ADDQ(operand.Imm(4), doffs)
+	})
+	c.VMOVDQU(acc, mem(rs, 0))
+	vzeroRet(c)
+}
+
+// quadRowAVX2 emits quadRowAVX2, the interior of a stride-1 row of a
+// conv's quad planes: per 16 positions and channel quad, the 4 channels'
+// 16 codes interleaved into words (VPUNPCKLBW/HBW, VPUNPCKLWD/HWD), xored
+// with flip and stored; each word's 4 codes summed (VPMADDUBSW and VPMADDWD
+// by ones) over the quads into the positions' sums.
+func quadRowAVX2(c *build.Context) {
+	name := "quadRowAVX2"
+	declareNoescape(c, name, "func(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)",
+		name+" sets out[q*plane+i] = the word of x[(4q+j)*hw+i], j < 4, xored with flip (its low 32 bits), and sums[i] = the sum of the bytes of every out[q*plane+i], for i < 16*n16 (n16 >= 1), q < c4 (c4 >= 1).")
+	x, hw, n16, c4, out, plane, sums := loadArg(c, "x"), loadArg(c, "hw"), loadArg(c, "n16"), loadArg(c, "c4"), loadArg(c, "out"),
+		loadArg(c, "plane"), loadArg(c, "sums")
+	flip := c.XMM()
+	c.VMOVD(loadArg(c, "flip").(reg.GPVirtual).As32(), flip)
+	c.VPBROADCASTD(flip, flip)
+	ones8, ones16 := bcst32(c, 0x01010101).AsX(), bcst32(c, 0x00010001).AsX()
+	hw3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: hw, Index: hw, Scale: 2}, hw3)
+	c.SHLQ(operand.Imm(2), plane)
+	xp, op, q := c.GP64(), c.GP64(), c.GP64()
+	repeat(c, name+"_blocks", n16, func() {
+		sv := make([]reg.VecVirtual, 4)
+		for i := range sv {
+			sv[i] = c.XMM()
+			c.VPXOR(sv[i], sv[i], sv[i])
+		}
+		c.MOVQ(x, xp)
+		c.MOVQ(out, op)
+		c.MOVQ(c4, q)
+		repeat(c, name+"_quads", q, func() {
+			a := []reg.VecVirtual{c.XMM(), c.XMM(), c.XMM(), c.XMM()}
+			c.VMOVDQU(mem(xp, 0), a[0])
+			c.VMOVDQU(operand.Mem{Base: xp, Index: hw, Scale: 1}, a[1])
+			c.VMOVDQU(operand.Mem{Base: xp, Index: hw, Scale: 2}, a[2])
+			c.VMOVDQU(operand.Mem{Base: xp, Index: hw3, Scale: 1}, a[3])
+			t := []reg.VecVirtual{c.XMM(), c.XMM(), c.XMM(), c.XMM()}
+			c.VPUNPCKLBW(a[1], a[0], t[0])
+			c.VPUNPCKHBW(a[1], a[0], t[1])
+			c.VPUNPCKLBW(a[3], a[2], t[2])
+			c.VPUNPCKHBW(a[3], a[2], t[3])
+			w := []reg.VecVirtual{c.XMM(), c.XMM(), c.XMM(), c.XMM()}
+			c.VPUNPCKLWD(t[2], t[0], w[0])
+			c.VPUNPCKHWD(t[2], t[0], w[1])
+			c.VPUNPCKLWD(t[3], t[1], w[2])
+			c.VPUNPCKHWD(t[3], t[1], w[3])
+			for i, v := range w {
+				c.VPXOR(flip, v, v)
+				c.VMOVDQU(v, mem(op, 16*i))
+				m := c.XMM()
+				c.VPMADDUBSW(ones8, v, m)
+				c.VPMADDWD(ones16, m, m)
+				c.VPADDD(m, sv[i], sv[i])
+			}
+			c.LEAQ(operand.Mem{Base: xp, Index: hw, Scale: 4}, xp)
+			c.ADDQ(plane, op)
+		})
+		for i, v := range sv {
+			c.VMOVDQU(v, mem(sums, 16*i))
+		}
+		c.ADDQ(operand.Imm(16), x)
+		c.ADDQ(operand.Imm(64), out)
+		c.ADDQ(operand.Imm(64), sums)
+	})
 	vzeroRet(c)
 }

@@ -50,8 +50,13 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 	K := cg * s.KH * s.KW
 	P := ho * wo
 	// the weights of every group at once: panels per group, kept from call
-	// to call
-	pw := weightPanels(w, s.O, K, s.Groups, true)
+	// to call; in the channel-quad layout (im2col.go) when it serves
+	quads := quadConv(s, cg)
+	kh, kw := 0, 0
+	if quads {
+		kh, kw = s.KH, s.KW
+	}
+	pw := weightPanels(w, s.O, K, s.Groups, true, kh, kw)
 	za := x.Zero
 	var flip byte
 	if x.Signed {
@@ -61,22 +66,40 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 	r := requant(s.O, K, za, zeroPoints(w, s.O), pw.cs, x.Scale, w.Scales, bias, &o)
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
-			src := &im2colSrc{s: s, x: x.Data[(n*s.C+g*cg)*s.H*s.W:], cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
-			tiles, rs, h := packActs(k, src, K)
+			xg := x.Data[(n*s.C+g*cg)*s.H*s.W:]
+			var src actSrc = &im2colSrc{s: s, x: xg, cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
+			if quads {
+				src = newQuadInput(k, s, xg, cg, ho, wo, byte(za), flip)
+			}
 			// channels of group g: its panels; the epilogue's per-channel
 			// slices start at g*og
 			rg := &Requant{ColTerm: r.ColTerm[g*og:], ZW: r.ZW[g*og:], Mult: r.Mult[g*og:], ZO: r.ZO, Lo: r.Lo, Hi: r.Hi}
 			if r.BiasQ != nil {
 				rg.BiasQ = r.BiasQ[g*og:]
 			}
-			gm := &gemm{M: P, N: og, K: K, P: pw, Panel0: g * pw.npg, Tiles: tiles, RowSum: rs,
-				R: rg, Out: out, off: (n*s.O + g*og) * P, rs: 1, cs: P}
+			gm := &gemm{M: P, N: og, K: K, P: pw, Panel0: g * pw.npg, R: rg, Out: out, off: (n*s.O + g*og) * P, rs: 1, cs: P}
+			if P >= fusedMinRows {
+				gm.Src = src
+				gm.run(k)
+				continue
+			}
+			var h *[]byte
+			gm.Tiles, gm.RowSum, h = packActs(k, src, pw.kq)
 			gm.run(k)
 			scratch.Put(h)
 		}
 	}
+	if quads {
+		return Info{Kernel: kernelName("quad_tiles", k)}, nil
+	}
 	return Info{Kernel: kernelName("im2col_tiles", k)}, nil
 }
+
+// fusedMinRows is the least output positions of a conv whose activation
+// tiles are packed task by task (gemm.runFused: each task all channels of
+// taskRows rows); fewer pack every tile first, so that the tasks can split
+// the channels too.
+const fusedMinRows = 8 * taskRows
 
 // im2colSrc is the im2col matrix of the cg channels of one image at x
 // (C-contiguous H x W planes, codes xored with flip): ho*wo rows of K =
@@ -95,7 +118,9 @@ func (c *im2colSrc) rows() int { return c.ho * c.wo }
 // tile writes the tile k by k (channel, kh, kw), its MR rows inner: where
 // the rows are MR consecutive outputs of one output row and inside the
 // input, they read MR input bytes StrideW apart with no bounds tests.
-func (c *im2colSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+func (c *im2colSrc) tile(k *Kernels, t int, dst []byte, rs []int32) {
+	clear(dst)
+	wide := k.WideA
 	s := c.s
 	P := c.ho * c.wo
 	p0 := t * MR

@@ -4,15 +4,15 @@
 
 package qlinear
 
-// dot4x2AVX2 sets c[i*2+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 4, j < 2 (kb >= 1).
+// dot4x2AVX2 sets c[i*2+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 4, j < 2 (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).
 //
 //go:noescape
-func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 
-// dot1x4AVX2 sets c[i*4+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 1, j < 4 (kb >= 1).
+// dot1x4AVX2 sets c[i*4+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 1, j < 4 (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).
 //
 //go:noescape
-func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 
 // tile4x8AVX2 sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i (int16 codes) times w's channel j, i < 4, j < 8 (kq >= 1).
 //
@@ -23,3 +23,13 @@ func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
 //
 //go:noescape
 func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+
+// quadRunAVX2 copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.
+//
+//go:noescape
+func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
+
+// quadRowAVX2 sets out[q*plane+i] = the word of x[(4q+j)*hw+i], j < 4, xored with flip (its low 32 bits), and sums[i] = the sum of the bytes of every out[q*plane+i], for i < 16*n16 (n16 >= 1), q < c4 (c4 >= 1).
+//
+//go:noescape
+func quadRowAVX2(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)

@@ -4,18 +4,19 @@
 
 #include "textflag.h"
 
-// func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
-// Requires: AVX, AVX2
-TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-48
+// func dot4x2AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-56
 	MOVQ  kb+0(FP), AX
 	MOVQ  a+8(FP), CX
 	MOVQ  lda+16(FP), DX
 	MOVQ  w+24(FP), BX
 	MOVQ  ldw+32(FP), SI
 	MOVQ  c+40(FP), DI
-	LEAQ  (CX)(DX*1), R8
-	LEAQ  (R8)(DX*1), R9
-	LEAQ  (R9)(DX*1), DX
+	MOVQ  pf+48(FP), R8
+	LEAQ  (CX)(DX*1), R9
+	LEAQ  (R9)(DX*1), R10
+	LEAQ  (R10)(DX*1), DX
 	LEAQ  (BX)(SI*1), SI
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
@@ -27,6 +28,8 @@ TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-48
 	VPXOR Y7, Y7, Y7
 
 dot4x2AVX2_loop:
+	PREFETCHT1   (BX)(R8*1)
+	PREFETCHT1   (SI)(R8*1)
 	VPMOVSXBW    (BX), Y8
 	VPMOVSXBW    (SI), Y9
 	VPMOVZXBW    (CX), Y10
@@ -34,12 +37,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    (R8), Y10
+	VPMOVZXBW    (R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    (R9), Y10
+	VPMOVZXBW    (R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -56,12 +59,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    16(R8), Y10
+	VPMOVZXBW    16(R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    16(R9), Y10
+	VPMOVZXBW    16(R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -78,12 +81,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    32(R8), Y10
+	VPMOVZXBW    32(R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    32(R9), Y10
+	VPMOVZXBW    32(R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -100,12 +103,12 @@ dot4x2AVX2_loop:
 	VPADDD       Y11, Y0, Y0
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y1, Y1
-	VPMOVZXBW    48(R8), Y10
+	VPMOVZXBW    48(R9), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y2, Y2
 	VPMADDWD     Y9, Y10, Y10
 	VPADDD       Y10, Y3, Y3
-	VPMOVZXBW    48(R9), Y10
+	VPMOVZXBW    48(R10), Y10
 	VPMADDWD     Y8, Y10, Y11
 	VPADDD       Y11, Y4, Y4
 	VPMADDWD     Y9, Y10, Y10
@@ -116,8 +119,8 @@ dot4x2AVX2_loop:
 	VPMADDWD     Y9, Y10, Y8
 	VPADDD       Y8, Y7, Y7
 	ADDQ         $0x40, CX
-	ADDQ         $0x40, R8
 	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
 	ADDQ         $0x40, DX
 	ADDQ         $0x40, BX
 	ADDQ         $0x40, SI
@@ -182,32 +185,37 @@ dot4x2AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
-// Requires: AVX, AVX2
-TEXT ·dot1x4AVX2(SB), NOSPLIT, $0-48
+// func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·dot1x4AVX2(SB), NOSPLIT, $0-56
 	MOVQ  kb+0(FP), AX
 	MOVQ  a+8(FP), CX
 	MOVQ  lda+16(FP), DX
 	MOVQ  w+24(FP), DX
 	MOVQ  ldw+32(FP), BX
 	MOVQ  c+40(FP), SI
-	LEAQ  (DX)(BX*1), DI
-	LEAQ  (DI)(BX*1), R8
-	LEAQ  (R8)(BX*1), BX
+	MOVQ  pf+48(FP), DI
+	LEAQ  (DX)(BX*1), R8
+	LEAQ  (R8)(BX*1), R9
+	LEAQ  (R9)(BX*1), BX
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
 dot1x4AVX2_loop:
+	PREFETCHT1   (DX)(DI*1)
+	PREFETCHT1   (R8)(DI*1)
+	PREFETCHT1   (R9)(DI*1)
+	PREFETCHT1   (BX)(DI*1)
 	VPMOVZXBW    (CX), Y4
 	VPMOVSXBW    (DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    (DI), Y5
+	VPMOVSXBW    (R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    (R8), Y5
+	VPMOVSXBW    (R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    (BX), Y5
@@ -217,10 +225,10 @@ dot1x4AVX2_loop:
 	VPMOVSXBW    16(DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    16(DI), Y5
+	VPMOVSXBW    16(R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    16(R8), Y5
+	VPMOVSXBW    16(R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    16(BX), Y5
@@ -230,10 +238,10 @@ dot1x4AVX2_loop:
 	VPMOVSXBW    32(DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    32(DI), Y5
+	VPMOVSXBW    32(R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    32(R8), Y5
+	VPMOVSXBW    32(R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    32(BX), Y5
@@ -243,10 +251,10 @@ dot1x4AVX2_loop:
 	VPMOVSXBW    48(DX), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y0, Y0
-	VPMOVSXBW    48(DI), Y5
+	VPMOVSXBW    48(R8), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y1, Y1
-	VPMOVSXBW    48(R8), Y5
+	VPMOVSXBW    48(R9), Y5
 	VPMADDWD     Y5, Y4, Y5
 	VPADDD       Y5, Y2, Y2
 	VPMOVSXBW    48(BX), Y5
@@ -254,8 +262,8 @@ dot1x4AVX2_loop:
 	VPADDD       Y4, Y3, Y3
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, DX
-	ADDQ         $0x40, DI
 	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
 	ADDQ         $0x40, BX
 	DECQ         AX
 	JNZ          dot1x4AVX2_loop
@@ -416,5 +424,117 @@ requantAVX2_loop:
 	JNZ       requantAVX2_loop
 
 requantAVX2_done:
+	VZEROUPPER
+	RET
+
+// func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
+// Requires: AVX, AVX2
+TEXT ·quadRunAVX2(SB), NOSPLIT, $0-64
+	MOVQ n+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ dst+24(FP), BX
+	MOVQ nd+32(FP), SI
+	MOVQ sum+40(FP), DI
+	MOVQ doffs+48(FP), R8
+	MOVQ rs+56(FP), R9
+
+quadRunAVX2_copy:
+	MOVLQSX (DX), R10
+	VMOVDQU (CX)(R10*4), Y0
+	VMOVDQU Y0, (BX)
+	ADDQ    $0x04, DX
+	ADDQ    $0x20, BX
+	DECQ    AX
+	JNZ     quadRunAVX2_copy
+	VPXOR   Y0, Y0, Y0
+
+quadRunAVX2_sums:
+	MOVLQSX (R8), R10
+	VPADDD  (DI)(R10*4), Y0, Y0
+	ADDQ    $0x04, R8
+	DECQ    SI
+	JNZ     quadRunAVX2_sums
+	VMOVDQU Y0, (R9)
+	VZEROUPPER
+	RET
+
+// func quadRowAVX2(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)
+// Requires: AVX, AVX2
+TEXT ·quadRowAVX2(SB), NOSPLIT, $0-64
+	MOVQ         x+0(FP), AX
+	MOVQ         hw+8(FP), CX
+	MOVQ         n16+16(FP), DX
+	MOVQ         c4+24(FP), BX
+	MOVQ         out+32(FP), SI
+	MOVQ         plane+40(FP), DI
+	MOVQ         sums+56(FP), R8
+	MOVQ         flip+48(FP), R9
+	VMOVD        R9, X0
+	VPBROADCASTD X0, X0
+	MOVL         $0x01010101, R9
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X2
+	VPBROADCASTD X2, Y2
+	LEAQ         (CX)(CX*2), R9
+	SHLQ         $0x02, DI
+
+quadRowAVX2_blocks:
+	VPXOR X3, X3, X3
+	VPXOR X4, X4, X4
+	VPXOR X5, X5, X5
+	VPXOR X6, X6, X6
+	MOVQ  AX, R10
+	MOVQ  SI, R11
+	MOVQ  BX, R12
+
+quadRowAVX2_quads:
+	VMOVDQU    (R10), X7
+	VMOVDQU    (R10)(CX*1), X8
+	VMOVDQU    (R10)(CX*2), X9
+	VMOVDQU    (R10)(R9*1), X10
+	VPUNPCKLBW X8, X7, X11
+	VPUNPCKHBW X8, X7, X7
+	VPUNPCKLBW X10, X9, X8
+	VPUNPCKHBW X10, X9, X9
+	VPUNPCKLWD X8, X11, X10
+	VPUNPCKHWD X8, X11, X8
+	VPUNPCKLWD X9, X7, X11
+	VPUNPCKHWD X9, X7, X7
+	VPXOR      X0, X10, X10
+	VMOVDQU    X10, (R11)
+	VPMADDUBSW X1, X10, X9
+	VPMADDWD   X2, X9, X9
+	VPADDD     X9, X3, X3
+	VPXOR      X0, X8, X8
+	VMOVDQU    X8, 16(R11)
+	VPMADDUBSW X1, X8, X8
+	VPMADDWD   X2, X8, X8
+	VPADDD     X8, X4, X4
+	VPXOR      X0, X11, X11
+	VMOVDQU    X11, 32(R11)
+	VPMADDUBSW X1, X11, X8
+	VPMADDWD   X2, X8, X8
+	VPADDD     X8, X5, X5
+	VPXOR      X0, X7, X7
+	VMOVDQU    X7, 48(R11)
+	VPMADDUBSW X1, X7, X7
+	VPMADDWD   X2, X7, X7
+	VPADDD     X7, X6, X6
+	LEAQ       (R10)(CX*4), R10
+	ADDQ       DI, R11
+	DECQ       R12
+	JNZ        quadRowAVX2_quads
+	VMOVDQU    X3, (R8)
+	VMOVDQU    X4, 16(R8)
+	VMOVDQU    X5, 32(R8)
+	VMOVDQU    X6, 48(R8)
+	ADDQ       $0x10, AX
+	ADDQ       $0x40, SI
+	ADDQ       $0x40, R8
+	DECQ       DX
+	JNZ        quadRowAVX2_blocks
 	VZEROUPPER
 	RET

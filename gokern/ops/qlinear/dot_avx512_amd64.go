@@ -4,17 +4,22 @@
 
 package qlinear
 
-// dot4x4VNNI sets c[i*4+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 4, j < 4 (kb >= 1).
+// dot4x4VNNI sets c[i*4+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 4, j < 4 (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).
 //
 //go:noescape
-func dot4x4VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+func dot4x4VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 
-// dot1x8VNNI sets c[i*8+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 1, j < 8 (kb >= 1).
+// dot1x8VNNI sets c[i*8+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < 1, j < 8 (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).
 //
 //go:noescape
-func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32)
+func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 
 // tile8x32VNNI sets (adds, when add != 0) c[i*ldc+j] = sum over kq quads of a's row i times w's channel j, i < 8, j < 32 (kq >= 1).
 //
 //go:noescape
 func tile8x32VNNI(kq int, a *byte, w *int8, c *int32, ldc int, add int)
+
+// cols16VNNI sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16.
+//
+//go:noescape
+func cols16VNNI(src *int32, lds int, out *byte, ldo int)

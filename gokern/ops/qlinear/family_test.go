@@ -68,7 +68,8 @@ func widen(k *Kernels, a []byte) []byte {
 func TestLinearLarge(t *testing.T) {
 	defer par.SetMinWork(par.SetMinWork(1))
 	r := rand.New(rand.NewPCG(9, 10))
-	shapes := [][3]int{{70, 150, 1500}, {64, 33, 4*kcQuads + 3}, {5, 33, 99}, {129, 40, 77}, {3, 300, 1100}, {17, 257, 2049}}
+	shapes := [][3]int{{70, 150, 1500}, {64, 33, 4*kcQuads + 3}, {5, 33, 99}, {129, 40, 77}, {3, 300, 1100}, {17, 257, 2049},
+		{8, 67, 320}, {13, 9, 64}, {24, 130, 500}}
 	for _, sh := range shapes {
 		M, N, K := sh[0], sh[1], sh[2]
 		x := Act{Data: randCodes(r, M*K), Signed: K%2 == 1, Scale: 0.01, Zero: int32(r.IntN(100))}
@@ -169,6 +170,115 @@ func TestQuantMatchesGeneric(t *testing.T) {
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("%s case %d: code %d = %d, want %d (acc %d, mult %v, bias %v)", k.Family, c, i, got[i], want[i], acc[i], rq.Mult[n0+i], rq.BiasQ[n0+i])
+				}
+			}
+		}
+	}
+}
+
+// TestCols16MatchesGeneric compares every family's Cols16 with the generic
+// one on random codes (every byte value, high bits set too) and strides.
+func TestCols16MatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, k := range families(t) {
+		if k.Cols16 == nil {
+			continue
+		}
+		for _, lds := range []int{16, 17, 128} {
+			for _, ldo := range []int{16, 23, 3136} {
+				src := make([]int32, 15*lds+16)
+				for i := range src {
+					src[i] = int32(r.Uint32())
+				}
+				got := randCodes(r, 15*ldo+16)
+				want := append([]byte(nil), got...)
+				k.Cols16(src, lds, got, ldo)
+				cols16Generic(src, lds, want, ldo)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s Cols16 lds=%d ldo=%d: out[%d] = %d, want %d", k.Family, lds, ldo, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQuadRunMatchesGeneric compares every family's QuadRun with the
+// generic one on random words, offsets (unordered, repeated) and sums.
+func TestQuadRunMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, k := range families(t) {
+		if k.QuadRun == nil {
+			continue
+		}
+		for _, n := range []int{1, 2, 9, 49, 144} {
+			nd := 1 + r.IntN(n)
+			src := make([]uint32, 500)
+			sum := make([]int32, 300)
+			for i := range src {
+				src[i] = r.Uint32()
+			}
+			for i := range sum {
+				sum[i] = int32(r.Uint32())
+			}
+			offs, doffs := make([]int32, n), make([]int32, nd)
+			maxOff, maxD := 0, 0
+			for i := range offs {
+				offs[i] = int32(r.IntN(len(src) - 7))
+				maxOff = max(maxOff, int(offs[i]))
+			}
+			for i := range doffs {
+				doffs[i] = int32(r.IntN(len(sum) - 7))
+				maxD = max(maxD, int(doffs[i]))
+			}
+			got, want := make([]byte, 32*n+5), make([]byte, 32*n+5)
+			grs, wrs := make([]int32, 8), make([]int32, 8)
+			k.QuadRun(src, offs, maxOff, got, sum, doffs, maxD, grs)
+			quadRunGeneric(src, offs, maxOff, want, sum, doffs, maxD, wrs)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s QuadRun n=%d: dst[%d] = %d, want %d", k.Family, n, i, got[i], want[i])
+				}
+			}
+			for i := range grs {
+				if grs[i] != wrs[i] {
+					t.Fatalf("%s QuadRun n=%d nd=%d: rs[%d] = %d, want %d", k.Family, n, nd, i, grs[i], wrs[i])
+				}
+			}
+		}
+	}
+}
+
+// TestQuadRowMatchesGeneric compares every family's QuadRow with the
+// generic one on random codes, flips, strides and block counts.
+func TestQuadRowMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, k := range families(t) {
+		if k.QuadRow == nil {
+			continue
+		}
+		for _, sh := range [][3]int{{1, 1, 16}, {2, 3, 40}, {5, 16, 100}} {
+			n16, c4, hw := sh[0], sh[1], sh[2]
+			plane := 16*n16 + r.IntN(7)
+			x := randCodes(r, 4*c4*hw)
+			flip := []uint32{0, 0x80808080}[r.IntN(2)]
+			got, want := make([]uint32, c4*plane), make([]uint32, c4*plane)
+			gs, ws := make([]int32, 16*n16+3), make([]int32, 16*n16+3)
+			for i := range gs {
+				gs[i] = int32(r.Uint32())
+				ws[i] = gs[i]
+			}
+			k.QuadRow(x, hw, n16, c4, got, plane, flip, gs)
+			quadRowGeneric(x, hw, n16, c4, want, plane, flip, ws)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s QuadRow %v: out[%d] = %#x, want %#x", k.Family, sh, i, got[i], want[i])
+				}
+			}
+			for i := range gs {
+				if gs[i] != ws[i] {
+					t.Fatalf("%s QuadRow %v: sums[%d] = %d, want %d", k.Family, sh, i, gs[i], ws[i])
 				}
 			}
 		}

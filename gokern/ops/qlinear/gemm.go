@@ -24,10 +24,12 @@ type gemm struct {
 	// accumulate: OutF += the float outputs (LinearGrouped's later groups)
 	accumulate bool
 	// the tile path (P != nil): the weight panels from panel Panel0 on,
-	// the packed activation tiles Tiles (row sums in RowSum)
+	// the packed activation tiles Tiles (row sums in RowSum), or where
+	// Tiles is nil, their source Src, packed task by task (runFused)
 	P      *panels
 	Panel0 int
 	Tiles  []byte
+	Src    actSrc
 }
 
 // Task blocks of the tile path: rows and channels of one task.
@@ -41,38 +43,85 @@ func (g *gemm) runTiles(k *Kernels) {
 	if g.M == 0 || g.N == 0 {
 		return
 	}
+	if g.Tiles == nil {
+		g.runFused(k)
+		return
+	}
 	mt := (g.M + MR - 1) / MR
 	np := (g.N + NR - 1) / NR
 	mb := (mt*MR + taskRows - 1) / taskRows
 	nb := (np*NR + taskChans - 1) / taskChans
-	kq := g.P.kq
-	tb := tileBytes(k, g.K)
-	es := tb / (kq * MR * 4)
+	tb := tileBytes(k, g.P.kq)
 	work := min(mt*MR, taskRows) * min(np*NR, taskChans) * max(g.K, 1)
 	par.Run(par.ChunksWork(mb*nb, work), func(_, lo, hi int) {
 		c := make([]int32, taskRows*taskChans)
 		for t := lo; t < hi; t++ {
 			t0, p0 := (t/nb)*(taskRows/MR), (t%nb)*(taskChans/NR)
-			t1, p1 := min(mt, t0+taskRows/MR), min(np, p0+taskChans/NR)
-			if kq == 0 {
-				clear(c)
+			g.task(k, c, g.Tiles[t0*tb:], g.RowSum[t0*MR:], t0, p0)
+		}
+	})
+}
+
+// runFused computes g on the tile path packing the activation tiles of
+// each task from g.Src as it starts (L2-resident, never a buffer of the
+// whole matrix): a task is a block of taskRows rows and every channel
+// block, so that each tile is packed once.
+func (g *gemm) runFused(k *Kernels) {
+	mt := (g.M + MR - 1) / MR
+	np := (g.N + NR - 1) / NR
+	mb := (mt*MR + taskRows - 1) / taskRows
+	nb := (np*NR + taskChans - 1) / taskChans
+	tb := tileBytes(k, g.P.kq)
+	work := min(mt*MR, taskRows) * np * NR * max(g.K, 1)
+	par.Run(par.ChunksWork(mb, work), func(_, lo, hi int) {
+		c := make([]int32, taskRows*taskChans)
+		rs := make([]int32, taskRows)
+		tiles, h := scratch.Sized(taskRows / MR * tb)
+		defer scratch.Put(h)
+		for t := lo; t < hi; t++ {
+			t0 := t * (taskRows / MR)
+			for ti := t0; ti < min(mt, t0+taskRows/MR); ti++ {
+				g.Src.tile(k, ti, tiles[(ti-t0)*tb:(ti-t0+1)*tb], rs[(ti-t0)*MR:(ti-t0+1)*MR])
 			}
-			for q0 := 0; q0 < kq; q0 += kcQuads {
-				q := min(kq-q0, kcQuads)
-				for p := p0; p < p1; p++ {
-					w := g.P.w[((g.Panel0+p)*kq+q0)*NR*4:]
-					for ti := t0; ti < t1; ti++ {
-						a := g.Tiles[ti*tb+q0*MR*4*es:]
-						k.Tile(q, a, w, c[(ti-t0)*MR*taskChans+(p-p0)*NR:], taskChans, q0 > 0)
-					}
-				}
-			}
-			n0, n1 := p0*NR, min(g.N, p1*NR)
-			for m := t0 * MR; m < min(g.M, t1*MR); m++ {
-				g.epilogue(k, c[(m-t0*MR)*taskChans:(m-t0*MR)*taskChans+n1-n0], m, n0)
+			for b := 0; b < nb; b++ {
+				g.task(k, c, tiles, rs, t0, b*(taskChans/NR))
 			}
 		}
 	})
+}
+
+// task computes the rows of tiles [t0, t0+taskRows/MR) x the channels of
+// panels [p0, p0+taskChans/NR) (both cut at g's end) into c and writes
+// their outputs; tiles and rs start at tile t0 and its row sums.
+func (g *gemm) task(k *Kernels, c []int32, tiles []byte, rs []int32, t0, p0 int) {
+	mt := (g.M + MR - 1) / MR
+	np := (g.N + NR - 1) / NR
+	kq := g.P.kq
+	tb := tileBytes(k, kq)
+	es := tb / max(kq*MR*4, 1)
+	t1, p1 := min(mt, t0+taskRows/MR), min(np, p0+taskChans/NR)
+	if kq == 0 {
+		clear(c)
+	}
+	for q0 := 0; q0 < kq; q0 += kcQuads {
+		q := min(kq-q0, kcQuads)
+		for p := p0; p < p1; p++ {
+			w := g.P.w[((g.Panel0+p)*kq+q0)*NR*4:]
+			for ti := t0; ti < t1; ti++ {
+				a := tiles[(ti-t0)*tb+q0*MR*4*es:]
+				k.Tile(q, a, w, c[(ti-t0)*MR*taskChans+(p-p0)*NR:], taskChans, q0 > 0)
+			}
+		}
+	}
+	n0, n1 := p0*NR, min(g.N, p1*NR)
+	m0, m1 := t0*MR, min(g.M, t1*MR)
+	if g.rs == 1 && g.OutF == nil {
+		g.epilogueCols(k, c, rs, m0, m1, n0, n1)
+		return
+	}
+	for m := m0; m < m1; m++ {
+		g.epilogue(k, c[(m-m0)*taskChans:(m-m0)*taskChans+n1-n0], rs[m-m0], m, n0)
+	}
 }
 
 const (
@@ -112,11 +161,14 @@ func (g *gemm) run(k *Kernels) {
 // tile computes rows [m0, m1) x channels [n0, n1) into c (rowBlock x
 // chanBlock, row-major, ld chanBlock) and writes their outputs.
 func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
-	kb := g.kp / KB
+	// the kernels' k blocks: every block of the padded rows, or where the
+	// weight is read as given (ldw < kp), the whole blocks, the rest in Go
+	kb := min(g.kp, g.ldw) / KB
 	nc := n1 - n0
+	var n int
 	if g.M < 4 {
 		var t [8]int32
-		n := n0
+		n = n0
 		for ; n+8 <= n1; n += 8 {
 			for m := m0; m < m1; m++ {
 				if kb > 0 {
@@ -125,10 +177,9 @@ func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 				copy(c[(m-m0)*chanBlock+n-n0:], t[:])
 			}
 		}
-		g.scalar(m0, m1, n, n1, n0, c)
 	} else {
 		var t [16]int32
-		n := n0
+		n = n0
 		for ; n+4 <= n1; n += 4 {
 			for m := m0; m < m1; m += 4 { // rows past M are zero padding of A
 				if kb > 0 {
@@ -139,22 +190,35 @@ func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 				}
 			}
 		}
-		g.scalar(m0, m1, n, n1, n0, c)
 	}
+	if kb*KB < g.K { // the tail of the weight read as given (kb >= 1 there)
+		for m := m0; m < m1; m++ {
+			a := g.A[m*g.lda+kb*KB : m*g.lda+g.K]
+			for j := n0; j < n; j++ {
+				w := g.W[j*g.ldw+kb*KB : j*g.ldw+g.K]
+				var s int32
+				for i, v := range a {
+					s += int32(v) * int32(w[i])
+				}
+				c[(m-m0)*chanBlock+j-n0] += s
+			}
+		}
+	}
+	g.scalar(m0, m1, n, n1, n0, c)
 	for m := m0; m < m1; m++ {
-		g.epilogue(k, c[(m-m0)*chanBlock:(m-m0)*chanBlock+nc], m, n0)
+		g.epilogue(k, c[(m-m0)*chanBlock:(m-m0)*chanBlock+nc], g.RowSum[m], m, n0)
 	}
 }
 
-// epilogue writes the outputs of row m, channels n0.. from their products
-// row (overwritten).
-func (g *gemm) epilogue(k *Kernels, row []int32, m, n0 int) {
+// epilogue writes the outputs of row m (row sum rowsum), channels n0..
+// from their products row (overwritten).
+func (g *gemm) epilogue(k *Kernels, row []int32, rowsum int32, m, n0 int) {
 	o := g.off + m*g.rs + n0*g.cs
 	if g.OutF != nil {
-		g.R.RowFloat(row, g.RowSum[m], n0, g.OutF[o:], g.cs, g.accumulate)
+		g.R.RowFloat(row, rowsum, n0, g.OutF[o:], g.cs, g.accumulate)
 		return
 	}
-	k.Quant(row, g.RowSum[m], n0, g.R)
+	k.Quant(row, rowsum, n0, g.R)
 	out := g.Out[o:]
 	if g.cs == 1 {
 		out = out[:len(row)]
@@ -165,6 +229,59 @@ func (g *gemm) epilogue(k *Kernels, row []int32, m, n0 int) {
 	}
 	for j, v := range row {
 		out[j*g.cs] = byte(v)
+	}
+}
+
+// epilogueCols writes the code outputs of rows [m0, m1) x channels [n0,
+// n1) from their products c (rows of taskChans, overwritten) where rows are
+// consecutive in the output (a conv's NCHW planes): requantized row by row,
+// then written channel by channel, each a run of consecutive bytes.
+func (g *gemm) epilogueCols(k *Kernels, c, rs []int32, m0, m1, n0, n1 int) {
+	nc := n1 - n0
+	for m := m0; m < m1; m++ {
+		k.Quant(c[(m-m0)*taskChans:(m-m0)*taskChans+nc], rs[m-m0], n0, g.R)
+	}
+	nr := m1 - m0
+	// blocks of 16 rows x 16 channels: Cols16 (rows [0, mc) of the
+	// channels [0, nc&^15))
+	mc := 0
+	if k.Cols16 != nil {
+		mc = nr &^ 15
+		for j := 0; j+16 <= nc; j += 16 {
+			for i := 0; i < mc; i += 16 {
+				k.Cols16(c[i*taskChans+j:], taskChans, g.Out[g.off+m0+i+(n0+j)*g.cs:], g.cs)
+			}
+		}
+		if mc == nr && nc%16 == 0 {
+			return
+		}
+	}
+	// the rest, 8 channels at a time: each row's 8 products read at once,
+	// 8 output runs written (reading c by columns would thrash L1: its rows
+	// are 512 bytes apart)
+	j := 0
+	for ; j+8 <= nc; j += 8 {
+		var outs [8][]byte
+		for jj := range outs {
+			o := g.off + m0 + (n0+j+jj)*g.cs
+			outs[jj] = g.Out[o : o+nr]
+		}
+		i0 := 0
+		if j+8 <= nc&^15 {
+			i0 = mc // rows [0, mc) of these channels: Cols16's
+		}
+		for i := i0; i < nr; i++ {
+			v := (*[8]int32)(c[i*taskChans+j : i*taskChans+j+8])
+			outs[0][i], outs[1][i], outs[2][i], outs[3][i] = byte(v[0]), byte(v[1]), byte(v[2]), byte(v[3])
+			outs[4][i], outs[5][i], outs[6][i], outs[7][i] = byte(v[4]), byte(v[5]), byte(v[6]), byte(v[7])
+		}
+	}
+	for ; j < nc; j++ {
+		o := g.off + m0 + (n0+j)*g.cs
+		out := g.Out[o : o+nr]
+		for i := range out {
+			out[i] = byte(c[i*taskChans+j])
+		}
 	}
 }
 

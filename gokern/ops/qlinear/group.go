@@ -47,7 +47,7 @@ func LinearGrouped(k *Kernels, M, N, K, G int, x Act, w []byte, scales []float32
 		}
 		xa := x
 		xa.Data = xg
-		a, rs, za := packAct(xa, M, bs, kp)
+		a, rs, za := packAct(xa, M, bs, kp, kp)
 		rows, ldw, zws, cs := packWeight(Weight{Data: wg, Scales: sw, Zeros: zw}, N, bs, kp)
 		r := requant(N, bs, za, zws, cs, x.Scale, sw, nil, nil)
 		r.Bias = nil

@@ -31,7 +31,7 @@
 // The integer products run in micro-kernels (Kernels, registry op
 // "qlinear_dot"); the generic Go kernels are the oracle of each family.
 //
-//   - Tile (4 rows and more, and every conv): an 8x32 outer product over
+//   - Tile (64 rows and more, and every conv): an 8x32 outer product over
 //     packed operands (pack.go): weight panels of 32 channels x k quads,
 //     packed once per weight with their column sums and kept in panelCache
 //     (a buf.Cache: the codes are compared on each call, so changed codes
@@ -42,8 +42,21 @@
 //     into 16 ZMM accumulators. avx2: 4x8 quarters, the weights widened
 //     (VPMOVSXBW), the activations packed as int16 (VPBROADCASTQ),
 //     VPMADDWD + VPADDD, VPHADDD at the end.
-//   - Dot4x4 / Dot1x8 (fewer rows: GEMV): dot products of row-major rows
-//     (padded to KB bytes), the weight streamed once as given.
+//   - Convs (im2col.go): for 3 channels per group and more, K in a
+//     channel-quad order (kh, kw, 4 channels), the input rewritten once per
+//     call into padded planes of 4-channel words split by stride phase
+//     (QuadRow: AVX2 unpacks, 16 inputs at a time where stride 1 and the
+//     quads full), so that a tile of 8 consecutive outputs is one 32-byte
+//     copy per quad
+//     (QuadRun: AVX2, offsets from a per-conv table, row sums from the
+//     per-position channel sums); 512 outputs and more pack their tiles
+//     task by task (gemm.runFused), and NCHW outputs are stored 16 outputs
+//     x 16 channels at a time (Cols16: VPMOVDB, a byte transpose in XMM
+//     registers).
+//   - Dot4x4 / Dot1x8 (fewer than 64 rows: GEMV): dot products of
+//     row-major rows, the weight streamed once as given, the next channel
+//     block's rows prefetched (PREFETCHT1); K % KB tails in Go from K >=
+//     tailMinK, shorter rows copied padded.
 //   - Quant: the requantization of a row of products (Requant.Quant; avx2:
 //     8 channels at a time, VCVTPS2DQ's round to nearest even).
 //
@@ -76,12 +89,64 @@ type Kernels struct {
 	// Quant replaces acc[j] by the output code of channel n0+j
 	// (r.Quant(r.Raw(acc[j], rowsum, n0+j), n0+j)); r.BiasQ is not nil.
 	Quant func(acc []int32, rowsum int32, n0 int, r *Requant)
+	// Cols16 sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16: the
+	// transposed store of 16 output positions x 16 channels of codes into
+	// a conv's NCHW planes (nil: gemm.epilogueCols's Go loop).
+	Cols16 func(src []int32, lds int, out []byte, ldo int)
+	// QuadRun packs a tile of 8 consecutive words of a conv's quad planes
+	// (im2col.go; not WideA): for i < len(offs), dst[32*i:][:32] = the 8
+	// words at src[offs[i]:], and rs[r] = sum over j of sum[doffs[j]+r],
+	// r < 8 (offsets in [0, maxOff] and [0, maxDoff]; nil: Go).
+	QuadRun func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32)
+	// QuadRow writes n16*16 consecutive positions of c4 full quad planes
+	// (im2col.go): out[q*plane+i] = the word of the codes x[(4q+j)*hw+i],
+	// j < 4, xored with flip, and sums[i] = the sum of the bytes of those
+	// c4 words (nil: Go).
+	QuadRow func(x []byte, hw, n16, c4 int, out []uint32, plane int, flip uint32, sums []int32)
 }
 
 // KernelOp is the op "qlinear_dot" of the kernel registry.
 var KernelOp = cpu.NewOp[*Kernels]("qlinear_dot", &genericKernels)
 
-var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric}
+var genericKernels = Kernels{Family: cpu.Generic, Dot4x4: dot4x4Generic, Dot1x8: dot1x8Generic, Tile: tileGeneric, Quant: quantGeneric,
+	Cols16: cols16Generic, QuadRun: quadRunGeneric, QuadRow: quadRowGeneric}
+
+func quadRowGeneric(x []byte, hw, n16, c4 int, out []uint32, plane int, flip uint32, sums []int32) {
+	n := 16 * n16
+	clear(sums[:n])
+	for q := 0; q < c4; q++ {
+		r0, r1, r2, r3 := x[4*q*hw:4*q*hw+n], x[(4*q+1)*hw:(4*q+1)*hw+n], x[(4*q+2)*hw:(4*q+2)*hw+n], x[(4*q+3)*hw:(4*q+3)*hw+n]
+		row := out[q*plane : q*plane+n]
+		for i := range row {
+			v := (uint32(r0[i]) | uint32(r1[i])<<8 | uint32(r2[i])<<16 | uint32(r3[i])<<24) ^ flip
+			row[i] = v
+			sums[i] += byteSum(v)
+		}
+	}
+}
+
+func quadRunGeneric(src []uint32, offs []int32, _ int, dst []byte, sum []int32, doffs []int32, _ int, rs []int32) {
+	words := asWords(dst[:32*len(offs)])
+	for i, o := range offs {
+		copy(words[i*8:i*8+8], src[o:o+8])
+	}
+	var sums [8]int32
+	for _, o := range doffs {
+		for r := range sums {
+			sums[r] += sum[int(o)+r]
+		}
+	}
+	copy(rs, sums[:])
+}
+
+func cols16Generic(src []int32, lds int, out []byte, ldo int) {
+	for i := 0; i < 16; i++ {
+		row := src[i*lds : i*lds+16]
+		for j, v := range row {
+			out[j*ldo+i] = byte(v)
+		}
+	}
+}
 
 func tileGeneric(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
 	var acc [MR * NR]int32

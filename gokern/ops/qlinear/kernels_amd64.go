@@ -18,7 +18,7 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 		_ = w[3*ldw+kb*KB-1]
 		var t [8]int32
 		for h := 0; h < 2; h++ {
-			dot4x2AVX2(kb, &a[0], lda, &w[2*h*ldw], ldw, &t[0])
+			dot4x2AVX2(kb, &a[0], lda, &w[2*h*ldw], ldw, &t[0], 4*ldw)
 			for i := 0; i < 4; i++ {
 				c[i*4+2*h], c[i*4+2*h+1] = t[i*2], t[i*2+1]
 			}
@@ -27,8 +27,8 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 	Dot1x8: func(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 		_ = a[kb*KB-1]
 		_ = w[7*ldw+kb*KB-1]
-		dot1x4AVX2(kb, &a[0], 0, &w[0], ldw, &c[0])
-		dot1x4AVX2(kb, &a[0], 0, &w[4*ldw], ldw, (*int32)(unsafe.Pointer(&c[4])))
+		dot1x4AVX2(kb, &a[0], 0, &w[0], ldw, &c[0], 8*ldw)
+		dot1x4AVX2(kb, &a[0], 0, &w[4*ldw], ldw, (*int32)(unsafe.Pointer(&c[4])), 8*ldw)
 	},
 	// four column quarters x two row halves of 4x8
 	Tile: func(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
@@ -41,20 +41,21 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 			}
 		}
 	},
-	WideA: true,
-	Quant: quantAVX2,
+	WideA:   true,
+	Quant:   quantAVX2,
+	QuadRow: quadRowAsm,
 })
 
 var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 	Dot4x4: func(kb int, a []byte, lda int, w []int8, ldw int, c *[16]int32) {
 		_ = a[3*lda+kb*KB-1]
 		_ = w[3*ldw+kb*KB-1]
-		dot4x4VNNI(kb, &a[0], lda, &w[0], ldw, &c[0])
+		dot4x4VNNI(kb, &a[0], lda, &w[0], ldw, &c[0], 4*ldw)
 	},
 	Dot1x8: func(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 		_ = a[kb*KB-1]
 		_ = w[7*ldw+kb*KB-1]
-		dot1x8VNNI(kb, &a[0], 0, &w[0], ldw, &c[0])
+		dot1x8VNNI(kb, &a[0], 0, &w[0], ldw, &c[0], 8*ldw)
 	},
 	Tile: func(kq int, a []byte, w []int8, c []int32, ldc int, add bool) {
 		_ = a[kq*MR*4-1]
@@ -62,7 +63,21 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = c[(MR-1)*ldc+NR-1]
 		tile8x32VNNI(kq, &a[0], &w[0], &c[0], ldc, b2i(add))
 	},
-	Quant: quantAVX2,
+	Quant:   quantAVX2,
+	QuadRow: quadRowAsm,
+	Cols16: func(src []int32, lds int, out []byte, ldo int) {
+		_ = src[15*lds+15]
+		_ = out[15*ldo+15]
+		cols16VNNI(&src[0], lds, &out[0], ldo)
+	},
+	QuadRun: func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
+		if len(offs) == 0 || len(doffs) == 0 {
+			quadRunGeneric(src, offs, maxOff, dst, sum, doffs, maxDoff, rs)
+			return
+		}
+		_, _, _, _ = src[maxOff+7], dst[32*len(offs)-1], sum[maxDoff+7], rs[7]
+		quadRunAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
+	},
 })
 
 // quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.
@@ -81,4 +96,14 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// quadRowAsm checks the bounds of quadRowAVX2's operands and runs it.
+func quadRowAsm(x []byte, hw, n16, c4 int, out []uint32, plane int, flip uint32, sums []int32) {
+	if n16 <= 0 || c4 <= 0 {
+		quadRowGeneric(x, hw, n16, c4, out, plane, flip, sums)
+		return
+	}
+	_, _, _ = x[(4*c4-1)*hw+16*n16-1], out[(c4-1)*plane+16*n16-1], sums[16*n16-1]
+	quadRowAVX2(&x[0], hw, n16, c4, &out[0], plane, int(flip), &sums[0])
 }

@@ -51,19 +51,19 @@ func rowsFor(m int) int {
 	return roundUp(m, 4)
 }
 
-// packAct returns x as unsigned rows of kp bytes (zero-padded; at least
-// rowsFor(M) rows, those past M zero), its row sums, and the zero point in
-// the unsigned domain. x's buffer is used as it is when it already has that
-// layout.
-func packAct(x Act, M, K, kp int) ([]byte, []int32, int32) {
+// packAct returns x as unsigned rows of lda >= kp bytes (zero-padded; at
+// least rowsFor(M) rows, those past M zero), its row sums, and the zero
+// point in the unsigned domain. x's buffer is used as it is when it already
+// has that layout (lda == K).
+func packAct(x Act, M, K, kp, lda int) ([]byte, []int32, int32) {
 	za := x.Zero
 	var a []byte
-	if !x.Signed && K == kp && rowsFor(M) == M {
+	if !x.Signed && K == kp && lda == K && rowsFor(M) == M {
 		a = x.Data[:M*K]
 	} else {
-		a = make([]byte, rowsFor(M)*kp)
+		a = make([]byte, rowsFor(M)*lda)
 		for m := 0; m < M; m++ {
-			dst, src := a[m*kp:m*kp+K], x.Data[m*K:m*K+K]
+			dst, src := a[m*lda:m*lda+K], x.Data[m*K:m*K+K]
 			if x.Signed {
 				for i, v := range src {
 					dst[i] = v ^ 0x80
@@ -79,7 +79,7 @@ func packAct(x Act, M, K, kp int) ([]byte, []int32, int32) {
 	rs := make([]int32, M)
 	for m := range rs {
 		var s int32
-		for _, v := range a[m*kp : m*kp+K] {
+		for _, v := range a[m*lda : m*lda+K] {
 			s += int32(v)
 		}
 		rs[m] = s
@@ -87,15 +87,21 @@ func packAct(x Act, M, K, kp int) ([]byte, []int32, int32) {
 	return a, rs, za
 }
 
-// packWeight returns w's N channels as int8 rows of ldw >= kp values (the
-// given buffer when it has that layout), the per-channel zero points in the
-// signed domain and the column sums of the rows returned.
+// tailMinK is the least K whose weight the dot kernels read as given when K
+// is not a multiple of KB (gemm.tile adds the last K%KB products in Go);
+// below it the weight is copied into rows padded to KB.
+const tailMinK = 4 * KB
+
+// packWeight returns w's N channels as int8 rows of ldw values (kp, padded
+// with zeros; or K: the given buffer, when K == kp or K >= tailMinK), the
+// per-channel zero points in the signed domain and the column sums of the
+// rows returned.
 func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32, []int32) {
 	zw := zeroPoints(w, N)
 	var rows []int8
 	ldw := kp
-	if !w.Unsigned && !w.Transposed && K == kp {
-		rows = asInt8(w.Data[:N*K])
+	if !w.Unsigned && !w.Transposed && (K == kp || K >= tailMinK) {
+		rows, ldw = asInt8(w.Data[:N*K]), K
 	} else {
 		rows = make([]int8, N*kp)
 		var flip byte
@@ -218,9 +224,15 @@ const tileMinRows = 64
 func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32, []int32, []int32, *[]byte) {
 	if M < tileMinRows {
 		kp := roundUp(K, KB)
-		a, rs, za := packAct(x, M, K, kp)
+		lda := kp
+		if M >= 4 {
+			// rows of 4-8 kernels apart by a multiple of 4 KiB would share
+			// their L1 sets with each other and with the weight rows
+			lda += KB
+		}
+		a, rs, za := packAct(x, M, K, kp, lda)
 		rows, ldw, zw, cs := packWeight(w, N, K, kp)
-		return &gemm{M: M, N: N, K: K, kp: kp, A: a, lda: kp, W: rows, ldw: ldw, RowSum: rs}, za, zw, cs, nil
+		return &gemm{M: M, N: N, K: K, kp: kp, A: a, lda: lda, W: rows, ldw: ldw, RowSum: rs}, za, zw, cs, nil
 	}
 	za := x.Zero
 	var flip byte
@@ -228,8 +240,8 @@ func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32,
 		za += 128
 		flip = 0x80
 	}
-	p := weightPanels(w, N, K, 1, keep && !w.Unsigned && !w.Transposed)
-	tiles, rs, h := packActs(k, &rowSrc{data: x.Data, M: M, K: K, flip: flip}, K)
+	p := weightPanels(w, N, K, 1, keep && !w.Unsigned && !w.Transposed, 0, 0)
+	tiles, rs, h := packActs(k, &rowSrc{data: x.Data, M: M, K: K, flip: flip}, p.kq)
 	return &gemm{M: M, N: N, K: K, P: p, Tiles: tiles, RowSum: rs}, za, zeroPoints(w, N), p.cs, h
 }
 

@@ -44,6 +44,7 @@ type panelKey struct {
 	n                    int
 	N, K, G              int
 	unsigned, transposed bool
+	kh, kw               int // a conv's channel-quad layout (im2col.go), 0: k in order
 }
 
 // DefaultPanelCacheMB is the most megabytes the weight panels kept (and the
@@ -53,26 +54,35 @@ const DefaultPanelCacheMB = 256
 var panelCache = &buf.Cache[panelKey, *panels]{MaxBytes: DefaultPanelCacheMB << 20}
 
 // weightPanels returns w's N channels (G groups of N/G) packed, from the
-// cache when keep is set and the same codes were packed before.
-func weightPanels(w Weight, N, K, G int, keep bool) *panels {
+// cache when keep is set and the same codes were packed before. kh, kw > 0:
+// a conv's channel-quad layout of K = (K/(kh*kw)) channels x kh x kw.
+func weightPanels(w Weight, N, K, G int, keep bool, kh, kw int) *panels {
 	src := w.Data[:N*K]
-	if !keep || len(src) == 0 {
-		return packPanels(w, src, N, K, G)
+	var perm []int32
+	if kh > 0 {
+		perm = quadPerm(K/(kh*kw), kh, kw)
 	}
-	key := panelKey{uintptr(unsafe.Pointer(unsafe.SliceData(src))), len(src), N, K, G, w.Unsigned, w.Transposed}
+	if !keep || len(src) == 0 {
+		return packPanels(w, src, N, K, G, perm)
+	}
+	key := panelKey{uintptr(unsafe.Pointer(unsafe.SliceData(src))), len(src), N, K, G, w.Unsigned, w.Transposed, kh, kw}
 	p, _ := panelCache.Get(key, src, func(codes []byte) (*panels, int, error) {
-		p := packPanels(w, codes, N, K, G)
+		p := packPanels(w, codes, N, K, G, perm)
 		return p, len(p.w) + 4*len(p.cs), nil
 	})
 	return p
 }
 
 // packPanels packs codes (w's layout: N x K, or K x N when Transposed;
-// uint8 codes shifted to int8 when Unsigned).
-func packPanels(w Weight, codes []byte, N, K, G int) *panels {
+// uint8 codes shifted to int8 when Unsigned), packed k i holding code
+// perm[i] (nil: i; -1: zero).
+func packPanels(w Weight, codes []byte, N, K, G int, perm []int32) *panels {
 	og := N / G
 	npg := (og + NR - 1) / NR
 	kq := (K + 3) / 4
+	if perm != nil {
+		kq = len(perm) / 4
+	}
 	plen := kq * NR * 4
 	p := &panels{w: make([]int8, G*npg*plen), cs: make([]int32, N), npg: npg, kq: kq}
 	var flip byte
@@ -86,16 +96,26 @@ func packPanels(w Weight, codes []byte, N, K, G int) *panels {
 			for c := 0; c < NR && j0+c < og; c++ {
 				n := g*og + j0 + c
 				var s int32
-				for k := 0; k < K; k++ {
-					var b byte
-					if w.Transposed {
-						b = codes[k*N+n]
-					} else {
-						b = codes[n*K+k]
+				if perm != nil {
+					for i, k := range perm {
+						if k >= 0 {
+							v := int8(codes[n*K+int(k)] ^ flip)
+							dst[(i>>2)*NR*4+c*4+i&3] = v
+							s += int32(v)
+						}
 					}
-					v := int8(b ^ flip)
-					dst[(k>>2)*NR*4+c*4+k&3] = v
-					s += int32(v)
+				} else {
+					for k := 0; k < K; k++ {
+						var b byte
+						if w.Transposed {
+							b = codes[k*N+n]
+						} else {
+							b = codes[n*K+k]
+						}
+						v := int8(b ^ flip)
+						dst[(k>>2)*NR*4+c*4+k&3] = v
+						s += int32(v)
+					}
 				}
 				p.cs[n] = s
 			}
@@ -108,9 +128,10 @@ func packPanels(w Weight, codes []byte, N, K, G int) *panels {
 type actSrc interface {
 	// rows returns the number of rows.
 	rows() int
-	// tile writes tile t (rows t*MR..) to dst (kq quads, cleared) and
-	// the rows' sums to rs (MR values).
-	tile(t int, dst []byte, wide bool, rs []int32)
+	// tile writes tile t (rows t*MR..) to dst (every byte of its kq
+	// quads, int16 codes when k.WideA: zeros past K and past the last row)
+	// and the rows' sums to rs (MR values).
+	tile(k *Kernels, t int, dst []byte, rs []int32)
 }
 
 // rowSrc is row-major activations: M rows of K codes, xored with flip.
@@ -122,7 +143,9 @@ type rowSrc struct {
 
 func (s *rowSrc) rows() int { return s.M }
 
-func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
+func (s *rowSrc) tile(k *Kernels, t int, dst []byte, rs []int32) {
+	clear(dst)
+	wide := k.WideA
 	var row []byte
 	if s.flip != 0 {
 		row = make([]byte, s.K)
@@ -144,7 +167,7 @@ func (s *rowSrc) tile(t int, dst []byte, wide bool, rs []int32) {
 	}
 }
 
-// putRow writes row (the codes of row r of a tile) to the tile dst (cleared)
+// putRow writes row (the codes of row r of a tile) to the tile dst (zeros)
 // and returns its sum.
 func putRow(dst, row []byte, r int, wide bool) int32 {
 	var s int32
@@ -171,26 +194,25 @@ func putRow(dst, row []byte, r int, wide bool) int32 {
 // scratch keeps the packed activations and the product tiles between calls.
 var scratch = &buf.List[byte]{MaxCap: 1 << 26, MaxCount: 4}
 
-// packActs packs every tile of src (in parallel) into a buffer from
-// scratch: the tiles, their row sums and the handle to give back.
-func packActs(k *Kernels, src actSrc, K int) ([]byte, []int32, *[]byte) {
+// packActs packs every tile of kq k quads of src (in parallel) into a
+// buffer from scratch: the tiles, their row sums and the handle to give
+// back.
+func packActs(k *Kernels, src actSrc, kq int) ([]byte, []int32, *[]byte) {
 	mt := (src.rows() + MR - 1) / MR
-	tb := tileBytes(k, K)
+	tb := tileBytes(k, kq)
 	a, h := scratch.Sized(mt * tb)
 	rs := make([]int32, mt*MR)
-	par.Run(par.ChunksWork(mt, MR*K), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(mt, MR*4*kq), func(_, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			d := a[t*tb : (t+1)*tb]
-			clear(d)
-			src.tile(t, d, k.WideA, rs[t*MR:(t+1)*MR])
+			src.tile(k, t, a[t*tb:(t+1)*tb], rs[t*MR:(t+1)*MR])
 		}
 	})
 	return a, rs, h
 }
 
-// tileBytes is the size of one packed activation tile of K values.
-func tileBytes(k *Kernels, K int) int {
-	n := (K + 3) / 4 * MR * 4
+// tileBytes is the size of one packed activation tile of kq k quads.
+func tileBytes(k *Kernels, kq int) int {
+	n := kq * MR * 4
 	if k.WideA {
 		n *= 2
 	}

@@ -162,34 +162,96 @@ func TestConvMatchesReference(t *testing.T) {
 			if _, err := Conv2D(k, s, x, w, bias, o, out); err != nil {
 				t.Fatal(err)
 			}
-			og := s.O / g
-			for n := 0; n < s.N; n++ {
-				for oc := 0; oc < s.O; oc++ {
-					gi := oc / og
-					zw := int64(w.Zeros[0])
-					if nq > 1 {
-						zw = int64(w.Zeros[oc])
-					}
-					for oh := 0; oh < ho; oh++ {
-						for ow := 0; ow < wo; ow++ {
-							var raw int64
-							for ci := 0; ci < cg; ci++ {
-								for kh := 0; kh < s.KH; kh++ {
-									for kw := 0; kw < s.KW; kw++ {
-										ih, iw := oh*s.StrideH-s.PadT+kh*s.DilH, ow*s.StrideW-s.PadL+kw*s.DilW
-										a := int64(x.Zero)
-										if ih >= 0 && ih < s.H && iw >= 0 && iw < s.W {
-											a = code(x.Data[((n*s.C+gi*cg+ci)*s.H+ih)*s.W+iw], signed)
-										}
-										wv := int64(int8(w.Data[((oc*cg+ci)*s.KH+kh)*s.KW+kw]))
-										raw += (a - int64(x.Zero)) * (wv - zw)
-									}
+			want := refConv(s, x, w, bias, o)
+			for i := range out {
+				if out[i] != want[i] {
+					t.Fatalf("%s case %d %+v: out[%d] = %d, want %d", k.Family, c, s, i, out[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// refConv is Conv2D's int64 reference (refOut per output).
+func refConv(s ConvShape, x Act, w Weight, bias []float32, o Output) []byte {
+	ho, wo, _ := s.Out()
+	out := make([]byte, s.N*s.O*ho*wo)
+	g := s.Groups
+	cg, og := s.C/g, s.O/g
+	for n := 0; n < s.N; n++ {
+		for oc := 0; oc < s.O; oc++ {
+			gi := oc / og
+			zw := int64(w.Zeros[0])
+			if len(w.Zeros) > 1 {
+				zw = int64(w.Zeros[oc])
+			}
+			for oh := 0; oh < ho; oh++ {
+				for ow := 0; ow < wo; ow++ {
+					var raw int64
+					for ci := 0; ci < cg; ci++ {
+						for kh := 0; kh < s.KH; kh++ {
+							for kw := 0; kw < s.KW; kw++ {
+								ih, iw := oh*s.StrideH-s.PadT+kh*s.DilH, ow*s.StrideW-s.PadL+kw*s.DilW
+								a := int64(x.Zero)
+								if ih >= 0 && ih < s.H && iw >= 0 && iw < s.W {
+									a = code(x.Data[((n*s.C+gi*cg+ci)*s.H+ih)*s.W+iw], x.Signed)
 								}
+								wv := int64(int8(w.Data[((oc*cg+ci)*s.KH+kh)*s.KW+kw]))
+								raw += (a - int64(x.Zero)) * (wv - zw)
 							}
-							got := out[((n*s.O+oc)*ho+oh)*wo+ow]
-							if want := refOut(raw, bias, oc, x.Scale, w.Scales, o); got != want {
-								t.Fatalf("%s case %d %+v: out[%d,%d,%d,%d] = %d, want %d", k.Family, c, s, n, oc, oh, ow, got, want)
-							}
+						}
+					}
+					out[((n*s.O+oc)*ho+oh)*wo+ow] = refOut(raw, bias, oc, x.Scale, w.Scales, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestConvQuads runs convs of the channel-quad layout (im2col.go) with many
+// tiles: channel counts that do and do not fill quads, strides, dilations,
+// asymmetric padding, output rows not a multiple of MR wide, groups; every
+// family against refConv, twice (the kept panels).
+func TestConvQuads(t *testing.T) {
+	defer par.SetMinWork(par.SetMinWork(1))
+	r := rand.New(rand.NewPCG(31, 32))
+	shapes := []ConvShape{
+		{N: 1, C: 8, H: 17, W: 19, O: 40, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1},
+		{N: 2, C: 3, H: 30, W: 29, O: 33, KH: 7, KW: 7, Groups: 1, StrideH: 2, StrideW: 2, PadT: 3, PadL: 3, PadB: 3, PadR: 3, DilH: 1, DilW: 1},
+		{N: 1, C: 13, H: 16, W: 16, O: 9, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1},
+		{N: 1, C: 10, H: 21, W: 23, O: 20, KH: 1, KW: 1, Groups: 2, StrideH: 2, StrideW: 3, DilH: 1, DilW: 1},
+		{N: 1, C: 6, H: 20, W: 26, O: 35, KH: 2, KW: 3, Groups: 1, StrideH: 1, StrideW: 3, PadT: 0, PadL: 2, PadB: 1, PadR: 0, DilH: 2, DilW: 2},
+		{N: 1, C: 36, H: 9, W: 9, O: 70, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1},
+		{N: 1, C: 1, H: 15, W: 18, O: 7, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, PadT: 1, PadL: 0, PadB: 2, PadR: 1, DilH: 1, DilW: 1},
+		{N: 2, C: 16, H: 11, W: 37, O: 24, KH: 3, KW: 2, Groups: 2, StrideH: 2, StrideW: 1, PadT: 2, PadL: 1, PadB: 0, PadR: 2, DilH: 1, DilW: 2},
+		{N: 1, C: 8, H: 5, W: 48, O: 19, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1},
+	}
+	for ci, s := range shapes {
+		for _, signed := range []bool{false, true} {
+			K := s.C / s.Groups * s.KH * s.KW
+			x := Act{Data: randCodes(r, s.N*s.C*s.H*s.W), Signed: signed, Scale: 0.02, Zero: int32(r.IntN(256))}
+			if signed {
+				x.Zero -= 128
+			}
+			w := Weight{Data: randCodes(r, s.O*K), Scales: make([]float32, s.O), Zeros: make([]int32, s.O)}
+			for i := range w.Scales {
+				w.Scales[i] = 0.001 + r.Float32()*0.02
+				w.Zeros[i] = int32(r.IntN(9)) - 4
+			}
+			o := Output{Scale: 0.5 + r.Float32(), Zero: int32(r.IntN(100)), Signed: signed}
+			want := refConv(s, x, w, nil, o)
+			for _, k := range families(t) {
+				for rep := 0; rep < 2; rep++ {
+					ho, wo, _ := s.Out()
+					out := make([]byte, s.N*s.O*ho*wo)
+					info, err := Conv2D(k, s, x, w, nil, o, out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range out {
+						if out[i] != want[i] {
+							t.Fatalf("%s shape %d (%s) signed=%v: out[%d] = %d, want %d", k.Family, ci, info.Kernel, signed, i, out[i], want[i])
 						}
 					}
 				}

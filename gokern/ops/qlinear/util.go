@@ -9,3 +9,11 @@ func asInt8(b []byte) []int8 {
 	}
 	return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b))
 }
+
+// asWords views b (a multiple of 4 bytes) as little-endian uint32 words.
+func asWords(b []byte) []uint32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
