@@ -63,6 +63,7 @@ lib.declare(
         "bng_quantize": (_I32, [_T, _T, ctypes.POINTER(descriptor.QuantizeParams)], True),
         "bng_unpack": (_I32, [_T, _T], True),
         "bng_pack": (_I32, [_T, _T], True),
+        "bng_cast": (_I32, [_T, _T], True),
         "bng_dequantize": (_I32, [_T, _T], True),
         "bng_conv2d": (
             _I32,
@@ -172,6 +173,36 @@ def quantize(
     shape = _values_shape(n, rows)
     out = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
     lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(out), _byref(p))
+
+
+_CAST_OUT: dict[tuple[str, str], np.dtype] = {
+    ("bfloat16", "float32"): np.dtype(np.float32),
+    ("bfloat16", "float16"): np.dtype(np.float16),
+    ("float32", "float16"): np.dtype(np.float16),
+}
+
+
+def cast(x: np.ndarray, src: str, to: str) -> np.ndarray:
+    """A new array of ``x`` (C-contiguous) converted from ``src`` to ``to`` in Go, on the library's threads
+    (``bng_cast``): ``"bfloat16"`` (uint16 bits; numpy has no bfloat16) to ``"float32"`` (exact) or
+    ``"float16"``, ``"float32"`` to ``"float16"``, rounded as numpy's ``astype(np.float16)``.
+
+    Example:
+        >>> cast(np.array([0x3F80, 0x4049], np.uint16), "bfloat16", "float16").tolist()
+        [1.0, 3.140625]
+    """
+    want = np.dtype(np.uint16 if src == "bfloat16" else np.float32)
+    out_dtype = _CAST_OUT.get((src, to))
+    if out_dtype is None:
+        raise ValueError(f"cast converts bfloat16 to float32 or float16 and float32 to float16, got {src} to {to}")
+    if x.dtype != want:
+        raise TypeError(f"cast from {src} takes a {want} array, got {x.dtype}")
+    if not x.flags.c_contiguous:
+        raise ValueError("cast takes a C-contiguous array")
+    out = np.empty(x.shape, out_dtype)
+    shape = x.shape or (1,)
+    lib.call("bng_cast", _byref(_host(x, src, shape=shape)), _byref(_host(out, to, shape=shape)))
+    return out
 
 
 def pack(qtype: QType, values: np.ndarray, rows: int, packed: np.ndarray) -> None:

@@ -23,7 +23,7 @@ from .._ternary import TernaryTensor, _check_method, quantize_i2s
 from . import _gguf, _tl_gguf, _tokenizer
 from ._formats import TQ_BLOCK, TQ_FORMATS, check_format, check_gguf_format, gguf_payload, layout, pack_as
 from ._gguf import ConfigError
-from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float32
+from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float16, to_float32
 from ._writer import atomic_output, write_safetensors_header
 
 Target = Literal["safetensors", "gguf"]
@@ -193,9 +193,10 @@ def _ternary_of(
         t = ternary_from_values(values, scale_from_hf(to_float32(ck.array(p.scale_of), e.dtype), mode))
         del values
     else:
-        a = to_float32(ck.array(p.name), ck.entries[p.name].dtype)
+        a = ck.array(p.name)
         if perm:
             a = _gguf.permute_rows(a, *perm)
+        a = to_float32(a, ck.entries[p.name].dtype)
         t = quantize_i2s(a, block_size=block_size, method=method, device="cpu")
         del a
     return pack_as(t, p.to)
@@ -334,10 +335,10 @@ def _write_gguf(
                 if p.scale_of:
                     ck.release(p.scale_of)
             else:
-                a = to_float32(ck.array(p.name), p.dtype)
+                a = ck.array(p.name)
                 if perm:
-                    a = _gguf.permute_rows(a, *perm)
-                writer.write_tensor_data(a.astype(np.float16) if p.to == "F16" else a)
+                    a = _gguf.permute_rows(a, *perm)  # the stored values: the same rows whatever their dtype
+                writer.write_tensor_data(to_float16(a, p.dtype) if p.to == "F16" else to_float32(a, p.dtype))
                 del a
             ck.release(p.name)
     finally:
