@@ -149,6 +149,7 @@ def quantize(
     scales: np.ndarray,
     run_on_cuda: int | None = None,
     rows: int = 1,
+    x_dtype: str = "float32",
 ) -> None:
     """Quantize float32 ``x`` (any shape, read flat as ``rows`` rows) into ``packed`` (uint8) and ``scales`` (float32).
 
@@ -159,12 +160,15 @@ def quantize(
     ``block_size=256`` and ``method="absmax"`` (Go checks), and their
     ``rows`` hold a multiple of 256 values each. ``run_on_cuda``: compute
     on that GPU (I2_S; the same bytes; the library copies through pooled
-    device buffers).
+    device buffers). ``x_dtype="bfloat16"``: ``x`` holds bfloat16 bits (uint16), quantized to i2_s on the
+    host exactly as their float32 values.
 
     Example:
         >>> x, p, s = np.ones(3, np.float32), np.empty(32, np.uint8), np.empty(1, np.float32)
         >>> quantize(x, "i2_s", None, "absmax", True, p, s); s
         array([1.], dtype=float32)
+        >>> quantize(np.uint16([0x4000, 0]), "i2_s", None, "absmax", True, p, s, x_dtype="bfloat16"); s
+        array([2.], dtype=float32)
     """
     if qtype not in ("i2_s", "tq2_0", "tq1_0"):
         raise ValueError(f"quantize packs i2_s, tq2_0 or tq1_0 only, got qtype {qtype!r}")
@@ -172,7 +176,7 @@ def quantize(
     n = x.size
     shape = _values_shape(n, rows)
     out = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
-    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(out), _byref(p))
+    lib.call("bng_quantize", _byref(_host(x, x_dtype, shape=shape)), _byref(out), _byref(p))
 
 
 _CAST_OUT: dict[tuple[str, str], np.dtype] = {

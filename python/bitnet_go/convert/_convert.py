@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._core.ops import num_blocks, packed_len, quantize
 from .._core.runtime import get_num_threads, set_num_threads
 from .._core.types import Method
 from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
@@ -196,10 +197,25 @@ def _ternary_of(
         a = ck.array(p.name)
         if perm:
             a = _gguf.permute_rows(a, *perm)
-        a = to_float32(a, ck.entries[p.name].dtype)
-        t = quantize_i2s(a, block_size=block_size, method=method, device="cpu")
+        dtype = ck.entries[p.name].dtype
+        if dtype == "BF16":
+            t = _quantize_bf16(np.ascontiguousarray(a), block_size, method)
+        else:
+            t = quantize_i2s(to_float32(a, dtype), block_size=block_size, method=method, device="cpu")
         del a
     return pack_as(t, p.to)
+
+
+def _quantize_bf16(bits: np.ndarray, block_size: int | None, method: Method) -> TernaryTensor:
+    """:func:`quantize_i2s` of the float32 values of bfloat16 ``bits`` (uint16, C-contiguous), widened in Go
+    (no float32 copy here): the same tensor, bit for bit."""
+    if bits.size == 0:
+        raise ValueError(f"x must have at least one element, got shape {bits.shape}")
+    m = _check_method(method)
+    packed = np.empty(packed_len("i2_s", bits.size, 1), np.uint8)
+    scales = np.empty(num_blocks(bits.size, block_size), np.float32)
+    quantize(bits, "i2_s", block_size, m, True, packed, scales, x_dtype="bfloat16")
+    return TernaryTensor._trusted("i2_s", bits.shape, block_size, m, packed, scales)
 
 
 def _safetensors_header(
