@@ -106,3 +106,32 @@ def test_converter_output_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(_convert, "to_float32", _numpy_f32)
     monkeypatch.setattr(_convert, "to_float16", _numpy_f16)
     assert run("numpy") == ours
+
+
+@pytest.mark.parametrize("block_size", [None, 128, 7])
+@pytest.mark.parametrize("method", ["absmean", "absmax"])
+@pytest.mark.parametrize("n", [1, 129, 70_001, (1 << 20) + 5])
+def test_quantize_bf16(threads: int, block_size: int | None, method: str, n: int) -> None:
+    """The converter's bfloat16 quantization: the tensor quantize_i2s makes of the widened values, bit for bit."""
+    rng = np.random.default_rng(n * 7 + (block_size or 0) + threads)
+    v = rng.standard_normal(n).astype(np.float32) * np.float32(0.02)
+    bits = (v.view(np.uint32) >> 16).astype(np.uint16)
+    bits[rng.integers(0, n, n // 100)] = rng.integers(0, 1 << 16, n // 100).astype(np.uint16) & 0x7F7F  # finite
+    got = _convert._quantize_bf16(bits, block_size, method)
+    want = bitnet_go.quantize_i2s(_numpy_f32(bits, "BF16"), block_size=block_size, method=method, device="cpu")
+    assert np.array_equal(got.packed, want.packed)
+    assert np.array_equal(got.scales.view(np.uint32), want.scales.view(np.uint32))
+    assert got.shape == want.shape and got.block_size == want.block_size and got.method == want.method
+
+
+@pytest.mark.parametrize("bad", [0x7F80, 0xFFC0, 0x7F81])
+def test_quantize_bf16_non_finite(bad: int) -> None:
+    bits = np.full(300, 0x3C00, np.uint16)
+    bits[123] = bad
+    with pytest.raises(ValueError) as want:
+        bitnet_go.quantize_i2s(_numpy_f32(bits, "BF16"), device="cpu")
+    with pytest.raises(ValueError) as got:
+        _convert._quantize_bf16(bits, None, "absmean")
+    assert str(got.value) == str(want.value) and "123" in str(got.value)
+    with pytest.raises(ValueError, match="at least one element"):
+        _convert._quantize_bf16(np.empty(0, np.uint16), None, "absmean")
