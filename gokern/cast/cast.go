@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
@@ -72,13 +73,20 @@ var bf16F16 = sync.OnceValue(func() *[1 << 16]uint16 {
 	return &t
 })
 
-// BF16ToF32 writes the float32 values of bfloat16 bits src into dst.
+// WidenOp is the registry's op "cast_bf16": the bfloat16 -> float32
+// widening of a run of values, per family (the generic loop is the oracle;
+// cast_amd64.go registers the AVX2 kernel).
+var WidenOp = cpu.NewOp("cast_bf16", bf16ToF32)
+
+// BF16ToF32 writes the float32 values of bfloat16 bits src into dst, with
+// the process's widening kernel (WidenOp.Get()).
 func BF16ToF32(dst []float32, src []uint16) error {
 	if err := sameLen(len(dst), len(src)); err != nil {
 		return err
 	}
+	widen := WidenOp.Get()
 	par.For(len(src), minChunk, func(lo, hi int) {
-		bf16ToF32(dst[lo:hi], src[lo:hi])
+		widen(dst[lo:hi], src[lo:hi])
 	})
 	return nil
 }

@@ -141,3 +141,41 @@ func TestLengthMismatch(t *testing.T) {
 		t.Fatal("F32ToF16 accepted 3 values into 1")
 	}
 }
+
+// TestWidenFamilies compares every registered widening kernel with the
+// generic loop on odd lengths and misaligned starts, all bit patterns.
+func TestWidenFamilies(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	fams := WidenOp.Families()
+	if len(fams) < 2 {
+		t.Logf("only %v registered here", fams)
+	}
+	for _, f := range fams {
+		widen, ok := WidenOp.Impl(f)
+		if !ok {
+			continue // registered but not usable on this CPU
+		}
+		t.Logf("family %s", f)
+		for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 1000, 4131} {
+			off := r.IntN(8)
+			src := bits(r, n+off)[off:]
+			for i := range src { // every pattern, shuffled in
+				src[i] = uint16(r.Uint32())
+			}
+			want := make([]float32, n)
+			bf16ToF32(want, src)
+			buf := make([]float32, n+off+1)
+			got := buf[off : off+n]
+			buf[off+n] = 7 // past the end: left alone
+			widen(got, src)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: value %d (%#04x) = %#08x, want %#08x", f, n, i, src[i], math.Float32bits(got[i]), math.Float32bits(want[i]))
+				}
+			}
+			if buf[off+n] != 7 {
+				t.Fatalf("%s n=%d: wrote past the end", f, n)
+			}
+		}
+	}
+}
