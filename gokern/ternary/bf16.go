@@ -10,8 +10,9 @@ import (
 // quantizing tensor after tensor costs no allocation or page faults.
 var widened = buf.List[float32]{MaxCap: maxWidened, MaxCount: 1}
 
-// maxWidened is the largest scratch QuantizeBF16 keeps (values; 256 MiB).
-const maxWidened = 1 << 26
+// maxWidened is the largest scratch QuantizeBF16 keeps (values; 128 MiB:
+// a larger tensor's scratch is allocated for its call only).
+const maxWidened = 1 << 25
 
 // QuantizeBF16 is Quantize of the float32 values of bfloat16 bits x (exact:
 // the bits shifted up), with the process's kernels: the same packed bytes,
