@@ -64,6 +64,7 @@ type target struct {
 
 // targets are every generated pair of files, sorted by name.
 var targets = []target{
+	{name: "cast", dir: "gokern/cast", base: "cast_avx2", avx2Only: true, gen: castAVX2},
 	{name: "gemm", dir: "gokern/gemm", base: "micro_avx2", avx2Only: true, gen: gemmAVX2},
 	{name: "gemm512", dir: "gokern/gemm", base: "micro_avx512", gen: gemmAVX512},
 	{name: "gemv512", dir: "gokern/gemm", base: "gemv_avx512", gen: gemvAVX512},

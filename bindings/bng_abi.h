@@ -16,7 +16,7 @@
 enum {
 	BNG_I2_S = 0, BNG_TL1 = 1, BNG_TL2 = 2, BNG_TQ2_0 = 3, BNG_TQ1_0 = 4,
 	BNG_F32 = 16, BNG_I8 = 17, BNG_U8 = 18, BNG_I4 = 19, BNG_U4 = 20, BNG_BINARY = 21, BNG_I32 = 22,
-	BNG_I64 = 23
+	BNG_I64 = 23, BNG_BF16 = 24, BNG_F16 = 25
 };
 
 /* device_type codes are DLPack's. */

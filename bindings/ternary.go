@@ -100,6 +100,9 @@ func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char
 			return errs.Value("out: quantize scales blocks of the flattened tensor (axis -1), got axis %d", ot.Axis)
 		}
 		m, check := ternary.Method(p.method), p.check_finite != 0
+		if xt.DType == qtensor.BF16 {
+			return quantizeBF16(xt, ot, m, check, int32(p.run_on))
+		}
 		if !xt.OnHost() {
 			return quantizeDevice(xt, ot, m, check, p)
 		}
@@ -118,6 +121,22 @@ func bng_quantize(x, out *C.bng_tensor, p *C.bng_quantize_params, errbuf *C.char
 		}
 		return ternary.Quantize(xs, ot.BlockSize, m, check, ot.Data, ot.Scales)
 	})
+}
+
+// quantizeBF16 quantizes host bfloat16 x (uint16 bits) into i2_s out as
+// its float32 values quantize, on the CPU.
+func quantizeBF16(xt, ot *qtensor.Tensor, m ternary.Method, check bool, runOn int32) error {
+	if !xt.OnHost() || !ot.OnHost() || runOn != 0 {
+		return errs.Value("x: bfloat16 x quantizes on the host only (float32 on the GPU)")
+	}
+	xs, err := qtensor.View[uint16](xt, qtensor.BF16)
+	if err != nil {
+		return err
+	}
+	if err := ternary.CheckSizes(len(xs), ot.BlockSize); err != nil {
+		return err
+	}
+	return ternary.QuantizeBF16(xs, ot.BlockSize, m, check, ot.Data, ot.Scales)
 }
 
 // quantizeTQ quantizes host float32 x into a tq2_0 or tq1_0 out of x's

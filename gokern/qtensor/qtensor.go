@@ -24,7 +24,8 @@ import (
 type DType int32
 
 // The element types. I2S, TL1, TL2, TQ2 (llama.cpp's TQ2_0) and TQ1
-// (TQ1_0) are ternary formats (registered by gokern/ternary); F32, I8, U8, I32 and I64 are plain arrays; I8, U8, I4,
+// (TQ1_0) are ternary formats (registered by gokern/ternary); F32, I8, U8, I32, I64, BF16 (bfloat16)
+// and F16 (float16; both read as their uint16 bits) are plain arrays; I8, U8, I4,
 // U4 and Binary are also the quantized formats of gokern/quant.
 const (
 	I2S    DType = 0
@@ -40,13 +41,15 @@ const (
 	Binary DType = 21
 	I32    DType = 22
 	I64    DType = 23
+	BF16   DType = 24
+	F16    DType = 25
 )
 
-var plainNames = map[DType]string{F32: "float32", I8: "int8", U8: "uint8", I4: "int4", U4: "uint4", Binary: "binary", I32: "int32", I64: "int64"}
+var plainNames = map[DType]string{F32: "float32", I8: "int8", U8: "uint8", I4: "int4", U4: "uint4", Binary: "binary", I32: "int32", I64: "int64", BF16: "bfloat16", F16: "float16"}
 
 // plainSize is the byte size of one element of the plain types that ops
 // read as arrays.
-var plainSize = map[DType]int{F32: 4, I8: 1, U8: 1, I32: 4, I64: 8}
+var plainSize = map[DType]int{F32: 4, I8: 1, U8: 1, I32: 4, I64: 8, BF16: 2, F16: 2}
 
 // String returns the type's Python name ("float32", "i2_s", ...).
 func (d DType) String() string {
@@ -205,8 +208,8 @@ func (t *Tensor) WantContiguous() error {
 }
 
 // View returns the host elements of a plain tensor of type T (float32, int8,
-// uint8, int32 or int64), checking the dtype, layout and byte count (Want).
-func View[T float32 | int8 | uint8 | int32 | int64](t *Tensor, d DType) ([]T, error) {
+// uint8, uint16 for the bits of bfloat16 and float16, int32 or int64), checking the dtype, layout and byte count (Want).
+func View[T float32 | int8 | uint8 | uint16 | int32 | int64](t *Tensor, d DType) ([]T, error) {
 	if err := t.Want(d); err != nil {
 		return nil, err
 	}

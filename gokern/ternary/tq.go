@@ -3,6 +3,7 @@ package ternary
 import (
 	"math"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cast"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
@@ -301,47 +302,9 @@ func unpackTQ1(src []byte, c *[TQBlock]byte) error {
 	return nil
 }
 
-// F16Bits rounds f to the nearest IEEE half-precision float, ties to even
-// (numpy's float32 -> float16 conversion, bit for bit): magnitudes from
-// 65520 up become ±Inf, below 2^-25 ±0; NaN stays NaN (the top mantissa
-// bits kept, never turning into Inf).
-func F16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23&0xff) - 127
-	man := b & 0x7fffff
-	switch {
-	case exp == 128: // Inf or NaN
-		if man == 0 {
-			return sign | 0x7c00
-		}
-		h := uint16(man >> 13)
-		if h == 0 {
-			h = 1
-		}
-		return sign | 0x7c00 | h
-	case exp > 15:
-		return sign | 0x7c00
-	case exp >= -14: // a normal half (or Inf after rounding up)
-		h := uint32(exp+15)<<10 | man>>13
-		return sign | uint16(roundShift(h, man&0x1fff, 13))
-	case exp >= -25: // a subnormal half, or 0 / the smallest one
-		m := man | 0x800000
-		shift := uint(-exp - 1) // m * 2^(exp-23) / 2^-24
-		return sign | uint16(roundShift(m>>shift, m&(1<<shift-1), shift))
-	}
-	return sign
-}
-
-// roundShift rounds q (a value shifted right by shift bits, rem the bits
-// shifted out) to nearest, ties to even.
-func roundShift(q, rem uint32, shift uint) uint32 {
-	half := uint32(1) << (shift - 1)
-	if rem > half || (rem == half && q&1 == 1) {
-		q++
-	}
-	return q
-}
+// F16Bits rounds f to the nearest IEEE half-precision float, ties to even,
+// as numpy does: cast.F16Bits.
+func F16Bits(f float32) uint16 { return cast.F16Bits(f) }
 
 // F16Value is the float32 value of half-precision bits h (exact).
 func F16Value(h uint16) float32 {

@@ -48,6 +48,8 @@ DTYPES: Final[dict[str, int]] = {
     "binary": 21,
     "int32": 22,
     "int64": 23,
+    "bfloat16": 24,  # numpy has no bfloat16: arrays of its uint16 bits
+    "float16": 25,
 }
 
 _I32 = ctypes.c_int32

@@ -63,6 +63,7 @@ lib.declare(
         "bng_quantize": (_I32, [_T, _T, ctypes.POINTER(descriptor.QuantizeParams)], True),
         "bng_unpack": (_I32, [_T, _T], True),
         "bng_pack": (_I32, [_T, _T], True),
+        "bng_cast": (_I32, [_T, _T], True),
         "bng_dequantize": (_I32, [_T, _T], True),
         "bng_conv2d": (
             _I32,
@@ -148,6 +149,7 @@ def quantize(
     scales: np.ndarray,
     run_on_cuda: int | None = None,
     rows: int = 1,
+    x_dtype: str = "float32",
 ) -> None:
     """Quantize float32 ``x`` (any shape, read flat as ``rows`` rows) into ``packed`` (uint8) and ``scales`` (float32).
 
@@ -158,12 +160,15 @@ def quantize(
     ``block_size=256`` and ``method="absmax"`` (Go checks), and their
     ``rows`` hold a multiple of 256 values each. ``run_on_cuda``: compute
     on that GPU (I2_S; the same bytes; the library copies through pooled
-    device buffers).
+    device buffers). ``x_dtype="bfloat16"``: ``x`` holds bfloat16 bits (uint16), quantized to i2_s on the
+    host exactly as their float32 values.
 
     Example:
         >>> x, p, s = np.ones(3, np.float32), np.empty(32, np.uint8), np.empty(1, np.float32)
         >>> quantize(x, "i2_s", None, "absmax", True, p, s); s
         array([1.], dtype=float32)
+        >>> quantize(np.uint16([0x4000, 0]), "i2_s", None, "absmax", True, p, s, x_dtype="bfloat16"); s
+        array([2.], dtype=float32)
     """
     if qtype not in ("i2_s", "tq2_0", "tq1_0"):
         raise ValueError(f"quantize packs i2_s, tq2_0 or tq1_0 only, got qtype {qtype!r}")
@@ -171,7 +176,37 @@ def quantize(
     n = x.size
     shape = _values_shape(n, rows)
     out = _host(packed, qtype, shape=shape, scales=scales, block_size=block_size)
-    lib.call("bng_quantize", _byref(_host(x, "float32", shape=shape)), _byref(out), _byref(p))
+    lib.call("bng_quantize", _byref(_host(x, x_dtype, shape=shape)), _byref(out), _byref(p))
+
+
+_CAST_OUT: dict[tuple[str, str], np.dtype] = {
+    ("bfloat16", "float32"): np.dtype(np.float32),
+    ("bfloat16", "float16"): np.dtype(np.float16),
+    ("float32", "float16"): np.dtype(np.float16),
+}
+
+
+def cast(x: np.ndarray, src: str, to: str) -> np.ndarray:
+    """A new array of ``x`` (C-contiguous) converted from ``src`` to ``to`` in Go, on the library's threads
+    (``bng_cast``): ``"bfloat16"`` (uint16 bits; numpy has no bfloat16) to ``"float32"`` (exact) or
+    ``"float16"``, ``"float32"`` to ``"float16"``, rounded as numpy's ``astype(np.float16)``.
+
+    Example:
+        >>> cast(np.array([0x3F80, 0x4049], np.uint16), "bfloat16", "float16").tolist()
+        [1.0, 3.140625]
+    """
+    want = np.dtype(np.uint16 if src == "bfloat16" else np.float32)
+    out_dtype = _CAST_OUT.get((src, to))
+    if out_dtype is None:
+        raise ValueError(f"cast converts bfloat16 to float32 or float16 and float32 to float16, got {src} to {to}")
+    if x.dtype != want:
+        raise TypeError(f"cast from {src} takes a {want} array, got {x.dtype}")
+    if not x.flags.c_contiguous:
+        raise ValueError("cast takes a C-contiguous array")
+    out = np.empty(x.shape, out_dtype)
+    shape = x.shape or (1,)
+    lib.call("bng_cast", _byref(_host(x, src, shape=shape)), _byref(_host(out, to, shape=shape)))
+    return out
 
 
 def pack(qtype: QType, values: np.ndarray, rows: int, packed: np.ndarray) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._core.ops import num_blocks, packed_len, quantize
 from .._core.runtime import get_num_threads, set_num_threads
 from .._core.types import Method
 from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
@@ -23,7 +24,7 @@ from .._ternary import TernaryTensor, _check_method, quantize_i2s
 from . import _gguf, _tl_gguf, _tokenizer
 from ._formats import TQ_BLOCK, TQ_FORMATS, check_format, check_gguf_format, gguf_payload, layout, pack_as
 from ._gguf import ConfigError
-from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float32
+from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float16, to_float32
 from ._writer import atomic_output, write_safetensors_header
 
 Target = Literal["safetensors", "gguf"]
@@ -193,12 +194,28 @@ def _ternary_of(
         t = ternary_from_values(values, scale_from_hf(to_float32(ck.array(p.scale_of), e.dtype), mode))
         del values
     else:
-        a = to_float32(ck.array(p.name), ck.entries[p.name].dtype)
+        a = ck.array(p.name)
         if perm:
             a = _gguf.permute_rows(a, *perm)
-        t = quantize_i2s(a, block_size=block_size, method=method, device="cpu")
+        dtype = ck.entries[p.name].dtype
+        if dtype == "BF16":
+            t = _quantize_bf16(np.ascontiguousarray(a), block_size, method)
+        else:
+            t = quantize_i2s(to_float32(a, dtype), block_size=block_size, method=method, device="cpu")
         del a
     return pack_as(t, p.to)
+
+
+def _quantize_bf16(bits: np.ndarray, block_size: int | None, method: Method) -> TernaryTensor:
+    """:func:`quantize_i2s` of the float32 values of bfloat16 ``bits`` (uint16, C-contiguous), widened in Go
+    (no float32 copy here): the same tensor, bit for bit."""
+    if bits.size == 0:
+        raise ValueError(f"x must have at least one element, got shape {bits.shape}")
+    m = _check_method(method)
+    packed = np.empty(packed_len("i2_s", bits.size, 1), np.uint8)
+    scales = np.empty(num_blocks(bits.size, block_size), np.float32)
+    quantize(bits, "i2_s", block_size, m, True, packed, scales, x_dtype="bfloat16")
+    return TernaryTensor._trusted("i2_s", bits.shape, block_size, m, packed, scales)
 
 
 def _safetensors_header(
@@ -334,10 +351,10 @@ def _write_gguf(
                 if p.scale_of:
                     ck.release(p.scale_of)
             else:
-                a = to_float32(ck.array(p.name), p.dtype)
+                a = ck.array(p.name)
                 if perm:
-                    a = _gguf.permute_rows(a, *perm)
-                writer.write_tensor_data(a.astype(np.float16) if p.to == "F16" else a)
+                    a = _gguf.permute_rows(a, *perm)  # the stored values: the same rows whatever their dtype
+                writer.write_tensor_data(to_float16(a, p.dtype) if p.to == "F16" else to_float32(a, p.dtype))
                 del a
             ck.release(p.name)
     finally:

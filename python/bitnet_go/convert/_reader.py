@@ -20,6 +20,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from .._core.ops import cast
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 DTYPES: dict[str, np.dtype] = {
@@ -271,17 +273,31 @@ class Checkpoint:
 
 
 def to_float32(a: np.ndarray, dtype: str) -> np.ndarray:
-    """A new C-contiguous float32 array of a tensor read in safetensors dtype ``dtype`` (BF16 exactly).
+    """A new C-contiguous float32 array of a tensor read in safetensors dtype ``dtype`` (BF16 exactly, widened
+    in Go on the library's threads).
 
     Example:
         >>> to_float32(np.array([0x3F80], np.uint16), "BF16").tolist()
         [1.0]
     """
     if dtype == "BF16":
-        out = a.astype(np.uint32)
-        out <<= 16
-        return out.view(np.float32)
+        return cast(np.ascontiguousarray(a), "bfloat16", "float32")
     return np.array(a, dtype=np.float32, order="C")
+
+
+def to_float16(a: np.ndarray, dtype: str) -> np.ndarray:
+    """A new C-contiguous float16 array of a tensor read in safetensors dtype ``dtype``, rounded as numpy's
+    ``astype(np.float16)`` rounds its float32 value (BF16 and F32 in Go, on the library's threads).
+
+    Example:
+        >>> to_float16(np.array([0x3F80, 0x4049], np.uint16), "BF16").tolist()
+        [1.0, 3.140625]
+    """
+    if dtype == "BF16":
+        return cast(np.ascontiguousarray(a), "bfloat16", "float16")
+    if a.dtype == np.float16:
+        return np.array(a, order="C")
+    return cast(to_float32(a, dtype), "float32", "float16")
 
 
 @contextmanager

@@ -1,0 +1,83 @@
+package ternary
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// TestQuantizeBF16 checks QuantizeBF16 against Quantize of the widened
+// values on every family (generic included): random bfloat16 bit patterns
+// mixed with NaN, ±Inf, subnormals and ±0, odd sizes and block sizes, both
+// methods, with and without the finiteness check.
+func TestQuantizeBF16(t *testing.T) {
+	fams := append([]cpu.Family{cpu.Generic}, simdFamilies()...)
+	specials := []uint16{0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0001, 0x807f, 0x7f7f}
+	for _, f := range fams {
+		q := generic
+		if f != cpu.Generic {
+			q = quantizer(f)
+		}
+		r := rand.New(rand.NewPCG(11, uint64(len(f))))
+		for _, n := range []int{1, 5, 127, 129, 1000, 4099, 70001, specMinValues + 37} {
+			for _, bs := range []int{0, 128, 256, 96, 7} {
+				for _, m := range []Method{AbsMean, AbsMax} {
+					for _, special := range []bool{false, true} {
+						x := make([]uint16, n)
+						for i := range x {
+							// normal-ish values (bf16 of N(0, 0.02)), sometimes any pattern
+							v := float32(r.NormFloat64() * 0.02)
+							x[i] = uint16(math.Float32bits(v) >> 16)
+							if special && r.IntN(50) == 0 {
+								x[i] = specials[r.IntN(len(specials))]
+							} else if special && r.IntN(50) == 0 {
+								x[i] = uint16(r.Uint32())
+							}
+						}
+						w := make([]float32, n)
+						for i, b := range x {
+							w[i] = math.Float32frombits(uint32(b) << 16)
+						}
+						nb := NumBlocks(n, bs)
+						for _, check := range []bool{false, true} {
+							p1, s1 := make([]byte, PackedLen(n)), make([]float32, nb)
+							p2, s2 := make([]byte, PackedLen(n)), make([]float32, nb)
+							e1 := q.QuantizeBF16(x, bs, m, check, p1, s1)
+							e2 := q.Quantize(w, bs, m, check, p2, s2)
+							if (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
+								t.Fatalf("%s n=%d bs=%d m=%d check=%v: error %v, float32 path %v", f, n, bs, m, check, e1, e2)
+							}
+							if e1 != nil {
+								continue
+							}
+							if !bytes.Equal(p1, p2) {
+								t.Fatalf("%s n=%d bs=%d m=%d: packed bytes differ from the float32 path", f, n, bs, m)
+							}
+							for i := range s1 {
+								if math.Float32bits(s1[i]) != math.Float32bits(s2[i]) {
+									t.Fatalf("%s n=%d bs=%d m=%d: scale %d = %g, float32 path %g", f, n, bs, m, i, s1[i], s2[i])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestQuantizeBF16Errors(t *testing.T) {
+	if err := QuantizeBF16(nil, 0, AbsMean, true, nil, nil); err == nil {
+		t.Fatal("empty x accepted")
+	}
+	x := make([]uint16, 130)
+	if err := QuantizeBF16(x, 0, AbsMean, true, make([]byte, 3), make([]float32, 1)); err == nil {
+		t.Fatal("short packed accepted")
+	}
+	if err := QuantizeBF16(x, -1, AbsMean, true, make([]byte, PackedLen(130)), make([]float32, 1)); err == nil {
+		t.Fatal("negative block size accepted")
+	}
+}
