@@ -1,0 +1,135 @@
+package qlinear
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// TestLinearTernaryMatchesLinear runs LinearTernary, for every family of
+// qlinear_dot's Quant and of linear_gemv, against Linear on the weight's
+// int8 values: random shapes (odd M and N, K = 128*j), uint8 and int8
+// activations, zero points 0, 128 (or -128) and random, per-tensor and
+// per-row scales, with and without given column sums and bias.
+func TestLinearTernaryMatchesLinear(t *testing.T) {
+	defer par.SetMinWork(par.SetMinWork(1))
+	r := rand.New(rand.NewPCG(17, 3))
+	for _, gk := range mk.GemvFamilies() {
+		for _, k := range families(t) {
+			for c := range 48 {
+				M, N, K := 1+r.IntN(40), 1+r.IntN(150), mk.GroupValues*(1+r.IntN(5))
+				if c%8 == 0 {
+					M = 64 + r.IntN(9)
+				}
+				signed := c%2 == 1
+				x := Act{Data: randCodes(r, M*K), Signed: signed, Scale: 0.01 + r.Float32()}
+				switch c % 3 {
+				case 0:
+					x.Zero = 0
+				case 1:
+					x.Zero = 128
+				default:
+					x.Zero = int32(r.IntN(256))
+				}
+				if signed {
+					x.Zero -= 128
+				}
+				vals := make([]int8, N*K)
+				for i := range vals {
+					vals[i] = int8(r.IntN(3) - 1)
+				}
+				packed := make([]byte, ternary.PackedLen(N*K))
+				if err := ternary.Pack(vals, packed); err != nil {
+					t.Fatal(err)
+				}
+				nq := 1
+				if c%4 >= 2 {
+					nq = N
+				}
+				scales := make([]float32, nq)
+				for i := range scales {
+					scales[i] = 0.001 + r.Float32()*0.1
+				}
+				var bias []float32
+				if c%5 != 4 {
+					bias = make([]float32, N)
+					for i := range bias {
+						bias[i] = float32(r.NormFloat64() * 3)
+					}
+				}
+				o := Output{Scale: 0.05 + r.Float32(), Zero: int32(r.IntN(256)), Signed: signed, Relu: c%7 == 0}
+				if signed {
+					o.Zero -= 128
+				}
+				want := make([]byte, M*N)
+				wb := make([]byte, N*K)
+				for i, v := range vals {
+					wb[i] = byte(v)
+				}
+				wq := Weight{Data: wb, Scales: scales, Zeros: make([]int32, nq)}
+				if _, err := Linear(k, M, N, K, x, wq, bias, o, want); err != nil {
+					t.Fatal(err)
+				}
+				w := Ternary{Packed: packed, Scales: scales}
+				if c%2 == 0 {
+					cs, err := TernaryColSums(packed, N, K)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w.ColSums = cs
+				}
+				got := make([]byte, M*N)
+				info, err := linearTernary(k, gk, M, N, K, x, w, bias, o, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Kernel != fmt.Sprintf("linear_gemv/%s", gk.Family) {
+					t.Fatalf("kernel %q", info.Kernel)
+				}
+				if !bytes.Equal(got, want) {
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("gemv %s, quant %s, case %d (M=%d N=%d K=%d signed=%v zero=%d): out[%d,%d] = %d, Linear %d",
+								gk.Family, k.Family, c, M, N, K, signed, x.Zero, i/N, i%N, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLinearTernaryErrors checks the errors of bad weights.
+func TestLinearTernaryErrors(t *testing.T) {
+	k := KernelOp.Get()
+	M, N, K := 3, 5, 256
+	x := Act{Data: make([]byte, M*K), Scale: 1}
+	o := Output{Scale: 1}
+	packed := make([]byte, N*K/4)
+	for i := range packed {
+		packed[i] = 0x55 // all zeros
+	}
+	packed[N*K/4-1] = 0x57 // a code 3 at the last element
+	out := make([]byte, M*N)
+	for _, cs := range [][]int32{nil, make([]int32, N)} {
+		_, err := LinearTernary(k, M, N, K, x, Ternary{Packed: packed, Scales: []float32{1}, ColSums: cs}, nil, o, out)
+		if err == nil {
+			t.Fatalf("code 3 (colsums %v): no error", cs)
+		}
+	}
+	good := bytes.Repeat([]byte{0x55}, N*K/4)
+	if _, err := LinearTernary(k, M, N, 100, x, Ternary{Packed: good, Scales: []float32{1}}, nil, o, out); err == nil {
+		t.Fatal("K = 100: no error")
+	}
+	if _, err := LinearTernary(k, M, N, K, x, Ternary{Packed: good[:10], Scales: []float32{1}}, nil, o, out); err == nil {
+		t.Fatal("short weight: no error")
+	}
+	if _, err := LinearTernary(k, M, N, K, x, Ternary{Packed: good, Scales: []float32{1, 2}}, nil, o, out); err == nil {
+		t.Fatal("2 scales for 5 rows: no error")
+	}
+}
