@@ -216,7 +216,9 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 			if err != nil {
 				return err
 			}
-			if wt.Axis == -1 && wt.BlockSize > 0 {
+			if wt.DType == qtensor.I2S {
+				ran, err = linearTernary(k, M, N, K, xa, wt, ct, b, o, ot.Data)
+			} else if wt.Axis == -1 && wt.BlockSize > 0 {
 				ran, err = linearGrouped(k, M, N, K, xa, wt, b, o, ot.Data)
 			} else {
 				var wq qlinear.Weight
@@ -232,6 +234,45 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 		writeInfo(info, 0, ran.Kernel)
 		return nil
 	})
+}
+
+// linearTernary runs an I2_S weight (N, K) straight from its codes: K a
+// multiple of 128, one scale (block_size 0 or covering the tensor) or one
+// per row (block_size a multiple of K). colsums (nil: none) are its row
+// sums.
+func linearTernary(k *qlinear.Kernels, M, N, K int, xa qlinear.Act, wt, ct *qtensor.Tensor, b []float32, o qlinear.Output, out []byte) (qlinear.Info, error) {
+	if err := wt.WantContiguous(); err != nil {
+		return qlinear.Info{}, err
+	}
+	bs := wt.BlockSize
+	var scales []float32
+	switch {
+	case len(wt.Scales) == 1 && (bs == 0 || bs >= N*K):
+		scales = wt.Scales
+	case bs > 0 && bs%K == 0:
+		scales = make([]float32, N)
+		for r := range scales {
+			i := r * K / bs
+			if i >= len(wt.Scales) {
+				return qlinear.Info{}, errs.Value("weight: %d scales for %d rows of %d values in blocks of %d", len(wt.Scales), N, K, bs)
+			}
+			scales[r] = wt.Scales[i]
+		}
+	default:
+		return qlinear.Info{}, errs.Value("weight: an i2_s weight needs one scale or one per row (block_size a multiple of %d), got %d scales, block_size %d", K, len(wt.Scales), bs)
+	}
+	w := qlinear.Ternary{Packed: wt.Data, Scales: scales}
+	if ct != nil {
+		cs, err := qtensor.View[int32](ct, qtensor.I32)
+		if err != nil {
+			return qlinear.Info{}, err
+		}
+		if len(cs) != N {
+			return qlinear.Info{}, errs.Value("colsums: want %d values, got %d", N, len(cs))
+		}
+		w.ColSums = cs
+	}
+	return qlinear.LinearTernary(k, M, N, K, xa, w, b, o, out)
 }
 
 // linearGrouped runs a weight with one scale and zero point per block of

@@ -64,7 +64,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._conv import IntPair, _padding, _pair
-from ._core import qops
+from ._core import descriptor, qops
 from ._core.arrays import as_float32, is_torch_tensor
 from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
@@ -78,22 +78,25 @@ __all__ = ["add", "add_relu", "conv2d", "linear", "linear_dynamic", "matmul", "r
 
 
 _CACHE_SIZE = 64
-_cache: collections.OrderedDict[int, tuple[object, Q, np.ndarray]] = collections.OrderedDict()
+_cache: collections.OrderedDict[tuple[int, str], tuple[object, Q, np.ndarray]] = collections.OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _cached(t: QuantizedTensor, build: Any) -> tuple[Q, np.ndarray]:  # noqa: ANN401 (a callable)
-    """A weight's int8 operand and row sums, derived once per tensor: keyed by its ``packed``
-    array, which the immutable tensor keeps (the entry holds it, so its id is not reused)."""
-    key = id(t.packed)
+def _cached(t: QuantizedTensor, build: Any, kind: str = "codes", values: Any = None) -> tuple[Q, np.ndarray]:  # noqa: ANN401 (callables)
+    """A weight's operand (``kind``: int8 codes, or ``"i2s"``: its own I2_S codes) and row sums,
+    derived once per tensor: keyed by its ``packed`` array, which the immutable tensor keeps (the
+    entry holds it, so its id is not reused). The row sums are those of ``values()`` (default: the
+    operand's codes)."""
+    key = (id(t.packed), kind)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None and hit[0] is t.packed:
             _cache.move_to_end(key)
             return hit[1], hit[2]
     q = build()
-    k = q.codes.shape[-1] if q.codes.ndim == 2 else int(np.prod(q.codes.shape[1:]))
-    colsums = q.codes.reshape(q.codes.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)
+    v = q.codes if values is None else values()
+    k = v.shape[-1] if v.ndim == 2 else int(np.prod(v.shape[1:]))
+    colsums = v.reshape(v.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)
     with _cache_lock:
         _cache[key] = (t.packed, q, colsums)
         while len(_cache) > _CACHE_SIZE:
@@ -152,9 +155,10 @@ def _act(x: object, name: str) -> tuple[Q, bool]:
     return q, torch_in
 
 
-def _weight(w: object, k_dims: int, allow_groups: bool) -> tuple[Q, np.ndarray | None, bool]:
+def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tuple[Q, np.ndarray | None, bool]:
     """A weight as int8 codes with per-tensor, per-channel (axis 0) or per-block scales, its row
-    sums when kept, and whether it came from torch."""
+    sums when kept, and whether it came from torch. ``i2s``: an I2_S ternary weight that
+    :func:`_ternary_i2s` takes is passed as its own codes."""
     if is_torch_tensor(w):
         q = _torch_q(w, "weight")  # type: ignore[arg-type]
         if q.codes.dtype != np.int8:
@@ -178,6 +182,8 @@ def _weight(w: object, k_dims: int, allow_groups: bool) -> tuple[Q, np.ndarray |
         q, cs = _cached(w, lambda: Q(w.int_repr(), w.scales, w.zero_points, block_size=w.block_size))
         return q, None, False
     if isinstance(w, TernaryTensor):
+        if i2s and (hit := _ternary_i2s(w)) is not None:
+            return hit[0], hit[1], False
         q, cs = _ternary(w, k_dims, allow_groups)
         return q, (None if q.block_size else cs), False
     what = w.qtype if isinstance(w, QuantizedTensor) else type(w).__name__
@@ -205,6 +211,28 @@ def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> tuple[Q, np.n
                         f"values{'' if allow_groups else ' (conv2d takes per-tensor or per-row scales)'}")  # fmt: skip
 
     return _cached(w, build)
+
+
+_I2S_GROUP = 128
+"""Values per I2_S group: the GEMV kernels read rows of whole groups."""
+
+
+def _ternary_i2s(w: TernaryTensor) -> tuple[Q, np.ndarray] | None:
+    """A 2-D I2_S weight with one scale or one per row and rows of whole I2_S groups as its own
+    codes for ``bng_qlinear`` (Go's linear_gemv kernels read them as they are), with its row sums;
+    None for any other ternary weight (it goes as int8 values). ``codes`` is a placeholder of the
+    weight's shape (zero strides, no memory); the descriptor names the packed bytes and scales."""
+    if w.qtype != "i2_s" or w.ndim != 2 or w.shape[1] % _I2S_GROUP:
+        return None
+    k, b = w.shape[1], w.block_size
+    if not (b is None or (b >= w.size and w.scales.size == 1) or b % k == 0):
+        return None
+
+    def build() -> Q:
+        desc = descriptor.host(w.packed, "i2_s", shape=w.shape, scales=w.scales, block_size=b)
+        return Q(np.broadcast_to(np.int8(0), w.shape), w.scales, None, block_size=b, desc=desc)
+
+    return _cached(w, build, "i2s", w.values)
 
 
 def _bias(bias: ArrayLike | None, n: int) -> np.ndarray | None:
@@ -272,7 +300,7 @@ def linear(
         array([[ 5, 30]], dtype=uint8)
     """
     xq, tx = _act(input, "input")
-    wq, cs, tw = _weight(weight, 1, True)
+    wq, cs, tw = _weight(weight, 1, True, i2s=True)
     if wq.codes.ndim != 2:
         raise ValueError(f"weight must have 2 dimensions (out_features, in_features), got shape {wq.codes.shape}")
     n = wq.codes.shape[0]
