@@ -133,3 +133,57 @@ func TestLinearTernaryErrors(t *testing.T) {
 		t.Fatal("2 scales for 5 rows: no error")
 	}
 }
+
+// BenchmarkLinearTernary times LinearTernary and Linear on the same ternary
+// weight (as int8 values, with their column sums, as bindings pass them)
+// on the LLM shapes of `bench qops`, per-row scales, one thread.
+func BenchmarkLinearTernary(b *testing.B) {
+	defer par.SetThreads(par.Threads())
+	if err := par.SetThreads(1); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	k := KernelOp.Get()
+	for _, sh := range [][2]int{{4096, 4096}, {11008, 4096}, {4096, 11008}} {
+		N, K := sh[0], sh[1]
+		vals := make([]int8, N*K)
+		wb := make([]byte, N*K)
+		for i := range vals {
+			vals[i] = int8(r.IntN(3) - 1)
+			wb[i] = byte(vals[i])
+		}
+		packed := make([]byte, ternary.PackedLen(N*K))
+		if err := ternary.Pack(vals, packed); err != nil {
+			b.Fatal(err)
+		}
+		cs, err := TernaryColSums(packed, N, K)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scales := make([]float32, N)
+		for i := range scales {
+			scales[i] = 0.01
+		}
+		w := Ternary{Packed: packed, Scales: scales, ColSums: cs}
+		wq := Weight{Data: wb, Scales: scales, Zeros: make([]int32, N), ColSums: cs}
+		for _, M := range []int{1, 8, 64} {
+			x := Act{Data: randCodes(r, M*K), Scale: 0.02, Zero: 128}
+			o := Output{Scale: 0.5, Zero: 128}
+			out := make([]byte, M*N)
+			b.Run(fmt.Sprintf("ternary/%dx%d/M=%d", N, K, M), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := LinearTernary(k, M, N, K, x, w, nil, o, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("int8/%dx%d/M=%d", N, K, M), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := Linear(k, M, N, K, x, wq, nil, o, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
