@@ -104,13 +104,13 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 	par.Run(chunks, func(ci, lo, hi int) {
 		res := make([]int32, ternRows*min(M, ternBlockCols))
 		col := make([]int32, ternRows)
-		for j0 := 0; j0 < M; j0 += ternBlockCols {
-			nc := min(ternBlockCols, M-j0)
-			for r0 := lo; r0 < hi; r0 += ternRows {
+		for r0 := lo; r0 < hi; r0 += ternRows {
+			r1 := min(hi, r0+ternRows)
+			for j0 := 0; j0 < M; j0 += ternBlockCols {
 				if par.Stopped() {
 					return
 				}
-				r1 := min(hi, r0+ternRows)
+				nc := min(ternBlockCols, M-j0)
 				res := res[:(r1-r0)*nc]
 				if !gk.I8(w.Packed[r0*K/4:], K/4, xs[j0*ldx:], K, ldx, xsum[j0:j0+nc], res) {
 					bad[ci] = true

@@ -166,7 +166,7 @@ func BenchmarkLinearTernary(b *testing.B) {
 		}
 		w := Ternary{Packed: packed, Scales: scales, ColSums: cs}
 		wq := Weight{Data: wb, Scales: scales, Zeros: make([]int32, N), ColSums: cs}
-		for _, M := range []int{1, 8, 64} {
+		for _, M := range []int{1, 8, 64, 256} {
 			x := Act{Data: randCodes(r, M*K), Scale: 0.02, Zero: 128}
 			o := Output{Scale: 0.5, Zero: 128}
 			out := make([]byte, M*N)
