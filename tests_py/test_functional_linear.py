@@ -261,3 +261,39 @@ def test_errors() -> None:
     xs = bitnet_go.quantize(np.zeros((2, 4), np.float32), "int8", scale=0.1, zero_point=0)
     with pytest.raises(TypeError, match="one dtype"):
         F.matmul(x, xs, scale=1.0, zero_point=0)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_linear_i2s_runs_gemv_and_matches_int8_path(case: int) -> None:
+    """An I2_S weight with rows of whole 128-value groups goes to Go as its own codes and runs
+    linear_gemv; its outputs equal those of the same weight sent as int8 values (the tile/dot
+    path), also past 64 rows. Rows of other lengths keep the int8 path."""
+    from bitnet_go._core import qops
+
+    rng = np.random.default_rng(6000 + case)
+    m = int(rng.choice([1, 3, 8, 65]))
+    n, k = int(rng.integers(1, 40)), 128 * int(rng.integers(1, 4))
+    if case == 5:
+        k = 128 * int(rng.integers(1, 3)) + 64
+    signed = case % 2 == 1
+    za = _zp(rng, case, signed)
+    dt = np.int8 if signed else np.uint8
+    xa = (rng.integers(-128, 128, (m, k)) if signed else rng.integers(0, 256, (m, k))).astype(dt)
+    x = bitnet_go.quantize((xa.astype(np.float32) - za) * 0.03, dt.__name__, scale=0.03, zero_point=za)
+    w = bitnet_go.quantize_i2s(rng.standard_normal((n, k)).astype(np.float32), block_size=(None, k)[case % 2])
+    xq, _ = F._act(x, "x")
+    so, zo = np.float32([0.4]), np.int32([_zp(rng, case + 1, signed)])
+    bias = rng.standard_normal(n).astype(np.float32)
+    q8, cs8 = F._ternary(w, 1, True)
+    want = np.empty((m, n), dt)
+    qops.linear(xq, q8, bias, cs8, qops.Q(want, so, zo), relu=False)
+    hit = F._ternary_i2s(w)
+    if case == 5:
+        assert hit is None
+    else:
+        assert hit is not None
+        got = np.empty((m, n), dt)
+        kernel = qops.linear(xq, hit[0], bias, hit[1], qops.Q(got, so, zo), relu=False)
+        assert kernel.startswith("linear_gemv/"), kernel
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(F.linear(x, w, bias, scale=float(so[0]), zero_point=int(zo[0])).int_repr(), want)
