@@ -136,3 +136,183 @@ func qReluAVX2(signed bool) func(*build.Context) {
 		vzeroRet(c)
 	}
 }
+
+// The AVX-512 kernels (avx512 family: F, BW): 64 codes an iteration in ZMM
+// registers. The output side differs from the AVX2 one: the product is
+// clipped at hi in float32 (NaN and overflow give hi), converted (ties to
+// even; below -2^31 gives INT32_MIN), then packed to words with signed
+// saturation, the zero point added with word saturation (VPADDSW), packed
+// to bytes with the dtype's saturation and raised to the floor code
+// byte(Lo+ZO) (VPMAXUB/VPMAXSB). For Lo+ZO and Hi+ZO in the dtype's range
+// (every AddParams) that is clamp(roundEven(t), Lo, Hi) + ZO: the lower
+// clamp commutes with the rounding (Lo is an integer) and with the
+// saturations, which are monotonic.
+
+// qelemAVX512 emits gokern/ops/qelem/qelem_avx512_amd64.s.
+var qelemAVX512 = kernels(qAddAVX512(false), qAddAVX512(true), qAddConstAVX512(false), qAddConstAVX512(true),
+	qReluAVX512(false), qReluAVX512(true))
+
+// permIdx512 undoes the 128-bit-lane interleaving of VPACKSSDW then
+// VPACKUSWB on four ZMM registers: output dword 4j+k is dword 4k+j.
+var permIdx512 = [16]byte{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}
+
+// dwordIndex512 returns a ZMM register holding the sixteen 32-bit values
+// idx (each < 256), for VPERMD.
+func dwordIndex512(c *build.Context, idx [16]byte) reg.VecVirtual {
+	var lo, hi uint64
+	for i := range 8 {
+		lo |= uint64(idx[i]) << (8 * i)
+		hi |= uint64(idx[8+i]) << (8 * i)
+	}
+	x := xmmImm(c, 8, lo)
+	c.VPINSRQ(operand.Imm(1), gpImm(c, 8, hi), x, x)
+	z := c.ZMM()
+	c.VPMOVZXBD(x, z)
+	return z
+}
+
+// deqCodes512 is deqCodes on the 16 codes at src, in a ZMM register.
+func deqCodes512(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtual) reg.VecVirtual {
+	v := c.ZMM()
+	if signed {
+		c.VPMOVSXBD(src, v)
+	} else {
+		c.VPMOVZXBD(src, v)
+	}
+	c.VCVTDQ2PS(v, v)
+	c.VFMADD213PS(p, s, v) // v = s*v + p, one rounding
+	return v
+}
+
+// out512 holds the output constants of an AVX-512 add kernel: inv and hi
+// in each float32 lane, the zero point in each 16-bit lane, the floor code
+// in each byte, the VPERMD index.
+type out512 struct{ inv, hi, zo, floor, perm reg.VecVirtual }
+
+// newOut512 loads the output constants from the parameters inv, hi, zo
+// (int16) and floor (a byte).
+func newOut512(c *build.Context) out512 {
+	k := out512{inv: c.ZMM(), hi: c.ZMM(), zo: c.ZMM(), floor: c.ZMM()}
+	c.VBROADCASTSS(paramAddr(c, "inv"), k.inv)
+	c.VBROADCASTSS(paramAddr(c, "hi"), k.hi)
+	c.VPBROADCASTW(paramAddr(c, "zo"), k.zo)
+	c.VPBROADCASTB(paramAddr(c, "floor"), k.floor)
+	k.perm = dwordIndex512(c, permIdx512)
+	return k
+}
+
+// store512 writes the codes of the four ZMM registers of float32 sums v
+// (64 values, in order) to the 64 bytes at out (see the comment above).
+func store512(c *build.Context, signed bool, k out512, v [4]reg.VecVirtual, out operand.Mem) {
+	for _, x := range v {
+		c.VMULPS(k.inv, x, x)
+		c.VMINPS(k.hi, x, x) // (x < hi) ? x : hi
+		c.VCVTPS2DQ(x, x)
+	}
+	c.VPACKSSDW(v[1], v[0], v[0])
+	c.VPACKSSDW(v[3], v[2], v[2])
+	c.VPADDSW(k.zo, v[0], v[0])
+	c.VPADDSW(k.zo, v[2], v[2])
+	if signed {
+		c.VPACKSSWB(v[2], v[0], v[0])
+		c.VPMAXSB(k.floor, v[0], v[0])
+	} else {
+		c.VPACKUSWB(v[2], v[0], v[0])
+		c.VPMAXUB(k.floor, v[0], v[0])
+	}
+	c.VPERMD(v[0], k.perm, v[0])
+	c.VMOVDQU64(v[0], out)
+}
+
+// qAddAVX512 returns the emitter of add{U8,I8}AVX512: 64 codes of a and of
+// b an iteration.
+func qAddAVX512(signed bool) func(*build.Context) {
+	return func(c *build.Context) {
+		name := "add" + typeName(signed) + "AVX512"
+		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
+			name+" writes the len(a)/64*64 first codes of the generic Add"+typeName(signed)+" kernel",
+			"(b and out at least as long; floor = byte(Lo+ZO)).")
+		cnt, r := blockArgs(c, "a", 6, "a.base", "b.base", "out.base")
+		pa, pb, po := r[0], r[1], r[2]
+		s := make([]reg.VecVirtual, 4)
+		for i, n := range []string{"sa", "pa", "sb", "pb"} {
+			s[i] = c.ZMM()
+			c.VBROADCASTSS(paramAddr(c, n), s[i])
+		}
+		k := newOut512(c)
+		blockLoop(c, cnt, func() {
+			var v [4]reg.VecVirtual
+			for j := range v {
+				x := deqCodes512(c, signed, mem(pa, 16*j), s[0], s[1])
+				y := deqCodes512(c, signed, mem(pb, 16*j), s[2], s[3])
+				c.VADDPS(y, x, x)
+				v[j] = x
+			}
+			store512(c, signed, k, v, mem(po, 0))
+			c.ADDQ(operand.Imm(64), pa)
+			c.ADDQ(operand.Imm(64), pb)
+			c.ADDQ(operand.Imm(64), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// qAddConstAVX512 returns the emitter of addConst{U8,I8}AVX512: a's codes
+// plus the dequantized constant d, 64 an iteration.
+func qAddConstAVX512(signed bool) func(*build.Context) {
+	return func(c *build.Context) {
+		name := "addConst" + typeName(signed) + "AVX512"
+		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
+			name+" writes the len(a)/64*64 first codes of the generic AddConst"+typeName(signed)+" kernel",
+			"(out at least as long; floor = byte(Lo+ZO)).")
+		cnt, r := blockArgs(c, "a", 6, "a.base", "out.base")
+		pa, po := r[0], r[1]
+		s := make([]reg.VecVirtual, 3)
+		for i, n := range []string{"sa", "pa", "d"} {
+			s[i] = c.ZMM()
+			c.VBROADCASTSS(paramAddr(c, n), s[i])
+		}
+		k := newOut512(c)
+		blockLoop(c, cnt, func() {
+			var v [4]reg.VecVirtual
+			for j := range v {
+				x := deqCodes512(c, signed, mem(pa, 16*j), s[0], s[1])
+				c.VADDPS(s[2], x, x)
+				v[j] = x
+			}
+			store512(c, signed, k, v, mem(po, 0))
+			c.ADDQ(operand.Imm(64), pa)
+			c.ADDQ(operand.Imm(64), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// qReluAVX512 returns the emitter of relu{U8,I8}AVX512: 256 bytes an
+// iteration, max with the zero point broadcast to every byte.
+func qReluAVX512(signed bool) func(*build.Context) {
+	return func(c *build.Context) {
+		name := "relu" + typeName(signed) + "AVX512"
+		declareNoescape(c, name, "func(x, out []byte, zp byte)",
+			name+" writes the len(x)/256*256 first codes of the generic Relu"+typeName(signed)+" kernel",
+			"(out at least as long).")
+		cnt, r := blockArgs(c, "x", 8, "x.base", "out.base")
+		px, po := r[0], r[1]
+		z := c.ZMM()
+		c.VPBROADCASTB(paramAddr(c, "zp"), z)
+		maxb := c.VPMAXUB
+		if signed {
+			maxb = c.VPMAXSB
+		}
+		blockLoop(c, cnt, func() {
+			for j := 0; j < 4; j++ {
+				v := c.ZMM()
+				maxb(mem(px, 64*j), z, v)
+				c.VMOVDQU64(v, mem(po, 64*j))
+			}
+			c.ADDQ(operand.U32(256), px)
+			c.ADDQ(operand.U32(256), po)
+		})
+		vzeroRet(c)
+	}
+}
