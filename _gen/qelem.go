@@ -12,6 +12,17 @@ import (
 // contracts are in gokern/ops/qelem/kernels.go (the generic Go oracle);
 // gokern/ops/qelem/kernels_avx2_amd64.go wraps them (tails).
 
+// The add kernels' output side (storeCodes): the product t = sum*inv is
+// clipped at hi in float32 (NaN and overflow give hi), converted (ties to
+// even under the default MXCSR, as torch's _mm256_cvtps_epi32; below -2^31
+// gives INT32_MIN), packed to words with signed saturation, the zero point
+// added with word saturation (VPADDSW), packed to bytes with the dtype's
+// saturation and raised to the floor code byte(Lo+ZO) (VPMAXUB/VPMAXSB).
+// For Lo+ZO and Hi+ZO in the dtype's range (every AddParams) that is the
+// generic clamp(roundEven(t), Lo, Hi) + ZO: the lower clamp commutes with
+// the rounding (Lo is an integer) and with the saturations (monotonic),
+// and no float VMAXPS or dword VPADDD is needed.
+
 // qelemAVX2 emits gokern/ops/qelem/qelem_avx2_amd64.s.
 var qelemAVX2 = kernels(qAddAVX2(false), qAddAVX2(true), qAddConstAVX2(false), qAddConstAVX2(true),
 	qReluAVX2(false), qReluAVX2(true))
@@ -38,42 +49,27 @@ func deqCodes(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtua
 	return v
 }
 
-// addOut holds the output constants of an add kernel.
-type addOut struct{ inv, lo, hi, zo reg.VecVirtual }
-
-// codeOf turns the float32 sums in v into dword codes, in place:
-// min(v*inv, hi) (NaN: hi), max(., lo), converted rounding to nearest
-// even (VCVTPS2DQ under the default MXCSR, whose rounding every float
-// operation here follows, as torch's _mm256_cvtps_epi32 does), + zo.
-func codeOf(c *build.Context, k addOut, v reg.VecVirtual) reg.VecVirtual {
-	c.VMULPS(k.inv, v, v)
-	c.VMINPS(k.hi, v, v) // (v < hi) ? v : hi
-	c.VMAXPS(k.lo, v, v) // (v > lo) ? v : lo
-	c.VCVTPS2DQ(v, v)
-	c.VPADDD(k.zo, v, v)
-	return v
-}
-
 // qAddAVX2 returns the emitter of add{U8,I8}AVX2: 32 codes of a and of b an
 // iteration.
 func qAddAVX2(signed bool) func(*build.Context) {
 	return func(c *build.Context) {
 		name := "add" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, lo, hi float32, zo int32)",
+		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
 			name+" writes the len(a)/32*32 first codes of the generic Add"+typeName(signed)+" kernel",
-			"(b and out at least as long).")
+			"(b and out at least as long; floor = byte(Lo+ZO)).")
 		cnt, r := blockArgs(c, "a", 5, "a.base", "b.base", "out.base")
 		pa, pb, po := r[0], r[1], r[2]
-		v := bcstParams(c, "sa", "pa", "sb", "pb", "inv", "lo", "hi", "zo")
-		k := addOut{inv: v[4], lo: v[5], hi: v[6], zo: v[7]}
-		perm := dwordIndex(c, permIdx)
+		v := bcstParams(c, "sa", "pa", "sb", "pb")
+		k := newOutConsts(c, false)
 		blockLoop(c, cnt, func() {
-			packCodesAs(c, signed, func(j int) reg.VecVirtual {
+			var s [4]reg.VecVirtual
+			for j := range s {
 				x := deqCodes(c, signed, mem(pa, 8*j), v[0], v[1])
 				y := deqCodes(c, signed, mem(pb, 8*j), v[2], v[3])
 				c.VADDPS(y, x, x)
-				return codeOf(c, k, x)
-			}, perm, mem(po, 0))
+				s[j] = x
+			}
+			storeCodes(c, signed, k, s, mem(po, 0))
 			c.ADDQ(operand.Imm(32), pa)
 			c.ADDQ(operand.Imm(32), pb)
 			c.ADDQ(operand.Imm(32), po)
@@ -87,20 +83,21 @@ func qAddAVX2(signed bool) func(*build.Context) {
 func qAddConstAVX2(signed bool) func(*build.Context) {
 	return func(c *build.Context) {
 		name := "addConst" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, lo, hi float32, zo int32)",
+		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
 			name+" writes the len(a)/32*32 first codes of the generic AddConst"+typeName(signed)+" kernel",
-			"(out at least as long).")
+			"(out at least as long; floor = byte(Lo+ZO)).")
 		cnt, r := blockArgs(c, "a", 5, "a.base", "out.base")
 		pa, po := r[0], r[1]
-		v := bcstParams(c, "sa", "pa", "d", "inv", "lo", "hi", "zo")
-		k := addOut{inv: v[3], lo: v[4], hi: v[5], zo: v[6]}
-		perm := dwordIndex(c, permIdx)
+		v := bcstParams(c, "sa", "pa", "d")
+		k := newOutConsts(c, false)
 		blockLoop(c, cnt, func() {
-			packCodesAs(c, signed, func(j int) reg.VecVirtual {
+			var s [4]reg.VecVirtual
+			for j := range s {
 				x := deqCodes(c, signed, mem(pa, 8*j), v[0], v[1])
 				c.VADDPS(v[2], x, x)
-				return codeOf(c, k, x)
-			}, perm, mem(po, 0))
+				s[j] = x
+			}
+			storeCodes(c, signed, k, s, mem(po, 0))
 			c.ADDQ(operand.Imm(32), pa)
 			c.ADDQ(operand.Imm(32), po)
 		})
@@ -138,15 +135,8 @@ func qReluAVX2(signed bool) func(*build.Context) {
 }
 
 // The AVX-512 kernels (avx512 family: F, BW): 64 codes an iteration in ZMM
-// registers. The output side differs from the AVX2 one: the product is
-// clipped at hi in float32 (NaN and overflow give hi), converted (ties to
-// even; below -2^31 gives INT32_MIN), then packed to words with signed
-// saturation, the zero point added with word saturation (VPADDSW), packed
-// to bytes with the dtype's saturation and raised to the floor code
-// byte(Lo+ZO) (VPMAXUB/VPMAXSB). For Lo+ZO and Hi+ZO in the dtype's range
-// (every AddParams) that is clamp(roundEven(t), Lo, Hi) + ZO: the lower
-// clamp commutes with the rounding (Lo is an integer) and with the
-// saturations, which are monotonic.
+// registers, the AVX2 kernels' sequence twice as wide (deqCodes512,
+// storeCodes).
 
 // qelemAVX512 emits gokern/ops/qelem/qelem_avx512_amd64.s.
 var qelemAVX512 = kernels(qAddAVX512(false), qAddAVX512(true), qAddConstAVX512(false), qAddConstAVX512(true),
@@ -184,26 +174,40 @@ func deqCodes512(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVir
 	return v
 }
 
-// out512 holds the output constants of an AVX-512 add kernel: inv and hi
-// in each float32 lane, the zero point in each 16-bit lane, the floor code
-// in each byte, the VPERMD index.
-type out512 struct{ inv, hi, zo, floor, perm reg.VecVirtual }
+// outConsts holds the output constants of an add kernel (YMM or ZMM
+// registers): inv and hi in each float32 lane, the zero point in each
+// 16-bit lane, the floor code in each byte, the VPERMD index that puts the
+// packed codes in order.
+type outConsts struct {
+	wide                     bool // ZMM
+	inv, hi, zo, floor, perm reg.VecVirtual
+}
 
-// newOut512 loads the output constants from the parameters inv, hi, zo
-// (int16) and floor (a byte).
-func newOut512(c *build.Context) out512 {
-	k := out512{inv: c.ZMM(), hi: c.ZMM(), zo: c.ZMM(), floor: c.ZMM()}
+// newOutConsts loads the output constants from the parameters inv, hi, zo
+// (int16) and floor (a byte), into ZMM registers if wide.
+func newOutConsts(c *build.Context, wide bool) outConsts {
+	vec := c.YMM
+	if wide {
+		vec = c.ZMM
+	}
+	k := outConsts{wide: wide, inv: vec(), hi: vec(), zo: vec(), floor: vec()}
 	c.VBROADCASTSS(paramAddr(c, "inv"), k.inv)
 	c.VBROADCASTSS(paramAddr(c, "hi"), k.hi)
 	c.VPBROADCASTW(paramAddr(c, "zo"), k.zo)
 	c.VPBROADCASTB(paramAddr(c, "floor"), k.floor)
-	k.perm = dwordIndex512(c, permIdx512)
+	if wide {
+		k.perm = dwordIndex512(c, permIdx512)
+	} else {
+		k.perm = dwordIndex(c, permIdx)
+	}
 	return k
 }
 
-// store512 writes the codes of the four ZMM registers of float32 sums v
-// (64 values, in order) to the 64 bytes at out (see the comment above).
-func store512(c *build.Context, signed bool, k out512, v [4]reg.VecVirtual, out operand.Mem) {
+// storeCodes writes the codes of the four registers of float32 sums v (32
+// or 64 values, in order) to out (see the comment above qelemAVX2): per
+// value VMULPS, VMINPS, VCVTPS2DQ; per four registers two VPACKSSDW, two
+// VPADDSW, one VPACKUSWB (VPACKSSWB), one VPMAXUB (VPMAXSB), one VPERMD.
+func storeCodes(c *build.Context, signed bool, k outConsts, v [4]reg.VecVirtual, out operand.Mem) {
 	for _, x := range v {
 		c.VMULPS(k.inv, x, x)
 		c.VMINPS(k.hi, x, x) // (x < hi) ? x : hi
@@ -221,7 +225,11 @@ func store512(c *build.Context, signed bool, k out512, v [4]reg.VecVirtual, out 
 		c.VPMAXUB(k.floor, v[0], v[0])
 	}
 	c.VPERMD(v[0], k.perm, v[0])
-	c.VMOVDQU64(v[0], out)
+	if k.wide {
+		c.VMOVDQU64(v[0], out)
+	} else {
+		c.VMOVDQU(v[0], out)
+	}
 }
 
 // qAddAVX512 returns the emitter of add{U8,I8}AVX512: 64 codes of a and of
@@ -239,7 +247,7 @@ func qAddAVX512(signed bool) func(*build.Context) {
 			s[i] = c.ZMM()
 			c.VBROADCASTSS(paramAddr(c, n), s[i])
 		}
-		k := newOut512(c)
+		k := newOutConsts(c, true)
 		blockLoop(c, cnt, func() {
 			var v [4]reg.VecVirtual
 			for j := range v {
@@ -248,7 +256,7 @@ func qAddAVX512(signed bool) func(*build.Context) {
 				c.VADDPS(y, x, x)
 				v[j] = x
 			}
-			store512(c, signed, k, v, mem(po, 0))
+			storeCodes(c, signed, k, v, mem(po, 0))
 			c.ADDQ(operand.Imm(64), pa)
 			c.ADDQ(operand.Imm(64), pb)
 			c.ADDQ(operand.Imm(64), po)
@@ -272,7 +280,7 @@ func qAddConstAVX512(signed bool) func(*build.Context) {
 			s[i] = c.ZMM()
 			c.VBROADCASTSS(paramAddr(c, n), s[i])
 		}
-		k := newOut512(c)
+		k := newOutConsts(c, true)
 		blockLoop(c, cnt, func() {
 			var v [4]reg.VecVirtual
 			for j := range v {
@@ -280,7 +288,7 @@ func qAddConstAVX512(signed bool) func(*build.Context) {
 				c.VADDPS(s[2], x, x)
 				v[j] = x
 			}
-			store512(c, signed, k, v, mem(po, 0))
+			storeCodes(c, signed, k, v, mem(po, 0))
 			c.ADDQ(operand.Imm(64), pa)
 			c.ADDQ(operand.Imm(64), po)
 		})

@@ -16,7 +16,10 @@ var KernelOp = cpu.NewOp("qelem", &genericKernels)
 // dequantizes, fma(scale, q, scale * -zp) in float32 with one rounding, the
 // sum is float32, and the output code is clamp(nearbyint(sum * Inv), Lo, Hi)
 // + ZO, ties to even (Lo, Hi: the range minus the zero point; Lo is 0 with a
-// fused ReLU). A NaN product gives Hi (see Kernels.Add).
+// fused ReLU). A NaN product gives Hi (see Kernels.Add). The SIMD kernels
+// rely on Lo and Hi being integers with Lo+ZO and Hi+ZO in the dtype's
+// range (they clamp below with saturating packs and a max with the code
+// Lo+ZO), as NewAddParams makes them.
 type AddParams struct {
 	SA, PA float32 // a's scale and float32(SA * -zp_a)
 	SB, PB float32 // b's

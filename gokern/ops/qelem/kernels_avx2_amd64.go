@@ -10,6 +10,11 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // generic code the tail.
 var _ = KernelOp.Register(cpu.AVX2, &avx2Kernels)
 
+// floorCode is the lowest output code of p, Lo+ZO, as a byte: the add
+// kernels raise every code to it (the lower clamp, after the saturating
+// packs; see _gen/qelem.go).
+func floorCode(p *AddParams) byte { return byte(int32(p.Lo) + p.ZO) }
+
 var avx2Kernels = Kernels{
 	AddU8: addAVX2Kernel(addU8AVX2, addGeneric[uint8]), AddI8: addAVX2Kernel(addI8AVX2, addGeneric[int8]),
 	AddConstU8: addConstAVX2Kernel(addConstU8AVX2, addConstGeneric[uint8]),
@@ -17,7 +22,7 @@ var avx2Kernels = Kernels{
 	ReluU8:     reluAVX2Kernel(reluU8AVX2, reluGeneric[uint8]), ReluI8: reluAVX2Kernel(reluI8AVX2, reluGeneric[int8]),
 }
 
-type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, lo, hi float32, zo int32)
+type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)
 
 func addAVX2Kernel(asm addAsm, gen func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
 	return func(a, b []byte, p *AddParams, out []byte) {
@@ -25,13 +30,13 @@ func addAVX2Kernel(asm addAsm, gen func(a, b []byte, p *AddParams, out []byte)) 
 		b, out = b[:n], out[:n]
 		body := n &^ 31
 		if body > 0 {
-			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Lo, p.Hi, p.ZO)
+			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
 		gen(a[body:], b[body:], p, out[body:])
 	}
 }
 
-type addConstAsm func(a, out []byte, sa, pa, d, inv, lo, hi float32, zo int32)
+type addConstAsm func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)
 
 func addConstAVX2Kernel(asm addConstAsm, gen func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
 	return func(a []byte, d float32, p *AddParams, out []byte) {
@@ -39,7 +44,7 @@ func addConstAVX2Kernel(asm addConstAsm, gen func(a []byte, d float32, p *AddPar
 		out = out[:n]
 		body := n &^ 31
 		if body > 0 {
-			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Lo, p.Hi, p.ZO)
+			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
 		gen(a[body:], d, p, out[body:])
 	}

@@ -19,13 +19,7 @@ var avx512Kernels = Kernels{
 	ReluI8:     reluAVX512Kernel(reluI8AVX512, avx2Kernels.ReluI8),
 }
 
-// floorCode is the lowest output code of p, Lo+ZO, as a byte (the AVX-512
-// add kernels raise every code to it).
-func floorCode(p *AddParams) byte { return byte(int32(p.Lo) + p.ZO) }
-
-type addAsm512 func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)
-
-func addAVX512Kernel(asm addAsm512, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
+func addAVX512Kernel(asm addAsm, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
 	return func(a, b []byte, p *AddParams, out []byte) {
 		n := len(a)
 		b, out = b[:n], out[:n]
@@ -37,9 +31,7 @@ func addAVX512Kernel(asm addAsm512, rest func(a, b []byte, p *AddParams, out []b
 	}
 }
 
-type addConstAsm512 func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)
-
-func addConstAVX512Kernel(asm addConstAsm512, rest func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
+func addConstAVX512Kernel(asm addConstAsm, rest func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
 	return func(a []byte, d float32, p *AddParams, out []byte) {
 		n := len(a)
 		out = out[:n]
