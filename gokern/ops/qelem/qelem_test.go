@@ -127,6 +127,10 @@ func TestKernelsSpecialSums(t *testing.T) {
 			{"overflow", AddParams{SA: 3e38, PA: 0, SB: 3e38, PB: 0, Inv: 1, Lo: -128, Hi: 127, ZO: 128}, inf},
 			{"nan", AddParams{SA: 3e38, PA: 0, SB: 1, PB: 0, Inv: 1, Lo: -255, Hi: 0, ZO: 255}, float32(math.NaN())},
 			{"tiny out scale", AddParams{SA: 1, PA: -3, SB: 1, PB: 0, Inv: 1e30, Lo: -200, Hi: 55, ZO: 200}, -inf},
+			// products past int16 but inside int32: the kernels' saturating
+			// word packs (and the zero point added with saturation)
+			{"wide products", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e4, Lo: -120, Hi: 135, ZO: 120}, -4e2},
+			{"wide products relu", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 3e2, Lo: 0, Hi: 135, ZO: 120}, 1},
 			{"ties", AddParams{SA: 0.5, PA: -64, SB: 0.25, PB: -3, Inv: 1, Lo: 0, Hi: 127, ZO: 128}, 0.5},
 		} {
 			for _, n := range []int{31, 32, 100, 257} {
