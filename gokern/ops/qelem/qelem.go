@@ -15,7 +15,8 @@
 // on the last n mod 64 elements of each thread's range, which can differ
 // from the vectorised one by one code where a sum lands on a rounding tie.
 // The hot loops are kernels of the kernel registry (KernelOp): a generic Go
-// oracle and an AVX2 family.
+// oracle, an AVX2 family and an AVX-512 one (the default on amd-zen4, see
+// gokern/cpu Measurements).
 package qelem
 
 import (
