@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -25,7 +27,8 @@ import (
 
 // qelemAVX2 emits gokern/ops/qelem/qelem_avx2_amd64.s.
 var qelemAVX2 = kernels(qAddAVX2(false), qAddAVX2(true), qAddConstAVX2(false), qAddConstAVX2(true),
-	qReluAVX2(false), qReluAVX2(true))
+	qReluAVX2(false), qReluAVX2(true), qRequant(false, false, false), qRequant(false, false, true),
+	qRequant(false, true, false), qRequant(false, true, true))
 
 // typeName is "I8" or "U8".
 func typeName(signed bool) string {
@@ -140,7 +143,8 @@ func qReluAVX2(signed bool) func(*build.Context) {
 
 // qelemAVX512 emits gokern/ops/qelem/qelem_avx512_amd64.s.
 var qelemAVX512 = kernels(qAddAVX512(false), qAddAVX512(true), qAddConstAVX512(false), qAddConstAVX512(true),
-	qReluAVX512(false), qReluAVX512(true))
+	qReluAVX512(false), qReluAVX512(true), qRequant(true, false, false), qRequant(true, false, true),
+	qRequant(true, true, false), qRequant(true, true, true))
 
 // permIdx512 undoes the 128-bit-lane interleaving of VPACKSSDW then
 // VPACKUSWB on four ZMM registers: output dword 4j+k is dword 4k+j.
@@ -323,4 +327,57 @@ func qReluAVX512(signed bool) func(*build.Context) {
 		})
 		vzeroRet(c)
 	}
+}
+
+// qRequant returns the emitter of requant{U8,I8}{U8,I8}{AVX2,AVX512}
+// (input, output dtype): 32 (AVX2) or 64 (wide: AVX-512) codes an
+// iteration, each widened, minus zi (VPSUBD), converted, times s, then
+// storeCodes.
+func qRequant(wide, inSigned, outSigned bool) func(*build.Context) {
+	return func(c *build.Context) {
+		fam, n, sh := "AVX2", 8, 5
+		vec := c.YMM
+		if wide {
+			fam, n, sh = "AVX512", 16, 6
+			vec = c.ZMM
+		}
+		name := "requant" + typeName(inSigned) + typeName(outSigned) + fam
+		declareNoescape(c, name, "func(x, out []byte, s float32, zi int32, inv, hi float32, zo int16, floor byte)",
+			fmt.Sprintf("%s writes the len(x)/%d*%d first codes of the generic Requant[%d][%d] kernel",
+				name, 4*n, 4*n, b2i(inSigned), b2i(outSigned)),
+			"(out at least as long; floor = byte(Lo+ZO)).")
+		cnt, r := blockArgs(c, "x", sh, "x.base", "out.base")
+		px, po := r[0], r[1]
+		sc, zi := vec(), vec()
+		c.VBROADCASTSS(paramAddr(c, "s"), sc)
+		c.VBROADCASTSS(paramAddr(c, "zi"), zi) // the bits of an int32
+		k := newOutConsts(c, wide)
+		blockLoop(c, cnt, func() {
+			var v [4]reg.VecVirtual
+			for j := range v {
+				x := vec()
+				if inSigned {
+					c.VPMOVSXBD(mem(px, n*j), x)
+				} else {
+					c.VPMOVZXBD(mem(px, n*j), x)
+				}
+				c.VPSUBD(zi, x, x)
+				c.VCVTDQ2PS(x, x) // exact: |x - zi| < 2^9
+				c.VMULPS(sc, x, x)
+				v[j] = x
+			}
+			storeCodes(c, outSigned, k, v, mem(po, 0))
+			c.ADDQ(operand.U32(uint32(4*n)), px)
+			c.ADDQ(operand.U32(uint32(4*n)), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

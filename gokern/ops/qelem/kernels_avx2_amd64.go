@@ -20,6 +20,10 @@ var avx2Kernels = Kernels{
 	AddConstU8: addConstAVX2Kernel(addConstU8AVX2, addConstGeneric[uint8]),
 	AddConstI8: addConstAVX2Kernel(addConstI8AVX2, addConstGeneric[int8]),
 	ReluU8:     reluAVX2Kernel(reluU8AVX2, reluGeneric[uint8]), ReluI8: reluAVX2Kernel(reluI8AVX2, reluGeneric[int8]),
+	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
+		{requantKernel(requantU8U8AVX2, 32, genericKernels.Requant[0][0]), requantKernel(requantU8I8AVX2, 32, genericKernels.Requant[0][1])},
+		{requantKernel(requantI8U8AVX2, 32, genericKernels.Requant[1][0]), requantKernel(requantI8I8AVX2, 32, genericKernels.Requant[1][1])},
+	},
 }
 
 type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)
@@ -59,5 +63,21 @@ func reluAVX2Kernel(asm func(x, out []byte, zp byte), gen func(x []byte, zp int3
 			asm(x[:body], out[:body], byte(zp))
 		}
 		gen(x[body:], zp, out[body:])
+	}
+}
+
+type requantAsm func(x, out []byte, s float32, zi int32, inv, hi float32, zo int16, floor byte)
+
+// requantKernel runs asm on the whole blocks of x (block codes, a power of
+// two), rest on the tail.
+func requantKernel(asm requantAsm, block int, rest func(x []byte, s float32, zi int32, p *AddParams, out []byte)) func(x []byte, s float32, zi int32, p *AddParams, out []byte) {
+	return func(x []byte, s float32, zi int32, p *AddParams, out []byte) {
+		n := len(x)
+		out = out[:n]
+		body := n &^ (block - 1)
+		if body > 0 {
+			asm(x[:body], out[:body], s, zi, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
+		}
+		rest(x[body:], s, zi, p, out[body:])
 	}
 }

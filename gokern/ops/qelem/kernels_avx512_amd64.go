@@ -17,6 +17,10 @@ var avx512Kernels = Kernels{
 	AddConstI8: addConstAVX512Kernel(addConstI8AVX512, avx2Kernels.AddConstI8),
 	ReluU8:     reluAVX512Kernel(reluU8AVX512, avx2Kernels.ReluU8),
 	ReluI8:     reluAVX512Kernel(reluI8AVX512, avx2Kernels.ReluI8),
+	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
+		{requantKernel(requantU8U8AVX512, 64, avx2Kernels.Requant[0][0]), requantKernel(requantU8I8AVX512, 64, avx2Kernels.Requant[0][1])},
+		{requantKernel(requantI8U8AVX512, 64, avx2Kernels.Requant[1][0]), requantKernel(requantI8I8AVX512, 64, avx2Kernels.Requant[1][1])},
+	},
 }
 
 func addAVX512Kernel(asm addAsm, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {

@@ -294,9 +294,12 @@ const requantBatch = 4096
 // Requantize writes x requantized to out's dtype, scale and zero point:
 // torch.quantize_per_tensor(x.dequantize(), scale, zero_point, dtype), i.e.
 // the quantizer's dequantize (scale * float32(q - zp)) and quantize
-// (clamp(zp + nearbyint(v * float32(1/scale)))) kernels of dk and qk, one
-// batch at a time. x and out have one shape; their dtypes may differ.
-func Requantize(dk *quant.DequantizeKernels, qk *quant.QuantizeKernels, x, out *Operand) error {
+// (clamp(zp + nearbyint(v * float32(1/scale)))). With a finite 1/scale the
+// fused kernel of ks does both (no value is NaN); otherwise (a subnormal
+// out scale: 0 * Inf is NaN, whose code the quantizer decides) the
+// quantizer's kernels of dk and qk, one batch at a time. x and out have
+// one shape; their dtypes may differ.
+func Requantize(ks *Kernels, dk *quant.DequantizeKernels, qk *quant.QuantizeKernels, x, out *Operand) error {
 	for _, o := range []*Operand{x, out} {
 		if err := o.check(); err != nil {
 			return err
@@ -305,13 +308,21 @@ func Requantize(dk *quant.DequantizeKernels, qk *quant.QuantizeKernels, x, out *
 	if !sameShape(x.Shape, out.Shape) {
 		return errs.Value("out: shape %v must be x's shape %v", out.Shape, x.Shape)
 	}
+	qmin, qmax, _ := quant.Range(out.DType)
+	inv := float32(1) / out.Scale
+	if qtensor.Finite(inv) {
+		p := requantParams(out)
+		k := ks.Requant[b2i(x.DType == qtensor.I8)][b2i(out.DType == qtensor.I8)]
+		par.Run(par.ChunksWork(len(x.Data), addWork), func(_, lo, hi int) {
+			k(x.Data[lo:hi], x.Scale, x.ZeroPoint, &p, out.Data[lo:hi])
+		})
+		return nil
+	}
 	deq := dk.RunU8
 	if x.DType == qtensor.I8 {
 		deq = dk.RunI8
 	}
-	qmin, qmax, _ := quant.Range(out.DType)
 	c := quant.Clamp{QMin: qmin, QMax: qmax, NaN: quant.NaNCode(out.DType, true, out.ZeroPoint, qmin, qmax)}
-	inv := float32(1) / out.Scale
 	par.Run(par.ChunksWork(len(x.Data), addWork), func(_, lo, hi int) {
 		var buf [requantBatch]float32
 		for s := lo; s < hi; s += requantBatch {
@@ -322,4 +333,19 @@ func Requantize(dk *quant.DequantizeKernels, qk *quant.QuantizeKernels, x, out *
 		}
 	})
 	return nil
+}
+
+// requantParams returns the output constants of a requantize into out (the
+// Inv, Lo, Hi and ZO of an AddParams; the rest zero).
+func requantParams(out *Operand) AddParams {
+	qmin, qmax, _ := quant.Range(out.DType)
+	return AddParams{Inv: float32(1) / out.Scale, Lo: float32(qmin - out.ZeroPoint), Hi: float32(qmax - out.ZeroPoint), ZO: out.ZeroPoint}
+}
+
+// b2i is 1 for true, 0 for false (an index of Kernels.Requant).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

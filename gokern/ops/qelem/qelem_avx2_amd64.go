@@ -39,3 +39,27 @@ func reluU8AVX2(x []byte, out []byte, zp byte)
 //
 //go:noescape
 func reluI8AVX2(x []byte, out []byte, zp byte)
+
+// requantU8U8AVX2 writes the len(x)/32*32 first codes of the generic Requant[0][0] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantU8U8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
+
+// requantU8I8AVX2 writes the len(x)/32*32 first codes of the generic Requant[0][1] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantU8I8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
+
+// requantI8U8AVX2 writes the len(x)/32*32 first codes of the generic Requant[1][0] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantI8U8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
+
+// requantI8I8AVX2 writes the len(x)/32*32 first codes of the generic Requant[1][1] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantI8I8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
