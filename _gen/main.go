@@ -73,6 +73,7 @@ var targets = []target{
 	{name: "qlinear", dir: "gokern/ops/qlinear", base: "dot_avx2", avx2Only: true, gen: qlinearAVX2},
 	{name: "qlinear512", dir: "gokern/ops/qlinear", base: "dot_avx512", gen: qlinearAVX512},
 	{name: "qelem", dir: "gokern/ops/qelem", base: "qelem_avx2", avx2Only: true, gen: qelemAVX2},
+	{name: "qelem512", dir: "gokern/ops/qelem", base: "qelem_avx512", gen: qelemAVX512},
 	{name: "quant", dir: "gokern/quant", base: "quant_avx2", avx2Only: true, gen: quantAVX2},
 	{name: "ternary", dir: "gokern/ternary", base: "quant_avx2", avx2Only: true, gen: ternaryAVX2},
 	{name: "tq", dir: "gokern/ternary", base: "tq_avx2", avx2Only: true, gen: tqAVX2},

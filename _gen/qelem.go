@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -12,9 +14,21 @@ import (
 // contracts are in gokern/ops/qelem/kernels.go (the generic Go oracle);
 // gokern/ops/qelem/kernels_avx2_amd64.go wraps them (tails).
 
+// The add kernels' output side (storeCodes): the product t = sum*inv is
+// clipped at hi in float32 (NaN and overflow give hi), converted (ties to
+// even under the default MXCSR, as torch's _mm256_cvtps_epi32; below -2^31
+// gives INT32_MIN), packed to words with signed saturation, the zero point
+// added with word saturation (VPADDSW), packed to bytes with the dtype's
+// saturation and raised to the floor code byte(Lo+ZO) (VPMAXUB/VPMAXSB).
+// For Lo+ZO and Hi+ZO in the dtype's range (every AddParams) that is the
+// generic clamp(roundEven(t), Lo, Hi) + ZO: the lower clamp commutes with
+// the rounding (Lo is an integer) and with the saturations (monotonic),
+// and no float VMAXPS or dword VPADDD is needed.
+
 // qelemAVX2 emits gokern/ops/qelem/qelem_avx2_amd64.s.
 var qelemAVX2 = kernels(qAddAVX2(false), qAddAVX2(true), qAddConstAVX2(false), qAddConstAVX2(true),
-	qReluAVX2(false), qReluAVX2(true))
+	qReluAVX2(false), qReluAVX2(true), qRequant(false, false, false), qRequant(false, false, true),
+	qRequant(false, true, false), qRequant(false, true, true))
 
 // typeName is "I8" or "U8".
 func typeName(signed bool) string {
@@ -38,42 +52,27 @@ func deqCodes(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtua
 	return v
 }
 
-// addOut holds the output constants of an add kernel.
-type addOut struct{ inv, lo, hi, zo reg.VecVirtual }
-
-// codeOf turns the float32 sums in v into dword codes, in place:
-// min(v*inv, hi) (NaN: hi), max(., lo), converted rounding to nearest
-// even (VCVTPS2DQ under the default MXCSR, whose rounding every float
-// operation here follows, as torch's _mm256_cvtps_epi32 does), + zo.
-func codeOf(c *build.Context, k addOut, v reg.VecVirtual) reg.VecVirtual {
-	c.VMULPS(k.inv, v, v)
-	c.VMINPS(k.hi, v, v) // (v < hi) ? v : hi
-	c.VMAXPS(k.lo, v, v) // (v > lo) ? v : lo
-	c.VCVTPS2DQ(v, v)
-	c.VPADDD(k.zo, v, v)
-	return v
-}
-
 // qAddAVX2 returns the emitter of add{U8,I8}AVX2: 32 codes of a and of b an
 // iteration.
 func qAddAVX2(signed bool) func(*build.Context) {
 	return func(c *build.Context) {
 		name := "add" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, lo, hi float32, zo int32)",
+		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
 			name+" writes the len(a)/32*32 first codes of the generic Add"+typeName(signed)+" kernel",
-			"(b and out at least as long).")
+			"(b and out at least as long; floor = byte(Lo+ZO)).")
 		cnt, r := blockArgs(c, "a", 5, "a.base", "b.base", "out.base")
 		pa, pb, po := r[0], r[1], r[2]
-		v := bcstParams(c, "sa", "pa", "sb", "pb", "inv", "lo", "hi", "zo")
-		k := addOut{inv: v[4], lo: v[5], hi: v[6], zo: v[7]}
-		perm := dwordIndex(c, permIdx)
+		v := bcstParams(c, "sa", "pa", "sb", "pb")
+		k := newOutConsts(c, false)
 		blockLoop(c, cnt, func() {
-			packCodesAs(c, signed, func(j int) reg.VecVirtual {
+			var s [4]reg.VecVirtual
+			for j := range s {
 				x := deqCodes(c, signed, mem(pa, 8*j), v[0], v[1])
 				y := deqCodes(c, signed, mem(pb, 8*j), v[2], v[3])
 				c.VADDPS(y, x, x)
-				return codeOf(c, k, x)
-			}, perm, mem(po, 0))
+				s[j] = x
+			}
+			storeCodes(c, signed, k, s, mem(po, 0))
 			c.ADDQ(operand.Imm(32), pa)
 			c.ADDQ(operand.Imm(32), pb)
 			c.ADDQ(operand.Imm(32), po)
@@ -87,20 +86,21 @@ func qAddAVX2(signed bool) func(*build.Context) {
 func qAddConstAVX2(signed bool) func(*build.Context) {
 	return func(c *build.Context) {
 		name := "addConst" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, lo, hi float32, zo int32)",
+		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
 			name+" writes the len(a)/32*32 first codes of the generic AddConst"+typeName(signed)+" kernel",
-			"(out at least as long).")
+			"(out at least as long; floor = byte(Lo+ZO)).")
 		cnt, r := blockArgs(c, "a", 5, "a.base", "out.base")
 		pa, po := r[0], r[1]
-		v := bcstParams(c, "sa", "pa", "d", "inv", "lo", "hi", "zo")
-		k := addOut{inv: v[3], lo: v[4], hi: v[5], zo: v[6]}
-		perm := dwordIndex(c, permIdx)
+		v := bcstParams(c, "sa", "pa", "d")
+		k := newOutConsts(c, false)
 		blockLoop(c, cnt, func() {
-			packCodesAs(c, signed, func(j int) reg.VecVirtual {
+			var s [4]reg.VecVirtual
+			for j := range s {
 				x := deqCodes(c, signed, mem(pa, 8*j), v[0], v[1])
 				c.VADDPS(v[2], x, x)
-				return codeOf(c, k, x)
-			}, perm, mem(po, 0))
+				s[j] = x
+			}
+			storeCodes(c, signed, k, s, mem(po, 0))
 			c.ADDQ(operand.Imm(32), pa)
 			c.ADDQ(operand.Imm(32), po)
 		})
@@ -135,4 +135,249 @@ func qReluAVX2(signed bool) func(*build.Context) {
 		})
 		vzeroRet(c)
 	}
+}
+
+// The AVX-512 kernels (avx512 family: F, BW): 64 codes an iteration in ZMM
+// registers, the AVX2 kernels' sequence twice as wide (deqCodes512,
+// storeCodes).
+
+// qelemAVX512 emits gokern/ops/qelem/qelem_avx512_amd64.s.
+var qelemAVX512 = kernels(qAddAVX512(false), qAddAVX512(true), qAddConstAVX512(false), qAddConstAVX512(true),
+	qReluAVX512(false), qReluAVX512(true), qRequant(true, false, false), qRequant(true, false, true),
+	qRequant(true, true, false), qRequant(true, true, true))
+
+// permIdx512 undoes the 128-bit-lane interleaving of VPACKSSDW then
+// VPACKUSWB on four ZMM registers: output dword 4j+k is dword 4k+j.
+var permIdx512 = [16]byte{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}
+
+// dwordIndex512 returns a ZMM register holding the sixteen 32-bit values
+// idx (each < 256), for VPERMD.
+func dwordIndex512(c *build.Context, idx [16]byte) reg.VecVirtual {
+	var lo, hi uint64
+	for i := range 8 {
+		lo |= uint64(idx[i]) << (8 * i)
+		hi |= uint64(idx[8+i]) << (8 * i)
+	}
+	x := xmmImm(c, 8, lo)
+	c.VPINSRQ(operand.Imm(1), gpImm(c, 8, hi), x, x)
+	z := c.ZMM()
+	c.VPMOVZXBD(x, z)
+	return z
+}
+
+// deqCodes512 is deqCodes on the 16 codes at src, in a ZMM register.
+func deqCodes512(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtual) reg.VecVirtual {
+	v := c.ZMM()
+	if signed {
+		c.VPMOVSXBD(src, v)
+	} else {
+		c.VPMOVZXBD(src, v)
+	}
+	c.VCVTDQ2PS(v, v)
+	c.VFMADD213PS(p, s, v) // v = s*v + p, one rounding
+	return v
+}
+
+// outConsts holds the output constants of an add kernel (YMM or ZMM
+// registers): inv and hi in each float32 lane, the zero point in each
+// 16-bit lane, the floor code in each byte, the VPERMD index that puts the
+// packed codes in order.
+type outConsts struct {
+	wide                     bool // ZMM
+	inv, hi, zo, floor, perm reg.VecVirtual
+}
+
+// newOutConsts loads the output constants from the parameters inv, hi, zo
+// (int16) and floor (a byte), into ZMM registers if wide.
+func newOutConsts(c *build.Context, wide bool) outConsts {
+	vec := c.YMM
+	if wide {
+		vec = c.ZMM
+	}
+	k := outConsts{wide: wide, inv: vec(), hi: vec(), zo: vec(), floor: vec()}
+	c.VBROADCASTSS(paramAddr(c, "inv"), k.inv)
+	c.VBROADCASTSS(paramAddr(c, "hi"), k.hi)
+	c.VPBROADCASTW(paramAddr(c, "zo"), k.zo)
+	c.VPBROADCASTB(paramAddr(c, "floor"), k.floor)
+	if wide {
+		k.perm = dwordIndex512(c, permIdx512)
+	} else {
+		k.perm = dwordIndex(c, permIdx)
+	}
+	return k
+}
+
+// storeCodes writes the codes of the four registers of float32 sums v (32
+// or 64 values, in order) to out (see the comment above qelemAVX2): per
+// value VMULPS, VMINPS, VCVTPS2DQ; per four registers two VPACKSSDW, two
+// VPADDSW, one VPACKUSWB (VPACKSSWB), one VPMAXUB (VPMAXSB), one VPERMD.
+func storeCodes(c *build.Context, signed bool, k outConsts, v [4]reg.VecVirtual, out operand.Mem) {
+	for _, x := range v {
+		c.VMULPS(k.inv, x, x)
+		c.VMINPS(k.hi, x, x) // (x < hi) ? x : hi
+		c.VCVTPS2DQ(x, x)
+	}
+	c.VPACKSSDW(v[1], v[0], v[0])
+	c.VPACKSSDW(v[3], v[2], v[2])
+	c.VPADDSW(k.zo, v[0], v[0])
+	c.VPADDSW(k.zo, v[2], v[2])
+	if signed {
+		c.VPACKSSWB(v[2], v[0], v[0])
+		c.VPMAXSB(k.floor, v[0], v[0])
+	} else {
+		c.VPACKUSWB(v[2], v[0], v[0])
+		c.VPMAXUB(k.floor, v[0], v[0])
+	}
+	c.VPERMD(v[0], k.perm, v[0])
+	if k.wide {
+		c.VMOVDQU64(v[0], out)
+	} else {
+		c.VMOVDQU(v[0], out)
+	}
+}
+
+// qAddAVX512 returns the emitter of add{U8,I8}AVX512: 64 codes of a and of
+// b an iteration.
+func qAddAVX512(signed bool) func(*build.Context) {
+	return func(c *build.Context) {
+		name := "add" + typeName(signed) + "AVX512"
+		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
+			name+" writes the len(a)/64*64 first codes of the generic Add"+typeName(signed)+" kernel",
+			"(b and out at least as long; floor = byte(Lo+ZO)).")
+		cnt, r := blockArgs(c, "a", 6, "a.base", "b.base", "out.base")
+		pa, pb, po := r[0], r[1], r[2]
+		s := make([]reg.VecVirtual, 4)
+		for i, n := range []string{"sa", "pa", "sb", "pb"} {
+			s[i] = c.ZMM()
+			c.VBROADCASTSS(paramAddr(c, n), s[i])
+		}
+		k := newOutConsts(c, true)
+		blockLoop(c, cnt, func() {
+			var v [4]reg.VecVirtual
+			for j := range v {
+				x := deqCodes512(c, signed, mem(pa, 16*j), s[0], s[1])
+				y := deqCodes512(c, signed, mem(pb, 16*j), s[2], s[3])
+				c.VADDPS(y, x, x)
+				v[j] = x
+			}
+			storeCodes(c, signed, k, v, mem(po, 0))
+			c.ADDQ(operand.Imm(64), pa)
+			c.ADDQ(operand.Imm(64), pb)
+			c.ADDQ(operand.Imm(64), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// qAddConstAVX512 returns the emitter of addConst{U8,I8}AVX512: a's codes
+// plus the dequantized constant d, 64 an iteration.
+func qAddConstAVX512(signed bool) func(*build.Context) {
+	return func(c *build.Context) {
+		name := "addConst" + typeName(signed) + "AVX512"
+		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
+			name+" writes the len(a)/64*64 first codes of the generic AddConst"+typeName(signed)+" kernel",
+			"(out at least as long; floor = byte(Lo+ZO)).")
+		cnt, r := blockArgs(c, "a", 6, "a.base", "out.base")
+		pa, po := r[0], r[1]
+		s := make([]reg.VecVirtual, 3)
+		for i, n := range []string{"sa", "pa", "d"} {
+			s[i] = c.ZMM()
+			c.VBROADCASTSS(paramAddr(c, n), s[i])
+		}
+		k := newOutConsts(c, true)
+		blockLoop(c, cnt, func() {
+			var v [4]reg.VecVirtual
+			for j := range v {
+				x := deqCodes512(c, signed, mem(pa, 16*j), s[0], s[1])
+				c.VADDPS(s[2], x, x)
+				v[j] = x
+			}
+			storeCodes(c, signed, k, v, mem(po, 0))
+			c.ADDQ(operand.Imm(64), pa)
+			c.ADDQ(operand.Imm(64), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// qReluAVX512 returns the emitter of relu{U8,I8}AVX512: 256 bytes an
+// iteration, max with the zero point broadcast to every byte.
+func qReluAVX512(signed bool) func(*build.Context) {
+	return func(c *build.Context) {
+		name := "relu" + typeName(signed) + "AVX512"
+		declareNoescape(c, name, "func(x, out []byte, zp byte)",
+			name+" writes the len(x)/256*256 first codes of the generic Relu"+typeName(signed)+" kernel",
+			"(out at least as long).")
+		cnt, r := blockArgs(c, "x", 8, "x.base", "out.base")
+		px, po := r[0], r[1]
+		z := c.ZMM()
+		c.VPBROADCASTB(paramAddr(c, "zp"), z)
+		maxb := c.VPMAXUB
+		if signed {
+			maxb = c.VPMAXSB
+		}
+		blockLoop(c, cnt, func() {
+			for j := 0; j < 4; j++ {
+				v := c.ZMM()
+				maxb(mem(px, 64*j), z, v)
+				c.VMOVDQU64(v, mem(po, 64*j))
+			}
+			c.ADDQ(operand.U32(256), px)
+			c.ADDQ(operand.U32(256), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// qRequant returns the emitter of requant{U8,I8}{U8,I8}{AVX2,AVX512}
+// (input, output dtype): 32 (AVX2) or 64 (wide: AVX-512) codes an
+// iteration, each widened, minus zi (VPSUBD), converted, times s, then
+// storeCodes.
+func qRequant(wide, inSigned, outSigned bool) func(*build.Context) {
+	return func(c *build.Context) {
+		fam, n, sh := "AVX2", 8, 5
+		vec := c.YMM
+		if wide {
+			fam, n, sh = "AVX512", 16, 6
+			vec = c.ZMM
+		}
+		name := "requant" + typeName(inSigned) + typeName(outSigned) + fam
+		declareNoescape(c, name, "func(x, out []byte, s float32, zi int32, inv, hi float32, zo int16, floor byte)",
+			fmt.Sprintf("%s writes the len(x)/%d*%d first codes of the generic Requant[%d][%d] kernel",
+				name, 4*n, 4*n, b2i(inSigned), b2i(outSigned)),
+			"(out at least as long; floor = byte(Lo+ZO)).")
+		cnt, r := blockArgs(c, "x", sh, "x.base", "out.base")
+		px, po := r[0], r[1]
+		sc, zi := vec(), vec()
+		c.VBROADCASTSS(paramAddr(c, "s"), sc)
+		c.VBROADCASTSS(paramAddr(c, "zi"), zi) // the bits of an int32
+		k := newOutConsts(c, wide)
+		blockLoop(c, cnt, func() {
+			var v [4]reg.VecVirtual
+			for j := range v {
+				x := vec()
+				if inSigned {
+					c.VPMOVSXBD(mem(px, n*j), x)
+				} else {
+					c.VPMOVZXBD(mem(px, n*j), x)
+				}
+				c.VPSUBD(zi, x, x)
+				c.VCVTDQ2PS(x, x) // exact: |x - zi| < 2^9
+				c.VMULPS(sc, x, x)
+				v[j] = x
+			}
+			storeCodes(c, outSigned, k, v, mem(po, 0))
+			c.ADDQ(operand.U32(uint32(4*n)), px)
+			c.ADDQ(operand.U32(uint32(4*n)), po)
+		})
+		vzeroRet(c)
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

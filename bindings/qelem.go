@@ -125,6 +125,6 @@ func bng_requantize(x, out *C.bng_tensor, p *C.bng_qelem_params, errbuf *C.char,
 		if err != nil {
 			return err
 		}
-		return qelem.Requantize(quant.DequantizeOp.Get(), quant.QuantizeOp.Get(), &ops[0], &ops[1])
+		return qelem.Requantize(qelem.KernelOp.Get(), quant.DequantizeOp.Get(), quant.QuantizeOp.Get(), &ops[0], &ops[1])
 	})
 }

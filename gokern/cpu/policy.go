@@ -69,6 +69,17 @@ type Measured struct {
 // on the same CPU (busy: load average 7 to 25): avx512vnni 1.00x, avx2
 // 1.44x, generic 69x; avx512vnni fastest on every workload (4096x4096 and
 // 2560x6912, N = 1 and 8, 1 and 2 threads; 1.09x to 1.81x over avx2).
+//
+// qelem on amd-zen4, measured on 2026-11-24 with
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops qelem --threads 1,2 \
+//	    --families-rounds 5 --repeat 7 --families-size 16M   (and --families-size 1M)
+//
+// on the same CPU (busy: load average 20 to 30, round spreads up to
+// ±190%): uint8 add, median ms 16M 1 / 2 threads avx512 2.62 / 2.39, avx2
+// 4.34 / 4.90, generic 115 / 169; 1M avx512 0.177 / 0.161, avx2 0.204 /
+// 0.424, generic 10.2 / 6.9. Geomean avx512 1.00x, avx2 1.75x (1M) and
+// 1.84x (16M); avx512 fastest in every row.
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX2, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
@@ -80,6 +91,7 @@ var Measurements = map[Kind]map[string]Measured{
 		"quant_minmax":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"quant_histogram":  {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"qlinear_dot":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
+		"qelem":            {Fastest: AVX512, Timed: []Family{AVX512, AVX2, Generic}},
 	},
 }
 

@@ -26,6 +26,13 @@ func BenchmarkAdd(b *testing.B) {
 					ks.AddU8(qa, qb, &p, out)
 				}
 			})
+			b.Run(fmt.Sprintf("requant/%s/n=%d", f, n), func(b *testing.B) {
+				rp := requantParams(&o)
+				b.SetBytes(int64(2 * n))
+				for b.Loop() {
+					ks.Requant[0][0](qa, x.Scale, x.ZeroPoint, &rp, out)
+				}
+			})
 			b.Run(fmt.Sprintf("relu/%s/n=%d", f, n), func(b *testing.B) {
 				b.SetBytes(int64(2 * n))
 				for b.Loop() {

@@ -16,7 +16,10 @@ var KernelOp = cpu.NewOp("qelem", &genericKernels)
 // dequantizes, fma(scale, q, scale * -zp) in float32 with one rounding, the
 // sum is float32, and the output code is clamp(nearbyint(sum * Inv), Lo, Hi)
 // + ZO, ties to even (Lo, Hi: the range minus the zero point; Lo is 0 with a
-// fused ReLU). A NaN product gives Hi (see Kernels.Add).
+// fused ReLU). A NaN product gives Hi (see Kernels.Add). The SIMD kernels
+// rely on Lo and Hi being integers with Lo+ZO and Hi+ZO in the dtype's
+// range (they clamp below with saturating packs and a max with the code
+// Lo+ZO), as NewAddParams makes them.
 type AddParams struct {
 	SA, PA float32 // a's scale and float32(SA * -zp_a)
 	SB, PB float32 // b's
@@ -38,6 +41,13 @@ type Kernels struct {
 	// already dequantized: out[i] = code(deq(a[i], SA, PA) + d) (SB and PB
 	// unused). The sum is commutative, so a broadcast a or b both take it.
 	AddConstU8, AddConstI8 func(a []byte, d float32, p *AddParams, out []byte)
+	// Requant[i][o] writes out[i] = code(float32(s * float32(x[i] - zi)))
+	// (code as for Add, with p's Inv, Lo, Hi and ZO; p.Inv finite): x's
+	// codes are uint8 (i = 0) or int8 (i = 1), out's uint8 (o = 0) or int8
+	// (o = 1). It is the quantizer's dequantize then quantize
+	// (quant.DequantizeKernels.Run, quant.QuantizeKernels.Run) fused: the
+	// value is finite, so no NaN code enters.
+	Requant [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte)
 	// ReluU8 and ReluI8 write out[i] = max(x[i], zp) (unsigned and signed
 	// bytes; zp in the type's range).
 	ReluU8, ReluI8 func(x []byte, zp int32, out []byte)
@@ -47,6 +57,9 @@ var genericKernels = Kernels{
 	AddU8: addGeneric[uint8], AddI8: addGeneric[int8],
 	AddConstU8: addConstGeneric[uint8], AddConstI8: addConstGeneric[int8],
 	ReluU8: reluGeneric[uint8], ReluI8: reluGeneric[int8],
+	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
+		{requantGeneric[uint8], requantGeneric[uint8]}, {requantGeneric[int8], requantGeneric[int8]},
+	},
 }
 
 // Deq is one dequantized code as torch's vectorised quantized kernels
@@ -86,6 +99,15 @@ func addConstGeneric[T uint8 | int8](a []byte, d float32, p *AddParams, out []by
 	for i := range a {
 		c := float32(Deq(p.SA, p.PA, code8[T](a[i])) + d)
 		out[i] = byte(Code(c, p))
+	}
+}
+
+// requantGeneric is Requant for input codes T (the output's dtype is only
+// in p's Lo, Hi and ZO).
+func requantGeneric[T uint8 | int8](x []byte, s float32, zi int32, p *AddParams, out []byte) {
+	out = out[:len(x)]
+	for i, v := range x {
+		out[i] = byte(Code(float32(s*float32(code8[T](v)-zi)), p))
 	}
 }
 

@@ -10,14 +10,23 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // generic code the tail.
 var _ = KernelOp.Register(cpu.AVX2, &avx2Kernels)
 
+// floorCode is the lowest output code of p, Lo+ZO, as a byte: the add
+// kernels raise every code to it (the lower clamp, after the saturating
+// packs; see _gen/qelem.go).
+func floorCode(p *AddParams) byte { return byte(int32(p.Lo) + p.ZO) }
+
 var avx2Kernels = Kernels{
 	AddU8: addAVX2Kernel(addU8AVX2, addGeneric[uint8]), AddI8: addAVX2Kernel(addI8AVX2, addGeneric[int8]),
 	AddConstU8: addConstAVX2Kernel(addConstU8AVX2, addConstGeneric[uint8]),
 	AddConstI8: addConstAVX2Kernel(addConstI8AVX2, addConstGeneric[int8]),
 	ReluU8:     reluAVX2Kernel(reluU8AVX2, reluGeneric[uint8]), ReluI8: reluAVX2Kernel(reluI8AVX2, reluGeneric[int8]),
+	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
+		{requantKernel(requantU8U8AVX2, 32, genericKernels.Requant[0][0]), requantKernel(requantU8I8AVX2, 32, genericKernels.Requant[0][1])},
+		{requantKernel(requantI8U8AVX2, 32, genericKernels.Requant[1][0]), requantKernel(requantI8I8AVX2, 32, genericKernels.Requant[1][1])},
+	},
 }
 
-type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, lo, hi float32, zo int32)
+type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)
 
 func addAVX2Kernel(asm addAsm, gen func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
 	return func(a, b []byte, p *AddParams, out []byte) {
@@ -25,13 +34,13 @@ func addAVX2Kernel(asm addAsm, gen func(a, b []byte, p *AddParams, out []byte)) 
 		b, out = b[:n], out[:n]
 		body := n &^ 31
 		if body > 0 {
-			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Lo, p.Hi, p.ZO)
+			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
 		gen(a[body:], b[body:], p, out[body:])
 	}
 }
 
-type addConstAsm func(a, out []byte, sa, pa, d, inv, lo, hi float32, zo int32)
+type addConstAsm func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)
 
 func addConstAVX2Kernel(asm addConstAsm, gen func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
 	return func(a []byte, d float32, p *AddParams, out []byte) {
@@ -39,7 +48,7 @@ func addConstAVX2Kernel(asm addConstAsm, gen func(a []byte, d float32, p *AddPar
 		out = out[:n]
 		body := n &^ 31
 		if body > 0 {
-			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Lo, p.Hi, p.ZO)
+			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
 		gen(a[body:], d, p, out[body:])
 	}
@@ -54,5 +63,21 @@ func reluAVX2Kernel(asm func(x, out []byte, zp byte), gen func(x []byte, zp int3
 			asm(x[:body], out[:body], byte(zp))
 		}
 		gen(x[body:], zp, out[body:])
+	}
+}
+
+type requantAsm func(x, out []byte, s float32, zi int32, inv, hi float32, zo int16, floor byte)
+
+// requantKernel runs asm on the whole blocks of x (block codes, a power of
+// two), rest on the tail.
+func requantKernel(asm requantAsm, block int, rest func(x []byte, s float32, zi int32, p *AddParams, out []byte)) func(x []byte, s float32, zi int32, p *AddParams, out []byte) {
+	return func(x []byte, s float32, zi int32, p *AddParams, out []byte) {
+		n := len(x)
+		out = out[:n]
+		body := n &^ (block - 1)
+		if body > 0 {
+			asm(x[:body], out[:body], s, zi, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
+		}
+		rest(x[body:], s, zi, p, out[body:])
 	}
 }

@@ -5,28 +5,28 @@
 package qelem
 
 // addU8AVX2 writes the len(a)/32*32 first codes of the generic AddU8 kernel
-// (b and out at least as long).
+// (b and out at least as long; floor = byte(Lo+ZO)).
 //
 //go:noescape
-func addU8AVX2(a []byte, b []byte, out []byte, sa float32, pa float32, sb float32, pb float32, inv float32, lo float32, hi float32, zo int32)
+func addU8AVX2(a []byte, b []byte, out []byte, sa float32, pa float32, sb float32, pb float32, inv float32, hi float32, zo int16, floor byte)
 
 // addI8AVX2 writes the len(a)/32*32 first codes of the generic AddI8 kernel
-// (b and out at least as long).
+// (b and out at least as long; floor = byte(Lo+ZO)).
 //
 //go:noescape
-func addI8AVX2(a []byte, b []byte, out []byte, sa float32, pa float32, sb float32, pb float32, inv float32, lo float32, hi float32, zo int32)
+func addI8AVX2(a []byte, b []byte, out []byte, sa float32, pa float32, sb float32, pb float32, inv float32, hi float32, zo int16, floor byte)
 
 // addConstU8AVX2 writes the len(a)/32*32 first codes of the generic AddConstU8 kernel
-// (out at least as long).
+// (out at least as long; floor = byte(Lo+ZO)).
 //
 //go:noescape
-func addConstU8AVX2(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, lo float32, hi float32, zo int32)
+func addConstU8AVX2(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, hi float32, zo int16, floor byte)
 
 // addConstI8AVX2 writes the len(a)/32*32 first codes of the generic AddConstI8 kernel
-// (out at least as long).
+// (out at least as long; floor = byte(Lo+ZO)).
 //
 //go:noescape
-func addConstI8AVX2(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, lo float32, hi float32, zo int32)
+func addConstI8AVX2(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, hi float32, zo int16, floor byte)
 
 // reluU8AVX2 writes the len(x)/128*128 first codes of the generic ReluU8 kernel
 // (out at least as long).
@@ -39,3 +39,27 @@ func reluU8AVX2(x []byte, out []byte, zp byte)
 //
 //go:noescape
 func reluI8AVX2(x []byte, out []byte, zp byte)
+
+// requantU8U8AVX2 writes the len(x)/32*32 first codes of the generic Requant[0][0] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantU8U8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
+
+// requantU8I8AVX2 writes the len(x)/32*32 first codes of the generic Requant[0][1] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantU8I8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
+
+// requantI8U8AVX2 writes the len(x)/32*32 first codes of the generic Requant[1][0] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantI8U8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)
+
+// requantI8I8AVX2 writes the len(x)/32*32 first codes of the generic Requant[1][1] kernel
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func requantI8I8AVX2(x []byte, out []byte, s float32, zi int32, inv float32, hi float32, zo int16, floor byte)

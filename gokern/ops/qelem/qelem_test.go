@@ -111,6 +111,39 @@ func TestFamiliesMatchGeneric(t *testing.T) {
 	}
 }
 
+// TestRequantMatchesGeneric: every family's fused requantize kernels
+// against the generic ones, every pair of dtypes, every tail length.
+func TestRequantMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	dts := []qtensor.DType{qtensor.U8, qtensor.I8}
+	for _, f := range KernelOp.Families()[1:] {
+		ks, _ := KernelOp.Impl(f)
+		for _, n := range lengths {
+			for i, in := range dts {
+				for o, od := range dts {
+					x, _, _, _ := randParams(r, in)
+					out, _, _, _ := randParams(r, od)
+					if r.IntN(3) == 0 { // the same scale: every value lands on an integer
+						out.Scale = x.Scale
+					}
+					p := requantParams(&out)
+					if !qtensor.Finite(p.Inv) {
+						continue
+					}
+					q := randBytes(r, n)
+					got, want := randBytes(r, n+1), randBytes(r, n+1)
+					got[n] = want[n]
+					ks.Requant[i][o](q, x.Scale, x.ZeroPoint, &p, got[:n])
+					genericKernels.Requant[i][o](q, x.Scale, x.ZeroPoint, &p, want[:n])
+					if j := firstDiff(got, want); j >= 0 {
+						t.Fatalf("%s requant %s -> %s n=%d x %+v params %+v: byte %d is %d, generic %d", f, in, od, n, x, p, j, got[j], want[j])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestKernelsSpecialSums: sums that overflow float32 (huge scales), NaN
 // sums (Inf - Inf, through the constant), products far outside the range
 // (tiny output scales) and exact ties, for every family.
@@ -127,6 +160,10 @@ func TestKernelsSpecialSums(t *testing.T) {
 			{"overflow", AddParams{SA: 3e38, PA: 0, SB: 3e38, PB: 0, Inv: 1, Lo: -128, Hi: 127, ZO: 128}, inf},
 			{"nan", AddParams{SA: 3e38, PA: 0, SB: 1, PB: 0, Inv: 1, Lo: -255, Hi: 0, ZO: 255}, float32(math.NaN())},
 			{"tiny out scale", AddParams{SA: 1, PA: -3, SB: 1, PB: 0, Inv: 1e30, Lo: -200, Hi: 55, ZO: 200}, -inf},
+			// products past int16 but inside int32: the kernels' saturating
+			// word packs (and the zero point added with saturation)
+			{"wide products", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e4, Lo: -120, Hi: 135, ZO: 120}, -4e2},
+			{"wide products relu", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 3e2, Lo: 0, Hi: 135, ZO: 120}, 1},
 			{"ties", AddParams{SA: 0.5, PA: -64, SB: 0.25, PB: -3, Inv: 1, Lo: 0, Hi: 127, ZO: 128}, 0.5},
 		} {
 			for _, n := range []int{31, 32, 100, 257} {
@@ -342,7 +379,10 @@ func TestReluAndRequantize(t *testing.T) {
 				lo, hi, _ := quant.Range(out.DType)
 				out.ZeroPoint = lo + r.Int32N(hi-lo+1)
 				out.Shape, out.Data = x.Shape, make([]byte, n)
-				if err := Requantize(dk, qk, &x, &out); err != nil {
+				if r.IntN(6) == 0 { // a subnormal scale: 1/scale is +Inf, the quantizer's path (NaN codes)
+					out.Scale = 1e-40
+				}
+				if err := Requantize(ks, dk, qk, &x, &out); err != nil {
 					t.Fatal(err)
 				}
 				v := make([]float32, n)
@@ -387,7 +427,7 @@ func TestErrors(t *testing.T) {
 		{"bytes", Add(ks, &Operand{Name: "a", DType: qtensor.U8, Shape: []int{4}, Data: make([]byte, 3), Scale: 1}, u8("b", 4), u8("out", 4), false), errs.KindValue, "bytes"},
 		{"relu params", Relu(ks, u8("x", 4), op("out", qtensor.U8, []int{4}, 0.25, 3)), errs.KindValue, "keeps x's scale"},
 		{"relu shape", Relu(ks, u8("x", 4), u8("out", 5)), errs.KindValue, "shape"},
-		{"requantize shape", Requantize(quant.DequantizeOp.Get(), quant.QuantizeOp.Get(), u8("x", 4), u8("out", 2, 2)), errs.KindValue, "shape"},
+		{"requantize shape", Requantize(&genericKernels, quant.DequantizeOp.Get(), quant.QuantizeOp.Get(), u8("x", 4), u8("out", 2, 2)), errs.KindValue, "shape"},
 	} {
 		if tc.err == nil || errs.KindOf(tc.err) != tc.kind || !strings.Contains(tc.err.Error(), tc.msg) {
 			t.Errorf("%s: got %v (kind %v), want kind %v with %q", tc.name, tc.err, errs.KindOf(tc.err), tc.kind, tc.msg)
