@@ -26,8 +26,8 @@ import (
 // and no float VMAXPS or dword VPADDD is needed.
 
 // qelemAVX2 emits gokern/ops/qelem/qelem_avx2_amd64.s.
-var qelemAVX2 = kernels(qAddAVX2(false), qAddAVX2(true), qAddConstAVX2(false), qAddConstAVX2(true),
-	qReluAVX2(false), qReluAVX2(true), qRequant(false, false, false), qRequant(false, false, true),
+var qelemAVX2 = kernels(qAdd(false, false), qAdd(false, true), qAddConst(false, false), qAddConst(false, true),
+	qRelu(false, false), qRelu(false, true), qRequant(false, false, false), qRequant(false, false, true),
 	qRequant(false, true, false), qRequant(false, true, true))
 
 // typeName is "I8" or "U8".
@@ -38,112 +38,13 @@ func typeName(signed bool) string {
 	return "U8"
 }
 
-// deqCodes emits the dequantization of the 8 codes at src: widened to
-// dwords (sign- or zero-extended), converted, fma(s, q, p).
-func deqCodes(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtual) reg.VecVirtual {
-	v := c.YMM()
-	if signed {
-		c.VPMOVSXBD(src, v)
-	} else {
-		c.VPMOVZXBD(src, v)
-	}
-	c.VCVTDQ2PS(v, v)
-	c.VFMADD213PS(p, s, v) // v = s*v + p, one rounding
-	return v
-}
-
-// qAddAVX2 returns the emitter of add{U8,I8}AVX2: 32 codes of a and of b an
-// iteration.
-func qAddAVX2(signed bool) func(*build.Context) {
-	return func(c *build.Context) {
-		name := "add" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
-			name+" writes the len(a)/32*32 first codes of the generic Add"+typeName(signed)+" kernel",
-			"(b and out at least as long; floor = byte(Lo+ZO)).")
-		cnt, r := blockArgs(c, "a", 5, "a.base", "b.base", "out.base")
-		pa, pb, po := r[0], r[1], r[2]
-		v := bcstParams(c, "sa", "pa", "sb", "pb")
-		k := newOutConsts(c, false)
-		blockLoop(c, cnt, func() {
-			var s [4]reg.VecVirtual
-			for j := range s {
-				x := deqCodes(c, signed, mem(pa, 8*j), v[0], v[1])
-				y := deqCodes(c, signed, mem(pb, 8*j), v[2], v[3])
-				c.VADDPS(y, x, x)
-				s[j] = x
-			}
-			storeCodes(c, signed, k, s, mem(po, 0))
-			c.ADDQ(operand.Imm(32), pa)
-			c.ADDQ(operand.Imm(32), pb)
-			c.ADDQ(operand.Imm(32), po)
-		})
-		vzeroRet(c)
-	}
-}
-
-// qAddConstAVX2 returns the emitter of addConst{U8,I8}AVX2: a's codes plus
-// the dequantized constant d.
-func qAddConstAVX2(signed bool) func(*build.Context) {
-	return func(c *build.Context) {
-		name := "addConst" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
-			name+" writes the len(a)/32*32 first codes of the generic AddConst"+typeName(signed)+" kernel",
-			"(out at least as long; floor = byte(Lo+ZO)).")
-		cnt, r := blockArgs(c, "a", 5, "a.base", "out.base")
-		pa, po := r[0], r[1]
-		v := bcstParams(c, "sa", "pa", "d")
-		k := newOutConsts(c, false)
-		blockLoop(c, cnt, func() {
-			var s [4]reg.VecVirtual
-			for j := range s {
-				x := deqCodes(c, signed, mem(pa, 8*j), v[0], v[1])
-				c.VADDPS(v[2], x, x)
-				s[j] = x
-			}
-			storeCodes(c, signed, k, s, mem(po, 0))
-			c.ADDQ(operand.Imm(32), pa)
-			c.ADDQ(operand.Imm(32), po)
-		})
-		vzeroRet(c)
-	}
-}
-
-// qReluAVX2 returns the emitter of relu{U8,I8}AVX2: 128 bytes an iteration,
-// max with the zero point broadcast to every byte.
-func qReluAVX2(signed bool) func(*build.Context) {
-	return func(c *build.Context) {
-		name := "relu" + typeName(signed) + "AVX2"
-		declareNoescape(c, name, "func(x, out []byte, zp byte)",
-			name+" writes the len(x)/128*128 first codes of the generic Relu"+typeName(signed)+" kernel",
-			"(out at least as long).")
-		cnt, r := blockArgs(c, "x", 7, "x.base", "out.base")
-		px, po := r[0], r[1]
-		z := c.YMM()
-		c.VPBROADCASTB(paramAddr(c, "zp"), z) // the code of the zero point
-		maxb := c.VPMAXUB
-		if signed {
-			maxb = c.VPMAXSB
-		}
-		blockLoop(c, cnt, func() {
-			for j := 0; j < 4; j++ {
-				v := c.YMM()
-				maxb(mem(px, 32*j), z, v)
-				c.VMOVDQU(v, mem(po, 32*j))
-			}
-			c.ADDQ(operand.Imm(128), px)
-			c.ADDQ(operand.Imm(128), po)
-		})
-		vzeroRet(c)
-	}
-}
-
 // The AVX-512 kernels (avx512 family: F, BW): 64 codes an iteration in ZMM
-// registers, the AVX2 kernels' sequence twice as wide (deqCodes512,
-// storeCodes).
+// registers, the AVX2 kernels' sequence twice as wide: every emitter takes
+// wide (ZMM) and gets its register width from width.
 
 // qelemAVX512 emits gokern/ops/qelem/qelem_avx512_amd64.s.
-var qelemAVX512 = kernels(qAddAVX512(false), qAddAVX512(true), qAddConstAVX512(false), qAddConstAVX512(true),
-	qReluAVX512(false), qReluAVX512(true), qRequant(true, false, false), qRequant(true, false, true),
+var qelemAVX512 = kernels(qAdd(true, false), qAdd(true, true), qAddConst(true, false), qAddConst(true, true),
+	qRelu(true, false), qRelu(true, true), qRequant(true, false, false), qRequant(true, false, true),
 	qRequant(true, true, false), qRequant(true, true, true))
 
 // permIdx512 undoes the 128-bit-lane interleaving of VPACKSSDW then
@@ -163,19 +64,6 @@ func dwordIndex512(c *build.Context, idx [16]byte) reg.VecVirtual {
 	z := c.ZMM()
 	c.VPMOVZXBD(x, z)
 	return z
-}
-
-// deqCodes512 is deqCodes on the 16 codes at src, in a ZMM register.
-func deqCodes512(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtual) reg.VecVirtual {
-	v := c.ZMM()
-	if signed {
-		c.VPMOVSXBD(src, v)
-	} else {
-		c.VPMOVZXBD(src, v)
-	}
-	c.VCVTDQ2PS(v, v)
-	c.VFMADD213PS(p, s, v) // v = s*v + p, one rounding
-	return v
 }
 
 // outConsts holds the output constants of an add kernel (YMM or ZMM
@@ -236,97 +124,149 @@ func storeCodes(c *build.Context, signed bool, k outConsts, v [4]reg.VecVirtual,
 	}
 }
 
-// qAddAVX512 returns the emitter of add{U8,I8}AVX512: 64 codes of a and of
-// b an iteration.
-func qAddAVX512(signed bool) func(*build.Context) {
+// width is the register width of a kernel: 8 codes a YMM register
+// (AVX2), 16 a ZMM register (wide: AVX-512).
+type width struct {
+	fam string // "AVX2" or "AVX512"
+	n   int    // codes (dwords) a register
+	vec func() reg.VecVirtual
+}
+
+func widthOf(c *build.Context, wide bool) width {
+	if wide {
+		return width{"AVX512", 16, c.ZMM}
+	}
+	return width{"AVX2", 8, c.YMM}
+}
+
+// bcst broadcasts the float32 parameters names into registers of w.
+func (w width) bcst(c *build.Context, names ...string) []reg.VecVirtual {
+	out := make([]reg.VecVirtual, len(names))
+	for i, name := range names {
+		out[i] = w.vec()
+		c.VBROADCASTSS(paramAddr(c, name), out[i])
+	}
+	return out
+}
+
+// step advances the pointers ps by bytes, an immediate.
+func step(c *build.Context, bytes int, ps ...reg.Register) {
+	for _, p := range ps {
+		c.ADDQ(operand.U32(uint32(bytes)), p)
+	}
+}
+
+// deqCodes emits the dequantization of the w.n codes at src: widened to
+// dwords (sign- or zero-extended), converted, fma(s, q, p).
+func (w width) deqCodes(c *build.Context, signed bool, src operand.Mem, s, p reg.VecVirtual) reg.VecVirtual {
+	v := w.vec()
+	if signed {
+		c.VPMOVSXBD(src, v)
+	} else {
+		c.VPMOVZXBD(src, v)
+	}
+	c.VCVTDQ2PS(v, v)
+	c.VFMADD213PS(p, s, v) // v = s*v + p, one rounding
+	return v
+}
+
+// qAdd returns the emitter of add{U8,I8}{AVX2,AVX512}: 32 (64 if wide)
+// codes of a and of b an iteration.
+func qAdd(wide, signed bool) func(*build.Context) {
 	return func(c *build.Context) {
-		name := "add" + typeName(signed) + "AVX512"
+		w := widthOf(c, wide)
+		name := "add" + typeName(signed) + w.fam
 		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
-			name+" writes the len(a)/64*64 first codes of the generic Add"+typeName(signed)+" kernel",
+			fmt.Sprintf("%s writes the len(a)/%d*%d first codes of the generic Add%s kernel", name, 4*w.n, 4*w.n, typeName(signed)),
 			"(b and out at least as long; floor = byte(Lo+ZO)).")
-		cnt, r := blockArgs(c, "a", 6, "a.base", "b.base", "out.base")
+		cnt, r := blockArgs(c, "a", bits(4*w.n), "a.base", "b.base", "out.base")
 		pa, pb, po := r[0], r[1], r[2]
-		s := make([]reg.VecVirtual, 4)
-		for i, n := range []string{"sa", "pa", "sb", "pb"} {
-			s[i] = c.ZMM()
-			c.VBROADCASTSS(paramAddr(c, n), s[i])
-		}
-		k := newOutConsts(c, true)
+		v := w.bcst(c, "sa", "pa", "sb", "pb")
+		k := newOutConsts(c, wide)
 		blockLoop(c, cnt, func() {
-			var v [4]reg.VecVirtual
-			for j := range v {
-				x := deqCodes512(c, signed, mem(pa, 16*j), s[0], s[1])
-				y := deqCodes512(c, signed, mem(pb, 16*j), s[2], s[3])
+			var s [4]reg.VecVirtual
+			for j := range s {
+				x := w.deqCodes(c, signed, mem(pa, w.n*j), v[0], v[1])
+				y := w.deqCodes(c, signed, mem(pb, w.n*j), v[2], v[3])
 				c.VADDPS(y, x, x)
-				v[j] = x
+				s[j] = x
 			}
-			storeCodes(c, signed, k, v, mem(po, 0))
-			c.ADDQ(operand.Imm(64), pa)
-			c.ADDQ(operand.Imm(64), pb)
-			c.ADDQ(operand.Imm(64), po)
+			storeCodes(c, signed, k, s, mem(po, 0))
+			step(c, 4*w.n, pa, pb, po)
 		})
 		vzeroRet(c)
 	}
 }
 
-// qAddConstAVX512 returns the emitter of addConst{U8,I8}AVX512: a's codes
-// plus the dequantized constant d, 64 an iteration.
-func qAddConstAVX512(signed bool) func(*build.Context) {
+// qAddConst returns the emitter of addConst{U8,I8}{AVX2,AVX512}: a's codes
+// plus the dequantized constant d, 32 (64 if wide) an iteration.
+func qAddConst(wide, signed bool) func(*build.Context) {
 	return func(c *build.Context) {
-		name := "addConst" + typeName(signed) + "AVX512"
+		w := widthOf(c, wide)
+		name := "addConst" + typeName(signed) + w.fam
 		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
-			name+" writes the len(a)/64*64 first codes of the generic AddConst"+typeName(signed)+" kernel",
+			fmt.Sprintf("%s writes the len(a)/%d*%d first codes of the generic AddConst%s kernel", name, 4*w.n, 4*w.n, typeName(signed)),
 			"(out at least as long; floor = byte(Lo+ZO)).")
-		cnt, r := blockArgs(c, "a", 6, "a.base", "out.base")
+		cnt, r := blockArgs(c, "a", bits(4*w.n), "a.base", "out.base")
 		pa, po := r[0], r[1]
-		s := make([]reg.VecVirtual, 3)
-		for i, n := range []string{"sa", "pa", "d"} {
-			s[i] = c.ZMM()
-			c.VBROADCASTSS(paramAddr(c, n), s[i])
-		}
-		k := newOutConsts(c, true)
+		v := w.bcst(c, "sa", "pa", "d")
+		k := newOutConsts(c, wide)
 		blockLoop(c, cnt, func() {
-			var v [4]reg.VecVirtual
-			for j := range v {
-				x := deqCodes512(c, signed, mem(pa, 16*j), s[0], s[1])
-				c.VADDPS(s[2], x, x)
-				v[j] = x
+			var s [4]reg.VecVirtual
+			for j := range s {
+				x := w.deqCodes(c, signed, mem(pa, w.n*j), v[0], v[1])
+				c.VADDPS(v[2], x, x)
+				s[j] = x
 			}
-			storeCodes(c, signed, k, v, mem(po, 0))
-			c.ADDQ(operand.Imm(64), pa)
-			c.ADDQ(operand.Imm(64), po)
+			storeCodes(c, signed, k, s, mem(po, 0))
+			step(c, 4*w.n, pa, po)
 		})
 		vzeroRet(c)
 	}
 }
 
-// qReluAVX512 returns the emitter of relu{U8,I8}AVX512: 256 bytes an
-// iteration, max with the zero point broadcast to every byte.
-func qReluAVX512(signed bool) func(*build.Context) {
+// qRelu returns the emitter of relu{U8,I8}{AVX2,AVX512}: four registers of
+// bytes (128 or 256) an iteration, max with the zero point broadcast to
+// every byte.
+func qRelu(wide, signed bool) func(*build.Context) {
 	return func(c *build.Context) {
-		name := "relu" + typeName(signed) + "AVX512"
+		w := widthOf(c, wide)
+		bs := 4 * w.n // bytes a register
+		name := "relu" + typeName(signed) + w.fam
 		declareNoescape(c, name, "func(x, out []byte, zp byte)",
-			name+" writes the len(x)/256*256 first codes of the generic Relu"+typeName(signed)+" kernel",
+			fmt.Sprintf("%s writes the len(x)/%d*%d first codes of the generic Relu%s kernel", name, 4*bs, 4*bs, typeName(signed)),
 			"(out at least as long).")
-		cnt, r := blockArgs(c, "x", 8, "x.base", "out.base")
+		cnt, r := blockArgs(c, "x", bits(4*bs), "x.base", "out.base")
 		px, po := r[0], r[1]
-		z := c.ZMM()
-		c.VPBROADCASTB(paramAddr(c, "zp"), z)
+		z := w.vec()
+		c.VPBROADCASTB(paramAddr(c, "zp"), z) // the code of the zero point
 		maxb := c.VPMAXUB
 		if signed {
 			maxb = c.VPMAXSB
 		}
 		blockLoop(c, cnt, func() {
 			for j := 0; j < 4; j++ {
-				v := c.ZMM()
-				maxb(mem(px, 64*j), z, v)
-				c.VMOVDQU64(v, mem(po, 64*j))
+				v := w.vec()
+				maxb(mem(px, bs*j), z, v)
+				if wide {
+					c.VMOVDQU64(v, mem(po, bs*j))
+				} else {
+					c.VMOVDQU(v, mem(po, bs*j))
+				}
 			}
-			c.ADDQ(operand.U32(256), px)
-			c.ADDQ(operand.U32(256), po)
+			step(c, 4*bs, px, po)
 		})
 		vzeroRet(c)
 	}
+}
+
+// bits is log2 of n, a power of two.
+func bits(n int) int {
+	b := 0
+	for 1<<b < n {
+		b++
+	}
+	return b
 }
 
 // qRequant returns the emitter of requant{U8,I8}{U8,I8}{AVX2,AVX512}
@@ -335,18 +275,14 @@ func qReluAVX512(signed bool) func(*build.Context) {
 // storeCodes.
 func qRequant(wide, inSigned, outSigned bool) func(*build.Context) {
 	return func(c *build.Context) {
-		fam, n, sh := "AVX2", 8, 5
-		vec := c.YMM
-		if wide {
-			fam, n, sh = "AVX512", 16, 6
-			vec = c.ZMM
-		}
-		name := "requant" + typeName(inSigned) + typeName(outSigned) + fam
+		w := widthOf(c, wide)
+		n, vec := w.n, w.vec
+		name := "requant" + typeName(inSigned) + typeName(outSigned) + w.fam
 		declareNoescape(c, name, "func(x, out []byte, s float32, zi int32, inv, hi float32, zo int16, floor byte)",
 			fmt.Sprintf("%s writes the len(x)/%d*%d first codes of the generic Requant[%d][%d] kernel",
 				name, 4*n, 4*n, b2i(inSigned), b2i(outSigned)),
 			"(out at least as long; floor = byte(Lo+ZO)).")
-		cnt, r := blockArgs(c, "x", sh, "x.base", "out.base")
+		cnt, r := blockArgs(c, "x", bits(4*n), "x.base", "out.base")
 		px, po := r[0], r[1]
 		sc, zi := vec(), vec()
 		c.VBROADCASTSS(paramAddr(c, "s"), sc)
@@ -367,8 +303,7 @@ func qRequant(wide, inSigned, outSigned bool) func(*build.Context) {
 				v[j] = x
 			}
 			storeCodes(c, outSigned, k, v, mem(po, 0))
-			c.ADDQ(operand.U32(uint32(4*n)), px)
-			c.ADDQ(operand.U32(uint32(4*n)), po)
+			step(c, 4*n, px, po)
 		})
 		vzeroRet(c)
 	}

@@ -75,9 +75,9 @@ loop:
 	VPMAXUB     Y7, Y9, Y9
 	VPERMD      Y9, Y8, Y9
 	VMOVDQU     Y9, (BX)
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, DX
-	ADDQ        $0x20, BX
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000020, DX
+	ADDQ        $0x00000020, BX
 	DECQ        AX
 	JMP         loop
 
@@ -156,9 +156,9 @@ loop:
 	VPMAXSB     Y7, Y9, Y9
 	VPERMD      Y9, Y8, Y9
 	VMOVDQU     Y9, (BX)
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, DX
-	ADDQ        $0x20, BX
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000020, DX
+	ADDQ        $0x00000020, BX
 	DECQ        AX
 	JMP         loop
 
@@ -223,8 +223,8 @@ loop:
 	VPMAXUB     Y6, Y8, Y8
 	VPERMD      Y8, Y7, Y8
 	VMOVDQU     Y8, (DX)
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, DX
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000020, DX
 	DECQ        AX
 	JMP         loop
 
@@ -289,8 +289,8 @@ loop:
 	VPMAXSB     Y6, Y8, Y8
 	VPERMD      Y8, Y7, Y8
 	VMOVDQU     Y8, (DX)
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, DX
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000020, DX
 	DECQ        AX
 	JMP         loop
 
@@ -318,8 +318,8 @@ loop:
 	VMOVDQU Y1, 64(DX)
 	VPMAXUB 96(CX), Y0, Y1
 	VMOVDQU Y1, 96(DX)
-	ADDQ    $0x80, CX
-	ADDQ    $0x80, DX
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
 	DECQ    AX
 	JMP     loop
 
@@ -347,8 +347,8 @@ loop:
 	VMOVDQU Y1, 64(DX)
 	VPMAXSB 96(CX), Y0, Y1
 	VMOVDQU Y1, 96(DX)
-	ADDQ    $0x80, CX
-	ADDQ    $0x80, DX
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
 	DECQ    AX
 	JMP     loop
 

@@ -77,9 +77,9 @@ loop:
 	VPMAXUB     Z7, Z9, Z9
 	VPERMD      Z9, Z8, Z9
 	VMOVDQU64   Z9, (BX)
-	ADDQ        $0x40, CX
-	ADDQ        $0x40, DX
-	ADDQ        $0x40, BX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, DX
+	ADDQ        $0x00000040, BX
 	DECQ        AX
 	JMP         loop
 
@@ -160,9 +160,9 @@ loop:
 	VPMAXSB     Z7, Z9, Z9
 	VPERMD      Z9, Z8, Z9
 	VMOVDQU64   Z9, (BX)
-	ADDQ        $0x40, CX
-	ADDQ        $0x40, DX
-	ADDQ        $0x40, BX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, DX
+	ADDQ        $0x00000040, BX
 	DECQ        AX
 	JMP         loop
 
@@ -229,8 +229,8 @@ loop:
 	VPMAXUB     Z6, Z8, Z8
 	VPERMD      Z8, Z7, Z8
 	VMOVDQU64   Z8, (DX)
-	ADDQ        $0x40, CX
-	ADDQ        $0x40, DX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, DX
 	DECQ        AX
 	JMP         loop
 
@@ -297,8 +297,8 @@ loop:
 	VPMAXSB     Z6, Z8, Z8
 	VPERMD      Z8, Z7, Z8
 	VMOVDQU64   Z8, (DX)
-	ADDQ        $0x40, CX
-	ADDQ        $0x40, DX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, DX
 	DECQ        AX
 	JMP         loop
 
