@@ -16,10 +16,12 @@ var _ = KernelOp.Register(cpu.AVX2, &avx2Kernels)
 func floorCode(p *AddParams) byte { return byte(int32(p.Lo) + p.ZO) }
 
 var avx2Kernels = Kernels{
-	AddU8: addAVX2Kernel(addU8AVX2, addGeneric[uint8]), AddI8: addAVX2Kernel(addI8AVX2, addGeneric[int8]),
-	AddConstU8: addConstAVX2Kernel(addConstU8AVX2, addConstGeneric[uint8]),
-	AddConstI8: addConstAVX2Kernel(addConstI8AVX2, addConstGeneric[int8]),
-	ReluU8:     reluAVX2Kernel(reluU8AVX2, reluGeneric[uint8]), ReluI8: reluAVX2Kernel(reluI8AVX2, reluGeneric[int8]),
+	AddU8:      addKernel(addU8AVX2, 32, addGeneric[uint8]),
+	AddI8:      addKernel(addI8AVX2, 32, addGeneric[int8]),
+	AddConstU8: addConstKernel(addConstU8AVX2, 32, addConstGeneric[uint8]),
+	AddConstI8: addConstKernel(addConstI8AVX2, 32, addConstGeneric[int8]),
+	ReluU8:     reluKernel(reluU8AVX2, 128, reluGeneric[uint8]),
+	ReluI8:     reluKernel(reluI8AVX2, 128, reluGeneric[int8]),
 	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
 		{requantKernel(requantU8U8AVX2, 32, genericKernels.Requant[0][0]), requantKernel(requantU8I8AVX2, 32, genericKernels.Requant[0][1])},
 		{requantKernel(requantI8U8AVX2, 32, genericKernels.Requant[1][0]), requantKernel(requantI8I8AVX2, 32, genericKernels.Requant[1][1])},
@@ -28,41 +30,45 @@ var avx2Kernels = Kernels{
 
 type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)
 
-func addAVX2Kernel(asm addAsm, gen func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
+// addKernel runs asm on the whole blocks of a (block codes, a power of
+// two), rest on the tail.
+func addKernel(asm addAsm, block int, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
 	return func(a, b []byte, p *AddParams, out []byte) {
 		n := len(a)
 		b, out = b[:n], out[:n]
-		body := n &^ 31
+		body := n &^ (block - 1)
 		if body > 0 {
 			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
-		gen(a[body:], b[body:], p, out[body:])
+		rest(a[body:], b[body:], p, out[body:])
 	}
 }
 
 type addConstAsm func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)
 
-func addConstAVX2Kernel(asm addConstAsm, gen func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
+// addConstKernel runs asm on the whole blocks of a, rest on the tail.
+func addConstKernel(asm addConstAsm, block int, rest func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
 	return func(a []byte, d float32, p *AddParams, out []byte) {
 		n := len(a)
 		out = out[:n]
-		body := n &^ 31
+		body := n &^ (block - 1)
 		if body > 0 {
 			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
-		gen(a[body:], d, p, out[body:])
+		rest(a[body:], d, p, out[body:])
 	}
 }
 
-func reluAVX2Kernel(asm func(x, out []byte, zp byte), gen func(x []byte, zp int32, out []byte)) func(x []byte, zp int32, out []byte) {
+// reluKernel runs asm on the whole blocks of x, rest on the tail.
+func reluKernel(asm func(x, out []byte, zp byte), block int, rest func(x []byte, zp int32, out []byte)) func(x []byte, zp int32, out []byte) {
 	return func(x []byte, zp int32, out []byte) {
 		n := len(x)
 		out = out[:n]
-		body := n &^ 127
+		body := n &^ (block - 1)
 		if body > 0 {
 			asm(x[:body], out[:body], byte(zp))
 		}
-		gen(x[body:], zp, out[body:])
+		rest(x[body:], zp, out[body:])
 	}
 }
 

@@ -11,50 +11,14 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 var _ = KernelOp.Register(cpu.AVX512, &avx512Kernels)
 
 var avx512Kernels = Kernels{
-	AddU8:      addAVX512Kernel(addU8AVX512, avx2Kernels.AddU8),
-	AddI8:      addAVX512Kernel(addI8AVX512, avx2Kernels.AddI8),
-	AddConstU8: addConstAVX512Kernel(addConstU8AVX512, avx2Kernels.AddConstU8),
-	AddConstI8: addConstAVX512Kernel(addConstI8AVX512, avx2Kernels.AddConstI8),
-	ReluU8:     reluAVX512Kernel(reluU8AVX512, avx2Kernels.ReluU8),
-	ReluI8:     reluAVX512Kernel(reluI8AVX512, avx2Kernels.ReluI8),
+	AddU8:      addKernel(addU8AVX512, 64, avx2Kernels.AddU8),
+	AddI8:      addKernel(addI8AVX512, 64, avx2Kernels.AddI8),
+	AddConstU8: addConstKernel(addConstU8AVX512, 64, avx2Kernels.AddConstU8),
+	AddConstI8: addConstKernel(addConstI8AVX512, 64, avx2Kernels.AddConstI8),
+	ReluU8:     reluKernel(reluU8AVX512, 256, avx2Kernels.ReluU8),
+	ReluI8:     reluKernel(reluI8AVX512, 256, avx2Kernels.ReluI8),
 	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
 		{requantKernel(requantU8U8AVX512, 64, avx2Kernels.Requant[0][0]), requantKernel(requantU8I8AVX512, 64, avx2Kernels.Requant[0][1])},
 		{requantKernel(requantI8U8AVX512, 64, avx2Kernels.Requant[1][0]), requantKernel(requantI8I8AVX512, 64, avx2Kernels.Requant[1][1])},
 	},
-}
-
-func addAVX512Kernel(asm addAsm, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
-	return func(a, b []byte, p *AddParams, out []byte) {
-		n := len(a)
-		b, out = b[:n], out[:n]
-		body := n &^ 63
-		if body > 0 {
-			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
-		}
-		rest(a[body:], b[body:], p, out[body:])
-	}
-}
-
-func addConstAVX512Kernel(asm addConstAsm, rest func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
-	return func(a []byte, d float32, p *AddParams, out []byte) {
-		n := len(a)
-		out = out[:n]
-		body := n &^ 63
-		if body > 0 {
-			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
-		}
-		rest(a[body:], d, p, out[body:])
-	}
-}
-
-func reluAVX512Kernel(asm func(x, out []byte, zp byte), rest func(x []byte, zp int32, out []byte)) func(x []byte, zp int32, out []byte) {
-	return func(x []byte, zp int32, out []byte) {
-		n := len(x)
-		out = out[:n]
-		body := n &^ 255
-		if body > 0 {
-			asm(x[:body], out[:body], byte(zp))
-		}
-		rest(x[body:], zp, out[body:])
-	}
 }
