@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -10,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core import ops
-from ._core.arrays import MAX_ELEMENTS, as_float32, check_int, fits_int64, is_torch_tensor
+from ._core.arrays import MAX_ELEMENTS, Derived, as_float32, check_int, fits_int64, is_torch_tensor
 from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
@@ -261,8 +260,8 @@ def _conv2d_gpu(
     return (out[0] if unbatched else out), info  # type: ignore[index]
 
 
-# Host weights moved to a GPU, kept while their packed array lives: id(packed) -> (ref, {device: tensor}).
-_moved: dict[int, tuple[weakref.ref, dict[int, TernaryTensor]]] = {}
+# Host weights moved to a GPU, kept while their packed array lives: (packed, ("cuda", index)) -> tensor.
+_moved = Derived()
 
 
 def _weight_on(w: TernaryTensor, like: DeviceArray) -> TernaryTensor:
@@ -281,18 +280,13 @@ def _weight_on(w: TernaryTensor, like: DeviceArray) -> TernaryTensor:
                 f"move one of them (weight.cpu() is moved to x's GPU once)"
             )
         return w
-    key = id(w.packed)
-    entry = _moved.get(key)
-    if entry is None or entry[0]() is not w.packed:
-        entry = (weakref.ref(w.packed, lambda _r, k=key: _moved.pop(k, None)), {})
-        _moved[key] = entry
-    t = entry[1].get(fw.index)
-    if t is None:
+
+    def move() -> TernaryTensor:
         h = w if w.qtype == "i2_s" else w.to("i2_s")  # the GPU kernels read I2_S (same values and scales)
-        t = TernaryTensor._make(h.qtype, h.shape, h.block_size, h.method, to_device(like, h.packed),
-                                to_device(like, h.scales))  # fmt: skip
-        entry[1][fw.index] = t
-    return t
+        return TernaryTensor._make(h.qtype, h.shape, h.block_size, h.method, to_device(like, h.packed),
+                                   to_device(like, h.scales))  # fmt: skip
+
+    return _moved.get(w.packed, ("cuda", fw.index), move)  # type: ignore[no-any-return]
 
 
 def as_input_kind(out: np.ndarray, x: object) -> np.ndarray | torch.Tensor:

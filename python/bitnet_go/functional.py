@@ -55,9 +55,7 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import math
-import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,7 +63,7 @@ from numpy.typing import ArrayLike
 
 from ._conv import IntPair, _padding, _pair
 from ._core import descriptor, qops
-from ._core.arrays import as_float32, is_torch_tensor
+from ._core.arrays import Derived, as_float32, is_torch_tensor
 from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
@@ -77,31 +75,22 @@ if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
 __all__ = ["add", "add_relu", "conv2d", "linear", "linear_dynamic", "matmul", "relu", "requantize"]
 
 
-_CACHE_SIZE = 64
-_cache: collections.OrderedDict[tuple[int, str], tuple[object, Q, np.ndarray]] = collections.OrderedDict()
-_cache_lock = threading.Lock()
+_derived = Derived()
+"""Each weight's operand and row sums, kept while its ``packed`` array lives."""
 
 
 def _cached(t: QuantizedTensor, build: Any, kind: str = "codes", values: Any = None) -> tuple[Q, np.ndarray]:  # noqa: ANN401 (callables)
     """A weight's operand (``kind``: int8 codes, or ``"i2s"``: its own I2_S codes) and row sums,
-    derived once per tensor: keyed by its ``packed`` array, which the immutable tensor keeps (the
-    entry holds it, so its id is not reused). The row sums are those of ``values()`` (default: the
-    operand's codes)."""
-    key = (id(t.packed), kind)
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None and hit[0] is t.packed:
-            _cache.move_to_end(key)
-            return hit[1], hit[2]
-    q = build()
-    v = q.codes if values is None else values()
-    k = v.shape[-1] if v.ndim == 2 else int(np.prod(v.shape[1:]))
-    colsums = v.reshape(v.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)
-    with _cache_lock:
-        _cache[key] = (t.packed, q, colsums)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return q, colsums
+    derived once per tensor and kept while its immutable ``packed`` array lives. The row sums are
+    those of ``values()`` (default: the operand's codes)."""
+
+    def derive() -> tuple[Q, np.ndarray]:
+        q = build()
+        v = q.codes if values is None else values()
+        k = v.shape[-1] if v.ndim == 2 else int(np.prod(v.shape[1:]))
+        return q, v.reshape(v.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)
+
+    return _derived.get(t.packed, kind, derive)  # type: ignore[no-any-return]
 
 
 def _f32(v: object) -> np.ndarray:

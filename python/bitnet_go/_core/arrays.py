@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -130,3 +135,49 @@ def check_positive_int(v: object, name: str, *, allow_none: bool = False) -> int
     if v > MAX_ELEMENTS:
         raise ValueError(f"{name} must be <= {MAX_ELEMENTS}, got {v}")
     return int(v)
+
+
+class Derived:
+    """Values derived from arrays, each kept while its array lives.
+
+    ``get(a, key, build)`` returns what ``build()`` returned for the same
+    array object ``a`` and ``key`` before, else calls it and keeps the
+    result until ``a`` is freed (a weak reference: nothing here keeps ``a``
+    alive, and an address that a new array reuses never finds the old
+    entry). Meant for immutable arrays, such as a quantized tensor's
+    ``packed``: a weight's int8 codes and row sums, its copy on a GPU.
+
+    Example:
+        >>> d, a = Derived(), np.arange(3)
+        >>> d.get(a, "sum", lambda: int(a.sum())), d.get(a, "sum", lambda: -1)
+        (3, 3)
+        >>> del a; len(d)
+        0
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()  # a weak reference's callback may run under it (a GC)
+        self._by_id: dict[int, tuple[weakref.ref[Any], dict[Hashable, object]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def get(self, a: object, key: Hashable, build: Callable[[], object]) -> Any:  # noqa: ANN401 (what build gives)
+        i = id(a)
+        with self._lock:
+            entry = self._by_id.get(i)
+            if entry is not None and entry[0]() is a and key in entry[1]:
+                return entry[1][key]
+        value = build()  # outside the lock: concurrent first calls may build twice
+        with self._lock:
+            entry = self._by_id.get(i)
+            if entry is None or entry[0]() is not a:
+                ref = weakref.ref(a, lambda r, i=i: self._forget(i, r))
+                entry = self._by_id[i] = (ref, {})
+            return entry[1].setdefault(key, value)
+
+    def _forget(self, i: int, ref: weakref.ref[Any]) -> None:
+        with self._lock:
+            entry = self._by_id.get(i)
+            if entry is not None and entry[0] is ref:  # not a newer array's entry at the same id
+                del self._by_id[i]
