@@ -1,12 +1,9 @@
 package conv2d
 
 import (
-	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
-	"github.com/bitnet-go/bitnet_go/gokern/envvar"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -23,41 +20,8 @@ import (
 // int8 call. A TL1/TL2 weight's conversion to I2_S is kept the same way
 // (asI2S), and with it the layouts derived from the conversion.
 
-// EnvWeightCache names the variable that sets the most megabytes the
-// layouts kept may take (default DefaultWeightCacheMB; 0 keeps none).
-const (
-	EnvWeightCache       = "BITNET_GO_WEIGHT_CACHE_MB"
-	DefaultWeightCacheMB = 256
-)
-
-var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: DefaultWeightCacheMB << 20}
-
-func init() {
-	// A bad value must not stop the library from loading: envvar falls back
-	// and records why (the Python layer warns once).
-	mb := envvar.Int(EnvWeightCache, DefaultWeightCacheMB, "", func(v string) (int64, error) {
-		n, err := weightCacheBytes(v)
-		return int64(n >> 20), err
-	})
-	layoutCache.MaxBytes = int(mb) << 20
-}
-
-// maxWeightCacheMB bounds EnvWeightCache (larger values are taken as it).
-const maxWeightCacheMB = 1 << 20
-
-// weightCacheBytes parses EnvWeightCache's value, a whole number of
-// megabytes >= 0 (empty: the default), into bytes.
-func weightCacheBytes(v string) (int, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return DefaultWeightCacheMB << 20, nil
-	}
-	mb, err := strconv.Atoi(v)
-	if err != nil || mb < 0 {
-		return 0, errs.Value("%s must be a whole number of megabytes >= 0, got %q", EnvWeightCache, v)
-	}
-	return min(mb, maxWeightCacheMB) << 20, nil
-}
+// layoutCache keeps up to buf.WeightCacheBytes (BITNET_GO_WEIGHT_CACHE_MB).
+var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: buf.WeightCacheBytes}
 
 // layoutKey identifies a weight's layout: the codes' address and length,
 // the geometry the layout depends on, which layout, and the codes' format

@@ -47,11 +47,10 @@ type panelKey struct {
 	kh, kw               int // a conv's channel-quad layout (im2col.go), 0: k in order
 }
 
-// DefaultPanelCacheMB is the most megabytes the weight panels kept (and the
-// copies of the codes they were packed from) take.
-const DefaultPanelCacheMB = 256
-
-var panelCache = &buf.Cache[panelKey, *panels]{MaxBytes: DefaultPanelCacheMB << 20}
+// panelCache keeps the weight panels (and the copies of the codes they were
+// packed from) up to buf.WeightCacheBytes (BITNET_GO_WEIGHT_CACHE_MB), as
+// conv2d's layout cache does.
+var panelCache = &buf.Cache[panelKey, *panels]{MaxBytes: buf.WeightCacheBytes}
 
 // weightPanels returns w's N channels (G groups of N/G) packed, from the
 // cache when keep is set and the same codes were packed before. kh, kw > 0:
