@@ -51,6 +51,16 @@ type Measured struct {
 // avx2, generic 9.1x; quant_dequantize avx2, generic 2.5x; quant_minmax
 // avx2, generic 15x; quant_histogram avx2, generic 4.3x.
 //
+// conv_gemm on amd-zen4 again, measured on 2026-11-24 on the same kind of
+// machine, quiet (load average about 1.5), with
+//
+//	python -m bitnet_go bench families --families-ops conv_gemm --threads 1,2 --families-rounds 3
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_gemm --threads 1,2 --families-rounds 5
+//
+// avx512 1.00x / 1.00x, avx2 1.14x / 1.03x, avx512vnni 1.52x / 1.55x,
+// generic 19.5x / 18.3x: avx512 fastest in both runs (14 of the 20 rows in
+// the first), so it replaces the tie-broken avx2 above.
+//
 // qlinear_dot on amd-zen4 (the same kind of machine, load average about
 // 35), measured on 2026-11-24 with
 //
@@ -82,7 +92,7 @@ type Measured struct {
 // 1.84x (16M); avx512 fastest in every row.
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
-		"conv_gemm":        {Fastest: AVX2, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
+		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
 		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"linear_gemv":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"quantize_i2s":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
