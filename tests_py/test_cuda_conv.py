@@ -22,7 +22,7 @@ import bitnet_go.cuda as cuda
 from test_cuda import _python, fake_driver  # noqa: F401 (the fixture)
 
 REASON = cuda.unavailable_reason()
-gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA device, GPU test not run: {REASON}")
+gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU found, GPU test not run: {REASON}")
 
 FAKE_SCRIPT = r"""
 import ctypes
@@ -147,6 +147,18 @@ def test_float_activations_on_gpu_are_refused() -> None:
         check_gpu_act_bits("conv2d_quantized", None)
 
 
+def test_ternary_to_device_arguments() -> None:
+    rng = np.random.default_rng(11)
+    t = bitnet_go.quantize_i2s(rng.standard_normal((6, 10), dtype=np.float32), block_size=10)
+    assert t.to("cpu") is t and t.device == "cpu"
+    for bad in ("gpu", "cuda:x", "cuda:-1", 3):
+        with pytest.raises(ValueError, match="qtype must be one of|device must be"):
+            t.to(bad)  # type: ignore[arg-type]
+    if REASON is not None:  # no GPU here: moving is refused with the reason
+        with pytest.raises(RuntimeError, match="cannot move a tensor to cuda:0"):
+            t.to("cuda")
+
+
 # ---------------------------------------------------------------- GPU
 
 
@@ -245,3 +257,28 @@ def test_errors_and_no_leak(torch_cuda) -> None:
         big = torch.zeros((1, 1, 1, 1), device="cuda").expand(1 << 16, 1 << 10, 1 << 8, 3)
         bitnet_go.conv2d_quantized(big, bitnet_go.quantize_conv_weight(np.ones((1, 1 << 10, 1, 1), np.float32)),
                                    act_bits=8, check_finite=False)  # fmt: skip
+
+
+@gpu
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("qtype", ["i2_s", "tl1"])
+def test_ternary_to_cuda(torch_cuda, qtype: str) -> None:
+    torch = torch_cuda
+    rng = np.random.default_rng(21)
+    w = bitnet_go.quantize_conv_weight(rng.standard_normal((9, 6, 3, 3), dtype=np.float32), per_channel=True)
+    host = w if qtype == "i2_s" else w.to(qtype)
+    g = host.to("cuda")
+    assert g.device == "cuda:0" and g.qtype == "i2_s" and g.packed.is_cuda
+    assert g.packed.numel() == w.packed.size  # 2 bits a weight on the device
+    assert g.to("cuda:0") is g and g.to("cuda") is g
+    back = g.to("cpu")
+    assert back.packed.tobytes() == w.packed.tobytes() and back.scales.tobytes() == w.scales.tobytes()
+    x = rng.standard_normal((2, 6, 11, 10), dtype=np.float32)
+    ref = bitnet_go.conv2d_quantized(x, w, padding=1, act_bits=8)
+    got = bitnet_go.conv2d_quantized(torch.from_numpy(x).cuda(), g, padding=1, act_bits=8)
+    assert _bits(got.cpu().numpy()) == _bits(ref)
+    if torch.cuda.device_count() > 1:
+        g1 = g.to("cuda:1")
+        assert g1.device == "cuda:1"
+        with pytest.raises(ValueError, match="two different GPUs"):
+            bitnet_go.conv2d_quantized(torch.from_numpy(x).cuda(), g1, padding=1, act_bits=8)

@@ -13,7 +13,6 @@ from ._core.arrays import MAX_ELEMENTS, Derived, as_float32, check_int, fits_int
 from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
-from ._gpu import to_device
 from ._ternary import TernaryTensor, _check_method, quantize_i2s
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
@@ -281,12 +280,7 @@ def _weight_on(w: TernaryTensor, like: DeviceArray) -> TernaryTensor:
             )
         return w
 
-    def move() -> TernaryTensor:
-        h = w if w.qtype == "i2_s" else w.to("i2_s")  # the GPU kernels read I2_S (same values and scales)
-        return TernaryTensor._make(h.qtype, h.shape, h.block_size, h.method, to_device(like, h.packed),
-                                   to_device(like, h.scales))  # fmt: skip
-
-    return _moved.get(w.packed, ("cuda", fw.index), move)  # type: ignore[no-any-return]
+    return _moved.get(w.packed, ("cuda", fw.index), lambda: w._to_cuda(fw.index, like))  # type: ignore[no-any-return]
 
 
 def as_input_kind(out: np.ndarray, x: object) -> np.ndarray | torch.Tensor:

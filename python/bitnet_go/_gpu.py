@@ -88,6 +88,42 @@ def to_device(like: DeviceArray, a: np.ndarray) -> DeviceArray:
     return _to_device(framework_of(like), a)
 
 
+def to_gpu(a: np.ndarray | DeviceArray, index: int) -> DeviceArray:
+    """A copy of ``a`` (a host array, or a GPU array on another device) on GPU ``index``.
+
+    A GPU array keeps its framework (``a`` itself when already there); a host
+    array becomes a torch CUDA tensor (a CuPy array when torch is not
+    installed). ``RuntimeError`` with the reason when no CUDA GPU can be used.
+    """
+    touch_driver()
+    if is_cuda_array(a):
+        fw = framework_of(a)
+        if fw.index == index:
+            return a
+        if fw.name == "torch":
+            return a.to(f"cuda:{index}")  # type: ignore[attr-defined]
+        with fw.lib.cuda.Device(index):  # type: ignore[attr-defined]
+            return fw.lib.asarray(a)  # type: ignore[attr-defined]
+    from .cuda import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(f"cuda: cannot move a tensor to cuda:{index}: {reason}")
+    host = np.ascontiguousarray(a)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        return torch.from_numpy(host).to(f"cuda:{index}")
+    try:
+        import cupy
+    except ImportError:
+        raise TypeError("moving a tensor to a CUDA device needs torch or cupy installed") from None
+    with cupy.cuda.Device(index):
+        return cupy.asarray(host)
+
+
 def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
     """A copy of host array ``a`` on the framework's device."""
     if fw.name == "torch":  # type: ignore[attr-defined]

@@ -16,6 +16,8 @@ from ._core.devices import DeviceArray, device_index, is_cuda_array, resolve_dev
 from ._core.params import parameters_of
 from ._core.types import Device, Method, QType
 from ._gpu import quantize as _gpu_quantize
+from ._gpu import to_device as _to_device
+from ._gpu import to_gpu as _to_gpu
 from ._gpu import values as _gpu_values
 from ._quantized import QuantizedTensor, check_shape, rows_of
 
@@ -192,8 +194,23 @@ class TernaryTensor(QuantizedTensor):
         ops.unpack(self.qtype, self.packed, rows_of(self.shape), out)
         return out.reshape(self.shape)
 
-    def to(self, qtype: QType) -> TernaryTensor:
-        """The same values packed as ``qtype`` (``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq2_0"``, ``"tq1_0"``).
+    def to(self, qtype: QType | str) -> TernaryTensor:
+        """The same values packed as ``qtype`` (``"i2_s"``, ``"tl1"``, ``"tl2"``, ``"tq2_0"``, ``"tq1_0"``),
+        or on a device (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
+
+        **Devices.** ``to("cuda")`` (``"cuda:0"``) or ``to("cuda:N")`` copies
+        the packed codes and the scales to that GPU once: the weight stays 2
+        bits a value in device memory, and :func:`conv2d_quantized` /
+        :func:`linear_quantized` with GPU input on that device use it with no
+        further copy. The arrays become torch CUDA tensors (CuPy arrays when
+        torch is not installed); a tensor already on a GPU is copied with its
+        own framework, and returned as is when already on that device. The
+        GPU kernels read I2_S, so TL1, TL2, TQ2_0 and TQ1_0 tensors arrive as
+        I2_S (the same values and scales). ``to("cpu")`` is :meth:`cpu`.
+        ``RuntimeError`` (with the reason) when no CUDA GPU can be used.
+        Passing a host weight with GPU input also works (it is moved to the
+        input's GPU once and the copy kept while the weight lives); a weight
+        on one GPU with input on another is a ``ValueError``.
 
         Returns ``self`` when already in that format. The ternary values are
         always kept exactly. Between I2_S, TL1 and TL2, and from TQ2_0/TQ1_0
@@ -218,9 +235,20 @@ class TernaryTensor(QuantizedTensor):
             >>> w = bitnet_go.quantize_i2s(np.full((2, 256), 0.1, np.float32)).to("tq1_0")
             >>> w.block_size, w.scales, w.values()[0, :3]
             (256, array([0.09997559, 0.09997559], dtype=float32), array([1, 1, 1], dtype=int8))
+            >>> import bitnet_go.cuda
+            >>> dev = "cuda" if bitnet_go.cuda.is_available() else "cpu"
+            >>> g = t.to(dev)  # on a GPU: packed stays 2 bits a value there
+            >>> g.device in ("cpu", "cuda:0"), g.to("cpu").packed.tobytes() == t.packed.tobytes()
+            (True, True)
         """
+        if isinstance(qtype, str) and qtype == "cpu":
+            return self.cpu()
+        if isinstance(qtype, str) and (qtype == "cuda" or qtype.startswith("cuda:")):
+            return self._to_cuda(device_index(qtype))
         if not isinstance(qtype, str) or qtype not in QTYPES:
-            raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
+            raise ValueError(
+                f"qtype must be one of {sorted(QTYPES)}, or a device ('cpu', 'cuda', 'cuda:N'), got {qtype!r}"
+            )
         if qtype == self.qtype:
             return self
         if self.on_device:
@@ -234,6 +262,21 @@ class TernaryTensor(QuantizedTensor):
         packed = np.empty(ops.packed_len(qtype, values.size, rows), np.uint8)
         ops.pack(qtype, values, rows, packed)
         return TernaryTensor._make(qtype, self.shape, block_size, self.method, packed, scales)
+
+    def _to_cuda(self, index: int, like: DeviceArray | None = None) -> TernaryTensor:
+        """This tensor's values as I2_S on GPU ``index`` (``self`` when already there); see :meth:`to`.
+
+        ``like``: a GPU array on that device whose framework (and so stream)
+        makes the copies of a host tensor.
+        """
+        if self.on_device and self.device == f"cuda:{index}":
+            return self
+        h = self if self.qtype == "i2_s" or self.on_device else self.to("i2_s")
+
+        def move(a: np.ndarray | DeviceArray) -> DeviceArray:
+            return _to_gpu(a, index) if like is None or is_cuda_array(a) else _to_device(like, a)  # type: ignore[arg-type]
+
+        return TernaryTensor._trusted(h.qtype, h.shape, h.block_size, h.method, move(h.packed), move(h.scales))
 
     def to_gguf_bytes(self) -> bytes:
         """The tensor's data exactly as a GGUF file stores it (the shape and type go in the header).
