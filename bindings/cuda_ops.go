@@ -79,12 +79,12 @@ func dequantizeDevice(packed, out *qtensor.Tensor) error {
 		packed.ScalesAddr, int64(packed.NScales), out.Addr, int64(out.Len()), out.Stream)
 }
 
-// bng_cuda_conv2d is bng_conv2d with act_bits=8 on one CUDA device: x, w
+// bng_cuda_conv2d is bng_conv2d (act_bits 0 or 8) on one CUDA device: x, w
 // (i2_s, its codes and scales device memory), bias (optional), out and
 // work (uint8, at least bng_cuda_conv2d_workspace bytes) are CUDA operands
 // of the same device, used on out's stream; the call returns once the work
 // is enqueued (with check_finite, after reading x's first NaN/Inf back).
-// The result has the bits of the CPU path's. p.algorithm is ignored (one
+// With act_bits=8 the result has the bits of the CPU path's. p.algorithm is ignored (one
 // GPU kernel per shape); info receives the kernel.
 //
 //export bng_cuda_conv2d
@@ -94,8 +94,8 @@ func bng_cuda_conv2d(x, w, bias, out, work *C.bng_tensor, p *C.bng_conv2d_params
 		if p == nil || p.version != C.BNG_CONV2D_V1 {
 			return errs.Value("params: bng_conv2d_params is NULL or of a version other than %d", C.BNG_CONV2D_V1)
 		}
-		if p.act_bits != 8 {
-			return errs.Value("on a CUDA device conv2d supports act_bits=8 (W1.58A8) only, got act_bits=%d", int32(p.act_bits))
+		if p.act_bits != 0 && p.act_bits != 8 {
+			return errs.Value("on a CUDA device conv2d supports act_bits 0 (float32) and 8 (W1.58A8), got act_bits=%d", int32(p.act_bits))
 		}
 		if err := checkInfo(info); err != nil {
 			return err
@@ -161,7 +161,7 @@ func bng_cuda_conv2d(x, w, bias, out, work *C.bng_tensor, p *C.bng_conv2d_params
 		kernel, err := cuda.Conv2DDevice(xt.Device.ID, &d, cuda.ConvOperands{
 			X: xt.Addr, W: wt.Addr, Scales: wt.ScalesAddr, Bias: biasAddr, Out: ot.Addr, Work: kt.Addr,
 			WBytes: int64(wt.NBytes), NScales: int64(wt.NScales), BlockSize: int64(wt.BlockSize), WorkLen: int64(kt.NBytes),
-		}, p.check_finite != 0, ot.Stream)
+		}, int(p.act_bits), p.check_finite != 0, ot.Stream)
 		if err != nil {
 			return err
 		}

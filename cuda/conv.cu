@@ -35,6 +35,8 @@
 //                     accumulates 4x4 outputs with dp4a. The k loop runs
 //                     scale block by scale block; each block's int32 sums
 //                     are folded into float32 outputs in block order.
+//   bng_conv_fgemm:   float32 activations (act_bits=None): the same tiles,
+//                     x gathered as float, weights unpacked to float, fmaf.
 //   bng_linear_gemv:  linear layers (1x1, one output position, K and the
 //                     block a multiple of 128, at most 8 columns): one warp
 //                     per output row reads the row's packed groups once
@@ -222,6 +224,91 @@ __device__ __forceinline__ void bng_conv_igemm_body(const bng_conv_args& a) {
     }
 }
 
+// Float32 activations (act_bits=None): the implicit GEMM of bng_conv_igemm
+// with x read as float32 (no quantization) and the ternary weights unpacked
+// to float in shared memory; per scale block b the float sum
+// acc_b = sum w*x (fmaf, k ascending within each thread) is folded as
+// y = acc_0*s_0 + acc_1*s_1 + ... then + bias. Within float32 rounding of
+// F.conv2d(x, dequantized weight), not bit-identical to the CPU (the
+// summation order differs).
+#define BNG_FROW 33  // floats per shared row (BNG_CBK + 1: no bank conflicts on the column reads)
+
+__device__ __forceinline__ void bng_conv_fgemm_body(const bng_conv_args& a) {
+    __shared__ float wf[BNG_CBM * BNG_FROW];
+    __shared__ float xf[BNG_CBN * BNG_FROW];
+    const u8* w = (const u8*)a.w;
+    const float* x = (const float*)a.x;
+    const float* scales = (const float*)a.scales;
+    const float* bias = (const float*)a.bias;
+    float* out = (float*)a.out;
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const i64 groups = a.c / a.cg, P = a.ho * a.wo, khw = a.kh * a.kw;
+    const i64 tiles = a.n * groups * a.tiles_o * a.tiles_p;
+    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const i64 tp = t % a.tiles_p;
+        i64 r = t / a.tiles_p;
+        const i64 to = r % a.tiles_o;
+        r /= a.tiles_o;
+        const i64 g = r % groups, n = r / groups;
+        const i64 o0 = to * BNG_CBM, p0 = tp * BNG_CBN;
+        float y[4][4] = {};
+        for (i64 b = 0; b < a.nb; ++b) {
+            float acc[4][4];
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+            const i64 kb = b * a.bl, ke = kb + a.bl;
+            for (i64 k0 = kb; k0 < ke; k0 += BNG_CBK) {
+                for (int e = tid; e < BNG_CBM * BNG_CBK; e += BNG_THREADS) {
+                    const int row = e / BNG_CBK, kk = e % BNG_CBK;
+                    const i64 o = o0 + row, k = k0 + kk;
+                    float v = 0.0f;
+                    if (o < a.og && k < ke) v = (float)bng_i2s_value(w, (g * a.og + o) * a.k + k);
+                    wf[row * BNG_FROW + kk] = v;
+                }
+                for (int e = tid; e < BNG_CBN * BNG_CBK; e += BNG_THREADS) {
+                    const int col = e % BNG_CBN, kk = e / BNG_CBN;
+                    const i64 p = p0 + col, k = k0 + kk;
+                    float v = 0.0f;
+                    if (p < P && k < ke) {
+                        const i64 ci = k / khw, rk = k % khw, ky = rk / a.kw, kx = rk % a.kw;
+                        const i64 iy = (p / a.wo) * a.sh - a.pt + ky * a.dh;
+                        const i64 ix = (p % a.wo) * a.sw - a.pl + kx * a.dw;
+                        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.wd)
+                            v = x[((n * a.c + g * a.cg + ci) * a.h + iy) * a.wd + ix];
+                    }
+                    xf[col * BNG_FROW + kk] = v;
+                }
+                __syncthreads();
+                for (int kk = 0; kk < BNG_CBK; ++kk) {
+                    float wv[4], xv[4];
+                    for (int i = 0; i < 4; ++i) wv[i] = wf[(ty + 16 * i) * BNG_FROW + kk];
+                    for (int j = 0; j < 4; ++j) xv[j] = xf[(tx + 16 * j) * BNG_FROW + kk];
+                    for (int i = 0; i < 4; ++i)
+                        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(wv[i], xv[j], acc[i][j]);
+                }
+                __syncthreads();
+            }
+            for (int i = 0; i < 4; ++i) {
+                const i64 o = o0 + ty + 16 * i;
+                if (o >= a.og) continue;
+                const i64 oc = g * a.og + o;
+                const float s = (a.flags & BNG_CF_PER_ROW) ? scales[oc * a.nb + b] : scales[0];
+                for (int j = 0; j < 4; ++j) y[i][j] = b > 0 ? fmaf(acc[i][j], s, y[i][j]) : __fmul_rn(acc[i][j], s);
+            }
+        }
+        for (int i = 0; i < 4; ++i) {
+            const i64 o = o0 + ty + 16 * i;
+            if (o >= a.og) continue;
+            const i64 oc = g * a.og + o;
+            const float bv = (a.flags & BNG_CF_BIAS) ? bias[oc] : 0.0f;
+            for (int j = 0; j < 4; ++j) {
+                const i64 p = p0 + tx + 16 * j;
+                if (p < P) out[(n * a.o + oc) * P + p] = __fadd_rn(y[i][j], bv);
+            }
+        }
+    }
+}
+
 // Linear layers: x (cols, K) int8 in q, out (cols, O). Needs K and bl
 // multiples of 128 (rows and blocks start at a group) and cols <= 8.
 __device__ __forceinline__ void bng_linear_gemv_body(const bng_conv_args& a) {
@@ -281,3 +368,4 @@ extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_absmax(bng_co
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_quant(bng_conv_args a) { bng_conv_quant_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_igemm(bng_conv_args a) { bng_conv_igemm_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv(bng_conv_args a) { bng_linear_gemv_body(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_fgemm(bng_conv_args a) { bng_conv_fgemm_body(a); }

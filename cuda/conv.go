@@ -27,16 +27,21 @@ func ConvWorkspaceSize(d *conv2d.Dims) int64 {
 	return align(convOffQ(d)+int64(d.XLen), 256)
 }
 
-// Conv2DDevice computes the W1.58A8 convolution of conv2d.Conv2DInfo's int8
-// path (act_bits=8) on device dev, enqueued on stream, with the same bits as
+// Conv2DDevice computes the convolution of conv2d.Conv2DInfo on device dev,
+// enqueued on stream. With actBits 8, the W1.58A8 path with the same bits as
 // the CPU: per-sample activation scales, int8 activations, int32 sums per
-// scale block, the same float32 folds in the same order. It returns the
+// scale block, the same float32 folds in the same order. With actBits 0,
+// float32 activations: float32 sums per scale block (within float32 rounding
+// of the dequantized weight's convolution, not bit-identical). It returns the
 // kernel that ran. With check, it first waits for the stream to read back
 // x's first NaN/Inf (a ValueError naming it, as the CPU path's), and copies
 // bias and the scales to the host to check them; without, it returns once
 // the work is enqueued. Weight codes are not validated (a code 3 reads as 2).
-func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, check bool, stream uint64) (string, error) {
-	p, err := newConvPlan(d, o.BlockSize, o.NScales)
+func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, actBits int, check bool, stream uint64) (string, error) {
+	if actBits != 0 && actBits != 8 {
+		return "", errs.Value("act_bits must be 0 (float32 activations) or 8, got %d", actBits)
+	}
+	p, err := newConvPlan(d, o.BlockSize, o.NScales, actBits == 0)
 	if err != nil {
 		return "", err
 	}
@@ -72,8 +77,10 @@ func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, check bool, stream ui
 			return err
 		}
 		scan, run := convOps(p, check, b, g.gridCap)
-		if err := g.exec(scan, s); err != nil {
-			return err
+		if len(scan) > 0 {
+			if err := g.exec(scan, s); err != nil {
+				return err
+			}
 		}
 		if check {
 			if err := checkConvFinite(g.ctx, d, b, o.NScales, s); err != nil {

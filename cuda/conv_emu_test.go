@@ -39,7 +39,8 @@ type convData struct {
 	packed    []byte
 	scales    []float32
 	blockSize int
-	want      []float32
+	want      []float32 // the CPU path's W1.58A8 result
+	wantF     []float32 // the CPU path's float32-activation result
 }
 
 func makeConvData(t *testing.T, c convCase, rng *rand.Rand) convData {
@@ -91,13 +92,34 @@ func makeConvData(t *testing.T, c convCase, rng *rand.Rand) convData {
 	if _, err := conv2d.Conv2DInfo(d, cd.x, w, cd.bias, cd.want, conv2d.Options{ActBits: 8, Algo: conv2d.Naive}); err != nil {
 		t.Fatal(err)
 	}
+	cd.wantF = make([]float32, d.OutLen)
+	if _, err := conv2d.Conv2DInfo(d, cd.x, w, cd.bias, cd.wantF, conv2d.Options{Algo: conv2d.Naive}); err != nil {
+		t.Fatal(err)
+	}
 	return cd
 }
 
-func runConvEmuCase(t *testing.T, c convCase, rng *rand.Rand) {
+// closeF reports whether the float32-activation results agree to float32
+// rounding, with test_conv.py's tolerances for the CPU float kernels: the
+// relative error of the whole output at most 1e-5, each value within
+// 1e-4 relative plus 1e-5 absolute. NaN (an output never written) fails.
+func closeF(got, want []float32) (int, bool) {
+	var num, den float64
+	for i := range got {
+		dv := float64(got[i]) - float64(want[i])
+		if !(math.Abs(dv) <= 1e-4*math.Abs(float64(want[i]))+1e-5) {
+			return i, false
+		}
+		num += dv * dv
+		den += float64(want[i]) * float64(want[i])
+	}
+	return -1, math.Sqrt(num) <= 1e-5*math.Max(math.Sqrt(den), 1e-30)
+}
+
+func runConvEmuCase(t *testing.T, c convCase, rng *rand.Rand, float bool) {
 	cd := makeConvData(t, c, rng)
 	d := &cd.d
-	p, err := newConvPlan(d, int64(cd.blockSize), int64(len(cd.scales)))
+	p, err := newConvPlan(d, int64(cd.blockSize), int64(len(cd.scales)), float)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +152,12 @@ func runConvEmuCase(t *testing.T, c convCase, rng *rand.Rand) {
 			}
 		}
 		got := mem.floats(b.out, int64(d.OutLen))
+		if float {
+			if i, ok := closeF(got, cd.wantF); !ok {
+				t.Fatalf("%v (float, check=%v): out differs from the CPU's float path (first at %d; -1: the norm)", c, check, i)
+			}
+			continue
+		}
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(cd.want[i]) {
 				t.Fatalf("%v (gemv=%v): out[%d] = %g (%#x), CPU %g (%#x)", c, p.gemv, i, got[i],
@@ -186,7 +214,21 @@ func TestEmulatedConvKernels(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(20, 0))
 	for _, c := range cases {
-		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng) })
+		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, false) })
+	}
+}
+
+// TestEmulatedConvFloatKernel runs bng_conv_fgemm (act_bits=None) on the
+// same shapes, against the CPU path's float32 activations.
+func TestEmulatedConvFloatKernel(t *testing.T) {
+	buildHarness(t)
+	cases := convEmuCases()
+	if testing.Short() {
+		cases = cases[:3]
+	}
+	rng := rand.New(rand.NewPCG(21, 0))
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, true) })
 	}
 }
 
@@ -201,13 +243,20 @@ func TestConvPlanKernels(t *testing.T) {
 		if bs < 0 {
 			bs = d.K
 		}
-		p, err := newConvPlan(&d, int64(bs), int64(ternary.NumBlocks(d.WLen, bs)))
+		p, err := newConvPlan(&d, int64(bs), int64(ternary.NumBlocks(d.WLen, bs)), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantGemv := c.s.H == 1 && c.s.W == 1 && c.s.KH == 1 && d.K%128 == 0 && p.bl%128 == 0
 		if p.gemv != wantGemv {
 			t.Errorf("%v: gemv %v, want %v", c, p.gemv, wantGemv)
+		}
+		pf, err := newConvPlan(&d, int64(bs), int64(ternary.NumBlocks(d.WLen, bs)), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf.gemv || pf.kernelName() != "cuda_implicit_gemm/fp32" {
+			t.Errorf("%v float: gemv %v, kernel %s", c, pf.gemv, pf.kernelName())
 		}
 	}
 }

@@ -35,6 +35,7 @@ type convPlan struct {
 	nb, bl int64 // scale blocks per output channel and their length in k
 	perRow bool  // scales: one per (channel, block), else one
 	gemv   bool  // a linear layer: the GEMV kernel, gemvCols columns per launch
+	float  bool  // float32 activations (act_bits=None): bng_conv_fgemm, no quantization
 
 	// Workspace layout (bytes): the first non-finite index of x (uint64)
 	// at 0, the per-sample max|x| (float32) at offAmax, int8 x at offQ.
@@ -43,8 +44,8 @@ type convPlan struct {
 
 // newConvPlan checks a weight's block size and scale count against the
 // checked geometry d (the rules of gokern/ops/conv2d's scaler) and returns
-// the plan.
-func newConvPlan(d *conv2d.Dims, blockSize, nScales int64) (convPlan, error) {
+// the plan: int8 activations (W1.58A8), or float32 ones with float.
+func newConvPlan(d *conv2d.Dims, blockSize, nScales int64, float bool) (convPlan, error) {
 	bs := blockSize
 	if bs > 0 && ternary.NumBlocks(d.WLen, int(bs)) == 1 {
 		bs = 0 // one block covers the tensor: one scale, whatever K
@@ -58,11 +59,11 @@ func newConvPlan(d *conv2d.Dims, blockSize, nScales int64) (convPlan, error) {
 		return convPlan{}, errs.Value("weight: scales must have %d entries for %d values in blocks of %d, got %d",
 			want, d.WLen, bs, nScales)
 	}
-	p := convPlan{d: *d, nb: 1, bl: k}
+	p := convPlan{d: *d, nb: 1, bl: k, float: float}
 	if nScales > 1 {
 		p.perRow, p.nb, p.bl = true, k/bs, bs
 	}
-	p.gemv = d.H == 1 && d.W == 1 && d.KH == 1 && d.KW == 1 && d.PadT == 0 && d.PadL == 0 &&
+	p.gemv = !float && d.H == 1 && d.W == 1 && d.KH == 1 && d.KW == 1 && d.PadT == 0 && d.PadL == 0 &&
 		d.Ho == 1 && d.Wo == 1 && d.Groups == 1 && k%ternary.GroupValues == 0 && p.bl%ternary.GroupValues == 0
 	p.offAmax, p.offQ = 16, convOffQ(d)
 	p.work = ConvWorkspaceSize(d)
@@ -71,7 +72,10 @@ func newConvPlan(d *conv2d.Dims, blockSize, nScales int64) (convPlan, error) {
 
 // kernelName is the kernel Info reports.
 func (p convPlan) kernelName() string {
-	if p.gemv {
+	switch {
+	case p.float:
+		return "cuda_implicit_gemm/fp32"
+	case p.gemv:
 		return "cuda_gemv/dp4a"
 	}
 	return "cuda_implicit_gemm/dp4a"
@@ -85,7 +89,8 @@ type convBufs struct {
 // convOps returns the stream operations of a convolution: the activation
 // scales (and x's first non-finite index when check), then, in a second
 // list, the quantization and the products (the caller reads the index back
-// between the two when check is set).
+// between the two when check is set). With float activations the scan runs
+// only when check is set, and the products read x itself.
 func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op) {
 	d := &p.d
 	a := convArgs{
@@ -114,9 +119,17 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op)
 	}
 	per := int64(d.C * d.H * d.W)
 	chunks := int64(d.N) * ((per + convChunk - 1) / convChunk)
-	scan = append(scan, op{ptr: a.Amax, value: 0, count: int64(d.N)}, mk(kConvAbsMax, chunks, a))
+	if !p.float || check {
+		scan = append(scan, op{ptr: a.Amax, value: 0, count: int64(d.N)}, mk(kConvAbsMax, chunks, a))
+	}
 	q := a
 	q.Bad = 0
+	if p.float {
+		q.Q, q.Amax = 0, 0
+		q.TilesO = (a.Og + convTileO - 1) / convTileO
+		q.TilesP = (a.Ho*a.Wo + convTileP - 1) / convTileP
+		return scan, append(run, mk(kConvFGemm, a.N*int64(d.Groups)*q.TilesO*q.TilesP, q))
+	}
 	run = append(run, mk(kConvQuant, chunks, q))
 	if p.gemv {
 		for c0 := int64(0); c0 < int64(d.N); c0 += gemvCols {

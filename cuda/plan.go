@@ -151,6 +151,7 @@ const (
 	kConvQuant
 	kConvIGemm
 	kLinearGemv
+	kConvFGemm
 	numKernels
 )
 
@@ -170,6 +171,7 @@ var kernelNames = [numKernels]string{
 	"bng_conv_quant",
 	"bng_conv_igemm",
 	"bng_linear_gemv",
+	"bng_conv_fgemm",
 }
 
 // Entries returns the kernel names the library launches (all must be

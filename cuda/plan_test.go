@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,11 +192,49 @@ func TestEmbeddedPTX(t *testing.T) {
 	if info.SourceSHA != hex.EncodeToString(sum[:]) {
 		t.Errorf("i2s.ptx was generated from another i2s.cu (sha256 %s, now %x): run `make ptx`", info.SourceSHA, sum)
 	}
+	// conv.cu is compiled into the module as a header: its hash is recorded too.
+	conv, err := os.ReadFile("conv.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	csum := sha256.Sum256(conv)
+	m := regexp.MustCompile(`(?m)^// header: conv\.cu sha256 ([0-9a-f]{64})$`).FindStringSubmatch(PTX())
+	if m == nil {
+		t.Errorf("i2s.ptx names no conv.cu header hash: run `make ptx`")
+	} else if m[1] != hex.EncodeToString(csum[:]) {
+		t.Errorf("i2s.ptx was generated from another conv.cu (sha256 %s, now %x): run `make ptx`", m[1], csum)
+	}
+	// IEEE arithmetic only, no fused multiply-add, except in the float32
+	// activation kernel (bng_conv_fgemm: not bit-identical to the CPU by
+	// design, its sums use fmaf).
+	body := stripComments(PTX())
+	fused := entryBody(body, "bng_conv_fgemm")
+	if !strings.Contains(fused, "fma.rn.f32") {
+		t.Errorf("bng_conv_fgemm has no fma.rn.f32 (entry found: %v)", fused != "")
+	}
+	rest := strings.Replace(body, fused, "", 1)
 	for _, bad := range []string{".ftz", "fma.rn.f32", "fma.rn.f64", "div.approx", "div.full"} {
-		if strings.Contains(stripComments(PTX()), bad) {
-			t.Errorf("the PTX contains %q: the kernels must use IEEE arithmetic only", bad)
+		if strings.Contains(rest, bad) {
+			t.Errorf("the PTX contains %q outside bng_conv_fgemm: the kernels must use IEEE arithmetic only", bad)
 		}
 	}
+	if strings.Contains(fused, ".ftz") || strings.Contains(fused, "div.approx") {
+		t.Errorf("bng_conv_fgemm flushes denormals or divides approximately")
+	}
+}
+
+// entryBody returns the text of the .entry name of PTX text s, from its
+// line to the next .entry (or the end), or "" when s has no such entry.
+func entryBody(s, name string) string {
+	i := strings.Index(s, ".visible .entry "+name+"(")
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i+1:], ".visible .entry ")
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+1+j]
 }
 
 func stripComments(s string) string {

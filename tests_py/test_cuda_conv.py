@@ -43,7 +43,7 @@ def put(a):
     ctypes.memmove(p, a.ctypes.data, a.nbytes)
     return p
 
-def conv_gpu(x, w, bias, stride, pad, dil, groups, check=True, dev=(0, 0, 0, 0, 0)):
+def conv_gpu(x, w, bias, stride, pad, dil, groups, check=True, dev=(0, 0, 0, 0, 0), act_bits=8):
     n, ch, h, wd = x.shape
     o, _, kh, kw = w.shape
     ho = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
@@ -60,7 +60,7 @@ def conv_gpu(x, w, bias, stride, pad, dil, groups, check=True, dev=(0, 0, 0, 0, 
         ot = descriptor.device(ptrs[3], 4 * n * o * ho * wo, "float32", (n, o, ho, wo), dev[2])
         kt = descriptor.device(ptrs[4], size.value, "uint8", (size.value,), dev[3])
         bt = None if bias is None else ctypes.byref(descriptor.device(ptrs[5], bias.nbytes, "float32", (o,), dev[4]))
-        p = ops._conv_params(stride, pad, dil, groups, 8, 0, int(check))
+        p = ops._conv_params(stride, pad, dil, groups, act_bits or 0, 0, int(check))
         info = descriptor.OpInfo(descriptor.OP_INFO_V1)
         lib.call("bng_cuda_conv2d", ctypes.byref(xt), ctypes.byref(wt), bt, ctypes.byref(ot), ctypes.byref(kt),
                  ctypes.byref(p), ctypes.byref(info))
@@ -70,9 +70,15 @@ def conv_gpu(x, w, bias, stride, pad, dil, groups, check=True, dev=(0, 0, 0, 0, 
         for q in ptrs:
             fake.fake_free(q)
 
-def conv_cpu(x, w, bias, stride, pad, dil, groups, check=True):
+def conv_cpu(x, w, bias, stride, pad, dil, groups, check=True, act_bits=8):
     return bitnet_go.conv2d_quantized(x, w, bias, stride=stride, padding=(pad[0], pad[1]), dilation=dil,
-                                      groups=groups, act_bits=8, check_finite=check)
+                                      groups=groups, act_bits=act_bits, check_finite=check)
+
+def close(a, b, what):  # test_conv.py's tolerances for the CPU float kernels
+    assert a.shape == b.shape, what
+    err = np.linalg.norm(a.astype(np.float64) - b) / max(np.linalg.norm(b), 1e-30)
+    assert err <= 1e-5, (what, err)
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=str(what))
 
 def same(a, b, what):
     assert a.shape == b.shape and a.view(np.uint32).tobytes() == b.view(np.uint32).tobytes(), what
@@ -93,6 +99,19 @@ for xs, (o, kh, kw), stride, p, dil, groups, per_channel, has_bias in cases:
     got, kernel = conv_gpu(x, w, b, stride, (p, p, p, p), dil, groups)
     assert kernel == ("cuda_gemv/dp4a" if xs[1] == 256 else "cuda_implicit_gemm/dp4a"), kernel
     same(got, conv_cpu(x, w, b, stride, (p, p, p, p), dil, groups), (xs, o))
+    # float32 activations: within float32 rounding of the CPU's float path and of the dequantized weight's conv
+    got, kernel = conv_gpu(x, w, b, stride, (p, p, p, p), dil, groups, act_bits=None)
+    assert kernel == "cuda_implicit_gemm/fp32", kernel
+    close(got, conv_cpu(x, w, b, stride, (p, p, p, p), dil, groups, act_bits=None), (xs, o, "float"))
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        ref = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w.dequantize()).double(),
+                                         None if b is None else torch.from_numpy(b).double(), stride=stride,
+                                         padding=p, dilation=dil, groups=groups).numpy()
+        close(got, ref, (xs, o, "float vs F.conv2d"))
 
 # non-finite x, bias, scales: the CPU path's messages; unchecked: the CPU path's bits
 x = rng.standard_normal((2, 3, 5, 5), dtype=np.float32)
@@ -107,6 +126,16 @@ for f in (conv_gpu, conv_cpu):
         msgs.append(str(e))
 assert len(msgs) == 2 and msgs[0] == msgs[1] and "(1, 2, 3, 1)" in msgs[0], msgs
 same(conv_gpu(x, w, None, *args, check=False)[0], conv_cpu(x, w, None, *args, check=False), "unchecked")
+msgs = []
+for f in (conv_gpu, conv_cpu):
+    try:
+        f(x, w, None, *args, act_bits=None)
+    except ValueError as e:
+        msgs.append(str(e))
+assert len(msgs) == 2 and msgs[0] == msgs[1] and "(1, 2, 3, 1)" in msgs[0], msgs
+nan_gpu = np.isnan(conv_gpu(x, w, None, *args, check=False, act_bits=None)[0])
+nan_cpu = np.isnan(conv_cpu(x, w, None, *args, check=False, act_bits=None))
+assert (nan_gpu == nan_cpu).all() and nan_gpu.any(), "float: NaN/Inf spread as on the CPU"
 x = np.nan_to_num(x)
 bias = np.array([0, 1, np.inf, 2], np.float32)
 msgs = []
@@ -126,8 +155,9 @@ for dev in [(0, 1, 0, 0, 0), (0, 0, 0, 1, 0)]:
         assert "every operand must be on the same CUDA device" in str(e), e
 
 # no device memory left behind by many calls (the op allocates nothing itself)
-for _ in range(200):
-    conv_gpu(x[:1, :, :3, :3], w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, check=False)
+for i in range(200):
+    ab = None if i % 3 == 0 else 8
+    conv_gpu(x[:1, :, :3, :3], w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, check=i % 2 == 0, act_bits=ab)
 assert (c.memory_info(0)[0], fake.fake_live(0)) == base, (c.memory_info(0), fake.fake_live(0), base)
 assert c.memory_info(0)[0] == total
 print("fake conv: OK")
@@ -138,13 +168,6 @@ def test_conv_on_a_fake_driver(fake_driver: Path) -> None:  # noqa: F811 (the fi
     path = os.pathsep.join([str(fake_driver), os.environ.get("LD_LIBRARY_PATH", "")])
     out = _python(FAKE_SCRIPT, LD_LIBRARY_PATH=path, CUDA_VISIBLE_DEVICES="0")
     assert "fake conv: OK" in out
-
-
-def test_float_activations_on_gpu_are_refused() -> None:
-    from bitnet_go._conv import check_gpu_act_bits
-
-    with pytest.raises(NotImplementedError, match="act_bits=8"):
-        check_gpu_act_bits("conv2d_quantized", None)
 
 
 def test_ternary_to_device_arguments() -> None:
@@ -208,6 +231,33 @@ def test_conv_bit_exact(torch_cuda, case: int) -> None:
     assert _bits(got.cpu().numpy()) == _bits(ref[0])
 
 
+def _close(got: np.ndarray, ref: np.ndarray) -> None:
+    """test_conv.py's tolerances for the CPU float kernels (``ref`` in float64)."""
+    err = np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-30)
+    assert err <= 1e-5, err
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+@gpu
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("case", range(len(CONV_SHAPES)))
+def test_conv_float_activations(torch_cuda, case: int) -> None:
+    torch = torch_cuda
+    xs, (o, kh, kw), stride, pad, dil, groups, per_channel, has_bias = CONV_SHAPES[case]
+    rng = np.random.default_rng(200 + case)
+    x = rng.standard_normal(xs, dtype=np.float32)
+    w = bitnet_go.quantize_conv_weight(
+        rng.standard_normal((o, xs[1] // groups, kh, kw), dtype=np.float32), per_channel=per_channel
+    )
+    b = rng.standard_normal(o, dtype=np.float32) if has_bias else None
+    kw_ = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w.dequantize()).double(),
+                                     None if b is None else torch.from_numpy(b).double(), **kw_).numpy()  # fmt: skip
+    got = bitnet_go.conv2d_quantized(torch.from_numpy(x).cuda(), w.to("cuda"), b, **kw_)
+    assert got.is_cuda and got.dtype == torch.float32
+    _close(got.cpu().numpy(), ref)
+
+
 @gpu
 @pytest.mark.needs("torch")
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 13])
@@ -222,9 +272,12 @@ def test_linear_bit_exact(torch_cuda, rows: int, shape: tuple[int, int]) -> None
     x = rng.standard_normal((rows, k), dtype=np.float32)
     b = rng.standard_normal(o, dtype=np.float32)
     ref = bitnet_go.linear_quantized(x, w, b, act_bits=8)
-    for weight in (w, wd):
+    ref_f = x.astype(np.float64) @ w.dequantize().T.astype(np.float64) + b
+    for weight in (w, wd, w.to("cuda")):
         got = bitnet_go.linear_quantized(torch.from_numpy(x).cuda(), weight, torch.from_numpy(b).cuda(), act_bits=8)
         assert _bits(got.cpu().numpy()) == _bits(ref)
+        got = bitnet_go.linear_quantized(torch.from_numpy(x).cuda(), weight, torch.from_numpy(b).cuda())
+        _close(got.cpu().numpy(), ref_f)
 
 
 @gpu
@@ -234,12 +287,12 @@ def test_errors_and_no_leak(torch_cuda) -> None:
     rng = np.random.default_rng(5)
     w = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))
     x = torch.from_numpy(rng.standard_normal((2, 3, 8, 8), dtype=np.float32)).cuda()
-    with pytest.raises(NotImplementedError, match="act_bits=8"):
-        bitnet_go.conv2d_quantized(x, w)
     x[1, 2, 3, 4] = float("nan")
     ref = bitnet_go.conv2d_quantized(x.cpu().numpy(), w, act_bits=8, check_finite=False)
     with pytest.raises(ValueError, match=r"first at index \(1, 2, 3, 4\)"):
         bitnet_go.conv2d_quantized(x, w, act_bits=8)
+    with pytest.raises(ValueError, match=r"first at index \(1, 2, 3, 4\)"):
+        bitnet_go.conv2d_quantized(x, w)
     got = bitnet_go.conv2d_quantized(x, w, act_bits=8, check_finite=False)
     assert _bits(got.cpu().numpy()) == _bits(ref)
     if torch.cuda.device_count() > 1:
@@ -248,8 +301,8 @@ def test_errors_and_no_leak(torch_cuda) -> None:
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     free0 = cuda.memory_info(0)[0]
-    for _ in range(1000):
-        bitnet_go.conv2d_quantized(x, w, act_bits=8, check_finite=False)
+    for i in range(1000):
+        bitnet_go.conv2d_quantized(x, w, act_bits=(8, None)[i % 2], check_finite=False)
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == before
     assert cuda.memory_info(0)[0] >= free0 - (64 << 20)  # torch's cache may grow a little, not per call

@@ -123,19 +123,6 @@ def _check_weight(weight: object, device_ok: bool = False) -> TernaryTensor:
     )
 
 
-def check_gpu_act_bits(op: str, act_bits: int | None) -> None:
-    """``NotImplementedError`` unless ``act_bits`` is 8: on a GPU only W1.58A8 runs for now.
-
-    Example:
-        >>> check_gpu_act_bits("conv2d_quantized", 8)
-    """
-    if act_bits != 8:
-        raise NotImplementedError(
-            f"{op} on a CUDA device supports act_bits=8 (W1.58A8) only for now, got act_bits={act_bits!r}; "
-            f"pass act_bits=8, or copy x to the host for float activations"
-        )
-
-
 def _check_groups(groups: object) -> int:
     """An int that can cross the C ABI; its range is Go's to check (same message)."""
     g = check_int(groups, "groups")
@@ -243,7 +230,6 @@ def _conv2d_gpu(
     from . import _gpu
     from ._core.devices import adopt
 
-    check_gpu_act_bits("conv2d_quantized", act_bits)
     a = adopt(x)
     if a.ndim not in (3, 4):  # type: ignore[attr-defined]
         raise ValueError(f"x must have 3 (C, H, W) or 4 (N, C, H, W) dimensions, got shape {tuple(a.shape)}")  # type: ignore[attr-defined]
@@ -255,7 +241,7 @@ def _conv2d_gpu(
     if wt.qtype != "i2_s":
         raise ValueError(f"weight: on a CUDA device only i2_s weights are supported, got {wt.qtype}")
     out, info = _gpu.conv2d(a, wt.packed, wt.scales, wt.shape, wt.block_size, bias, stride, pads, dilation, groups,
-                            check_finite)  # fmt: skip
+                            act_bits, check_finite)  # fmt: skip
     return (out[0] if unbatched else out), info  # type: ignore[index]
 
 
@@ -371,10 +357,13 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  #
     float32.
 
     GPU input (torch CUDA tensors, CuPy arrays, ``__cuda_array_interface__``
-    objects): ``act_bits=8`` only (``NotImplementedError`` otherwise). The
-    convolution runs on ``x``'s device, on its framework's current stream,
-    with the same bits as on the CPU, and returns a float32 array of ``x``'s
-    framework there (``algorithm`` is not used: one GPU kernel per shape). An
+    objects): the convolution runs on ``x``'s device, on its framework's
+    current stream, and returns a float32 array of ``x``'s framework there
+    (``algorithm`` is not used: one GPU kernel per shape). With
+    ``act_bits=8`` the result has the same bits as on the CPU; with
+    ``act_bits=None`` (float32 activations, an implicit GEMM with float
+    multiply-adds) it is within float32 rounding of
+    ``F.conv2d(x, weight.dequantize(), bias)``, as the CPU's float path. An
     I2_S ``weight`` on that GPU (``quantize_i2s(w, device="cuda")``) is used
     as it is, 2 bits a weight; a host ``weight`` is copied to the GPU once
     and the copy kept while ``weight.packed`` lives; a weight or bias on
@@ -382,8 +371,9 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  #
     call waits for the stream to read back x's first NaN/Inf and copies the
     bias and scales to the host to check them; pass ``check_finite=False``
     for a call that never blocks. Weight codes are not validated there (a
-    code 3 reads as 2). Besides the output, the GPU call takes a one-byte
-    copy of ``x`` from the framework's allocator. See ``bitnet_go.cuda``.
+    code 3 reads as 2). Besides the output, the GPU call takes a workspace
+    of one byte per value of ``x`` (the int8 activations) from the
+    framework's allocator. See ``bitnet_go.cuda``.
 
     Raises:
         TypeError: ``weight`` is not a TernaryTensor (a float array: quantize

@@ -143,9 +143,12 @@ def conv2d(
     padding: tuple[int, int, int, int],
     dilation: tuple[int, int],
     groups: int,
+    act_bits: int | None,
     check_finite: bool,
 ) -> tuple[DeviceArray, ops.ConvInfo]:
-    """W1.58A8 convolution of the GPU array ``x`` (N, C, H, W) with an I2_S weight on ``x``'s device and stream.
+    """Convolution of the GPU array ``x`` (N, C, H, W) with an I2_S weight on ``x``'s device and stream.
+
+    ``act_bits`` 8: W1.58A8 (the CPU's bits); None: float32 activations.
 
     ``packed`` and ``scales`` are the weight's arrays (of shape ``w_shape``,
     (O, C/groups, kH, kW)) on ``x``'s device.
@@ -177,7 +180,7 @@ def conv2d(
     lib.call("bng_cuda_conv2d_workspace", n, c, h, wd, ctypes.byref(size))
     work = _empty(fw, size.value, "uint8", "conv2d_quantized's int8 activations")
     dev, stream = fw.index, fw.stream()
-    p = ops._conv_params(stride, padding, dilation, groups, 8, 0, 1 if check_finite else 0)
+    p = ops._conv_params(stride, padding, dilation, groups, act_bits or 0, 0, 1 if check_finite else 0)
     pw = framework_of(packed)
     xt = descriptor.device(fw.ptr(a), fw.nbytes(a), "float32", (n, c, h, wd), dev, stream=stream)
     wdesc = descriptor.device(pw.ptr(packed), pw.nbytes(packed), "i2_s", w_shape, dev,

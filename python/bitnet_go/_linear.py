@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._conv import as_input_kind, check_gpu_act_bits, check_host, check_weight, conv2d_with_info
+from ._conv import as_input_kind, check_host, check_weight, conv2d_with_info
 from ._core.arrays import as_float32
 from ._core.devices import adopt, is_cuda_array
 from ._ternary import TernaryTensor
@@ -72,15 +72,15 @@ def linear_quantized(
             a bias of another shape, a block size that does not divide
             in_features, a GPU bias or weight with a host ``x``, tensors on
             two GPUs, NaN/Inf.
-        NotImplementedError: a GPU ``x`` with ``act_bits`` other than 8.
 
     GPU input (torch CUDA tensors, CuPy arrays, ``__cuda_array_interface__``):
-    ``act_bits=8`` only; runs on ``x``'s device and current stream with the
-    bits of the CPU path and returns an array of ``x``'s framework there, as
-    :func:`bitnet_go.conv2d_quantized` does (a host weight is copied to the
-    GPU once and kept; up to 8 rows a launch take the GEMV kernel, which reads
-    each weight's 2 bits once, when in_features and the block size are
-    multiples of 128).
+    runs on ``x``'s device and current stream and returns an array of
+    ``x``'s framework there, as :func:`bitnet_go.conv2d_quantized` does
+    (``act_bits=8``: the bits of the CPU path; ``act_bits=None``: float32
+    activations, within float32 rounding). The weight is used 2 bits a value
+    on the GPU: ``weight.to("cuda")`` once, or a host weight is copied to
+    the GPU at the first call and kept. With ``act_bits=8``, up to 8 rows a
+    launch take the GEMV kernel, which reads each weight's 2 bits once.
 
     Example:
         >>> import numpy as np, bitnet_go
@@ -117,7 +117,6 @@ def linear_quantized(
 
 def _linear_gpu(x: object, w: TernaryTensor, bias: object, act_bits: int | None, check_finite: bool) -> object:
     """:func:`linear_quantized` for a GPU ``x``: a 1x1 convolution on its device."""
-    check_gpu_act_bits("linear_quantized", act_bits)
     a = adopt(x)
     out_features, in_features = w.shape
     shape = tuple(int(d) for d in a.shape)  # type: ignore[attr-defined]

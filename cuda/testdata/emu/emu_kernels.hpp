@@ -37,4 +37,5 @@ static const emu_kernel emu_kernels[] = {
     EMU_CONV(bng_conv_quant),
     EMU_CONV(bng_conv_igemm),
     EMU_CONV(bng_linear_gemv),
+    EMU_CONV(bng_conv_fgemm),
 };
