@@ -52,6 +52,7 @@ ENTRIES = [
     "bng_conv_quant",
     "bng_conv_igemm",
     "bng_linear_gemv",
+    "bng_conv_fgemm",
 ]
 
 
