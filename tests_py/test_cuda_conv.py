@@ -335,3 +335,39 @@ def test_ternary_to_cuda(torch_cuda, qtype: str) -> None:
         assert g1.device == "cuda:1"
         with pytest.raises(ValueError, match="two different GPUs"):
             bitnet_go.conv2d_quantized(torch.from_numpy(x).cuda(), g1, padding=1, act_bits=8)
+
+
+@gpu
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("act_bits", [8, None])
+def test_nn_layers_on_cuda(torch_cuda, act_bits: int | None) -> None:
+    torch = torch_cuda
+    from bitnet_go.nn import BitConv2d, BitLinear
+
+    torch.manual_seed(3)
+    lin = BitLinear(256, 40, act_bits=act_bits, block_size=128).freeze()
+    conv = BitConv2d(6, 10, 3, padding=1, groups=2, act_bits=act_bits).freeze()
+    xl, xc = torch.randn(3, 5, 256), torch.randn(2, 6, 9, 11)
+    ref_l, ref_c = lin(xl), conv(xc)  # the CPU kernels
+    lin_g, conv_g = lin.to("cuda"), conv.to("cuda")  # nn.Module.to moves the packed buffers
+    assert lin_g.weight_packed.is_cuda and conv_g.weight_scale.is_cuda
+    assert lin_g.ternary_weight().device == "cuda:0"
+    with torch.no_grad():
+        got_l, got_c = lin_g(xl.cuda()), conv_g(xc.cuda())
+    assert got_l.is_cuda and got_c.is_cuda
+    for got, ref in ((got_l, ref_l), (got_c, ref_c)):
+        if act_bits == 8:
+            assert _bits(got.cpu().numpy()) == _bits(ref.numpy())
+        else:
+            _close(got.cpu().numpy(), ref.numpy().astype(np.float64))
+    with pytest.raises(ValueError, match="cuda:0"):
+        lin_g(xl)  # a CUDA layer with CPU input
+    # freeze() of a training-mode layer on the GPU keeps its buffers there
+    t = BitLinear(128, 8, act_bits=act_bits).cuda().freeze()
+    assert t.weight_packed.is_cuda and t(torch.randn(2, 128, device="cuda")).is_cuda
+    # a frozen state dict loads into a CUDA layer
+    u = BitLinear(256, 40, act_bits=act_bits, block_size=128).cuda()
+    u.load_state_dict(lin.state_dict())
+    assert u.frozen and u.weight_packed.is_cuda
+    with torch.no_grad():
+        assert _bits(u(xl.cuda()).cpu().numpy()) == _bits(got_l.cpu().numpy())

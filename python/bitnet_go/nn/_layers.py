@@ -112,7 +112,8 @@ class _Frozen:
 
     def ternary_weight(self) -> TernaryTensor:
         """The weight as a :class:`bitnet_go.TernaryTensor`: the packed buffers of a frozen layer
-        (no copy), or ``quantize_i2s`` of the master weight of a training-mode layer."""
+        (no copy; on the buffers' device: a CUDA layer's tensor is on its GPU), or ``quantize_i2s``
+        of the master weight of a training-mode layer (on the CPU)."""
         if not self.frozen:
             w = self.weight.detach().cpu()  # type: ignore[attr-defined]
             return quantize_i2s(w, block_size=self._block_size(), method="absmean", device="cpu")
@@ -122,25 +123,34 @@ class _Frozen:
         key = (self.weight_packed.data_ptr(), self.weight_scale.data_ptr())
         cached = self.__dict__.get("_ternary_cache")
         if cached is None or cached[0] != key:
+            on_gpu = self.weight_packed.is_cuda
+            if on_gpu and self.weight_scale.device != self.weight_packed.device:
+                raise ValueError(
+                    f"weight_packed is on {self.weight_packed.device} and weight_scale on "
+                    f"{self.weight_scale.device}: move the layer with .to(device)"
+                )
             t = TernaryTensor._make(
                 "i2_s",
                 self._weight_shape(),
                 self._block_size(),
                 "absmean",
-                self.weight_packed.numpy(),
-                self.weight_scale.numpy(),
+                self.weight_packed.detach() if on_gpu else self.weight_packed.numpy(),
+                self.weight_scale.detach() if on_gpu else self.weight_scale.numpy(),
             )
             cached = self.__dict__["_ternary_cache"] = (key, t)
         return cached[1]
 
     def _set_frozen(self, t: TernaryTensor | None) -> None:
-        """Replace the float weight by I2_S buffers (those of ``t``, or empty ones of the right size)."""
+        """Replace the float weight by I2_S buffers (those of ``t``, or empty ones of the right size),
+        on the device of the weight they replace (a layer on a GPU keeps its buffers there)."""
         if t is None:
             t = quantize_i2s(np.zeros(self._weight_shape(), np.float32), block_size=self._block_size(), device="cpu")
+        old = self._parameters.get("weight")  # type: ignore[attr-defined]
+        device = old.device if old is not None else self.weight_packed.device
         if "weight" in self._parameters:  # type: ignore[attr-defined]
             del self._parameters["weight"]  # type: ignore[attr-defined]
-        packed = torch.from_numpy(np.array(t.packed))
-        scales = torch.from_numpy(np.array(t.scales))
+        packed = torch.from_numpy(np.array(t.packed)).to(device)
+        scales = torch.from_numpy(np.array(t.scales)).to(device)
         if self.frozen:
             self.weight_packed = packed
             self.weight_scale = scales
@@ -153,7 +163,8 @@ class _Frozen:
 
         The float weight is dropped; the layer keeps ``weight_packed``
         (uint8) and ``weight_scale`` (float32) buffers, which ``state_dict()``
-        holds. The forward then takes CPU tensors and gives no gradients.
+        holds, on the device the weight was on. The forward then runs the
+        kernels (CPU or CUDA tensors, see the class) and gives no gradients.
         Returns ``self``; a frozen layer is returned as it is.
         """
         if not self.frozen:
@@ -199,8 +210,15 @@ class BitLinear(_Frozen, nn.Linear):
     ``loss.backward()`` trains the master weight.
 
     Frozen (:meth:`freeze`, :func:`bitnet_go.nn.convert`): the weight is
-    packed I2_S and the forward runs :func:`bitnet_go.linear_quantized` on
-    CPU tensors; it equals the training-mode forward to float32 rounding.
+    packed I2_S and the forward runs :func:`bitnet_go.linear_quantized`; it
+    equals the training-mode forward to float32 rounding.
+
+    Devices (frozen): ``layer.to("cuda")`` moves the packed buffers (2 bits
+    a weight) to the GPU, and the forward of CUDA input runs the GPU kernels
+    there (``act_bits=8``: the CPU's bits; None: float32 activations); a CPU
+    layer given CUDA input has its weight copied to that GPU once (kept
+    while the buffers live). A CUDA layer given CPU input is a
+    ``ValueError`` (move the input or the layer).
 
     Args:
         in_features, out_features, bias: as ``nn.Linear``.
@@ -291,7 +309,9 @@ class BitConv2d(_Frozen, nn.Conv2d):
     As :class:`BitLinear`: training mode fake-quantizes the weight to ternary
     (absmean, one scale for the tensor) and, with ``act_bits=8``, each sample
     ``x[n]`` of the input to int8, with straight-through gradients; frozen, the
-    forward runs :func:`bitnet_go.conv2d_quantized` on CPU tensors. Only
+    forward runs :func:`bitnet_go.conv2d_quantized` on CPU tensors, or on
+    CUDA tensors on their GPU (``conv.to("cuda")`` moves the packed buffers;
+    see :class:`BitLinear` for the device rules). Only
     ``padding_mode="zeros"``.
 
     Example:
