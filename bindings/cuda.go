@@ -10,6 +10,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/cuda"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/ops/conv2d"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
@@ -120,6 +121,7 @@ func bng_cuda_workspace_size(n, blockSize C.int64_t, out *C.int64_t, errbuf *C.c
 func init() {
 	registerDiag("cuda_time_quantize", diagTimeQuantize)
 	registerDiag("cuda_time_copy", diagTimeCopy)
+	registerDiag("cuda_time_conv2d", diagTimeConv2D)
 	registerDiag("cuda_plan", diagPlan)
 }
 
@@ -208,6 +210,53 @@ type copyTimerArgs struct {
 
 var diagTimeCopy = timer("cuda_time_copy", func(a *copyTimerArgs) (float64, error) {
 	return cuda.TimeCopy(int(a.Dev), a.Dst, a.Src, a.NBytes, a.Stream, int(a.Repeat))
+})
+
+// convTimerArgs: the operands of bng_cuda_conv2d as device addresses and
+// lengths ({"x", "w", "scales", "bias" (0: none), "out", "work", "w_bytes",
+// "n_scales", "block_size" (0: one scale), "work_len"}), its geometry (
+// "x_shape" [N, C, H, W], "w_shape" [O, C/groups, kH, kW], "stride" and
+// "dilation" [h, w], "padding" [top, left, bottom, right], "groups"),
+// "act_bits" (0 or 8), and "dev", "stream", "repeat": cuda_time_conv2d runs
+// repeat convolutions (no finite check) back to back between two CUDA events
+// -> {"ms"}. x and out are trusted to hold the geometry's sizes, as the
+// timers' other buffers are.
+type convTimerArgs struct {
+	timerArgs
+	X         uint64 `json:"x"`
+	W         uint64 `json:"w"`
+	Scales    uint64 `json:"scales"`
+	Bias      uint64 `json:"bias"`
+	Out       uint64 `json:"out"`
+	Work      uint64 `json:"work"`
+	WBytes    int64  `json:"w_bytes"`
+	NScales   int64  `json:"n_scales"`
+	BlockSize int64  `json:"block_size"`
+	WorkLen   int64  `json:"work_len"`
+	ActBits   int32  `json:"act_bits"`
+	XShape    [4]int `json:"x_shape"`
+	WShape    [4]int `json:"w_shape"`
+	Stride    [2]int `json:"stride"`
+	Padding   [4]int `json:"padding"`
+	Dilation  [2]int `json:"dilation"`
+	Groups    int    `json:"groups"`
+}
+
+var diagTimeConv2D = timer("cuda_time_conv2d", func(a *convTimerArgs) (float64, error) {
+	x, w := a.XShape, a.WShape
+	d, err := conv2d.Shape{
+		N: x[0], C: x[1], H: x[2], W: x[3], O: w[0], WC: w[1], KH: w[2], KW: w[3], Groups: a.Groups,
+		StrideH: a.Stride[0], StrideW: a.Stride[1],
+		PadT: a.Padding[0], PadL: a.Padding[1], PadB: a.Padding[2], PadR: a.Padding[3],
+		DilH: a.Dilation[0], DilW: a.Dilation[1],
+	}.Check()
+	if err != nil {
+		return 0, err
+	}
+	return cuda.TimeConv2D(int(a.Dev), &d, cuda.ConvOperands{
+		X: a.X, W: a.W, Scales: a.Scales, Bias: a.Bias, Out: a.Out, Work: a.Work,
+		WBytes: a.WBytes, NScales: a.NScales, BlockSize: a.BlockSize, WorkLen: a.WorkLen,
+	}, int(a.ActBits), a.Stream, int(a.Repeat))
 })
 
 // diagPlan: {"n", "block_size"} (0: one scale) -> how the quantization runs

@@ -38,42 +38,16 @@ func ConvWorkspaceSize(d *conv2d.Dims) int64 {
 // bias and the scales to the host to check them; without, it returns once
 // the work is enqueued. Weight codes are not validated (a code 3 reads as 2).
 func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, actBits int, check bool, stream uint64) (string, error) {
-	if actBits != 0 && actBits != 8 {
-		return "", errs.Value("act_bits must be 0 (float32 activations) or 8, got %d", actBits)
-	}
-	p, err := newConvPlan(d, o.BlockSize, o.NScales, actBits == 0)
+	p, b, err := prepareConv(d, o, actBits)
 	if err != nil {
 		return "", err
-	}
-	if want := int64(ternary.PackedLen(d.WLen)); o.WBytes != want {
-		return "", errs.Value("weight: packed must have %d bytes for %d values, got %d", want, d.WLen, o.WBytes)
-	}
-	if o.WorkLen < p.work {
-		return "", errs.Value("work must have at least %d bytes, got %d", p.work, o.WorkLen)
-	}
-	for _, c := range []struct {
-		p     uint64
-		name  string
-		align uint64
-	}{{o.X, "x", 4}, {o.W, "weight", 1}, {o.Scales, "scales", 4}, {o.Out, "out", 4}, {o.Work, "work", 256}} {
-		if err := checkDevPtr(c.p, c.name, c.align); err != nil {
-			return "", err
-		}
-	}
-	if o.Bias != 0 && o.Bias%4 != 0 {
-		return "", errs.Value("bias (0x%x) must be aligned to 4 bytes", o.Bias)
 	}
 	if d.N == 0 {
 		return p.kernelName(), nil
 	}
-	b := convBufs{x: o.X, w: o.W, scales: o.Scales, bias: o.Bias, out: o.Out, work: o.Work}
 	s := driver.Stream(stream)
 	err = onDevice(dev, true, func(g gpu) error {
-		ptrs := []uint64{b.x, b.w, b.scales, b.out, b.work}
-		if b.bias != 0 {
-			ptrs = append(ptrs, b.bias)
-		}
-		if err := g.ctx.CheckPointers(ptrs...); err != nil {
+		if err := g.ctx.CheckPointers(b.ptrs()...); err != nil {
 			return err
 		}
 		scan, run := convOps(p, check, b, g.gridCap)
@@ -93,6 +67,66 @@ func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, actBits int, check bo
 		return "", err
 	}
 	return p.kernelName(), nil
+}
+
+// TimeConv2D times repeat convolutions of Conv2DDevice (no finite check)
+// run back to back on stream between two CUDA events: the mean
+// milliseconds of one, the kernels alone (the benchmark's kernel time).
+func TimeConv2D(dev int, d *conv2d.Dims, o ConvOperands, actBits int, stream uint64, repeat int) (float64, error) {
+	p, b, err := prepareConv(d, o, actBits)
+	if err != nil {
+		return 0, err
+	}
+	if repeat < 1 {
+		return 0, errs.Value("repeat must be >= 1, got %d", repeat)
+	}
+	if d.N == 0 {
+		return 0, errs.Value("x: batch N must be >= 1 to time a convolution, got 0")
+	}
+	s := driver.Stream(stream)
+	var ms float64
+	err = onDevice(dev, true, func(g gpu) error {
+		if err := g.ctx.CheckPointers(b.ptrs()...); err != nil {
+			return err
+		}
+		scan, run := convOps(p, false, b, g.gridCap)
+		ops := append(scan, run...)
+		var err error
+		ms, err = g.ctx.Time(s, repeat, func() error { return g.exec(ops, s) })
+		return err
+	})
+	return ms, err
+}
+
+// prepareConv checks the operands of a convolution (everything that needs
+// no device) and returns its plan and buffers.
+func prepareConv(d *conv2d.Dims, o ConvOperands, actBits int) (convPlan, convBufs, error) {
+	if actBits != 0 && actBits != 8 {
+		return convPlan{}, convBufs{}, errs.Value("act_bits must be 0 (float32 activations) or 8, got %d", actBits)
+	}
+	p, err := newConvPlan(d, o.BlockSize, o.NScales, actBits == 0)
+	if err != nil {
+		return convPlan{}, convBufs{}, err
+	}
+	if want := int64(ternary.PackedLen(d.WLen)); o.WBytes != want {
+		return convPlan{}, convBufs{}, errs.Value("weight: packed must have %d bytes for %d values, got %d", want, d.WLen, o.WBytes)
+	}
+	if o.WorkLen < p.work {
+		return convPlan{}, convBufs{}, errs.Value("work must have at least %d bytes, got %d", p.work, o.WorkLen)
+	}
+	for _, c := range []struct {
+		p     uint64
+		name  string
+		align uint64
+	}{{o.X, "x", 4}, {o.W, "weight", 1}, {o.Scales, "scales", 4}, {o.Out, "out", 4}, {o.Work, "work", 256}} {
+		if err := checkDevPtr(c.p, c.name, c.align); err != nil {
+			return convPlan{}, convBufs{}, err
+		}
+	}
+	if o.Bias != 0 && o.Bias%4 != 0 {
+		return convPlan{}, convBufs{}, errs.Value("bias (0x%x) must be aligned to 4 bytes", o.Bias)
+	}
+	return p, convBufs{x: o.X, w: o.W, scales: o.Scales, bias: o.Bias, out: o.Out, work: o.Work}, nil
 }
 
 // checkConvFinite reads back x's first non-finite index (the scan's), then

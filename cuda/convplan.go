@@ -86,6 +86,15 @@ type convBufs struct {
 	x, w, scales, bias, out, work uint64
 }
 
+// ptrs returns the addresses to check against the context (bias when set).
+func (b convBufs) ptrs() []uint64 {
+	p := []uint64{b.x, b.w, b.scales, b.out, b.work}
+	if b.bias != 0 {
+		p = append(p, b.bias)
+	}
+	return p
+}
+
 // convOps returns the stream operations of a convolution: the activation
 // scales (and x's first non-finite index when check), then, in a second
 // list, the quantization and the products (the caller reads the index back

@@ -158,6 +158,32 @@ for dev in [(0, 1, 0, 0, 0), (0, 0, 0, 1, 0)]:
 for i in range(200):
     ab = None if i % 3 == 0 else 8
     conv_gpu(x[:1, :, :3, :3], w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, check=i % 2 == 0, act_bits=ab)
+# the benchmark's timer (bench conv --device cuda): the kernels between two events, both activation kinds
+from bitnet_go.diagnostics import request
+xs = x[:1]
+size = ctypes.c_int64()
+lib.call("bng_cuda_conv2d_workspace", *xs.shape, ctypes.byref(size))
+ptrs = [put(xs), put(w.packed), put(w.scales), fake.fake_alloc(4 * 4 * 25), fake.fake_alloc(size.value)]
+targs = dict(dev=0, stream=0, x=ptrs[0], w=ptrs[1], scales=ptrs[2], bias=0, out=ptrs[3], work=ptrs[4],
+             w_bytes=w.packed.nbytes, n_scales=w.scales.size, block_size=w.block_size or 0, work_len=size.value,
+             x_shape=list(xs.shape), w_shape=list(w.shape), stride=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1],
+             groups=1)
+for ab in (8, 0):
+    ms = request("cuda_time_conv2d", **targs, act_bits=ab, repeat=3)["ms"]
+    assert ms >= 0, ms
+    out = np.frombuffer(ctypes.string_at(ptrs[3], 4 * 4 * 25), np.float32).reshape(1, 4, 5, 5)
+    ref = conv_cpu(xs, w, None, *args, act_bits=ab or None)
+    if ab:
+        same(out, ref, "timed A8 run")
+    else:
+        close(out, ref, "timed f32 run")
+try:
+    request("cuda_time_conv2d", **dict(targs, w_bytes=1), act_bits=8, repeat=1)
+    raise AssertionError("a wrong weight size accepted")
+except ValueError as e:
+    assert "weight: packed must have" in str(e), e
+for q in ptrs:
+    fake.fake_free(q)
 assert (c.memory_info(0)[0], fake.fake_live(0)) == base, (c.memory_info(0), fake.fake_live(0), base)
 assert c.memory_info(0)[0] == total
 print("fake conv: OK")

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from ._core import descriptor, lib, ops
-from ._core.devices import DeviceArray, adopt, check_same_device, framework_of, is_cuda_array, touch_driver
+from ._core.devices import (
+    DeviceArray,
+    Framework,
+    adopt,
+    check_same_device,
+    framework_of,
+    is_cuda_array,
+    touch_driver,
+)
 from ._core.types import Method
 
 _T = ctypes.POINTER(descriptor.Tensor)
@@ -132,6 +141,47 @@ def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
         return fw.lib.asarray(a)  # type: ignore[attr-defined]
 
 
+class _ConvCall(NamedTuple):
+    """The device operands of one convolution: x's framework, x as float32, bias, out, workspace, shapes."""
+
+    fw: Framework
+    x: DeviceArray
+    bias: DeviceArray | None
+    out: DeviceArray
+    work: DeviceArray
+    x_shape: tuple[int, int, int, int]
+    out_shape: tuple[int, int, int, int]
+
+
+def _conv_call(x: DeviceArray, w_shape: tuple[int, ...], bias: object, stride: tuple[int, int],
+               padding: tuple[int, int, int, int], dilation: tuple[int, int]) -> _ConvCall:  # fmt: skip
+    """Check ``bias``'s device and shape and allocate the output and workspace on ``x``'s device."""
+    touch_driver()
+    fw = framework_of(x)
+    a = _oom(fw, lambda: fw.as_float32(x), "x as contiguous float32")
+    n, c, h, wd = (int(v) for v in a.shape)  # type: ignore[attr-defined]
+    o, _, kh, kw = w_shape
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
+    ho = max((h + pt + pb - dh * (kh - 1) - 1) // sh + 1, 0)
+    wo = max((wd + pl + pr - dw * (kw - 1) - 1) // sw + 1, 0)
+    b = None
+    if bias is not None:
+        if is_cuda_array(bias):
+            bf = framework_of(adopt(bias))
+            if bf.index != fw.index:
+                raise ValueError(f"bias is on cuda:{bf.index} and x on cuda:{fw.index}: tensors on two different GPUs")
+            b = bf.as_float32(adopt(bias))
+        else:
+            b = _to_device(fw, np.asarray(bias, np.float32))
+        if tuple(b.shape) != (o,):  # type: ignore[attr-defined]
+            raise ValueError(f"bias must have shape (O,) = ({o},), got {tuple(b.shape)}")  # type: ignore[attr-defined]
+    out = _empty(fw, n * o * ho * wo, "float32", "conv2d_quantized's output")
+    size = ctypes.c_int64()
+    lib.call("bng_cuda_conv2d_workspace", n, c, h, wd, ctypes.byref(size))
+    work = _empty(fw, size.value, "uint8", "conv2d_quantized's workspace")
+    return _ConvCall(fw, a, b, out, work, (n, c, h, wd), (n, o, ho, wo))
+
+
 def conv2d(
     x: DeviceArray,
     packed: DeviceArray,
@@ -156,45 +206,60 @@ def conv2d(
     Returns ``(out, info)``, ``out`` float32 (N, O, Ho, Wo) of ``x``'s framework.
     ``bias``: None, a host array (copied) or a GPU array on ``x``'s device.
     """
-    touch_driver()
-    fw = framework_of(x)
-    a = _oom(fw, lambda: fw.as_float32(x), "x as contiguous float32")
-    n, c, h, wd = (int(v) for v in a.shape)  # type: ignore[attr-defined]
-    o, _, kh, kw = w_shape
-    (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
-    ho = max((h + pt + pb - dh * (kh - 1) - 1) // sh + 1, 0)
-    wo = max((wd + pl + pr - dw * (kw - 1) - 1) // sw + 1, 0)
-    b = None
-    if bias is not None:
-        if is_cuda_array(bias):
-            bf = framework_of(adopt(bias))
-            if bf.index != fw.index:
-                raise ValueError(f"bias is on cuda:{bf.index} and x on cuda:{fw.index}: tensors on two different GPUs")
-            b = bf.as_float32(adopt(bias))
-        else:
-            b = _to_device(fw, np.asarray(bias, np.float32))
-        if tuple(b.shape) != (o,):  # type: ignore[attr-defined]
-            raise ValueError(f"bias must have shape (O,) = ({o},), got {tuple(b.shape)}")  # type: ignore[attr-defined]
-    out = _empty(fw, n * o * ho * wo, "float32", "conv2d_quantized's output")
-    size = ctypes.c_int64()
-    lib.call("bng_cuda_conv2d_workspace", n, c, h, wd, ctypes.byref(size))
-    work = _empty(fw, size.value, "uint8", "conv2d_quantized's int8 activations")
+    k = _conv_call(x, w_shape, bias, stride, padding, dilation)
+    fw, o = k.fw, w_shape[0]
     dev, stream = fw.index, fw.stream()
     p = ops._conv_params(stride, padding, dilation, groups, act_bits or 0, 0, 1 if check_finite else 0)
     pw = framework_of(packed)
-    xt = descriptor.device(fw.ptr(a), fw.nbytes(a), "float32", (n, c, h, wd), dev, stream=stream)
+    xt = descriptor.device(fw.ptr(k.x), fw.nbytes(k.x), "float32", k.x_shape, dev, stream=stream)
     wdesc = descriptor.device(pw.ptr(packed), pw.nbytes(packed), "i2_s", w_shape, dev,
                               scales=pw.ptr(scales), n_scales=pw.numel(scales), block_size=block_size,
                               stream=stream)  # fmt: skip
     bt = None
-    if b is not None:
-        bt = ctypes.byref(descriptor.device(fw.ptr(b), fw.nbytes(b), "float32", (o,), dev, stream=stream))
-    ot = descriptor.device(fw.ptr(out), fw.nbytes(out), "float32", (n, o, ho, wo), dev, stream=stream)
-    kt = descriptor.device(fw.ptr(work), fw.nbytes(work), "uint8", (size.value,), dev, stream=stream)
+    if k.bias is not None:
+        bt = ctypes.byref(descriptor.device(fw.ptr(k.bias), fw.nbytes(k.bias), "float32", (o,), dev, stream=stream))
+    ot = descriptor.device(fw.ptr(k.out), fw.nbytes(k.out), "float32", k.out_shape, dev, stream=stream)
+    nw = fw.numel(k.work)
+    kt = descriptor.device(fw.ptr(k.work), nw, "uint8", (nw,), dev, stream=stream)
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     lib.call("bng_cuda_conv2d", ctypes.byref(xt), ctypes.byref(wdesc), bt, ctypes.byref(ot), ctypes.byref(kt),
              ctypes.byref(p), ctypes.byref(info))  # fmt: skip
-    return out.reshape(n, o, ho, wo), ops.ConvInfo("im2col", info.kernel.decode())  # type: ignore[attr-defined]
+    return k.out.reshape(k.out_shape), ops.ConvInfo("im2col", info.kernel.decode())  # type: ignore[attr-defined]
+
+
+def time_conv2d(
+    x: DeviceArray,
+    packed: DeviceArray,
+    scales: DeviceArray,
+    w_shape: tuple[int, ...],
+    block_size: int | None,
+    bias: object,
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    act_bits: int | None,
+    repeat: int,
+) -> float:
+    """Mean GPU milliseconds of one :func:`conv2d` (no finite check), the kernels alone.
+
+    ``repeat`` convolutions run back to back on ``x``'s framework's current
+    stream between two CUDA events (the library's ``cuda_time_conv2d``
+    diagnostics entry); one untimed call first. Operands as :func:`conv2d`.
+    """
+    from .diagnostics import request
+
+    k = _conv_call(x, w_shape, bias, stride, padding, dilation)
+    fw, pw = k.fw, framework_of(packed)
+    args = dict(
+        dev=fw.index, stream=fw.stream(), x=fw.ptr(k.x), w=pw.ptr(packed), scales=pw.ptr(scales),
+        bias=0 if k.bias is None else fw.ptr(k.bias), out=fw.ptr(k.out), work=fw.ptr(k.work),
+        w_bytes=pw.nbytes(packed), n_scales=pw.numel(scales), block_size=block_size or 0,
+        work_len=fw.numel(k.work), act_bits=act_bits or 0, x_shape=list(k.x_shape), w_shape=list(w_shape),
+        stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups,
+    )  # fmt: skip
+    request("cuda_time_conv2d", **args, repeat=1)
+    return float(request("cuda_time_conv2d", **args, repeat=repeat)["ms"])  # type: ignore[index]
 
 
 def _empty(fw: object, n: int, dtype: str, what: str) -> DeviceArray:

@@ -57,6 +57,7 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info, peak_rates
+from . import conv_cuda
 from ._common import (
     Table,
     median,
@@ -106,6 +107,7 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
         "--conv-naive-gflop", type=float, default=0.25, help="run naive where the call is at most this many GFLOP"
     )
     g.add_argument("--conv-no-mem", action="store_true", help="skip the peak-memory measurements")
+    conv_cuda.add_arguments(g)  # --device cuda (the GPU suite: bench/conv_cuda.py)
 
 
 def gflop(n: int, c: int, o: int, k: int, ho: int, wo: int, groups: int = 1) -> float:
@@ -218,6 +220,8 @@ def _ran(x: np.ndarray, w: bitnet_go.TernaryTensor, **kw: int | None) -> str:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its table; returns the rows."""
+    if getattr(args, "device", "cpu") == "cuda":
+        return conv_cuda.run_conv(args)
     torch = torch_or_none()
     quick = getattr(args, "conv_quick", False)
     layers = QUICK_LAYERS if quick else LAYERS

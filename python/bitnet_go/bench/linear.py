@@ -274,6 +274,10 @@ def _target(row: dict[str, Any], weight_bytes: int) -> None:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite; returns its rows (one per shape, batch size and thread count)."""
+    if getattr(args, "device", "cpu") == "cuda":
+        from .conv_cuda import run_linear
+
+        return run_linear(args)
     peer = load_peer(args.bitnet_cpp)
     if peer is not None:
         print(f"bench linear: bitnet.cpp peer {peer.path} (microsoft/BitNet {peer.commit}, {peer.config})")
