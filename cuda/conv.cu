@@ -19,13 +19,17 @@
 //     out = __fadd_rn(...__fadd_rn(t_0, t_1)..., t_{B-1}) then __fadd_rn(., bias),
 //     the _rn intrinsics so that no multiply-add is ever fused (the build
 //     passes --fmad=false too).
-// Weight codes are not validated (a code 3, which quantization never writes,
-// reads as 2, as in bng_i2s_unpack).
+// Weight codes: with the finite check, bng_conv_check_codes finds the first
+// code 3 (which quantization never writes) before the products run, and the
+// call raises the CPU path's error; without it a code 3 reads as 2 (as in
+// bng_i2s_unpack).
 //
 // Kernels (256 threads, grid-stride loops: the grid size never changes a result):
 //   bng_conv_absmax:  per-sample max|x| (atomicMax on the float's bits: they
 //                     order like the values for x >= 0) and, when bad is set,
 //                     the first non-finite index of x (64-bit atomicMin).
+//   bng_conv_check_codes: (with the finite check) the first weight position
+//                     holding code 3 (64-bit atomicMin).
 //   bng_conv_quant:   x -> int8 q (NCHW, one byte a value), once per call.
 //   bng_conv_igemm:   implicit GEMM per (sample, group): a CTA computes a
 //                     64 (output channels) x 64 (output positions) tile; per
@@ -136,6 +140,24 @@ __device__ __forceinline__ void bng_conv_quant_body(const bng_conv_args& a) {
         const float s = bng_act_scale(amax, n);
         for (i64 i = lo + threadIdx.x; i < hi; i += BNG_THREADS) q[i] = bng_quant8(x[i], s);
     }
+}
+
+// bng_conv_check_codes: the smallest flat position p < o*k whose I2_S code
+// is 3 (invalid), atomicMin into the u64 at a.bad (set to ~0 before). One
+// byte of codes a thread step: 4 positions, 32 apart in one group.
+__device__ __forceinline__ void bng_conv_check_codes_body(const bng_conv_args& a) {
+    const u8* w = (const u8*)a.w;
+    const i64 n = a.o * a.k, nbytes = ((n + 127) >> 7) << 5;
+    u64 first = ~0ull;
+    for (i64 b = (i64)blockIdx.x * BNG_THREADS + threadIdx.x; b < nbytes; b += (i64)gridDim.x * BNG_THREADS) {
+        const u32 v = w[b];
+        if ((v & (v >> 1) & 0x55u) == 0) continue;  // no 2-bit field is 3
+        for (int s = 0; s < 4; ++s) {
+            const i64 p = ((b >> 5) << 7) + (b & 31) + 32 * s;
+            if (((v >> (6 - 2 * s)) & 3u) == 3u && p < n && (u64)p < first) first = (u64)p;
+        }
+    }
+    if (first != ~0ull) atomicMin((u64*)a.bad, first);
 }
 
 // The ternary value of flat position p of I2_S codes w.
@@ -369,3 +391,4 @@ extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_quant(bng_con
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_igemm(bng_conv_args a) { bng_conv_igemm_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv(bng_conv_args a) { bng_linear_gemv_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_fgemm(bng_conv_args a) { bng_conv_fgemm_body(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_check_codes(bng_conv_args a) { bng_conv_check_codes_body(a); }

@@ -36,7 +36,8 @@ func ConvWorkspaceSize(d *conv2d.Dims) int64 {
 // kernel that ran. With check, it first waits for the stream to read back
 // x's first NaN/Inf (a ValueError naming it, as the CPU path's), and copies
 // bias and the scales to the host to check them; without, it returns once
-// the work is enqueued. Weight codes are not validated (a code 3 reads as 2).
+// the work is enqueued. With check, a weight code 3 is a ValueError naming
+// its first position (as the CPU's); without, a code 3 reads as 2.
 func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, actBits int, check bool, stream uint64) (string, error) {
 	p, b, err := prepareConv(d, o, actBits)
 	if err != nil {
@@ -129,14 +130,16 @@ func prepareConv(d *conv2d.Dims, o ConvOperands, actBits int) (convPlan, convBuf
 	return p, convBufs{x: o.X, w: o.W, scales: o.Scales, bias: o.Bias, out: o.Out, work: o.Work}, nil
 }
 
-// checkConvFinite reads back x's first non-finite index (the scan's), then
-// bias and the scales, and reports the first NaN/Inf as the CPU path does
-// (gokern/ops/conv2d checkFinite: the same messages).
+// checkConvFinite reads back x's first non-finite index and the weight's
+// first code 3 (the scan's), then bias and the scales, and reports the first
+// problem as the CPU path does (gokern/ops/conv2d: the same messages, x
+// first, then the codes).
 func checkConvFinite(c driver.Ctx, d *conv2d.Dims, b convBufs, nScales int64, s driver.Stream) error {
-	var bad uint64
-	if err := c.ReadSync(unsafe.Pointer(&bad), b.work, 8, s); err != nil {
+	var slots [2]uint64 // x's first non-finite index, the weight's first code 3
+	if err := c.ReadSync(unsafe.Pointer(&slots[0]), b.work, 16, s); err != nil {
 		return err
 	}
+	bad, code := slots[0], slots[1]
 	if bad < uint64(d.XLen) {
 		var v float32
 		if err := c.ReadSync(unsafe.Pointer(&v), b.x+4*bad, 4, s); err != nil {
@@ -168,6 +171,9 @@ func checkConvFinite(c driver.Ctx, d *conv2d.Dims, b convBufs, nScales int64, s 
 				return errs.Value(t.msg, i, v)
 			}
 		}
+	}
+	if code < uint64(d.WLen) {
+		return errs.Value("weight: invalid I2_S code 3 at element %d", code)
 	}
 	return nil
 }

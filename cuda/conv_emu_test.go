@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -257,6 +258,67 @@ func TestConvPlanKernels(t *testing.T) {
 		}
 		if pf.gemv || pf.kernelName() != "cuda_implicit_gemm/fp32" {
 			t.Errorf("%v float: gemv %v, kernel %s", c, pf.gemv, pf.kernelName())
+		}
+	}
+}
+
+// TestEmulatedCheckCodes runs the scan of a checked convolution on weights
+// holding code 3 at random positions (none, one, several; the last value;
+// and codes 3 in the padding of a short last group, which are not values):
+// the slot at offBadCode must hold the smallest position of a value with
+// code 3, as the CPU path reports it.
+func TestEmulatedCheckCodes(t *testing.T) {
+	buildHarness(t)
+	rng := rand.New(rand.NewPCG(22, 0))
+	for _, c := range convEmuCases()[:8] {
+		cd := makeConvData(t, c, rng)
+		d := &cd.d
+		n := d.WLen
+		for trial := range 5 {
+			packed := append([]byte(nil), cd.packed...)
+			want := uint64(math.MaxUint64)
+			set := func(p int) {
+				b, sh := (p>>7)<<5|p&31, 6-2*((p>>5)&3)
+				packed[b] |= 3 << sh
+				if p < n && uint64(p) < want {
+					want = uint64(p)
+				}
+			}
+			switch trial {
+			case 1:
+				set(rng.IntN(n))
+			case 2:
+				for range 3 {
+					set(rng.IntN(n))
+				}
+			case 3:
+				set(n - 1)
+			case 4: // padding only (when the last group is short), then one value
+				for p := n; p < (n+127)/128*128; p++ {
+					set(p)
+				}
+				if rng.IntN(2) == 0 {
+					set(rng.IntN(n))
+				}
+			}
+			p, err := newConvPlan(d, int64(cd.blockSize), int64(len(cd.scales)), trial%2 == 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mem emuMem
+			b := convBufs{
+				x: mem.alloc(4*int64(d.XLen), 0), w: mem.alloc(int64(len(packed)), c.wOff),
+				scales: mem.alloc(4*int64(len(cd.scales)), 0), out: mem.alloc(4*int64(d.OutLen), 0), work: mem.alloc(p.work, 0),
+			}
+			mem.putFloats(b.x, cd.x)
+			copy(mem.bytes(b.w, int64(len(packed))), packed)
+			mem.putFloats(b.scales, cd.scales)
+			scan, _ := convOps(p, true, b, c.gridCap)
+			mem.run(t, scan)
+			got := binary.LittleEndian.Uint64(mem.bytes(b.work+offBadCode, 8))
+			if got != want {
+				t.Fatalf("%v trial %d: first code 3 at %d, want %d", c, trial, got, want)
+			}
 		}
 	}
 }

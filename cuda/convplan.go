@@ -38,7 +38,8 @@ type convPlan struct {
 	float  bool  // float32 activations (act_bits=None): bng_conv_fgemm, no quantization
 
 	// Workspace layout (bytes): the first non-finite index of x (uint64)
-	// at 0, the per-sample max|x| (float32) at offAmax, int8 x at offQ.
+	// at 0, the first weight position holding code 3 (uint64) at
+	// offBadCode, the per-sample max|x| (float32) at offAmax, int8 x at offQ.
 	offAmax, offQ, work int64
 }
 
@@ -121,7 +122,7 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op)
 	}
 	if check {
 		a.Bad = b.work
-		scan = append(scan, op{ptr: b.work, value: 0xffffffff, count: 2})
+		scan = append(scan, op{ptr: b.work, value: 0xffffffff, count: 4}) // both uint64 slots
 	}
 	mk := func(k kernel, units int64, args convArgs) op {
 		return op{launch: true, k: k, grid: uint32(max(1, min(units, gridCap))), conv: &args}
@@ -130,6 +131,12 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op)
 	chunks := int64(d.N) * ((per + convChunk - 1) / convChunk)
 	if !p.float || check {
 		scan = append(scan, op{ptr: a.Amax, value: 0, count: int64(d.N)}, mk(kConvAbsMax, chunks, a))
+	}
+	if check {
+		c := a
+		c.Bad = b.work + offBadCode
+		wBytes := int64(ternary.PackedLen(d.WLen))
+		scan = append(scan, mk(kConvCheckCodes, (wBytes+ctaThreads-1)/ctaThreads, c))
 	}
 	q := a
 	q.Bad = 0
@@ -156,6 +163,9 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op)
 	g.TilesP = (a.Ho*a.Wo + convTileP - 1) / convTileP
 	return scan, append(run, mk(kConvIGemm, a.N*int64(d.Groups)*g.TilesO*g.TilesP, g))
 }
+
+// offBadCode is the workspace offset of the first invalid weight position.
+const offBadCode = 8
 
 // convOffQ is the workspace offset of the int8 activations.
 func convOffQ(d *conv2d.Dims) int64 { return align(16+4*int64(max(d.N, 1)), 256) }

@@ -152,6 +152,7 @@ const (
 	kConvIGemm
 	kLinearGemv
 	kConvFGemm
+	kConvCheckCodes
 	numKernels
 )
 
@@ -172,6 +173,7 @@ var kernelNames = [numKernels]string{
 	"bng_conv_igemm",
 	"bng_linear_gemv",
 	"bng_conv_fgemm",
+	"bng_conv_check_codes",
 }
 
 // Entries returns the kernel names the library launches (all must be

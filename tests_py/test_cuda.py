@@ -53,6 +53,7 @@ ENTRIES = [
     "bng_conv_igemm",
     "bng_linear_gemv",
     "bng_conv_fgemm",
+    "bng_conv_check_codes",
 ]
 
 

@@ -146,6 +146,26 @@ for f in (conv_gpu, conv_cpu):
         msgs.append(str(e))
 assert len(msgs) == 2 and msgs[0] == msgs[1] and "bias contains NaN or Inf" in msgs[0], msgs
 
+# weight codes 3 (never written by quantization): the CPU path's message, with the finite check
+from bitnet_go._ternary import TernaryTensor
+for xs, ws in (((2, 3, 5, 5), (4, 3, 3, 3)), ((3, 256, 1, 1), (5, 256, 1, 1))):
+    xc = rng.standard_normal(xs, dtype=np.float32)
+    wc = bitnet_go.quantize_conv_weight(rng.standard_normal(ws, dtype=np.float32))
+    for pos in (int(rng.integers(1, wc.size)), wc.size - 1):
+        packed = np.array(wc.packed)
+        for p in (pos, pos + 130, wc.size + 1):  # the first value, a later one, one in the padding
+            if p < (wc.size + 127) // 128 * 128:
+                packed[(p >> 7) << 5 | p & 31] |= 3 << (6 - 2 * ((p >> 5) & 3))
+        bad = TernaryTensor._make("i2_s", wc.shape, wc.block_size, wc.method, packed, wc.scales)
+        for ab in (8, None):
+            msgs = []
+            for f in (conv_gpu, conv_cpu):
+                try:
+                    f(xc, bad, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, act_bits=ab)
+                except ValueError as e:
+                    msgs.append(str(e))
+            assert msgs == [f"weight: invalid I2_S code 3 at element {pos}"] * 2, (msgs, pos)
+
 # operands on two devices, act_bits other than 8: ValueErrors before any work
 for dev in [(0, 1, 0, 0, 0), (0, 0, 0, 1, 0)]:
     try:

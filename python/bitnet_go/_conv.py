@@ -364,14 +364,16 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  #
     ``act_bits=None`` (float32 activations, an implicit GEMM with float
     multiply-adds) it is within float32 rounding of
     ``F.conv2d(x, weight.dequantize(), bias)``, as the CPU's float path. An
-    I2_S ``weight`` on that GPU (``quantize_i2s(w, device="cuda")``) is used
-    as it is, 2 bits a weight; a host ``weight`` is copied to the GPU once
-    and the copy kept while ``weight.packed`` lives; a weight or bias on
-    another GPU is a ``ValueError``. With ``check_finite`` (the default) the
-    call waits for the stream to read back x's first NaN/Inf and copies the
-    bias and scales to the host to check them; pass ``check_finite=False``
-    for a call that never blocks. Weight codes are not validated there (a
-    code 3 reads as 2). Besides the output, the GPU call takes a workspace
+    I2_S ``weight`` on that GPU (``weight.to("cuda")``, or
+    ``quantize_i2s(w, device="cuda")``) is used as it is, 2 bits a weight; a
+    host ``weight`` is copied to the GPU once and the copy kept while
+    ``weight.packed`` lives; a weight or bias on another GPU is a
+    ``ValueError``. With ``check_finite`` (the default) the call waits for
+    the stream to read back x's first NaN/Inf and the weight's first invalid
+    code 3 (found by a GPU kernel) and copies the bias and scales to the host
+    to check them: the CPU path's errors in its order; pass
+    ``check_finite=False`` for a call that never blocks (then a code 3 reads
+    as 2, where the CPU path still raises). Besides the output, the GPU call takes a workspace
     of one byte per value of ``x`` (the int8 activations) from the
     framework's allocator. See ``bitnet_go.cuda``.
 

@@ -49,7 +49,17 @@ What ``quantize_i2s`` does with each kind of input:
   current stream without synchronising (codes are not validated there: a
   code 3, which ``quantize_i2s`` never writes, reads as 2, where the CPU path
   raises ``ValueError``); ``t.cpu()`` gives the numpy-backed tensor (it waits
-  for the copy); ``t.to("tl1")`` needs ``t.cpu()`` first.
+  for the copy); ``t.to("tl1")`` needs ``t.cpu()`` first. ``t.to("cuda:N")``
+  moves a tensor to a GPU (host tensors arrive as torch CUDA tensors, or
+  CuPy arrays without torch), ``t.to("cpu")`` is ``t.cpu()``.
+- **Convolutions and linear layers**: ``conv2d_quantized``,
+  ``linear_quantized`` and frozen ``bitnet_go.nn`` layers take GPU input
+  (see :func:`bitnet_go.conv2d_quantized`): ``act_bits=8`` runs W1.58A8
+  with the CPU path's bits (per-sample int8 activations, int32 sums with
+  dp4a, the same float folds); ``act_bits=None`` float32 activations,
+  within float32 rounding of ``F.conv2d(x, w.dequantize())``. The weight
+  stays 2 bits a value on the GPU (``w.to("cuda")``, or a host weight moved
+  once and kept); tensors on two GPUs are a ``ValueError``.
 
 Bit-exactness: both paths compute the absmean scale as the float64 sum of
 |x| divided by the count in float64 and rounded once to float32 (the

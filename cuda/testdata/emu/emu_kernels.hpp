@@ -38,4 +38,5 @@ static const emu_kernel emu_kernels[] = {
     EMU_CONV(bng_conv_igemm),
     EMU_CONV(bng_linear_gemv),
     EMU_CONV(bng_conv_fgemm),
+    EMU_CONV(bng_conv_check_codes),
 };
