@@ -41,6 +41,8 @@
 //                     are folded into float32 outputs in block order.
 //   bng_conv_fgemm:   float32 activations (act_bits=None): the same tiles,
 //                     x gathered as float, weights unpacked to float, fmaf.
+//   bng_linear_gemv_any: the other linear layers (K or the block not a
+//                     multiple of 128): 4 positions a lane, edges masked.
 //   bng_linear_gemv:  linear layers (1x1, one output position, K and the
 //                     block a multiple of 128, at most 8 columns): one warp
 //                     per output row reads the row's packed groups once
@@ -386,9 +388,77 @@ __device__ __forceinline__ void bng_linear_gemv_body(const bng_conv_args& a) {
     }
 }
 
+// Linear layers whose K or block length is not a multiple of 128 (rows and
+// blocks start anywhere in a group): one warp per output row, each lane
+// takes 4 consecutive flat positions p0..p0+3 (p0 a multiple of 4: one
+// byte each at the same shift, a 32-bit word of codes), the warp 128
+// positions per step; positions outside the block read x as 0 (so their
+// code, whatever it is, adds code*0 - 0). x is read as a word where its 4 bytes lie inside the
+// block and K is a multiple of 4 (aligned), byte by byte otherwise. The
+// sums are exact, so the result is the CPU's (and bng_linear_gemv's) bits.
+__device__ __forceinline__ void bng_linear_gemv_any_body(const bng_conv_args& a) {
+    const u8* w = (const u8*)a.w;
+    const signed char* q = (const signed char*)a.q;
+    const float* scales = (const float*)a.scales;
+    const float* bias = (const float*)a.bias;
+    float* out = (float*)a.out;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const i64 K = a.k;
+    const int cols = (int)a.cols;
+    const bool wal = a.flags & BNG_CF_W_ALIGN4, xal = (K & 3) == 0;
+    for (i64 o = (i64)blockIdx.x * BNG_WARPS + warp; o < a.o; o += (i64)gridDim.x * BNG_WARPS) {
+        float y[BNG_GEMV_COLS] = {};
+        for (i64 b = 0; b < a.nb; ++b) {
+            int acc[BNG_GEMV_COLS];
+            for (int c = 0; c < BNG_GEMV_COLS; ++c) acc[c] = 0;
+            const i64 lo = o * K + b * a.bl, hi = lo + a.bl;  // flat positions of the block
+            for (i64 p0 = (lo & ~(i64)3) + 4 * lane; p0 < hi; p0 += 128) {
+                const u8* src = w + (((p0 >> 7) << 5) | (p0 & 31));
+                u32 wv;
+                if (wal) {
+                    wv = *(const u32*)src;
+                } else {
+                    wv = (u32)src[0] | (u32)src[1] << 8 | (u32)src[2] << 16 | (u32)src[3] << 24;
+                }
+                const int codes = (int)((wv >> (6 - 2 * ((p0 >> 5) & 3))) & 0x03030303u);
+                const bool inside = p0 >= lo && p0 + 4 <= hi;
+                const i64 k = p0 - o * K;  // x's index of position p0 (may be < 0 or past K at the edges)
+                for (int c = 0; c < BNG_GEMV_COLS; ++c) {
+                    if (c >= cols) break;
+                    int xv;
+                    if (inside && xal) {
+                        xv = *(const int*)(q + c * K + k);
+                    } else {
+                        u32 u = 0;
+                        for (int i = 0; i < 4; ++i)
+                            if (p0 + i >= lo && p0 + i < hi) u |= (u32)(u8)q[c * K + k + i] << (8 * i);
+                        xv = (int)u;
+                    }
+                    acc[c] = __dp4a(codes, xv, acc[c]);
+                    acc[c] = __dp4a(-1, xv, acc[c]);
+                }
+            }
+            const bool last = b == a.nb - 1, add_bias = last && (a.flags & BNG_CF_BIAS);
+            const float s = (a.flags & BNG_CF_PER_ROW) ? scales[o * a.nb + b] : scales[0];
+            const float bv = add_bias ? bias[o] : 0.0f;
+            for (int c = 0; c < BNG_GEMV_COLS; ++c) {
+                if (c >= cols) break;
+                int v = acc[c];
+                for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+                y[c] = bng_fold(y[c], v, bng_act_scale((const float*)a.amax, c), s, b > 0, add_bias, bv);
+            }
+        }
+        for (int c = 0; c < BNG_GEMV_COLS; ++c) {
+            if (c >= cols) break;
+            if (lane == c) out[c * a.o + o] = y[c];
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_absmax(bng_conv_args a) { bng_conv_absmax_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_quant(bng_conv_args a) { bng_conv_quant_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_igemm(bng_conv_args a) { bng_conv_igemm_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv(bng_conv_args a) { bng_linear_gemv_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_fgemm(bng_conv_args a) { bng_conv_fgemm_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_check_codes(bng_conv_args a) { bng_conv_check_codes_body(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv_any(bng_conv_args a) { bng_linear_gemv_any_body(a); }

@@ -201,9 +201,16 @@ func convEmuCases() []convCase {
 		{s: linear(11, 256, 4), blockSize: 256, gridCap: 2}, // 2 launches of 8 and 3 columns
 		{s: linear(7, 1024, 6), blockSize: 512, gridCap: 3},
 		{s: linear(4, 1024, 5), blockSize: 0, gridCap: 3, special: "ties"},
-		// linear shapes the GEMV kernel does not take: the implicit GEMM
+		// linear shapes whose K or block is not a multiple of 128: bng_linear_gemv_any
 		{s: linear(3, 100, 6), blockSize: -1, bias: true, gridCap: 2},
 		{s: linear(2, 256, 3), blockSize: 64, gridCap: 2},
+		{s: linear(1, 37, 9), blockSize: 0, bias: true, gridCap: 2},        // K odd: unaligned rows and x
+		{s: linear(5, 130, 7), blockSize: -1, gridCap: 3, wOff: 1},         // rows across groups, unaligned words
+		{s: linear(11, 100, 5), blockSize: 25, bias: true, gridCap: 2},     // 4 blocks of 25, 2 launches
+		{s: linear(4, 3, 70), blockSize: 0, gridCap: 4},                    // K 3
+		{s: linear(2, 257, 4), blockSize: 257, gridCap: 1, wOff: 3},        // one scale per row, K odd
+		{s: linear(6, 384, 5), blockSize: 96, bias: true, gridCap: 2},      // K a multiple of 128, blocks not
+		{s: linear(3, 1000, 3), blockSize: 0, gridCap: 2, special: "ties"}, // several warp steps per row
 	}
 }
 
@@ -248,9 +255,10 @@ func TestConvPlanKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantGemv := c.s.H == 1 && c.s.W == 1 && c.s.KH == 1 && d.K%128 == 0 && p.bl%128 == 0
-		if p.gemv != wantGemv {
-			t.Errorf("%v: gemv %v, want %v", c, p.gemv, wantGemv)
+		wantGemv := c.s.H == 1 && c.s.W == 1 && c.s.KH == 1
+		wantAl := wantGemv && d.K%128 == 0 && p.bl%128 == 0
+		if p.gemv != wantGemv || p.gemvAl != wantAl {
+			t.Errorf("%v: gemv %v (aligned %v), want %v (%v)", c, p.gemv, p.gemvAl, wantGemv, wantAl)
 		}
 		pf, err := newConvPlan(&d, int64(bs), int64(ternary.NumBlocks(d.WLen, bs)), true)
 		if err != nil {

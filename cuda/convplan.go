@@ -34,7 +34,8 @@ type convPlan struct {
 	d      conv2d.Dims
 	nb, bl int64 // scale blocks per output channel and their length in k
 	perRow bool  // scales: one per (channel, block), else one
-	gemv   bool  // a linear layer: the GEMV kernel, gemvCols columns per launch
+	gemv   bool  // a linear layer: a GEMV kernel, gemvCols columns per launch
+	gemvAl bool  // ... K and the block multiples of 128: bng_linear_gemv, else bng_linear_gemv_any
 	float  bool  // float32 activations (act_bits=None): bng_conv_fgemm, no quantization
 
 	// Workspace layout (bytes): the first non-finite index of x (uint64)
@@ -65,7 +66,8 @@ func newConvPlan(d *conv2d.Dims, blockSize, nScales int64, float bool) (convPlan
 		p.perRow, p.nb, p.bl = true, k/bs, bs
 	}
 	p.gemv = !float && d.H == 1 && d.W == 1 && d.KH == 1 && d.KW == 1 && d.PadT == 0 && d.PadL == 0 &&
-		d.Ho == 1 && d.Wo == 1 && d.Groups == 1 && k%ternary.GroupValues == 0 && p.bl%ternary.GroupValues == 0
+		d.Ho == 1 && d.Wo == 1 && d.Groups == 1
+	p.gemvAl = p.gemv && k%ternary.GroupValues == 0 && p.bl%ternary.GroupValues == 0
 	p.offAmax, p.offQ = 16, convOffQ(d)
 	p.work = ConvWorkspaceSize(d)
 	return p, nil
@@ -76,8 +78,10 @@ func (p convPlan) kernelName() string {
 	switch {
 	case p.float:
 		return "cuda_implicit_gemm/fp32"
-	case p.gemv:
+	case p.gemvAl:
 		return "cuda_gemv/dp4a"
+	case p.gemv:
+		return "cuda_gemv_unaligned/dp4a"
 	}
 	return "cuda_implicit_gemm/dp4a"
 }
@@ -154,7 +158,11 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op)
 			g.Q += uint64(c0 * a.K)
 			g.Out += uint64(4 * c0 * a.O)
 			g.Amax += uint64(4 * c0)
-			run = append(run, mk(kLinearGemv, (a.O+gemvRowsCTA-1)/gemvRowsCTA, g))
+			k := kLinearGemvAny
+			if p.gemvAl {
+				k = kLinearGemv
+			}
+			run = append(run, mk(k, (a.O+gemvRowsCTA-1)/gemvRowsCTA, g))
 		}
 		return scan, run
 	}

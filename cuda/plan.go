@@ -153,6 +153,7 @@ const (
 	kLinearGemv
 	kConvFGemm
 	kConvCheckCodes
+	kLinearGemvAny
 	numKernels
 )
 
@@ -174,6 +175,7 @@ var kernelNames = [numKernels]string{
 	"bng_linear_gemv",
 	"bng_conv_fgemm",
 	"bng_conv_check_codes",
+	"bng_linear_gemv_any",
 }
 
 // Entries returns the kernel names the library launches (all must be

@@ -54,6 +54,7 @@ ENTRIES = [
     "bng_linear_gemv",
     "bng_conv_fgemm",
     "bng_conv_check_codes",
+    "bng_linear_gemv_any",
 ]
 
 

@@ -89,15 +89,17 @@ cases = [  # (N, C, H, W), (O, kH, kW), stride, pad, dilation, groups, per_chann
     ((1, 6, 7, 10), (4, 3, 2), (2, 1), 2, (1, 2), 2, False, False),
     ((3, 4, 6, 5), (4, 3, 3), (1, 2), 1, (1, 1), 4, True, True),
     ((2, 256, 1, 1), (9, 1, 1), (1, 1), 0, (1, 1), 1, True, True),  # a linear layer: the GEMV kernel
-    ((5, 100, 1, 1), (3, 1, 1), (1, 1), 0, (1, 1), 1, True, False),  # K 100: the implicit GEMM
+    ((5, 100, 1, 1), (3, 1, 1), (1, 1), 0, (1, 1), 1, True, False),  # K 100: the unaligned GEMV
+    ((9, 37, 1, 1), (6, 1, 1), (1, 1), 0, (1, 1), 1, False, True),  # K odd, 2 launches
 ]
+kernels = {256: "cuda_gemv/dp4a", 100: "cuda_gemv_unaligned/dp4a", 37: "cuda_gemv_unaligned/dp4a"}
 for xs, (o, kh, kw), stride, p, dil, groups, per_channel, has_bias in cases:
     x = rng.standard_normal(xs, dtype=np.float32)
     w = bitnet_go.quantize_conv_weight(rng.standard_normal((o, xs[1] // groups, kh, kw), dtype=np.float32),
                                        per_channel=per_channel)
     b = rng.standard_normal(o, dtype=np.float32) if has_bias else None
     got, kernel = conv_gpu(x, w, b, stride, (p, p, p, p), dil, groups)
-    assert kernel == ("cuda_gemv/dp4a" if xs[1] == 256 else "cuda_implicit_gemm/dp4a"), kernel
+    assert kernel == kernels.get(xs[1], "cuda_implicit_gemm/dp4a"), kernel
     same(got, conv_cpu(x, w, b, stride, (p, p, p, p), dil, groups), (xs, o))
     # float32 activations: within float32 rounding of the CPU's float path and of the dequantized weight's conv
     got, kernel = conv_gpu(x, w, b, stride, (p, p, p, p), dil, groups, act_bits=None)
