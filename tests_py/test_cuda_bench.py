@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import pytest
 
@@ -28,16 +30,15 @@ def test_refuses_without_gpu(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     assert main(["bench", suite, "--device", "cuda", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert f"bench {suite} --device cuda: no CUDA GPU found, nothing measured (cuda: no NVIDIA driver (test))" in out
-    run = conv_cuda.run_conv if suite == "conv" else conv_cuda.run_linear
-    assert run(argparse.Namespace(repeat=1)) == []
-
-
-def test_layers_and_bytes() -> None:
-    quick = conv_cuda.conv_layers(argparse.Namespace(conv_quick=True, conv_layers=""))
-    assert [ly[0] for ly in quick] == ["quick3x3 8->8 @12", "quick1x1 16->8 @10", "quickgemv 256->256 @1"]
-    assert conv_cuda.conv_layers(argparse.Namespace(conv_quick=False, conv_layers="conv1x1,gemv1x1 1024"))[0][0] == (
-        "conv1x1 256->64 @56"
+    rows = (
+        conv_cuda.run_conv(argparse.Namespace(repeat=1), [])
+        if suite == "conv"
+        else (conv_cuda.run_linear(argparse.Namespace(repeat=1), [(8, 128)], [1]))
     )
+    assert rows == []
+
+
+def test_read_bytes() -> None:
     # 4096x4096 at batch 1: 4 MiB of codes, one scale per row, x 4096 float32 read twice and int8 once, a bias
     assert conv_cuda.read_bytes(1, 4096, 1, 1, 4096, 1, 1, 4096, True) == (
         4096 * 4096 // 4 + 4 * 4096 + 8 * 4096 + 4096 + 4 * 4096
@@ -49,11 +50,12 @@ def test_layers_and_bytes() -> None:
 @gpu
 @pytest.mark.needs("torch")
 @pytest.mark.parametrize("suite", ["conv", "linear"])
-def test_runs_on_gpu(suite: str, capsys: pytest.CaptureFixture[str]) -> None:
-    a = build_parser().parse_args(["bench", suite, "--device", "cuda", "--repeat", "3", "--conv-quick",
-                                   "--linear-shapes", "256x512", "--linear-batches", "1,3"])  # fmt: skip
-    rows = conv_cuda.run_conv(a) if suite == "conv" else conv_cuda.run_linear(a)
-    assert len(rows) == (3 if suite == "conv" else 2)
+def test_runs_on_gpu(suite: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = ["bench", suite, "--device", "cuda", "--repeat", "3", "--conv-quick", "--conv-layers", "quick"]
+    argv += ["--linear-shapes", "256x512,100x37", "--linear-batches", "1,3", "--json", str(tmp_path / "r.json")]
+    assert main(argv) == 0
+    rows = json.loads((tmp_path / "r.json").read_text())[suite]
+    assert len(rows) == (3 if suite == "conv" else 4)
     for r in rows:
         assert r["a8_ms"] > 0 and r["f32_ms"] > 0 and r["fp16_ms"] > 0 and r["copy_gbs"] > 0
     assert "target >=" in capsys.readouterr().out

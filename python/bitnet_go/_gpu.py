@@ -141,7 +141,7 @@ def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
         return fw.lib.asarray(a)  # type: ignore[attr-defined]
 
 
-class _ConvCall(NamedTuple):
+class ConvCall(NamedTuple):
     """The device operands of one convolution: x's framework, x as float32, bias, out, workspace, shapes."""
 
     fw: Framework
@@ -153,8 +153,8 @@ class _ConvCall(NamedTuple):
     out_shape: tuple[int, int, int, int]
 
 
-def _conv_call(x: DeviceArray, w_shape: tuple[int, ...], bias: object, stride: tuple[int, int],
-               padding: tuple[int, int, int, int], dilation: tuple[int, int]) -> _ConvCall:  # fmt: skip
+def conv_call(x: DeviceArray, w_shape: tuple[int, ...], bias: object, stride: tuple[int, int],
+               padding: tuple[int, int, int, int], dilation: tuple[int, int]) -> ConvCall:  # fmt: skip
     """Check ``bias``'s device and shape and allocate the output and workspace on ``x``'s device."""
     touch_driver()
     fw = framework_of(x)
@@ -179,7 +179,7 @@ def _conv_call(x: DeviceArray, w_shape: tuple[int, ...], bias: object, stride: t
     size = ctypes.c_int64()
     lib.call("bng_cuda_conv2d_workspace", n, c, h, wd, ctypes.byref(size))
     work = _empty(fw, size.value, "uint8", "conv2d_quantized's workspace")
-    return _ConvCall(fw, a, b, out, work, (n, c, h, wd), (n, o, ho, wo))
+    return ConvCall(fw, a, b, out, work, (n, c, h, wd), (n, o, ho, wo))
 
 
 def conv2d(
@@ -206,7 +206,7 @@ def conv2d(
     Returns ``(out, info)``, ``out`` float32 (N, O, Ho, Wo) of ``x``'s framework.
     ``bias``: None, a host array (copied) or a GPU array on ``x``'s device.
     """
-    k = _conv_call(x, w_shape, bias, stride, padding, dilation)
+    k = conv_call(x, w_shape, bias, stride, padding, dilation)
     fw, o = k.fw, w_shape[0]
     dev, stream = fw.index, fw.stream()
     p = ops._conv_params(stride, padding, dilation, groups, act_bits or 0, 0, 1 if check_finite else 0)
@@ -225,41 +225,6 @@ def conv2d(
     lib.call("bng_cuda_conv2d", ctypes.byref(xt), ctypes.byref(wdesc), bt, ctypes.byref(ot), ctypes.byref(kt),
              ctypes.byref(p), ctypes.byref(info))  # fmt: skip
     return k.out.reshape(k.out_shape), ops.ConvInfo("im2col", info.kernel.decode())  # type: ignore[attr-defined]
-
-
-def time_conv2d(
-    x: DeviceArray,
-    packed: DeviceArray,
-    scales: DeviceArray,
-    w_shape: tuple[int, ...],
-    block_size: int | None,
-    bias: object,
-    stride: tuple[int, int],
-    padding: tuple[int, int, int, int],
-    dilation: tuple[int, int],
-    groups: int,
-    act_bits: int | None,
-    repeat: int,
-) -> float:
-    """Mean GPU milliseconds of one :func:`conv2d` (no finite check), the kernels alone.
-
-    ``repeat`` convolutions run back to back on ``x``'s framework's current
-    stream between two CUDA events (the library's ``cuda_time_conv2d``
-    diagnostics entry); one untimed call first. Operands as :func:`conv2d`.
-    """
-    from .diagnostics import request
-
-    k = _conv_call(x, w_shape, bias, stride, padding, dilation)
-    fw, pw = k.fw, framework_of(packed)
-    args = dict(
-        dev=fw.index, stream=fw.stream(), x=fw.ptr(k.x), w=pw.ptr(packed), scales=pw.ptr(scales),
-        bias=0 if k.bias is None else fw.ptr(k.bias), out=fw.ptr(k.out), work=fw.ptr(k.work),
-        w_bytes=pw.nbytes(packed), n_scales=pw.numel(scales), block_size=block_size or 0,
-        work_len=fw.numel(k.work), act_bits=act_bits or 0, x_shape=list(k.x_shape), w_shape=list(w_shape),
-        stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups,
-    )  # fmt: skip
-    request("cuda_time_conv2d", **args, repeat=1)
-    return float(request("cuda_time_conv2d", **args, repeat=repeat)["ms"])  # type: ignore[index]
 
 
 def _empty(fw: object, n: int, dtype: str, what: str) -> DeviceArray:

@@ -32,6 +32,7 @@ from ._core import lib, ops
 from ._core.devices import DeviceArray, framework_of, touch_driver
 from ._core.ops import ConvInfo
 from ._core.types import Method
+from ._ternary import TernaryTensor
 
 __all__ = [
     "ConvInfo",
@@ -39,6 +40,7 @@ __all__ = [
     "PeakRates",
     "conv2d_with_info",
     "cuda_plan",
+    "cuda_time_conv2d",
     "cuda_time_copy",
     "cuda_time_quantize",
     "entries",
@@ -195,4 +197,57 @@ def cuda_time_copy(dst: DeviceArray, src: DeviceArray, *, repeat: int = 10, warm
     if warmup:
         request("cuda_time_copy", **args, repeat=1)
     res = cast(dict, request("cuda_time_copy", **args, repeat=repeat))
+    return float(res["ms"])
+
+
+def cuda_time_conv2d(
+    x: DeviceArray,
+    weight: TernaryTensor,
+    bias: object = None,
+    *,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, int] | str = 0,
+    dilation: int | tuple[int, int] = 1,
+    groups: int = 1,
+    act_bits: int | None = 8,
+    repeat: int = 10,
+    warmup: bool = True,
+) -> float:
+    """Mean GPU milliseconds of one ``conv2d_quantized(x, weight, ...)`` on a GPU, kernels alone.
+
+    ``x`` is a 4-D GPU array (N, C, H, W), ``weight`` an I2_S tensor (a host
+    one is moved to ``x``'s GPU once, as ``conv2d_quantized`` does); the
+    output and workspace are allocated by ``x``'s framework, and ``repeat``
+    convolutions (no finite check) run back to back on its current stream
+    between two CUDA events. ``warmup`` first runs one untimed.
+
+    Example:
+        >>> import numpy as np, bitnet_go
+        >>> from bitnet_go import diagnostics
+        >>> w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 3, 3), np.float32))
+        >>> diagnostics.cuda_time_conv2d(np.ones((1, 1, 4, 4), np.float32), w)
+        Traceback (most recent call last):
+        TypeError: expected a torch tensor or CuPy array, got ndarray
+    """
+    from . import _gpu
+    from ._conv import _padding, _pair, _weight_on
+
+    fw = framework_of(x)
+    wt = _weight_on(weight, x)
+    sh, sw = _pair(stride, "stride", 1)
+    dh, dw = _pair(dilation, "dilation", 1)
+    pads = _padding(padding, wt.shape[2:], (sh, sw), (dh, dw))  # type: ignore[arg-type]
+    k = _gpu.conv_call(x, wt.shape, bias, (sh, sw), pads, (dh, dw))
+    pw = framework_of(wt.packed)
+    args = dict(
+        dev=fw.index, stream=fw.stream(), x=fw.ptr(k.x), w=pw.ptr(wt.packed), scales=pw.ptr(wt.scales),
+        bias=0 if k.bias is None else fw.ptr(k.bias), out=fw.ptr(k.out), work=fw.ptr(k.work),
+        w_bytes=pw.nbytes(wt.packed), n_scales=pw.numel(wt.scales), block_size=wt.block_size or 0,
+        work_len=fw.numel(k.work), act_bits=act_bits or 0, x_shape=list(k.x_shape), w_shape=list(wt.shape),
+        stride=[sh, sw], padding=list(pads), dilation=[dh, dw], groups=groups,
+    )  # fmt: skip
+    touch_driver()
+    if warmup:
+        request("cuda_time_conv2d", **args, repeat=1)
+    res = cast(dict, request("cuda_time_conv2d", **args, repeat=repeat))
     return float(res["ms"])

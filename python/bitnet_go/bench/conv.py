@@ -220,14 +220,14 @@ def _ran(x: np.ndarray, w: bitnet_go.TernaryTensor, **kw: int | None) -> str:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its table; returns the rows."""
-    if getattr(args, "device", "cpu") == "cuda":
-        return conv_cuda.run_conv(args)
     torch = torch_or_none()
     quick = getattr(args, "conv_quick", False)
     layers = QUICK_LAYERS if quick else LAYERS
     prefixes = [p.strip() for p in getattr(args, "conv_layers", "").split(",") if p.strip()]
     if prefixes:
         layers = [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)]
+    if getattr(args, "device", "cpu") == "cuda":
+        return conv_cuda.run_conv(args, layers)
     batches = [1] if quick else parse_int_list(getattr(args, "conv_batches", "1,8"))
     naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
     do_mem = not getattr(args, "conv_no_mem", False)

@@ -45,8 +45,8 @@ import numpy as np
 
 import bitnet_go
 
-from .. import _gpu, cuda
-from ..diagnostics import conv2d_with_info, cuda_time_copy
+from .. import cuda
+from ..diagnostics import conv2d_with_info, cuda_time_conv2d, cuda_time_copy
 from ._common import Table, parse_int_list
 from .quantize_cuda import _events_ms
 
@@ -100,21 +100,6 @@ def check_device(args: argparse.Namespace, suite: str) -> tuple[ModuleType | Non
     return torch, None
 
 
-def conv_layers(args: argparse.Namespace) -> list[tuple[str, int, int, int, int, int, int]]:
-    """The conv suite's layers (``--conv-quick``, ``--conv-layers`` prefixes), as ``bench conv`` picks them.
-
-    Example:
-        >>> import argparse
-        >>> [ly[0] for ly in conv_layers(argparse.Namespace(conv_quick=False, conv_layers="stem"))]
-        ['stem7x7/2 3->64 @224']
-    """
-    from .conv import LAYERS, QUICK_LAYERS
-
-    layers = QUICK_LAYERS if getattr(args, "conv_quick", False) else LAYERS
-    prefixes = [p.strip() for p in getattr(args, "conv_layers", "").split(",") if p.strip()]
-    return [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)] if prefixes else layers
-
-
 def read_bytes(n: int, c: int, h: int, w: int, o: int, k: int, groups: int, n_scales: int, bias: bool) -> int:
     """Bytes our A8 kernels read at least once: the 2-bit weight and scales, x twice in float32, int8 x once, bias.
 
@@ -143,12 +128,10 @@ def _measure(
     w_host = rng.standard_normal((o, c, k, k), dtype=np.float32)
     wt = bitnet_go.quantize_conv_weight(w_host, per_channel=True).to("cuda")
     x = torch.from_numpy(x_host).to(dev)
-    geo = dict(stride=(stride, stride), padding=(pad, pad, pad, pad), dilation=(1, 1), groups=1)
 
     def ours(act_bits: int | None) -> tuple[float, str]:
         info = conv2d_with_info(x, wt, stride=stride, padding=pad, act_bits=act_bits, check_finite=False)[1]
-        ms = _gpu.time_conv2d(x, wt.packed, wt.scales, wt.shape, wt.block_size, None, act_bits=act_bits,
-                              repeat=repeat, **geo)  # type: ignore[arg-type]  # fmt: skip
+        ms = cuda_time_conv2d(x, wt, stride=stride, padding=pad, act_bits=act_bits, repeat=repeat)
         return ms, str(info.kernel)
 
     a8_ms, kernel = ours(8)
@@ -230,22 +213,21 @@ def _summary(rows: list[dict[str, Any]], linear: bool) -> None:
     print(f"geomean torch fp16 / ours {_met(g16, TARGET_FP16)}, torch fp32 / ours {_met(g32, TARGET_FP32)}")
 
 
-def run_conv(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """``bench conv --device cuda``: returns the rows ([] without a GPU, saying why)."""
-    cases = [(ly[0], (ly[1], ly[2], ly[3], ly[4], ly[5], ly[6])) for ly in conv_layers(args)]
-    batches = (
-        [1] if getattr(args, "conv_quick", False) else parse_int_list(getattr(args, "cuda_batches", DEFAULT_BATCHES))
-    )
+def run_conv(args: argparse.Namespace, layers: list[tuple[str, int, int, int, int, int, int]]) -> list[dict[str, Any]]:
+    """``bench conv --device cuda`` on the conv suite's ``layers`` (name, C, O, k, stride, padding, H = W).
+
+    Returns the rows ([] without a GPU, saying why). Batches: ``--cuda-batches`` (1 with ``--conv-quick``).
+    """
+    cases = [(ly[0], (ly[1], ly[2], ly[3], ly[4], ly[5], ly[6])) for ly in layers]
+    quick = getattr(args, "conv_quick", False)
+    batches = [1] if quick else parse_int_list(getattr(args, "cuda_batches", DEFAULT_BATCHES))
     return _run(args, "conv", cases, batches)  # type: ignore[arg-type]
 
 
-def run_linear(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """``bench linear --device cuda``: the ``--linear-shapes`` at ``--linear-batches`` ([] without a GPU)."""
-    from .linear import parse_shapes
-
-    shapes = parse_shapes(getattr(args, "linear_shapes", "4096x4096,11008x4096,4096x11008"))
+def run_linear(args: argparse.Namespace, shapes: list[tuple[int, int]], batches: list[int]) -> list[dict[str, Any]]:
+    """``bench linear --device cuda``: weight ``shapes`` (rows, k) at ``batches`` ([] without a GPU, saying why)."""
     cases = [(f"linear {r}x{k}", (k, r, 1, 1, 0, 1)) for r, k in shapes]
-    return _run(args, "linear", cases, parse_int_list(getattr(args, "linear_batches", "1")))  # type: ignore[arg-type]
+    return _run(args, "linear", cases, batches)  # type: ignore[arg-type]
 
 
 _TITLE = {

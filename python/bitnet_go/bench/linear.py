@@ -63,6 +63,7 @@ import bitnet_go
 
 from ..diagnostics import conv2d_with_info
 from ._common import Table, parse_int_list, restored_threads, timeit
+from .conv_cuda import run_linear
 
 SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008), (2560, 6912)]
 """Default weight shapes (rows = output features, k = input features): LLaMA-7B's
@@ -275,9 +276,7 @@ def _target(row: dict[str, Any], weight_bytes: int) -> None:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite; returns its rows (one per shape, batch size and thread count)."""
     if getattr(args, "device", "cpu") == "cuda":
-        from .conv_cuda import run_linear
-
-        return run_linear(args)
+        return run_linear(args, parse_shapes(args.linear_shapes), parse_int_list(args.linear_batches))
     peer = load_peer(args.bitnet_cpp)
     if peer is not None:
         print(f"bench linear: bitnet.cpp peer {peer.path} (microsoft/BitNet {peer.commit}, {peer.config})")
