@@ -48,8 +48,12 @@
 //                     per output row reads the row's packed groups once
 //                     (a 32-bit word per lane: 16 weights), dp4a against the
 //                     int8 columns, warp reduction, fold.
-// No mma.sync tensor-core path: it could not be run here (no GPU) and its
-// fragment layout is not emulated; dp4a runs on sm_61 and newer.
+//   bng_conv_igemm_mma: bng_conv_igemm with int8 tensor-core products
+//                     (mma.sync m8n8k16, in this compute_75 module), taken on
+//                     sm_80 and newer; the emulator computes the instruction
+//                     from the PTX ISA's fragment layout.
+// The m16n8k32 shape (twice the work per instruction on sm_80+) needs an
+// sm_80 module and is not used.
 
 #define BNG_CBM 64       // output channels per tile
 #define BNG_CBN 64       // output positions per tile
@@ -333,6 +337,105 @@ __device__ __forceinline__ void bng_conv_fgemm_body(const bng_conv_args& a) {
     }
 }
 
+// One int8 tensor-core product (sm_75 and newer; the plan takes it on
+// sm_80 and newer): mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32, C += A*B
+// with A 8x16 (row major), B 16x8 (column major), C 8x8 int32 spread over the
+// warp as the PTX ISA lays them out (9.7.14.5, "Matrix Fragments for
+// mma.m8n8k16"): lane = 4*g + t holds in a the A values (row g, k 4t..4t+3),
+// in b the B values (k 4t..4t+3, column g), in c the C values (row g,
+// columns 2t, 2t+1); bytes low to high. The emulator (emu.hpp) computes it
+// from the same layout.
+#ifndef BNG_EMU
+__device__ __forceinline__ void bng_mma_m8n8k16_s8(int a, int b, int (&c)[2]) {
+    asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32 {%0, %1}, {%2}, {%3}, {%0, %1};"
+                 : "+r"(c[0]), "+r"(c[1])
+                 : "r"(a), "r"(b));
+}
+#endif
+
+// bng_conv_igemm with the products on tensor cores: the same tiles, shared
+// memory and folds; warp w computes output channels 8w..8w+7 of the tile
+// against its 64 positions as 8 m8n8k16 products per 16 k (A: the weight
+// rows, k contiguous; B: the im2col columns, k contiguous, i.e. column
+// major). Lane 4g+t holds the outputs (channel 8w+g, positions 8j+2t,
+// 8j+2t+1) for j = 0..7. The int32 sums are exact, so the bits are
+// bng_conv_igemm's.
+__device__ __forceinline__ void bng_conv_igemm_mma_body(const bng_conv_args& a) {
+    __shared__ __align__(16) signed char ws[BNG_CBM * BNG_CROW];
+    __shared__ __align__(16) signed char xs[BNG_CBN * BNG_CROW];
+    const u8* w = (const u8*)a.w;
+    const signed char* q = (const signed char*)a.q;
+    const float* scales = (const float*)a.scales;
+    const float* bias = (const float*)a.bias;
+    float* out = (float*)a.out;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+    const i64 groups = a.c / a.cg, P = a.ho * a.wo, khw = a.kh * a.kw;
+    const i64 tiles = a.n * groups * a.tiles_o * a.tiles_p;
+    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const i64 tp = t % a.tiles_p;
+        i64 r = t / a.tiles_p;
+        const i64 to = r % a.tiles_o;
+        r /= a.tiles_o;
+        const i64 g = r % groups, n = r / groups;
+        const i64 o0 = to * BNG_CBM, p0 = tp * BNG_CBN;
+        const float s_act = bng_act_scale((const float*)a.amax, n);
+        const i64 o = o0 + 8 * warp + gq;  // this lane's output channel (within the group)
+        float y[8][2] = {};
+        for (i64 b = 0; b < a.nb; ++b) {
+            int acc[8][2];
+            for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = 0;
+            const i64 kb = b * a.bl, ke = kb + a.bl;
+            for (i64 k0 = kb; k0 < ke; k0 += BNG_CBK) {
+                for (int e = tid; e < BNG_CBM * BNG_CBK; e += BNG_THREADS) {
+                    const int row = e / BNG_CBK, kk = e % BNG_CBK;
+                    const i64 oo = o0 + row, k = k0 + kk;
+                    signed char v = 0;
+                    if (oo < a.og && k < ke) v = bng_i2s_value(w, (g * a.og + oo) * a.k + k);
+                    ws[row * BNG_CROW + kk] = v;
+                }
+                for (int e = tid; e < BNG_CBN * BNG_CBK; e += BNG_THREADS) {
+                    const int col = e % BNG_CBN, kk = e / BNG_CBN;
+                    const i64 p = p0 + col, k = k0 + kk;
+                    signed char v = 0;
+                    if (p < P && k < ke) {
+                        const i64 ci = k / khw, rk = k % khw, ky = rk / a.kw, kx = rk % a.kw;
+                        const i64 iy = (p / a.wo) * a.sh - a.pt + ky * a.dh;
+                        const i64 ix = (p % a.wo) * a.sw - a.pl + kx * a.dw;
+                        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.wd)
+                            v = q[((n * a.c + g * a.cg + ci) * a.h + iy) * a.wd + ix];
+                    }
+                    xs[col * BNG_CROW + kk] = v;
+                }
+                __syncthreads();
+                for (int kk = 0; kk < BNG_CBK; kk += 16) {
+                    const int av = *(const int*)&ws[(8 * warp + gq) * BNG_CROW + kk + 4 * tq];
+                    for (int j = 0; j < 8; ++j) {
+                        const int bv = *(const int*)&xs[(8 * j + gq) * BNG_CROW + kk + 4 * tq];
+                        bng_mma_m8n8k16_s8(av, bv, acc[j]);
+                    }
+                }
+                __syncthreads();
+            }
+            if (o < a.og) {
+                const bool last = b == a.nb - 1, add_bias = last && (a.flags & BNG_CF_BIAS);
+                const i64 oc = g * a.og + o;
+                const float s = (a.flags & BNG_CF_PER_ROW) ? scales[oc * a.nb + b] : scales[0];
+                const float bv = add_bias ? bias[oc] : 0.0f;
+                for (int j = 0; j < 8; ++j)
+                    for (int i = 0; i < 2; ++i) y[j][i] = bng_fold(y[j][i], acc[j][i], s_act, s, b > 0, add_bias, bv);
+            }
+        }
+        if (o < a.og) {
+            const i64 oc = g * a.og + o;
+            for (int j = 0; j < 8; ++j)
+                for (int i = 0; i < 2; ++i) {
+                    const i64 p = p0 + 8 * j + 2 * tq + i;
+                    if (p < P) out[(n * a.o + oc) * P + p] = y[j][i];
+                }
+        }
+    }
+}
+
 // Linear layers: x (cols, K) int8 in q, out (cols, O). Needs K and bl
 // multiples of 128 (rows and blocks start at a group) and cols <= 8.
 __device__ __forceinline__ void bng_linear_gemv_body(const bng_conv_args& a) {
@@ -462,3 +565,4 @@ extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv(bng_co
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_fgemm(bng_conv_args a) { bng_conv_fgemm_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_check_codes(bng_conv_args a) { bng_conv_check_codes_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv_any(bng_conv_args a) { bng_linear_gemv_any_body(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_igemm_mma(bng_conv_args a) { bng_conv_igemm_mma_body(a); }

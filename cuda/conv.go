@@ -44,14 +44,16 @@ func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, actBits int, check bo
 		return "", err
 	}
 	if d.N == 0 {
-		return p.kernelName(), nil
+		return p.kernelName(false), nil // nothing runs: no device asked
 	}
 	s := driver.Stream(stream)
+	tc := false
 	err = onDevice(dev, true, func(g gpu) error {
 		if err := g.ctx.CheckPointers(b.ptrs()...); err != nil {
 			return err
 		}
-		scan, run := convOps(p, check, b, g.gridCap)
+		tc = g.cc >= mmaMinCC
+		scan, run := convOps(p, check, b, g.gridCap, tc)
 		if len(scan) > 0 {
 			if err := g.exec(scan, s); err != nil {
 				return err
@@ -67,7 +69,7 @@ func Conv2DDevice(dev int, d *conv2d.Dims, o ConvOperands, actBits int, check bo
 	if err != nil {
 		return "", err
 	}
-	return p.kernelName(), nil
+	return p.kernelName(tc), nil
 }
 
 // TimeConv2D times repeat convolutions of Conv2DDevice (no finite check)
@@ -90,7 +92,7 @@ func TimeConv2D(dev int, d *conv2d.Dims, o ConvOperands, actBits int, stream uin
 		if err := g.ctx.CheckPointers(b.ptrs()...); err != nil {
 			return err
 		}
-		scan, run := convOps(p, false, b, g.gridCap)
+		scan, run := convOps(p, false, b, g.gridCap, g.cc >= mmaMinCC)
 		ops := append(scan, run...)
 		var err error
 		ms, err = g.ctx.Time(s, repeat, func() error { return g.exec(ops, s) })

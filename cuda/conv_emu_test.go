@@ -117,7 +117,7 @@ func closeF(got, want []float32) (int, bool) {
 	return -1, math.Sqrt(num) <= 1e-5*math.Max(math.Sqrt(den), 1e-30)
 }
 
-func runConvEmuCase(t *testing.T, c convCase, rng *rand.Rand, float bool) {
+func runConvEmuCase(t *testing.T, c convCase, rng *rand.Rand, float, tc bool) {
 	cd := makeConvData(t, c, rng)
 	d := &cd.d
 	p, err := newConvPlan(d, int64(cd.blockSize), int64(len(cd.scales)), float)
@@ -145,7 +145,7 @@ func runConvEmuCase(t *testing.T, c convCase, rng *rand.Rand, float bool) {
 			garbage[i] = float32(math.NaN()) // every output must be written
 		}
 		mem.putFloats(b.out, garbage)
-		scan, run := convOps(p, check, b, c.gridCap)
+		scan, run := convOps(p, check, b, c.gridCap, tc)
 		mem.run(t, append(scan, run...))
 		if check {
 			if bad := mem.bytes(b.work, 8); bad[0] != 0xff || bad[7] != 0xff {
@@ -222,7 +222,22 @@ func TestEmulatedConvKernels(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(20, 0))
 	for _, c := range cases {
-		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, false) })
+		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, false, false) })
+	}
+}
+
+// TestEmulatedConvTensorCoreKernel runs bng_conv_igemm_mma (the int8
+// tensor-core products, mma.sync m8n8k16 computed by the emulator from the
+// PTX ISA's fragment layout) on the same shapes, bit for bit against the CPU.
+func TestEmulatedConvTensorCoreKernel(t *testing.T) {
+	buildHarness(t)
+	cases := convEmuCases()
+	if testing.Short() {
+		cases = cases[:3]
+	}
+	rng := rand.New(rand.NewPCG(23, 0))
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, false, true) })
 	}
 }
 
@@ -236,7 +251,7 @@ func TestEmulatedConvFloatKernel(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(21, 0))
 	for _, c := range cases {
-		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, true) })
+		t.Run(c.String(), func(t *testing.T) { runConvEmuCase(t, c, rng, true, false) })
 	}
 }
 
@@ -264,8 +279,8 @@ func TestConvPlanKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pf.gemv || pf.kernelName() != "cuda_implicit_gemm/fp32" {
-			t.Errorf("%v float: gemv %v, kernel %s", c, pf.gemv, pf.kernelName())
+		if pf.gemv || pf.kernelName(true) != "cuda_implicit_gemm/fp32" {
+			t.Errorf("%v float: gemv %v, kernel %s", c, pf.gemv, pf.kernelName(true))
 		}
 	}
 }
@@ -321,11 +336,65 @@ func TestEmulatedCheckCodes(t *testing.T) {
 			mem.putFloats(b.x, cd.x)
 			copy(mem.bytes(b.w, int64(len(packed))), packed)
 			mem.putFloats(b.scales, cd.scales)
-			scan, _ := convOps(p, true, b, c.gridCap)
+			scan, _ := convOps(p, true, b, c.gridCap, trial%3 == 0)
 			mem.run(t, scan)
 			got := binary.LittleEndian.Uint64(mem.bytes(b.work+offBadCode, 8))
 			if got != want {
 				t.Fatalf("%v trial %d: first code 3 at %d, want %d", c, trial, got, want)
+			}
+		}
+	}
+}
+
+// TestConvKernelByCapability runs Conv2DDevice on the fake driver as GPUs
+// of compute capability 7.5, 8.0 and 9.0: the tensor-core implicit GEMM
+// from sm_80 on, dp4a before, the same bits either way; linear layers take
+// the GEMVs whatever the GPU.
+func TestConvKernelByCapability(t *testing.T) {
+	f := newFake(t)
+	rng := rand.New(rand.NewPCG(24, 0))
+	for _, c := range []convCase{
+		{s: shape(2, 5, 7, 6, 70, 3, 3, 1, 1, 1, 1), blockSize: -1, bias: true},
+		{s: linear(3, 100, 6), blockSize: 0},
+	} {
+		cd := makeConvData(t, c, rng)
+		d := &cd.d
+		work := ConvWorkspaceSize(d)
+		o := ConvOperands{
+			X: f.mem.alloc(4*int64(d.XLen), 0), W: f.mem.alloc(int64(len(cd.packed)), 0),
+			Scales: f.mem.alloc(4*int64(len(cd.scales)), 0), Out: f.mem.alloc(4*int64(d.OutLen), 0),
+			Work: f.mem.alloc(work, 0), WBytes: int64(len(cd.packed)), NScales: int64(len(cd.scales)),
+			BlockSize: int64(cd.blockSize), WorkLen: work,
+		}
+		if cd.bias != nil {
+			o.Bias = f.mem.alloc(4*int64(d.O), 0)
+			f.mem.putFloats(o.Bias, cd.bias)
+		}
+		f.mem.putFloats(o.X, cd.x)
+		copy(f.mem.bytes(o.W, o.WBytes), cd.packed)
+		f.mem.putFloats(o.Scales, cd.scales)
+		for _, cc := range []int{75, 80, 90} {
+			f.cc = cc
+			kernel, err := Conv2DDevice(0, d, o, 8, true, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.flush()
+			want := "cuda_implicit_gemm/dp4a"
+			switch {
+			case d.H == 1:
+				want = "cuda_gemv_unaligned/dp4a"
+			case cc >= 80:
+				want = "cuda_implicit_gemm/mma_m8n8k16"
+			}
+			if kernel != want {
+				t.Errorf("%v on sm_%d: kernel %s, want %s", c, cc, kernel, want)
+			}
+			got := f.mem.floats(o.Out, int64(d.OutLen))
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(cd.want[i]) {
+					t.Fatalf("%v on sm_%d: out[%d] = %g, CPU %g", c, cc, i, got[i], cd.want[i])
+				}
 			}
 		}
 	}

@@ -73,8 +73,13 @@ func newConvPlan(d *conv2d.Dims, blockSize, nScales int64, float bool) (convPlan
 	return p, nil
 }
 
-// kernelName is the kernel Info reports.
-func (p convPlan) kernelName() string {
+// mmaMinCC is the compute capability (major*10+minor) from which the
+// convolutions take the tensor-core kernel (bng_conv_igemm_mma): sm_80.
+const mmaMinCC = 80
+
+// kernelName is the kernel Info reports; tc: the GPU takes the tensor-core
+// kernel (compute capability mmaMinCC or newer).
+func (p convPlan) kernelName(tc bool) string {
 	switch {
 	case p.float:
 		return "cuda_implicit_gemm/fp32"
@@ -82,6 +87,8 @@ func (p convPlan) kernelName() string {
 		return "cuda_gemv/dp4a"
 	case p.gemv:
 		return "cuda_gemv_unaligned/dp4a"
+	case tc:
+		return "cuda_implicit_gemm/mma_m8n8k16"
 	}
 	return "cuda_implicit_gemm/dp4a"
 }
@@ -103,9 +110,10 @@ func (b convBufs) ptrs() []uint64 {
 // convOps returns the stream operations of a convolution: the activation
 // scales (and x's first non-finite index when check), then, in a second
 // list, the quantization and the products (the caller reads the index back
-// between the two when check is set). With float activations the scan runs
+// between the two when check is set). tc takes the tensor-core implicit
+// GEMM (GEMVs and the float kernel have no such variant). With float activations the scan runs
 // only when check is set, and the products read x itself.
-func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op) {
+func convOps(p convPlan, check bool, b convBufs, gridCap int64, tc bool) (scan, run []op) {
 	d := &p.d
 	a := convArgs{
 		X: b.x, Q: b.work + uint64(p.offQ), W: b.w, Scales: b.scales, Bias: b.bias, Out: b.out,
@@ -169,7 +177,11 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64) (scan, run []op)
 	g := q
 	g.TilesO = (a.Og + convTileO - 1) / convTileO
 	g.TilesP = (a.Ho*a.Wo + convTileP - 1) / convTileP
-	return scan, append(run, mk(kConvIGemm, a.N*int64(d.Groups)*g.TilesO*g.TilesP, g))
+	k := kConvIGemm
+	if tc {
+		k = kConvIGemmMMA
+	}
+	return scan, append(run, mk(k, a.N*int64(d.Groups)*g.TilesO*g.TilesP, g))
 }
 
 // offBadCode is the workspace offset of the first invalid weight position.

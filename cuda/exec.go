@@ -25,6 +25,7 @@ type gpu struct {
 	ctx     driver.Ctx
 	fns     []driver.Function
 	gridCap int64 // bound of every grid: enough CTAs to fill the GPU several times over
+	cc      int   // compute capability, major*10 + minor
 }
 
 // onDevice runs fn on device dev; kernels loads the embedded module first.
@@ -34,7 +35,8 @@ func onDevice(dev int, kernels bool, fn func(gpu) error) error {
 		return err
 	}
 	return d.Do(func(c driver.Ctx) error {
-		g := gpu{ctx: c, gridCap: max(1, d.Multiprocessors()*32)}
+		major, minor := d.ComputeCapability()
+		g := gpu{ctx: c, gridCap: max(1, d.Multiprocessors()*32), cc: 10*major + minor}
 		if kernels {
 			fns, err := c.Module(moduleName(), ptxSource, kernelNames[:])
 			if err != nil {

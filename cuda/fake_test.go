@@ -22,6 +22,7 @@ type fakeDriver struct {
 	mem     emuMem
 	pending []emuStep
 	sms     int64
+	cc      int // compute capability, major*10 + minor (0: 7.5)
 	launchs int
 }
 
@@ -55,6 +56,7 @@ func (f *fakeDriver) Pool() driver.PoolStats             { return driver.PoolSta
 func (f *fakeDriver) Ordinal() int                       { return 0 }
 func (f *fakeDriver) Name() string                       { return "fake" }
 func (f *fakeDriver) Multiprocessors() int64             { return f.sms }
+func (f *fakeDriver) ComputeCapability() (int, int)      { return f.cc / 10, f.cc % 10 }
 func (f *fakeDriver) Do(fn func(driver.Ctx) error) error { return fn(f) }
 
 func (f *fakeDriver) Module(_, image string, entries []string) ([]driver.Function, error) {

@@ -154,6 +154,7 @@ const (
 	kConvFGemm
 	kConvCheckCodes
 	kLinearGemvAny
+	kConvIGemmMMA
 	numKernels
 )
 
@@ -176,6 +177,7 @@ var kernelNames = [numKernels]string{
 	"bng_conv_fgemm",
 	"bng_conv_check_codes",
 	"bng_linear_gemv_any",
+	"bng_conv_igemm_mma",
 }
 
 // Entries returns the kernel names the library launches (all must be

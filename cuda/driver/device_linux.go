@@ -133,9 +133,10 @@ type module struct {
 	err error
 }
 
-func (d *device) Ordinal() int           { return d.ord }
-func (d *device) Name() string           { return d.name }
-func (d *device) Multiprocessors() int64 { return d.sms }
+func (d *device) Ordinal() int                          { return d.ord }
+func (d *device) Name() string                          { return d.name }
+func (d *device) Multiprocessors() int64                { return d.sms }
+func (d *device) ComputeCapability() (major, minor int) { return d.cc[0], d.cc[1] }
 
 func (d *device) attributes() error {
 	var r result

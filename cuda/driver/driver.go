@@ -41,6 +41,8 @@ type Device interface {
 	Ordinal() int
 	Name() string
 	Multiprocessors() int64
+	// ComputeCapability is the device's compute capability (e.g. 9, 0 for sm_90).
+	ComputeCapability() (major, minor int)
 	// Do calls fn with the device's primary context current on a locked OS
 	// thread (pushed, then popped: the caller's current context is left as
 	// it was). The first Do retains the primary context (which takes device

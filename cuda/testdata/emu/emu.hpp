@@ -72,6 +72,28 @@ template <class T> inline T emu_shfl(unsigned mask, T v, unsigned src) {
 template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int d) { return emu_shfl(mask, v, (threadIdx.x & 31) ^ d); }
 template <class T> inline T __shfl_sync(unsigned mask, T v, int src) { return emu_shfl(mask, v, src); }
 
+// mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32 from the PTX ISA's fragment
+// layout (9.7.14.5): lane 4*g + t holds A's row g, k 4t..4t+3 in a and B's
+// column g, k 4t..4t+3 in b (bytes low to high); it gets C's row g, columns
+// 2t and 2t+1 in c. A warp-wide exchange like the shuffles.
+inline void bng_mma_m8n8k16_s8(int a, int b, int (&c)[2]) {
+    emu_warp& w = emu_warps[threadIdx.x >> 5];
+    const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    w.buf[lane] = (unsigned long long)(unsigned)a | (unsigned long long)(unsigned)b << 32;
+    w.bar.arrive_and_wait();
+    for (int i = 0; i < 2; ++i) {
+        const unsigned col = 2 * t + i;
+        int sum = 0;
+        for (unsigned k = 0; k < 16; ++k) {
+            const signed char av = (signed char)(w.buf[4 * g + (k >> 2)] >> (8 * (k & 3)));
+            const signed char bv = (signed char)(w.buf[4 * col + (k >> 2)] >> (32 + 8 * (k & 3)));
+            sum += av * bv;
+        }
+        c[i] += sum;
+    }
+    w.bar.arrive_and_wait();
+}
+
 inline float __ldg(const float* p) { return *p; }
 inline float4 __ldg(const float4* p) { return *p; }
 inline unsigned __float_as_uint(float f) {

@@ -40,4 +40,5 @@ static const emu_kernel emu_kernels[] = {
     EMU_CONV(bng_conv_fgemm),
     EMU_CONV(bng_conv_check_codes),
     EMU_CONV(bng_linear_gemv_any),
+    EMU_CONV(bng_conv_igemm_mma),
 };
