@@ -23,7 +23,9 @@ Bandwidth: ``read GB/s`` counts the bytes our A8 kernels read at least once
 (the 2-bit weight and its scales, x in float32 twice: the scale pass and
 the quantization pass, the int8 copy of x once, the bias) per kernel second;
 ``copy GB/s`` is a device-to-device copy of 64 MiB counted as the bytes it
-reads (the same convention, so ``of copy`` = read GB/s / copy GB/s).
+reads and writes (as ``bench quantize --device cuda`` counts it), and
+``of copy`` = read GB/s / copy GB/s (the outputs our kernels write are not
+counted: for a linear layer at batch 1 they are a few KiB).
 
 Without a CUDA GPU (or without a torch build that sees one) nothing is
 measured: the suite says why and returns no rows.
@@ -126,7 +128,7 @@ def _measure(
     n, c, h, w = shape
     x_host = rng.standard_normal(shape, dtype=np.float32)
     w_host = rng.standard_normal((o, c, k, k), dtype=np.float32)
-    wt = bitnet_go.quantize_conv_weight(w_host, per_channel=True).to("cuda")
+    wt = bitnet_go.quantize_conv_weight(w_host, per_channel=True).to(f"cuda:{dev.index}")
     x = torch.from_numpy(x_host).to(dev)
 
     def ours(act_bits: int | None) -> tuple[float, str]:
@@ -172,7 +174,7 @@ def _run(
     print(f"\nGPU: {name} (cuda:{dev.index}), driver CUDA {cuda.driver_version()}, torch {torch.__version__}")
     src = torch.empty(COPY_BYTES // 4, device=dev)
     dst = torch.empty_like(src)
-    copy_gbs = COPY_BYTES / cuda_time_copy(dst, src, repeat=repeat) / 1e6
+    copy_gbs = 2 * COPY_BYTES / cuda_time_copy(dst, src, repeat=repeat) / 1e6  # read + written
     del src, dst
     linear = suite == "linear"
     table = Table(_TITLE[suite], _COLUMNS, total=len(cases) * len(batches), notes=_NOTES)
@@ -245,7 +247,7 @@ _COLUMNS = [
     ("fp16_over_a8", "fp16/A8", ".2f", "torch fp16 time over ours (above 1: we are faster)"),
     ("fp32_over_a8", "fp32/A8", ".2f", "torch fp32 time over ours"),
     ("read_gbs", "read GB/s", ".0f", "bytes our A8 kernels read at least once, per kernel second"),
-    ("copy_gbs", "copy GB/s", ".0f", "a 64 MiB device-to-device copy, bytes read per second"),
+    ("copy_gbs", "copy GB/s", ".0f", "a 64 MiB device-to-device copy, bytes read + written per second"),
     ("of_copy", "of copy", ".2f", "read GB/s / copy GB/s"),
 ]
 _NOTES = [
