@@ -497,9 +497,11 @@ class _FakeCudaArray:
 
 def test_gpu_array_to_cpu_conv_is_a_clear_error():
     w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 1, 1), np.float32))
-    # a GPU x runs on its GPU, W1.58A8 only: float activations there are a clear error
-    with pytest.raises(NotImplementedError, match=r"on a CUDA device supports act_bits=8 \(W1.58A8\) only"):
-        bitnet_go.conv2d_quantized(_FakeCudaArray(), w)
+    # a GPU x runs on its GPU; where no CUDA GPU can be used, that is a clear error
+    if bitnet_go.cuda.unavailable_reason() is not None:
+        for act_bits in (None, 8):
+            with pytest.raises(RuntimeError, match=r"conv2d_quantized: x is a GPU array but no CUDA GPU can be used"):
+                bitnet_go.conv2d_quantized(_FakeCudaArray(), w, act_bits=act_bits)
     with pytest.raises(ValueError, match=r"bias is a GPU array"):
         bitnet_go.conv2d_quantized(np.ones((1, 1, 2, 2), np.float32), w, bias=_FakeCudaArray())
     with pytest.raises(ValueError, match=r"x is a GPU array but device='cpu'"):

@@ -123,6 +123,31 @@ def _check_weight(weight: object, device_ok: bool = False) -> TernaryTensor:
     )
 
 
+def adopt_gpu(x: object, op: str) -> DeviceArray:
+    """``adopt(x)``; when that fails where no CUDA GPU can be used, a ``RuntimeError`` saying so.
+
+    Example:
+        >>> import bitnet_go.cuda
+        >>> try:
+        ...     adopt_gpu(object(), "conv2d_quantized")  # not a GPU array: adopt fails
+        ... except RuntimeError as e:  # where no CUDA GPU can be used, that is the error
+        ...     assert "x is a GPU array but no CUDA GPU can be used" in str(e)
+        ... except Exception:  # on a GPU machine, adopt's own error
+        ...     assert bitnet_go.cuda.is_available()
+    """
+    from ._core.devices import adopt
+
+    try:
+        return adopt(x)
+    except Exception as e:
+        from .cuda import unavailable_reason
+
+        reason = unavailable_reason()
+        if reason is not None:
+            raise RuntimeError(f"{op}: x is a GPU array but no CUDA GPU can be used: {reason}") from e
+        raise
+
+
 def _check_groups(groups: object) -> int:
     """An int that can cross the C ABI; its range is Go's to check (same message)."""
     g = check_int(groups, "groups")
@@ -228,9 +253,8 @@ def _conv2d_gpu(
 ) -> tuple[Any, ops.ConvInfo]:
     """:func:`conv2d_with_info` for a GPU ``x`` (see ``bitnet_go._gpu.conv2d``)."""
     from . import _gpu
-    from ._core.devices import adopt
 
-    a = adopt(x)
+    a = adopt_gpu(x, "conv2d_quantized")
     if a.ndim not in (3, 4):  # type: ignore[attr-defined]
         raise ValueError(f"x must have 3 (C, H, W) or 4 (N, C, H, W) dimensions, got shape {tuple(a.shape)}")  # type: ignore[attr-defined]
     unbatched = a.ndim == 3  # type: ignore[attr-defined]

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._conv import as_input_kind, check_host, check_weight, conv2d_with_info
+from ._conv import adopt_gpu, as_input_kind, check_host, check_weight, conv2d_with_info
 from ._core.arrays import as_float32
-from ._core.devices import adopt, is_cuda_array
+from ._core.devices import is_cuda_array
 from ._ternary import TernaryTensor
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
@@ -117,7 +117,7 @@ def linear_quantized(
 
 def _linear_gpu(x: object, w: TernaryTensor, bias: object, act_bits: int | None, check_finite: bool) -> object:
     """:func:`linear_quantized` for a GPU ``x``: a 1x1 convolution on its device."""
-    a = adopt(x)
+    a = adopt_gpu(x, "linear_quantized")
     out_features, in_features = w.shape
     shape = tuple(int(d) for d in a.shape)  # type: ignore[attr-defined]
     if len(shape) == 0 or shape[-1] != in_features:
