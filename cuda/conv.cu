@@ -41,6 +41,7 @@
 //                     are folded into float32 outputs in block order.
 //   bng_conv_fgemm:   float32 activations (act_bits=None): the same tiles,
 //                     x gathered as float, weights unpacked to float, fmaf.
+//   bng_linear_fgemv: linear layers of at most 8 rows, float32 activations.
 //   bng_linear_gemv_any: the other linear layers (K or the block not a
 //                     multiple of 128): 4 positions a lane, edges masked.
 //   bng_linear_gemv:  linear layers (1x1, one output position, K and the
@@ -558,6 +559,62 @@ __device__ __forceinline__ void bng_linear_gemv_any_body(const bng_conv_args& a)
     }
 }
 
+// Linear layers with float32 activations and at most BNG_GEMV_COLS rows:
+// bng_linear_gemv_any's walk (one warp per output row, 4 flat positions a
+// lane from any offset, x zero outside the block) with float x read from a.x
+// (cols, K) and float sums (fmaf; per block folded as acc*s, then + bias).
+// Within float32 rounding of the dequantized weight's product.
+__device__ __forceinline__ void bng_linear_fgemv_body(const bng_conv_args& a) {
+    const u8* w = (const u8*)a.w;
+    const float* x = (const float*)a.x;
+    const float* scales = (const float*)a.scales;
+    const float* bias = (const float*)a.bias;
+    float* out = (float*)a.out;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const i64 K = a.k;
+    const int cols = (int)a.cols;
+    const bool wal = a.flags & BNG_CF_W_ALIGN4;
+    for (i64 o = (i64)blockIdx.x * BNG_WARPS + warp; o < a.o; o += (i64)gridDim.x * BNG_WARPS) {
+        float y[BNG_GEMV_COLS] = {};
+        for (i64 b = 0; b < a.nb; ++b) {
+            float acc[BNG_GEMV_COLS];
+            for (int c = 0; c < BNG_GEMV_COLS; ++c) acc[c] = 0.0f;
+            const i64 lo = o * K + b * a.bl, hi = lo + a.bl;
+            for (i64 p0 = (lo & ~(i64)3) + 4 * lane; p0 < hi; p0 += 128) {
+                const u8* src = w + (((p0 >> 7) << 5) | (p0 & 31));
+                u32 wv;
+                if (wal) {
+                    wv = *(const u32*)src;
+                } else {
+                    wv = (u32)src[0] | (u32)src[1] << 8 | (u32)src[2] << 16 | (u32)src[3] << 24;
+                }
+                const u32 codes = (wv >> (6 - 2 * ((p0 >> 5) & 3))) & 0x03030303u;
+                const i64 k = p0 - o * K;
+                for (int i = 0; i < 4; ++i) {
+                    if (p0 + i < lo || p0 + i >= hi) continue;
+                    const float wq = (float)((int)((codes >> (8 * i)) & 3u) - 1);
+                    for (int c = 0; c < BNG_GEMV_COLS; ++c) {
+                        if (c >= cols) break;
+                        acc[c] = fmaf(wq, x[c * K + k + i], acc[c]);
+                    }
+                }
+            }
+            const float s = (a.flags & BNG_CF_PER_ROW) ? scales[o * a.nb + b] : scales[0];
+            for (int c = 0; c < BNG_GEMV_COLS; ++c) {
+                if (c >= cols) break;
+                float v = acc[c];
+                for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+                y[c] = b > 0 ? fmaf(v, s, y[c]) : __fmul_rn(v, s);
+            }
+        }
+        const float bv = (a.flags & BNG_CF_BIAS) ? bias[o] : 0.0f;
+        for (int c = 0; c < BNG_GEMV_COLS; ++c) {
+            if (c >= cols) break;
+            if (lane == c) out[c * a.o + o] = __fadd_rn(y[c], bv);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_absmax(bng_conv_args a) { bng_conv_absmax_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_quant(bng_conv_args a) { bng_conv_quant_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_igemm(bng_conv_args a) { bng_conv_igemm_body(a); }
@@ -566,3 +623,4 @@ extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_fgemm(bng_con
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_check_codes(bng_conv_args a) { bng_conv_check_codes_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_gemv_any(bng_conv_args a) { bng_linear_gemv_any_body(a); }
 extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_conv_igemm_mma(bng_conv_args a) { bng_conv_igemm_mma_body(a); }
+extern "C" __global__ void __launch_bounds__(BNG_THREADS) bng_linear_fgemv(bng_conv_args a) { bng_linear_fgemv_body(a); }

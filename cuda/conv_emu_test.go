@@ -279,8 +279,12 @@ func TestConvPlanKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pf.gemv || pf.kernelName(true) != "cuda_implicit_gemm/fp32" {
-			t.Errorf("%v float: gemv %v, kernel %s", c, pf.gemv, pf.kernelName(true))
+		wantF := "cuda_implicit_gemm/fp32"
+		if wantGemv && c.s.N <= gemvCols {
+			wantF = "cuda_gemv/fp32"
+		}
+		if pf.kernelName(true) != wantF {
+			t.Errorf("%v float: gemv %v, kernel %s, want %s", c, pf.gemv, pf.kernelName(true), wantF)
 		}
 	}
 }

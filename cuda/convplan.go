@@ -34,7 +34,7 @@ type convPlan struct {
 	d      conv2d.Dims
 	nb, bl int64 // scale blocks per output channel and their length in k
 	perRow bool  // scales: one per (channel, block), else one
-	gemv   bool  // a linear layer: a GEMV kernel, gemvCols columns per launch
+	gemv   bool  // a linear layer: a GEMV kernel, gemvCols columns per launch (float: at most gemvCols rows)
 	gemvAl bool  // ... K and the block multiples of 128: bng_linear_gemv, else bng_linear_gemv_any
 	float  bool  // float32 activations (act_bits=None): bng_conv_fgemm, no quantization
 
@@ -65,9 +65,9 @@ func newConvPlan(d *conv2d.Dims, blockSize, nScales int64, float bool) (convPlan
 	if nScales > 1 {
 		p.perRow, p.nb, p.bl = true, k/bs, bs
 	}
-	p.gemv = !float && d.H == 1 && d.W == 1 && d.KH == 1 && d.KW == 1 && d.PadT == 0 && d.PadL == 0 &&
-		d.Ho == 1 && d.Wo == 1 && d.Groups == 1
-	p.gemvAl = p.gemv && k%ternary.GroupValues == 0 && p.bl%ternary.GroupValues == 0
+	p.gemv = d.H == 1 && d.W == 1 && d.KH == 1 && d.KW == 1 && d.PadT == 0 && d.PadL == 0 &&
+		d.Ho == 1 && d.Wo == 1 && d.Groups == 1 && (!float || d.N <= gemvCols)
+	p.gemvAl = p.gemv && !float && k%ternary.GroupValues == 0 && p.bl%ternary.GroupValues == 0
 	p.offAmax, p.offQ = 16, convOffQ(d)
 	p.work = ConvWorkspaceSize(d)
 	return p, nil
@@ -81,6 +81,8 @@ const mmaMinCC = 80
 // kernel (compute capability mmaMinCC or newer).
 func (p convPlan) kernelName(tc bool) string {
 	switch {
+	case p.float && p.gemv:
+		return "cuda_gemv/fp32"
 	case p.float:
 		return "cuda_implicit_gemm/fp32"
 	case p.gemvAl:
@@ -152,6 +154,10 @@ func convOps(p convPlan, check bool, b convBufs, gridCap int64, tc bool) (scan, 
 	}
 	q := a
 	q.Bad = 0
+	if p.float && p.gemv {
+		q.Q, q.Amax, q.Cols = 0, 0, a.N
+		return scan, append(run, mk(kLinearFGemv, (a.O+gemvRowsCTA-1)/gemvRowsCTA, q))
+	}
 	if p.float {
 		q.Q, q.Amax = 0, 0
 		q.TilesO = (a.Og + convTileO - 1) / convTileO

@@ -155,6 +155,7 @@ const (
 	kConvCheckCodes
 	kLinearGemvAny
 	kConvIGemmMMA
+	kLinearFGemv
 	numKernels
 )
 
@@ -178,6 +179,7 @@ var kernelNames = [numKernels]string{
 	"bng_conv_check_codes",
 	"bng_linear_gemv_any",
 	"bng_conv_igemm_mma",
+	"bng_linear_fgemv",
 }
 
 // Entries returns the kernel names the library launches (all must be

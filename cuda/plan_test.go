@@ -205,21 +205,23 @@ func TestEmbeddedPTX(t *testing.T) {
 		t.Errorf("i2s.ptx was generated from another conv.cu (sha256 %s, now %x): run `make ptx`", m[1], csum)
 	}
 	// IEEE arithmetic only, no fused multiply-add, except in the float32
-	// activation kernel (bng_conv_fgemm: not bit-identical to the CPU by
-	// design, its sums use fmaf).
-	body := stripComments(PTX())
-	fused := entryBody(body, "bng_conv_fgemm")
-	if !strings.Contains(fused, "fma.rn.f32") {
-		t.Errorf("bng_conv_fgemm has no fma.rn.f32 (entry found: %v)", fused != "")
+	// activation kernels (not bit-identical to the CPU by design: their sums
+	// use fmaf).
+	rest := stripComments(PTX())
+	for _, name := range []string{"bng_conv_fgemm", "bng_linear_fgemv"} {
+		fused := entryBody(rest, name)
+		if !strings.Contains(fused, "fma.rn.f32") {
+			t.Errorf("%s has no fma.rn.f32 (entry found: %v)", name, fused != "")
+		}
+		if strings.Contains(fused, ".ftz") || strings.Contains(fused, "div.approx") {
+			t.Errorf("%s flushes denormals or divides approximately", name)
+		}
+		rest = strings.Replace(rest, fused, "", 1)
 	}
-	rest := strings.Replace(body, fused, "", 1)
 	for _, bad := range []string{".ftz", "fma.rn.f32", "fma.rn.f64", "div.approx", "div.full"} {
 		if strings.Contains(rest, bad) {
-			t.Errorf("the PTX contains %q outside bng_conv_fgemm: the kernels must use IEEE arithmetic only", bad)
+			t.Errorf("the PTX contains %q outside the float kernels: the kernels must use IEEE arithmetic only", bad)
 		}
-	}
-	if strings.Contains(fused, ".ftz") || strings.Contains(fused, "div.approx") {
-		t.Errorf("bng_conv_fgemm flushes denormals or divides approximately")
 	}
 }
 

@@ -56,6 +56,7 @@ ENTRIES = [
     "bng_conv_check_codes",
     "bng_linear_gemv_any",
     "bng_conv_igemm_mma",
+    "bng_linear_fgemv",
 ]
 
 

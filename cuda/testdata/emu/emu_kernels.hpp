@@ -41,4 +41,5 @@ static const emu_kernel emu_kernels[] = {
     EMU_CONV(bng_conv_check_codes),
     EMU_CONV(bng_linear_gemv_any),
     EMU_CONV(bng_conv_igemm_mma),
+    EMU_CONV(bng_linear_fgemv),
 };
