@@ -43,7 +43,7 @@ func newImplicitGeom(d *Dims) implicitGeom {
 // scale block (the kernel's K order, tap by tap, cuts across blocks of the
 // flattened weight), and the padded copy stays within 4x the input plus a
 // MB with offsets in int32.
-func useImplicit(d *Dims, sc *scaler, ks *gemm.Kernels) bool {
+func useImplicit(d *Dims, sc *scaler, ks *gemm.ConvI8) bool {
 	if ks.Implicit == nil || sc.nb != 1 || d.Depthwise() || d.N*d.P < implicitMinPix {
 		return false
 	}
@@ -69,9 +69,10 @@ type implicitKernels struct {
 // foldI32Fn is the shape of gemm.Kernels.FoldI32 and FoldI32Stream.
 type foldI32Fn = func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
 
-// implicitOf returns the kernel set's implicit kernels.
-func implicitOf(ks *gemm.Kernels) implicitKernels {
-	return implicitKernels{ks.Implicit, ks.QuantU8x8, ks.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
+// implicitOf returns the implicit kernels of the conv_i8 set i8 with the
+// folds of the conv_gemm set ks.
+func implicitOf(ks *gemm.Kernels, i8 *gemm.ConvI8) implicitKernels {
+	return implicitKernels{i8.Implicit, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
 }
 
 // streamOutBytes is the least output for which the implicit GEMM writes it

@@ -12,7 +12,7 @@ import (
 )
 
 // TestImplicitAgrees runs the implicit-GEMM driver with the generic kernel
-// and with the kernel set's (where it has one) on random shapes (groups,
+// and with every conv_i8 family's (where it has one) on random shapes (groups,
 // strides, dilations, uneven padding, channel counts off the quad, pixel
 // counts off the tile, 1 to 3 threads; every third case with the output
 // written by streaming stores) and checks it bit for bit against the int8
@@ -22,11 +22,13 @@ func TestImplicitAgrees(t *testing.T) {
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	gen := gemm.Generic()
-	generic := implicitOf(gen)
+	generic := implicitOf(gen, gemm.ConvI8Families()[0])
 	generic.gemm = gemm.ImplicitGeneric()
 	kernels := map[string]implicitKernels{"generic": generic}
-	if ks := gemm.KernelOp.Get(); ks.Implicit != nil {
-		kernels[fmt.Sprint(ks.Family)] = implicitOf(ks)
+	for _, i8 := range gemm.ConvI8Families() {
+		if i8.Implicit != nil {
+			kernels[fmt.Sprint(i8.Family)] = implicitOf(gemm.KernelOp.Get(), i8)
+		}
 	}
 	oldStream := streamOutBytes
 	defer func() { streamOutBytes = oldStream }()
@@ -96,7 +98,8 @@ func TestLayoutU8(t *testing.T) {
 		}
 		a := []float32{37.5, 90}[:d.N]
 		g := newImplicitGeom(&d)
-		for _, k := range []implicitKernels{implicitOf(gemm.Generic()), implicitOf(gemm.KernelOp.Get())} {
+		for _, i8 := range gemm.ConvI8Families() {
+			k := implicitOf(gemm.Generic(), i8)
 			stale, sh := layoutScratch.Sized(d.N * g.per)
 			for i := range stale {
 				stale[i] = 0x5a

@@ -22,7 +22,7 @@ func TestKernelsRecordedAtStart(t *testing.T) {
 	if os.Getenv(envFresh) == "1" {
 		got := cpu.Kernels()
 		for name, want := range map[string]cpu.Family{"conv_gemm": gemm.KernelOp.Get().Family,
-			"conv_lut": gemm.LUT16Op.Get().Family, "quantize_i2s": ternary.QuantizeOp.Get().Family()} {
+			"conv_lut": gemm.LUT16Op.Get().Family, "conv_i8": gemm.ConvI8Op.Get().Family, "quantize_i2s": ternary.QuantizeOp.Get().Family()} {
 			if f, ok := got[name]; !ok || f != want {
 				t.Errorf("at start-up cpu.Kernels()[%q] = %q (listed: %v), want %q", name, f, ok, want)
 			}
@@ -66,7 +66,7 @@ func TestConv2DInfoKernel(t *testing.T) {
 	}{
 		{"im2col f32", shape(1, 8, 9, 8, 3, 1), 0, Im2col, ternary.I2S, Im2col, own("im2col_gemm")},
 		{"im2col i8", shape(1, 8, 9, 8, 3, 1), 8, Auto, ternary.I2S, Im2col,
-			fams("im2col_gemm/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "im2col_gemm/avx512vnni")},
+			fams("im2col_gemm/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "implicit_gemm/avx512vnni")}, // conv_i8
 		{"gemv f32", shape(1, 256, 2, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, simd("gemv/generic", "gemv/avx2")},
 		{"gemv i8", shape(2, 128, 1, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, // op linear_gemv: no avx512 family
 			fams("gemv/generic", "gemv/avx2", "gemv/avx2", "gemv/avx512vnni")},
