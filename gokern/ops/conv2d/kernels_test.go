@@ -15,7 +15,7 @@ import (
 const envFresh = "BITNET_GO_TEST_FRESH_PROCESS"
 
 // TestKernelsRecordedAtStart: cpu.Kernels lists the convolution's kernel
-// ops (conv_gemm, conv_lut, quantize_i2s) from start-up, before any
+// ops (conv_gemm, conv_i8, conv_lut, quantize_i2s) from start-up, before any
 // convolution runs, as the families selected. Checked in a fresh process
 // running this test alone, so that no other test has run a convolution yet.
 func TestKernelsRecordedAtStart(t *testing.T) {
