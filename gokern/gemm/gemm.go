@@ -100,7 +100,7 @@ type Kernels struct {
 	// I8Family and Base name the code behind the set's kernels, for the
 	// kernel names a convolution reports: I8Family that of I8 (and
 	// PrepI8), Base that of every kernel but F32 and I8 (quantizers,
-	// folds, GEMV, the implicit GEMM, the panel packer). Family is F32's.
+	// folds, GEMV, the panel packer). Family is F32's.
 	I8Family, Base cpu.Family
 	NRF32          int      // columns of a float32 B micro-panel
 	F32            F32Micro // float32 activations

@@ -103,7 +103,7 @@ type Info struct {
 // kernels is one selection of every kernel op a convolution uses: a call
 // takes one and uses it throughout.
 type kernels struct {
-	gemm *gemm.Kernels      // op "conv_gemm": micro-kernels, folds, quantizers, GEMV, implicit GEMM
+	gemm *gemm.Kernels      // op "conv_gemm": micro-kernels, folds, quantizers, GEMV
 	lut  *gemm.LUT16Kernels // op "conv_lut": the wide LUT kernels (generic: lut.go's instead)
 	gemv *gemm.GemvKernels  // op "linear_gemv": the int8 GEMV (gemv.go)
 	i8   *gemm.ConvI8       // op "conv_i8": the int8 implicit GEMM (implicit.go)
