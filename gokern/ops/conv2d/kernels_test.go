@@ -72,7 +72,7 @@ func TestConv2DInfoKernel(t *testing.T) {
 			fams("gemv/generic", "gemv/avx2", "gemv/avx2", "gemv/avx512vnni")},
 		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, own("gemm1x1")},
 		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise,
-			fams("gemm1x1/generic", "gemm1x1/avx2", "gemm1x1/avx2", "gemm1x1/avx512vnni")},
+			fams("gemm1x1/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "implicit_gemm/avx512vnni")}, // conv_i8
 		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, every("direct/generic")},
 		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, every("depthwise/generic")},
 		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, every("naive/generic")},
