@@ -100,7 +100,9 @@ type Measured struct {
 // ±170%): geometric mean over the conv suite's int8 implicit-GEMM rows (3x3
 // 64@56 N=1 and 8, 128@28, 256@14, 512@7 N=8, 1x1 256->64 and 64->256 @56
 // N=8, the 7x7/2 stem N=1): avx512vnni 1.00x (5.5 ms), avx2 1.09x,
-// generic 43x; avx512vnni fastest on 7 of the 8 rows.
+// generic 43x; avx512vnni fastest on 7 of the 8 rows. The same command
+// again (load average about 55, spreads up to ±170%): avx512vnni 1.00x
+// (4.2 ms), avx2 1.26x, generic 64x; avx512vnni fastest on all 8 rows.
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
