@@ -90,10 +90,24 @@ type Measured struct {
 // 4.34 / 4.90, generic 115 / 169; 1M avx512 0.177 / 0.161, avx2 0.204 /
 // 0.424, generic 10.2 / 6.9. Geomean avx512 1.00x, avx2 1.75x (1M) and
 // 1.84x (16M); avx512 fastest in every row.
+//
+// conv_i8 on amd-zen4, measured on 2026-11-24 with
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_i8 --threads 2 \
+//	    --families-rounds 5 --repeat 7 --families-max-s 1
+//
+// on the same CPU (very busy: load average about 55, round spreads up to
+// ±170%): geometric mean over the conv suite's int8 implicit-GEMM rows (3x3
+// 64@56 N=1 and 8, 128@28, 256@14, 512@7 N=8, 1x1 256->64 and 64->256 @56
+// N=8, the 7x7/2 stem N=1): avx512vnni 1.00x (5.5 ms), avx2 1.09x,
+// generic 43x; avx512vnni fastest on 7 of the 8 rows. The same command
+// again (load average about 55, spreads up to ±170%): avx512vnni 1.00x
+// (4.2 ms), avx2 1.26x, generic 64x; avx512vnni fastest on all 8 rows.
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
 		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
+		"conv_i8":          {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"linear_gemv":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"quantize_i2s":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"quant_quantize":   {Fastest: AVX2, Timed: []Family{AVX2, Generic}},

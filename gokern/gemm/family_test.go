@@ -248,7 +248,7 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 14))
 	special := []float32{0, 0.5, -0.5, 2.5, -2.5, 127.5, -128.5, 1e30, -1e30,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
-	for _, ks := range Families() {
+	for _, ks := range ConvI8Families() {
 		for _, nc := range []int{8, 1, 2, 3, 4} {
 			width := min(8, (nc+3)&^3)
 			for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 28, 56, 61} {

@@ -56,10 +56,12 @@
 // over them without shuffles; gokern/ops/conv2d calls PrepareI8 after packing.
 // The avx512 family keeps the AVX2 int8 kernel.
 //
-// The AVX2 int8 path has a second kernel, the implicit GEMM (implicit.go,
-// _gen/implicit_avx2.go): activations channels-last, read in place,
-// weights repacked to a byte each; gokern/ops/conv2d runs it instead of im2col
-// where Kernels.Implicit is set (the AVX2 and AVX-512-without-VNNI sets).
+// The int8 path has a second kernel, the implicit GEMM (implicit.go):
+// activations channels-last, read in place, weights repacked to a byte
+// each; it is an op of its own, "conv_i8" (ConvI8Op, convi8.go: AVX2
+// VPMADDUBSW in _gen/implicit_avx2.go, avx512vnni VPDPBUSD on ZMM in
+// _gen/implicit_vnni.go), which gokern/ops/conv2d runs instead of im2col
+// where the selected set has one.
 //
 // Around the micro-kernels each set also carries the int8 activation
 // quantizer (QuantI8), the int8 fold (FoldI32), dot products straight on
@@ -98,7 +100,7 @@ type Kernels struct {
 	// I8Family and Base name the code behind the set's kernels, for the
 	// kernel names a convolution reports: I8Family that of I8 (and
 	// PrepI8), Base that of every kernel but F32 and I8 (quantizers,
-	// folds, GEMV, the implicit GEMM, the panel packer). Family is F32's.
+	// folds, GEMV, the panel packer). Family is F32's.
 	I8Family, Base cpu.Family
 	NRF32          int      // columns of a float32 B micro-panel
 	F32            F32Micro // float32 activations
@@ -141,13 +143,6 @@ type Kernels struct {
 	// FoldF32 is FoldI32 for float32 sums: t = src[i] * sc, then the same
 	// adds (the float32 path's fold).
 	FoldF32 func(dst []float32, src []float32, sc, bias float32, add, addBias bool)
-	// Implicit, where set, is the int8 implicit-GEMM kernel (implicit.go),
-	// which gokern/ops/conv2d then runs instead of im2col for int8 activations.
-	Implicit ImplicitI8
-	// QuantU8x8 and QuantU8x4 quantize activations into the implicit
-	// layout (implicit.go).
-	QuantU8x8 QuantU8x8
-	QuantU8x4 QuantU8x4
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).
@@ -156,7 +151,7 @@ const GroupValues = 128
 var (
 	genericSet = &Kernels{Family: cpu.Generic, I8Family: cpu.Generic, Base: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
 		GemvF32: gemvF32Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic,
-		QuantU8x8: quantU8x8Generic, QuantU8x4: quantU8x4Generic, FoldI32Stream: foldI32Generic, Fence: func() {}}
+		FoldI32Stream: foldI32Generic, Fence: func() {}}
 
 	// KernelOp is the registry's op "conv_gemm": one Kernels set per
 	// family. A convolution takes one set (KernelOp.Get()) and uses it

@@ -154,7 +154,7 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("%s: generic [%d] = %d, want %d", tc.name, i, got[i], want[i])
 		}
-		for _, ks := range Families() {
+		for _, ks := range ConvI8Families() {
 			if ks.Implicit == nil {
 				continue
 			}
@@ -181,7 +181,7 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 		return px
 	}
 	kernels := []ImplicitI8{implicitI8Generic}
-	for _, ks := range Families() {
+	for _, ks := range ConvI8Families() {
 		if ks.Implicit != nil {
 			kernels = append(kernels, ks.Implicit)
 		}
@@ -232,7 +232,7 @@ func TestQuantU8BadArgsPanic(t *testing.T) {
 		{"no channels", dst, src, 10, 10, 12, 0},
 		{"five channels", dst, src, 10, 10, 12, 5},
 	} {
-		for _, ks := range Families() {
+		for _, ks := range ConvI8Families() {
 			func() {
 				defer func() {
 					if recover() == nil {
@@ -249,14 +249,18 @@ func TestQuantU8BadArgsPanic(t *testing.T) {
 	}
 }
 
-// BenchmarkImplicit times the kernel set's implicit kernel on 16 tiles of a
+// BenchmarkImplicit times every family's implicit kernel on 16 tiles of a
 // 3x3 convolution over 64 and over 512 channels (one thread); GMAC/s counts
 // the multiply-adds of the tiles.
 func BenchmarkImplicit(b *testing.B) {
-	ks := KernelOp.Get()
-	if ks.Implicit == nil {
-		b.Skipf("no implicit kernel in the %s set", ks.Family)
+	for _, ks := range ConvI8Families() {
+		if ks.Implicit != nil {
+			benchImplicit(b, ks)
+		}
 	}
+}
+
+func benchImplicit(b *testing.B, ks *ConvI8) {
 	for _, c := range []int{64, 512} {
 		quads, wp := c/4, 58
 		taps := make([]int, 0, 9)
@@ -275,7 +279,7 @@ func BenchmarkImplicit(b *testing.B) {
 		t := make([]int32, ImplicitOC*len(px))
 		scratch := make([]int32, ImplicitScratch)
 		var corr [ImplicitOC]int32
-		b.Run(fmt.Sprintf("3x3_c%d", c), func(b *testing.B) {
+		b.Run(fmt.Sprintf("3x3_c%d/%s", c, ks.Family), func(b *testing.B) {
 			for b.Loop() {
 				ks.Implicit(w, x, px, segs, &corr, t, len(px), scratch)
 			}

@@ -39,15 +39,10 @@ func withMicro(fam cpu.Family, wide, vnni bool) *Kernels {
 		PrepI8:  func(dst, src []int8, kc int) { prepI8(dst, src, kc, nrI8, vnni) },
 		PanelI8: func(kc int) int { return panelI8(kc, nrI8) },
 		GemvF32: gemvF32AVX2Kernel, packPanel: packPanelAVX2Kernel,
-		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel,
-		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2,
-		QuantU8x4: quantU8x4AVX2Kernel}
+		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel,
+		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2}
 	if vnni {
 		k.I8Family = fam
-	} else {
-		// Measured against the AVX2 int8 micro-kernel only: the VNNI
-		// families keep their im2col path until timed on such a CPU.
-		k.Implicit = implicitI8AVX2Kernel
 	}
 	return k
 }
@@ -294,31 +289,6 @@ func foldMode(add, addBias bool) int {
 		mode |= 2
 	}
 	return mode
-}
-
-// implicitChunk is the most pixels per implicitI8AVX2 call: its tiles go
-// through the caller's scratch before tileRowsAVX2 turns them into rows (a
-// buffer on the stack here would be cleared on every call: 6 KB, ~10% of a
-// 1x1 64->256 call's kernel time).
-const implicitChunk = ImplicitScratch / ImplicitOC
-
-func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
-	checkImplicit(w, x, px, segs, t, ldt)
-	tile := scratch[:ImplicitScratch]
-	for p0 := 0; p0 < len(px); p0 += implicitChunk {
-		n := min(implicitChunk, len(px)-p0)
-		implicitI8AVX2(unsafe.SliceData(w), unsafe.SliceData(x), &px[p0], n/ImplicitPix,
-			unsafe.SliceData(segs), len(segs)/3, &tile[0])
-		nb := n / 8
-		if nb > 0 {
-			tileRowsAVX2(&t[p0], ldt, &tile[0], nb, &corr[0])
-		}
-		for i := 8 * nb; i < n; i++ {
-			for o := range ImplicitOC {
-				t[o*ldt+p0+i] = tile[i*ImplicitOC+o] - corr[o]
-			}
-		}
-	}
 }
 
 // quantU8x8AVX2Kernel runs the assembly over the row's whole blocks of 8

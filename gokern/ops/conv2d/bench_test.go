@@ -98,3 +98,45 @@ func BenchmarkDepthwise(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConvI8 times the int8 convolution (Auto) of the suite's layers
+// with each conv_i8 family that has an implicit kernel, the other ops as
+// dispatched, on -threads threads: the families run in turn on one layer.
+func BenchmarkConvI8(b *testing.B) {
+	keepThreads(b)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, l := range []benchLayer{
+		{"3x3_64@56", 1, 64, 64, 3, 1, 1, 56},
+		{"3x3_64@56x8", 8, 64, 64, 3, 1, 1, 56},
+		{"3x3_128@28x8", 8, 128, 128, 3, 1, 1, 28},
+		{"3x3_256@14x8", 8, 256, 256, 3, 1, 1, 14},
+		{"3x3_512@7", 1, 512, 512, 3, 1, 1, 7},
+		{"3x3_512@7x8", 8, 512, 512, 3, 1, 1, 7},
+		{"1x1_256-64@56x8", 8, 256, 64, 1, 1, 0, 56},
+		{"1x1_64-256@56x8", 8, 64, 256, 1, 1, 0, 56},
+		{"stem7x7", 1, 3, 64, 7, 2, 3, 224},
+		{"stem7x7x8", 8, 3, 64, 7, 2, 3, 224},
+	} {
+		s, d := l.shape()
+		tc := newCase(b, rng, s, d.K, false)
+		out := make([]float32, d.OutLen)
+		for _, i8 := range gemm.ConvI8Families() {
+			if i8.Implicit == nil {
+				continue
+			}
+			ks := selected()
+			ks.i8 = i8
+			b.Run(fmt.Sprintf("%s/%s", l.name, i8.Family), func(b *testing.B) {
+				if err := par.SetThreads(*benchThreads); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{ActBits: 8}, ks); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(2*float64(d.OutLen)*float64(d.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -19,11 +19,6 @@ import (
 // gemm.ImplicitPix): 96 x 16 int32 sums per unit.
 const implicitPix = 96
 
-// implicitMinPix is the fewest output pixels (over all samples) for which
-// the implicit GEMM runs: its weights take a byte per value, repacked on
-// every call, which fewer pixels do not amortize (BenchmarkConv).
-const implicitMinPix = 32
-
 // implicitGeom is the padded channels-last layout of one sample: hp x wp
 // pixels of cp bytes (groups x cg4 channels, each group's rounded up to
 // whole quads).
@@ -42,9 +37,13 @@ func newImplicitGeom(d *Dims) implicitGeom {
 // the implicit GEMM: the kernel set has one, every output channel has one
 // scale block (the kernel's K order, tap by tap, cuts across blocks of the
 // flattened weight), and the padded copy stays within 4x the input plus a
-// MB with offsets in int32.
-func useImplicit(d *Dims, sc *scaler, ks *gemm.Kernels) bool {
-	if ks.Implicit == nil || sc.nb != 1 || d.Depthwise() || d.N*d.P < implicitMinPix {
+// MB with offsets in int32. It runs however few the pixels: its weight
+// blocks are kept in the weight cache (wcache.go), and on few pixels it
+// beats the im2col path too (best of 15 alternated runs, 2 threads, Zen 4,
+// both families: 3x3 512->512 on 2x2 pixels 7x, 1x1 512 on 2x3x3 1.6x,
+// 1x1 4096->4096 on 4x4 1.3x to 1.5x).
+func useImplicit(d *Dims, sc *scaler, ks *gemm.ConvI8) bool {
+	if ks.Implicit == nil || sc.nb != 1 || d.Depthwise() {
 		return false
 	}
 	// The padded sizes are checked with mul: with paddings near MaxDim,
@@ -69,9 +68,10 @@ type implicitKernels struct {
 // foldI32Fn is the shape of gemm.Kernels.FoldI32 and FoldI32Stream.
 type foldI32Fn = func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
 
-// implicitOf returns the kernel set's implicit kernels.
-func implicitOf(ks *gemm.Kernels) implicitKernels {
-	return implicitKernels{ks.Implicit, ks.QuantU8x8, ks.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
+// implicitOf returns the implicit kernels of the conv_i8 set i8 with the
+// folds of the conv_gemm set ks.
+func implicitOf(ks *gemm.Kernels, i8 *gemm.ConvI8) implicitKernels {
+	return implicitKernels{i8.Implicit, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
 }
 
 // streamOutBytes is the least output for which the implicit GEMM writes it

@@ -12,7 +12,7 @@ import (
 )
 
 // TestImplicitAgrees runs the implicit-GEMM driver with the generic kernel
-// and with the kernel set's (where it has one) on random shapes (groups,
+// and with every conv_i8 family's (where it has one) on random shapes (groups,
 // strides, dilations, uneven padding, channel counts off the quad, pixel
 // counts off the tile, 1 to 3 threads; every third case with the output
 // written by streaming stores) and checks it bit for bit against the int8
@@ -22,11 +22,13 @@ func TestImplicitAgrees(t *testing.T) {
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	gen := gemm.Generic()
-	generic := implicitOf(gen)
+	generic := implicitOf(gen, gemm.ConvI8Families()[0])
 	generic.gemm = gemm.ImplicitGeneric()
 	kernels := map[string]implicitKernels{"generic": generic}
-	if ks := gemm.KernelOp.Get(); ks.Implicit != nil {
-		kernels[fmt.Sprint(ks.Family)] = implicitOf(ks)
+	for _, i8 := range gemm.ConvI8Families() {
+		if i8.Implicit != nil {
+			kernels[fmt.Sprint(i8.Family)] = implicitOf(gemm.KernelOp.Get(), i8)
+		}
 	}
 	oldStream := streamOutBytes
 	defer func() { streamOutBytes = oldStream }()
@@ -96,7 +98,8 @@ func TestLayoutU8(t *testing.T) {
 		}
 		a := []float32{37.5, 90}[:d.N]
 		g := newImplicitGeom(&d)
-		for _, k := range []implicitKernels{implicitOf(gemm.Generic()), implicitOf(gemm.KernelOp.Get())} {
+		for _, i8 := range gemm.ConvI8Families() {
+			k := implicitOf(gemm.Generic(), i8)
 			stale, sh := layoutScratch.Sized(d.N * g.per)
 			for i := range stale {
 				stale[i] = 0x5a
@@ -125,6 +128,64 @@ func TestLayoutU8(t *testing.T) {
 				}
 			}
 			layoutScratch.Put(xh)
+		}
+	}
+}
+
+// TestConvI8Families runs whole int8 convolutions (Auto, conv2d) with each
+// conv_i8 family on random shapes (groups, strides, dilations, uneven
+// padding, channel counts off the quad, N up to 3, per-tensor and
+// per-channel scales, with and without bias, 1 to 3 threads) and checks
+// each bit for bit against the int8 reference and against the generic
+// family, which leaves them to conv_gemm's im2col path: the implicit GEMM
+// must run (Info.Kernel) wherever the planner gives it the shape.
+func TestConvI8Families(t *testing.T) {
+	keepThreads(t)
+	splitSmall(t)
+	rng := rand.New(rand.NewPCG(15, 15))
+	fams := gemm.ConvI8Families()
+	ran := map[string]int{}
+	for ci := range 80 {
+		_ = par.SetThreads(1 + ci%3)
+		s := randShape(rng)
+		s.N = 1 + ci%3
+		if ci%5 == 0 { // many channels: several weight blocks, K past 64 quads
+			s.C, s.WC, s.O = 70*s.Groups, 70, s.Groups*(17+rng.IntN(20))
+		}
+		d, err := s.Check()
+		if err != nil {
+			continue
+		}
+		bs := 0
+		if rng.IntN(2) == 0 {
+			bs = d.K // one scale per output channel
+		}
+		tc := newCase(t, rng, s, bs, rng.IntN(2) == 0)
+		want := ref8(tc)
+		var generic []float32
+		for _, i8 := range fams {
+			ks := selected()
+			ks.i8 = i8
+			out := make([]float32, d.OutLen)
+			info, err := conv2d(&d, tc.x, tc.w, tc.bias, out, Options{ActBits: 8}, ks)
+			if err != nil {
+				t.Fatalf("case %d %+v %s: %v", ci, s, i8.Family, err)
+			}
+			what := fmt.Sprintf("case %d %+v conv_i8 %s ran %s", ci, s, i8.Family, info.Kernel)
+			checkExact(t, what, out, want)
+			if generic == nil {
+				generic = out
+			} else {
+				checkExact(t, what+" vs generic", out, generic)
+			}
+			if info.Kernel == kernelName("implicit_gemm", i8.Family) {
+				ran[string(i8.Family)]++
+			}
+		}
+	}
+	for _, i8 := range fams[1:] {
+		if ran[string(i8.Family)] < 10 {
+			t.Errorf("conv_i8 %s ran its implicit GEMM on %d shapes, want 10 or more", i8.Family, ran[string(i8.Family)])
 		}
 	}
 }

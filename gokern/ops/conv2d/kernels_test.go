@@ -15,14 +15,14 @@ import (
 const envFresh = "BITNET_GO_TEST_FRESH_PROCESS"
 
 // TestKernelsRecordedAtStart: cpu.Kernels lists the convolution's kernel
-// ops (conv_gemm, conv_lut, quantize_i2s) from start-up, before any
+// ops (conv_gemm, conv_i8, conv_lut, quantize_i2s) from start-up, before any
 // convolution runs, as the families selected. Checked in a fresh process
 // running this test alone, so that no other test has run a convolution yet.
 func TestKernelsRecordedAtStart(t *testing.T) {
 	if os.Getenv(envFresh) == "1" {
 		got := cpu.Kernels()
 		for name, want := range map[string]cpu.Family{"conv_gemm": gemm.KernelOp.Get().Family,
-			"conv_lut": gemm.LUT16Op.Get().Family, "quantize_i2s": ternary.QuantizeOp.Get().Family()} {
+			"conv_lut": gemm.LUT16Op.Get().Family, "conv_i8": gemm.ConvI8Op.Get().Family, "quantize_i2s": ternary.QuantizeOp.Get().Family()} {
 			if f, ok := got[name]; !ok || f != want {
 				t.Errorf("at start-up cpu.Kernels()[%q] = %q (listed: %v), want %q", name, f, ok, want)
 			}
@@ -66,13 +66,13 @@ func TestConv2DInfoKernel(t *testing.T) {
 	}{
 		{"im2col f32", shape(1, 8, 9, 8, 3, 1), 0, Im2col, ternary.I2S, Im2col, own("im2col_gemm")},
 		{"im2col i8", shape(1, 8, 9, 8, 3, 1), 8, Auto, ternary.I2S, Im2col,
-			fams("im2col_gemm/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "im2col_gemm/avx512vnni")},
+			fams("im2col_gemm/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "implicit_gemm/avx512vnni")}, // conv_i8
 		{"gemv f32", shape(1, 256, 2, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, simd("gemv/generic", "gemv/avx2")},
 		{"gemv i8", shape(2, 128, 1, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, // op linear_gemv: no avx512 family
 			fams("gemv/generic", "gemv/avx2", "gemv/avx2", "gemv/avx512vnni")},
 		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, own("gemm1x1")},
 		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise,
-			fams("gemm1x1/generic", "gemm1x1/avx2", "gemm1x1/avx2", "gemm1x1/avx512vnni")},
+			fams("gemm1x1/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "implicit_gemm/avx512vnni")}, // conv_i8
 		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, every("direct/generic")},
 		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, every("depthwise/generic")},
 		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, every("naive/generic")},

@@ -103,15 +103,16 @@ type Info struct {
 // kernels is one selection of every kernel op a convolution uses: a call
 // takes one and uses it throughout.
 type kernels struct {
-	gemm *gemm.Kernels      // op "conv_gemm": micro-kernels, folds, quantizers, GEMV, implicit GEMM
+	gemm *gemm.Kernels      // op "conv_gemm": micro-kernels, folds, quantizers, GEMV
 	lut  *gemm.LUT16Kernels // op "conv_lut": the wide LUT kernels (generic: lut.go's instead)
 	gemv *gemm.GemvKernels  // op "linear_gemv": the int8 GEMV (gemv.go)
+	i8   *gemm.ConvI8       // op "conv_i8": the int8 implicit GEMM (implicit.go)
 	scan *ternary.Quantizer // op "quantize_i2s": MaxAbs, the activation scales and finiteness scan
 }
 
 // selected returns the kernels the process selected at start-up.
 func selected() kernels {
-	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), ternary.QuantizeOp.Get()}
+	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), gemm.ConvI8Op.Get(), ternary.QuantizeOp.Get()}
 }
 
 // selectKernels returns the kernels a BITNET_GO_DISABLE setting selects
@@ -121,7 +122,8 @@ func selectKernels(s cpu.Selection) kernels {
 	l, _ := gemm.LUT16Op.Select(s)
 	v, _ := gemm.GemvOp.Select(s)
 	q, _ := ternary.QuantizeOp.Select(s)
-	return kernels{g, l, v, q}
+	i8, _ := gemm.ConvI8Op.Select(s)
+	return kernels{g, l, v, i8, q}
 }
 
 // Conv2D is Conv2DInfo returning the algorithm that ran.
@@ -228,7 +230,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 			return "", err
 		}
 	}
-	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, g)
+	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, ks.i8)
 	if act8 && !implicit {
 		acts.quantize(d, x, g.QuantI8)
 	}
@@ -249,8 +251,8 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		if err != nil {
 			return "", err
 		}
-		implicitConv(d, wl, x, acts.a, sc, out, implicitOf(g))
-		return kernelName("implicit_gemm", g.Base), nil
+		implicitConv(d, wl, x, acts.a, sc, out, implicitOf(g, ks.i8))
+		return kernelName("implicit_gemm", ks.i8.Family), nil
 	}
 	a, err := panels(d, w, g)
 	if err != nil {

@@ -77,7 +77,7 @@ def cpu_features() -> CPUFeatures:
     ``family`` (the best family a kernel picked: ``"avx512vnni"``, ``"avx512"``,
     ``"avx2"`` or ``"generic"``), ``best_available`` (the best family this
     CPU and build allow), ``go_version``, ``kernels`` (the family each kernel uses:
-    ``quantize_i2s``, ``conv_gemm``, ``conv_lut``, ``linear_gemv``, the
+    ``quantize_i2s``, ``conv_gemm``, ``conv_i8``, ``conv_lut``, ``linear_gemv``, the
     ``quant_*`` ops),
     ``kernel_reasons`` (why dispatch chose each op's family),
     ``kernel_families`` (the families each op implements that may run here,

@@ -20,6 +20,8 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
 - ``conv_gemm``: the ResNet rows of the conv suite that the AVX-512 speed
   issue measured (3x3 64@56 N=1, 3x3 128@28 N=8, 1x1 256->64 @56 N=1,
   3x3 256@14 N=1, 3x3 512@7 N=8), ``act_bits=8`` and float32 activations;
+- ``conv_i8``: ``act_bits=8`` on the conv suite's ResNet layers that run the
+  int8 implicit GEMM, at N = 1 and 8, and the stem (:data:`CONV_I8_ROWS`);
 - ``conv_lut``: ``algorithm="lut"`` on the conv suite's GEMV-like 1x1 layers,
   TL1 and TL2 weights;
 - ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M;
@@ -83,6 +85,23 @@ QUICK_CONV_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
     ("conv3x3 64->64 @56", 64, 64, 3, 1, 1, 56, 1),
     ("conv1x1 256->64 @56", 256, 64, 1, 1, 0, 56, 1),
     ("conv3x3 256->256 @14", 256, 256, 3, 1, 1, 14, 1),
+]
+
+CONV_I8_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
+    ("conv3x3 64->64 @56", 64, 64, 3, 1, 1, 56, 1),
+    ("conv3x3 64->64 @56", 64, 64, 3, 1, 1, 56, 8),
+    ("conv3x3 128->128 @28", 128, 128, 3, 1, 1, 28, 8),
+    ("conv3x3 256->256 @14", 256, 256, 3, 1, 1, 14, 8),
+    ("conv3x3 512->512 @7", 512, 512, 3, 1, 1, 7, 8),
+    ("conv1x1 256->64 @56", 256, 64, 1, 1, 0, 56, 8),
+    ("conv1x1 64->256 @56", 64, 256, 1, 1, 0, 56, 8),
+    ("stem7x7/2 3->64 @224", 3, 64, 7, 2, 3, 224, 1),
+]
+"""conv_i8's layers: the conv suite's rows of the int8 implicit GEMM, ``act_bits=8``."""
+
+QUICK_CONV_I8_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
+    ("conv3x3 64->64 @56", 64, 64, 3, 1, 1, 56, 1),
+    ("conv3x3 128->128 @28", 128, 128, 3, 1, 1, 28, 2),
 ]
 
 LUT_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
@@ -175,6 +194,10 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
                 path = "int8" if bits else "float32"
                 layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
                 out.append({"name": f"{name} N={n} {path}", "op": op, "act_bits": bits, "qtype": "i2_s", **layer})
+    elif op == "conv_i8":
+        for name, c, o, k, s, p, h, n in QUICK_CONV_I8_ROWS if quick else CONV_I8_ROWS:
+            layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
+            out.append({"name": f"{name} N={n} int8", "op": op, "act_bits": 8, "qtype": "i2_s", **layer})
     elif op == "conv_lut":
         for name, c, o, k, s, p, h, n in QUICK_LUT_ROWS if quick else LUT_ROWS:
             for qt in ("tl1", "tl2"):

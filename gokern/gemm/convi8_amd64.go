@@ -1,0 +1,59 @@
+//go:build !noasm && amd64
+
+package gemm
+
+import (
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// The conv_i8 sets (convi8.go): the AVX2 implicit GEMM (VPMADDUBSW into
+// int16, _gen/implicit_avx2.go) and the avx512vnni one (VPDPBUSD on ZMM,
+// _gen/implicit_vnni.go); both write their input with the AVX2 quantizers
+// and turn their tiles into rows with tileRowsAVX2.
+var (
+	_ = ConvI8Op.Register(cpu.AVX2, &ConvI8{Family: cpu.AVX2, Implicit: implicitI8AVX2Kernel,
+		QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+	_ = ConvI8Op.Register(cpu.AVX512VNNI, &ConvI8{Family: cpu.AVX512VNNI, Implicit: implicitI8VNNIKernel,
+		QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+)
+
+// implicitTileFn is the shape of the implicit kernels' assembly: ntile
+// tiles of ImplicitOC channels x ImplicitPix pixels, pixel-major sums into t.
+type implicitTileFn func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
+
+// implicitChunk is the most pixels per assembly call: its tiles go
+// through the caller's scratch before tileRowsAVX2 turns them into rows (a
+// buffer on the stack here would be cleared on every call: 6 KB, ~10% of a
+// 1x1 64->256 call's kernel time).
+const implicitChunk = ImplicitScratch / ImplicitOC
+
+func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
+	implicitRows(implicitI8AVX2, w, x, px, segs, corr, t, ldt, scratch)
+}
+
+func implicitI8VNNIKernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
+	implicitRows(implicitI8VNNI, w, x, px, segs, corr, t, ldt, scratch)
+}
+
+// implicitRows is the ImplicitI8 contract on the assembly tiles of asm:
+// chunks of implicitChunk pixels into scratch, then rows less corrections.
+func implicitRows(asm implicitTileFn, w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
+	checkImplicit(w, x, px, segs, t, ldt)
+	tile := scratch[:ImplicitScratch]
+	for p0 := 0; p0 < len(px); p0 += implicitChunk {
+		n := min(implicitChunk, len(px)-p0)
+		asm(unsafe.SliceData(w), unsafe.SliceData(x), &px[p0], n/ImplicitPix,
+			unsafe.SliceData(segs), len(segs)/3, &tile[0])
+		nb := n / 8
+		if nb > 0 {
+			tileRowsAVX2(&t[p0], ldt, &tile[0], nb, &corr[0])
+		}
+		for i := 8 * nb; i < n; i++ {
+			for o := range ImplicitOC {
+				t[o*ldt+p0+i] = tile[i*ImplicitOC+o] - corr[o]
+			}
+		}
+	}
+}
