@@ -326,22 +326,3 @@ func F16Value(h uint16) float32 {
 
 // RoundF16 is f rounded to float16 (F16Bits) and back to float32.
 func RoundF16(f float32) float32 { return F16Value(F16Bits(f)) }
-
-// tq1FromTQ2 writes the TQ1_0 payload of the block whose TQ2_0 payload is
-// src: the same codes, read from their 2-bit fields (value i of half h is
-// field i/32 of byte 32h + i%32).
-func tq1FromTQ2(src *[TQ2Payload]byte, dst []byte) {
-	d := dst[:TQ1Payload:TQ1Payload]
-	f := func(b byte, k uint) int { return int(b >> (2 * k) & 3) }
-	for j := 0; j < tq1QS0; j++ { // values j, 32+j, ..., 128+j
-		b := src[j]
-		d[j] = tq1Byte(81*f(b, 0) + 27*f(b, 1) + 9*f(b, 2) + 3*f(b, 3) + f(src[32+j], 0))
-	}
-	for j := 0; j < tq1QS-tq1QS0; j++ { // values 160+j, 176+j, ..., 224+j: half 1's 32+j, 48+j, ..., 96+j
-		b1, b2 := src[32+j], src[48+j]
-		d[tq1QS0+j] = tq1Byte(81*f(b1, 1) + 27*f(b2, 1) + 9*f(b1, 2) + 3*f(b2, 2) + f(b1, 3))
-	}
-	for j := 0; j < 4; j++ { // values 240+j, 244+j, 248+j, 252+j: half 1's 112+j, ..., 124+j
-		d[tq1QS+j] = tq1Byte(81*f(src[48+j], 3) + 27*f(src[52+j], 3) + 9*f(src[56+j], 3) + 3*f(src[60+j], 3))
-	}
-}
