@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	"github.com/bitnet-go/bitnet_go/gokern/cast"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -103,22 +104,71 @@ func runStart(n, l, r, runs int) int {
 
 // forSamples calls fn(r, run) for each of the runs runs (sampleRuns) of
 // x, l values each, in parallel.
-func forSamples(x []float32, runs, l int, fn func(r int, run []float32)) {
+func forSamples(x specSource, runs, l int, fn func(r int, run []float32)) {
 	par.For(runs, 16, func(r0, r1 int) {
+		var scratch []float32
+		if x.bf != nil {
+			scratch = make([]float32, l)
+		}
 		for r := r0; r < r1; r++ {
-			start := runStart(len(x), l, r, runs)
-			fn(r, x[start:start+l])
+			start := runStart(x.len(), l, r, runs)
+			fn(r, x.get(start, start+l, scratch))
 		}
 	})
 }
+
+// specSource is the one-pass path's input: float32 values, or bfloat16
+// bits widened a run at a time into a caller's cache-sized scratch, so
+// that a bfloat16 tensor is read once from memory and never widened whole.
+// The kernels see the same float32 values in the same pieces either way:
+// the same sums, scale and codes, bit for bit.
+type specSource struct {
+	f32 []float32
+	bf  []uint16
+}
+
+func (x specSource) len() int {
+	if x.bf != nil {
+		return len(x.bf)
+	}
+	return len(x.f32)
+}
+
+// get returns values [lo, hi): a slice of f32, or bf's widened into
+// scratch (at least hi-lo long).
+func (x specSource) get(lo, hi int, scratch []float32) []float32 {
+	if x.bf == nil {
+		return x.f32[lo:hi]
+	}
+	d := scratch[:hi-lo]
+	cast.WidenOp.Get()(d, x.bf[lo:hi])
+	return d
+}
+
+// whole returns all the values as float32 (bf's widened into the kept
+// scratch of QuantizeBF16) and what gives the scratch back.
+func (x specSource) whole() ([]float32, func()) {
+	if x.bf == nil {
+		return x.f32, func() {}
+	}
+	f, h := widened.Sized(len(x.bf))
+	if err := cast.BF16ToF32(f, x.bf); err != nil {
+		panic(err) // the lengths are equal
+	}
+	return f, func() { widened.Put(h) }
+}
+
+// pieceScratch keeps the workers' widened pieces (specPiece groups each)
+// between calls.
+var pieceScratch = buf.List[float32]{MaxCap: specPiece * GroupValues, MaxCount: par.MaxThreads}
 
 // absMeanBand samples specSampleRuns runs of x, together about (32n)^(2/3)
 // values (the size that balances sampling against fix-ups), and bounds the
 // absmean scale by the runs' mean ± specZ standard errors (measured from the
 // spread of the run means, so uneven tensors get a wider band). ok is false
 // when a sample holds NaN or Inf.
-func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
-	k, l := sampleRuns(len(x))
+func (ks *Quantizer) absMeanBand(x specSource) (b specBand, ok bool) {
+	k, l := sampleRuns(x.len())
 	means := make([]float64, k)
 	forSamples(x, k, l, func(r int, run []float32) {
 		s, bad := ks.absSum(run)
@@ -151,8 +201,8 @@ func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
 // scale: about 1.4% of normally distributed data, far fewer for heavy
 // tails; uniform data has too many, which quantizeSpecBand notices in its
 // first piece and gives up on.
-func (ks *Quantizer) absMaxBand(x []float32) (b specBand, ok bool) {
-	runs, l := sampleRuns(len(x))
+func (ks *Quantizer) absMaxBand(x specSource) (b specBand, ok bool) {
+	runs, l := sampleRuns(x.len())
 	maxs := make([]uint32, runs)
 	forSamples(x, runs, l, func(r int, run []float32) { maxs[r] = ks.maxBits(run) })
 	m := slices.Max(maxs)
@@ -177,7 +227,7 @@ func (ks *Quantizer) maxBits(x []float32) uint32 {
 // m as described above. It returns false, having written nothing that
 // counts, when x holds NaN or Inf: the two-pass path then does the work and
 // finds the first such index.
-func (ks *Quantizer) quantizeSpec(x []float32, m Method, packed []byte, scales []float32) bool {
+func (ks *Quantizer) quantizeSpec(x specSource, m Method, packed []byte, scales []float32) bool {
 	var b specBand
 	ok := false
 	if m == AbsMax {
@@ -193,8 +243,8 @@ func (ks *Quantizer) quantizeSpec(x []float32, m Method, packed []byte, scales [
 
 // quantizeSpecBand is quantizeSpec with a given band (any band gives the
 // same result; a poor one only costs time).
-func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales []float32) bool {
-	n := len(x)
+func (ks *Quantizer) quantizeSpecBand(x specSource, m Method, b specBand, packed []byte, scales []float32) bool {
+	n := x.len()
 	if n > specMaxValues {
 		return false
 	}
@@ -212,6 +262,8 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 	var next atomic.Int64
 	var seen atomic.Uint32 // absmax: the bits of the largest |x| seen so far
 	par.Run(workers, func(c, _, _ int) {
+		scratch, sh := pieceScratch.Sized(specPiece * GroupValues)
+		defer pieceScratch.Put(sh)
 		list := fixLists.Get()
 		l := (*list)[:0]
 		poor := false // the band gave too many fix-ups: stop guessing
@@ -228,7 +280,7 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 			}
 			g := pc * specPiece
 			e := min(g+specPiece, whole)
-			xs := x[g*GroupValues : e*GroupValues]
+			xs := x.get(g*GroupValues, e*GroupValues, scratch)
 			ne := -1
 			if !poor {
 				l = slices.Grow(l, specMaxFix)
@@ -263,7 +315,7 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 			fixLists.Put(l)
 		}
 	}()
-	tail := x[whole*GroupValues:]
+	tail := x.get(whole*GroupValues, n, make([]float32, n-whole*GroupValues))
 	var sc float32
 	if m == AbsMax {
 		mx := max(ks.maxBits(tail), slices.Max(append(maxs, 0)))
@@ -285,16 +337,22 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 	}
 	scales[0] = sc
 	if !b.contains(sc) {
-		ks.quantizeGroups(x, n, scales, packed)
+		all, release := x.whole()
+		defer release()
+		ks.quantizeGroups(all, n, scales, packed)
 		return true
 	}
 	par.Run(workers, func(c, p0, p1 int) {
 		ks.fixCodes(packed, *fix[c], 0, sc)
+		var scratch []float32
 		for pc := p0; pc < p1; pc++ {
 			if redo[pc] {
 				g := pc * specPiece
 				e := min(g+specPiece, whole)
-				ks.quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
+				if scratch == nil && x.bf != nil {
+					scratch = make([]float32, specPiece*GroupValues)
+				}
+				ks.quantRun(x.get(g*GroupValues, e*GroupValues, scratch), sc, g*GroupValues, packed)
 			}
 		}
 	})

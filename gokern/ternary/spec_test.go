@@ -174,9 +174,9 @@ func TestQuantizeSpecBands(t *testing.T) {
 						var good specBand
 						var ok bool
 						if m == AbsMax {
-							good, ok = q.absMaxBand(x)
+							good, ok = q.absMaxBand(specSource{f32: x})
 						} else {
-							good, ok = q.absMeanBand(x)
+							good, ok = q.absMeanBand(specSource{f32: x})
 						}
 						if !ok {
 							t.Fatalf("band(n=%d %s %v) failed on finite data", n, kind, m)
@@ -196,7 +196,7 @@ func TestQuantizeSpecBands(t *testing.T) {
 								packed[i] = byte(r.Uint32())
 							}
 							scales := []float32{-1}
-							if !q.quantizeSpecBand(x, m, b, packed, scales) {
+							if !q.quantizeSpecBand(specSource{f32: x}, m, b, packed, scales) {
 								t.Fatalf("quantizeSpecBand failed on finite data")
 							}
 							checkAgainstRef(t, fmt.Sprintf("%s t%d n=%d %s %v band %s", f, threads, n, kind, m, bn), x, m, packed, scales)
@@ -319,7 +319,7 @@ func FuzzQuantizeSpecBand(f *testing.F) {
 		s := float64(ws[0])
 		packed := make([]byte, PackedLen(n))
 		scales := make([]float32, 1)
-		if !QuantizeOp.Get().quantizeSpecBand(x, m, newSpecBand(s*lo, s*hi), packed, scales) {
+		if !QuantizeOp.Get().quantizeSpecBand(specSource{f32: x}, m, newSpecBand(s*lo, s*hi), packed, scales) {
 			t.Fatal("quantizeSpecBand failed on finite data")
 		}
 		checkAgainstRef(t, fmt.Sprintf("%v n=%d band [%v, %v]", m, n, lo, hi), x, m, packed, scales)
