@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cast"
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 )
 
@@ -137,4 +138,46 @@ func TestQuantizeBF16Spec(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkQuantizeBF16 quantizes a 2048x5632 bfloat16 weight (one scale,
+// absmean: a checkpoint's MLP projection) and, for comparison, its float32
+// widening.
+func BenchmarkQuantizeBF16(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 2048 * 5632
+	x := make([]uint16, n)
+	w := make([]float32, n)
+	for i := range x {
+		x[i] = uint16(math.Float32bits(float32(r.NormFloat64()*0.02)) >> 16)
+		w[i] = math.Float32frombits(uint32(x[i]) << 16)
+	}
+	packed, scales := make([]byte, PackedLen(n)), make([]float32, 1)
+	b.Run("bf16", func(b *testing.B) {
+		b.SetBytes(int64(2 * n))
+		for b.Loop() {
+			if err := QuantizeBF16(x, 0, AbsMean, true, packed, scales); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("widen+f32", func(b *testing.B) { // the path of a tensor widened whole
+		b.SetBytes(int64(2 * n))
+		for b.Loop() {
+			if err := cast.BF16ToF32(w, x); err != nil {
+				b.Fatal(err)
+			}
+			if err := Quantize(w, 0, AbsMean, true, packed, scales); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("f32", func(b *testing.B) {
+		b.SetBytes(int64(2 * n))
+		for b.Loop() {
+			if err := Quantize(w, 0, AbsMean, true, packed, scales); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -118,10 +118,11 @@ func forSamples(x specSource, runs, l int, fn func(r int, run []float32)) {
 }
 
 // specSource is the one-pass path's input: float32 values, or bfloat16
-// bits widened a run at a time into a caller's cache-sized scratch, so
-// that a bfloat16 tensor is read once from memory and never widened whole.
-// The kernels see the same float32 values in the same pieces either way:
-// the same sums, scale and codes, bit for bit.
+// bits, which the pass's kernels (quantSpecBF16) widen as they load them
+// and the rest (samples, a piece redone, the tail) a run at a time into a
+// cache-sized scratch, so that a bfloat16 tensor is read once from memory
+// and never widened whole. Every reduction sees the same float32 values in
+// the same pieces either way: the same sums, scale and codes, bit for bit.
 type specSource struct {
 	f32 []float32
 	bf  []uint16
@@ -158,8 +159,8 @@ func (x specSource) whole() ([]float32, func()) {
 	return f, func() { widened.Put(h) }
 }
 
-// pieceScratch keeps the workers' widened pieces (specPiece groups each)
-// between calls.
+// pieceScratch keeps the workers' widened pieces (specPiece groups each,
+// for a piece the kernels give up on) between calls.
 var pieceScratch = buf.List[float32]{MaxCap: specPiece * GroupValues, MaxCount: par.MaxThreads}
 
 // absMeanBand samples specSampleRuns runs of x, together about (32n)^(2/3)
@@ -262,8 +263,12 @@ func (ks *Quantizer) quantizeSpecBand(x specSource, m Method, b specBand, packed
 	var next atomic.Int64
 	var seen atomic.Uint32 // absmax: the bits of the largest |x| seen so far
 	par.Run(workers, func(c, _, _ int) {
-		scratch, sh := pieceScratch.Sized(specPiece * GroupValues)
-		defer pieceScratch.Put(sh)
+		var scratch []float32 // a poor piece of bf, widened
+		if x.bf != nil {
+			s, h := pieceScratch.Sized(specPiece * GroupValues)
+			defer pieceScratch.Put(h)
+			scratch = s
+		}
 		list := fixLists.Get()
 		l := (*list)[:0]
 		poor := false // the band gave too many fix-ups: stop guessing
@@ -280,15 +285,19 @@ func (ks *Quantizer) quantizeSpecBand(x specSource, m Method, b specBand, packed
 			}
 			g := pc * specPiece
 			e := min(g+specPiece, whole)
-			xs := x.get(g*GroupValues, e*GroupValues, scratch)
 			ne := -1
 			if !poor {
 				l = slices.Grow(l, specMaxFix)
 				dst, off, ent := packed[g*GroupBytes:e*GroupBytes], uint32(g*GroupValues), l[len(l):len(l)+specMaxFix]
-				if m == AbsMax {
-					maxs[pc], ne = ks.quantSpecMax(xs, dst, lo, b.hi, off, ent)
-				} else {
-					sums[pc], ne = ks.quantSpec(xs, dst, lo, b.hi, off, ent)
+				switch {
+				case x.bf != nil && m == AbsMax:
+					maxs[pc], ne = ks.quantSpecMaxBF16(x.bf[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
+				case x.bf != nil:
+					sums[pc], ne = ks.quantSpecBF16(x.bf[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
+				case m == AbsMax:
+					maxs[pc], ne = ks.quantSpecMax(x.f32[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
+				default:
+					sums[pc], ne = ks.quantSpec(x.f32[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
 				}
 				if ne >= 0 && m == AbsMax && maxs[pc] < 0x7f800000 {
 					for v := seen.Load(); maxs[pc] > v && !seen.CompareAndSwap(v, maxs[pc]); v = seen.Load() {
@@ -297,6 +306,7 @@ func (ks *Quantizer) quantizeSpecBand(x specSource, m Method, b specBand, packed
 			}
 			if ne < 0 { // too many fix-ups: reduce now, the whole piece later
 				poor = true
+				xs := x.get(g*GroupValues, e*GroupValues, scratch)
 				if m == AbsMax {
 					maxs[pc] = ks.maxBits(xs)
 				} else {
@@ -380,6 +390,27 @@ func fixCodesGeneric(packed []byte, ent []uint64, base int, scale float32) {
 		bi, sh := slot(base + int(uint32(e)))
 		packed[bi] = packed[bi]&^(3<<sh) | codeOf(math.Float32frombits(uint32(e>>32)), scale)<<sh
 	}
+}
+
+// quantSpecBF16Generic is quantSpecGeneric of the float32 values of
+// bfloat16 bits x (widened first).
+func quantSpecBF16Generic(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int) {
+	return quantSpecGeneric(widen(x), dst, lo, hi, off, ent)
+}
+
+// quantSpecMaxBF16Generic is quantSpecMaxGeneric of the float32 values of
+// bfloat16 bits x.
+func quantSpecMaxBF16Generic(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (uint32, int) {
+	return quantSpecMaxGeneric(widen(x), dst, lo, hi, off, ent)
+}
+
+// widen returns the float32 values of bfloat16 bits x, in a new slice.
+func widen(x []uint16) []float32 {
+	w := make([]float32, len(x))
+	for i, h := range x {
+		w[i] = math.Float32frombits(uint32(h) << 16)
+	}
+	return w
 }
 
 // quantSpecMaxGeneric is quantSpecGeneric returning, instead of the sum,
