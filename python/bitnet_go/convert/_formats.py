@@ -8,8 +8,10 @@ writer must know before it writes (:func:`layout`) come from them too.
 from __future__ import annotations
 
 import math
+import struct
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -62,18 +64,50 @@ def pack_as(t: TernaryTensor, fmt: str) -> TernaryTensor:
     return t.to(fmt)  # type: ignore[arg-type]
 
 
-def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.ndarray:
-    """``t``'s bytes exactly as a GGUF file stores them, as a 1-D uint8 array.
+class Parts:
+    """Bytes made of buffers written one after another, never joined into one: what
+    ``gguf.GGUFWriter.write_tensor_data`` asks of an array (``nbytes``, ``tofile``). ``chunks`` makes the
+    buffers (C-contiguous), afresh for each ``tofile``: a tensor converted a slice at a time keeps one slice in
+    memory.
+
+    Example:
+        >>> import io
+        >>> p = Parts(5, lambda: [b"ab", np.frombuffer(b"cde", np.uint8)])
+        >>> f = io.BytesIO(); p.tofile(f); f.getvalue(), p.nbytes
+        (b'abcde', 5)
+    """
+
+    def __init__(self, nbytes: int, chunks: Callable[[], Iterable[bytes | np.ndarray]]) -> None:
+        self.nbytes, self._chunks = nbytes, chunks
+
+    def tofile(self, f: IO[bytes]) -> None:
+        """Write the buffers to ``f``; a RuntimeError if they do not add up to ``nbytes``."""
+        n = 0
+        for c in self._chunks():
+            n += f.write(memoryview(c).cast("B"))
+        if n != self.nbytes:
+            raise RuntimeError(f"wrote {n} bytes of a tensor of {self.nbytes}")
+
+    def tobytes(self) -> bytes:
+        """All the bytes, joined (a copy)."""
+        return b"".join(bytes(memoryview(c).cast("B")) for c in self._chunks())
+
+
+def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.ndarray | Parts:
+    """``t``'s bytes exactly as a GGUF file stores them: a 1-D uint8 array, or for I2_S :class:`Parts`.
 
     I2_S as bitnet.cpp stores it (the packed bytes, then a 32-byte tail holding
-    the float32 scale), TQ1_0/TQ2_0 blocks with their float16 scales
+    the float32 scale: ``t.to_bitnet_cpp_bytes()``, written as ``t.packed`` and
+    the tail, not copied into one buffer), TQ1_0/TQ2_0 blocks with their float16 scales
     (``to_gguf_bytes()``); TL1/TL2 tiled as bitnet.cpp's converter tiles them
     by ``tiling``, the entry of ``kernel_config.ini`` for ``t``'s shape (see
     ``bitnet_go.convert._tl_gguf``; the scale is a tensor of its own).
 
     Example:
-        >>> gguf_payload(quantize_i2s(np.ones(128, np.float32))).size
-        64
+        >>> t = quantize_i2s(np.ones(128, np.float32))
+        >>> p = gguf_payload(t)
+        >>> p.nbytes, p.tobytes() == t.to_bitnet_cpp_bytes()
+        (64, True)
     """
     if t.qtype in ("tl1", "tl2"):
         if tiling is None:
@@ -81,6 +115,11 @@ def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.
         _tl_gguf.check(t.qtype, t.shape, {tuple(t.shape): tiling})  # type: ignore[dict-item]
         lay = _tl_gguf.tl1_bytes if t.qtype == "tl1" else _tl_gguf.tl2_bytes
         return lay(t.values(), tiling)
+    if t.qtype == "i2_s" and t.scales.shape[0] == 1:
+        host = t.cpu()
+        packed = host.packed
+        tail = struct.pack("<f", float(host.scales[0])) + bytes(BITNET_CPP_TAIL - 4)  # as to_bitnet_cpp_bytes
+        return Parts(packed.nbytes + len(tail), lambda: (packed, tail))
     return np.frombuffer(t.to_gguf_bytes(), np.uint8)
 
 
@@ -134,4 +173,4 @@ def layout(fmt: str, shape: tuple[int, ...], block_size: int | None, gguf: bool 
             return Layout(plen, nb, plen + BITNET_CPP_TAIL)
         return Layout(plen, nb, _tl_gguf.gguf_len(fmt, shape))
     t = pack_as(quantize_i2s(np.zeros(shape, np.float32), block_size=block_size, device="cpu"), fmt)
-    return Layout(t.packed.size, t.scales.size, gguf_payload(t).size if gguf else -1)
+    return Layout(t.packed.size, t.scales.size, gguf_payload(t).nbytes if gguf else -1)
