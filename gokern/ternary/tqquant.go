@@ -66,12 +66,15 @@ func TQThreshold(id float32) (t float32, ok bool) {
 	if !(id > 0 && id <= math.MaxFloat32) {
 		return 0, false
 	}
+	// For t >= 0 the next float32 toward 0 or +Inf is one bit pattern
+	// down or up (math.Nextafter32 without its general cases: this runs
+	// once a block).
 	t = 0.5 / id
-	for t > 0 && math.Nextafter32(t, 0)*id >= 0.5 {
-		t = math.Nextafter32(t, 0)
+	for t > 0 && math.Float32frombits(math.Float32bits(t)-1)*id >= 0.5 {
+		t = math.Float32frombits(math.Float32bits(t) - 1)
 	}
 	for !(t*id >= 0.5) {
-		t = math.Nextafter32(t, float32(math.Inf(1)))
+		t = math.Float32frombits(math.Float32bits(t) + 1)
 	}
 	return t, true
 }
