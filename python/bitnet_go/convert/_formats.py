@@ -46,22 +46,49 @@ def pack_as(t: TernaryTensor, fmt: str) -> TernaryTensor:
     """``t``'s values packed as ``fmt`` (``t`` itself when it already is).
 
     I2_S/TL1/TL2 keep ``t``'s values and scales (``t.to(fmt)``). TQ1_0/TQ2_0
-    quantize ``t.dequantize()`` (value times scale, exact) with the TQ
-    quantizer, as llama.cpp's converter quantizes a BitNet model's ternarised
+    are what the TQ quantizer makes of ``t.dequantize()`` (value times scale,
+    exact), as llama.cpp's converter quantizes a BitNet model's ternarised
     weights: each 256-value block gets ``t``'s scale as float16 and the same
-    values, and a block of zeros gets scale 0.
+    values, and a block of zeros gets scale 0. Where every scale of ``t``
+    holds for whole 256-value blocks and is a normal float32 of at most 65504
+    (the TQ quantizer then gives back exactly the values and that scale), the
+    values are repacked (``t.to(fmt)``) and the scales of zero blocks set to
+    0, with no float tensor in between: the same bytes.
 
     Example:
         >>> pack_as(quantize_i2s(np.ones((2, 4), np.float32)), "tl1").qtype
         'tl1'
+        >>> t = quantize_i2s(np.r_[np.zeros(256), np.ones(256)].astype(np.float32).reshape(2, 256))
+        >>> pack_as(t, "tq2_0").scales
+        array([0. , 0.5], dtype=float32)
     """
     if t.qtype == fmt:
         return t
-    if fmt == "tq2_0":
-        return quantize_tq2_0(t.dequantize())
-    if fmt == "tq1_0":
-        return quantize_tq1_0(t.dequantize())
+    if fmt in TQ_FORMATS:
+        if t.qtype in TQ_FORMATS or not _repacks_to_tq(t):
+            quantize = quantize_tq2_0 if fmt == "tq2_0" else quantize_tq1_0
+            return quantize(t.dequantize())
+        u = t.to(fmt)  # type: ignore[arg-type]
+        zero = u.packed.reshape(-1, u.packed.size // u.scales.size) == _zero_payload(fmt)
+        scales = np.where(zero.all(axis=1), np.float32(0), u.scales)
+        return TernaryTensor._make(fmt, u.shape, TQ_BLOCK, "absmax", u.packed, scales)
     return t.to(fmt)  # type: ignore[arg-type]
+
+
+def _repacks_to_tq(t: TernaryTensor) -> bool:
+    """Whether the TQ quantizer gives back ``t``'s values and scales (rounded to float16) from ``t.dequantize()``:
+    one scale per 256-value block, each normal and at most 65504 (then ``s * float32(1/s)`` rounds to 1)."""
+    if t.on_device or not (t.scales.shape[0] == 1 or (t.block_size is not None and t.block_size % TQ_BLOCK == 0)):
+        return False
+    s = t.scales
+    return bool(np.all((s >= np.float32(2.0**-126)) & (s <= np.float32(65504))))
+
+
+@lru_cache(maxsize=2)
+def _zero_payload(fmt: str) -> np.ndarray:
+    """The payload of a TQ block of zeros (every code 1)."""
+    t = quantize_tq2_0 if fmt == "tq2_0" else quantize_tq1_0
+    return t(np.zeros(TQ_BLOCK, np.float32)).packed
 
 
 class Parts:
