@@ -126,14 +126,16 @@ func (f *tqFormat) Pack(values []int8, rows int, dst []byte) error {
 	if err := qtensor.CheckLen(f, len(values), rows, len(dst)); err != nil {
 		return err
 	}
-	if err := checkTernary(values); err != nil {
-		return err
-	}
 	return forBlocks(len(values)/TQBlock, func(b0, b1 int) error {
 		var c [TQBlock]byte
 		for b := b0; b < b1; b++ {
+			var bad byte
 			for i, q := range values[b*TQBlock : (b+1)*TQBlock] {
 				c[i] = Code(q)
+				bad |= c[i]&^3 | c[i]&(c[i]>>1)&1 // nonzero unless c is 0, 1 or 2
+			}
+			if bad != 0 {
+				return checkTernary(values[:(b+1)*TQBlock]) // names the first bad value
 			}
 			f.pack(&c, dst[b*f.payload:(b+1)*f.payload])
 		}

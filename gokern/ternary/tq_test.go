@@ -318,6 +318,11 @@ func TestTQErrors(t *testing.T) {
 			v[9] = 2
 			return tq1Format.Pack(v, 1, make([]byte, 52))
 		}, "position 9"},
+		{"pack value -2, second block", func() error {
+			v := make([]int8, 512)
+			v[300] = -2
+			return tq2Format.Pack(v, 1, make([]byte, 128))
+		}, "position 300"},
 		{"TQ2 code 3", func() error {
 			p := make([]byte, 128)
 			for i := range p {
