@@ -12,7 +12,9 @@
 package ternary
 
 import (
+	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -184,6 +186,9 @@ func decode[T int8 | float32](packed []byte, out []T, scales []float32, bs int) 
 // into o and reports true, or false when the group holds a code 3 (o is
 // then partly written).
 func decodeGroup[T int8 | float32](src []byte, o []T) bool {
+	if o8, ok := any(o).([]int8); ok {
+		return decodeGroupI8(src, o8)
+	}
 	g := src[:GroupBytes:GroupBytes]
 	o = o[:GroupValues:GroupValues]
 	var bad byte
@@ -255,6 +260,26 @@ func padTail(packed []byte, n int) {
 		b, sh := slot(p)
 		packed[b] = packed[b]&^(3<<sh) | 1<<sh
 	}
+}
+
+// decodeGroupI8 is decodeGroup for int8, eight values at a time: lane k
+// of the bytes of a word is (w >> (6-2k)) & 3 in each byte, and code c
+// becomes the byte c-1 as x = (c+3)&3 (3, 0, 1) with 0xfc or-ed in where x
+// is 3.
+func decodeGroupI8(src []byte, o []int8) bool {
+	g := src[:GroupBytes:GroupBytes]
+	ob := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o[:GroupValues]))), GroupValues)
+	var bad uint64
+	for j := 0; j < GroupBytes; j += 8 {
+		w := binary.LittleEndian.Uint64(g[j:])
+		for k := range 4 {
+			c := w >> (6 - 2*k) & bytes03
+			bad |= c & (c >> 1) & bytes01
+			x := (c + bytes03) & bytes03
+			binary.LittleEndian.PutUint64(ob[k*LaneValues+j:], x|(x&(x>>1)&bytes01)*0xfc)
+		}
+	}
+	return bad == 0
 }
 
 // lcm returns the least common multiple of a and b, or 0 when it would

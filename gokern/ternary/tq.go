@@ -1,7 +1,9 @@
 package ternary
 
 import (
+	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cast"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
@@ -129,12 +131,7 @@ func (f *tqFormat) Pack(values []int8, rows int, dst []byte) error {
 	return forBlocks(len(values)/TQBlock, func(b0, b1 int) error {
 		var c [TQBlock]byte
 		for b := b0; b < b1; b++ {
-			var bad byte
-			for i, q := range values[b*TQBlock : (b+1)*TQBlock] {
-				c[i] = Code(q)
-				bad |= c[i]&^3 | c[i]&(c[i]>>1)&1 // nonzero unless c is 0, 1 or 2
-			}
-			if bad != 0 {
+			if !tqCodesOf(values[b*TQBlock:(b+1)*TQBlock], &c) {
 				return checkTernary(values[:(b+1)*TQBlock]) // names the first bad value
 			}
 			f.pack(&c, dst[b*f.payload:(b+1)*f.payload])
@@ -198,13 +195,39 @@ func (f *tqFormat) Dequantize(src []byte, rows, blockSize int, scales []float32,
 	})
 }
 
-// packTQ2 writes the TQ2_0 payload of one block's codes.
+// Eight bytes at a time, as little-endian 64-bit words.
+const (
+	bytes01 = 0x0101010101010101
+	bytes03 = 0x0303030303030303
+	bytesFC = 0xfcfcfcfcfcfcfcfc
+)
+
+// tqCodesOf writes the codes (q+1) of the 256 values v (v[:256]) into c
+// and reports whether every value is -1, 0 or +1, eight at a time: a byte
+// is one of 0x00, 0x01, 0xff exactly when its bits 1..7 are equal and, if
+// they are set, so is bit 0; its code is ((q&3)+1)&3, which never carries
+// out of the byte.
+func tqCodesOf(v []int8, c *[TQBlock]byte) bool {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v[:TQBlock]))), TQBlock)
+	var bad uint64
+	for i := 0; i < TQBlock; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		bad |= (w^w<<1)&bytesFC | w>>7&^w&bytes01
+		binary.LittleEndian.PutUint64(c[i:], (w&bytes03+bytes01)&bytes03)
+	}
+	return bad == 0
+}
+
+// packTQ2 writes the TQ2_0 payload of one block's codes (each 0..2, so the
+// shifted fields of a word stay inside their bytes).
 func packTQ2(c *[TQBlock]byte, dst []byte) {
 	d := dst[:TQ2Payload:TQ2Payload]
 	for h := 0; h < 2; h++ {
 		cs := c[h*128 : h*128+128 : h*128+128]
-		for j := 0; j < 32; j++ {
-			d[h*32+j] = cs[j] | cs[32+j]<<2 | cs[64+j]<<4 | cs[96+j]<<6
+		for j := 0; j < 32; j += 8 {
+			w := binary.LittleEndian.Uint64(cs[j:]) | binary.LittleEndian.Uint64(cs[32+j:])<<2 |
+				binary.LittleEndian.Uint64(cs[64+j:])<<4 | binary.LittleEndian.Uint64(cs[96+j:])<<6
+			binary.LittleEndian.PutUint64(d[h*32+j:], w)
 		}
 	}
 }
