@@ -107,9 +107,11 @@ func (f *tqFormat) PackedLen(n, rows int) (int, error) {
 }
 
 // forBlocks runs fn over the blocks [0, nb) in parallel chunks and returns
-// the error of the earliest chunk that failed.
+// the error of the earliest chunk that failed. The chunks are of at least
+// par.MinWork values, up to par.ChunksPerThread a thread, which the threads
+// take as they free up: a thread held up on a shared machine does less.
 func forBlocks(nb int, fn func(b0, b1 int) error) error {
-	chunks := par.Chunks(nb, 64)
+	chunks := par.ChunksWork(nb, TQBlock)
 	errsOut := make([]error, len(chunks)-1)
 	par.Run(chunks, func(c, b0, b1 int) {
 		if !par.Stopped() {
