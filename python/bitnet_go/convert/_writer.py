@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,7 +72,23 @@ def atomic_output(path: PathLike) -> Iterator[Path]:
     os.chmod(tmp_path, 0o666 & ~umask)
     try:
         yield tmp_path
+        old = _hold(out)
         os.replace(tmp_path, out)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+    if old is not None:  # the replaced file's pages are freed at its last close: off the caller's time
+        threading.Thread(target=os.close, args=(old,), name="bitnet_go-free-replaced", daemon=True).start()
+
+
+def _hold(path: Path) -> int | None:
+    """A read-only descriptor of the file ``path`` names now (None if none can be opened), so that replacing
+    it does not free its pages (for a large file, tens of milliseconds) until the descriptor is closed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device: nothing to hold
+        os.close(fd)
+        return None
+    return fd
