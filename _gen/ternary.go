@@ -18,6 +18,7 @@ import (
 
 // ternaryAVX2 emits gokern/ternary/quant_avx2_amd64.s.
 var ternaryAVX2 = kernels(absSumAVX2, absMaxBitsAVX2, quantGroupsAVX2, quantSpecAVX2, quantSpecMaxAVX2,
+	quantSpecBF16AVX2, quantSpecMaxBF16AVX2,
 	blockSumScalesAVX2, blockMaxScalesAVX2, forEach(smallBlocks, quantBlocksSmallAVX2), quantBlocksBigAVX2,
 	fixCodesAVX2)
 
@@ -299,7 +300,7 @@ func quantSpecAVX2(c *build.Context) {
 		"bits << 32 | (off + its index in x) mod 2^32. nent is their count, or -1 if",
 		"ent filled up (the codes and sum are then incomplete).",
 	)
-	quantSpecBody(c, false)
+	quantSpecBody(c, false, false)
 }
 
 // quantSpecMaxAVX2 is quantSpecAVX2 for absmax: the reduction is the
@@ -309,12 +310,37 @@ func quantSpecMaxAVX2(c *build.Context) {
 		"quantSpecMaxAVX2 is quantSpecAVX2 returning, instead of the sum, the unsigned",
 		"maximum of the bits of |x| over the groups (0x7f800000 or more: Inf or NaN).",
 	)
-	quantSpecBody(c, true)
+	quantSpecBody(c, true, false)
+}
+
+// quantSpecBF16AVX2 and quantSpecMaxBF16AVX2 are quantSpecAVX2 and
+// quantSpecMaxAVX2 on bfloat16 bits, each value widened as it is loaded
+// (the bits shifted up: exact): the same codes, entries and reduction as on
+// the widened float32 values, in the same order.
+func quantSpecBF16AVX2(c *build.Context) {
+	declare(c, "quantSpecBF16AVX2", "func(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (sum float64, nent int)",
+		"quantSpecBF16AVX2 is quantSpecAVX2 on the float32 values of bfloat16 bits x:",
+		"the same codes, sum and entries (the float32 bits) as on the widened values.",
+	)
+	quantSpecBody(c, false, true)
+}
+
+func quantSpecMaxBF16AVX2(c *build.Context) {
+	declare(c, "quantSpecMaxBF16AVX2", "func(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)",
+		"quantSpecMaxBF16AVX2 is quantSpecMaxAVX2 on the float32 values of bfloat16",
+		"bits x, as quantSpecBF16AVX2.",
+	)
+	quantSpecBody(c, true, true)
 }
 
 // quantSpecBody emits the body of quantSpecAVX2 (reduceMax false) or
-// quantSpecMaxAVX2.
-func quantSpecBody(c *build.Context, reduceMax bool) {
+// quantSpecMaxAVX2; with bf16, of their bfloat16 versions (x holds 2 bytes
+// a value, widened on load).
+func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
+	esz := 4 // bytes a value of x
+	if bf16 {
+		esz = 2
+	}
 	p, out, g := groupArgs(c)
 	entp, entCap := loadArg(c, "ent.base"), loadArg(c, "ent.len")
 	off := c.GP64()
@@ -348,7 +374,7 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 	}
 
 	whileAtLeast(c, "loop", "done", g, 1, func() {
-		prefetch(c, p, prefetchDist, 512)
+		prefetch(c, p, prefetchDist*esz/4, 128*esz)
 		res := c.YMM()
 		for lane := 0; lane < 4; lane++ {
 			// Of the lane's 4 vectors: masks ge (|x| >= lo) and big
@@ -357,7 +383,12 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 			var words [2][3]reg.VecVirtual
 			for s := 0; s < 4; s++ {
 				xv, ax, ge, big := c.YMM(), c.YMM(), c.YMM(), c.YMM()
-				c.VMOVUPS(mem(p, 4*(32*lane+8*s)), xv)
+				if bf16 {
+					c.VPMOVZXWD(mem(p, esz*(32*lane+8*s)), xv)
+					c.VPSLLD(operand.Imm(16), xv, xv)
+				} else {
+					c.VMOVUPS(mem(p, esz*(32*lane+8*s)), xv)
+				}
 				c.VANDPS(absM, xv, ax)
 				c.VCMPPS(operand.Imm(cmpGEOQ), loM, ax, ge)
 				c.VCMPPS(operand.Imm(cmpGEOQ), hiM, ax, big)
@@ -430,8 +461,13 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 			c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
 			c.SHLQ(operand.Imm(5), b)
 			c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
-			c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
-			c.SHLQ(operand.Imm(32), v)
+			if bf16 {
+				c.MOVWQZX(operand.Mem{Base: p, Index: j, Scale: 2}, v)
+				c.SHLQ(operand.Imm(48), v) // the float32 bits, << 32
+			} else {
+				c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
+				c.SHLQ(operand.Imm(32), v)
+			}
 			c.ADDL(off.As32(), j.As32())
 			c.ORQ(j, v)
 			c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
@@ -442,7 +478,7 @@ func quantSpecBody(c *build.Context, reduceMax bool) {
 		}
 		c.Label("word4")
 		c.Label("next")
-		c.ADDQ(operand.U32(512), p)
+		c.ADDQ(operand.U32(uint64(128*esz)), p)
 		c.ADDQ(operand.Imm(32), out)
 		c.ADDL(operand.U32(128), off.As32())
 	})

@@ -90,7 +90,8 @@ def test_reader_casts(dtype: str) -> None:
 @pytest.mark.needs("safetensors", "gguf")
 @pytest.mark.parametrize(("qtype", "to"), [("i2_s", "gguf"), ("tq2_0", "gguf"), ("i2_s", "safetensors")])
 def test_converter_output_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qtype: str, to: str) -> None:
-    """The converter writes the same bytes with the Go casts as with the numpy casts it used before."""
+    """The converter writes the same bytes with the Go casts as with the numpy casts it used before, and with
+    the float tensors converted whole as by slices of rows (``CHUNK_BYTES``)."""
     d = tmp_path / "model"
     d.mkdir()
     make_checkpoint(d, 1 << 20, seed=3)
@@ -105,6 +106,7 @@ def test_converter_output_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     ours = run("go")
     monkeypatch.setattr(_convert, "to_float32", _numpy_f32)
     monkeypatch.setattr(_convert, "to_float16", _numpy_f16)
+    monkeypatch.setattr(_convert, "CHUNK_BYTES", 1000)  # the embedding (512 KiB) in slices of 1 or 2 rows
     assert run("numpy") == ours
 
 

@@ -240,3 +240,36 @@ def test_conv2d_and_linear_with_tq_weights(qtype: str, act_bits: int | None) -> 
             np.testing.assert_array_equal(got, bitnet_go.linear_quantized(xl, wl.to("i2_s"), act_bits=act_bits))
             want = xl.astype(np.float64) @ wl.dequantize().astype(np.float64).T
             np.testing.assert_allclose(got, want, rtol=0.05 if act_bits else 1e-4, atol=0.5 if act_bits else 1e-3)
+
+
+@pytest.mark.parametrize("qtype", ["tq2_0", "tq1_0"])
+@pytest.mark.parametrize("block_size", [None, 256, 512, 128])
+def test_pack_as_repack_is_the_quantizer(qtype: str, block_size: int | None) -> None:
+    """The converter's ``pack_as`` to TQ (values repacked, zero blocks' scale 0, where the scales allow) gives
+    the bytes of the TQ quantizer on ``t.dequantize()``, on tensors with zero blocks and scales on either side of
+    what the repack takes (subnormal, tiny, past float16, negative, NaN: the quantizer's own route)."""
+    from bitnet_go.convert._formats import _repacks_to_tq, pack_as
+
+    rng = np.random.default_rng(len(qtype) * 1000 + (block_size or 1))
+    odd_scales = np.float32([1e-39, 2.0**-126, 3e-8, 65504, 65519, 7e4, -0.5, np.nan, 1.0])
+    repacked = 0
+    for trial in range(12):
+        rows, k = int(rng.integers(1, 6)), 256 * int(rng.integers(1, 5))
+        x = (rng.standard_normal((rows, k)) * 10.0 ** rng.uniform(-4, 4)).astype(np.float32)
+        x.reshape(-1, 256)[rng.random(rows * k // 256) < 0.3] = 0  # zero blocks
+        t = bitnet_go.quantize_i2s(x, block_size=block_size, method="absmax" if trial % 2 else "absmean")
+        if trial >= 6:  # scales the repack may not take
+            odd = odd_scales[trial - 6 + rng.integers(3)]
+            t = TernaryTensor._make("i2_s", t.shape, t.block_size, t.method, t.packed, np.full_like(t.scales, odd))
+        try:
+            want = TQ[qtype](t.dequantize())
+        except ValueError as e:
+            with pytest.raises(ValueError) as got_err:
+                pack_as(t, qtype)
+            assert str(got_err.value) == str(e)
+            continue
+        repacked += _repacks_to_tq(t)
+        got = pack_as(t, qtype)
+        assert got.to_gguf_bytes() == want.to_gguf_bytes(), (trial, _repacks_to_tq(t))
+        assert (got.block_size, got.method, got.shape) == (want.block_size, want.method, want.shape)
+    assert repacked >= (6 if block_size != 128 else 0)

@@ -3,6 +3,8 @@ package ternary
 import (
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/cast"
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
 )
 
 // widened keeps the float32 scratch of QuantizeBF16 between calls (one
@@ -26,6 +28,25 @@ func QuantizeBF16(x []uint16, blockSize int, m Method, checkFinite bool, packed 
 func (ks *Quantizer) QuantizeBF16(x []uint16, blockSize int, m Method, checkFinite bool, packed []byte, scales []float32) error {
 	if err := CheckSizes(len(x), blockSize); err != nil {
 		return err
+	}
+	n := len(x)
+	if NumBlocks(n, blockSize) == 1 && n >= specMinValues && ks.family != cpu.Generic {
+		// One scale, one pass (Quantize's choice for the widened tensor),
+		// each piece widened in cache (specSource): the same bytes. What
+		// it cannot do (a NaN or Inf; a tensor too large for it) takes
+		// Quantize of the whole widened tensor.
+		if m != AbsMean && m != AbsMax {
+			return errs.Value("unknown method %d", m)
+		}
+		if len(packed) != PackedLen(n) {
+			return errs.Value("packed must have %d bytes for %d values, got %d", PackedLen(n), n, len(packed))
+		}
+		if _, err := scaleBlock(n, blockSize, scales); err != nil {
+			return err
+		}
+		if ks.quantizeSpec(specSource{bf: x}, m, packed, scales) {
+			return nil
+		}
 	}
 	f, h := widened.Sized(len(x))
 	defer widened.Put(h)

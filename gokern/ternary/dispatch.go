@@ -29,6 +29,10 @@ type Quantizer struct {
 	quantSpec func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
 	// quantSpecMax: see quantSpecMaxGeneric.
 	quantSpecMax func(x []float32, dst []byte, lo, hi float32, off uint32, ent []uint64) (uint32, int)
+	// quantSpecBF16 and quantSpecMaxBF16 are quantSpec and quantSpecMax
+	// on the float32 values of bfloat16 bits (see quantSpecBF16Generic).
+	quantSpecBF16    func(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int)
+	quantSpecMaxBF16 func(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (uint32, int)
 	// fixCodes: see fixCodesGeneric.
 	fixCodes func(packed []byte, ent []uint64, base int, scale float32)
 }
@@ -46,4 +50,7 @@ var generic = &Quantizer{
 	quantSpec:    quantSpecGeneric,
 	quantSpecMax: quantSpecMaxGeneric,
 	fixCodes:     fixCodesGeneric,
+
+	quantSpecBF16:    quantSpecBF16Generic,
+	quantSpecMaxBF16: quantSpecMaxBF16Generic,
 }

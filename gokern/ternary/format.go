@@ -12,7 +12,9 @@
 package ternary
 
 import (
+	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -152,7 +154,18 @@ func scaleBlock(n, blockSize int, scales []float32) (int, error) {
 // (float32 out), in parallel; a code 3 is a ValueError naming its position.
 func decode[T int8 | float32](packed []byte, out []T, scales []float32, bs int) error {
 	return forGroups(len(out), func(lo, hi int) error {
-		for p := lo; p < hi; p++ {
+		for p := lo; p < hi; {
+			// A whole group with no code 3: its 32 bytes at once.
+			if p%GroupValues == 0 && p+GroupValues <= hi && decodeGroup(packed[p/GroupValues*GroupBytes:], out[p:p+GroupValues]) {
+				if scales != nil {
+					o := out[p : p+GroupValues]
+					for i := range o {
+						o[i] *= T(scales[(p+i)/bs])
+					}
+				}
+				p += GroupValues
+				continue
+			}
 			b, sh := slot(p)
 			c := packed[b] >> sh & 3
 			if c == 3 {
@@ -163,9 +176,30 @@ func decode[T int8 | float32](packed []byte, out []T, scales []float32, bs int) 
 				v *= T(scales[p/bs])
 			}
 			out[p] = v
+			p++
 		}
 		return nil
 	})
+}
+
+// decodeGroup writes the 128 values of the group whose bytes start src
+// into o and reports true, or false when the group holds a code 3 (o is
+// then partly written).
+func decodeGroup[T int8 | float32](src []byte, o []T) bool {
+	if o8, ok := any(o).([]int8); ok {
+		return decodeGroupI8(src, o8)
+	}
+	g := src[:GroupBytes:GroupBytes]
+	o = o[:GroupValues:GroupValues]
+	var bad byte
+	for j, b := range g {
+		bad |= b & (b >> 1) & 0x55
+		o[j] = T(int8(b>>6) - 1)
+		o[LaneValues+j] = T(int8(b>>4&3) - 1)
+		o[2*LaneValues+j] = T(int8(b>>2&3) - 1)
+		o[3*LaneValues+j] = T(int8(b&3) - 1)
+	}
+	return bad == 0
 }
 
 // forGroups runs fn over [0, n) in parallel chunks of whole 128-value groups
@@ -226,6 +260,26 @@ func padTail(packed []byte, n int) {
 		b, sh := slot(p)
 		packed[b] = packed[b]&^(3<<sh) | 1<<sh
 	}
+}
+
+// decodeGroupI8 is decodeGroup for int8, eight values at a time: lane k
+// of the bytes of a word is (w >> (6-2k)) & 3 in each byte, and code c
+// becomes the byte c-1 as x = (c+3)&3 (3, 0, 1) with 0xfc or-ed in where x
+// is 3.
+func decodeGroupI8(src []byte, o []int8) bool {
+	g := src[:GroupBytes:GroupBytes]
+	ob := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o[:GroupValues]))), GroupValues)
+	var bad uint64
+	for j := 0; j < GroupBytes; j += 8 {
+		w := binary.LittleEndian.Uint64(g[j:])
+		for k := range 4 {
+			c := w >> (6 - 2*k) & bytes03
+			bad |= c & (c >> 1) & bytes01
+			x := (c + bytes03) & bytes03
+			binary.LittleEndian.PutUint64(ob[k*LaneValues+j:], x|(x&(x>>1)&bytes01)*0xfc)
+		}
+	}
+	return bad == 0
 }
 
 // lcm returns the least common multiple of a and b, or 0 when it would

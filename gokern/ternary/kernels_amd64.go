@@ -26,6 +26,9 @@ var avx2 = &Quantizer{
 	quantSpec:    quantSpecAVX2,
 	quantSpecMax: quantSpecMaxAVX2,
 	fixCodes:     fixCodesAVX2Kernel,
+
+	quantSpecBF16:    quantSpecBF16AVX2,
+	quantSpecMaxBF16: quantSpecMaxBF16AVX2,
 }
 
 // fixCodesAVX2Kernel checks what the assembly cannot: every entry's byte is

@@ -27,6 +27,14 @@ func quantSpecAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, 
 // maximum of the bits of |x| over the groups (0x7f800000 or more: Inf or NaN).
 func quantSpecMaxAVX2(x []float32, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)
 
+// quantSpecBF16AVX2 is quantSpecAVX2 on the float32 values of bfloat16 bits x:
+// the same codes, sum and entries (the float32 bits) as on the widened values.
+func quantSpecBF16AVX2(x []uint16, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)
+
+// quantSpecMaxBF16AVX2 is quantSpecMaxAVX2 on the float32 values of bfloat16
+// bits x, as quantSpecBF16AVX2.
+func quantSpecMaxBF16AVX2(x []uint16, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)
+
 // blockSumScalesAVX2 sets scales[b] = max(float32(sum|x| / bs), 1e-5) over the
 // block x[b*bs:(b+1)*bs] (bs a positive multiple of 8; the float64 sum in no
 // particular order), for b from 0 up, and returns how many it set: fewer than

@@ -1105,6 +1105,712 @@ done:
 	MOVQ         R8, nent+96(FP)
 	RET
 
+// func quantSpecBF16AVX2(x []uint16, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (sum float64, nent int)
+// Requires: AVX, AVX2, MMX+, SSE2
+TEXT ·quantSpecBF16AVX2(SB), NOSPLIT, $96-104
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         ent_base+64(FP), BX
+	MOVQ         ent_len+72(FP), SI
+	MOVLQZX      off+56(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS lo+48(FP), Y0
+	VMOVDQU      Y0, (SP)
+	VBROADCASTSS hi+52(FP), Y0
+	VMOVDQU      Y0, 32(SP)
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	PREFETCHT0   1024(AX)
+	PREFETCHT0   1088(AX)
+	PREFETCHT0   1152(AX)
+	PREFETCHT0   1216(AX)
+	VPMOVZXWD    (AX), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VANDPS       absMask32<>+0(SB), Y2, Y3
+	VCMPPS       $0x1d, (SP), Y3, Y4
+	VCMPPS       $0x1d, 32(SP), Y3, Y5
+	VCVTPS2PD    X3, Y6
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y6, Y0, Y0
+	VADDPD       Y3, Y1, Y1
+	VPMOVZXWD    16(AX), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VANDPS       absMask32<>+0(SB), Y3, Y6
+	VCMPPS       $0x1d, (SP), Y6, Y7
+	VCMPPS       $0x1d, 32(SP), Y6, Y8
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y9, Y0, Y0
+	VADDPD       Y6, Y1, Y1
+	VPACKSSDW    Y7, Y4, Y4
+	VPACKSSDW    Y8, Y5, Y5
+	VPACKSSDW    Y3, Y2, Y2
+	VPMOVZXWD    32(AX), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VANDPS       absMask32<>+0(SB), Y3, Y6
+	VCMPPS       $0x1d, (SP), Y6, Y7
+	VCMPPS       $0x1d, 32(SP), Y6, Y8
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y9, Y0, Y0
+	VADDPD       Y6, Y1, Y1
+	VPMOVZXWD    48(AX), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VANDPS       absMask32<>+0(SB), Y6, Y9
+	VCMPPS       $0x1d, (SP), Y9, Y10
+	VCMPPS       $0x1d, 32(SP), Y9, Y11
+	VCVTPS2PD    X9, Y12
+	VEXTRACTF128 $0x01, Y9, X9
+	VCVTPS2PD    X9, Y9
+	VADDPD       Y12, Y0, Y0
+	VADDPD       Y9, Y1, Y1
+	VPACKSSDW    Y10, Y7, Y7
+	VPACKSSDW    Y11, Y8, Y8
+	VPACKSSDW    Y6, Y3, Y3
+	VPACKSSWB    Y7, Y4, Y4
+	VPACKSSWB    Y8, Y5, Y5
+	VPACKSSWB    Y3, Y2, Y2
+	VPANDN       Y4, Y5, Y3
+	VPBLENDVB    Y2, Y3, Y4, Y4
+	VPAND        codeBit1Lane0<>+0(SB), Y4, Y4
+	VPANDN       codeBit0Lane0<>+0(SB), Y5, Y5
+	VPOR         Y5, Y4, Y2
+	VPMOVZXWD    64(AX), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VANDPS       absMask32<>+0(SB), Y3, Y4
+	VCMPPS       $0x1d, (SP), Y4, Y5
+	VCMPPS       $0x1d, 32(SP), Y4, Y6
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y7, Y0, Y0
+	VADDPD       Y4, Y1, Y1
+	VPMOVZXWD    80(AX), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VANDPS       absMask32<>+0(SB), Y4, Y7
+	VCMPPS       $0x1d, (SP), Y7, Y8
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y10, Y0, Y0
+	VADDPD       Y7, Y1, Y1
+	VPACKSSDW    Y8, Y5, Y5
+	VPACKSSDW    Y9, Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPMOVZXWD    96(AX), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VANDPS       absMask32<>+0(SB), Y4, Y7
+	VCMPPS       $0x1d, (SP), Y7, Y8
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y10, Y0, Y0
+	VADDPD       Y7, Y1, Y1
+	VPMOVZXWD    112(AX), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VANDPS       absMask32<>+0(SB), Y7, Y10
+	VCMPPS       $0x1d, (SP), Y10, Y11
+	VCMPPS       $0x1d, 32(SP), Y10, Y12
+	VCVTPS2PD    X10, Y13
+	VEXTRACTF128 $0x01, Y10, X10
+	VCVTPS2PD    X10, Y10
+	VADDPD       Y13, Y0, Y0
+	VADDPD       Y10, Y1, Y1
+	VPACKSSDW    Y11, Y8, Y8
+	VPACKSSDW    Y12, Y9, Y9
+	VPACKSSDW    Y7, Y4, Y4
+	VPACKSSWB    Y8, Y5, Y5
+	VPACKSSWB    Y9, Y6, Y6
+	VPACKSSWB    Y4, Y3, Y3
+	VPANDN       Y5, Y6, Y4
+	VPBLENDVB    Y3, Y4, Y5, Y5
+	VPAND        codeBit1Lane1<>+0(SB), Y5, Y5
+	VPANDN       codeBit0Lane1<>+0(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPOR         Y5, Y2, Y2
+	VPMOVZXWD    128(AX), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VANDPS       absMask32<>+0(SB), Y3, Y4
+	VCMPPS       $0x1d, (SP), Y4, Y5
+	VCMPPS       $0x1d, 32(SP), Y4, Y6
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y7, Y0, Y0
+	VADDPD       Y4, Y1, Y1
+	VPMOVZXWD    144(AX), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VANDPS       absMask32<>+0(SB), Y4, Y7
+	VCMPPS       $0x1d, (SP), Y7, Y8
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y10, Y0, Y0
+	VADDPD       Y7, Y1, Y1
+	VPACKSSDW    Y8, Y5, Y5
+	VPACKSSDW    Y9, Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPMOVZXWD    160(AX), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VANDPS       absMask32<>+0(SB), Y4, Y7
+	VCMPPS       $0x1d, (SP), Y7, Y8
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y10, Y0, Y0
+	VADDPD       Y7, Y1, Y1
+	VPMOVZXWD    176(AX), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VANDPS       absMask32<>+0(SB), Y7, Y10
+	VCMPPS       $0x1d, (SP), Y10, Y11
+	VCMPPS       $0x1d, 32(SP), Y10, Y12
+	VCVTPS2PD    X10, Y13
+	VEXTRACTF128 $0x01, Y10, X10
+	VCVTPS2PD    X10, Y10
+	VADDPD       Y13, Y0, Y0
+	VADDPD       Y10, Y1, Y1
+	VPACKSSDW    Y11, Y8, Y8
+	VPACKSSDW    Y12, Y9, Y9
+	VPACKSSDW    Y7, Y4, Y4
+	VPACKSSWB    Y8, Y5, Y5
+	VPACKSSWB    Y9, Y6, Y6
+	VPACKSSWB    Y4, Y3, Y3
+	VPANDN       Y5, Y6, Y4
+	VPBLENDVB    Y3, Y4, Y5, Y5
+	VPAND        codeBit1Lane2<>+0(SB), Y5, Y5
+	VPANDN       codeBit0Lane2<>+0(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPOR         Y5, Y2, Y2
+	VPMOVZXWD    192(AX), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VANDPS       absMask32<>+0(SB), Y3, Y4
+	VCMPPS       $0x1d, (SP), Y4, Y5
+	VCMPPS       $0x1d, 32(SP), Y4, Y6
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y7, Y0, Y0
+	VADDPD       Y4, Y1, Y1
+	VPMOVZXWD    208(AX), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VANDPS       absMask32<>+0(SB), Y4, Y7
+	VCMPPS       $0x1d, (SP), Y7, Y8
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y10, Y0, Y0
+	VADDPD       Y7, Y1, Y1
+	VPACKSSDW    Y8, Y5, Y5
+	VPACKSSDW    Y9, Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPMOVZXWD    224(AX), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VANDPS       absMask32<>+0(SB), Y4, Y7
+	VCMPPS       $0x1d, (SP), Y7, Y8
+	VCMPPS       $0x1d, 32(SP), Y7, Y9
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y10, Y0, Y0
+	VADDPD       Y7, Y1, Y1
+	VPMOVZXWD    240(AX), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VANDPS       absMask32<>+0(SB), Y7, Y10
+	VCMPPS       $0x1d, (SP), Y10, Y11
+	VCMPPS       $0x1d, 32(SP), Y10, Y12
+	VCVTPS2PD    X10, Y13
+	VEXTRACTF128 $0x01, Y10, X10
+	VCVTPS2PD    X10, Y10
+	VADDPD       Y13, Y0, Y0
+	VADDPD       Y10, Y1, Y1
+	VPACKSSDW    Y11, Y8, Y8
+	VPACKSSDW    Y12, Y9, Y9
+	VPACKSSDW    Y7, Y4, Y4
+	VPACKSSWB    Y8, Y5, Y5
+	VPACKSSWB    Y9, Y6, Y6
+	VPACKSSWB    Y4, Y3, Y3
+	VPANDN       Y5, Y6, Y4
+	VPBLENDVB    Y3, Y4, Y5, Y5
+	VPAND        codeBit1Lane3<>+0(SB), Y5, Y5
+	VPANDN       codeBit0Lane3<>+0(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPOR         Y5, Y2, Y2
+	VMOVDQU      permIdx<>+0(SB), Y3
+	VPERMD       Y2, Y3, Y2
+	VMOVDQU      Y2, (CX)
+
+	// Code 3 in the group: both bits of some 2-bit field set.
+	VPSRLW  $0x01, Y2, Y3
+	VPAND   Y2, Y3, Y3
+	VPAND   bytes55<>+0(SB), Y3, Y3
+	VPTEST  Y3, Y3
+	JZ      next
+	VMOVDQU Y3, 64(SP)
+	MOVQ    64(SP), R9
+
+bits0:
+	TESTQ   R9, R9
+	JZ      word1
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    (R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits0
+
+word1:
+	MOVQ 72(SP), R9
+
+bits1:
+	TESTQ   R9, R9
+	JZ      word2
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    8(R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits1
+
+word2:
+	MOVQ 80(SP), R9
+
+bits2:
+	TESTQ   R9, R9
+	JZ      word3
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    16(R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits2
+
+word3:
+	MOVQ 88(SP), R9
+
+bits3:
+	TESTQ   R9, R9
+	JZ      word4
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    24(R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits3
+
+word4:
+next:
+	ADDQ $0x00000100, AX
+	ADDQ $0x20, CX
+	ADDL $0x00000080, DI
+	DECQ DX
+	JMP  loop
+
+full:
+	MOVQ $-1, R8
+
+done:
+	VADDPD       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPD       X1, X0, X0
+	VUNPCKHPD    X0, X0, X1
+	VADDSD       X1, X0, X0
+	VZEROUPPER
+	MOVSD        X0, sum+88(FP)
+	MOVQ         R8, nent+96(FP)
+	RET
+
+// func quantSpecMaxBF16AVX2(x []uint16, dst []byte, lo float32, hi float32, off uint32, ent []uint64) (maxBits uint32, nent int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·quantSpecMaxBF16AVX2(SB), NOSPLIT, $96-104
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         dst_len+32(FP), DX
+	SHRQ         $0x05, DX
+	MOVQ         ent_base+64(FP), BX
+	MOVQ         ent_len+72(FP), SI
+	MOVLQZX      off+56(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS lo+48(FP), Y0
+	VMOVDQU      Y0, (SP)
+	VBROADCASTSS hi+52(FP), Y0
+	VMOVDQU      Y0, 32(SP)
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+
+loop:
+	TESTQ      DX, DX
+	JZ         done
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	PREFETCHT0 1216(AX)
+	VPMOVZXWD  (AX), Y1
+	VPSLLD     $0x10, Y1, Y1
+	VANDPS     absMask32<>+0(SB), Y1, Y2
+	VCMPPS     $0x1d, (SP), Y2, Y3
+	VCMPPS     $0x1d, 32(SP), Y2, Y4
+	VPMAXUD    Y2, Y0, Y0
+	VPMOVZXWD  16(AX), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y5
+	VCMPPS     $0x1d, (SP), Y5, Y6
+	VCMPPS     $0x1d, 32(SP), Y5, Y7
+	VPMAXUD    Y5, Y0, Y0
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y2, Y1, Y1
+	VPMOVZXWD  32(AX), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y5
+	VCMPPS     $0x1d, (SP), Y5, Y6
+	VCMPPS     $0x1d, 32(SP), Y5, Y7
+	VPMAXUD    Y5, Y0, Y0
+	VPMOVZXWD  48(AX), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VANDPS     absMask32<>+0(SB), Y5, Y8
+	VCMPPS     $0x1d, (SP), Y8, Y9
+	VCMPPS     $0x1d, 32(SP), Y8, Y10
+	VPMAXUD    Y8, Y0, Y0
+	VPACKSSDW  Y9, Y6, Y6
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y5, Y2, Y2
+	VPACKSSWB  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y2, Y1, Y1
+	VPANDN     Y3, Y4, Y2
+	VPBLENDVB  Y1, Y2, Y3, Y3
+	VPAND      codeBit1Lane0<>+0(SB), Y3, Y3
+	VPANDN     codeBit0Lane0<>+0(SB), Y4, Y4
+	VPOR       Y4, Y3, Y1
+	VPMOVZXWD  64(AX), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y3
+	VCMPPS     $0x1d, (SP), Y3, Y4
+	VCMPPS     $0x1d, 32(SP), Y3, Y5
+	VPMAXUD    Y3, Y0, Y0
+	VPMOVZXWD  80(AX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
+	VPMAXUD    Y6, Y0, Y0
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y8, Y5, Y5
+	VPACKSSDW  Y3, Y2, Y2
+	VPMOVZXWD  96(AX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
+	VPMAXUD    Y6, Y0, Y0
+	VPMOVZXWD  112(AX), Y6
+	VPSLLD     $0x10, Y6, Y6
+	VANDPS     absMask32<>+0(SB), Y6, Y9
+	VCMPPS     $0x1d, (SP), Y9, Y10
+	VCMPPS     $0x1d, 32(SP), Y9, Y11
+	VPMAXUD    Y9, Y0, Y0
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y11, Y8, Y8
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y8, Y5, Y5
+	VPACKSSWB  Y3, Y2, Y2
+	VPANDN     Y4, Y5, Y3
+	VPBLENDVB  Y2, Y3, Y4, Y4
+	VPAND      codeBit1Lane1<>+0(SB), Y4, Y4
+	VPANDN     codeBit0Lane1<>+0(SB), Y5, Y5
+	VPOR       Y5, Y4, Y4
+	VPOR       Y4, Y1, Y1
+	VPMOVZXWD  128(AX), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y3
+	VCMPPS     $0x1d, (SP), Y3, Y4
+	VCMPPS     $0x1d, 32(SP), Y3, Y5
+	VPMAXUD    Y3, Y0, Y0
+	VPMOVZXWD  144(AX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
+	VPMAXUD    Y6, Y0, Y0
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y8, Y5, Y5
+	VPACKSSDW  Y3, Y2, Y2
+	VPMOVZXWD  160(AX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
+	VPMAXUD    Y6, Y0, Y0
+	VPMOVZXWD  176(AX), Y6
+	VPSLLD     $0x10, Y6, Y6
+	VANDPS     absMask32<>+0(SB), Y6, Y9
+	VCMPPS     $0x1d, (SP), Y9, Y10
+	VCMPPS     $0x1d, 32(SP), Y9, Y11
+	VPMAXUD    Y9, Y0, Y0
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y11, Y8, Y8
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y8, Y5, Y5
+	VPACKSSWB  Y3, Y2, Y2
+	VPANDN     Y4, Y5, Y3
+	VPBLENDVB  Y2, Y3, Y4, Y4
+	VPAND      codeBit1Lane2<>+0(SB), Y4, Y4
+	VPANDN     codeBit0Lane2<>+0(SB), Y5, Y5
+	VPOR       Y5, Y4, Y4
+	VPOR       Y4, Y1, Y1
+	VPMOVZXWD  192(AX), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VANDPS     absMask32<>+0(SB), Y2, Y3
+	VCMPPS     $0x1d, (SP), Y3, Y4
+	VCMPPS     $0x1d, 32(SP), Y3, Y5
+	VPMAXUD    Y3, Y0, Y0
+	VPMOVZXWD  208(AX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
+	VPMAXUD    Y6, Y0, Y0
+	VPACKSSDW  Y7, Y4, Y4
+	VPACKSSDW  Y8, Y5, Y5
+	VPACKSSDW  Y3, Y2, Y2
+	VPMOVZXWD  224(AX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VANDPS     absMask32<>+0(SB), Y3, Y6
+	VCMPPS     $0x1d, (SP), Y6, Y7
+	VCMPPS     $0x1d, 32(SP), Y6, Y8
+	VPMAXUD    Y6, Y0, Y0
+	VPMOVZXWD  240(AX), Y6
+	VPSLLD     $0x10, Y6, Y6
+	VANDPS     absMask32<>+0(SB), Y6, Y9
+	VCMPPS     $0x1d, (SP), Y9, Y10
+	VCMPPS     $0x1d, 32(SP), Y9, Y11
+	VPMAXUD    Y9, Y0, Y0
+	VPACKSSDW  Y10, Y7, Y7
+	VPACKSSDW  Y11, Y8, Y8
+	VPACKSSDW  Y6, Y3, Y3
+	VPACKSSWB  Y7, Y4, Y4
+	VPACKSSWB  Y8, Y5, Y5
+	VPACKSSWB  Y3, Y2, Y2
+	VPANDN     Y4, Y5, Y3
+	VPBLENDVB  Y2, Y3, Y4, Y4
+	VPAND      codeBit1Lane3<>+0(SB), Y4, Y4
+	VPANDN     codeBit0Lane3<>+0(SB), Y5, Y5
+	VPOR       Y5, Y4, Y4
+	VPOR       Y4, Y1, Y1
+	VMOVDQU    permIdx<>+0(SB), Y2
+	VPERMD     Y1, Y2, Y1
+	VMOVDQU    Y1, (CX)
+
+	// Code 3 in the group: both bits of some 2-bit field set.
+	VPSRLW  $0x01, Y1, Y2
+	VPAND   Y1, Y2, Y2
+	VPAND   bytes55<>+0(SB), Y2, Y2
+	VPTEST  Y2, Y2
+	JZ      next
+	VMOVDQU Y2, 64(SP)
+	MOVQ    64(SP), R9
+
+bits0:
+	TESTQ   R9, R9
+	JZ      word1
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    (R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits0
+
+word1:
+	MOVQ 72(SP), R9
+
+bits1:
+	TESTQ   R9, R9
+	JZ      word2
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    8(R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits1
+
+word2:
+	MOVQ 80(SP), R9
+
+bits2:
+	TESTQ   R9, R9
+	JZ      word3
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    16(R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits2
+
+word3:
+	MOVQ 88(SP), R9
+
+bits3:
+	TESTQ   R9, R9
+	JZ      word4
+	CMPQ    R8, SI
+	JAE     full
+	BSFQ    R9, R10
+	MOVQ    R10, R11
+	SHRQ    $0x03, R11
+	ANDQ    $0x07, R10
+	SHRQ    $0x01, R10
+	NOTQ    R10
+	ANDQ    $0x03, R10
+	SHLQ    $0x05, R10
+	LEAQ    24(R11)(R10*1), R11
+	MOVWQZX (AX)(R11*2), R10
+	SHLQ    $0x30, R10
+	ADDL    DI, R11
+	ORQ     R11, R10
+	MOVQ    R10, (BX)(R8*8)
+	INCQ    R8
+	LEAQ    -1(R9), R10
+	ANDQ    R10, R9
+	JMP     bits3
+
+word4:
+next:
+	ADDQ $0x00000100, AX
+	ADDQ $0x20, CX
+	ADDL $0x00000080, DI
+	DECQ DX
+	JMP  loop
+
+full:
+	MOVQ $-1, R8
+
+done:
+	VEXTRACTI128 $0x01, Y0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXUD      X1, X0, X0
+	VMOVD        X0, AX
+	VZEROUPPER
+	MOVL         AX, maxBits+88(FP)
+	MOVQ         R8, nent+96(FP)
+	RET
+
 // func blockSumScalesAVX2(x []float32, bs int, scales []float32) int
 // Requires: AVX, AVX2, SSE2
 TEXT ·blockSumScalesAVX2(SB), NOSPLIT, $0-64

@@ -119,7 +119,7 @@ func (ks *Quantizer) Quantize(x []float32, blockSize int, m Method, checkFinite 
 		// two-pass path (with the threshold comparisons of generic.go) is
 		// faster. TestQuantizeSpecBands runs quantizeSpecBand with the generic
 		// kernels too.
-		fb, done = -1, ks.quantizeSpec(x, m, packed, scales)
+		fb, done = -1, ks.quantizeSpec(specSource{f32: x}, m, packed, scales)
 	}
 	if !done {
 		fb = ks.quantizeTwoPass(x, bs, m, packed, scales)

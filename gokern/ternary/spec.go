@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	"github.com/bitnet-go/bitnet_go/gokern/cast"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -103,22 +104,72 @@ func runStart(n, l, r, runs int) int {
 
 // forSamples calls fn(r, run) for each of the runs runs (sampleRuns) of
 // x, l values each, in parallel.
-func forSamples(x []float32, runs, l int, fn func(r int, run []float32)) {
+func forSamples(x specSource, runs, l int, fn func(r int, run []float32)) {
 	par.For(runs, 16, func(r0, r1 int) {
+		var scratch []float32
+		if x.bf != nil {
+			scratch = make([]float32, l)
+		}
 		for r := r0; r < r1; r++ {
-			start := runStart(len(x), l, r, runs)
-			fn(r, x[start:start+l])
+			start := runStart(x.len(), l, r, runs)
+			fn(r, x.get(start, start+l, scratch))
 		}
 	})
 }
+
+// specSource is the one-pass path's input: float32 values, or bfloat16
+// bits, which the pass's kernels (quantSpecBF16) widen as they load them
+// and the rest (samples, a piece redone, the tail) a run at a time into a
+// cache-sized scratch, so that a bfloat16 tensor is read once from memory
+// and never widened whole. Every reduction sees the same float32 values in
+// the same pieces either way: the same sums, scale and codes, bit for bit.
+type specSource struct {
+	f32 []float32
+	bf  []uint16
+}
+
+func (x specSource) len() int {
+	if x.bf != nil {
+		return len(x.bf)
+	}
+	return len(x.f32)
+}
+
+// get returns values [lo, hi): a slice of f32, or bf's widened into
+// scratch (at least hi-lo long).
+func (x specSource) get(lo, hi int, scratch []float32) []float32 {
+	if x.bf == nil {
+		return x.f32[lo:hi]
+	}
+	d := scratch[:hi-lo]
+	cast.WidenOp.Get()(d, x.bf[lo:hi])
+	return d
+}
+
+// whole returns all the values as float32 (bf's widened into the kept
+// scratch of QuantizeBF16) and what gives the scratch back.
+func (x specSource) whole() ([]float32, func()) {
+	if x.bf == nil {
+		return x.f32, func() {}
+	}
+	f, h := widened.Sized(len(x.bf))
+	if err := cast.BF16ToF32(f, x.bf); err != nil {
+		panic(err) // the lengths are equal
+	}
+	return f, func() { widened.Put(h) }
+}
+
+// pieceScratch keeps the workers' widened pieces (specPiece groups each,
+// for a piece the kernels give up on) between calls.
+var pieceScratch = buf.List[float32]{MaxCap: specPiece * GroupValues, MaxCount: par.MaxThreads}
 
 // absMeanBand samples specSampleRuns runs of x, together about (32n)^(2/3)
 // values (the size that balances sampling against fix-ups), and bounds the
 // absmean scale by the runs' mean ± specZ standard errors (measured from the
 // spread of the run means, so uneven tensors get a wider band). ok is false
 // when a sample holds NaN or Inf.
-func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
-	k, l := sampleRuns(len(x))
+func (ks *Quantizer) absMeanBand(x specSource) (b specBand, ok bool) {
+	k, l := sampleRuns(x.len())
 	means := make([]float64, k)
 	forSamples(x, k, l, func(r int, run []float32) {
 		s, bad := ks.absSum(run)
@@ -151,8 +202,8 @@ func (ks *Quantizer) absMeanBand(x []float32) (b specBand, ok bool) {
 // scale: about 1.4% of normally distributed data, far fewer for heavy
 // tails; uniform data has too many, which quantizeSpecBand notices in its
 // first piece and gives up on.
-func (ks *Quantizer) absMaxBand(x []float32) (b specBand, ok bool) {
-	runs, l := sampleRuns(len(x))
+func (ks *Quantizer) absMaxBand(x specSource) (b specBand, ok bool) {
+	runs, l := sampleRuns(x.len())
 	maxs := make([]uint32, runs)
 	forSamples(x, runs, l, func(r int, run []float32) { maxs[r] = ks.maxBits(run) })
 	m := slices.Max(maxs)
@@ -177,7 +228,7 @@ func (ks *Quantizer) maxBits(x []float32) uint32 {
 // m as described above. It returns false, having written nothing that
 // counts, when x holds NaN or Inf: the two-pass path then does the work and
 // finds the first such index.
-func (ks *Quantizer) quantizeSpec(x []float32, m Method, packed []byte, scales []float32) bool {
+func (ks *Quantizer) quantizeSpec(x specSource, m Method, packed []byte, scales []float32) bool {
 	var b specBand
 	ok := false
 	if m == AbsMax {
@@ -193,8 +244,8 @@ func (ks *Quantizer) quantizeSpec(x []float32, m Method, packed []byte, scales [
 
 // quantizeSpecBand is quantizeSpec with a given band (any band gives the
 // same result; a poor one only costs time).
-func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed []byte, scales []float32) bool {
-	n := len(x)
+func (ks *Quantizer) quantizeSpecBand(x specSource, m Method, b specBand, packed []byte, scales []float32) bool {
+	n := x.len()
 	if n > specMaxValues {
 		return false
 	}
@@ -212,6 +263,12 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 	var next atomic.Int64
 	var seen atomic.Uint32 // absmax: the bits of the largest |x| seen so far
 	par.Run(workers, func(c, _, _ int) {
+		var scratch []float32 // a poor piece of bf, widened
+		if x.bf != nil {
+			s, h := pieceScratch.Sized(specPiece * GroupValues)
+			defer pieceScratch.Put(h)
+			scratch = s
+		}
 		list := fixLists.Get()
 		l := (*list)[:0]
 		poor := false // the band gave too many fix-ups: stop guessing
@@ -228,15 +285,19 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 			}
 			g := pc * specPiece
 			e := min(g+specPiece, whole)
-			xs := x[g*GroupValues : e*GroupValues]
 			ne := -1
 			if !poor {
 				l = slices.Grow(l, specMaxFix)
 				dst, off, ent := packed[g*GroupBytes:e*GroupBytes], uint32(g*GroupValues), l[len(l):len(l)+specMaxFix]
-				if m == AbsMax {
-					maxs[pc], ne = ks.quantSpecMax(xs, dst, lo, b.hi, off, ent)
-				} else {
-					sums[pc], ne = ks.quantSpec(xs, dst, lo, b.hi, off, ent)
+				switch {
+				case x.bf != nil && m == AbsMax:
+					maxs[pc], ne = ks.quantSpecMaxBF16(x.bf[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
+				case x.bf != nil:
+					sums[pc], ne = ks.quantSpecBF16(x.bf[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
+				case m == AbsMax:
+					maxs[pc], ne = ks.quantSpecMax(x.f32[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
+				default:
+					sums[pc], ne = ks.quantSpec(x.f32[g*GroupValues:e*GroupValues], dst, lo, b.hi, off, ent)
 				}
 				if ne >= 0 && m == AbsMax && maxs[pc] < 0x7f800000 {
 					for v := seen.Load(); maxs[pc] > v && !seen.CompareAndSwap(v, maxs[pc]); v = seen.Load() {
@@ -245,6 +306,7 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 			}
 			if ne < 0 { // too many fix-ups: reduce now, the whole piece later
 				poor = true
+				xs := x.get(g*GroupValues, e*GroupValues, scratch)
 				if m == AbsMax {
 					maxs[pc] = ks.maxBits(xs)
 				} else {
@@ -263,7 +325,7 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 			fixLists.Put(l)
 		}
 	}()
-	tail := x[whole*GroupValues:]
+	tail := x.get(whole*GroupValues, n, make([]float32, n-whole*GroupValues))
 	var sc float32
 	if m == AbsMax {
 		mx := max(ks.maxBits(tail), slices.Max(append(maxs, 0)))
@@ -285,16 +347,22 @@ func (ks *Quantizer) quantizeSpecBand(x []float32, m Method, b specBand, packed 
 	}
 	scales[0] = sc
 	if !b.contains(sc) {
-		ks.quantizeGroups(x, n, scales, packed)
+		all, release := x.whole()
+		defer release()
+		ks.quantizeGroups(all, n, scales, packed)
 		return true
 	}
 	par.Run(workers, func(c, p0, p1 int) {
 		ks.fixCodes(packed, *fix[c], 0, sc)
+		var scratch []float32
 		for pc := p0; pc < p1; pc++ {
 			if redo[pc] {
 				g := pc * specPiece
 				e := min(g+specPiece, whole)
-				ks.quantRun(x[g*GroupValues:e*GroupValues], sc, g*GroupValues, packed)
+				if scratch == nil && x.bf != nil {
+					scratch = make([]float32, specPiece*GroupValues)
+				}
+				ks.quantRun(x.get(g*GroupValues, e*GroupValues, scratch), sc, g*GroupValues, packed)
 			}
 		}
 	})
@@ -322,6 +390,27 @@ func fixCodesGeneric(packed []byte, ent []uint64, base int, scale float32) {
 		bi, sh := slot(base + int(uint32(e)))
 		packed[bi] = packed[bi]&^(3<<sh) | codeOf(math.Float32frombits(uint32(e>>32)), scale)<<sh
 	}
+}
+
+// quantSpecBF16Generic is quantSpecGeneric of the float32 values of
+// bfloat16 bits x (widened first).
+func quantSpecBF16Generic(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (float64, int) {
+	return quantSpecGeneric(widen(x), dst, lo, hi, off, ent)
+}
+
+// quantSpecMaxBF16Generic is quantSpecMaxGeneric of the float32 values of
+// bfloat16 bits x.
+func quantSpecMaxBF16Generic(x []uint16, dst []byte, lo, hi float32, off uint32, ent []uint64) (uint32, int) {
+	return quantSpecMaxGeneric(widen(x), dst, lo, hi, off, ent)
+}
+
+// widen returns the float32 values of bfloat16 bits x, in a new slice.
+func widen(x []uint16) []float32 {
+	w := make([]float32, len(x))
+	for i, h := range x {
+		w[i] = math.Float32frombits(uint32(h) << 16)
+	}
+	return w
 }
 
 // quantSpecMaxGeneric is quantSpecGeneric returning, instead of the sum,

@@ -174,9 +174,9 @@ func TestQuantizeSpecBands(t *testing.T) {
 						var good specBand
 						var ok bool
 						if m == AbsMax {
-							good, ok = q.absMaxBand(x)
+							good, ok = q.absMaxBand(specSource{f32: x})
 						} else {
-							good, ok = q.absMeanBand(x)
+							good, ok = q.absMeanBand(specSource{f32: x})
 						}
 						if !ok {
 							t.Fatalf("band(n=%d %s %v) failed on finite data", n, kind, m)
@@ -196,7 +196,7 @@ func TestQuantizeSpecBands(t *testing.T) {
 								packed[i] = byte(r.Uint32())
 							}
 							scales := []float32{-1}
-							if !q.quantizeSpecBand(x, m, b, packed, scales) {
+							if !q.quantizeSpecBand(specSource{f32: x}, m, b, packed, scales) {
 								t.Fatalf("quantizeSpecBand failed on finite data")
 							}
 							checkAgainstRef(t, fmt.Sprintf("%s t%d n=%d %s %v band %s", f, threads, n, kind, m, bn), x, m, packed, scales)
@@ -319,9 +319,116 @@ func FuzzQuantizeSpecBand(f *testing.F) {
 		s := float64(ws[0])
 		packed := make([]byte, PackedLen(n))
 		scales := make([]float32, 1)
-		if !QuantizeOp.Get().quantizeSpecBand(x, m, newSpecBand(s*lo, s*hi), packed, scales) {
+		if !QuantizeOp.Get().quantizeSpecBand(specSource{f32: x}, m, newSpecBand(s*lo, s*hi), packed, scales) {
 			t.Fatal("quantizeSpecBand failed on finite data")
 		}
 		checkAgainstRef(t, fmt.Sprintf("%v n=%d band [%v, %v]", m, n, lo, hi), x, m, packed, scales)
+	})
+}
+
+// TestKernelsQuantSpecBF16 checks the bfloat16 twins of the one-pass
+// kernels: against the same family's float32 kernels on the widened values
+// (codes, entries and reduction bit for bit: the same order) and against
+// the generic bfloat16 kernels (codes and entries; the sum to float32
+// rounding), on odd group counts, both entry capacities (full or not),
+// values on and next to ±lo and ±hi, NaN, Inf and subnormals.
+func TestKernelsQuantSpecBF16(t *testing.T) {
+	forFamilies(t, 25, 26, func(f cpu.Family, k *Quantizer, r *rand.Rand) {
+		specials := []uint16{0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x0001, 0x807f}
+		for _, groups := range []int{0, 1, 2, 3, 5, 17, 64, 257} {
+			for rep := 0; rep < 6; rep++ {
+				// lo and hi bfloat16 values, so that x can sit on them.
+				lo := math.Float32frombits(uint32(math.Float32bits(float32(0.3+0.2*r.Float64()))) &^ 0xffff)
+				hi := math.Float32frombits(math.Float32bits(lo) + uint32(r.IntN(8))<<16)
+				if rep == 5 {
+					lo, hi = 0, float32(math.Inf(1))
+				}
+				off := r.IntN(8)
+				buf := make([]uint16, groups*GroupValues+off)
+				for i := range buf {
+					v := float32(r.NormFloat64()) * 2 * lo
+					switch r.IntN(8) {
+					case 0, 1:
+						th := []float32{lo, hi}[r.IntN(2)]
+						v = math.Float32frombits(uint32(int64(math.Float32bits(th)) + int64(r.IntN(5)-2)<<16))
+						if r.IntN(2) == 0 {
+							v = -v
+						}
+					}
+					buf[i] = uint16(math.Float32bits(v) >> 16)
+					if rep == 4 && r.IntN(40) == 0 {
+						buf[i] = specials[r.IntN(len(specials))]
+					}
+				}
+				x := buf[off:]
+				w := widen(x)
+				for _, capacity := range []int{groups * GroupValues, groups / 3} {
+					name := fmt.Sprintf("%s groups=%d rep=%d cap=%d", f, groups, rep, capacity)
+					o := r.Uint32()
+					type res struct {
+						dst []byte
+						ent []uint64
+						red uint64 // sum bits or max bits
+						n   int
+					}
+					run := func(bf func(dst []byte, ent []uint64) (uint64, int)) res {
+						dst, ent := make([]byte, groups*GroupBytes), make([]uint64, capacity)
+						red, n := bf(dst, ent)
+						return res{dst, ent, red, n}
+					}
+					for _, mx := range []bool{false, true} {
+						got := run(func(d []byte, e []uint64) (uint64, int) {
+							if mx {
+								m, n := k.quantSpecMaxBF16(x, d, lo, hi, o, e)
+								return uint64(m), n
+							}
+							s, n := k.quantSpecBF16(x, d, lo, hi, o, e)
+							return math.Float64bits(s), n
+						})
+						same := run(func(d []byte, e []uint64) (uint64, int) {
+							if mx {
+								m, n := k.quantSpecMax(w, d, lo, hi, o, e)
+								return uint64(m), n
+							}
+							s, n := k.quantSpec(w, d, lo, hi, o, e)
+							return math.Float64bits(s), n
+						})
+						want := run(func(d []byte, e []uint64) (uint64, int) {
+							if mx {
+								m, n := quantSpecMaxBF16Generic(x, d, lo, hi, o, e)
+								return uint64(m), n
+							}
+							s, n := quantSpecBF16Generic(x, d, lo, hi, o, e)
+							return math.Float64bits(s), n
+						})
+						if got.n != same.n || got.n != want.n {
+							t.Fatalf("%s max=%v: nent %d, float32 kernel %d, generic %d", name, mx, got.n, same.n, want.n)
+						}
+						if got.n < 0 {
+							continue
+						}
+						if got.red != same.red {
+							t.Fatalf("%s max=%v: reduction %#x, float32 kernel %#x", name, mx, got.red, same.red)
+						}
+						if mx && got.red != want.red {
+							t.Fatalf("%s: max bits %#x, generic %#x", name, got.red, want.red)
+						}
+						cnt := max(1, len(x))
+						gs, ws := math.Float64frombits(got.red), math.Float64frombits(want.red)
+						if !mx && !sameF32(float32(gs/float64(cnt)), float32(ws/float64(cnt))) {
+							t.Fatalf("%s: sum %v, generic %v", name, gs, ws)
+						}
+						for _, other := range []res{same, want} {
+							if i := firstDiff(got.dst, other.dst); i >= 0 {
+								t.Fatalf("%s max=%v: byte %d = %#x, want %#x", name, mx, i, got.dst[i], other.dst[i])
+							}
+							if !slices.Equal(got.ent[:got.n], other.ent[:got.n]) {
+								t.Fatalf("%s max=%v: entries differ", name, mx)
+							}
+						}
+					}
+				}
+			}
+		}
 	})
 }

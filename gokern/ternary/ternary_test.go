@@ -478,3 +478,61 @@ func TestPadding(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeGroups checks Unpack and Dequantize (whole groups decoded 32
+// bytes at a time) against a value-at-a-time reference on odd sizes, block
+// sizes and thread counts, with and without a code 3 (the error names the
+// first one).
+func TestDecodeGroups(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, n := range []int{1, 127, 128, 129, 255, 1000, 128 * 300, 128*257 + 77} {
+		for _, bad := range []int{0, 1, 3} {
+			packed := make([]byte, PackedLen(n))
+			for p := 0; p < PackedLen(n)*4; p++ {
+				b, sh := slot(p)
+				c := byte(r.IntN(3))
+				if p >= n {
+					c = 1
+				}
+				packed[b] |= c << sh
+			}
+			first := -1
+			for range bad {
+				p := r.IntN(n)
+				b, sh := slot(p)
+				packed[b] |= 3 << sh
+				if first < 0 || p < first {
+					first = p
+				}
+			}
+			bs := []int{0, 7, 128, 1000}[r.IntN(4)]
+			scales := make([]float32, NumBlocks(n, bs))
+			for i := range scales {
+				scales[i] = float32(r.NormFloat64())
+			}
+			sb, _ := scaleBlock(n, bs, scales)
+			vals, deq := make([]int8, n), make([]float32, n)
+			e1, e2 := Unpack(packed, vals), Dequantize(packed, bs, scales, deq)
+			if first >= 0 {
+				b, _ := slot(first)
+				want := fmt.Sprintf("invalid I2_S code 3 at position %d (byte %d)", first, b)
+				for _, e := range []error{e1, e2} {
+					if e == nil || e.Error() != want {
+						t.Fatalf("n=%d: error %v, want %q", n, e, want)
+					}
+				}
+				continue
+			}
+			if e1 != nil || e2 != nil {
+				t.Fatalf("n=%d: %v, %v", n, e1, e2)
+			}
+			for p := range n {
+				b, sh := slot(p)
+				v := int8(packed[b]>>sh&3) - 1
+				if vals[p] != v || math.Float32bits(deq[p]) != math.Float32bits(float32(v)*scales[p/sb]) {
+					t.Fatalf("n=%d bs=%d position %d: %d, %v; want %d, %v", n, bs, p, vals[p], deq[p], v, float32(v)*scales[p/sb])
+				}
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package ternary
 
 import (
+	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cast"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
@@ -105,9 +107,11 @@ func (f *tqFormat) PackedLen(n, rows int) (int, error) {
 }
 
 // forBlocks runs fn over the blocks [0, nb) in parallel chunks and returns
-// the error of the earliest chunk that failed.
+// the error of the earliest chunk that failed. The chunks are of at least
+// par.MinWork values, up to par.ChunksPerThread a thread, which the threads
+// take as they free up: a thread held up on a shared machine does less.
 func forBlocks(nb int, fn func(b0, b1 int) error) error {
-	chunks := par.Chunks(nb, 64)
+	chunks := par.ChunksWork(nb, TQBlock)
 	errsOut := make([]error, len(chunks)-1)
 	par.Run(chunks, func(c, b0, b1 int) {
 		if !par.Stopped() {
@@ -126,14 +130,11 @@ func (f *tqFormat) Pack(values []int8, rows int, dst []byte) error {
 	if err := qtensor.CheckLen(f, len(values), rows, len(dst)); err != nil {
 		return err
 	}
-	if err := checkTernary(values); err != nil {
-		return err
-	}
 	return forBlocks(len(values)/TQBlock, func(b0, b1 int) error {
 		var c [TQBlock]byte
 		for b := b0; b < b1; b++ {
-			for i, q := range values[b*TQBlock : (b+1)*TQBlock] {
-				c[i] = Code(q)
+			if !tqCodesOf(values[b*TQBlock:(b+1)*TQBlock], &c) {
+				return checkTernary(values[:(b+1)*TQBlock]) // names the first bad value
 			}
 			f.pack(&c, dst[b*f.payload:(b+1)*f.payload])
 		}
@@ -196,13 +197,39 @@ func (f *tqFormat) Dequantize(src []byte, rows, blockSize int, scales []float32,
 	})
 }
 
-// packTQ2 writes the TQ2_0 payload of one block's codes.
+// Eight bytes at a time, as little-endian 64-bit words.
+const (
+	bytes01 = 0x0101010101010101
+	bytes03 = 0x0303030303030303
+	bytesFC = 0xfcfcfcfcfcfcfcfc
+)
+
+// tqCodesOf writes the codes (q+1) of the 256 values v (v[:256]) into c
+// and reports whether every value is -1, 0 or +1, eight at a time: a byte
+// is one of 0x00, 0x01, 0xff exactly when its bits 1..7 are equal and, if
+// they are set, so is bit 0; its code is ((q&3)+1)&3, which never carries
+// out of the byte.
+func tqCodesOf(v []int8, c *[TQBlock]byte) bool {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v[:TQBlock]))), TQBlock)
+	var bad uint64
+	for i := 0; i < TQBlock; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		bad |= (w^w<<1)&bytesFC | w>>7&^w&bytes01
+		binary.LittleEndian.PutUint64(c[i:], (w&bytes03+bytes01)&bytes03)
+	}
+	return bad == 0
+}
+
+// packTQ2 writes the TQ2_0 payload of one block's codes (each 0..2, so the
+// shifted fields of a word stay inside their bytes).
 func packTQ2(c *[TQBlock]byte, dst []byte) {
 	d := dst[:TQ2Payload:TQ2Payload]
 	for h := 0; h < 2; h++ {
 		cs := c[h*128 : h*128+128 : h*128+128]
-		for j := 0; j < 32; j++ {
-			d[h*32+j] = cs[j] | cs[32+j]<<2 | cs[64+j]<<4 | cs[96+j]<<6
+		for j := 0; j < 32; j += 8 {
+			w := binary.LittleEndian.Uint64(cs[j:]) | binary.LittleEndian.Uint64(cs[32+j:])<<2 |
+				binary.LittleEndian.Uint64(cs[64+j:])<<4 | binary.LittleEndian.Uint64(cs[96+j:])<<6
+			binary.LittleEndian.PutUint64(d[h*32+j:], w)
 		}
 	}
 }
@@ -326,22 +353,3 @@ func F16Value(h uint16) float32 {
 
 // RoundF16 is f rounded to float16 (F16Bits) and back to float32.
 func RoundF16(f float32) float32 { return F16Value(F16Bits(f)) }
-
-// tq1FromTQ2 writes the TQ1_0 payload of the block whose TQ2_0 payload is
-// src: the same codes, read from their 2-bit fields (value i of half h is
-// field i/32 of byte 32h + i%32).
-func tq1FromTQ2(src *[TQ2Payload]byte, dst []byte) {
-	d := dst[:TQ1Payload:TQ1Payload]
-	f := func(b byte, k uint) int { return int(b >> (2 * k) & 3) }
-	for j := 0; j < tq1QS0; j++ { // values j, 32+j, ..., 128+j
-		b := src[j]
-		d[j] = tq1Byte(81*f(b, 0) + 27*f(b, 1) + 9*f(b, 2) + 3*f(b, 3) + f(src[32+j], 0))
-	}
-	for j := 0; j < tq1QS-tq1QS0; j++ { // values 160+j, 176+j, ..., 224+j: half 1's 32+j, 48+j, ..., 96+j
-		b1, b2 := src[32+j], src[48+j]
-		d[tq1QS0+j] = tq1Byte(81*f(b1, 1) + 27*f(b2, 1) + 9*f(b1, 2) + 3*f(b2, 2) + f(b1, 3))
-	}
-	for j := 0; j < 4; j++ { // values 240+j, 244+j, 248+j, 252+j: half 1's 112+j, ..., 124+j
-		d[tq1QS+j] = tq1Byte(81*f(src[48+j], 3) + 27*f(src[52+j], 3) + 9*f(src[56+j], 3) + 3*f(src[60+j], 3))
-	}
-}

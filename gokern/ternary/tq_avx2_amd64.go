@@ -4,9 +4,18 @@
 
 package ternary
 
-// tqHalvesAVX2 writes the TQ2_0 codes of len(dst)/32 whole 128-value halves of x
-// (len(x) >= 128*(len(dst)/32)) with threshold t > 0 into dst: 2 where x >= t,
-// 0 where x <= -t, else 1; value i of a half in byte i%32 at shift 2*(i/32).
+// tq2BlocksAVX2 writes the TQ2_0 payloads (64 bytes each, into dst) of the
+// len(ts) 256-value blocks of x, block b with threshold ts[b] > 0: code 2 where
+// x >= t, 0 where x <= -t, else 1; value i of a 128-value half in byte i%32
+// at shift 2*(i/32). len(x) >= 256*len(ts), len(dst) >= 64*len(ts).
 //
 //go:noescape
-func tqHalvesAVX2(x []float32, dst []byte, t float32)
+func tq2BlocksAVX2(x []float32, dst []byte, ts []float32)
+
+// tq1BlocksAVX2 writes the TQ1_0 payloads (52 bytes each, into dst) of the
+// len(ts) 256-value blocks of x, block b with threshold ts[b] > 0 (codes as
+// tq2BlocksAVX2's), base 3 as tq.go lays them out. len(x) >= 256*len(ts),
+// len(dst) >= 52*len(ts).
+//
+//go:noescape
+func tq1BlocksAVX2(x []float32, dst []byte, ts []float32)

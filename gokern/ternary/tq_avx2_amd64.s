@@ -4,127 +4,515 @@
 
 #include "textflag.h"
 
-// func tqHalvesAVX2(x []float32, dst []byte, t float32)
+// func tq2BlocksAVX2(x []float32, dst []byte, ts []float32)
 // Requires: AVX, AVX2
-TEXT ·tqHalvesAVX2(SB), NOSPLIT, $0-52
+TEXT ·tq2BlocksAVX2(SB), NOSPLIT, $0-72
 	MOVQ         x_base+0(FP), AX
 	MOVQ         dst_base+24(FP), CX
-	MOVQ         dst_len+32(FP), DX
-	SHRQ         $0x05, DX
-	VBROADCASTSS t+48(FP), Y0
-	VXORPS       Y1, Y1, Y1
-	VSUBPS       Y0, Y1, Y1
-	MOVL         $0x00000055, BX
-	VMOVD        BX, X2
-	VPBROADCASTD X2, Y2
-	MOVQ         $0x0703060205010400, BX
-	VMOVQ        BX, X3
-	VPMOVZXBD    X3, Y3
+	MOVQ         ts_base+48(FP), DX
+	MOVQ         ts_len+56(FP), BX
+	MOVL         $0x00000055, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVQ         $0x0703060205010400, SI
+	VMOVQ        SI, X1
+	VPMOVZXBD    X1, Y1
 
-loop:
-	TESTQ     DX, DX
-	JZ        done
-	VMOVUPS   (AX), Y4
-	VCMPPS    $0x1d, Y0, Y4, Y5
-	VCMPPS    $0x12, Y1, Y4, Y4
-	VPSUBD    Y5, Y4, Y4
-	VMOVUPS   128(AX), Y5
-	VCMPPS    $0x1d, Y0, Y5, Y6
-	VCMPPS    $0x12, Y1, Y5, Y5
-	VPSUBD    Y6, Y5, Y5
-	VPSLLD    $0x02, Y5, Y5
-	VPADDD    Y5, Y4, Y4
-	VMOVUPS   256(AX), Y5
-	VCMPPS    $0x1d, Y0, Y5, Y6
-	VCMPPS    $0x12, Y1, Y5, Y5
-	VPSUBD    Y6, Y5, Y5
-	VPSLLD    $0x04, Y5, Y5
-	VPADDD    Y5, Y4, Y4
-	VMOVUPS   384(AX), Y5
-	VCMPPS    $0x1d, Y0, Y5, Y6
-	VCMPPS    $0x12, Y1, Y5, Y5
-	VPSUBD    Y6, Y5, Y5
-	VPSLLD    $0x06, Y5, Y5
-	VPADDD    Y5, Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VMOVUPS   32(AX), Y5
-	VCMPPS    $0x1d, Y0, Y5, Y6
-	VCMPPS    $0x12, Y1, Y5, Y5
-	VPSUBD    Y6, Y5, Y5
-	VMOVUPS   160(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VPSLLD    $0x02, Y6, Y6
-	VPADDD    Y6, Y5, Y5
-	VMOVUPS   288(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VPSLLD    $0x04, Y6, Y6
-	VPADDD    Y6, Y5, Y5
-	VMOVUPS   416(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VPSLLD    $0x06, Y6, Y6
-	VPADDD    Y6, Y5, Y5
-	VPADDD    Y2, Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-	VMOVUPS   64(AX), Y5
-	VCMPPS    $0x1d, Y0, Y5, Y6
-	VCMPPS    $0x12, Y1, Y5, Y5
-	VPSUBD    Y6, Y5, Y5
-	VMOVUPS   192(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VPSLLD    $0x02, Y6, Y6
-	VPADDD    Y6, Y5, Y5
-	VMOVUPS   320(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VPSLLD    $0x04, Y6, Y6
-	VPADDD    Y6, Y5, Y5
-	VMOVUPS   448(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VPSLLD    $0x06, Y6, Y6
-	VPADDD    Y6, Y5, Y5
-	VPADDD    Y2, Y5, Y5
-	VMOVUPS   96(AX), Y6
-	VCMPPS    $0x1d, Y0, Y6, Y7
-	VCMPPS    $0x12, Y1, Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VMOVUPS   224(AX), Y7
-	VCMPPS    $0x1d, Y0, Y7, Y8
-	VCMPPS    $0x12, Y1, Y7, Y7
-	VPSUBD    Y8, Y7, Y7
-	VPSLLD    $0x02, Y7, Y7
-	VPADDD    Y7, Y6, Y6
-	VMOVUPS   352(AX), Y7
-	VCMPPS    $0x1d, Y0, Y7, Y8
-	VCMPPS    $0x12, Y1, Y7, Y7
-	VPSUBD    Y8, Y7, Y7
-	VPSLLD    $0x04, Y7, Y7
-	VPADDD    Y7, Y6, Y6
-	VMOVUPS   480(AX), Y7
-	VCMPPS    $0x1d, Y0, Y7, Y8
-	VCMPPS    $0x12, Y1, Y7, Y7
-	VPSUBD    Y8, Y7, Y7
-	VPSLLD    $0x06, Y7, Y7
-	VPADDD    Y7, Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
-	VPACKUSWB Y5, Y4, Y4
-	VPERMD    Y4, Y3, Y4
-	VMOVDQU   Y4, (CX)
-	ADDQ      $0x00000200, AX
-	ADDQ      $0x20, CX
-	DECQ      DX
-	JMP       loop
+block:
+	TESTQ        BX, BX
+	JZ           done
+	VBROADCASTSS (DX), Y2
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y2, Y3, Y3
+	VMOVUPS      (AX), Y4
+	VCMPPS       $0x1d, Y2, Y4, Y5
+	VCMPPS       $0x12, Y3, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VMOVUPS      128(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x02, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      256(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      384(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       Y0, Y4, Y4
+	VMOVUPS      32(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      160(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      288(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      416(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y0, Y5, Y5
+	VPACKUSDW    Y5, Y4, Y4
+	VMOVUPS      64(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      192(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      320(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      448(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y0, Y5, Y5
+	VMOVUPS      96(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VMOVUPS      224(AX), Y7
+	VCMPPS       $0x1d, Y2, Y7, Y8
+	VCMPPS       $0x12, Y3, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x02, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      352(AX), Y7
+	VCMPPS       $0x1d, Y2, Y7, Y8
+	VCMPPS       $0x12, Y3, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      480(AX), Y7
+	VCMPPS       $0x1d, Y2, Y7, Y8
+	VCMPPS       $0x12, Y3, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x06, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       Y0, Y6, Y6
+	VPACKUSDW    Y6, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPERMD       Y4, Y1, Y4
+	VMOVDQU      Y4, (CX)
+	VMOVUPS      512(AX), Y4
+	VCMPPS       $0x1d, Y2, Y4, Y5
+	VCMPPS       $0x12, Y3, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VMOVUPS      640(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x02, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      768(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VMOVUPS      896(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x06, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       Y0, Y4, Y4
+	VMOVUPS      544(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      672(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      800(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      928(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y0, Y5, Y5
+	VPACKUSDW    Y5, Y4, Y4
+	VMOVUPS      576(AX), Y5
+	VCMPPS       $0x1d, Y2, Y5, Y6
+	VCMPPS       $0x12, Y3, Y5, Y5
+	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      704(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x02, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      832(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x04, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVUPS      960(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x06, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPADDD       Y0, Y5, Y5
+	VMOVUPS      608(AX), Y6
+	VCMPPS       $0x1d, Y2, Y6, Y7
+	VCMPPS       $0x12, Y3, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VMOVUPS      736(AX), Y7
+	VCMPPS       $0x1d, Y2, Y7, Y8
+	VCMPPS       $0x12, Y3, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x02, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      864(AX), Y7
+	VCMPPS       $0x1d, Y2, Y7, Y8
+	VCMPPS       $0x12, Y3, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVUPS      992(AX), Y7
+	VCMPPS       $0x1d, Y2, Y7, Y2
+	VCMPPS       $0x12, Y3, Y7, Y3
+	VPSUBD       Y2, Y3, Y3
+	VPSLLD       $0x06, Y3, Y3
+	VPADDD       Y3, Y6, Y6
+	VPADDD       Y0, Y6, Y6
+	VPACKUSDW    Y6, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPERMD       Y4, Y1, Y4
+	VMOVDQU      Y4, 32(CX)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x04, DX
+	DECQ         BX
+	JMP          block
+
+done:
+	VZEROUPPER
+	RET
+
+// func tq1BlocksAVX2(x []float32, dst []byte, ts []float32)
+// Requires: AVX, AVX2
+TEXT ·tq1BlocksAVX2(SB), NOSPLIT, $0-72
+	MOVQ         x_base+0(FP), AX
+	MOVQ         dst_base+24(FP), CX
+	MOVQ         ts_base+48(FP), DX
+	MOVQ         ts_len+56(FP), BX
+	MOVL         $0x010db300, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x80788e36, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x03291900, SI
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x7f6adb36, SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	MOVQ         $0x0703060205010400, SI
+	VMOVQ        SI, X4
+	VPMOVZXBD    X4, Y4
+
+block:
+	TESTQ        BX, BX
+	JZ           done
+	VBROADCASTSS (DX), Y5
+	VXORPS       Y6, Y6, Y6
+	VSUBPS       Y5, Y6, Y6
+	VMOVUPS      (AX), Y7
+	VCMPPS       $0x1d, Y5, Y7, Y8
+	VCMPPS       $0x12, Y6, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VMOVUPS      128(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VMOVUPS      256(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VMOVUPS      384(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VMOVUPS      512(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VPMULLD      Y0, Y7, Y7
+	VPADDD       Y1, Y7, Y7
+	VPSRLD       $0x18, Y7, Y7
+	VMOVUPS      32(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VMOVUPS      160(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      288(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      416(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      544(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VPMULLD      Y0, Y8, Y8
+	VPADDD       Y1, Y8, Y8
+	VPSRLD       $0x18, Y8, Y8
+	VPACKUSDW    Y8, Y7, Y7
+	VMOVUPS      64(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VMOVUPS      192(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      320(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      448(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      576(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VPMULLD      Y0, Y8, Y8
+	VPADDD       Y1, Y8, Y8
+	VPSRLD       $0x18, Y8, Y8
+	VMOVUPS      96(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VMOVUPS      224(AX), Y10
+	VCMPPS       $0x1d, Y5, Y10, Y11
+	VCMPPS       $0x12, Y6, Y10, Y10
+	VPSUBD       Y11, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y9
+	VMOVUPS      352(AX), Y10
+	VCMPPS       $0x1d, Y5, Y10, Y11
+	VCMPPS       $0x12, Y6, Y10, Y10
+	VPSUBD       Y11, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y9
+	VMOVUPS      480(AX), Y10
+	VCMPPS       $0x1d, Y5, Y10, Y11
+	VCMPPS       $0x12, Y6, Y10, Y10
+	VPSUBD       Y11, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y9
+	VMOVUPS      608(AX), Y10
+	VCMPPS       $0x1d, Y5, Y10, Y11
+	VCMPPS       $0x12, Y6, Y10, Y10
+	VPSUBD       Y11, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y10
+	VPADDD       Y9, Y10, Y9
+	VPMULLD      Y0, Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPSRLD       $0x18, Y9, Y9
+	VPACKUSDW    Y9, Y8, Y8
+	VPACKUSWB    Y8, Y7, Y7
+	VPERMD       Y7, Y4, Y7
+	VMOVDQU      Y7, (CX)
+	VMOVUPS      640(AX), Y7
+	VCMPPS       $0x1d, Y5, Y7, Y8
+	VCMPPS       $0x12, Y6, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VMOVUPS      704(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VMOVUPS      768(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VMOVUPS      832(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VMOVUPS      896(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPADDD       Y7, Y8, Y7
+	VPMULLD      Y0, Y7, Y7
+	VPADDD       Y1, Y7, Y7
+	VPSRLD       $0x18, Y7, Y7
+	VMOVUPS      672(AX), Y8
+	VCMPPS       $0x1d, Y5, Y8, Y9
+	VCMPPS       $0x12, Y6, Y8, Y8
+	VPSUBD       Y9, Y8, Y8
+	VMOVUPS      736(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      800(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      864(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VMOVUPS      928(AX), Y9
+	VCMPPS       $0x1d, Y5, Y9, Y10
+	VCMPPS       $0x12, Y6, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPADDD       Y8, Y9, Y8
+	VPMULLD      Y0, Y8, Y8
+	VPADDD       Y1, Y8, Y8
+	VPSRLD       $0x18, Y8, Y8
+	VPACKUSDW    Y8, Y7, Y7
+	VPERMQ       $0xd8, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKUSWB    X8, X7, X7
+	VMOVDQU      X7, 32(CX)
+	VMOVUPS      960(AX), X7
+	VCMPPS       $0x1d, X5, X7, X8
+	VCMPPS       $0x12, X6, X7, X7
+	VPSUBD       X8, X7, X7
+	VMOVUPS      976(AX), X8
+	VCMPPS       $0x1d, X5, X8, X9
+	VCMPPS       $0x12, X6, X8, X8
+	VPSUBD       X9, X8, X8
+	VPADDD       X7, X8, X8
+	VPADDD       X7, X8, X8
+	VPADDD       X7, X8, X7
+	VMOVUPS      992(AX), X8
+	VCMPPS       $0x1d, X5, X8, X9
+	VCMPPS       $0x12, X6, X8, X8
+	VPSUBD       X9, X8, X8
+	VPADDD       X7, X8, X8
+	VPADDD       X7, X8, X8
+	VPADDD       X7, X8, X7
+	VMOVUPS      1008(AX), X8
+	VCMPPS       $0x1d, X5, X8, X5
+	VCMPPS       $0x12, X6, X8, X6
+	VPSUBD       X5, X6, X6
+	VPADDD       X7, X6, X6
+	VPADDD       X7, X6, X6
+	VPADDD       X7, X6, X7
+	VPMULLD      X2, X7, X7
+	VPADDD       X3, X7, X7
+	VPSRLD       $0x18, X7, X7
+	VPACKUSDW    X7, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVD        X7, 48(CX)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x34, CX
+	ADDQ         $0x04, DX
+	DECQ         BX
+	JMP          block
 
 done:
 	VZEROUPPER

@@ -318,6 +318,11 @@ func TestTQErrors(t *testing.T) {
 			v[9] = 2
 			return tq1Format.Pack(v, 1, make([]byte, 52))
 		}, "position 9"},
+		{"pack value -2, second block", func() error {
+			v := make([]int8, 512)
+			v[300] = -2
+			return tq2Format.Pack(v, 1, make([]byte, 128))
+		}, "position 300"},
 		{"TQ2 code 3", func() error {
 			p := make([]byte, 128)
 			for i := range p {
@@ -457,6 +462,85 @@ func BenchmarkQuantizeTQ(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestTQSeams compares each family's tq2 / tq1 seams with the generic ones
+// on runs of blocks of every kind, thresholds from the blocks or random
+// (values on them included), and Quantize on runs longer than a batch with
+// special blocks (zero, subnormal, NaN) between.
+func TestTQSeams(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, nb := range []int{1, 2, 3, 7, tqBatch - 1, tqBatch, tqBatch + 1, 2*tqBatch + 3} {
+		x := make([]float32, 0, nb*TQBlock)
+		ts := make([]float32, nb)
+		for b := range nb {
+			blk := tqBlock(r, tqBlockKinds[r.IntN(len(tqBlockKinds))])
+			d, _ := absMaxGeneric(blk)
+			th, ok := TQThreshold(tqInverse(d))
+			if !ok || r.IntN(3) == 0 {
+				th = float32(r.Float64()*2 + 1e-3)
+				blk[r.IntN(TQBlock)] = th // a value on the threshold and one on -t
+				blk[r.IntN(TQBlock)] = -th
+			}
+			ts[b] = th
+			x = append(x, blk...)
+		}
+		for _, f := range []*tqFormat{tq2Format, tq1Format} {
+			want := make([]byte, nb*f.payload)
+			seamOf := func(k *TQKernels) func(x, ts []float32, dst []byte) {
+				if f == tq1Format {
+					return k.tq1
+				}
+				return k.tq2
+			}
+			seamOf(tqGeneric)(x, ts, want)
+			for _, fam := range tqFamilies() {
+				got := make([]byte, nb*f.payload+1)
+				got[len(got)-1] = 0xa5
+				seamOf(tqKernels(t, fam))(x, ts, got[:nb*f.payload])
+				if i := firstDiff(got[:len(want)], want); i >= 0 {
+					t.Fatalf("%s %s, %d blocks: byte %d (block %d) = %#x, want %#x", f.name, fam, nb, i, i/f.payload, got[i], want[i])
+				}
+				if got[len(got)-1] != 0xa5 {
+					t.Fatalf("%s %s, %d blocks: wrote past its payloads", f.name, fam, nb)
+				}
+			}
+			// Quantize: specials between normal blocks.
+			y := slices.Clone(x)
+			for b := range nb {
+				switch r.IntN(6) {
+				case 0:
+					clear(y[b*TQBlock : (b+1)*TQBlock])
+				case 1:
+					y[b*TQBlock+r.IntN(TQBlock)] = float32(math.NaN())
+				case 2:
+					copy(y[b*TQBlock:], tqBlock(r, "subnormal"))
+				}
+			}
+			q := QType(TQ2)
+			if f == tq1Format {
+				q = TQ1
+			}
+			wantP, wantS := make([]byte, nb*f.payload), make([]float32, nb)
+			if err := tqGeneric.Quantize(q, y, 1, false, wantP, wantS); err != nil {
+				t.Fatal(err)
+			}
+			for _, fam := range tqFamilies() {
+				gotP, gotS := make([]byte, nb*f.payload), make([]float32, nb)
+				if err := tqKernels(t, fam).Quantize(q, y, 1, false, gotP, gotS); err != nil {
+					t.Fatal(err)
+				}
+				if i := firstDiff(gotP, wantP); i >= 0 {
+					t.Fatalf("Quantize %s %s, %d blocks: byte %d (block %d) = %#x, want %#x", f.name, fam, nb, i, i/f.payload, gotP[i], wantP[i])
+				}
+				for b := range gotS {
+					if math.Float32bits(gotS[b]) != math.Float32bits(wantS[b]) {
+						t.Fatalf("Quantize %s %s, %d blocks: scale %d = %v, want %v", f.name, fam, nb, b, gotS[b], wantS[b])
+					}
+				}
+			}
 		}
 	}
 }

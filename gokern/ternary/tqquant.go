@@ -22,25 +22,28 @@ type TQKernels struct {
 	family cpu.Family
 	// absMax: see Quantizer.absMax.
 	absMax func(x []float32) (float32, int)
-	// tq2 and tq1 write the TQ2_0 / TQ1_0 payload of one block of 256
-	// finite values with threshold t > 0: code 2 where x >= t, 0 where
-	// x <= -t, else 1.
-	tq2, tq1 func(x []float32, t float32, dst []byte)
+	// tq2 and tq1 write the TQ2_0 / TQ1_0 payloads of len(ts) blocks of
+	// 256 finite values, one after another in x and dst, block b with
+	// threshold ts[b] > 0: code 2 where x >= t, 0 where x <= -t, else 1.
+	tq2, tq1 func(x, ts []float32, dst []byte)
 }
 
 // Family returns the family of k's kernels.
 func (k *TQKernels) Family() cpu.Family { return k.family }
 
 var tqGeneric = &TQKernels{family: cpu.Generic, absMax: absMaxGeneric,
-	tq2: func(x []float32, t float32, dst []byte) { tqPackGeneric(packTQ2, x, t, dst) },
-	tq1: func(x []float32, t float32, dst []byte) { tqPackGeneric(packTQ1, x, t, dst) },
+	tq2: func(x, ts []float32, dst []byte) { tqPackGeneric(tq2Format, x, ts, dst) },
+	tq1: func(x, ts []float32, dst []byte) { tqPackGeneric(tq1Format, x, ts, dst) },
 }
 
-// tqPackGeneric is a seam tq2 / tq1 in Go: the codes, then pack.
-func tqPackGeneric(pack func(c *[TQBlock]byte, dst []byte), x []float32, t float32, dst []byte) {
+// tqPackGeneric is a seam tq2 / tq1 in Go: per block the codes, then f's
+// packing.
+func tqPackGeneric(f *tqFormat, x, ts []float32, dst []byte) {
 	var c [TQBlock]byte
-	tqCodesGeneric(x, t, &c)
-	pack(&c, dst)
+	for b, t := range ts {
+		tqCodesGeneric(x[b*TQBlock:(b+1)*TQBlock], t, &c)
+		f.pack(&c, dst[b*f.payload:(b+1)*f.payload])
+	}
 }
 
 // tqCodesGeneric: see TQKernels.codes. For finite x the int32 order of the
@@ -63,12 +66,15 @@ func TQThreshold(id float32) (t float32, ok bool) {
 	if !(id > 0 && id <= math.MaxFloat32) {
 		return 0, false
 	}
+	// For t >= 0 the next float32 toward 0 or +Inf is one bit pattern
+	// down or up (math.Nextafter32 without its general cases: this runs
+	// once a block).
 	t = 0.5 / id
-	for t > 0 && math.Nextafter32(t, 0)*id >= 0.5 {
-		t = math.Nextafter32(t, 0)
+	for t > 0 && math.Float32frombits(math.Float32bits(t)-1)*id >= 0.5 {
+		t = math.Float32frombits(math.Float32bits(t) - 1)
 	}
 	for !(t*id >= 0.5) {
-		t = math.Nextafter32(t, float32(math.Inf(1)))
+		t = math.Float32frombits(math.Float32bits(t) + 1)
 	}
 	return t, true
 }
@@ -108,9 +114,21 @@ func (k *TQKernels) Quantize(q QType, x []float32, rows int, checkFinite bool, p
 	if len(scales) != nb {
 		return errs.Value("scales must have %d entries for %d values in blocks of %d, got %d", nb, n, TQBlock, len(scales))
 	}
+	seam := k.tq2
+	if q == TQ1 {
+		seam = k.tq1
+	}
 	return forBlocks(nb, func(b0, b1 int) error {
 		var c [TQBlock]byte
+		var ts [tqBatch]float32
 		var firstErr error
+		run := b0 // blocks run..b-1 wait for seam with thresholds ts[:b-run]
+		flush := func(b int) {
+			if b > run {
+				seam(x[run*TQBlock:b*TQBlock], ts[:b-run], packed[run*f.payload:b*f.payload])
+			}
+			run = b
+		}
 		for b := b0; b < b1; b++ {
 			xs := x[b*TQBlock : (b+1)*TQBlock]
 			d, bad := k.absMax(xs)
@@ -125,25 +143,32 @@ func (k *TQKernels) Quantize(q QType, x []float32, rows int, checkFinite bool, p
 				}
 			}
 			t, ok := TQThreshold(tqInverse(d))
-			dst := packed[b*f.payload : (b+1)*f.payload]
-			switch {
-			case !ok:
+			if ok && bad < 0 {
+				if b-run == tqBatch {
+					flush(b)
+				}
+				ts[b-run] = t
+				continue
+			}
+			flush(b)
+			if !ok {
 				for i := range c {
 					c[i] = 1
 				}
-				f.pack(&c, dst)
-			case bad >= 0:
+			} else {
 				tqCodesNonFinite(xs, t, &c)
-				f.pack(&c, dst)
-			case q == TQ2:
-				k.tq2(xs, t, dst)
-			default:
-				k.tq1(xs, t, dst)
 			}
+			f.pack(&c, packed[b*f.payload:(b+1)*f.payload])
+			run = b + 1
 		}
+		flush(b1)
 		return firstErr
 	})
 }
+
+// tqBatch is the most blocks a seam call codes (their thresholds on the
+// stack).
+const tqBatch = 64
 
 // tqCodesNonFinite is TQKernels.codes for a block holding NaN (code 1) or
 // ±Inf (there is none with a finite threshold: d would be Inf).

@@ -766,7 +766,7 @@ def _quantize_tq(qtype: str, x: ArrayLike, *, method: Method = "absmax", check_f
     packed = np.empty(ops.packed_len(qtype, n, rows), np.uint8)  # type: ignore[arg-type]
     scales = np.empty(n // TQ_BLOCK, np.float32)
     ops.quantize(a, qtype, TQ_BLOCK, "absmax", check_finite, packed, scales, rows=rows)  # type: ignore[arg-type]
-    return TernaryTensor._make(qtype, a.shape, TQ_BLOCK, "absmax", packed, scales)
+    return TernaryTensor._trusted(qtype, a.shape, TQ_BLOCK, "absmax", packed, scales)  # type: ignore[arg-type]
 
 
 def quantize_tq2_0(x: ArrayLike, *, method: Method = "absmax", check_finite: bool = True) -> TernaryTensor:

@@ -22,7 +22,7 @@ from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
 from .._progress import progress as _progress
 from .._ternary import TernaryTensor, _check_method, quantize_i2s
 from . import _gguf, _tl_gguf, _tokenizer
-from ._formats import TQ_BLOCK, TQ_FORMATS, check_format, check_gguf_format, gguf_payload, layout, pack_as
+from ._formats import TQ_BLOCK, TQ_FORMATS, Parts, check_format, check_gguf_format, gguf_payload, layout, pack_as
 from ._gguf import ConfigError
 from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float16, to_float32
 from ._writer import atomic_output, write_safetensors_header
@@ -354,11 +354,33 @@ def _write_gguf(
                 a = ck.array(p.name)
                 if perm:
                     a = _gguf.permute_rows(a, *perm)  # the stored values: the same rows whatever their dtype
-                writer.write_tensor_data(to_float16(a, p.dtype) if p.to == "F16" else to_float32(a, p.dtype))
+                writer.write_tensor_data(_by_rows(a, p.dtype, p.to == "F16"))
                 del a
             ck.release(p.name)
     finally:
         writer.close()
+
+
+CHUNK_BYTES = 16 << 20
+"""A float tensor larger than this (output bytes) is converted and written a slice of rows at a time."""
+
+
+def _by_rows(a: np.ndarray, dtype: str, f16: bool) -> np.ndarray | Parts:
+    """``to_float16(a, dtype)`` (``f16``) or ``to_float32(a, dtype)``: whole for a small tensor, else as
+    :class:`Parts` converting about :data:`CHUNK_BYTES` of output at a time, so that a large embedding needs no
+    output-sized array (fresh pages to fault in) and the memory stays bounded.
+
+    Example:
+        >>> a = np.arange(6, dtype=np.float32).reshape(3, 2)
+        >>> _by_rows(a, "F32", True).tobytes() == a.astype(np.float16).tobytes()
+        True
+    """
+    convert = to_float16 if f16 else to_float32
+    row = math.prod(a.shape[1:]) * (2 if f16 else 4)
+    if a.ndim < 2 or row * a.shape[0] <= CHUNK_BYTES:
+        return convert(a, dtype)
+    step = max(1, CHUNK_BYTES // max(row, 1))
+    return Parts(row * a.shape[0], lambda: (convert(a[i : i + step], dtype) for i in range(0, a.shape[0], step)))
 
 
 class Conversion(list[Planned]):

@@ -8,8 +8,10 @@ writer must know before it writes (:func:`layout`) come from them too.
 from __future__ import annotations
 
 import math
+import struct
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -44,36 +46,95 @@ def pack_as(t: TernaryTensor, fmt: str) -> TernaryTensor:
     """``t``'s values packed as ``fmt`` (``t`` itself when it already is).
 
     I2_S/TL1/TL2 keep ``t``'s values and scales (``t.to(fmt)``). TQ1_0/TQ2_0
-    quantize ``t.dequantize()`` (value times scale, exact) with the TQ
-    quantizer, as llama.cpp's converter quantizes a BitNet model's ternarised
+    are what the TQ quantizer makes of ``t.dequantize()`` (value times scale,
+    exact), as llama.cpp's converter quantizes a BitNet model's ternarised
     weights: each 256-value block gets ``t``'s scale as float16 and the same
-    values, and a block of zeros gets scale 0.
+    values, and a block of zeros gets scale 0. Where every scale of ``t``
+    holds for whole 256-value blocks and is a normal float32 of at most 65504
+    (the TQ quantizer then gives back exactly the values and that scale), the
+    values are repacked (``t.to(fmt)``) and the scales of zero blocks set to
+    0, with no float tensor in between: the same bytes.
 
     Example:
         >>> pack_as(quantize_i2s(np.ones((2, 4), np.float32)), "tl1").qtype
         'tl1'
+        >>> t = quantize_i2s(np.r_[np.zeros(256), np.ones(256)].astype(np.float32).reshape(2, 256))
+        >>> pack_as(t, "tq2_0").scales
+        array([0. , 0.5], dtype=float32)
     """
     if t.qtype == fmt:
         return t
-    if fmt == "tq2_0":
-        return quantize_tq2_0(t.dequantize())
-    if fmt == "tq1_0":
-        return quantize_tq1_0(t.dequantize())
+    if fmt in TQ_FORMATS:
+        if t.qtype in TQ_FORMATS or not _repacks_to_tq(t):
+            quantize = quantize_tq2_0 if fmt == "tq2_0" else quantize_tq1_0
+            return quantize(t.dequantize())
+        u = t.to(fmt)  # type: ignore[arg-type]
+        zero = u.packed.reshape(-1, u.packed.size // u.scales.size) == _zero_payload(fmt)
+        scales = np.where(zero.all(axis=1), np.float32(0), u.scales)
+        return TernaryTensor._make(fmt, u.shape, TQ_BLOCK, "absmax", u.packed, scales)
     return t.to(fmt)  # type: ignore[arg-type]
 
 
-def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.ndarray:
-    """``t``'s bytes exactly as a GGUF file stores them, as a 1-D uint8 array.
+def _repacks_to_tq(t: TernaryTensor) -> bool:
+    """Whether the TQ quantizer gives back ``t``'s values and scales (rounded to float16) from ``t.dequantize()``:
+    one scale per 256-value block, each normal and at most 65504 (then ``s * float32(1/s)`` rounds to 1)."""
+    if t.on_device or not (t.scales.shape[0] == 1 or (t.block_size is not None and t.block_size % TQ_BLOCK == 0)):
+        return False
+    s = t.scales
+    return bool(np.all((s >= np.float32(2.0**-126)) & (s <= np.float32(65504))))
+
+
+@lru_cache(maxsize=2)
+def _zero_payload(fmt: str) -> np.ndarray:
+    """The payload of a TQ block of zeros (every code 1)."""
+    t = quantize_tq2_0 if fmt == "tq2_0" else quantize_tq1_0
+    return t(np.zeros(TQ_BLOCK, np.float32)).packed
+
+
+class Parts:
+    """Bytes made of buffers written one after another, never joined into one: what
+    ``gguf.GGUFWriter.write_tensor_data`` asks of an array (``nbytes``, ``tofile``). ``chunks`` makes the
+    buffers (C-contiguous), afresh for each ``tofile``: a tensor converted a slice at a time keeps one slice in
+    memory.
+
+    Example:
+        >>> import io
+        >>> p = Parts(5, lambda: [b"ab", np.frombuffer(b"cde", np.uint8)])
+        >>> f = io.BytesIO(); p.tofile(f); f.getvalue(), p.nbytes
+        (b'abcde', 5)
+    """
+
+    def __init__(self, nbytes: int, chunks: Callable[[], Iterable[bytes | np.ndarray]]) -> None:
+        self.nbytes, self._chunks = nbytes, chunks
+
+    def tofile(self, f: IO[bytes]) -> None:
+        """Write the buffers to ``f``; a RuntimeError if they do not add up to ``nbytes``."""
+        n = 0
+        for c in self._chunks():
+            n += f.write(memoryview(c).cast("B"))
+        if n != self.nbytes:
+            raise RuntimeError(f"wrote {n} bytes of a tensor of {self.nbytes}")
+
+    def tobytes(self) -> bytes:
+        """All the bytes, joined (a copy)."""
+        return b"".join(bytes(memoryview(c).cast("B")) for c in self._chunks())
+
+
+def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.ndarray | Parts:
+    """``t``'s bytes exactly as a GGUF file stores them: a 1-D uint8 array, or for I2_S :class:`Parts`.
 
     I2_S as bitnet.cpp stores it (the packed bytes, then a 32-byte tail holding
-    the float32 scale), TQ1_0/TQ2_0 blocks with their float16 scales
+    the float32 scale: ``t.to_bitnet_cpp_bytes()``, written as ``t.packed`` and
+    the tail, not copied into one buffer), TQ1_0/TQ2_0 blocks with their float16 scales
     (``to_gguf_bytes()``); TL1/TL2 tiled as bitnet.cpp's converter tiles them
     by ``tiling``, the entry of ``kernel_config.ini`` for ``t``'s shape (see
     ``bitnet_go.convert._tl_gguf``; the scale is a tensor of its own).
 
     Example:
-        >>> gguf_payload(quantize_i2s(np.ones(128, np.float32))).size
-        64
+        >>> t = quantize_i2s(np.ones(128, np.float32))
+        >>> p = gguf_payload(t)
+        >>> p.nbytes, p.tobytes() == t.to_bitnet_cpp_bytes()
+        (64, True)
     """
     if t.qtype in ("tl1", "tl2"):
         if tiling is None:
@@ -81,6 +142,11 @@ def gguf_payload(t: TernaryTensor, tiling: _tl_gguf.Tiling | None = None) -> np.
         _tl_gguf.check(t.qtype, t.shape, {tuple(t.shape): tiling})  # type: ignore[dict-item]
         lay = _tl_gguf.tl1_bytes if t.qtype == "tl1" else _tl_gguf.tl2_bytes
         return lay(t.values(), tiling)
+    if t.qtype == "i2_s" and t.scales.shape[0] == 1:
+        host = t.cpu()
+        packed = host.packed
+        tail = struct.pack("<f", float(host.scales[0])) + bytes(BITNET_CPP_TAIL - 4)  # as to_bitnet_cpp_bytes
+        return Parts(packed.nbytes + len(tail), lambda: (packed, tail))
     return np.frombuffer(t.to_gguf_bytes(), np.uint8)
 
 
@@ -134,4 +200,4 @@ def layout(fmt: str, shape: tuple[int, ...], block_size: int | None, gguf: bool 
             return Layout(plen, nb, plen + BITNET_CPP_TAIL)
         return Layout(plen, nb, _tl_gguf.gguf_len(fmt, shape))
     t = pack_as(quantize_i2s(np.zeros(shape, np.float32), block_size=block_size, device="cpu"), fmt)
-    return Layout(t.packed.size, t.scales.size, gguf_payload(t).size if gguf else -1)
+    return Layout(t.packed.size, t.scales.size, gguf_payload(t).nbytes if gguf else -1)
