@@ -79,9 +79,11 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 		*ch = make([]ternCall, 1)
 	}
 	call := &(*ch)[0]
-	zeros := resize(call.zeros, max(N, len(w.Scales)))
-	clear(zeros)
-	call.zeros = zeros
+	zeros := call.zeros // only ever read (the Requant's ZW): zero from make on
+	if n := max(N, len(w.Scales)); len(zeros) < n {
+		zeros = make([]int32, n)
+		call.zeros = zeros
+	}
 	wq := Weight{Scales: w.Scales, Zeros: zeros[:len(w.Scales)]}
 	if err := checkParams(x, wq, &o, N); err != nil {
 		return Info{}, err
