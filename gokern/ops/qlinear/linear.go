@@ -195,8 +195,10 @@ func requant(N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias 
 func requantInto(r *Requant, N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias []float32, o *Output) *Requant {
 	keep := r.BiasQ
 	*r = Requant{ZW: zw, ColTerm: resize(r.ColTerm, N), Mult: r.Mult, Scale: r.Scale, BiasQ: r.BiasQ}
-	for n := range r.ColTerm {
-		r.ColTerm[n] = za * (cs[n] - int32(K)*zw[n])
+	ct := r.ColTerm
+	cs, zw = cs[:len(ct)], zw[:len(ct)] // no bounds checks in the loop
+	for n := range ct {
+		ct[n] = za * (cs[n] - int32(K)*zw[n])
 	}
 	so := float32(1)
 	if o != nil {
