@@ -179,8 +179,8 @@ func checkParams(x Act, w Weight, o *Output, N int) error {
 		return errs.Value("weight: %d zero points for %d scales", len(w.Zeros), len(w.Scales))
 	}
 	for _, s := range w.Scales {
-		if err := checkScale("weight scales", s); err != nil {
-			return err
+		if !(s > 0) || s > math.MaxFloat32 { // checkScale's test, inlined: thousands of scales a call
+			return checkScale("weight scales", s)
 		}
 	}
 	return nil
@@ -188,9 +188,17 @@ func checkParams(x Act, w Weight, o *Output, N int) error {
 
 // requant builds the epilogue of a product over K values.
 func requant(N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias []float32, o *Output) *Requant {
-	r := &Requant{ZW: zw, ColTerm: make([]int32, N)}
-	for n := range r.ColTerm {
-		r.ColTerm[n] = za * (cs[n] - int32(K)*zw[n])
+	return requantInto(new(Requant), N, K, za, zw, cs, sa, sw, bias, o)
+}
+
+// requantInto is requant into r, reusing its slices where long enough.
+func requantInto(r *Requant, N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias []float32, o *Output) *Requant {
+	keep := r.BiasQ
+	*r = Requant{ZW: zw, ColTerm: resize(r.ColTerm, N), Mult: r.Mult, Scale: r.Scale, BiasQ: r.BiasQ}
+	ct := r.ColTerm
+	cs, zw = cs[:len(ct)], zw[:len(ct)] // no bounds checks in the loop
+	for n := range ct {
+		ct[n] = za * (cs[n] - int32(K)*zw[n])
 	}
 	so := float32(1)
 	if o != nil {
@@ -202,8 +210,9 @@ func requant(N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias 
 	if o == nil {
 		r.Bias = bias
 		r.BiasQ = nil
-	} else if r.BiasQ == nil {
-		r.BiasQ = make([]float32, N) // adding 0 changes no float32(raw): the kernels' Quant needs a bias
+	} else if bias == nil {
+		r.BiasQ = resize(keep, N) // adding 0 changes no float32(raw): the kernels' Quant needs a bias
+		clear(r.BiasQ)
 	}
 	return r
 }

@@ -64,12 +64,15 @@ func (r *Requant) RowFloat(acc []int32, rowsum int32, n0 int, out []float32, str
 
 // ChannelParams fills Mult, BiasQ (from bias; nil: none) and Scale for
 // activation scale sa, weight scales sw (one: per tensor, or one per
-// channel) and output scale so, over n channels, as torch computes them.
+// channel) and output scale so, over n channels, as torch computes them
+// (into r's slices where long enough).
 func (r *Requant) ChannelParams(n int, sa float32, sw []float32, so float32, bias []float32) {
-	r.Mult = make([]float32, n)
-	r.Scale = make([]float32, n)
+	r.Mult = resize(r.Mult, n)
+	r.Scale = resize(r.Scale, n)
 	if bias != nil {
-		r.BiasQ = make([]float32, n)
+		r.BiasQ = resize(r.BiasQ, n)
+	} else {
+		r.BiasQ = nil
 	}
 	perTensor := len(sw) == 1
 	var rcp float32

@@ -1,6 +1,9 @@
 package qlinear
 
 import (
+	"encoding/binary"
+
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -53,10 +56,35 @@ func LinearTernary(k *Kernels, M, N, K int, x Act, w Ternary, bias []float32, o 
 	return linearTernary(k, mk.GemvOp.Get(), M, N, K, x, w, bias, o, out)
 }
 
+// LinearTernary keeps its buffers from call to call: the
+// epilogue (ternCall), the columns and their sums, the kernels' results.
+var (
+	ternCalls = &buf.List[ternCall]{MaxCap: 1, MaxCount: 8}
+	ternBytes = &buf.List[byte]{MaxCap: 1 << 26, MaxCount: 8}
+	ternInts  = &buf.List[int32]{MaxCap: 1 << 24, MaxCount: 16}
+)
+
+// ternCall is the memory of one call's epilogue: the Requant and the zero
+// weight zero points, reused by later calls.
+type ternCall struct {
+	r     Requant
+	zeros []int32
+}
+
 // linearTernary is LinearTernary with the GEMV kernels gk.
 func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary, bias []float32, o Output, out []byte) (Info, error) {
-	zeros := make([]int32, len(w.Scales))
-	wq := Weight{Scales: w.Scales, Zeros: zeros}
+	ch := ternCalls.Get()
+	defer ternCalls.Put(ch)
+	if len(*ch) == 0 {
+		*ch = make([]ternCall, 1)
+	}
+	call := &(*ch)[0]
+	zeros := call.zeros // only ever read (the Requant's ZW): zero from make on
+	if n := max(N, len(w.Scales)); len(zeros) < n {
+		zeros = make([]int32, n)
+		call.zeros = zeros
+	}
+	wq := Weight{Scales: w.Scales, Zeros: zeros[:len(w.Scales)]}
 	if err := checkParams(x, wq, &o, N); err != nil {
 		return Info{}, err
 	}
@@ -85,25 +113,25 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 		za -= 128
 		flip = 0x80
 	}
-	r := requant(N, K, za, make([]int32, N), cs, x.Scale, w.Scales, bias, &o)
+	r := requantInto(&call.r, N, K, za, zeros[:N], cs, x.Scale, w.Scales, bias, &o)
 	// Columns ldx = K plus one cache line apart: at a multiple of 4 KB they
 	// would all fall into one L1 set.
 	ldx := K + 64
-	xb := make([]byte, (M-1)*ldx+K)
+	xb, xh := ternBytes.Sized((M-1)*ldx + K)
+	defer ternBytes.Put(xh)
 	xs := asInt8(xb)
-	xsum := make([]int32, M)
+	xsum, sh := ternInts.Sized(M)
+	defer ternInts.Put(sh)
 	for m := range M {
-		dst := xb[m*ldx : m*ldx+K]
-		for i, v := range x.Data[m*K : m*K+K] {
-			dst[i] = v ^ flip
-		}
-		xsum[m] = mk.SumI8(xs[m*ldx : m*ldx+K])
+		xsum[m] = flipSum(xb[m*ldx:m*ldx+K], x.Data[m*K:m*K+K], flip)
 	}
 	chunks := par.ChunksWork(N, K*M)
 	bad := make([]bool, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
-		res := make([]int32, ternRows*min(M, ternBlockCols))
-		col := make([]int32, ternRows)
+		nb := min(M, ternBlockCols)
+		res, rh := ternInts.Sized(ternRows * (nb + 1))
+		defer ternInts.Put(rh)
+		res, col := res[:ternRows*nb], res[ternRows*nb:]
 		for r0 := lo; r0 < hi; r0 += ternRows {
 			r1 := min(hi, r0+ternRows)
 			for j0 := 0; j0 < M; j0 += ternBlockCols {
@@ -117,9 +145,12 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 					return
 				}
 				for jj := range nc {
-					c := col[:r1-r0]
-					for i := range c {
-						c[i] = res[i*nc+jj]
+					c := res // one column: its channels are adjacent
+					if nc > 1 {
+						c = col[:r1-r0]
+						for i := range c {
+							c[i] = res[i*nc+jj]
+						}
 					}
 					k.Quant(c, 0, r0, r)
 					dst := out[(j0+jj)*N+r0 : (j0+jj)*N+r1]
@@ -140,4 +171,30 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 		}
 	}
 	return info, nil
+}
+
+// flipSum sets dst[i] = src[i] ^ flip (len(dst) == len(src)) and returns
+// the sum of dst's bytes read as int8: eight bytes a step, the biased
+// bytes dst ^ 0x80 (0..255) summed in 16-bit lanes, 128*len taken off.
+func flipSum(dst, src []byte, flip byte) int32 {
+	f := uint64(flip) * 0x0101010101010101
+	const lo = 0x00FF00FF00FF00FF
+	var total int64
+	i := 0
+	for i+8 <= len(src) {
+		var lanes uint64 // four 16-bit sums of at most 128 steps of 2*255
+		for n := 0; n < 128 && i+8 <= len(src); n++ {
+			v := binary.LittleEndian.Uint64(src[i:]) ^ f
+			binary.LittleEndian.PutUint64(dst[i:], v)
+			u := v ^ 0x8080808080808080
+			lanes += u&lo + u>>8&lo
+			i += 8
+		}
+		total += int64(lanes&0xFFFF + lanes>>16&0xFFFF + lanes>>32&0xFFFF + lanes>>48)
+	}
+	for ; i < len(src); i++ {
+		dst[i] = src[i] ^ flip
+		total += int64(dst[i] ^ 0x80)
+	}
+	return int32(total - 128*int64(len(src)))
 }

@@ -187,3 +187,36 @@ func BenchmarkLinearTernary(b *testing.B) {
 		}
 	}
 }
+
+// TestFlipSum: flipSum against the byte-at-a-time flip and int8 sum, for
+// lengths around its 8-byte steps and 128-step rounds, both flips, random
+// bytes and the extremes (every byte 0 or 255).
+func TestFlipSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{0, 1, 7, 8, 9, 63, 128, 1023, 1024, 1025, 4096, 11008, 8*128*3 + 5} {
+		for _, fill := range []int{-1, 0, 255} {
+			src := make([]byte, n+1)[1:] // misaligned
+			for i := range src {
+				if fill < 0 {
+					src[i] = byte(r.IntN(256))
+				} else {
+					src[i] = byte(fill)
+				}
+			}
+			for _, flip := range []byte{0, 0x80} {
+				dst := make([]byte, n)
+				got := flipSum(dst, src, flip)
+				var want int32
+				for i, v := range src {
+					if dst[i] != v^flip {
+						t.Fatalf("n %d fill %d flip %#x: dst[%d] = %d, want %d", n, fill, flip, i, dst[i], v^flip)
+					}
+					want += int32(int8(v ^ flip))
+				}
+				if got != want {
+					t.Errorf("n %d fill %d flip %#x: sum %d, want %d", n, fill, flip, got, want)
+				}
+			}
+		}
+	}
+}

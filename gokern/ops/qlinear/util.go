@@ -17,3 +17,12 @@ func asWords(b []byte) []uint32 {
 	}
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
+
+// resize returns s with length n: s itself where its capacity allows (the
+// contents stale), else a new slice.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
