@@ -61,6 +61,8 @@ def is_cuda_array(x: object) -> bool:
         >>> is_cuda_array(np.zeros(3))
         False
     """
+    if type(x) is np.ndarray:  # the common case, answered before any attribute lookup
+        return False
     if is_torch_tensor(x):
         # Not the interface: torch raises RuntimeError for it on tensors that
         # require grad.
