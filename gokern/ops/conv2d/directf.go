@@ -1,0 +1,223 @@
+package conv2d
+
+import (
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// The float32 implicit (direct) convolution: the op "conv_directf" of
+// gemm (gemm.DirectF32Kernels) over a padded copy of the input, for
+// stride-1 convolutions with float32 activations. No column buffer: the
+// input is rewritten once per call into zero-padded (Hp, Wp) planes, in
+// which output position q = oh*Wp + ow of every (channel, tap) k reads
+// x[q + offs[k]], so the kernel's vectors of consecutive positions are plain
+// loads; the weights are expanded once to float32 (ternary value times its
+// scale: every scale mode, block scales included, is one sum) in panels of
+// MR output channels and kept in the weight cache. A tile holds MR channels
+// by up to NV vectors of positions in registers for the whole K; the columns
+// ow >= Wo of the padded rows are computed and dropped when the tile is
+// copied out (the bias is the accumulators' starting value).
+//
+// The planner runs it (algorithm auto with float32 activations) where
+// useImplicitF32 says; every product is computed (zero weights too), so
+// NaN and Inf propagate as in torch.
+
+// implicitF32 is the planner's internal name of the kernel (an Im2col
+// request's GEMM runs as the implicit float32 kernel instead, as int8 runs
+// the implicit GEMM): never a C ABI number.
+const implicitF32 Algo = -1
+
+// useImplicitF32 is the planner's rule for algorithm auto with float32
+// activations: the implicit float32 kernel on stride-1 convolutions wider
+// than 1x1 when the conv_directf family selected has SIMD kernels (the
+// generic oracle is slower than the im2col GEMM's Go loops); im2col
+// otherwise (strided layers such as the 7x7/2 stem, and 1x1 layers, which
+// run the 1x1 GEMM or GEMV).
+func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
+	return k.Family != cpu.Generic && d.StrideH == 1 && d.StrideW == 1 && d.KH*d.KW > 1
+}
+
+// directScratch keeps the padded inputs between calls.
+var directScratch = &buf.List[float32]{MaxCap: 1 << 28, MaxCount: 2}
+
+// directGeom is the geometry of the padded input.
+type directGeom struct {
+	hp, wp, plane int // padded height, width, hp*wp
+	qn            int // flat positions per sample up to the last output, (Ho-1)*Wp + Wo
+}
+
+func newDirectGeom(d *Dims) directGeom {
+	g := directGeom{hp: d.H + d.PadT + d.PadB, wp: d.W + d.PadL + d.PadR}
+	g.plane = g.hp * g.wp
+	g.qn = (d.Ho-1)*g.wp + d.Wo
+	return g
+}
+
+// directWeights returns the weight expanded for k: per group and panel of
+// k.MR output channels (the last padded with zero rows), K*MR floats,
+// element (kk, r) = q(o, kk) * s(o, kk / bl) at kk*MR + r. It is kept in
+// the weight cache keyed by the codes and compared with the codes and the
+// scales (the scales are folded in).
+func directWeights(d *Dims, w Weights, sc *scaler, k *gemm.DirectF32Kernels) ([]float32, error) {
+	np := ceilDivPos(d.Og, k.MR)
+	n, ok := mul(ternary.MaxElements, d.Groups, np, k.MR, d.K)
+	if !ok {
+		return nil, errs.Memory("expanded weight would take more than %d values", ternary.MaxElements)
+	}
+	build := func(codes []byte) ([]float32, error) {
+		vals := make([]int8, d.WLen)
+		if err := ternary.Unpack(codes[:len(w.Packed)], vals); err != nil {
+			return nil, errs.Value("weight: %v", err)
+		}
+		out := make([]float32, n)
+		pl := k.MR * d.K
+		par.Run(par.ChunksWork(d.Groups*np, pl), func(_, lo, hi int) {
+			for pi := lo; pi < hi; pi++ {
+				g, p := pi/np, pi%np
+				dst := out[pi*pl:][:pl]
+				for r := range k.MR {
+					o := p*k.MR + r
+					if o >= d.Og {
+						break
+					}
+					o += g * d.Og
+					row := vals[o*d.K:][:d.K]
+					for kk, v := range row {
+						dst[kk*k.MR+r] = float32(v) * sc.scale(o, kk/sc.bl)
+					}
+				}
+			}
+		})
+		return out, nil
+	}
+	if w.converted {
+		return build(w.Packed)
+	}
+	src := make([]byte, len(w.Packed)+4*len(w.Scales))
+	copy(src, w.Packed)
+	copy(src[len(w.Packed):], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales)))
+	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(src),
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, layoutDirectF32, ternary.I2S, k.MR}
+	l, err := layoutCache.Get(key, src, func(src []byte) (*weightLayout, int, error) {
+		f, err := build(src)
+		return &weightLayout{f32: f}, 4 * len(f), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.f32, nil
+}
+
+// padInput writes x into zero-padded planes (every plane of every sample,
+// geometry g) in dst, which holds N*C*plane values and a tail it leaves
+// as it is (read only for dropped columns).
+func padInput(d *Dims, g directGeom, x, dst []float32) {
+	planes := d.N * d.C
+	par.Run(par.ChunksWork(planes, g.plane), func(_, lo, hi int) {
+		for pi := lo; pi < hi && !par.Stopped(); pi++ {
+			src := x[pi*d.H*d.W:][:d.H*d.W]
+			p := dst[pi*g.plane:][:g.plane]
+			clear(p[:d.PadT*g.wp])
+			for ih := range d.H {
+				row := p[(d.PadT+ih)*g.wp:][:g.wp]
+				clear(row[:d.PadL])
+				copy(row[d.PadL:], src[ih*d.W:][:d.W])
+				clear(row[d.PadL+d.W:])
+			}
+			clear(p[(d.PadT+d.H)*g.wp:])
+		}
+	})
+}
+
+// directRun is one piece of a tile's output row: cols values from tile
+// column src to output position dst.
+type directRun struct{ src, dst, n int }
+
+// tileRuns lists the output positions of the flat positions [q0, q1).
+func tileRuns(d *Dims, g directGeom, q0, q1 int, runs []directRun) []directRun {
+	runs = runs[:0]
+	for q := q0; q < q1; {
+		oh, ow := q/g.wp, q%g.wp
+		if ow >= d.Wo {
+			q += g.wp - ow
+			continue
+		}
+		n := min(d.Wo-ow, q1-q)
+		runs = append(runs, directRun{q - q0, oh*d.Wo + ow, n})
+		q += n
+	}
+	return runs
+}
+
+// directConvF32 runs the implicit float32 convolution with kernel k.
+func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k *gemm.DirectF32Kernels) error {
+	wf, err := directWeights(d, w, sc, k)
+	if err != nil {
+		return err
+	}
+	g := newDirectGeom(d)
+	mr, tw := k.MR, k.NV*k.Lanes
+	np := ceilDivPos(d.Og, mr)
+	xlen, ok := mul(ternary.MaxElements, d.N, d.C, g.plane)
+	if !ok {
+		return errs.Memory("padded input would take more than %d values", ternary.MaxElements)
+	}
+	xp, h := directScratch.Sized(xlen + tw)
+	defer directScratch.Put(h)
+	padInput(d, g, x, xp)
+
+	offs := make([]int, d.K)
+	khw := d.KH * d.KW
+	for kk := range offs {
+		c, r := kk/khw, kk%khw
+		offs[kk] = c*g.plane + r/d.KW*d.DilH*g.wp + r%d.KW*d.DilW
+	}
+	bias := make([]float32, d.Groups*np*mr)
+	if sc.bias != nil {
+		for gi := range d.Groups {
+			copy(bias[gi*np*mr:], sc.bias[gi*d.Og:][:d.Og])
+		}
+	}
+
+	// Units: (group, block of panels, sample, tile), tiles fastest; a
+	// unit runs its tile over each panel of its block, whose weights
+	// (about half of L2 at most) stay in cache for the next tiles.
+	pl := mr * d.K
+	nbk := ceilDivPos(np, max(1, min(np, (512<<10)/(4*pl))))
+	pb := ceilDivPos(np, nbk) // blocks of even size
+	nbk = ceilDivPos(np, pb)
+	nt := ceilDivPos(g.qn, tw)
+	units := d.Groups * nbk * d.N * nt
+	par.Run(par.ChunksWork(units, tw*pb*pl), func(_, lo, hi int) {
+		t := make([]float32, mr*tw)
+		var runs []directRun
+		for u := lo; u < hi && !par.Stopped(); u++ {
+			tile, n := u%nt, u/nt%d.N
+			bk, gi := u/(nt*d.N)%nbk, u/(nt*d.N*nbk)
+			q0 := tile * tw
+			q1 := min(q0+tw, g.qn)
+			nv := ceilDivPos(q1-q0, k.Lanes)
+			runs = tileRuns(d, g, q0, q1, runs)
+			xs := xp[(n*d.C+gi*d.Cg)*g.plane+q0:]
+			for p := bk * pb; p < min(np, (bk+1)*pb); p++ {
+				pi := gi*np + p
+				k.Tile(d.K, wf[pi*pl:][:pl], xs, offs, bias[pi*mr:][:mr], t, tw, nv)
+				for r := range min(mr, d.Og-p*mr) {
+					o := gi*d.Og + p*mr + r
+					dst := out[(n*d.O+o)*d.P:][:d.P]
+					src := t[r*tw:][:tw]
+					for _, run := range runs {
+						copy(dst[run.dst:run.dst+run.n], src[run.src:])
+					}
+				}
+			}
+		}
+	})
+	return nil
+}
