@@ -39,11 +39,11 @@ type layoutKey struct {
 type layoutKind uint8
 
 const (
-	layoutPanels   layoutKind = iota // the A panels
-	layoutImplicit                   // the implicit GEMM's blocks
-	layoutI2S                        // a TL1/TL2 weight's codes converted to I2_S (asI2S)
-	layoutGEMV                       // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
-	layoutDirectF32                  // the implicit float32 kernel's weight, scales folded in (directf.go; bl: its MR)
+	layoutPanels    layoutKind = iota // the A panels
+	layoutImplicit                    // the implicit GEMM's blocks
+	layoutI2S                         // a TL1/TL2 weight's codes converted to I2_S (asI2S)
+	layoutGEMV                        // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
+	layoutDirectF32                   // the implicit float32 kernel's weight, scales folded in (directf.go; bl: its MR)
 )
 
 // weightLayout is a derived layout: the A panels, or the implicit GEMM's
