@@ -15,7 +15,7 @@ var (
 	_ = DirectF32Op.Register(cpu.AVX2, &DirectF32Kernels{Family: cpu.AVX2, MR: 4, Lanes: 8, NV: 3,
 		Tile: directTile(4, 8, 3, [3]directAsm{directF32Y4x1, directF32Y4x2, directF32Y4x3})})
 	_ = DirectF32Op.Register(cpu.AVX512, &DirectF32Kernels{Family: cpu.AVX512, MR: 8, Lanes: 16, NV: 3,
-		Tile: directTile(8, 16, 3, [3]directAsm{directF32Z8x1, directF32Z8x2, directF32Z8x3})})
+		Tile: directTile(8, 16, 3, [3]directAsm{directF32Z8x1, directF32Z8x2, directF32Z8x3}), Blocked: blockedAVX512})
 )
 
 // directAsm is the signature of the generated tiles.
@@ -28,4 +28,18 @@ func directTile(mr, lanes, maxNV int, fns [3]directAsm) func(k int, w, x []float
 		fns[nv-1](k, unsafe.SliceData(w), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(bias),
 			unsafe.SliceData(t), ldt)
 	}
+}
+
+// blockedAsm is the signature of the generated channels-in-lanes tiles.
+type blockedAsm func(n int, w *float32, x *float32, offs *int, bias *float32, t *float32)
+
+var blockedZ = [BlockNP]blockedAsm{directF32B2x1, directF32B2x2, directF32B2x3, directF32B2x4, directF32B2x5,
+	directF32B2x6, directF32B2x7, directF32B2x8, directF32B2x9, directF32B2x10, directF32B2x11, directF32B2x12,
+	directF32B2x13, directF32B2x14}
+
+// blockedAVX512 is the checked Blocked of the avx512 family.
+func blockedAVX512(n int, w, x []float32, offs []int, bias, t []float32, np int) {
+	checkBlockedF32(n, w, x, offs, bias, t, np)
+	blockedZ[np-1](n, unsafe.SliceData(w), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(bias),
+		unsafe.SliceData(t))
 }

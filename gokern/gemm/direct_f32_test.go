@@ -94,3 +94,66 @@ func TestDirectF32Checks(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedF32Families runs every family's channels-in-lanes tile on
+// random problems against a float64 reference.
+func TestBlockedF32Families(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, ks := range DirectF32Op.Impls() {
+		if ks.Blocked == nil {
+			continue
+		}
+		for _, n := range []int{1, 2, 9, 37} {
+			for np := 1; np <= BlockNP; np++ {
+				offs := make([]int, n)
+				o := rng.IntN(40)
+				for i := range offs {
+					offs[i] = o
+					o += rng.IntN(50)
+				}
+				x := make([]float32, offs[n-1]+np*BlockC+rng.IntN(3))
+				for i := range x {
+					x[i] = rng.Float32()*4 - 2
+				}
+				w := make([]float32, n*BlockC*BlockOC)
+				for i := range w {
+					w[i] = float32(rng.IntN(3)-1) * (0.5 + rng.Float32())
+				}
+				bias := make([]float32, BlockOC)
+				for i := range bias {
+					bias[i] = rng.Float32() - 0.5
+				}
+				tt := make([]float32, np*BlockOC)
+				for i := range tt {
+					tt[i] = float32(math.NaN())
+				}
+				ks.Blocked(n, w, x, offs, bias, tt, np)
+				for p := range np {
+					for oc := range BlockOC {
+						want, mag := float64(bias[oc]), math.Abs(float64(bias[oc]))
+						for i := range n {
+							for c := range BlockC {
+								v := float64(w[(i*BlockC+c)*BlockOC+oc]) * float64(x[offs[i]+p*BlockC+c])
+								want += v
+								mag += math.Abs(v)
+							}
+						}
+						got := float64(tt[p*BlockOC+oc])
+						if math.Abs(got-want) > 1e-6*mag+1e-7 || math.IsNaN(got) {
+							t.Fatalf("%s n=%d np=%d: t[%d][%d] = %v, want %v", ks.Family, n, np, p, oc, got, want)
+						}
+					}
+				}
+			}
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: blocked tile read past x without a panic", ks.Family)
+				}
+			}()
+			ks.Blocked(1, make([]float32, BlockC*BlockOC), make([]float32, 2*BlockC-1), []int{0}, make([]float32, BlockOC),
+				make([]float32, 2*BlockOC), 2)
+		}()
+	}
+}

@@ -11,8 +11,9 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
-// runImplicitF32 runs the implicit float32 kernel of family k on tc.
-func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels) []float32 {
+// runImplicitF32 runs the implicit float32 kernel of family k on tc in
+// the flat layout (blocked false) or the blocked one.
+func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels, blocked bool) []float32 {
 	t.Helper()
 	sc, err := newScaler(&tc.d, tc.w, tc.bias)
 	if err != nil {
@@ -22,16 +23,23 @@ func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels) []floa
 	for i := range out {
 		out[i] = float32(math.NaN()) // every element must be written
 	}
-	ks := selected()
-	ks.directf = k
-	name, err := run(implicitF32, &tc.d, tc.x, nil, tc.w, sc, out, ks, false)
+	if blocked {
+		err = blockedConvF32(&tc.d, tc.w, tc.x, sc, out, k)
+	} else {
+		err = directConvF32(&tc.d, tc.w, tc.x, sc, out, k)
+	}
 	if err != nil {
 		t.Fatalf("%v: %v", tc, err)
 	}
-	if want := "implicit_f32/" + string(k.Family); name != want {
-		t.Fatalf("%v: ran %q, want %q", tc, name, want)
-	}
 	return out
+}
+
+// layouts lists the layouts family k runs.
+func layouts(k *gemm.DirectF32Kernels) []bool {
+	if k.Blocked != nil {
+		return []bool{false, true}
+	}
+	return []bool{false}
 }
 
 // stride1Shape draws a random stride-1 geometry: odd channel counts,
@@ -63,7 +71,9 @@ func TestImplicitF32Families(t *testing.T) {
 		tc := randCase(t, rng, stride1Shape(rng))
 		want, mag := ref64(tc)
 		for _, k := range fams {
-			checkF32(t, fmt.Sprintf("case %d %v implicit_f32/%s", ci, tc, k.Family), runImplicitF32(t, tc, k), want, mag)
+			for _, b := range layouts(k) {
+				checkF32(t, fmt.Sprintf("case %d %v implicit_f32/%s blocked %v", ci, tc, k.Family, b), runImplicitF32(t, tc, k, b), want, mag)
+			}
 		}
 	})
 }
@@ -95,7 +105,9 @@ func TestImplicitF32Table(t *testing.T) {
 		tc := newCase(t, rng, c.s, c.bs, true)
 		want, mag := ref64(tc)
 		for _, k := range gemm.DirectF32Op.Impls() {
-			checkF32(t, c.name+" "+string(k.Family), runImplicitF32(t, tc, k), want, mag)
+			for _, b := range layouts(k) {
+				checkF32(t, fmt.Sprintf("%s %s blocked %v", c.name, k.Family, b), runImplicitF32(t, tc, k, b), want, mag)
+			}
 		}
 		tl := newCase(t, rng, c.s, 0, false)
 		if tl.d.K%4 == 0 && tl.d.O%2 == 0 {
@@ -123,7 +135,9 @@ func TestImplicitF32Cache(t *testing.T) {
 				tc.w.Scales[i] = 0.05 + rng.Float32()
 			}
 			want, mag := ref64(tc)
-			checkF32(t, "cache "+string(k.Family), runImplicitF32(t, tc, k), want, mag)
+			for _, b := range layouts(k) {
+				checkF32(t, fmt.Sprintf("cache %s blocked %v", k.Family, b), runImplicitF32(t, tc, k, b), want, mag)
+			}
 		}
 	}
 }
@@ -138,6 +152,8 @@ func TestImplicitF32Planner(t *testing.T) {
 		PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}
 	s2 := s3
 	s2.StrideH, s2.StrideW = 2, 2
+	wide := s3
+	wide.H, wide.W = 6, 31 // rows past 2*BlockNP: the flat layout
 	for _, off := range []string{"", "avx512vnni,avx512", "avx512vnni,avx512,avx2"} {
 		ks := selectKernels(cpu.ParseDisable(off))
 		simd := ks.directf.Family != cpu.Generic
@@ -147,11 +163,15 @@ func TestImplicitF32Planner(t *testing.T) {
 			bits int
 			want string
 		}{
-			{s3, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
+			{s3, Auto, 0, "implicit_f32_blocked/" + string(ks.directf.Family)},
+			{wide, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
 			{s3, Im2col, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 			{s2, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 		} {
-			if !simd && c.req == Auto && c.s == s3 {
+			if c.req == Auto && c.s == s3 && ks.directf.Blocked == nil {
+				c.want = "implicit_f32/" + string(ks.directf.Family)
+			}
+			if !simd && c.req == Auto && c.s != s2 {
 				c.want = "im2col_gemm/" + string(ks.gemm.Family)
 			}
 			tc := newCase(t, rng, c.s, 0, true)

@@ -230,6 +230,9 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	g := ks.gemm
 	sc.ks = g
 	if kind == implicitF32 && acts == nil {
+		if useBlockedF32(d, ks.directf) {
+			return kernelName("implicit_f32_blocked", ks.directf.Family), blockedConvF32(d, w, x, sc, out, ks.directf)
+		}
 		return kernelName("implicit_f32", ks.directf.Family), directConvF32(d, w, x, sc, out, ks.directf)
 	}
 	act8 := acts != nil
