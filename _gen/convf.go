@@ -74,23 +74,31 @@ func convfTile(c *build.Context, rk string, mr, nv, vb int, vec func() reg.VecVi
 }
 
 // convfBlockedAVX512 emits gokern/gemm/directfb_avx512_amd64.s: the
-// channels-in-lanes tiles (directF32B2x<r>).
-var convfBlockedAVX512 = forEach([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, convfBlocked)
+// channels-in-lanes tiles directF32B2x<r>, 32 output channels (two ZMM).
+var convfBlockedAVX512 = forEach([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14},
+	func(c *build.Context, r int) { convfBlocked(c, "B", r, 64, c.ZMM) })
 
-// convfBlocked emits directF32B2x<r>: 32 output channels (two ZMM) by r
-// output positions 16 floats apart in a channel-blocked input (16
-// channels per position). t[p*32+o] = bias[o] + sum over the n offsets
-// i and the 16 channels c of w[(i*16+c)*32+o] * x[offs[i]+p*16+c].
-func convfBlocked(c *build.Context, r int) {
-	name := fmt.Sprintf("directF32B2x%d", r)
+// convfBlockedAVX2 emits gokern/gemm/directfb_avx2_amd64.s: directF32Y2x<r>,
+// 16 output channels (two YMM), up to 6 positions (15 registers).
+var convfBlockedAVX2 = forEach([]int{1, 2, 3, 4, 5, 6},
+	func(c *build.Context, r int) { convfBlocked(c, "Y", r, 32, c.YMM) })
+
+// convfBlocked emits directF32<rk>2x<r>: oc = 2*vb/4 output channels (two
+// vectors of vb bytes) by r output positions 16 floats apart in a
+// channel-blocked input (16 channels per position). t[p*oc+o] = bias[o] +
+// sum over the n offsets i and the 16 channels c of w[(i*16+c)*oc+o] *
+// x[offs[i]+p*16+c].
+func convfBlocked(c *build.Context, rk string, r, vb int, vec func() reg.VecVirtual) {
+	name := fmt.Sprintf("directF32%s2x%d", rk, r)
+	oc := 2 * vb / 4
 	declareNoescape(c, name, "func(n int, w *float32, x *float32, offs *int, bias *float32, t *float32)",
-		fmt.Sprintf("%s is the 32-channel x %d-position float32 direct-convolution tile over 16-channel blocks (n >= 1; offs in elements).", name, r))
+		fmt.Sprintf("%s is the %d-channel x %d-position float32 direct-convolution tile over 16-channel blocks (n >= 1; offs in elements).", name, oc, r))
 	n, pw, px, po, pbias := loadArg(c, "n"), loadArg(c, "w"), loadArg(c, "x"), loadArg(c, "offs"), loadArg(c, "bias")
 	acc := make([]reg.VecVirtual, 2*r)
 	for p := range r {
 		for j := range 2 {
-			acc[2*p+j] = c.ZMM()
-			c.VMOVUPS(mem(pbias, 64*j), acc[2*p+j])
+			acc[2*p+j] = vec()
+			c.VMOVUPS(mem(pbias, vb*j), acc[2*p+j])
 		}
 	}
 	c.Label("blkloop")
@@ -99,24 +107,24 @@ func convfBlocked(c *build.Context, r int) {
 	pb := c.GP64()
 	c.LEAQ(operand.Mem{Base: px, Index: off, Scale: 4}, pb)
 	for ch := range 16 {
-		w0, w1 := c.ZMM(), c.ZMM()
-		c.VMOVUPS(mem(pw, 128*ch), w0)
-		c.VMOVUPS(mem(pw, 128*ch+64), w1)
+		w0, w1 := vec(), vec()
+		c.VMOVUPS(mem(pw, 2*vb*ch), w0)
+		c.VMOVUPS(mem(pw, 2*vb*ch+vb), w1)
 		for p := range r {
-			b := c.ZMM()
+			b := vec()
 			c.VBROADCASTSS(mem(pb, 64*p+4*ch), b)
 			c.VFMADD231PS(w0, b, acc[2*p])
 			c.VFMADD231PS(w1, b, acc[2*p+1])
 		}
 	}
 	c.ADDQ(operand.Imm(8), po)
-	c.ADDQ(operand.U32(16*128), pw)
+	c.ADDQ(operand.U32(uint64(16*2*vb)), pw)
 	c.DECQ(n)
 	c.JNZ(operand.LabelRef("blkloop"))
 	pt := loadArg(c, "t")
 	for p := range r {
 		for j := range 2 {
-			c.VMOVUPS(acc[2*p+j], mem(pt, 128*p+64*j))
+			c.VMOVUPS(acc[2*p+j], mem(pt, 2*vb*p+vb*j))
 		}
 	}
 	vzeroRet(c)

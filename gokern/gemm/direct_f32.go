@@ -32,27 +32,24 @@ type DirectF32Kernels struct {
 	// len(x) >= offs[k-1]+nv*Lanes, len(t) >= (MR-1)*ldt+nv*Lanes.
 	Tile func(k int, w, x []float32, offs []int, bias, t []float32, ldt, nv int)
 	// Blocked is the channels-in-lanes tile, or nil (then the family has
-	// none): BlockOC output channels by np positions of an input blocked
-	// by BlockC channels (position p of offset i: x[offs[i]+p*BlockC+c]),
-	// t[p*BlockOC+o] = bias[o] + sum_{i<n} sum_{c<BlockC}
-	// w[(i*BlockC+c)*BlockOC+o] * x[offs[i]+p*BlockC+c] (in order of i
-	// and c) for o < BlockOC, 1 <= np <= BlockNP; offs non-decreasing,
-	// n >= 1, len(x) >= offs[n-1]+np*BlockC, len(w) >= n*BlockC*BlockOC,
-	// len(bias) >= BlockOC, len(t) >= np*BlockOC.
-	Blocked func(n int, w, x []float32, offs []int, bias, t []float32, np int)
+	// none): BOC output channels by np positions of an input blocked by
+	// BlockC channels (position p of offset i: x[offs[i]+p*BlockC+c]),
+	// t[p*BOC+o] = bias[o] + sum_{i<n} sum_{c<BlockC}
+	// w[(i*BlockC+c)*BOC+o] * x[offs[i]+p*BlockC+c] (in order of i and c)
+	// for o < BOC, 1 <= np <= BNP; offs non-decreasing, n >= 1,
+	// len(x) >= offs[n-1]+np*BlockC, len(w) >= n*BlockC*BOC,
+	// len(bias) >= BOC, len(t) >= np*BOC.
+	Blocked  func(n int, w, x []float32, offs []int, bias, t []float32, np int)
+	BOC, BNP int // Blocked's output channels and positions at most
 }
 
-// The channels-in-lanes tile's sizes (every family that has one).
-const (
-	BlockC  = 16 // input channels per block
-	BlockOC = 32 // output channels per tile
-	BlockNP = 14 // positions per tile at most
-)
+// BlockC is the input channels per block of the channels-in-lanes tiles.
+const BlockC = 16
 
 // DirectF32Op is the registry's op "conv_directf"; directF32Generic is its
 // oracle (8 channels by 4 vectors of 16 positions, the AVX-512 tile).
 var DirectF32Op = cpu.NewOp("conv_directf", &DirectF32Kernels{Family: cpu.Generic, MR: 8, Lanes: 16, NV: 4,
-	Tile: directF32Generic, Blocked: directF32BlockedGeneric})
+	Tile: directF32Generic, Blocked: directF32BlockedGeneric, BOC: 32, BNP: 14})
 
 // checkDirectF32 panics unless the arguments of a Tile call hold what it
 // reads and writes (the assembly kernels read them unchecked).
@@ -91,10 +88,10 @@ func directF32Generic(k int, w, x []float32, offs []int, bias, t []float32, ldt,
 
 // checkBlockedF32 panics unless the arguments of a Blocked call hold what
 // it reads and writes.
-func checkBlockedF32(n int, w, x []float32, offs []int, bias, t []float32, np int) {
+func checkBlockedF32(boc, bnp, n int, w, x []float32, offs []int, bias, t []float32, np int) {
 	switch {
-	case n < 1 || np < 1 || np > BlockNP || len(offs) < n || len(w) < n*BlockC*BlockOC || len(bias) < BlockOC ||
-		len(t) < np*BlockOC:
+	case n < 1 || np < 1 || np > bnp || len(offs) < n || len(w) < n*BlockC*boc || len(bias) < boc ||
+		len(t) < np*boc:
 		panic(fmt.Sprintf("gemm: blocked f32 tile: n=%d np=%d, %d offsets, %d weights, %d biases, t %d",
 			n, np, len(offs), len(w), len(bias), len(t)))
 	case offs[0] < 0 || offs[n-1] < offs[0] || len(x) < offs[n-1]+np*BlockC:
@@ -103,16 +100,17 @@ func checkBlockedF32(n int, w, x []float32, offs []int, bias, t []float32, np in
 }
 
 func directF32BlockedGeneric(n int, w, x []float32, offs []int, bias, t []float32, np int) {
-	checkBlockedF32(n, w, x, offs, bias, t, np)
+	const boc = 32
+	checkBlockedF32(boc, 14, n, w, x, offs, bias, t, np)
 	for p := range np {
-		copy(t[p*BlockOC:][:BlockOC], bias)
+		copy(t[p*boc:][:boc], bias)
 	}
 	for i := range n {
 		for c := range BlockC {
-			wv := w[(i*BlockC+c)*BlockOC:][:BlockOC]
+			wv := w[(i*BlockC+c)*boc:][:boc]
 			for p := range np {
 				v := x[offs[i]+p*BlockC+c]
-				row := t[p*BlockOC:][:BlockOC]
+				row := t[p*boc:][:boc]
 				for o, wo := range wv {
 					row[o] += wo * v
 				}

@@ -104,7 +104,7 @@ func TestBlockedF32Families(t *testing.T) {
 			continue
 		}
 		for _, n := range []int{1, 2, 9, 37} {
-			for np := 1; np <= BlockNP; np++ {
+			for np := 1; np <= ks.BNP; np++ {
 				offs := make([]int, n)
 				o := rng.IntN(40)
 				for i := range offs {
@@ -115,30 +115,30 @@ func TestBlockedF32Families(t *testing.T) {
 				for i := range x {
 					x[i] = rng.Float32()*4 - 2
 				}
-				w := make([]float32, n*BlockC*BlockOC)
+				w := make([]float32, n*BlockC*ks.BOC)
 				for i := range w {
 					w[i] = float32(rng.IntN(3)-1) * (0.5 + rng.Float32())
 				}
-				bias := make([]float32, BlockOC)
+				bias := make([]float32, ks.BOC)
 				for i := range bias {
 					bias[i] = rng.Float32() - 0.5
 				}
-				tt := make([]float32, np*BlockOC)
+				tt := make([]float32, np*ks.BOC)
 				for i := range tt {
 					tt[i] = float32(math.NaN())
 				}
 				ks.Blocked(n, w, x, offs, bias, tt, np)
 				for p := range np {
-					for oc := range BlockOC {
+					for oc := range ks.BOC {
 						want, mag := float64(bias[oc]), math.Abs(float64(bias[oc]))
 						for i := range n {
 							for c := range BlockC {
-								v := float64(w[(i*BlockC+c)*BlockOC+oc]) * float64(x[offs[i]+p*BlockC+c])
+								v := float64(w[(i*BlockC+c)*ks.BOC+oc]) * float64(x[offs[i]+p*BlockC+c])
 								want += v
 								mag += math.Abs(v)
 							}
 						}
-						got := float64(tt[p*BlockOC+oc])
+						got := float64(tt[p*ks.BOC+oc])
 						if math.Abs(got-want) > 1e-6*mag+1e-7 || math.IsNaN(got) {
 							t.Fatalf("%s n=%d np=%d: t[%d][%d] = %v, want %v", ks.Family, n, np, p, oc, got, want)
 						}
@@ -152,8 +152,8 @@ func TestBlockedF32Families(t *testing.T) {
 					t.Errorf("%s: blocked tile read past x without a panic", ks.Family)
 				}
 			}()
-			ks.Blocked(1, make([]float32, BlockC*BlockOC), make([]float32, 2*BlockC-1), []int{0}, make([]float32, BlockOC),
-				make([]float32, 2*BlockOC), 2)
+			ks.Blocked(1, make([]float32, BlockC*ks.BOC), make([]float32, 2*BlockC-1), []int{0}, make([]float32, ks.BOC),
+				make([]float32, 2*ks.BOC), 2)
 		}()
 	}
 }

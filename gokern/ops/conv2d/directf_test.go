@@ -153,7 +153,7 @@ func TestImplicitF32Planner(t *testing.T) {
 	s2 := s3
 	s2.StrideH, s2.StrideW = 2, 2
 	wide := s3
-	wide.H, wide.W = 6, 31 // rows past 2*BlockNP: the flat layout
+	wide.H, wide.W = 6, 31 // rows past 28: the flat layout
 	for _, off := range []string{"", "avx512vnni,avx512", "avx512vnni,avx512,avx2"} {
 		ks := selectKernels(cpu.ParseDisable(off))
 		simd := ks.directf.Family != cpu.Generic

@@ -12,28 +12,28 @@ import (
 // The channels-in-lanes variant of the implicit float32 kernel
 // (gemm.DirectF32Kernels.Blocked), for small planes, where the flat
 // positions of directf.go waste lanes on the padded columns: output
-// channels in the vector lanes (gemm.BlockOC per tile), positions of one
+// channels in the vector lanes (the family's BOC per tile), positions of one
 // output row broadcast. The input is rewritten once per call into
 // zero-padded planes of gemm.BlockC-channel blocks, (N, groups, C/16,
 // Hp, Wp, 16) (channels past Cg zero), so that a tile reads, per (block,
-// tap) offset, 16 channels of up to gemm.BlockNP consecutive positions;
+// tap) offset, 16 channels of up to BNP consecutive positions;
 // the weights are expanded with their scales as (groups, O/32, C/16,
 // kH, kW, 16, 32) (zeros past Og and Cg), kept in the weight cache.
 // Stride 1 only, like the flat kernel.
 
 // useBlockedF32 is the planner's choice between the two layouts of the
 // implicit float32 kernel: the blocked one where the family has it and
-// the output rows are short (Wo <= 2*BlockNP: 7 and 14 wide ResNet
+// the output rows are short (Wo <= 28: the 7, 14 and 28 wide ResNet
 // planes, where the flat positions' padded columns are 2/9 and 2/16 of
 // the lanes).
 func useBlockedF32(d *Dims, k *gemm.DirectF32Kernels) bool {
-	return k.Blocked != nil && d.Wo <= 2*gemm.BlockNP
+	return k.Blocked != nil && d.Wo <= 28
 }
 
 // blockedWeights returns the weight in the blocked tiles' order, cached
 // like directWeights (codes and scales compared).
-func blockedWeights(d *Dims, w Weights, sc *scaler) ([]float32, error) {
-	const bc, boc = gemm.BlockC, gemm.BlockOC
+func blockedWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) {
+	const bc = gemm.BlockC
 	nob, ncb, khw := ceilDivPos(d.Og, boc), ceilDivPos(d.Cg, bc), d.KH*d.KW
 	per := ncb * khw * bc * boc // per group and block of output channels
 	n, ok := mul(ternary.MaxElements, d.Groups, nob, per)
@@ -116,8 +116,9 @@ func blockInput(d *Dims, g directGeom, ncb int, x, dst []float32) {
 // blockedConvF32 runs the implicit float32 convolution in the blocked
 // layout with k.Blocked.
 func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k *gemm.DirectF32Kernels) error {
-	const bc, boc = gemm.BlockC, gemm.BlockOC
-	wb, err := blockedWeights(d, w, sc)
+	const bc = gemm.BlockC
+	boc := k.BOC
+	wb, err := blockedWeights(d, w, sc, boc)
 	if err != nil {
 		return err
 	}
@@ -146,11 +147,11 @@ func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, 
 	// Units: (group, block of output channels, sample, output row, piece
 	// of the row), the row's pieces fastest: a worker's run of units
 	// reuses one block's weights.
-	npc := ceilDivPos(d.Wo, gemm.BlockNP) // pieces per row, of even size
+	npc := ceilDivPos(d.Wo, k.BNP) // pieces per row, of even size
 	wpc := ceilDivPos(d.Wo, npc)
 	units := d.Groups * nob * d.N * d.Ho * npc
 	par.Run(par.ChunksWork(units, wpc*boc*d.K), func(_, lo, hi int) {
-		var t [gemm.BlockNP * boc]float32
+		t := make([]float32, k.BNP*boc)
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			pc, oh := u%npc, u/npc%d.Ho
 			n, ob, gi := u/(npc*d.Ho)%d.N, u/(npc*d.Ho*d.N)%nob, u/(npc*d.Ho*d.N*nob)
@@ -158,7 +159,7 @@ func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, 
 			np := min(wpc, d.Wo-ow0)
 			xs := xb[((n*d.Groups+gi)*ncb*g.plane+oh*g.wp+ow0)*bc:]
 			bi := gi*nob + ob
-			k.Blocked(len(offs), wb[bi*per:][:per], xs, offs, bias[bi*boc:][:boc], t[:], np)
+			k.Blocked(len(offs), wb[bi*per:][:per], xs, offs, bias[bi*boc:][:boc], t, np)
 			for j := range min(boc, d.Og-ob*boc) {
 				dst := out[((n*d.O+gi*d.Og+ob*boc+j)*d.Ho+oh)*d.Wo+ow0:][:np]
 				for p := range dst {
