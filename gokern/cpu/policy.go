@@ -90,9 +90,25 @@ type Measured struct {
 // 4.34 / 4.90, generic 115 / 169; 1M avx512 0.177 / 0.161, avx2 0.204 /
 // 0.424, generic 10.2 / 6.9. Geomean avx512 1.00x, avx2 1.75x (1M) and
 // 1.84x (16M); avx512 fastest in every row.
+//
+// conv_directf on amd-zen4 (the implicit float32 convolution), measured on
+// 2026-11-24 on the same kind of machine (busy: load average 9 to 23,
+// round spreads up to ±267%) with
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_directf --threads 2 \
+//	    --families-rounds 3 --repeat 5
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_directf --threads 1,2 \
+//	    --families-rounds 5 --repeat 7
+//
+// geometric mean over 3x3 64@56 N=1, 128@28 N=8, 256@14 N=1, 512@7 N=8
+// (float32 activations): avx512 1.00x / 1.00x (7.95 / 7.08 ms), avx2 1.15x
+// / 1.06x, generic 15x / 12x; avx512 fastest on 3 of the 4 layers in both
+// runs (avx2 on 128@28 N=8 by 7 to 30%, within the spread), 1.2x to 1.85x
+// ahead on 512@7 N=8.
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
+		"conv_directf":     {Fastest: AVX512, Timed: []Family{AVX512, AVX2, Generic}},
 		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"linear_gemv":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"quantize_i2s":     {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
