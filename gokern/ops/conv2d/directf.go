@@ -13,11 +13,11 @@ import (
 
 // The float32 implicit (direct) convolution: the op "conv_directf" of
 // gemm (gemm.DirectF32Kernels) over a padded copy of the input, for
-// stride-1 convolutions with float32 activations. No column buffer: the
-// input is rewritten once per call into zero-padded (Hp, Wp) planes, in
-// which output position q = oh*Wp + ow of every (channel, tap) k reads
-// x[q + offs[k]], so the kernel's vectors of consecutive positions are plain
-// loads; the weights are expanded once to float32 (ternary value times its
+// convolutions with float32 activations. No column buffer: the input is
+// rewritten once per call into zero-padded planes (split by stride phase,
+// flatGeom), in which output position q = oh*ws + ow of every (channel,
+// tap) k reads x[q + offs[k]], so the kernel's vectors of consecutive
+// positions are plain loads; the weights are expanded once to float32 (ternary value times its
 // scale: every scale mode, block scales included, is one sum) in panels of
 // MR output channels and kept in the weight cache. A tile holds MR channels
 // by up to NV vectors of positions in registers for the whole K; the columns
@@ -34,28 +34,25 @@ import (
 const implicitF32 Algo = -1
 
 // useImplicitF32 is the planner's rule for algorithm auto with float32
-// activations: the implicit float32 kernel on stride-1 convolutions wider
-// than 1x1 when the conv_directf family selected has SIMD kernels (the
-// generic oracle is slower than the im2col GEMM's Go loops); im2col
-// otherwise (strided layers such as the 7x7/2 stem, and 1x1 layers, which
-// run the 1x1 GEMM or GEMV).
+// activations: the implicit float32 kernel on convolutions wider than 1x1
+// (any stride: the 7x7/2 stem too) when the conv_directf family selected
+// has SIMD kernels (the generic oracle is slower than the im2col GEMM's Go
+// loops); im2col otherwise. 1x1 layers run the 1x1 GEMM or GEMV.
 func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
-	return k.Family != cpu.Generic && d.StrideH == 1 && d.StrideW == 1 && d.KH*d.KW > 1
+	return k.Family != cpu.Generic && d.KH*d.KW > 1
 }
 
 // directScratch keeps the padded inputs between calls.
 var directScratch = &buf.List[float32]{MaxCap: 1 << 28, MaxCount: 2}
 
-// directGeom is the geometry of the padded input.
+// directGeom is the geometry of the padded input (blocked layout).
 type directGeom struct {
 	hp, wp, plane int // padded height, width, hp*wp
-	qn            int // flat positions per sample up to the last output, (Ho-1)*Wp + Wo
 }
 
 func newDirectGeom(d *Dims) directGeom {
 	g := directGeom{hp: d.H + d.PadT + d.PadB, wp: d.W + d.PadL + d.PadR}
 	g.plane = g.hp * g.wp
-	g.qn = (d.Ho-1)*g.wp + d.Wo
 	return g
 }
 
@@ -114,23 +111,76 @@ func directWeights(d *Dims, w Weights, sc *scaler, k *gemm.DirectF32Kernels) ([]
 	return l.f32, nil
 }
 
-// padInput writes x into zero-padded planes (every plane of every sample,
-// geometry g) in dst, which holds N*C*plane values and a tail it leaves
-// as it is (read only for dropped columns).
-func padInput(d *Dims, g directGeom, x, dst []float32) {
+// flatGeom is the geometry of the flat layout's input: per channel, the
+// zero-padded plane split by stride phase into sH*sW sub-planes of hs x
+// ws values (sub-plane (a, b) holds the padded rows a, a+sH, ... and
+// columns b, b+sW, ...; one sub-plane, the padded plane itself, for stride
+// 1), so that output position q = oh*ws + ow reads, for tap (kh, kw),
+// sub-plane (kh*dilH % sH, kw*dilW % sW) at q + (kh*dilH/sH)*ws +
+// kw*dilW/sW: consecutive positions are consecutive values for any stride.
+type flatGeom struct {
+	hs, ws, sub, ch int // sub-plane height, width, hs*ws, values per channel
+	qn              int // flat positions per sample up to the last output, (Ho-1)*ws + Wo
+}
+
+func newFlatGeom(d *Dims) flatGeom {
+	hp, wp := d.H+d.PadT+d.PadB, d.W+d.PadL+d.PadR
+	g := flatGeom{hs: ceilDivPos(hp, d.StrideH), ws: ceilDivPos(wp, d.StrideW)}
+	g.sub = g.hs * g.ws
+	g.ch = d.StrideH * d.StrideW * g.sub
+	g.qn = (d.Ho-1)*g.ws + d.Wo
+	return g
+}
+
+// offset returns where tap (kh, kw) of channel c reads for position 0.
+func (g flatGeom) offset(d *Dims, c, kh, kw int) int {
+	dh, dw := kh*d.DilH, kw*d.DilW
+	return c*g.ch + (dh%d.StrideH*d.StrideW+dw%d.StrideW)*g.sub + dh/d.StrideH*g.ws + dw/d.StrideW
+}
+
+// padInput writes x into dst in the flat layout (every channel of every
+// sample, geometry g); dst holds N*C*g.ch values and a tail it leaves as it
+// is (read only for dropped columns).
+func padInput(d *Dims, g flatGeom, x, dst []float32) {
 	planes := d.N * d.C
-	par.Run(par.ChunksWork(planes, g.plane), func(_, lo, hi int) {
+	sh, sw := d.StrideH, d.StrideW
+	par.Run(par.ChunksWork(planes, g.ch), func(_, lo, hi int) {
 		for pi := lo; pi < hi && !par.Stopped(); pi++ {
 			src := x[pi*d.H*d.W:][:d.H*d.W]
-			p := dst[pi*g.plane:][:g.plane]
-			clear(p[:d.PadT*g.wp])
-			for ih := range d.H {
-				row := p[(d.PadT+ih)*g.wp:][:g.wp]
-				clear(row[:d.PadL])
-				copy(row[d.PadL:], src[ih*d.W:][:d.W])
-				clear(row[d.PadL+d.W:])
+			p := dst[pi*g.ch:][:g.ch]
+			if sh == 1 && sw == 1 {
+				clear(p[:d.PadT*g.ws])
+				for ih := range d.H {
+					row := p[(d.PadT+ih)*g.ws:][:g.ws]
+					clear(row[:d.PadL])
+					copy(row[d.PadL:], src[ih*d.W:][:d.W])
+					clear(row[d.PadL+d.W:])
+				}
+				clear(p[(d.PadT+d.H)*g.ws:])
+				continue
 			}
-			clear(p[(d.PadT+d.H)*g.wp:])
+			for a := range sh {
+				for b := range sw {
+					sp := p[(a*sw+b)*g.sub:][:g.sub]
+					for i := range g.hs {
+						row := sp[i*g.ws:][:g.ws]
+						ih := i*sh + a - d.PadT
+						if ih < 0 || ih >= d.H {
+							clear(row)
+							continue
+						}
+						xr := src[ih*d.W:][:d.W]
+						for j := range row {
+							iw := j*sw + b - d.PadL
+							if iw >= 0 && iw < d.W {
+								row[j] = xr[iw]
+							} else {
+								row[j] = 0
+							}
+						}
+					}
+				}
+			}
 		}
 	})
 }
@@ -140,12 +190,12 @@ func padInput(d *Dims, g directGeom, x, dst []float32) {
 type directRun struct{ src, dst, n int }
 
 // tileRuns lists the output positions of the flat positions [q0, q1).
-func tileRuns(d *Dims, g directGeom, q0, q1 int, runs []directRun) []directRun {
+func tileRuns(d *Dims, g flatGeom, q0, q1 int, runs []directRun) []directRun {
 	runs = runs[:0]
 	for q := q0; q < q1; {
-		oh, ow := q/g.wp, q%g.wp
+		oh, ow := q/g.ws, q%g.ws
 		if ow >= d.Wo {
-			q += g.wp - ow
+			q += g.ws - ow
 			continue
 		}
 		n := min(d.Wo-ow, q1-q)
@@ -161,23 +211,25 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 	if err != nil {
 		return err
 	}
-	g := newDirectGeom(d)
+	g := newFlatGeom(d)
 	mr, tw := k.MR, k.NV*k.Lanes
 	np := ceilDivPos(d.Og, mr)
-	xlen, ok := mul(ternary.MaxElements, d.N, d.C, g.plane)
-	if !ok {
-		return errs.Memory("padded input would take more than %d values", ternary.MaxElements)
-	}
-	xp, h := directScratch.Sized(xlen + tw)
-	defer directScratch.Put(h)
-	padInput(d, g, x, xp)
-
+	nt := ceilDivPos(g.qn, tw)
 	offs := make([]int, d.K)
 	khw := d.KH * d.KW
 	for kk := range offs {
 		c, r := kk/khw, kk%khw
-		offs[kk] = c*g.plane + r/d.KW*d.DilH*g.wp + r%d.KW*d.DilW
+		offs[kk] = g.offset(d, c, r/d.KW, r%d.KW)
 	}
+	xlen, ok := mul(ternary.MaxElements, d.N, d.C, g.ch)
+	if !ok {
+		return errs.Memory("padded input would take more than %d values", ternary.MaxElements)
+	}
+	// the last tile of the last group of the last sample reads up to here
+	last := ((d.N-1)*d.C+(d.Groups-1)*d.Cg)*g.ch + offs[d.K-1] + nt*tw
+	xp, h := directScratch.Sized(max(xlen, last))
+	defer directScratch.Put(h)
+	padInput(d, g, x, xp)
 	bias := make([]float32, d.Groups*np*mr)
 	if sc.bias != nil {
 		for gi := range d.Groups {
@@ -192,7 +244,6 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 	nbk := ceilDivPos(np, max(1, min(np, (512<<10)/(4*pl))))
 	pb := ceilDivPos(np, nbk) // blocks of even size
 	nbk = ceilDivPos(np, pb)
-	nt := ceilDivPos(g.qn, tw)
 	units := d.Groups * nbk * d.N * nt
 	par.Run(par.ChunksWork(units, tw*pb*pl), func(_, lo, hi int) {
 		t := make([]float32, mr*tw)
@@ -204,7 +255,7 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 			q1 := min(q0+tw, g.qn)
 			nv := ceilDivPos(q1-q0, k.Lanes)
 			runs = tileRuns(d, g, q0, q1, runs)
-			xs := xp[(n*d.C+gi*d.Cg)*g.plane+q0:]
+			xs := xp[(n*d.C+gi*d.Cg)*g.ch+q0:]
 			for p := bk * pb; p < min(np, (bk+1)*pb); p++ {
 				pi := gi*np + p
 				k.Tile(d.K, wf[pi*pl:][:pl], xs, offs, bias[pi*mr:][:mr], t, tw, nv)

@@ -34,21 +34,23 @@ func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels, blocke
 	return out
 }
 
-// layouts lists the layouts family k runs.
-func layouts(k *gemm.DirectF32Kernels) []bool {
-	if k.Blocked != nil {
+// layouts lists the layouts family k runs on d (blocked: stride 1).
+func layouts(k *gemm.DirectF32Kernels, d *Dims) []bool {
+	if k.Blocked != nil && d.StrideH == 1 && d.StrideW == 1 {
 		return []bool{false, true}
 	}
 	return []bool{false}
 }
 
-// stride1Shape draws a random stride-1 geometry: odd channel counts,
-// groups, padding on each side, dilation, N up to 3, planes from 1x1 to
-// several tiles wide.
-func stride1Shape(rng *rand.Rand) Shape {
+// implicitShape draws a random geometry, stride 1 two times in three:
+// odd channel counts, groups, padding on each side, dilation, N up to 3,
+// planes from 1x1 to several tiles wide.
+func implicitShape(rng *rand.Rand) Shape {
 	for {
 		s := randShape(rng)
-		s.StrideH, s.StrideW = 1, 1
+		if rng.IntN(3) > 0 {
+			s.StrideH, s.StrideW = 1, 1
+		}
 		if rng.IntN(3) == 0 {
 			s.N = 1 + rng.IntN(3)
 		}
@@ -68,10 +70,10 @@ func TestImplicitF32Families(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	fams := gemm.DirectF32Op.Impls()
 	forRandomCases(t, 150, 40, 3, func(ci int) {
-		tc := randCase(t, rng, stride1Shape(rng))
+		tc := randCase(t, rng, implicitShape(rng))
 		want, mag := ref64(tc)
 		for _, k := range fams {
-			for _, b := range layouts(k) {
+			for _, b := range layouts(k, &tc.d) {
 				checkF32(t, fmt.Sprintf("case %d %v implicit_f32/%s blocked %v", ci, tc, k.Family, b), runImplicitF32(t, tc, k, b), want, mag)
 			}
 		}
@@ -93,6 +95,10 @@ func TestImplicitF32Table(t *testing.T) {
 		bs   int
 	}{
 		{"3x3 64@56", sq(1, 64, 56, 64, 3, 1, 1, 1), 0},
+		{"stem 7x7/2", Shape{N: 2, C: 3, H: 33, W: 36, O: 10, WC: 3, KH: 7, KW: 7, Groups: 1, StrideH: 2, StrideW: 2,
+			PadT: 3, PadL: 3, PadB: 3, PadR: 3, DilH: 1, DilW: 1}, 0},
+		{"3x3/2 odd", Shape{N: 1, C: 9, H: 15, W: 16, O: 12, WC: 9, KH: 3, KW: 3, Groups: 1, StrideH: 2, StrideW: 3,
+			PadT: 1, PadL: 0, PadB: 2, PadR: 1, DilH: 1, DilW: 2}, 27},
 		{"3x3 512@7 N2 per channel", sq(2, 512, 7, 24, 3, 1, 1, 1), 512 * 9},
 		{"3x3 17@13 blocks", sq(3, 17, 13, 19, 3, 1, 1, 1), 17 * 3},
 		{"5x5 dilated groups", sq(2, 12, 11, 18, 5, 4, 2, 3), 0},
@@ -105,7 +111,7 @@ func TestImplicitF32Table(t *testing.T) {
 		tc := newCase(t, rng, c.s, c.bs, true)
 		want, mag := ref64(tc)
 		for _, k := range gemm.DirectF32Op.Impls() {
-			for _, b := range layouts(k) {
+			for _, b := range layouts(k, &tc.d) {
 				checkF32(t, fmt.Sprintf("%s %s blocked %v", c.name, k.Family, b), runImplicitF32(t, tc, k, b), want, mag)
 			}
 		}
@@ -135,7 +141,7 @@ func TestImplicitF32Cache(t *testing.T) {
 				tc.w.Scales[i] = 0.05 + rng.Float32()
 			}
 			want, mag := ref64(tc)
-			for _, b := range layouts(k) {
+			for _, b := range layouts(k, &tc.d) {
 				checkF32(t, fmt.Sprintf("cache %s blocked %v", k.Family, b), runImplicitF32(t, tc, k, b), want, mag)
 			}
 		}
@@ -143,15 +149,18 @@ func TestImplicitF32Cache(t *testing.T) {
 }
 
 // TestImplicitF32Planner: auto with float32 activations runs the kernel
-// on stride-1 layers wider than 1x1 (reported as im2col) when the
-// conv_directf family is SIMD; explicit requests and other shapes keep
-// their kernels.
+// on layers wider than 1x1 (reported as im2col; blocked for stride 1 and
+// rows up to 28 wide where the family has the blocked tiles) when the
+// conv_directf family is SIMD; explicit requests, 1x1 layers and int8
+// activations keep their kernels.
 func TestImplicitF32Planner(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 38))
 	s3 := Shape{N: 1, C: 8, H: 9, W: 9, O: 8, WC: 8, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1,
 		PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}
 	s2 := s3
 	s2.StrideH, s2.StrideW = 2, 2
+	p1 := s3
+	p1.KH, p1.KW, p1.StrideH, p1.StrideW, p1.PadT, p1.PadL, p1.PadB, p1.PadR = 1, 1, 2, 2, 0, 0, 0, 0
 	wide := s3
 	wide.H, wide.W = 6, 31 // rows past 28: the flat layout
 	for _, off := range []string{"", "avx512vnni,avx512", "avx512vnni,avx512,avx2"} {
@@ -166,12 +175,13 @@ func TestImplicitF32Planner(t *testing.T) {
 			{s3, Auto, 0, "implicit_f32_blocked/" + string(ks.directf.Family)},
 			{wide, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
 			{s3, Im2col, 0, "im2col_gemm/" + string(ks.gemm.Family)},
-			{s2, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
+			{s2, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
+			{p1, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 		} {
 			if c.req == Auto && c.s == s3 && ks.directf.Blocked == nil {
 				c.want = "implicit_f32/" + string(ks.directf.Family)
 			}
-			if !simd && c.req == Auto && c.s != s2 {
+			if !simd && c.req == Auto {
 				c.want = "im2col_gemm/" + string(ks.gemm.Family)
 			}
 			tc := newCase(t, rng, c.s, 0, true)

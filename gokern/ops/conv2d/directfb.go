@@ -19,15 +19,15 @@ import (
 // tap) offset, 16 channels of up to BNP consecutive positions;
 // the weights are expanded with their scales as (groups, O/32, C/16,
 // kH, kW, 16, 32) (zeros past Og and Cg), kept in the weight cache.
-// Stride 1 only, like the flat kernel.
+// Stride 1 only.
 
 // useBlockedF32 is the planner's choice between the two layouts of the
-// implicit float32 kernel: the blocked one where the family has it and
-// the output rows are short (Wo <= 28: the 7, 14 and 28 wide ResNet
+// implicit float32 kernel: the blocked one where the family has it, the
+// stride is 1 and the output rows are short (Wo <= 28: the 7, 14 and 28 wide ResNet
 // planes, where the flat positions' padded columns are 2/9 and 2/16 of
 // the lanes).
 func useBlockedF32(d *Dims, k *gemm.DirectF32Kernels) bool {
-	return k.Blocked != nil && d.Wo <= 28
+	return k.Blocked != nil && d.Wo <= 28 && d.StrideH == 1 && d.StrideW == 1
 }
 
 // blockedWeights returns the weight in the blocked tiles' order, cached
