@@ -146,15 +146,24 @@ func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, 
 	per := ncb * khw * bc * boc
 	// Units: (group, block of output channels, sample, output row, piece
 	// of the row), the row's pieces fastest: a worker's run of units
-	// reuses one block's weights.
+	// reuses one block's weights, and reads every sample's input once per
+	// block; or, where that reads more (sampleOuter: the inputs of all
+	// samples times the blocks exceed the weights times the samples, as
+	// in 128@28 N=8), sample before block: every sample's input stays in
+	// cache while the blocks' weights pass once per sample.
 	npc := ceilDivPos(d.Wo, k.BNP) // pieces per row, of even size
 	wpc := ceilDivPos(d.Wo, npc)
 	units := d.Groups * nob * d.N * d.Ho * npc
+	xs1, w1 := ncb*g.plane*bc, nob*per // one sample's input, one group's weights
+	sampleOuter := w1*(d.N-1) < xs1*d.N*(nob-1)
 	par.Run(par.ChunksWork(units, wpc*boc*d.K), func(_, lo, hi int) {
 		t := make([]float32, k.BNP*boc)
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			pc, oh := u%npc, u/npc%d.Ho
 			n, ob, gi := u/(npc*d.Ho)%d.N, u/(npc*d.Ho*d.N)%nob, u/(npc*d.Ho*d.N*nob)
+			if sampleOuter {
+				ob, n = u/(npc*d.Ho)%nob, u/(npc*d.Ho*nob)%d.N
+			}
 			ow0 := pc * wpc
 			np := min(wpc, d.Wo-ow0)
 			xs := xb[((n*d.Groups+gi)*ncb*g.plane+oh*g.wp+ow0)*bc:]
