@@ -102,6 +102,8 @@ func TestImplicitF32Table(t *testing.T) {
 		{"3x3 512@7 N2 per channel", sq(2, 512, 7, 24, 3, 1, 1, 1), 512 * 9},
 		{"3x3 17@13 blocks", sq(3, 17, 13, 19, 3, 1, 1, 1), 17 * 3},
 		{"5x5 dilated groups", sq(2, 12, 11, 18, 5, 4, 2, 3), 0},
+		{"blocks before samples", sq(2, 16, 5, 70, 3, 1, 1, 1), 0},
+		{"samples before blocks", sq(3, 16, 20, 40, 3, 1, 1, 1), 16 * 3},
 		{"one position", sq(1, 5, 1, 3, 3, 1, 1, 1), 15},
 		{"no padding", sq(1, 3, 9, 7, 2, 0, 1, 1), 0},
 		{"padding wider than input", sq(1, 2, 1, 2, 2, 3, 3, 1), 1},
