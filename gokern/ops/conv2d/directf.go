@@ -34,12 +34,28 @@ import (
 const implicitF32 Algo = -1
 
 // useImplicitF32 is the planner's rule for algorithm auto with float32
-// activations: the implicit float32 kernel on convolutions wider than 1x1
-// (any stride: the 7x7/2 stem too) when the conv_directf family selected
-// has SIMD kernels (the generic oracle is slower than the im2col GEMM's Go
-// loops); im2col otherwise. 1x1 layers run the 1x1 GEMM or GEMV.
+// activations (where the planner would run im2col or the 1x1 GEMM, not
+// GEMV): the implicit float32 kernel when the conv_directf family selected
+// has SIMD kernels (the generic oracle is slower than the im2col GEMM's
+// Go loops), on convolutions wider than 1x1 (any stride: 1.14-1.5x
+// im2col's speed on the 7x7/2 stem and 3x3/2 layers, 1.2-1.6x on the 3x3
+// ones, min of 15 calls, one thread, both families) and on 1x1 ones with
+// rows wider than 28 (flat layout: 1x1 256->64 and 64->256 @56,
+// 1.07-1.3x the 1x1 GEMM; narrower 1x1 rows were not timed and keep it).
+//
+// Geometries whose padded layout would be much larger than the input
+// (paddings, strides or dilations of thousands: every sub-plane is written)
+// keep im2col.
 func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
-	return k.Family != cpu.Generic && d.KH*d.KW > 1
+	return k.Family != cpu.Generic && (d.KH*d.KW > 1 || d.Wo > 28) && implicitLayoutOK(d)
+}
+
+// implicitLayoutOK reports whether the flat layout of a channel (and so
+// the blocked one, its stride-1 case) takes at most 4*H*W + 4096 values.
+func implicitLayoutOK(d *Dims) bool {
+	hp, wp := d.H+d.PadT+d.PadB, d.W+d.PadL+d.PadR
+	_, ok := mul(4*d.H*d.W+4096, d.StrideH, d.StrideW, ceilDivPos(hp, d.StrideH), ceilDivPos(wp, d.StrideW))
+	return ok
 }
 
 // directScratch keeps the padded inputs between calls.

@@ -161,10 +161,16 @@ func TestImplicitF32Planner(t *testing.T) {
 		PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}
 	s2 := s3
 	s2.StrideH, s2.StrideW = 2, 2
-	p1 := s3
-	p1.KH, p1.KW, p1.StrideH, p1.StrideW, p1.PadT, p1.PadL, p1.PadB, p1.PadR = 1, 1, 2, 2, 0, 0, 0, 0
 	wide := s3
 	wide.H, wide.W = 6, 31 // rows past 28: the flat layout
+	p1 := s3
+	p1.KH, p1.KW, p1.StrideH, p1.StrideW, p1.PadT, p1.PadL, p1.PadB, p1.PadR = 1, 1, 2, 2, 0, 0, 0, 0
+	pw := wide // 1x1, rows 31 wide
+	pw.KH, pw.KW, pw.PadT, pw.PadL, pw.PadB, pw.PadR = 1, 1, 0, 0, 0, 0
+	pn := pw // 1x1, rows 12 wide: the 1x1 GEMM
+	pn.W = 12
+	huge := s3 // padding and stride 2^20: 3x3 outputs, a padded layout of 2^40 values
+	huge.PadT, huge.PadL, huge.PadB, huge.PadR, huge.StrideH, huge.StrideW = 1<<20, 1<<20, 1<<20, 1<<20, 1<<20, 1<<20
 	for _, off := range []string{"", "avx512vnni,avx512", "avx512vnni,avx512,avx2"} {
 		ks := selectKernels(cpu.ParseDisable(off))
 		simd := ks.directf.Family != cpu.Generic
@@ -179,12 +185,18 @@ func TestImplicitF32Planner(t *testing.T) {
 			{s3, Im2col, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 			{s2, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
 			{p1, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
+			{pw, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
+			{pn, Auto, 0, "gemm1x1/" + string(ks.gemm.Family)},
+			{huge, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 		} {
 			if c.req == Auto && c.s == s3 && ks.directf.Blocked == nil {
 				c.want = "implicit_f32/" + string(ks.directf.Family)
 			}
-			if !simd && c.req == Auto {
+			if !simd && c.req == Auto && c.s != pn {
 				c.want = "im2col_gemm/" + string(ks.gemm.Family)
+				if c.s == pw {
+					c.want = "gemm1x1/" + string(ks.gemm.Family)
+				}
 			}
 			tc := newCase(t, rng, c.s, 0, true)
 			out := make([]float32, tc.d.OutLen)
@@ -192,8 +204,12 @@ func TestImplicitF32Planner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info.Algo != Im2col || info.Kernel != c.want {
-				t.Errorf("disable=%q %v req %v: ran %v %q, want im2col %q", off, tc, c.req, info.Algo, info.Kernel, c.want)
+			algo := Im2col
+			if c.s == pw || c.s == pn {
+				algo = Pointwise
+			}
+			if info.Algo != algo || info.Kernel != c.want {
+				t.Errorf("disable=%q %v req %v: ran %v %q, want %v %q", off, tc, c.req, info.Algo, info.Kernel, algo, c.want)
 			}
 			want, mag := ref64(tc)
 			checkF32(t, "planner "+off, out, want, mag)

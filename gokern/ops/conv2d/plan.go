@@ -187,12 +187,10 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if lut {
 		kind = LUT
 	}
-	if kind == Im2col && opt.Algo == Auto && opt.ActBits == 0 && useImplicitF32(d, ks.directf) {
-		kind = implicitF32 // reported as Im2col, as the int8 implicit GEMM is
-	}
-	algo := kind
-	if kind == implicitF32 {
-		algo = Im2col
+	algo := kind // reported: the implicit float32 kernel as Im2col or Pointwise, as the int8 implicit GEMM is
+	if opt.Algo == Auto && opt.ActBits == 0 && (kind == Im2col || kind == Pointwise && !useGEMV(d, sc)) &&
+		useImplicitF32(d, ks.directf) {
+		kind = implicitF32
 	}
 	if kind == LUT && opt.ActBits != 8 {
 		return Info{}, errs.Value("algorithm 'lut' needs int8 activations (act_bits=8); with act_bits=None use another algorithm")
