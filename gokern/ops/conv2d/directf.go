@@ -237,15 +237,23 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 		c, r := kk/khw, kk%khw
 		offs[kk] = g.offset(d, c, r/d.KW, r%d.KW)
 	}
-	xlen, ok := mul(ternary.MaxElements, d.N, d.C, g.ch)
-	if !ok {
-		return errs.Memory("padded input would take more than %d values", ternary.MaxElements)
+	// A 1x1 stride-1 unpadded layer reads x as it is (its flat layout,
+	// positions = output positions) and its tiles write out in place; the
+	// tiles that would read past x or write past a row go through t.
+	inPlace := d.Pointwise()
+	xp := x
+	if !inPlace {
+		xlen, ok := mul(ternary.MaxElements, d.N, d.C, g.ch)
+		if !ok {
+			return errs.Memory("padded input would take more than %d values", ternary.MaxElements)
+		}
+		// the last tile of the last group of the last sample reads up to here
+		last := ((d.N-1)*d.C+(d.Groups-1)*d.Cg)*g.ch + offs[d.K-1] + nt*tw
+		var h *[]float32
+		xp, h = directScratch.Sized(max(xlen, last))
+		defer directScratch.Put(h)
+		padInput(d, g, x, xp)
 	}
-	// the last tile of the last group of the last sample reads up to here
-	last := ((d.N-1)*d.C+(d.Groups-1)*d.Cg)*g.ch + offs[d.K-1] + nt*tw
-	xp, h := directScratch.Sized(max(xlen, last))
-	defer directScratch.Put(h)
-	padInput(d, g, x, xp)
 	bias := make([]float32, d.Groups*np*mr)
 	if sc.bias != nil {
 		for gi := range d.Groups {
@@ -264,6 +272,8 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 	par.Run(par.ChunksWork(units, tw*pb*pl), func(_, lo, hi int) {
 		t := make([]float32, mr*tw)
 		var runs []directRun
+		var tail []float32 // inPlace: a tail tile's input, channel c at c*tw
+		var tailOffs []int
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			tile, n := u%nt, u/nt%d.N
 			bk, gi := u/(nt*d.N)%nbk, u/(nt*d.N*nbk)
@@ -271,10 +281,29 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 			q1 := min(q0+tw, g.qn)
 			nv := ceilDivPos(q1-q0, k.Lanes)
 			runs = tileRuns(d, g, q0, q1, runs)
-			xs := xp[(n*d.C+gi*d.Cg)*g.ch+q0:]
+			base := (n*d.C + gi*d.Cg) * g.ch
+			xs, xo := xp[base+q0:], offs
+			if inPlace && base+q0+offs[d.K-1]+nv*k.Lanes > len(xp) {
+				if tail == nil {
+					tail, tailOffs = make([]float32, d.Cg*tw), make([]int, d.Cg)
+					for c := range tailOffs {
+						tailOffs[c] = c * tw
+					}
+				}
+				for c := range d.Cg {
+					row := tail[c*tw:][:tw]
+					clear(row[copy(row, xp[base+c*g.ch+q0:base+c*g.ch+q1]):])
+				}
+				xs, xo = tail, tailOffs
+			}
 			for p := bk * pb; p < min(np, (bk+1)*pb); p++ {
 				pi := gi*np + p
-				k.Tile(d.K, wf[pi*pl:][:pl], xs, offs, bias[pi*mr:][:mr], t, tw, nv)
+				if inPlace && (p+1)*mr <= d.Og && q0+nv*k.Lanes <= d.P {
+					o := gi*d.Og + p*mr
+					k.Tile(d.K, wf[pi*pl:][:pl], xs, xo, bias[pi*mr:][:mr], out[(n*d.O+o)*d.P+q0:], d.P, nv)
+					continue
+				}
+				k.Tile(d.K, wf[pi*pl:][:pl], xs, xo, bias[pi*mr:][:mr], t, tw, nv)
 				for r := range min(mr, d.Og-p*mr) {
 					o := gi*d.Og + p*mr + r
 					dst := out[(n*d.O+o)*d.P:][:d.P]
