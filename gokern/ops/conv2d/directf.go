@@ -37,17 +37,17 @@ const implicitF32 Algo = -1
 // activations (where the planner would run im2col or the 1x1 GEMM, not
 // GEMV): the implicit float32 kernel when the conv_directf family selected
 // has SIMD kernels (the generic oracle is slower than the im2col GEMM's
-// Go loops), on convolutions wider than 1x1 (any stride: 1.14-1.5x
-// im2col's speed on the 7x7/2 stem and 3x3/2 layers, 1.2-1.6x on the 3x3
-// ones, min of 15 calls, one thread, both families) and on 1x1 ones with
-// rows wider than 28 (flat layout: 1x1 256->64 and 64->256 @56,
-// 1.07-1.3x the 1x1 GEMM; narrower 1x1 rows were not timed and keep it).
+// Go loops). Timed against im2col and the 1x1 GEMM (min of 15 calls, one
+// thread, avx512 and avx2): 1.2-1.6x faster on 3x3 layers, 1.14-1.5x on
+// the 7x7/2 stem and 3x3/2 layers, 1.0-1.45x on stride-1 1x1 layers from
+// 7 to 56 wide (ResNet-50's), so every such layer runs it (strided 1x1
+// layers were not timed and keep im2col).
 //
 // Geometries whose padded layout would be much larger than the input
 // (paddings, strides or dilations of thousands: every sub-plane is written)
 // keep im2col.
 func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
-	return k.Family != cpu.Generic && (d.KH*d.KW > 1 || d.Wo > 28) && implicitLayoutOK(d)
+	return k.Family != cpu.Generic && (d.KH*d.KW > 1 || d.StrideH == 1 && d.StrideW == 1) && implicitLayoutOK(d)
 }
 
 // implicitLayoutOK reports whether the flat layout of a channel (and so

@@ -167,8 +167,8 @@ func TestImplicitF32Planner(t *testing.T) {
 	p1.KH, p1.KW, p1.StrideH, p1.StrideW, p1.PadT, p1.PadL, p1.PadB, p1.PadR = 1, 1, 2, 2, 0, 0, 0, 0
 	pw := wide // 1x1, rows 31 wide
 	pw.KH, pw.KW, pw.PadT, pw.PadL, pw.PadB, pw.PadR = 1, 1, 0, 0, 0, 0
-	pn := pw // 1x1, rows 12 wide: the 1x1 GEMM
-	pn.W = 12
+	pn := pw // 1x1, rows 7 wide: blocked
+	pn.W = 7
 	huge := s3 // padding and stride 2^20: 3x3 outputs, a padded layout of 2^40 values
 	huge.PadT, huge.PadL, huge.PadB, huge.PadR, huge.StrideH, huge.StrideW = 1<<20, 1<<20, 1<<20, 1<<20, 1<<20, 1<<20
 	for _, off := range []string{"", "avx512vnni,avx512", "avx512vnni,avx512,avx2"} {
@@ -186,15 +186,15 @@ func TestImplicitF32Planner(t *testing.T) {
 			{s2, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
 			{p1, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 			{pw, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
-			{pn, Auto, 0, "gemm1x1/" + string(ks.gemm.Family)},
+			{pn, Auto, 0, "implicit_f32_blocked/" + string(ks.directf.Family)},
 			{huge, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
 		} {
-			if c.req == Auto && c.s == s3 && ks.directf.Blocked == nil {
+			if c.req == Auto && (c.s == s3 || c.s == pn) && ks.directf.Blocked == nil {
 				c.want = "implicit_f32/" + string(ks.directf.Family)
 			}
-			if !simd && c.req == Auto && c.s != pn {
+			if !simd && c.req == Auto {
 				c.want = "im2col_gemm/" + string(ks.gemm.Family)
-				if c.s == pw {
+				if c.s == pw || c.s == pn {
 					c.want = "gemm1x1/" + string(ks.gemm.Family)
 				}
 			}
