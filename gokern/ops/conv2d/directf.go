@@ -45,9 +45,21 @@ const implicitF32 Algo = -1
 //
 // Geometries whose padded layout would be much larger than the input
 // (paddings, strides or dilations of thousands: every sub-plane is written)
-// keep im2col.
+// keep im2col, and so do layers whose expanded weight (4 bytes a weight)
+// the weight cache would not keep, unless they have 256 output positions
+// or more (N*Ho*Wo) to pay for expanding it on every call.
 func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
-	return k.Family != cpu.Generic && (d.KH*d.KW > 1 || d.StrideH == 1 && d.StrideW == 1) && implicitLayoutOK(d)
+	return k.Family != cpu.Generic && (d.KH*d.KW > 1 || d.StrideH == 1 && d.StrideW == 1) && implicitLayoutOK(d) &&
+		(expandedKept(d) || d.N*d.P >= 256)
+}
+
+// expandedKept reports whether the weight cache would keep d's expanded
+// weight: buf.Cache keeps a value when it and the copy of its key's bytes
+// (the codes and the scales) take at most half the budget; panel padding
+// and the scales are allowed for by a tenth more.
+func expandedKept(d *Dims) bool {
+	n, ok := mul(ternary.MaxElements, d.O, d.K)
+	return ok && (4*n+n/4)/10*11 <= layoutCache.MaxBytes/2
 }
 
 // implicitLayoutOK reports whether the flat layout of a channel (and so

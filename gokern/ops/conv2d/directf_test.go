@@ -169,8 +169,17 @@ func TestImplicitF32Planner(t *testing.T) {
 	pw.KH, pw.KW, pw.PadT, pw.PadL, pw.PadB, pw.PadR = 1, 1, 0, 0, 0, 0
 	pn := pw // 1x1, rows 7 wide: blocked
 	pn.W = 7
+	// a weight whose expansion the cache would not keep (budget set below):
+	// im2col for 81 positions, the implicit kernel for 324
+	big := s3
+	big.C, big.WC, big.O = 64, 64, 64
+	bigN := big
+	bigN.N = 4
 	huge := s3 // padding and stride 2^20: 3x3 outputs, a padded layout of 2^40 values
 	huge.PadT, huge.PadL, huge.PadB, huge.PadR, huge.StrideH, huge.StrideW = 1<<20, 1<<20, 1<<20, 1<<20, 1<<20, 1<<20
+	old := layoutCache.MaxBytes
+	t.Cleanup(func() { layoutCache.MaxBytes = old })
+	layoutCache.MaxBytes = 200 << 10 // big's 147 KB expansion is not kept, s3's 9 KB is
 	for _, off := range []string{"", "avx512vnni,avx512", "avx512vnni,avx512,avx2"} {
 		ks := selectKernels(cpu.ParseDisable(off))
 		simd := ks.directf.Family != cpu.Generic
@@ -188,8 +197,10 @@ func TestImplicitF32Planner(t *testing.T) {
 			{pw, Auto, 0, "implicit_f32/" + string(ks.directf.Family)},
 			{pn, Auto, 0, "implicit_f32_blocked/" + string(ks.directf.Family)},
 			{huge, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
+			{big, Auto, 0, "im2col_gemm/" + string(ks.gemm.Family)},
+			{bigN, Auto, 0, "implicit_f32_blocked/" + string(ks.directf.Family)},
 		} {
-			if c.req == Auto && (c.s == s3 || c.s == pn) && ks.directf.Blocked == nil {
+			if c.req == Auto && (c.s == s3 || c.s == pn || c.s == bigN) && ks.directf.Blocked == nil {
 				c.want = "implicit_f32/" + string(ks.directf.Family)
 			}
 			if !simd && c.req == Auto {
