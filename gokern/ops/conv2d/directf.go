@@ -198,14 +198,15 @@ func padInput(d *Dims, g flatGeom, x, dst []float32) {
 							continue
 						}
 						xr := src[ih*d.W:][:d.W]
-						for j := range row {
-							iw := j*sw + b - d.PadL
-							if iw >= 0 && iw < d.W {
-								row[j] = xr[iw]
-							} else {
-								row[j] = 0
-							}
+						// columns j with 0 <= j*sw + b - PadL < W
+						jlo := min(g.ws, ceilDivPos(max(0, d.PadL-b), sw))
+						jhi := max(jlo, min(g.ws, ceilDivPos(d.PadL+d.W-b, sw)))
+						clear(row[:jlo])
+						iw := jlo*sw + b - d.PadL
+						for j := jlo; j < jhi; j, iw = j+1, iw+sw {
+							row[j] = xr[iw]
 						}
+						clear(row[jhi:])
 					}
 				}
 			}
