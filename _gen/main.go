@@ -65,6 +65,10 @@ type target struct {
 // targets are every generated pair of files, sorted by name.
 var targets = []target{
 	{name: "cast", dir: "gokern/cast", base: "cast_avx2", avx2Only: true, gen: castAVX2},
+	{name: "convf", dir: "gokern/gemm", base: "directf_avx2", avx2Only: true, gen: convfAVX2},
+	{name: "convf512", dir: "gokern/gemm", base: "directf_avx512", gen: convfAVX512},
+	{name: "convfb", dir: "gokern/gemm", base: "directfb_avx2", avx2Only: true, gen: convfBlockedAVX2},
+	{name: "convfb512", dir: "gokern/gemm", base: "directfb_avx512", gen: convfBlockedAVX512},
 	{name: "gemm", dir: "gokern/gemm", base: "micro_avx2", avx2Only: true, gen: gemmAVX2},
 	{name: "gemm512", dir: "gokern/gemm", base: "micro_avx512", gen: gemmAVX512},
 	{name: "gemv512", dir: "gokern/gemm", base: "gemv_avx512", gen: gemvAVX512},

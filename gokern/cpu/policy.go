@@ -103,9 +103,33 @@ type Measured struct {
 // generic 43x; avx512vnni fastest on 7 of the 8 rows. The same command
 // again (load average about 55, spreads up to ±170%): avx512vnni 1.00x
 // (4.2 ms), avx2 1.26x, generic 64x; avx512vnni fastest on all 8 rows.
+//
+// conv_directf on amd-zen4 (the implicit float32 convolution), measured on
+// 2026-11-24 on the same kind of machine (busy: load average 9 to 23,
+// round spreads up to ±267%) with
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_directf --threads 2 \
+//	    --families-rounds 3 --repeat 5
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_directf --threads 1,2 \
+//	    --families-rounds 5 --repeat 7
+//
+// geometric mean over 3x3 64@56 N=1, 128@28 N=8, 256@14 N=1, 512@7 N=8
+// (float32 activations): avx512 1.00x / 1.00x (7.95 / 7.08 ms), avx2 1.15x
+// / 1.06x, generic 15x / 12x; avx512 fastest on 3 of the 4 layers in both
+// runs (avx2 on 128@28 N=8 by 7 to 30%, within the spread), 1.2x to 1.85x
+// ahead on 512@7 N=8. Again after the op took the 1x1 and strided layers
+// (the same day, load average 12 to 30), with the workloads of
+// conv_gemm's five layers and the 7x7/2 stem:
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_directf --threads 1,2 \
+//	    --families-rounds 5 --repeat 7
+//
+// avx512 1.00x (5.47 ms), avx2 1.28x, generic 15x; avx512 fastest on 10
+// of the 12 rows (avx2 on 128@28 N=8 and 256@14 at one thread, by 4-5%).
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
+		"conv_directf":     {Fastest: AVX512, Timed: []Family{AVX512, AVX2, Generic}},
 		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"conv_i8":          {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"linear_gemv":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},

@@ -70,7 +70,7 @@ func TestConv2DInfoKernel(t *testing.T) {
 		{"gemv f32", shape(1, 256, 2, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, simd("gemv/generic", "gemv/avx2")},
 		{"gemv i8", shape(2, 128, 1, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise, // op linear_gemv: no avx512 family
 			fams("gemv/generic", "gemv/avx2", "gemv/avx2", "gemv/avx512vnni")},
-		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Auto, ternary.I2S, Pointwise, own("gemm1x1")},
+		{"1x1 f32", shape(1, 8, 6, 8, 1, 1), 0, Pointwise, ternary.I2S, Pointwise, own("gemm1x1")}, // auto: implicit_f32 (directf_test.go)
 		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise,
 			fams("gemm1x1/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "implicit_gemm/avx512vnni")}, // conv_i8
 		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, every("direct/generic")},

@@ -108,11 +108,13 @@ type kernels struct {
 	gemv *gemm.GemvKernels  // op "linear_gemv": the int8 GEMV (gemv.go)
 	i8   *gemm.ConvI8       // op "conv_i8": the int8 implicit GEMM (implicit.go)
 	scan *ternary.Quantizer // op "quantize_i2s": MaxAbs, the activation scales and finiteness scan
+	// op "conv_directf": the implicit float32 kernel (directf.go)
+	directf *gemm.DirectF32Kernels
 }
 
 // selected returns the kernels the process selected at start-up.
 func selected() kernels {
-	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), gemm.ConvI8Op.Get(), ternary.QuantizeOp.Get()}
+	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), gemm.ConvI8Op.Get(), ternary.QuantizeOp.Get(), gemm.DirectF32Op.Get()}
 }
 
 // selectKernels returns the kernels a BITNET_GO_DISABLE setting selects
@@ -123,7 +125,8 @@ func selectKernels(s cpu.Selection) kernels {
 	v, _ := gemm.GemvOp.Select(s)
 	q, _ := ternary.QuantizeOp.Select(s)
 	i8, _ := gemm.ConvI8Op.Select(s)
-	return kernels{g, l, v, i8, q}
+	f, _ := gemm.DirectF32Op.Select(s)
+	return kernels{g, l, v, i8, q, f}
 }
 
 // Conv2D is Conv2DInfo returning the algorithm that ran.
@@ -186,6 +189,11 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if lut {
 		kind = LUT
 	}
+	algo := kind // reported: the implicit float32 kernel as Im2col or Pointwise, as the int8 implicit GEMM is
+	if opt.Algo == Auto && opt.ActBits == 0 && (kind == Im2col || kind == Pointwise && !useGEMV(d, sc)) &&
+		useImplicitF32(d, ks.directf) {
+		kind = implicitF32
+	}
 	if kind == LUT && opt.ActBits != 8 {
 		return Info{}, errs.Value("algorithm 'lut' needs int8 activations (act_bits=8); with act_bits=None use another algorithm")
 	}
@@ -202,13 +210,13 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 		}
 	}
 	if d.N == 0 {
-		return Info{Algo: kind}, nil
+		return Info{Algo: algo}, nil
 	}
 	if kind == LUT && tl {
 		w = src // TL rows as they are
 	}
 	name, err := run(kind, d, x, acts, w, sc, out, ks, opt.CheckFinite)
-	return Info{Algo: kind, Kernel: name}, err
+	return Info{Algo: algo, Kernel: name}, err
 }
 
 // run executes one kernel on the kernel selection ks and returns its name
@@ -221,6 +229,12 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	finite bool) (string, error) {
 	g := ks.gemm
 	sc.ks = g
+	if kind == implicitF32 && acts == nil {
+		if useBlockedF32(d, ks.directf) {
+			return kernelName("implicit_f32_blocked", ks.directf.Family), blockedConvF32(d, w, x, sc, out, ks.directf)
+		}
+		return kernelName("implicit_f32", ks.directf.Family), directConvF32(d, w, x, sc, out, ks.directf)
+	}
 	act8 := acts != nil
 	asGEMV := kind == Pointwise && useGEMV(d, sc)
 	var gw gemvWeight

@@ -39,10 +39,12 @@ type layoutKey struct {
 type layoutKind uint8
 
 const (
-	layoutPanels   layoutKind = iota // the A panels
-	layoutImplicit                   // the implicit GEMM's blocks
-	layoutI2S                        // a TL1/TL2 weight's codes converted to I2_S (asI2S)
-	layoutGEMV                       // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
+	layoutPanels     layoutKind = iota // the A panels
+	layoutImplicit                     // the implicit GEMM's blocks
+	layoutI2S                          // a TL1/TL2 weight's codes converted to I2_S (asI2S)
+	layoutGEMV                         // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
+	layoutDirectF32                    // the implicit float32 kernel's weight, scales folded in (directf.go; bl: its MR)
+	layoutBlockedF32                   // its channels-in-lanes variant's weight (directfb.go)
 )
 
 // weightLayout is a derived layout: the A panels, or the implicit GEMM's
@@ -55,6 +57,7 @@ type weightLayout struct {
 	corr   [][gemm.ImplicitOC]int32
 	blen   int
 	nob    int
+	f32    []float32 // layoutDirectF32, layoutBlockedF32
 }
 
 // cachedLayout returns w's layout from the cache or from build, which packs

@@ -22,6 +22,8 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   3x3 256@14 N=1, 3x3 512@7 N=8), ``act_bits=8`` and float32 activations;
 - ``conv_i8``: ``act_bits=8`` on the conv suite's ResNet layers that run the
   int8 implicit GEMM, at N = 1 and 8, and the stem (:data:`CONV_I8_ROWS`);
+- ``conv_directf``: ``conv_gemm``'s layers and the 7x7/2 stem (3->64 @224
+  N=1) with float32 activations (the implicit float32 kernel's layers);
 - ``conv_lut``: ``algorithm="lut"`` on the conv suite's GEMV-like 1x1 layers,
   TL1 and TL2 weights;
 - ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M;
@@ -198,6 +200,11 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
         for name, c, o, k, s, p, h, n in QUICK_CONV_I8_ROWS if quick else CONV_I8_ROWS:
             layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
             out.append({"name": f"{name} N={n} int8", "op": op, "act_bits": 8, "qtype": "i2_s", **layer})
+    elif op == "conv_directf":
+        stem = [] if quick else [("stem7x7/2 3->64 @224", 3, 64, 7, 2, 3, 224, 1)]
+        for name, c, o, k, s, p, h, n in (QUICK_CONV_ROWS if quick else CONV_ROWS) + stem:
+            layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
+            out.append({"name": f"{name} N={n} float32", "op": op, "act_bits": None, "qtype": "i2_s", **layer})
     elif op == "conv_lut":
         for name, c, o, k, s, p, h, n in QUICK_LUT_ROWS if quick else LUT_ROWS:
             for qt in ("tl1", "tl2"):

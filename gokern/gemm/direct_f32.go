@@ -1,0 +1,120 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// DirectF32Kernels is one family's float32 direct-convolution tile: the op
+// "conv_directf" (DirectF32Op), which gokern/ops/conv2d's implicit float32
+// path runs for stride-1 convolutions with float32 activations. It is an op
+// of its own, apart from "conv_gemm", so that it dispatches by its own
+// measurement.
+//
+// The kernel reads the weights expanded once to float32 (the ternary value
+// times its scale), MR output channels interleaved per k (panel element
+// (k, r) at w[k*MR+r]), and the activations in place: the input padded to
+// (C, Hp, Wp) planes, where output position q = oh*Wp + ow of a stride-1
+// convolution reads x[q + offs[k]] for k = (c, kh, kw) (offs[k] = c*Hp*Wp +
+// kh*dilH*Wp + kw*dilW), so that consecutive positions are consecutive
+// floats and a vector of them is one load. The columns ow >= Wo of a row are
+// computed and dropped by the caller.
+type DirectF32Kernels struct {
+	Family cpu.Family
+	MR     int // output channels per panel
+	Lanes  int // positions per vector
+	NV     int // vectors per tile row at most
+	// Tile sets t[r*ldt+j] = bias[r] + sum_{i<k} w[i*MR+r]*x[offs[i]+j]
+	// (the sum in order of i, float32, fused or not) for r < MR and
+	// j < nv*Lanes, 1 <= nv <= NV; offs is non-decreasing, k >= 1,
+	// len(offs) >= k, len(w) >= k*MR, len(bias) >= MR,
+	// len(x) >= offs[k-1]+nv*Lanes, len(t) >= (MR-1)*ldt+nv*Lanes.
+	Tile func(k int, w, x []float32, offs []int, bias, t []float32, ldt, nv int)
+	// Blocked is the channels-in-lanes tile, or nil (then the family has
+	// none): BOC output channels by np positions of an input blocked by
+	// BlockC channels (position p of offset i: x[offs[i]+p*BlockC+c]),
+	// t[p*BOC+o] = bias[o] + sum_{i<n} sum_{c<BlockC}
+	// w[(i*BlockC+c)*BOC+o] * x[offs[i]+p*BlockC+c] (in order of i and c)
+	// for o < BOC, 1 <= np <= BNP; offs non-decreasing, n >= 1,
+	// len(x) >= offs[n-1]+np*BlockC, len(w) >= n*BlockC*BOC,
+	// len(bias) >= BOC, len(t) >= np*BOC.
+	Blocked  func(n int, w, x []float32, offs []int, bias, t []float32, np int)
+	BOC, BNP int // Blocked's output channels and positions at most
+}
+
+// BlockC is the input channels per block of the channels-in-lanes tiles.
+const BlockC = 16
+
+// DirectF32Op is the registry's op "conv_directf"; directF32Generic is its
+// oracle (8 channels by 4 vectors of 16 positions, the AVX-512 tile).
+var DirectF32Op = cpu.NewOp("conv_directf", &DirectF32Kernels{Family: cpu.Generic, MR: 8, Lanes: 16, NV: 4,
+	Tile: directF32Generic, Blocked: directF32BlockedGeneric, BOC: 32, BNP: 14})
+
+// checkDirectF32 panics unless the arguments of a Tile call hold what it
+// reads and writes (the assembly kernels read them unchecked).
+func checkDirectF32(mr, lanes, maxNV, k int, w, x []float32, offs []int, bias, t []float32, ldt, nv int) {
+	cols := nv * lanes
+	switch {
+	case k < 1 || nv < 1 || nv > maxNV || len(offs) < k || len(w) < k*mr || len(bias) < mr:
+		panic(fmt.Sprintf("gemm: direct f32 tile: k=%d nv=%d, %d offsets, %d weights, %d biases", k, nv, len(offs), len(w), len(bias)))
+	case offs[0] < 0 || offs[k-1] < offs[0] || len(x) < offs[k-1]+cols:
+		panic(fmt.Sprintf("gemm: direct f32 tile: offsets %d..%d, %d columns, x has %d", offs[0], offs[k-1], cols, len(x)))
+	case ldt < cols || len(t) < (mr-1)*ldt+cols:
+		panic(fmt.Sprintf("gemm: direct f32 tile: ldt=%d for %d columns, t has %d", ldt, cols, len(t)))
+	}
+}
+
+func directF32Generic(k int, w, x []float32, offs []int, bias, t []float32, ldt, nv int) {
+	const mr, lanes = 8, 16
+	checkDirectF32(mr, lanes, 4, k, w, x, offs, bias, t, ldt, nv)
+	cols := nv * lanes
+	for r := range mr {
+		row := t[r*ldt:][:cols]
+		for j := range row {
+			row[j] = bias[r]
+		}
+	}
+	for i := range k {
+		xs := x[offs[i]:][:cols]
+		for r, wv := range w[i*mr : (i+1)*mr] {
+			row := t[r*ldt:][:cols]
+			for j, v := range xs {
+				row[j] += wv * v
+			}
+		}
+	}
+}
+
+// checkBlockedF32 panics unless the arguments of a Blocked call hold what
+// it reads and writes.
+func checkBlockedF32(boc, bnp, n int, w, x []float32, offs []int, bias, t []float32, np int) {
+	switch {
+	case n < 1 || np < 1 || np > bnp || len(offs) < n || len(w) < n*BlockC*boc || len(bias) < boc ||
+		len(t) < np*boc:
+		panic(fmt.Sprintf("gemm: blocked f32 tile: n=%d np=%d, %d offsets, %d weights, %d biases, t %d",
+			n, np, len(offs), len(w), len(bias), len(t)))
+	case offs[0] < 0 || offs[n-1] < offs[0] || len(x) < offs[n-1]+np*BlockC:
+		panic(fmt.Sprintf("gemm: blocked f32 tile: offsets %d..%d, %d positions, x has %d", offs[0], offs[n-1], np, len(x)))
+	}
+}
+
+func directF32BlockedGeneric(n int, w, x []float32, offs []int, bias, t []float32, np int) {
+	const boc = 32
+	checkBlockedF32(boc, 14, n, w, x, offs, bias, t, np)
+	for p := range np {
+		copy(t[p*boc:][:boc], bias)
+	}
+	for i := range n {
+		for c := range BlockC {
+			wv := w[(i*BlockC+c)*boc:][:boc]
+			for p := range np {
+				v := x[offs[i]+p*BlockC+c]
+				row := t[p*boc:][:boc]
+				for o, wo := range wv {
+					row[o] += wo * v
+				}
+			}
+		}
+	}
+}

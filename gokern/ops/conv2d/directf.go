@@ -1,0 +1,332 @@
+package conv2d
+
+import (
+	"unsafe"
+
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
+	"github.com/bitnet-go/bitnet_go/gokern/ternary"
+)
+
+// The float32 implicit (direct) convolution: the op "conv_directf" of
+// gemm (gemm.DirectF32Kernels) over a padded copy of the input, for
+// convolutions with float32 activations. No column buffer: the input is
+// rewritten once per call into zero-padded planes (split by stride phase,
+// flatGeom), in which output position q = oh*ws + ow of every (channel,
+// tap) k reads x[q + offs[k]], so the kernel's vectors of consecutive
+// positions are plain loads; the weights are expanded once to float32 (ternary value times its
+// scale: every scale mode, block scales included, is one sum) in panels of
+// MR output channels and kept in the weight cache. A tile holds MR channels
+// by up to NV vectors of positions in registers for the whole K; the columns
+// ow >= Wo of the padded rows are computed and dropped when the tile is
+// copied out (the bias is the accumulators' starting value).
+//
+// The planner runs it (algorithm auto with float32 activations) where
+// useImplicitF32 says; every product is computed (zero weights too), so
+// NaN and Inf propagate as in torch.
+
+// implicitF32 is the planner's internal name of the kernel (an Im2col
+// request's GEMM runs as the implicit float32 kernel instead, as int8 runs
+// the implicit GEMM): never a C ABI number.
+const implicitF32 Algo = -1
+
+// useImplicitF32 is the planner's rule for algorithm auto with float32
+// activations (where the planner would run im2col or the 1x1 GEMM, not
+// GEMV): the implicit float32 kernel when the conv_directf family selected
+// has SIMD kernels (the generic oracle is slower than the im2col GEMM's
+// Go loops). Timed against im2col and the 1x1 GEMM (min of 15 calls, one
+// thread, avx512 and avx2): 1.2-1.6x faster on 3x3 layers, 1.14-1.5x on
+// the 7x7/2 stem and 3x3/2 layers, 1.0-1.45x on stride-1 1x1 layers from
+// 7 to 56 wide (ResNet-50's), so every such layer runs it (strided 1x1
+// layers were not timed and keep im2col).
+//
+// Geometries whose padded layout would be much larger than the input
+// (paddings, strides or dilations of thousands: every sub-plane is written)
+// keep im2col, and so do layers whose expanded weight (4 bytes a weight)
+// the weight cache would not keep, unless they have 256 output positions
+// or more (N*Ho*Wo) to pay for expanding it on every call.
+func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
+	return k.Family != cpu.Generic && (d.KH*d.KW > 1 || d.StrideH == 1 && d.StrideW == 1) && implicitLayoutOK(d) &&
+		(expandedKept(d) || d.N*d.P >= 256)
+}
+
+// expandedKept reports whether the weight cache would keep d's expanded
+// weight: buf.Cache keeps a value when it and the copy of its key's bytes
+// (the codes and the scales) take at most half the budget; panel padding
+// and the scales are allowed for by a tenth more.
+func expandedKept(d *Dims) bool {
+	n, ok := mul(ternary.MaxElements, d.O, d.K)
+	return ok && (4*n+n/4)/10*11 <= layoutCache.MaxBytes/2
+}
+
+// implicitLayoutOK reports whether the flat layout of a channel (and so
+// the blocked one, its stride-1 case) takes at most 4*H*W + 4096 values.
+func implicitLayoutOK(d *Dims) bool {
+	hp, wp := d.H+d.PadT+d.PadB, d.W+d.PadL+d.PadR
+	_, ok := mul(4*d.H*d.W+4096, d.StrideH, d.StrideW, ceilDivPos(hp, d.StrideH), ceilDivPos(wp, d.StrideW))
+	return ok
+}
+
+// directScratch keeps the padded inputs between calls.
+var directScratch = &buf.List[float32]{MaxCap: 1 << 28, MaxCount: 2}
+
+// directGeom is the geometry of the padded input (blocked layout).
+type directGeom struct {
+	hp, wp, plane int // padded height, width, hp*wp
+}
+
+func newDirectGeom(d *Dims) directGeom {
+	g := directGeom{hp: d.H + d.PadT + d.PadB, wp: d.W + d.PadL + d.PadR}
+	g.plane = g.hp * g.wp
+	return g
+}
+
+// directWeights returns the weight expanded for k: per group and panel of
+// k.MR output channels (the last padded with zero rows), K*MR floats,
+// element (kk, r) = q(o, kk) * s(o, kk / bl) at kk*MR + r. It is kept in
+// the weight cache keyed by the codes and compared with the codes and the
+// scales (the scales are folded in).
+func directWeights(d *Dims, w Weights, sc *scaler, k *gemm.DirectF32Kernels) ([]float32, error) {
+	np := ceilDivPos(d.Og, k.MR)
+	n, ok := mul(ternary.MaxElements, d.Groups, np, k.MR, d.K)
+	if !ok {
+		return nil, errs.Memory("expanded weight would take more than %d values", ternary.MaxElements)
+	}
+	build := func(codes []byte) ([]float32, error) {
+		vals := make([]int8, d.WLen)
+		if err := ternary.Unpack(codes[:len(w.Packed)], vals); err != nil {
+			return nil, errs.Value("weight: %v", err)
+		}
+		out := make([]float32, n)
+		pl := k.MR * d.K
+		par.Run(par.ChunksWork(d.Groups*np, pl), func(_, lo, hi int) {
+			for pi := lo; pi < hi; pi++ {
+				g, p := pi/np, pi%np
+				dst := out[pi*pl:][:pl]
+				for r := range k.MR {
+					o := p*k.MR + r
+					if o >= d.Og {
+						break
+					}
+					o += g * d.Og
+					row := vals[o*d.K:][:d.K]
+					for kk, v := range row {
+						dst[kk*k.MR+r] = float32(v) * sc.scale(o, kk/sc.bl)
+					}
+				}
+			}
+		})
+		return out, nil
+	}
+	if w.converted {
+		return build(w.Packed)
+	}
+	src := make([]byte, len(w.Packed)+4*len(w.Scales))
+	copy(src, w.Packed)
+	copy(src[len(w.Packed):], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales)))
+	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(src),
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, layoutDirectF32, ternary.I2S, k.MR}
+	l, err := layoutCache.Get(key, src, func(src []byte) (*weightLayout, int, error) {
+		f, err := build(src)
+		return &weightLayout{f32: f}, 4 * len(f), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.f32, nil
+}
+
+// flatGeom is the geometry of the flat layout's input: per channel, the
+// zero-padded plane split by stride phase into sH*sW sub-planes of hs x
+// ws values (sub-plane (a, b) holds the padded rows a, a+sH, ... and
+// columns b, b+sW, ...; one sub-plane, the padded plane itself, for stride
+// 1), so that output position q = oh*ws + ow reads, for tap (kh, kw),
+// sub-plane (kh*dilH % sH, kw*dilW % sW) at q + (kh*dilH/sH)*ws +
+// kw*dilW/sW: consecutive positions are consecutive values for any stride.
+type flatGeom struct {
+	hs, ws, sub, ch int // sub-plane height, width, hs*ws, values per channel
+	qn              int // flat positions per sample up to the last output, (Ho-1)*ws + Wo
+}
+
+func newFlatGeom(d *Dims) flatGeom {
+	hp, wp := d.H+d.PadT+d.PadB, d.W+d.PadL+d.PadR
+	g := flatGeom{hs: ceilDivPos(hp, d.StrideH), ws: ceilDivPos(wp, d.StrideW)}
+	g.sub = g.hs * g.ws
+	g.ch = d.StrideH * d.StrideW * g.sub
+	g.qn = (d.Ho-1)*g.ws + d.Wo
+	return g
+}
+
+// offset returns where tap (kh, kw) of channel c reads for position 0.
+func (g flatGeom) offset(d *Dims, c, kh, kw int) int {
+	dh, dw := kh*d.DilH, kw*d.DilW
+	return c*g.ch + (dh%d.StrideH*d.StrideW+dw%d.StrideW)*g.sub + dh/d.StrideH*g.ws + dw/d.StrideW
+}
+
+// padInput writes x into dst in the flat layout (every channel of every
+// sample, geometry g); dst holds N*C*g.ch values and a tail it leaves as it
+// is (read only for dropped columns).
+func padInput(d *Dims, g flatGeom, x, dst []float32) {
+	planes := d.N * d.C
+	sh, sw := d.StrideH, d.StrideW
+	par.Run(par.ChunksWork(planes, g.ch), func(_, lo, hi int) {
+		for pi := lo; pi < hi && !par.Stopped(); pi++ {
+			src := x[pi*d.H*d.W:][:d.H*d.W]
+			p := dst[pi*g.ch:][:g.ch]
+			if sh == 1 && sw == 1 {
+				clear(p[:d.PadT*g.ws])
+				for ih := range d.H {
+					row := p[(d.PadT+ih)*g.ws:][:g.ws]
+					clear(row[:d.PadL])
+					copy(row[d.PadL:], src[ih*d.W:][:d.W])
+					clear(row[d.PadL+d.W:])
+				}
+				clear(p[(d.PadT+d.H)*g.ws:])
+				continue
+			}
+			for a := range sh {
+				for b := range sw {
+					sp := p[(a*sw+b)*g.sub:][:g.sub]
+					for i := range g.hs {
+						row := sp[i*g.ws:][:g.ws]
+						ih := i*sh + a - d.PadT
+						if ih < 0 || ih >= d.H {
+							clear(row)
+							continue
+						}
+						xr := src[ih*d.W:][:d.W]
+						// columns j with 0 <= j*sw + b - PadL < W
+						jlo := min(g.ws, ceilDivPos(max(0, d.PadL-b), sw))
+						jhi := max(jlo, min(g.ws, ceilDivPos(d.PadL+d.W-b, sw)))
+						clear(row[:jlo])
+						iw := jlo*sw + b - d.PadL
+						for j := jlo; j < jhi; j, iw = j+1, iw+sw {
+							row[j] = xr[iw]
+						}
+						clear(row[jhi:])
+					}
+				}
+			}
+		}
+	})
+}
+
+// directRun is one piece of a tile's output row: cols values from tile
+// column src to output position dst.
+type directRun struct{ src, dst, n int }
+
+// tileRuns lists the output positions of the flat positions [q0, q1).
+func tileRuns(d *Dims, g flatGeom, q0, q1 int, runs []directRun) []directRun {
+	runs = runs[:0]
+	for q := q0; q < q1; {
+		oh, ow := q/g.ws, q%g.ws
+		if ow >= d.Wo {
+			q += g.ws - ow
+			continue
+		}
+		n := min(d.Wo-ow, q1-q)
+		runs = append(runs, directRun{q - q0, oh*d.Wo + ow, n})
+		q += n
+	}
+	return runs
+}
+
+// directConvF32 runs the implicit float32 convolution with kernel k.
+func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k *gemm.DirectF32Kernels) error {
+	wf, err := directWeights(d, w, sc, k)
+	if err != nil {
+		return err
+	}
+	g := newFlatGeom(d)
+	mr, tw := k.MR, k.NV*k.Lanes
+	np := ceilDivPos(d.Og, mr)
+	nt := ceilDivPos(g.qn, tw)
+	offs := make([]int, d.K)
+	khw := d.KH * d.KW
+	for kk := range offs {
+		c, r := kk/khw, kk%khw
+		offs[kk] = g.offset(d, c, r/d.KW, r%d.KW)
+	}
+	// A 1x1 stride-1 unpadded layer reads x as it is (its flat layout,
+	// positions = output positions) and its tiles write out in place; the
+	// tiles that would read past x or write past a row go through t.
+	inPlace := d.Pointwise()
+	xp := x
+	if !inPlace {
+		xlen, ok := mul(ternary.MaxElements, d.N, d.C, g.ch)
+		if !ok {
+			return errs.Memory("padded input would take more than %d values", ternary.MaxElements)
+		}
+		// the last tile of the last group of the last sample reads up to here
+		last := ((d.N-1)*d.C+(d.Groups-1)*d.Cg)*g.ch + offs[d.K-1] + nt*tw
+		var h *[]float32
+		xp, h = directScratch.Sized(max(xlen, last))
+		defer directScratch.Put(h)
+		padInput(d, g, x, xp)
+	}
+	bias := make([]float32, d.Groups*np*mr)
+	if sc.bias != nil {
+		for gi := range d.Groups {
+			copy(bias[gi*np*mr:], sc.bias[gi*d.Og:][:d.Og])
+		}
+	}
+
+	// Units: (group, block of panels, sample, tile), tiles fastest; a
+	// unit runs its tile over each panel of its block, whose weights
+	// (about half of L2 at most) stay in cache for the next tiles.
+	pl := mr * d.K
+	nbk := ceilDivPos(np, max(1, min(np, (512<<10)/(4*pl))))
+	pb := ceilDivPos(np, nbk) // blocks of even size
+	nbk = ceilDivPos(np, pb)
+	units := d.Groups * nbk * d.N * nt
+	par.Run(par.ChunksWork(units, tw*pb*pl), func(_, lo, hi int) {
+		t := make([]float32, mr*tw)
+		var runs []directRun
+		var tail []float32 // inPlace: a tail tile's input, channel c at c*tw
+		var tailOffs []int
+		for u := lo; u < hi && !par.Stopped(); u++ {
+			tile, n := u%nt, u/nt%d.N
+			bk, gi := u/(nt*d.N)%nbk, u/(nt*d.N*nbk)
+			q0 := tile * tw
+			q1 := min(q0+tw, g.qn)
+			nv := ceilDivPos(q1-q0, k.Lanes)
+			runs = tileRuns(d, g, q0, q1, runs)
+			base := (n*d.C + gi*d.Cg) * g.ch
+			xs, xo := xp[base+q0:], offs
+			if inPlace && base+q0+offs[d.K-1]+nv*k.Lanes > len(xp) {
+				if tail == nil {
+					tail, tailOffs = make([]float32, d.Cg*tw), make([]int, d.Cg)
+					for c := range tailOffs {
+						tailOffs[c] = c * tw
+					}
+				}
+				for c := range d.Cg {
+					row := tail[c*tw:][:tw]
+					clear(row[copy(row, xp[base+c*g.ch+q0:base+c*g.ch+q1]):])
+				}
+				xs, xo = tail, tailOffs
+			}
+			for p := bk * pb; p < min(np, (bk+1)*pb); p++ {
+				pi := gi*np + p
+				if inPlace && (p+1)*mr <= d.Og && q0+nv*k.Lanes <= d.P {
+					o := gi*d.Og + p*mr
+					k.Tile(d.K, wf[pi*pl:][:pl], xs, xo, bias[pi*mr:][:mr], out[(n*d.O+o)*d.P+q0:], d.P, nv)
+					continue
+				}
+				k.Tile(d.K, wf[pi*pl:][:pl], xs, xo, bias[pi*mr:][:mr], t, tw, nv)
+				for r := range min(mr, d.Og-p*mr) {
+					o := gi*d.Og + p*mr + r
+					dst := out[(n*d.O+o)*d.P:][:d.P]
+					src := t[r*tw:][:tw]
+					for _, run := range runs {
+						copy(dst[run.dst:run.dst+run.n], src[run.src:])
+					}
+				}
+			}
+		}
+	})
+	return nil
+}
