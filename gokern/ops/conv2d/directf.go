@@ -97,8 +97,8 @@ func directWeights(d *Dims, w Weights, sc *scaler, k *gemm.DirectF32Kernels) ([]
 	}
 	build := func(codes []byte) ([]float32, error) {
 		vals := make([]int8, d.WLen)
-		if err := ternary.Unpack(codes[:len(w.Packed)], vals); err != nil {
-			return nil, errs.Value("weight: %v", err)
+		if err := unpackI2S(codes[:len(w.Packed)], vals); err != nil {
+			return nil, err
 		}
 		out := make([]float32, n)
 		pl := k.MR * d.K
@@ -329,4 +329,19 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 		}
 	})
 	return nil
+}
+
+// unpackI2S decodes the I2_S codes of a weight into vals. A code 3 among
+// the values is reported as the other kernels report it (the first, by its
+// flat position); ternary.Unpack's own checks (the padding after the last
+// value is code 1) come after it.
+func unpackI2S(packed []byte, vals []int8) error {
+	err := ternary.Unpack(packed, vals)
+	if err == nil {
+		return nil
+	}
+	if p := gemm.Code3(packed[:ternary.PackedLen(len(vals))]); p >= 0 && p < len(vals) {
+		return errs.Value("weight: invalid I2_S code 3 at element %d", p)
+	}
+	return errs.Value("weight: %v", err)
 }

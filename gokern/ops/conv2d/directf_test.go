@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
@@ -224,6 +225,51 @@ func TestImplicitF32Planner(t *testing.T) {
 			}
 			want, mag := ref64(tc)
 			checkF32(t, "planner "+off, out, want, mag)
+		}
+	}
+}
+
+// TestImplicitF32Code3: a code 3 among the weight's values is reported by
+// its flat position, as the other kernels report it, even when the
+// padding after the last value is invalid too; invalid padding alone is
+// ternary's padding error. Every family, both layouts.
+func TestImplicitF32Code3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	// O*K = 10*54 = 540 values: the last group holds 28, the rest is padding
+	tc := newCase(t, rng, Shape{N: 1, C: 6, H: 7, W: 7, O: 10, WC: 6, KH: 3, KW: 3, Groups: 1, StrideH: 1, StrideW: 1,
+		PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}, 0, true)
+	n := tc.d.WLen
+	for _, c := range []struct {
+		bad  []int // positions given code 3 (n and above: padding)
+		want string
+	}{
+		{[]int{7, 300}, "code 3 at element 7"},
+		{[]int{n - 1, n + 2}, fmt.Sprintf("code 3 at element %d", n-1)},
+		{[]int{n + 2, 130}, "code 3 at element 130"},
+		{[]int{n + 2}, "padding"},
+	} {
+		w := tc.w
+		for _, p := range c.bad {
+			w = withCode3(w, p)
+		}
+		bad := *tc
+		bad.w = w
+		for _, k := range gemm.DirectF32Op.Impls() {
+			for _, blocked := range layouts(k, &bad.d) {
+				sc, err := newScaler(&bad.d, bad.w, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make([]float32, bad.d.OutLen)
+				if blocked {
+					err = blockedConvF32(&bad.d, bad.w, bad.x, sc, out, k)
+				} else {
+					err = directConvF32(&bad.d, bad.w, bad.x, sc, out, k)
+				}
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("codes 3 at %v, %s blocked %v: err %v, want %q", c.bad, k.Family, blocked, err, c.want)
+				}
+			}
 		}
 	}
 }

@@ -49,8 +49,8 @@ func blockedWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) 
 	}
 	build := func(codes []byte) ([]float32, error) {
 		vals := make([]int8, d.WLen)
-		if err := ternary.Unpack(codes[:len(w.Packed)], vals); err != nil {
-			return nil, errs.Value("weight: %v", err)
+		if err := unpackI2S(codes[:len(w.Packed)], vals); err != nil {
+			return nil, err
 		}
 		out := make([]float32, n)
 		par.Run(par.ChunksWork(d.Groups*nob, per), func(_, lo, hi int) {
