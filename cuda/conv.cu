@@ -173,6 +173,39 @@ __device__ __forceinline__ signed char bng_i2s_value(const u8* w, i64 p) {
     return (signed char)(((b >> (6 - 2 * ((p >> 5) & 3))) & 3) - 1);
 }
 
+// Stages one k step of an implicit-GEMM tile (sample n, group g, output
+// channels o0.., output positions p0..) in shared memory, k0..k0+BNG_CBK-1
+// contiguous in rows ROW elements apart: ws[row] the ternary weights of
+// channel o0 + row, xs[col] the im2col slice of x (NCHW) at position
+// p0 + col, both as T. Past the group's channels, the positions or the block
+// end ke, and in the padding, the values are 0. Consecutive threads take
+// consecutive positions of xs (coalesced reads of x).
+template <class T, int ROW>
+__device__ __forceinline__ void bng_conv_stage(const bng_conv_args& a, const u8* w, const T* x, T* ws, T* xs, i64 n,
+                                               i64 g, i64 o0, i64 p0, i64 k0, i64 ke) {
+    const int tid = threadIdx.x;
+    const i64 P = a.ho * a.wo, khw = a.kh * a.kw;
+    for (int e = tid; e < BNG_CBM * BNG_CBK; e += BNG_THREADS) {
+        const int row = e / BNG_CBK, kk = e % BNG_CBK;
+        const i64 o = o0 + row, k = k0 + kk;
+        T v = 0;
+        if (o < a.og && k < ke) v = (T)bng_i2s_value(w, (g * a.og + o) * a.k + k);
+        ws[row * ROW + kk] = v;
+    }
+    for (int e = tid; e < BNG_CBN * BNG_CBK; e += BNG_THREADS) {
+        const int col = e % BNG_CBN, kk = e / BNG_CBN;
+        const i64 p = p0 + col, k = k0 + kk;
+        T v = 0;
+        if (p < P && k < ke) {
+            const i64 ci = k / khw, rk = k % khw, ky = rk / a.kw, kx = rk % a.kw;
+            const i64 iy = (p / a.wo) * a.sh - a.pt + ky * a.dh;
+            const i64 ix = (p % a.wo) * a.sw - a.pl + kx * a.dw;
+            if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.wd) v = x[((n * a.c + g * a.cg + ci) * a.h + iy) * a.wd + ix];
+        }
+        xs[col * ROW + kk] = v;
+    }
+}
+
 __device__ __forceinline__ void bng_conv_igemm_body(const bng_conv_args& a) {
     __shared__ __align__(16) signed char ws[BNG_CBM * BNG_CROW];
     __shared__ __align__(16) signed char xs[BNG_CBN * BNG_CROW];
@@ -182,7 +215,7 @@ __device__ __forceinline__ void bng_conv_igemm_body(const bng_conv_args& a) {
     const float* bias = (const float*)a.bias;
     float* out = (float*)a.out;
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    const i64 groups = a.c / a.cg, P = a.ho * a.wo, khw = a.kh * a.kw;
+    const i64 groups = a.c / a.cg, P = a.ho * a.wo;
     const i64 tiles = a.n * groups * a.tiles_o * a.tiles_p;
     for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
         const i64 tp = t % a.tiles_p;
@@ -199,28 +232,7 @@ __device__ __forceinline__ void bng_conv_igemm_body(const bng_conv_args& a) {
                 for (int j = 0; j < 4; ++j) acc[i][j] = 0;
             const i64 kb = b * a.bl, ke = kb + a.bl;
             for (i64 k0 = kb; k0 < ke; k0 += BNG_CBK) {
-                // weights: row = output channel, k contiguous
-                for (int e = tid; e < BNG_CBM * BNG_CBK; e += BNG_THREADS) {
-                    const int row = e / BNG_CBK, kk = e % BNG_CBK;
-                    const i64 o = o0 + row, k = k0 + kk;
-                    signed char v = 0;
-                    if (o < a.og && k < ke) v = bng_i2s_value(w, (g * a.og + o) * a.k + k);
-                    ws[row * BNG_CROW + kk] = v;
-                }
-                // im2col slice: consecutive threads take consecutive positions (coalesced q reads)
-                for (int e = tid; e < BNG_CBN * BNG_CBK; e += BNG_THREADS) {
-                    const int col = e % BNG_CBN, kk = e / BNG_CBN;
-                    const i64 p = p0 + col, k = k0 + kk;
-                    signed char v = 0;
-                    if (p < P && k < ke) {
-                        const i64 ci = k / khw, rk = k % khw, ky = rk / a.kw, kx = rk % a.kw;
-                        const i64 iy = (p / a.wo) * a.sh - a.pt + ky * a.dh;
-                        const i64 ix = (p % a.wo) * a.sw - a.pl + kx * a.dw;
-                        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.wd)
-                            v = q[((n * a.c + g * a.cg + ci) * a.h + iy) * a.wd + ix];
-                    }
-                    xs[col * BNG_CROW + kk] = v;
-                }
+                bng_conv_stage<signed char, BNG_CROW>(a, w, q, ws, xs, n, g, o0, p0, k0, ke);
                 __syncthreads();
                 for (int kk = 0; kk < BNG_CBK; kk += 4) {
                     int wv[4], xv[4];
@@ -271,7 +283,7 @@ __device__ __forceinline__ void bng_conv_fgemm_body(const bng_conv_args& a) {
     const float* bias = (const float*)a.bias;
     float* out = (float*)a.out;
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    const i64 groups = a.c / a.cg, P = a.ho * a.wo, khw = a.kh * a.kw;
+    const i64 groups = a.c / a.cg, P = a.ho * a.wo;
     const i64 tiles = a.n * groups * a.tiles_o * a.tiles_p;
     for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
         const i64 tp = t % a.tiles_p;
@@ -287,26 +299,7 @@ __device__ __forceinline__ void bng_conv_fgemm_body(const bng_conv_args& a) {
                 for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
             const i64 kb = b * a.bl, ke = kb + a.bl;
             for (i64 k0 = kb; k0 < ke; k0 += BNG_CBK) {
-                for (int e = tid; e < BNG_CBM * BNG_CBK; e += BNG_THREADS) {
-                    const int row = e / BNG_CBK, kk = e % BNG_CBK;
-                    const i64 o = o0 + row, k = k0 + kk;
-                    float v = 0.0f;
-                    if (o < a.og && k < ke) v = (float)bng_i2s_value(w, (g * a.og + o) * a.k + k);
-                    wf[row * BNG_FROW + kk] = v;
-                }
-                for (int e = tid; e < BNG_CBN * BNG_CBK; e += BNG_THREADS) {
-                    const int col = e % BNG_CBN, kk = e / BNG_CBN;
-                    const i64 p = p0 + col, k = k0 + kk;
-                    float v = 0.0f;
-                    if (p < P && k < ke) {
-                        const i64 ci = k / khw, rk = k % khw, ky = rk / a.kw, kx = rk % a.kw;
-                        const i64 iy = (p / a.wo) * a.sh - a.pt + ky * a.dh;
-                        const i64 ix = (p % a.wo) * a.sw - a.pl + kx * a.dw;
-                        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.wd)
-                            v = x[((n * a.c + g * a.cg + ci) * a.h + iy) * a.wd + ix];
-                    }
-                    xf[col * BNG_FROW + kk] = v;
-                }
+                bng_conv_stage<float, BNG_FROW>(a, w, x, wf, xf, n, g, o0, p0, k0, ke);
                 __syncthreads();
                 for (int kk = 0; kk < BNG_CBK; ++kk) {
                     float wv[4], xv[4];
@@ -370,7 +363,7 @@ __device__ __forceinline__ void bng_conv_igemm_mma_body(const bng_conv_args& a) 
     const float* bias = (const float*)a.bias;
     float* out = (float*)a.out;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
-    const i64 groups = a.c / a.cg, P = a.ho * a.wo, khw = a.kh * a.kw;
+    const i64 groups = a.c / a.cg, P = a.ho * a.wo;
     const i64 tiles = a.n * groups * a.tiles_o * a.tiles_p;
     for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
         const i64 tp = t % a.tiles_p;
@@ -387,26 +380,7 @@ __device__ __forceinline__ void bng_conv_igemm_mma_body(const bng_conv_args& a) 
             for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = 0;
             const i64 kb = b * a.bl, ke = kb + a.bl;
             for (i64 k0 = kb; k0 < ke; k0 += BNG_CBK) {
-                for (int e = tid; e < BNG_CBM * BNG_CBK; e += BNG_THREADS) {
-                    const int row = e / BNG_CBK, kk = e % BNG_CBK;
-                    const i64 oo = o0 + row, k = k0 + kk;
-                    signed char v = 0;
-                    if (oo < a.og && k < ke) v = bng_i2s_value(w, (g * a.og + oo) * a.k + k);
-                    ws[row * BNG_CROW + kk] = v;
-                }
-                for (int e = tid; e < BNG_CBN * BNG_CBK; e += BNG_THREADS) {
-                    const int col = e % BNG_CBN, kk = e / BNG_CBN;
-                    const i64 p = p0 + col, k = k0 + kk;
-                    signed char v = 0;
-                    if (p < P && k < ke) {
-                        const i64 ci = k / khw, rk = k % khw, ky = rk / a.kw, kx = rk % a.kw;
-                        const i64 iy = (p / a.wo) * a.sh - a.pt + ky * a.dh;
-                        const i64 ix = (p % a.wo) * a.sw - a.pl + kx * a.dw;
-                        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.wd)
-                            v = q[((n * a.c + g * a.cg + ci) * a.h + iy) * a.wd + ix];
-                    }
-                    xs[col * BNG_CROW + kk] = v;
-                }
+                bng_conv_stage<signed char, BNG_CROW>(a, w, q, ws, xs, n, g, o0, p0, k0, ke);
                 __syncthreads();
                 for (int kk = 0; kk < BNG_CBK; kk += 16) {
                     const int av = *(const int*)&ws[(8 * warp + gq) * BNG_CROW + kk + 4 * tq];
