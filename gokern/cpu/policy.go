@@ -61,6 +61,19 @@ type Measured struct {
 // generic 19.5x / 18.3x: avx512 fastest in both runs (14 of the 20 rows in
 // the first), so it replaces the tie-broken avx2 above.
 //
+// Since conv_i8 took the int8 implicit GEMM and conv_directf the float32
+// layers of algorithm auto, conv_gemm's kernels run the im2col GEMM (and
+// the folds); its bench workloads are now those five layers with float32
+// activations and algorithm="im2col". On 2026-11-24 (a quiet machine, load
+// average about 1):
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_gemm --threads 1,2 \
+//	    --families-rounds 5 --repeat 7
+//
+// avx512vnni 1.00x (4.73 ms), avx512 1.03x, avx2 1.11x, generic 9.0x: the
+// two AVX-512 families run the same float kernels (within noise), so
+// avx512 stays.
+//
 // qlinear_dot on amd-zen4 (the same kind of machine, load average about
 // 35), measured on 2026-11-24 with
 //

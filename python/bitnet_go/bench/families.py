@@ -19,7 +19,9 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   ``HistogramObserver`` ``update`` on 16M floats;
 - ``conv_gemm``: the ResNet rows of the conv suite that the AVX-512 speed
   issue measured (3x3 64@56 N=1, 3x3 128@28 N=8, 1x1 256->64 @56 N=1,
-  3x3 256@14 N=1, 3x3 512@7 N=8), ``act_bits=8`` and float32 activations;
+  3x3 256@14 N=1, 3x3 512@7 N=8), float32 activations, ``algorithm="im2col"``
+  (the op's GEMM; ``auto`` runs ``conv_directf`` on these layers and int8
+  runs ``conv_i8``);
 - ``conv_i8``: ``act_bits=8`` on the conv suite's ResNet layers that run the
   int8 implicit GEMM, at N = 1 and 8, and the stem (:data:`CONV_I8_ROWS`);
 - ``conv_directf``: ``conv_gemm``'s layers and the 7x7/2 stem (3->64 @224
@@ -192,10 +194,8 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if op == "conv_gemm":
         for name, c, o, k, s, p, h, n in QUICK_CONV_ROWS if quick else CONV_ROWS:
-            for bits in (8, None):
-                path = "int8" if bits else "float32"
-                layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
-                out.append({"name": f"{name} N={n} {path}", "op": op, "act_bits": bits, "qtype": "i2_s", **layer})
+            layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
+            out.append({"name": f"{name} N={n} float32 im2col", "op": op, "act_bits": None, "qtype": "i2_s", **layer})
     elif op == "conv_i8":
         for name, c, o, k, s, p, h, n in QUICK_CONV_I8_ROWS if quick else CONV_I8_ROWS:
             layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
@@ -273,6 +273,8 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
     kw: dict[str, Any] = dict(stride=w["stride"], padding=w["padding"], act_bits=w["act_bits"])
     if op == "conv_lut":
         kw["algorithm"] = "lut"
+    elif op == "conv_gemm":
+        kw["algorithm"] = "im2col"
     return lambda: bitnet_go.conv2d_quantized(x, wt, **kw)
 
 
