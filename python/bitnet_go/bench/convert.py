@@ -177,9 +177,12 @@ def make_checkpoint(d: Path, size: int, seed: int = 0) -> int:
     return path.stat().st_size
 
 
-def _time_runs(fn: Any, repeat: int) -> list[float]:  # noqa: ANN401
+def _time_runs(fn: Any, repeat: int, before: Any = None) -> list[float]:  # noqa: ANN401
+    """Seconds of ``repeat`` calls of ``fn``, each after ``before()`` (untimed) when given."""
     out = []
     for _ in range(repeat):
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
@@ -269,7 +272,9 @@ def _checkpoint_rows(args: argparse.Namespace, threads: list[int]) -> list[dict[
                     table.start(f"bitnet_go convert to {fmt} GGUF, {th} thread(s)")
                     out = base / f"ours-{fmt}.gguf"
                     _ours(d, out, fmt, th)  # once unmeasured: imports, first allocations
-                    ts = _time_runs(lambda out=out, fmt=fmt, th=th: _ours(d, out, fmt, th), repeat)
+                    # each run writes a new file, as `convert IN -o OUT` does without --force
+                    ts = _time_runs(lambda out=out, fmt=fmt, th=th: _ours(d, out, fmt, th), repeat,
+                                    before=lambda out=out: out.unlink(missing_ok=True))  # fmt: skip
                     if fmt == "i2_s":
                         ours_i2s[th] = median(ts)
                     add(f"bitnet_go {fmt} gguf", th, ts, vs_cat=median(ts) / cat["s"], out_bytes=out.stat().st_size)
@@ -286,7 +291,7 @@ def _checkpoint_rows(args: argparse.Namespace, threads: list[int]) -> list[dict[
                     tail = log.read_text()[-3000:]
                     raise RuntimeError(f"bitnet.cpp's converter failed ({r.returncode}): {' '.join(cmd)}\n{tail}")
 
-            ts = _time_runs(once, repeat)
+            ts = _time_runs(once, repeat, before=lambda: theirs.unlink(missing_ok=True))
             same, scale = _compare_i2s(base / "ours-i2_s.gguf", theirs)
             best = min(ours_i2s.values())
             add("bitnet.cpp i2_s gguf", None, ts, vs_cat=median(ts) / cat["s"], out_bytes=theirs.stat().st_size,
@@ -317,4 +322,6 @@ _CK_NOTES = [
     "cat runs once unmeasured first: every timed step reads the checkpoint from the page cache",
     "ours: bitnet_go.convert.convert_checkpoint(..., to='gguf', tokenizer=False), in this process, after one "
     "unmeasured run; bitnet.cpp's: a new Python process each run (imports torch: part of its time)",
+    "each run writes a new output file (the last run's is removed before the clock starts), as a conversion "
+    "without --force does; replacing an existing file adds ext4's flush of the new file at the rename",
 ]
