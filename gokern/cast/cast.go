@@ -91,14 +91,20 @@ func BF16ToF32(dst []float32, src []uint16) error {
 	return nil
 }
 
+// NarrowOp is the registry's op "cast_f16": the bfloat16 -> float16
+// rounding of a run of values, per family (the generic table lookup is the
+// oracle; cast_amd64.go registers the AVX2 + F16C kernel).
+var NarrowOp = cpu.NewOp("cast_f16", bf16ToF16)
+
 // BF16ToF16 writes bfloat16 bits src rounded to float16 (F16Bits of their
-// values) into dst.
+// values) into dst, with the process's narrowing kernel (NarrowOp.Get()).
 func BF16ToF16(dst, src []uint16) error {
 	if err := sameLen(len(dst), len(src)); err != nil {
 		return err
 	}
+	narrow := NarrowOp.Get()
 	par.For(len(src), minChunk, func(lo, hi int) {
-		bf16ToF16(dst[lo:hi], src[lo:hi])
+		narrow(dst[lo:hi], src[lo:hi])
 	})
 	return nil
 }

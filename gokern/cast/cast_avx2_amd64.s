@@ -35,3 +35,75 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func bf16NarrowF16C(dst []uint16, src []uint16)
+// Requires: AVX, AVX2, F16C
+TEXT ·bf16NarrowF16C(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         src_len+32(FP), DX
+	MOVL         $0x7fff7fff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x7f807f80, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	SHRQ         $0x05, DX
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	VPMOVZXWD    (CX), Y2
+	VPMOVZXWD    16(CX), Y3
+	VPSLLD       $0x10, Y2, Y2
+	VPSLLD       $0x10, Y3, Y3
+	VCVTPS2PH    $0x00, Y2, X4
+	VCVTPS2PH    $0x00, Y3, X2
+	VINSERTI128  $0x01, X2, Y4, Y2
+	VPAND        (CX), Y0, Y3
+	VPCMPGTW     Y1, Y3, Y3
+	VPMOVZXWD    32(CX), Y5
+	VPMOVZXWD    48(CX), Y6
+	VPSLLD       $0x10, Y5, Y5
+	VPSLLD       $0x10, Y6, Y6
+	VCVTPS2PH    $0x00, Y5, X4
+	VCVTPS2PH    $0x00, Y6, X5
+	VINSERTI128  $0x01, X5, Y4, Y5
+	VPAND        32(CX), Y0, Y6
+	VPCMPGTW     Y1, Y6, Y6
+	VPOR         Y3, Y6, Y7
+	VPTEST       Y7, Y7
+	JZ           store
+	MOVL         $0x007f007f, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y7
+	MOVL         $0x80008000, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y8
+	MOVL         $0x7c007c00, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y9
+	VPAND        (CX), Y7, Y10
+	VPSLLW       $0x03, Y10, Y10
+	VPAND        (CX), Y8, Y11
+	VPOR         Y11, Y10, Y10
+	VPOR         Y9, Y10, Y10
+	VPBLENDVB    Y3, Y10, Y2, Y2
+	VPAND        32(CX), Y7, Y3
+	VPSLLW       $0x03, Y3, Y3
+	VPAND        32(CX), Y8, Y7
+	VPOR         Y7, Y3, Y3
+	VPOR         Y9, Y3, Y3
+	VPBLENDVB    Y6, Y3, Y5, Y5
+
+store:
+	VMOVDQU Y2, (AX)
+	VMOVDQU Y5, 32(AX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, AX
+	DECQ    DX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET

@@ -179,3 +179,94 @@ func TestWidenFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowFamilies compares every registered bfloat16 -> float16 kernel
+// with the generic lookup on odd lengths, tails and misaligned starts: all
+// 65536 patterns (NaNs with every payload and sign, Infs, subnormals,
+// overflow) in order and shuffled, random runs, and runs of one NaN amid
+// ordinary values (the fix-up taken for one lane).
+func TestNarrowFamilies(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	fams := NarrowOp.Families()
+	if len(fams) < 2 {
+		t.Logf("only %v registered here", fams)
+	}
+	all := bits(r, 1<<16)
+	shuffled := append([]uint16(nil), all...)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	type input struct {
+		name string
+		src  func(n int) []uint16
+	}
+	random := func(n int) []uint16 {
+		s := make([]uint16, n)
+		for i := range s {
+			s[i] = uint16(r.Uint32())
+		}
+		return s
+	}
+	inputs := []input{
+		{"every pattern", func(n int) []uint16 { return all[:min(n, len(all))] }},
+		{"shuffled", func(n int) []uint16 { return shuffled[len(shuffled)-min(n, len(shuffled)):] }},
+		{"random", random},
+		{"one NaN", func(n int) []uint16 {
+			s := make([]uint16, n)
+			for i := range s { // ordinary values: |x| in [2^-32, 2^32)
+				s[i] = uint16(r.IntN(2))<<15 | uint16(95+r.IntN(64))<<7 | uint16(r.IntN(128))
+			}
+			if n > 0 {
+				s[r.IntN(n)] = 0x7f81 | uint16(r.IntN(2))<<15 | uint16(r.IntN(127))
+			}
+			return s
+		}},
+	}
+	for _, f := range fams {
+		narrow, ok := NarrowOp.Impl(f)
+		if !ok {
+			continue
+		}
+		t.Logf("family %s", f)
+		for _, in := range inputs {
+			for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 1000, 4131, 1 << 16} {
+				src := in.src(n)
+				off := r.IntN(8)
+				s := make([]uint16, len(src)+off)[off:]
+				copy(s, src)
+				want := make([]uint16, len(s))
+				bf16ToF16(want, s)
+				buf := make([]uint16, len(s)+off+1)
+				got := buf[off : off+len(s)]
+				buf[off+len(s)] = 7 // past the end: left alone
+				narrow(got, s)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s %s n=%d: value %d (%#04x) = %#04x, want %#04x", f, in.name, len(s), i, s[i], got[i], want[i])
+					}
+				}
+				if buf[off+len(s)] != 7 {
+					t.Fatalf("%s %s n=%d: wrote past the end", f, in.name, len(s))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkNarrow times each family's bfloat16 -> float16 kernel on one
+// thread, 1M random values.
+func BenchmarkNarrow(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	src := make([]uint16, 1<<20)
+	for i := range src {
+		src[i] = uint16(r.IntN(2))<<15 | uint16(95+r.IntN(64))<<7 | uint16(r.IntN(128))
+	}
+	dst := make([]uint16, len(src))
+	for _, f := range NarrowOp.Families() {
+		narrow, _ := NarrowOp.Impl(f)
+		b.Run(string(f), func(b *testing.B) {
+			b.SetBytes(int64(2 * len(src)))
+			for b.Loop() {
+				narrow(dst, src)
+			}
+		})
+	}
+}
