@@ -12,7 +12,7 @@ import (
 // generic Go bf16ToF32 is its oracle).
 
 // castAVX2 emits gokern/cast/cast_avx2_amd64.s.
-var castAVX2 = kernels(bf16WidenAVX2, bf16NarrowF16C)
+var castAVX2 = kernels(bf16WidenAVX2, bf16NarrowF16C, f32NarrowF16C)
 
 // bf16WidenAVX2 widens 32 bfloat16 values per iteration: VPMOVZXWD zero
 // extends 8 of them to dwords, VPSLLD 16 moves the bits to the top half.
@@ -90,6 +90,75 @@ func bf16NarrowF16C(c *build.Context) {
 		c.VMOVDQU(h[0], mem(d, 0))
 		c.VMOVDQU(h[1], mem(d, 32))
 		c.ADDQ(operand.Imm(64), s)
+		c.ADDQ(operand.Imm(64), d)
+	})
+	c.Label("done")
+	vzeroRet(c)
+}
+
+// f32NarrowF16C rounds 32 float32 values per iteration to float16, as numpy
+// does: VCVTPS2PH (imm 0: nearest, ties to even) on 8 at a time, exact for
+// every non-NaN value. Where a run holds a NaN (VCMPPS unordered), its
+// lanes are blended with numpy's half, computed on the dwords: sign |
+// 0x7c00 | max(bits>>13 & 0x3ff, 1), packed to words (VPACKUSDW, the mask
+// by VPACKSSDW) and put back in order (VPERMQ 0xd8: the packs interleave
+// the two sources per 128-bit lane).
+func f32NarrowF16C(c *build.Context) {
+	declareNoescape(c, "f32NarrowF16C", "func(dst []uint16, src []float32)",
+		"f32NarrowF16C writes the float16 bits (numpy's rounding) of the first",
+		"len(src)/32*32 float32 values of src into dst (len(dst) >= that). Needs F16C.",
+	)
+	args := loadArgs(c, "dst.base", "src.base", "src.len")
+	d, s, n := args[0], args[1], args[2]
+	c.SHRQ(operand.Imm(5), n)
+	var x [4]reg.VecVirtual
+	var h [2]reg.VecVirtual
+	whileAtLeast(c, "loop", "done", n, 1, func() {
+		for k := range 2 {
+			lo, hi := c.XMM(), c.XMM()
+			x[2*k], x[2*k+1] = c.YMM(), c.YMM()
+			c.VMOVUPS(mem(s, 64*k), x[2*k])
+			c.VMOVUPS(mem(s, 64*k+32), x[2*k+1])
+			c.VCVTPS2PH(operand.Imm(0), x[2*k], lo)
+			c.VCVTPS2PH(operand.Imm(0), x[2*k+1], hi)
+			h[k] = c.YMM()
+			c.VINSERTI128(operand.Imm(1), hi, lo.AsY(), h[k])
+		}
+		nan := c.YMM()
+		c.VCMPPS(operand.Imm(3), x[0], x[0], nan)
+		for _, v := range x[1:] {
+			u := c.YMM()
+			c.VCMPPS(operand.Imm(3), v, v, u)
+			c.VPOR(u, nan, nan)
+		}
+		c.VPTEST(nan, nan)
+		c.JZ(operand.LabelRef("store"))
+		man, one, sign, inf := bcst32(c, 0x3ff), bcst32(c, 1), bcst32(c, 0x8000), bcst32(c, 0x7c00)
+		half := func(v reg.VecVirtual) (reg.VecVirtual, reg.VecVirtual) {
+			f, g, m := c.YMM(), c.YMM(), c.YMM()
+			c.VPSRLD(operand.Imm(13), v, f)
+			c.VPAND(man, f, f)
+			c.VPMAXUD(one, f, f)
+			c.VPSRLD(operand.Imm(16), v, g)
+			c.VPAND(sign, g, g)
+			c.VPOR(g, f, f)
+			c.VPOR(inf, f, f)
+			c.VCMPPS(operand.Imm(3), v, v, m)
+			return f, m
+		}
+		for k := range 2 {
+			fa, ma := half(x[2*k])
+			fb, mb := half(x[2*k+1])
+			c.VPACKUSDW(fb, fa, fa)
+			c.VPERMQ(operand.Imm(0xd8), fa, fa)
+			c.VPACKSSDW(mb, ma, ma)
+			c.VPERMQ(operand.Imm(0xd8), ma, ma)
+			c.VPBLENDVB(ma, fa, h[k], h[k])
+		}
+		c.Label("store")
+		c.VMOVDQU(h[0], mem(d, 0))
+		c.VMOVDQU(h[1], mem(d, 32))
+		c.ADDQ(operand.Imm(128), s)
 		c.ADDQ(operand.Imm(64), d)
 	})
 	c.Label("done")

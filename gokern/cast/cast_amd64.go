@@ -13,10 +13,11 @@ import (
 // tail.
 var _ = WidenOp.Register(cpu.AVX2, bf16ToF32AVX2)
 
-// The AVX2 narrowing, on CPUs that report F16C besides what the AVX2
-// family needs (VCVTPS2PH): bf16NarrowF16C on whole runs of 32 values, the
-// generic lookup on the tail.
-var _ = cpuid.CPU.Supports(cpuid.F16C) && NarrowOp.Register(cpu.AVX2, bf16ToF16AVX2)
+// The AVX2 narrowings, on CPUs that report F16C besides what the AVX2
+// family needs (VCVTPS2PH): bf16NarrowF16C and f32NarrowF16C on whole runs
+// of 32 values, the generic loops on the tail.
+var _ = cpuid.CPU.Supports(cpuid.F16C) &&
+	NarrowOp.Register(cpu.AVX2, Narrowers{bf16ToF16AVX2, f32ToF16AVX2})
 
 func bf16ToF32AVX2(dst []float32, src []uint16) {
 	n := len(src) &^ 31
@@ -34,4 +35,13 @@ func bf16ToF16AVX2(dst, src []uint16) {
 		bf16NarrowF16C(dst[:n], src[:n])
 	}
 	bf16ToF16(dst[n:], src[n:])
+}
+
+func f32ToF16AVX2(dst []uint16, src []float32) {
+	n := len(src) &^ 31
+	if n > 0 {
+		_ = dst[n-1]
+		f32NarrowF16C(dst[:n], src[:n])
+	}
+	f32ToF16(dst[n:], src[n:])
 }
