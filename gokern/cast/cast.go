@@ -91,25 +91,40 @@ func BF16ToF32(dst []float32, src []uint16) error {
 	return nil
 }
 
+// Narrowers are one family's float16 roundings of a run of values: from
+// bfloat16 bits and from float32.
+type Narrowers struct {
+	BF16 func(dst, src []uint16)
+	F32  func(dst []uint16, src []float32)
+}
+
+// NarrowOp is the registry's op "cast_f16": the bfloat16 and float32 ->
+// float16 roundings, per family (the generic table lookup and F16Bits loop
+// are the oracle; cast_amd64.go registers the AVX2 + F16C kernels).
+var NarrowOp = cpu.NewOp("cast_f16", Narrowers{bf16ToF16, f32ToF16})
+
 // BF16ToF16 writes bfloat16 bits src rounded to float16 (F16Bits of their
-// values) into dst.
+// values) into dst, with the process's narrowing kernel (NarrowOp.Get()).
 func BF16ToF16(dst, src []uint16) error {
 	if err := sameLen(len(dst), len(src)); err != nil {
 		return err
 	}
+	narrow := NarrowOp.Get().BF16
 	par.For(len(src), minChunk, func(lo, hi int) {
-		bf16ToF16(dst[lo:hi], src[lo:hi])
+		narrow(dst[lo:hi], src[lo:hi])
 	})
 	return nil
 }
 
-// F32ToF16 writes float32 src rounded to float16 (F16Bits) into dst.
+// F32ToF16 writes float32 src rounded to float16 (F16Bits) into dst, with
+// the process's narrowing kernel (NarrowOp.Get()).
 func F32ToF16(dst []uint16, src []float32) error {
 	if err := sameLen(len(dst), len(src)); err != nil {
 		return err
 	}
+	narrow := NarrowOp.Get().F32
 	par.For(len(src), minChunk, func(lo, hi int) {
-		f32ToF16(dst[lo:hi], src[lo:hi])
+		narrow(dst[lo:hi], src[lo:hi])
 	})
 	return nil
 }

@@ -9,3 +9,15 @@ package cast
 //
 //go:noescape
 func bf16WidenAVX2(dst []float32, src []uint16)
+
+// bf16NarrowF16C writes the float16 bits (numpy's rounding) of the first
+// len(src)/32*32 bfloat16 bits of src into dst (len(dst) >= that). Needs F16C.
+//
+//go:noescape
+func bf16NarrowF16C(dst []uint16, src []uint16)
+
+// f32NarrowF16C writes the float16 bits (numpy's rounding) of the first
+// len(src)/32*32 float32 values of src into dst (len(dst) >= that). Needs F16C.
+//
+//go:noescape
+func f32NarrowF16C(dst []uint16, src []float32)

@@ -35,3 +35,172 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func bf16NarrowF16C(dst []uint16, src []uint16)
+// Requires: AVX, AVX2, F16C
+TEXT ·bf16NarrowF16C(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         src_len+32(FP), DX
+	MOVL         $0x7fff7fff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x7f807f80, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	SHRQ         $0x05, DX
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	VPMOVZXWD    (CX), Y2
+	VPMOVZXWD    16(CX), Y3
+	VPSLLD       $0x10, Y2, Y2
+	VPSLLD       $0x10, Y3, Y3
+	VCVTPS2PH    $0x00, Y2, X4
+	VCVTPS2PH    $0x00, Y3, X2
+	VINSERTI128  $0x01, X2, Y4, Y2
+	VPAND        (CX), Y0, Y3
+	VPCMPGTW     Y1, Y3, Y3
+	VPMOVZXWD    32(CX), Y5
+	VPMOVZXWD    48(CX), Y6
+	VPSLLD       $0x10, Y5, Y5
+	VPSLLD       $0x10, Y6, Y6
+	VCVTPS2PH    $0x00, Y5, X4
+	VCVTPS2PH    $0x00, Y6, X5
+	VINSERTI128  $0x01, X5, Y4, Y5
+	VPAND        32(CX), Y0, Y6
+	VPCMPGTW     Y1, Y6, Y6
+	VPOR         Y3, Y6, Y7
+	VPTEST       Y7, Y7
+	JZ           store
+	MOVL         $0x007f007f, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y7
+	MOVL         $0x80008000, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y8
+	MOVL         $0x7c007c00, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y9
+	VPAND        (CX), Y7, Y10
+	VPSLLW       $0x03, Y10, Y10
+	VPAND        (CX), Y8, Y11
+	VPOR         Y11, Y10, Y10
+	VPOR         Y9, Y10, Y10
+	VPBLENDVB    Y3, Y10, Y2, Y2
+	VPAND        32(CX), Y7, Y3
+	VPSLLW       $0x03, Y3, Y3
+	VPAND        32(CX), Y8, Y7
+	VPOR         Y7, Y3, Y3
+	VPOR         Y9, Y3, Y3
+	VPBLENDVB    Y6, Y3, Y5, Y5
+
+store:
+	VMOVDQU Y2, (AX)
+	VMOVDQU Y5, 32(AX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, AX
+	DECQ    DX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func f32NarrowF16C(dst []uint16, src []float32)
+// Requires: AVX, AVX2, F16C
+TEXT ·f32NarrowF16C(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+	SHRQ $0x05, DX
+
+loop:
+	TESTQ        DX, DX
+	JZ           done
+	VMOVUPS      (CX), Y2
+	VMOVUPS      32(CX), Y3
+	VCVTPS2PH    $0x00, Y2, X0
+	VCVTPS2PH    $0x00, Y3, X1
+	VINSERTI128  $0x01, X1, Y0, Y1
+	VMOVUPS      64(CX), Y4
+	VMOVUPS      96(CX), Y5
+	VCVTPS2PH    $0x00, Y4, X0
+	VCVTPS2PH    $0x00, Y5, X6
+	VINSERTI128  $0x01, X6, Y0, Y6
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VCMPPS       $0x03, Y3, Y3, Y8
+	VPOR         Y8, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y8
+	VPOR         Y8, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y8
+	VPOR         Y8, Y7, Y7
+	VPTEST       Y7, Y7
+	JZ           store
+	MOVL         $0x000003ff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y7
+	MOVL         $0x00000001, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y8
+	MOVL         $0x00008000, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y9
+	MOVL         $0x00007c00, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y10
+	VPSRLD       $0x0d, Y2, Y11
+	VPAND        Y7, Y11, Y11
+	VPMAXUD      Y8, Y11, Y11
+	VPSRLD       $0x10, Y2, Y12
+	VPAND        Y9, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VPSRLD       $0x0d, Y3, Y12
+	VPAND        Y7, Y12, Y12
+	VPMAXUD      Y8, Y12, Y12
+	VPSRLD       $0x10, Y3, Y13
+	VPAND        Y9, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VPACKUSDW    Y12, Y11, Y11
+	VPERMQ       $0xd8, Y11, Y11
+	VPACKSSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPBLENDVB    Y2, Y11, Y1, Y1
+	VPSRLD       $0x0d, Y4, Y2
+	VPAND        Y7, Y2, Y2
+	VPMAXUD      Y8, Y2, Y2
+	VPSRLD       $0x10, Y4, Y3
+	VPAND        Y9, Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VPOR         Y10, Y2, Y2
+	VCMPPS       $0x03, Y4, Y4, Y3
+	VPSRLD       $0x0d, Y5, Y4
+	VPAND        Y7, Y4, Y4
+	VPMAXUD      Y8, Y4, Y4
+	VPSRLD       $0x10, Y5, Y7
+	VPAND        Y9, Y7, Y7
+	VPOR         Y7, Y4, Y4
+	VPOR         Y10, Y4, Y4
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VPACKUSDW    Y4, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPACKSSDW    Y5, Y3, Y3
+	VPERMQ       $0xd8, Y3, Y3
+	VPBLENDVB    Y3, Y2, Y6, Y6
+
+store:
+	VMOVDQU Y1, (AX)
+	VMOVDQU Y6, 32(AX)
+	ADDQ    $0x80, CX
+	ADDQ    $0x40, AX
+	DECQ    DX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET

@@ -179,3 +179,177 @@ func TestWidenFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowFamilies compares every registered bfloat16 -> float16 kernel
+// with the generic lookup on odd lengths, tails and misaligned starts: all
+// 65536 patterns (NaNs with every payload and sign, Infs, subnormals,
+// overflow) in order and shuffled, random runs, and runs of one NaN amid
+// ordinary values (the fix-up taken for one lane).
+func TestNarrowFamilies(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	fams := NarrowOp.Families()
+	if len(fams) < 2 {
+		t.Logf("only %v registered here", fams)
+	}
+	all := bits(r, 1<<16)
+	shuffled := append([]uint16(nil), all...)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	type input struct {
+		name string
+		src  func(n int) []uint16
+	}
+	random := func(n int) []uint16 {
+		s := make([]uint16, n)
+		for i := range s {
+			s[i] = uint16(r.Uint32())
+		}
+		return s
+	}
+	inputs := []input{
+		{"every pattern", func(n int) []uint16 { return all[:min(n, len(all))] }},
+		{"shuffled", func(n int) []uint16 { return shuffled[len(shuffled)-min(n, len(shuffled)):] }},
+		{"random", random},
+		{"one NaN", func(n int) []uint16 {
+			s := make([]uint16, n)
+			for i := range s { // ordinary values: |x| in [2^-32, 2^32)
+				s[i] = uint16(r.IntN(2))<<15 | uint16(95+r.IntN(64))<<7 | uint16(r.IntN(128))
+			}
+			if n > 0 {
+				s[r.IntN(n)] = 0x7f81 | uint16(r.IntN(2))<<15 | uint16(r.IntN(127))
+			}
+			return s
+		}},
+	}
+	for _, f := range fams {
+		k, ok := NarrowOp.Impl(f)
+		if !ok {
+			continue
+		}
+		narrow := k.BF16
+		t.Logf("family %s", f)
+		for _, in := range inputs {
+			for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 1000, 4131, 1 << 16} {
+				src := in.src(n)
+				off := r.IntN(8)
+				s := make([]uint16, len(src)+off)[off:]
+				copy(s, src)
+				want := make([]uint16, len(s))
+				bf16ToF16(want, s)
+				buf := make([]uint16, len(s)+off+1)
+				got := buf[off : off+len(s)]
+				buf[off+len(s)] = 7 // past the end: left alone
+				narrow(got, s)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s %s n=%d: value %d (%#04x) = %#04x, want %#04x", f, in.name, len(s), i, s[i], got[i], want[i])
+					}
+				}
+				if buf[off+len(s)] != 7 {
+					t.Fatalf("%s %s n=%d: wrote past the end", f, in.name, len(s))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkNarrow times each family's bfloat16 -> float16 kernel on one
+// thread, 1M random values.
+func BenchmarkNarrow(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	src := make([]uint16, 1<<20)
+	for i := range src {
+		src[i] = uint16(r.IntN(2))<<15 | uint16(95+r.IntN(64))<<7 | uint16(r.IntN(128))
+	}
+	dst := make([]uint16, len(src))
+	x := make([]float32, len(src))
+	bf16ToF32(x, src)
+	for _, f := range NarrowOp.Families() {
+		k, _ := NarrowOp.Impl(f)
+		b.Run(string(f)+"/bf16", func(b *testing.B) {
+			b.SetBytes(int64(2 * len(src)))
+			for b.Loop() {
+				k.BF16(dst, src)
+			}
+		})
+		b.Run(string(f)+"/f32", func(b *testing.B) {
+			b.SetBytes(int64(4 * len(src)))
+			for b.Loop() {
+				k.F32(dst, x)
+			}
+		})
+	}
+}
+
+// TestNarrowF32Families compares every registered float32 -> float16
+// kernel with the generic F16Bits loop on odd lengths, tails and misaligned
+// starts: random bit patterns (NaNs among them, with payloads only in the
+// low 13 bits too), values near float16's ties, overflow and subnormal
+// edges, and runs of one NaN amid ordinary values.
+func TestNarrowF32Families(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	fams := NarrowOp.Families()
+	if len(fams) < 2 {
+		t.Logf("only %v registered here", fams)
+	}
+	nan := func() float32 { // any NaN: exponent all ones, mantissa not 0
+		return math.Float32frombits(uint32(r.IntN(2))<<31 | 0x7f800000 | (1 + uint32(r.IntN(0x7fffff))))
+	}
+	inputs := []struct {
+		name string
+		val  func(i int) float32
+	}{
+		{"bits", func(int) float32 { return math.Float32frombits(r.Uint32()) }},
+		{"NaN payloads", func(i int) float32 {
+			if i%2 == 0 { // payload below the half's mantissa: numpy's 0x7c01
+				return math.Float32frombits(uint32(r.IntN(2))<<31 | 0x7f800000 | (1 + uint32(r.IntN(0x1fff))))
+			}
+			return nan()
+		}},
+		{"ties and edges", func(i int) float32 {
+			switch i % 4 {
+			case 0:
+				h := uint16(r.IntN(0x7bff))
+				return float32((float64(f16Value(h))+float64(f16Value(h+1)))/2) * float32(1-2*r.IntN(2))
+			case 1:
+				return []float32{65504, 65519.99, 65520, 0x1p-25, 0x1.000002p-25, 0x1p-26, 0, float32(math.Inf(-1))}[r.IntN(8)]
+			}
+			return float32(r.NormFloat64() * math.Exp2(float64(r.IntN(44)-28)))
+		}},
+		{"one NaN", func(i int) float32 {
+			if r.IntN(64) == 0 {
+				return nan()
+			}
+			return float32(r.NormFloat64())
+		}},
+	}
+	for _, f := range fams {
+		k, ok := NarrowOp.Impl(f)
+		if !ok {
+			continue
+		}
+		t.Logf("family %s", f)
+		for _, in := range inputs {
+			for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 1000, 4131, 1 << 16} {
+				off := r.IntN(8)
+				x := make([]float32, n+off)[off:]
+				for i := range x {
+					x[i] = in.val(i)
+				}
+				want := make([]uint16, n)
+				f32ToF16(want, x)
+				buf := make([]uint16, n+off+1)
+				got := buf[off : off+n]
+				buf[off+n] = 7 // past the end: left alone
+				k.F32(got, x)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s %s n=%d: value %d (%#08x) = %#04x, want %#04x", f, in.name, n, i, math.Float32bits(x[i]), got[i], want[i])
+					}
+				}
+				if buf[off+n] != 7 {
+					t.Fatalf("%s %s n=%d: wrote past the end", f, in.name, n)
+				}
+			}
+		}
+	}
+}

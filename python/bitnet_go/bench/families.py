@@ -30,6 +30,8 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   TL1 and TL2 weights;
 - ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M;
 - ``cast_bf16``: bfloat16 bits widened to float32 (``_core.ops.cast``, the converter's widening);
+- ``cast_f16``: bfloat16 bits rounded to float16 (``_core.ops.cast``, the converter's
+  embedding and output tensors);
 - ``qlinear_dot``: ``bitnet_go.functional`` ``linear`` (uint8 x int8 per
   channel) on LLM shapes at 1, 8 and 64 rows and ``conv2d`` on 3x3 64@56 and
   3x3 256@14 (:data:`QLINEAR_ROWS`);
@@ -188,6 +190,7 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
         "quant_histogram": f"HistogramObserver.update {label}",
         "qelem": f"quantized add uint8 {label}",
         "cast_bf16": f"cast bfloat16 -> float32 {label}",
+        "cast_f16": f"cast bfloat16 -> float16 {label}",
     }
     if op in simple:
         return [{"name": simple[op], "op": op, "n": size}]
@@ -235,11 +238,11 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
 
         qa, qb = (bitnet_go.quantize(rng.standard_normal(w["n"], dtype=np.float32), "uint8") for _ in range(2))
         return lambda: _qelem.add(qa, qb, scale=0.05, zero_point=128)
-    if op == "cast_bf16":
+    if op in ("cast_bf16", "cast_f16"):
         from bitnet_go._core.ops import cast
 
         bits = rng.integers(0, 1 << 16, w["n"], dtype=np.uint16)
-        return lambda: cast(bits, "bfloat16", "float32")
+        return lambda: cast(bits, "bfloat16", "float32" if op == "cast_bf16" else "float16")
     if op in ("quantize_i2s", "quantize_tq", "quant_quantize", "quant_dequantize", "quant_minmax", "quant_histogram"):
         x = rng.standard_normal(w["n"], dtype=np.float32)
         if op == "quantize_i2s":
