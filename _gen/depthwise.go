@@ -10,120 +10,124 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// The depthwise convolution's row kernels (op conv_dw, gokern/gemm; the
-// generic Go loops of depthwise.go are their oracle): dst += w*x over float32
-// and dst ± sign-extended int8 into int32, on whole vectors; the Go wrappers
-// (depthwise_amd64.go) run the last n % lanes elements.
+// The depthwise convolution's taps kernels (op conv_dw, gokern/gemm; the
+// generic Go loops of depthwise.go are their oracle): for each run of
+// dwUnroll vectors of output positions (then single vectors), the sums are
+// loaded once, every tap x[offs[t]+i] added into them in order (float32:
+// VFMADD231PS by the broadcast weight; int8: sign-extended, added for the
+// first npos taps and subtracted for the rest), and stored once. The Go
+// wrappers (depthwise_amd64.go) run the last n % lanes positions.
 
 // dwAVX2 emits gokern/gemm/depthwise_avx2_amd64.s.
 var dwAVX2 = kernels(
-	func(c *build.Context) { dwAxpy(c, "dwAxpyF32Y", 8, c.YMM) },
-	func(c *build.Context) { dwAddI8(c, "dwAddI8Y", 8, false, c.YMM) },
-	func(c *build.Context) { dwAddI8(c, "dwSubI8Y", 8, true, c.YMM) },
+	func(c *build.Context) { dwTapsF32(c, "dwTapsF32Y", 8, c.YMM) },
+	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Y", 8, c.YMM) },
 )
 
 // dwAVX512 emits gokern/gemm/depthwise_avx512_amd64.s.
 var dwAVX512 = kernels(
-	func(c *build.Context) { dwAxpy(c, "dwAxpyF32Z", 16, c.ZMM) },
-	func(c *build.Context) { dwAddI8(c, "dwAddI8Z", 16, false, c.ZMM) },
-	func(c *build.Context) { dwAddI8(c, "dwSubI8Z", 16, true, c.ZMM) },
+	func(c *build.Context) { dwTapsF32(c, "dwTapsF32Z", 16, c.ZMM) },
+	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Z", 16, c.ZMM) },
 )
 
-// dwUnroll is the vectors per iteration of the main loops.
+// dwUnroll is the vectors of sums the main loops keep in registers.
 const dwUnroll = 4
 
-// dwCounts loads n and splits it into blocks of dwUnroll vectors (in n) and
-// the single vectors left (in rem).
-func dwCounts(c *build.Context, lanes int) (n, rem reg.Register) {
-	n = loadArg(c, "n")
-	rem = c.GP64()
-	shift := 0
-	for 1<<shift < lanes {
-		shift++
+// dwRuns emits the main loop over runs of dwUnroll vectors and the loop over
+// single vectors: body(label, nv) emits the work of nv vectors at d and x
+// (a label prefix for its own loops), then d and x advance by nv vectors of
+// dBytes and xBytes each and n by nv*lanes.
+func dwRuns(c *build.Context, name string, lanes, dBytes, xBytes int, d, x, n reg.Register, body func(label string, nv int)) {
+	for _, nv := range []int{dwUnroll, 1} {
+		top := fmt.Sprintf("%s_v%d", name, nv)
+		whileAtLeast(c, top, top+"_end", n, nv*lanes, func() {
+			body(top, nv)
+			c.ADDQ(operand.U32(nv*dBytes), d)
+			c.ADDQ(operand.U32(nv*xBytes), x)
+		})
+		c.Label(top + "_end")
 	}
-	c.MOVQ(n, rem)
-	c.SHRQ(operand.Imm(uint64(shift)), rem)
-	c.ANDQ(operand.Imm(dwUnroll-1), rem)
-	c.SHRQ(operand.Imm(uint64(shift+2)), n)
-	return n, rem
-}
-
-// dwAxpy emits name(dst, x *float32, n int, w float32): dst[i] += w*x[i]
-// (fused) for i < n/lanes*lanes.
-func dwAxpy(c *build.Context, name string, lanes int, vec func() reg.VecVirtual) {
-	declareNoescape(c, name, "func(dst, x *float32, n int, w float32)",
-		fmt.Sprintf("%s sets dst[i] += w*x[i] (fused multiply-add) for i < n/%d*%d.", name, lanes, lanes))
-	args := loadArgs(c, "dst", "x")
-	d, x := args[0], args[1]
-	n, rem := dwCounts(c, lanes)
-	w := vec()
-	c.VBROADCASTSS(paramAddr(c, "w"), w)
-	vb := lanes * 4
-	step := func(k int) {
-		a := vec()
-		c.VMOVUPS(mem(d, k*vb), a)
-		c.VFMADD231PS(mem(x, k*vb), w, a)
-		c.VMOVUPS(a, mem(d, k*vb))
-	}
-	whileAtLeast(c, name+"_blocks", name+"_single", n, 1, func() {
-		for k := range dwUnroll {
-			step(k)
-		}
-		c.ADDQ(operand.U32(dwUnroll*vb), d)
-		c.ADDQ(operand.U32(dwUnroll*vb), x)
-	})
-	c.Label(name + "_single")
-	whileAtLeast(c, name+"_one", name+"_done", rem, 1, func() {
-		step(0)
-		c.ADDQ(operand.U32(vb), d)
-		c.ADDQ(operand.U32(vb), x)
-	})
-	c.Label(name + "_done")
 	vzeroRet(c)
 }
 
-// dwAddI8 emits name(dst *int32, x *int8, n int): dst[i] += int32(x[i]) (or
-// -= for sub) for i < n/lanes*lanes.
-func dwAddI8(c *build.Context, name string, lanes int, sub bool, vec func() reg.VecVirtual) {
-	op, verb := c.VPADDD, "+="
-	if sub {
-		op, verb = c.VPSUBD, "-="
-	}
-	declareNoescape(c, name, "func(dst *int32, x *int8, n int)",
-		fmt.Sprintf("%s sets dst[i] %s int32(x[i]) for i < n/%d*%d.", name, verb, lanes, lanes))
-	args := loadArgs(c, "dst", "x")
-	d, x := args[0], args[1]
-	n, rem := dwCounts(c, lanes)
+// dwTapsF32 emits name(dst, x *float32, offs *int, w *float32, taps, n int):
+// dst[i] += w[t]*x[offs[t]+i] for t < taps in order (fused), i < n (a
+// multiple of lanes), taps >= 1.
+func dwTapsF32(c *build.Context, name string, lanes int, vec func() reg.VecVirtual) {
+	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n int)",
+		fmt.Sprintf("%s sets dst[i] += w[t]*x[offs[t]+i] (fused, in order of t < taps) for i < n,", name),
+		fmt.Sprintf("n a multiple of %d, taps >= 1.", lanes))
+	args := loadArgs(c, "dst", "x", "offs", "w", "taps", "n")
+	d, x, offs, w, taps, n := args[0], args[1], args[2], args[3], args[4], args[5]
 	vb := lanes * 4
-	step := func(k int) {
-		v, a := vec(), vec()
-		c.VPMOVSXBD(mem(x, k*lanes), v)
-		c.VMOVDQU32(mem(d, k*vb), a)
-		op(v, a, a)
-		c.VMOVDQU32(a, mem(d, k*vb))
-	}
+	dwRuns(c, name, lanes, vb, vb, d, x, n, func(label string, nv int) {
+		acc := make([]reg.VecVirtual, nv)
+		for j := range acc {
+			acc[j] = vec()
+			c.VMOVUPS(mem(d, j*vb), acc[j])
+		}
+		po, pw, t, off := c.GP64(), c.GP64(), c.GP64(), c.GP64()
+		c.MOVQ(offs, po)
+		c.MOVQ(w, pw)
+		c.MOVQ(taps, t)
+		wv := vec()
+		repeat(c, label+"_tap", t, func() {
+			c.MOVQ(operand.Mem{Base: po}, off)
+			c.VBROADCASTSS(operand.Mem{Base: pw}, wv)
+			for j := range acc {
+				c.VFMADD231PS(operand.Mem{Base: x, Index: off, Scale: 4, Disp: j * vb}, wv, acc[j])
+			}
+			c.ADDQ(operand.Imm(8), po)
+			c.ADDQ(operand.Imm(4), pw)
+		})
+		for j := range acc {
+			c.VMOVUPS(acc[j], mem(d, j*vb))
+		}
+	})
+}
+
+// dwTapsI8 emits name(dst *int32, x *int8, offs *int, npos, taps, n int):
+// dst[i] += int32(x[offs[t]+i]) for t < npos, -= for npos <= t < taps,
+// i < n (a multiple of lanes).
+func dwTapsI8(c *build.Context, name string, lanes int, vec func() reg.VecVirtual) {
+	declareNoescape(c, name, "func(dst *int32, x *int8, offs *int, npos, taps, n int)",
+		fmt.Sprintf("%s sets dst[i] += int32(x[offs[t]+i]) for t < npos and -= for npos <= t < taps,", name),
+		fmt.Sprintf("i < n, n a multiple of %d.", lanes))
+	args := loadArgs(c, "dst", "x", "offs", "npos", "taps", "n")
+	d, x, offs, npos, taps, n := args[0], args[1], args[2], args[3], args[4], args[5]
+	c.SUBQ(npos, taps) // taps: the subtracted ones
+	vb := lanes * 4
+	move := func(a, b operand.Op) { c.VMOVDQU32(a, b) }
 	if lanes == 8 {
-		step = func(k int) {
-			v, a := vec(), vec()
-			c.VPMOVSXBD(mem(x, k*lanes), v)
-			c.VMOVDQU(mem(d, k*vb), a)
-			op(v, a, a)
-			c.VMOVDQU(a, mem(d, k*vb))
-		}
+		move = func(a, b operand.Op) { c.VMOVDQU(a, b) }
 	}
-	whileAtLeast(c, name+"_blocks", name+"_single", n, 1, func() {
-		for k := range dwUnroll {
-			step(k)
+	dwRuns(c, name, lanes, vb, lanes, d, x, n, func(label string, nv int) {
+		acc := make([]reg.VecVirtual, nv)
+		for j := range acc {
+			acc[j] = vec()
+			move(mem(d, j*vb), acc[j])
 		}
-		c.ADDQ(operand.U32(dwUnroll*vb), d)
-		c.ADDQ(operand.U32(dwUnroll*lanes), x)
+		po, t, off := c.GP64(), c.GP64(), c.GP64()
+		c.MOVQ(offs, po)
+		v := vec()
+		for _, part := range []struct {
+			count reg.Register
+			op    func(...operand.Op)
+			tag   string
+		}{{npos, c.VPADDD, "_add"}, {taps, c.VPSUBD, "_sub"}} {
+			c.MOVQ(part.count, t)
+			whileAtLeast(c, label+part.tag, label+part.tag+"_end", t, 1, func() {
+				c.MOVQ(operand.Mem{Base: po}, off)
+				for j := range acc {
+					c.VPMOVSXBD(operand.Mem{Base: x, Index: off, Scale: 1, Disp: j * lanes}, v)
+					part.op(v, acc[j], acc[j])
+				}
+				c.ADDQ(operand.Imm(8), po)
+			})
+			c.Label(label + part.tag + "_end")
+		}
+		for j := range acc {
+			move(acc[j], mem(d, j*vb))
+		}
 	})
-	c.Label(name + "_single")
-	whileAtLeast(c, name+"_one", name+"_done", rem, 1, func() {
-		step(0)
-		c.ADDQ(operand.U32(vb), d)
-		c.ADDQ(operand.U32(lanes), x)
-	})
-	c.Label(name + "_done")
-	vzeroRet(c)
 }

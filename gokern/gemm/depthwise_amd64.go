@@ -9,45 +9,43 @@ import (
 )
 
 // The conv_dw families (assembly from _gen/depthwise.go): avx2 on YMM
-// vectors of 8 positions, avx512 on ZMM vectors of 16; the Go wrappers run
-// the last n % lanes positions with the generic loops.
+// vectors of 8 positions, avx512 on ZMM vectors of 16, four vectors of sums
+// in registers across the taps; the Go wrappers run the last
+// len(dst) % lanes positions with the generic loops.
 var (
 	_ = DepthwiseOp.Register(cpu.AVX2, &DepthwiseKernels{Family: cpu.AVX2,
-		AxpyF32: dwAxpy(8, dwAxpyF32Y), AddI8: dwAddSub(8, dwAddI8Y, addI8Generic),
-		SubI8: dwAddSub(8, dwSubI8Y, subI8Generic)})
+		TapsF32: dwTapsF32(8, dwTapsF32Y), TapsI8: dwTapsI8(8, dwTapsI8Y)})
 	_ = DepthwiseOp.Register(cpu.AVX512, &DepthwiseKernels{Family: cpu.AVX512,
-		AxpyF32: dwAxpy(16, dwAxpyF32Z), AddI8: dwAddSub(16, dwAddI8Z, addI8Generic),
-		SubI8: dwAddSub(16, dwSubI8Z, subI8Generic)})
+		TapsF32: dwTapsF32(16, dwTapsF32Z), TapsI8: dwTapsI8(16, dwTapsI8Z)})
 )
 
-// dwAxpy wraps a generated float32 row kernel of lanes positions per
-// vector as a checked AxpyF32.
-func dwAxpy(lanes int, fn func(dst, x *float32, n int, w float32)) func(dst, x []float32, w float32) {
-	return func(dst, x []float32, w float32) {
+// dwTapsF32 wraps a generated float32 taps kernel of lanes positions per
+// vector as a checked TapsF32.
+func dwTapsF32(lanes int, fn func(dst, x *float32, offs *int, w *float32, taps, n int)) func(dst, x []float32, offs []int, w []float32) {
+	return func(dst, x []float32, offs []int, w []float32) {
 		n := len(dst)
-		checkDW(n, len(x))
+		checkTaps(n, len(x), offs, len(w), 0)
 		body := n / lanes * lanes
 		if body > 0 {
-			fn(unsafe.SliceData(dst), unsafe.SliceData(x), body, w)
+			fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), body)
 		}
 		if body < n {
-			axpyF32Generic(dst[body:], x[body:n], w)
+			tapsF32Generic(dst[body:], x[body:], offs, w)
 		}
 	}
 }
 
-// dwAddSub wraps a generated int8 row kernel as a checked AddI8 / SubI8,
-// tail runs the last positions.
-func dwAddSub(lanes int, fn func(dst *int32, x *int8, n int), tail func(dst []int32, x []int8)) func(dst []int32, x []int8) {
-	return func(dst []int32, x []int8) {
+// dwTapsI8 wraps a generated int8 taps kernel as a checked TapsI8.
+func dwTapsI8(lanes int, fn func(dst *int32, x *int8, offs *int, npos, taps, n int)) func(dst []int32, x []int8, offs []int, npos int) {
+	return func(dst []int32, x []int8, offs []int, npos int) {
 		n := len(dst)
-		checkDW(n, len(x))
+		checkTaps(n, len(x), offs, -1, npos)
 		body := n / lanes * lanes
 		if body > 0 {
-			fn(unsafe.SliceData(dst), unsafe.SliceData(x), body)
+			fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), npos, len(offs), body)
 		}
 		if body < n {
-			tail(dst[body:], x[body:n])
+			tapsI8Generic(dst[body:], x[body:], offs, npos)
 		}
 	}
 }

@@ -4,17 +4,14 @@
 
 package gemm
 
-// dwAxpyF32Y sets dst[i] += w*x[i] (fused multiply-add) for i < n/8*8.
+// dwTapsF32Y sets dst[i] += w[t]*x[offs[t]+i] (fused, in order of t < taps) for i < n,
+// n a multiple of 8, taps >= 1.
 //
 //go:noescape
-func dwAxpyF32Y(dst *float32, x *float32, n int, w float32)
+func dwTapsF32Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int)
 
-// dwAddI8Y sets dst[i] += int32(x[i]) for i < n/8*8.
+// dwTapsI8Y sets dst[i] += int32(x[offs[t]+i]) for t < npos and -= for npos <= t < taps,
+// i < n, n a multiple of 8.
 //
 //go:noescape
-func dwAddI8Y(dst *int32, x *int8, n int)
-
-// dwSubI8Y sets dst[i] -= int32(x[i]) for i < n/8*8.
-//
-//go:noescape
-func dwSubI8Y(dst *int32, x *int8, n int)
+func dwTapsI8Y(dst *int32, x *int8, offs *int, npos int, taps int, n int)

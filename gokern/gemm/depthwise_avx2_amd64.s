@@ -4,154 +4,178 @@
 
 #include "textflag.h"
 
-// func dwAxpyF32Y(dst *float32, x *float32, n int, w float32)
+// func dwTapsF32Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int)
 // Requires: AVX, FMA3
-TEXT ·dwAxpyF32Y(SB), NOSPLIT, $0-28
-	MOVQ         dst+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         n+16(FP), DX
-	MOVQ         DX, BX
-	SHRQ         $0x03, BX
-	ANDQ         $0x03, BX
-	SHRQ         $0x05, DX
-	VBROADCASTSS w+24(FP), Y0
+TEXT ·dwTapsF32Y(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
 
-dwAxpyF32Y_blocks:
-	TESTQ       DX, DX
-	JZ          dwAxpyF32Y_single
-	VMOVUPS     (AX), Y1
-	VFMADD231PS (CX), Y0, Y1
-	VMOVUPS     Y1, (AX)
-	VMOVUPS     32(AX), Y1
-	VFMADD231PS 32(CX), Y0, Y1
-	VMOVUPS     Y1, 32(AX)
-	VMOVUPS     64(AX), Y1
-	VFMADD231PS 64(CX), Y0, Y1
-	VMOVUPS     Y1, 64(AX)
-	VMOVUPS     96(AX), Y1
-	VFMADD231PS 96(CX), Y0, Y1
-	VMOVUPS     Y1, 96(AX)
-	ADDQ        $0x00000080, AX
-	ADDQ        $0x00000080, CX
-	DECQ        DX
-	JMP         dwAxpyF32Y_blocks
+dwTapsF32Y_v4:
+	CMPQ    DI, $0x20
+	JB      dwTapsF32Y_v4_end
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	MOVQ    DX, R8
+	MOVQ    BX, R9
+	MOVQ    SI, R10
 
-dwAxpyF32Y_single:
-dwAxpyF32Y_one:
-	TESTQ       BX, BX
-	JZ          dwAxpyF32Y_done
-	VMOVUPS     (AX), Y1
-	VFMADD231PS (CX), Y0, Y1
-	VMOVUPS     Y1, (AX)
-	ADDQ        $0x00000020, AX
-	ADDQ        $0x00000020, CX
-	DECQ        BX
-	JMP         dwAxpyF32Y_one
+dwTapsF32Y_v4_tap:
+	MOVQ         (R8), R11
+	VBROADCASTSS (R9), Y4
+	VFMADD231PS  (CX)(R11*4), Y4, Y0
+	VFMADD231PS  32(CX)(R11*4), Y4, Y1
+	VFMADD231PS  64(CX)(R11*4), Y4, Y2
+	VFMADD231PS  96(CX)(R11*4), Y4, Y3
+	ADDQ         $0x08, R8
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          dwTapsF32Y_v4_tap
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	VMOVUPS      Y2, 64(AX)
+	VMOVUPS      Y3, 96(AX)
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x20, DI
+	JMP          dwTapsF32Y_v4
 
-dwAxpyF32Y_done:
+dwTapsF32Y_v4_end:
+dwTapsF32Y_v1:
+	CMPQ    DI, $0x08
+	JB      dwTapsF32Y_v1_end
+	VMOVUPS (AX), Y0
+	MOVQ    DX, R8
+	MOVQ    BX, R9
+	MOVQ    SI, R10
+
+dwTapsF32Y_v1_tap:
+	MOVQ         (R8), R11
+	VBROADCASTSS (R9), Y1
+	VFMADD231PS  (CX)(R11*4), Y1, Y0
+	ADDQ         $0x08, R8
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          dwTapsF32Y_v1_tap
+	VMOVUPS      Y0, (AX)
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x08, DI
+	JMP          dwTapsF32Y_v1
+
+dwTapsF32Y_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwAddI8Y(dst *int32, x *int8, n int)
+// func dwTapsI8Y(dst *int32, x *int8, offs *int, npos int, taps int, n int)
 // Requires: AVX, AVX2
-TEXT ·dwAddI8Y(SB), NOSPLIT, $0-24
+TEXT ·dwTapsI8Y(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
-	MOVQ n+16(FP), DX
-	MOVQ DX, BX
-	SHRQ $0x03, BX
-	ANDQ $0x03, BX
-	SHRQ $0x05, DX
+	MOVQ offs+16(FP), DX
+	MOVQ npos+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
+	SUBQ BX, SI
 
-dwAddI8Y_blocks:
-	TESTQ     DX, DX
-	JZ        dwAddI8Y_single
-	VPMOVSXBD (CX), Y0
-	VMOVDQU   (AX), Y1
-	VPADDD    Y0, Y1, Y1
-	VMOVDQU   Y1, (AX)
-	VPMOVSXBD 8(CX), Y0
-	VMOVDQU   32(AX), Y1
-	VPADDD    Y0, Y1, Y1
-	VMOVDQU   Y1, 32(AX)
-	VPMOVSXBD 16(CX), Y0
-	VMOVDQU   64(AX), Y1
-	VPADDD    Y0, Y1, Y1
-	VMOVDQU   Y1, 64(AX)
-	VPMOVSXBD 24(CX), Y0
-	VMOVDQU   96(AX), Y1
-	VPADDD    Y0, Y1, Y1
-	VMOVDQU   Y1, 96(AX)
-	ADDQ      $0x00000080, AX
-	ADDQ      $0x00000020, CX
-	DECQ      DX
-	JMP       dwAddI8Y_blocks
+dwTapsI8Y_v4:
+	CMPQ    DI, $0x20
+	JB      dwTapsI8Y_v4_end
+	VMOVDQU (AX), Y0
+	VMOVDQU 32(AX), Y1
+	VMOVDQU 64(AX), Y2
+	VMOVDQU 96(AX), Y3
+	MOVQ    DX, R8
+	MOVQ    BX, R9
 
-dwAddI8Y_single:
-dwAddI8Y_one:
-	TESTQ     BX, BX
-	JZ        dwAddI8Y_done
-	VPMOVSXBD (CX), Y0
-	VMOVDQU   (AX), Y1
-	VPADDD    Y0, Y1, Y1
-	VMOVDQU   Y1, (AX)
-	ADDQ      $0x00000020, AX
-	ADDQ      $0x00000008, CX
-	DECQ      BX
-	JMP       dwAddI8Y_one
+dwTapsI8Y_v4_add:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Y_v4_add_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Y4
+	VPADDD    Y4, Y0, Y0
+	VPMOVSXBD 8(CX)(R10*1), Y4
+	VPADDD    Y4, Y1, Y1
+	VPMOVSXBD 16(CX)(R10*1), Y4
+	VPADDD    Y4, Y2, Y2
+	VPMOVSXBD 24(CX)(R10*1), Y4
+	VPADDD    Y4, Y3, Y3
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Y_v4_add
 
-dwAddI8Y_done:
-	VZEROUPPER
-	RET
+dwTapsI8Y_v4_add_end:
+	MOVQ SI, R9
 
-// func dwSubI8Y(dst *int32, x *int8, n int)
-// Requires: AVX, AVX2
-TEXT ·dwSubI8Y(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ n+16(FP), DX
-	MOVQ DX, BX
-	SHRQ $0x03, BX
-	ANDQ $0x03, BX
-	SHRQ $0x05, DX
+dwTapsI8Y_v4_sub:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Y_v4_sub_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Y4
+	VPSUBD    Y4, Y0, Y0
+	VPMOVSXBD 8(CX)(R10*1), Y4
+	VPSUBD    Y4, Y1, Y1
+	VPMOVSXBD 16(CX)(R10*1), Y4
+	VPSUBD    Y4, Y2, Y2
+	VPMOVSXBD 24(CX)(R10*1), Y4
+	VPSUBD    Y4, Y3, Y3
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Y_v4_sub
 
-dwSubI8Y_blocks:
-	TESTQ     DX, DX
-	JZ        dwSubI8Y_single
-	VPMOVSXBD (CX), Y0
-	VMOVDQU   (AX), Y1
-	VPSUBD    Y0, Y1, Y1
-	VMOVDQU   Y1, (AX)
-	VPMOVSXBD 8(CX), Y0
-	VMOVDQU   32(AX), Y1
-	VPSUBD    Y0, Y1, Y1
-	VMOVDQU   Y1, 32(AX)
-	VPMOVSXBD 16(CX), Y0
-	VMOVDQU   64(AX), Y1
-	VPSUBD    Y0, Y1, Y1
-	VMOVDQU   Y1, 64(AX)
-	VPMOVSXBD 24(CX), Y0
-	VMOVDQU   96(AX), Y1
-	VPSUBD    Y0, Y1, Y1
-	VMOVDQU   Y1, 96(AX)
-	ADDQ      $0x00000080, AX
-	ADDQ      $0x00000020, CX
-	DECQ      DX
-	JMP       dwSubI8Y_blocks
+dwTapsI8Y_v4_sub_end:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y1, 32(AX)
+	VMOVDQU Y2, 64(AX)
+	VMOVDQU Y3, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000020, CX
+	SUBQ    $0x20, DI
+	JMP     dwTapsI8Y_v4
 
-dwSubI8Y_single:
-dwSubI8Y_one:
-	TESTQ     BX, BX
-	JZ        dwSubI8Y_done
-	VPMOVSXBD (CX), Y0
-	VMOVDQU   (AX), Y1
-	VPSUBD    Y0, Y1, Y1
-	VMOVDQU   Y1, (AX)
-	ADDQ      $0x00000020, AX
-	ADDQ      $0x00000008, CX
-	DECQ      BX
-	JMP       dwSubI8Y_one
+dwTapsI8Y_v4_end:
+dwTapsI8Y_v1:
+	CMPQ    DI, $0x08
+	JB      dwTapsI8Y_v1_end
+	VMOVDQU (AX), Y0
+	MOVQ    DX, R8
+	MOVQ    BX, R9
 
-dwSubI8Y_done:
+dwTapsI8Y_v1_add:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Y_v1_add_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Y1
+	VPADDD    Y1, Y0, Y0
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Y_v1_add
+
+dwTapsI8Y_v1_add_end:
+	MOVQ SI, R9
+
+dwTapsI8Y_v1_sub:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Y_v1_sub_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Y1
+	VPSUBD    Y1, Y0, Y0
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Y_v1_sub
+
+dwTapsI8Y_v1_sub_end:
+	VMOVDQU Y0, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000008, CX
+	SUBQ    $0x08, DI
+	JMP     dwTapsI8Y_v1
+
+dwTapsI8Y_v1_end:
 	VZEROUPPER
 	RET

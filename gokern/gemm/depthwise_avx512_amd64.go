@@ -4,17 +4,14 @@
 
 package gemm
 
-// dwAxpyF32Z sets dst[i] += w*x[i] (fused multiply-add) for i < n/16*16.
+// dwTapsF32Z sets dst[i] += w[t]*x[offs[t]+i] (fused, in order of t < taps) for i < n,
+// n a multiple of 16, taps >= 1.
 //
 //go:noescape
-func dwAxpyF32Z(dst *float32, x *float32, n int, w float32)
+func dwTapsF32Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int)
 
-// dwAddI8Z sets dst[i] += int32(x[i]) for i < n/16*16.
+// dwTapsI8Z sets dst[i] += int32(x[offs[t]+i]) for t < npos and -= for npos <= t < taps,
+// i < n, n a multiple of 16.
 //
 //go:noescape
-func dwAddI8Z(dst *int32, x *int8, n int)
-
-// dwSubI8Z sets dst[i] -= int32(x[i]) for i < n/16*16.
-//
-//go:noescape
-func dwSubI8Z(dst *int32, x *int8, n int)
+func dwTapsI8Z(dst *int32, x *int8, offs *int, npos int, taps int, n int)

@@ -4,154 +4,178 @@
 
 #include "textflag.h"
 
-// func dwAxpyF32Z(dst *float32, x *float32, n int, w float32)
+// func dwTapsF32Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int)
 // Requires: AVX, AVX512F
-TEXT ·dwAxpyF32Z(SB), NOSPLIT, $0-28
-	MOVQ         dst+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         n+16(FP), DX
-	MOVQ         DX, BX
-	SHRQ         $0x04, BX
-	ANDQ         $0x03, BX
-	SHRQ         $0x06, DX
-	VBROADCASTSS w+24(FP), Z0
+TEXT ·dwTapsF32Z(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
 
-dwAxpyF32Z_blocks:
-	TESTQ       DX, DX
-	JZ          dwAxpyF32Z_single
-	VMOVUPS     (AX), Z1
-	VFMADD231PS (CX), Z0, Z1
-	VMOVUPS     Z1, (AX)
-	VMOVUPS     64(AX), Z1
-	VFMADD231PS 64(CX), Z0, Z1
-	VMOVUPS     Z1, 64(AX)
-	VMOVUPS     128(AX), Z1
-	VFMADD231PS 128(CX), Z0, Z1
-	VMOVUPS     Z1, 128(AX)
-	VMOVUPS     192(AX), Z1
-	VFMADD231PS 192(CX), Z0, Z1
-	VMOVUPS     Z1, 192(AX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000100, CX
-	DECQ        DX
-	JMP         dwAxpyF32Z_blocks
+dwTapsF32Z_v4:
+	CMPQ    DI, $0x40
+	JB      dwTapsF32Z_v4_end
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	MOVQ    DX, R8
+	MOVQ    BX, R9
+	MOVQ    SI, R10
 
-dwAxpyF32Z_single:
-dwAxpyF32Z_one:
-	TESTQ       BX, BX
-	JZ          dwAxpyF32Z_done
-	VMOVUPS     (AX), Z1
-	VFMADD231PS (CX), Z0, Z1
-	VMOVUPS     Z1, (AX)
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000040, CX
-	DECQ        BX
-	JMP         dwAxpyF32Z_one
+dwTapsF32Z_v4_tap:
+	MOVQ         (R8), R11
+	VBROADCASTSS (R9), Z4
+	VFMADD231PS  (CX)(R11*4), Z4, Z0
+	VFMADD231PS  64(CX)(R11*4), Z4, Z1
+	VFMADD231PS  128(CX)(R11*4), Z4, Z2
+	VFMADD231PS  192(CX)(R11*4), Z4, Z3
+	ADDQ         $0x08, R8
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          dwTapsF32Z_v4_tap
+	VMOVUPS      Z0, (AX)
+	VMOVUPS      Z1, 64(AX)
+	VMOVUPS      Z2, 128(AX)
+	VMOVUPS      Z3, 192(AX)
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x00000100, CX
+	SUBQ         $0x40, DI
+	JMP          dwTapsF32Z_v4
 
-dwAxpyF32Z_done:
+dwTapsF32Z_v4_end:
+dwTapsF32Z_v1:
+	CMPQ    DI, $0x10
+	JB      dwTapsF32Z_v1_end
+	VMOVUPS (AX), Z0
+	MOVQ    DX, R8
+	MOVQ    BX, R9
+	MOVQ    SI, R10
+
+dwTapsF32Z_v1_tap:
+	MOVQ         (R8), R11
+	VBROADCASTSS (R9), Z1
+	VFMADD231PS  (CX)(R11*4), Z1, Z0
+	ADDQ         $0x08, R8
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          dwTapsF32Z_v1_tap
+	VMOVUPS      Z0, (AX)
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x10, DI
+	JMP          dwTapsF32Z_v1
+
+dwTapsF32Z_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwAddI8Z(dst *int32, x *int8, n int)
+// func dwTapsI8Z(dst *int32, x *int8, offs *int, npos int, taps int, n int)
 // Requires: AVX, AVX512F
-TEXT ·dwAddI8Z(SB), NOSPLIT, $0-24
+TEXT ·dwTapsI8Z(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
-	MOVQ n+16(FP), DX
-	MOVQ DX, BX
-	SHRQ $0x04, BX
-	ANDQ $0x03, BX
-	SHRQ $0x06, DX
+	MOVQ offs+16(FP), DX
+	MOVQ npos+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
+	SUBQ BX, SI
 
-dwAddI8Z_blocks:
-	TESTQ     DX, DX
-	JZ        dwAddI8Z_single
-	VPMOVSXBD (CX), Z0
-	VMOVDQU32 (AX), Z1
-	VPADDD    Z0, Z1, Z1
-	VMOVDQU32 Z1, (AX)
-	VPMOVSXBD 16(CX), Z0
+dwTapsI8Z_v4:
+	CMPQ      DI, $0x40
+	JB        dwTapsI8Z_v4_end
+	VMOVDQU32 (AX), Z0
 	VMOVDQU32 64(AX), Z1
-	VPADDD    Z0, Z1, Z1
+	VMOVDQU32 128(AX), Z2
+	VMOVDQU32 192(AX), Z3
+	MOVQ      DX, R8
+	MOVQ      BX, R9
+
+dwTapsI8Z_v4_add:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Z_v4_add_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Z4
+	VPADDD    Z4, Z0, Z0
+	VPMOVSXBD 16(CX)(R10*1), Z4
+	VPADDD    Z4, Z1, Z1
+	VPMOVSXBD 32(CX)(R10*1), Z4
+	VPADDD    Z4, Z2, Z2
+	VPMOVSXBD 48(CX)(R10*1), Z4
+	VPADDD    Z4, Z3, Z3
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Z_v4_add
+
+dwTapsI8Z_v4_add_end:
+	MOVQ SI, R9
+
+dwTapsI8Z_v4_sub:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Z_v4_sub_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Z4
+	VPSUBD    Z4, Z0, Z0
+	VPMOVSXBD 16(CX)(R10*1), Z4
+	VPSUBD    Z4, Z1, Z1
+	VPMOVSXBD 32(CX)(R10*1), Z4
+	VPSUBD    Z4, Z2, Z2
+	VPMOVSXBD 48(CX)(R10*1), Z4
+	VPSUBD    Z4, Z3, Z3
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Z_v4_sub
+
+dwTapsI8Z_v4_sub_end:
+	VMOVDQU32 Z0, (AX)
 	VMOVDQU32 Z1, 64(AX)
-	VPMOVSXBD 32(CX), Z0
-	VMOVDQU32 128(AX), Z1
-	VPADDD    Z0, Z1, Z1
-	VMOVDQU32 Z1, 128(AX)
-	VPMOVSXBD 48(CX), Z0
-	VMOVDQU32 192(AX), Z1
-	VPADDD    Z0, Z1, Z1
-	VMOVDQU32 Z1, 192(AX)
+	VMOVDQU32 Z2, 128(AX)
+	VMOVDQU32 Z3, 192(AX)
 	ADDQ      $0x00000100, AX
 	ADDQ      $0x00000040, CX
-	DECQ      DX
-	JMP       dwAddI8Z_blocks
+	SUBQ      $0x40, DI
+	JMP       dwTapsI8Z_v4
 
-dwAddI8Z_single:
-dwAddI8Z_one:
-	TESTQ     BX, BX
-	JZ        dwAddI8Z_done
-	VPMOVSXBD (CX), Z0
-	VMOVDQU32 (AX), Z1
-	VPADDD    Z0, Z1, Z1
-	VMOVDQU32 Z1, (AX)
+dwTapsI8Z_v4_end:
+dwTapsI8Z_v1:
+	CMPQ      DI, $0x10
+	JB        dwTapsI8Z_v1_end
+	VMOVDQU32 (AX), Z0
+	MOVQ      DX, R8
+	MOVQ      BX, R9
+
+dwTapsI8Z_v1_add:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Z_v1_add_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Z1
+	VPADDD    Z1, Z0, Z0
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Z_v1_add
+
+dwTapsI8Z_v1_add_end:
+	MOVQ SI, R9
+
+dwTapsI8Z_v1_sub:
+	TESTQ     R9, R9
+	JZ        dwTapsI8Z_v1_sub_end
+	MOVQ      (R8), R10
+	VPMOVSXBD (CX)(R10*1), Z1
+	VPSUBD    Z1, Z0, Z0
+	ADDQ      $0x08, R8
+	DECQ      R9
+	JMP       dwTapsI8Z_v1_sub
+
+dwTapsI8Z_v1_sub_end:
+	VMOVDQU32 Z0, (AX)
 	ADDQ      $0x00000040, AX
 	ADDQ      $0x00000010, CX
-	DECQ      BX
-	JMP       dwAddI8Z_one
+	SUBQ      $0x10, DI
+	JMP       dwTapsI8Z_v1
 
-dwAddI8Z_done:
-	VZEROUPPER
-	RET
-
-// func dwSubI8Z(dst *int32, x *int8, n int)
-// Requires: AVX, AVX512F
-TEXT ·dwSubI8Z(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ n+16(FP), DX
-	MOVQ DX, BX
-	SHRQ $0x04, BX
-	ANDQ $0x03, BX
-	SHRQ $0x06, DX
-
-dwSubI8Z_blocks:
-	TESTQ     DX, DX
-	JZ        dwSubI8Z_single
-	VPMOVSXBD (CX), Z0
-	VMOVDQU32 (AX), Z1
-	VPSUBD    Z0, Z1, Z1
-	VMOVDQU32 Z1, (AX)
-	VPMOVSXBD 16(CX), Z0
-	VMOVDQU32 64(AX), Z1
-	VPSUBD    Z0, Z1, Z1
-	VMOVDQU32 Z1, 64(AX)
-	VPMOVSXBD 32(CX), Z0
-	VMOVDQU32 128(AX), Z1
-	VPSUBD    Z0, Z1, Z1
-	VMOVDQU32 Z1, 128(AX)
-	VPMOVSXBD 48(CX), Z0
-	VMOVDQU32 192(AX), Z1
-	VPSUBD    Z0, Z1, Z1
-	VMOVDQU32 Z1, 192(AX)
-	ADDQ      $0x00000100, AX
-	ADDQ      $0x00000040, CX
-	DECQ      DX
-	JMP       dwSubI8Z_blocks
-
-dwSubI8Z_single:
-dwSubI8Z_one:
-	TESTQ     BX, BX
-	JZ        dwSubI8Z_done
-	VPMOVSXBD (CX), Z0
-	VMOVDQU32 (AX), Z1
-	VPSUBD    Z0, Z1, Z1
-	VMOVDQU32 Z1, (AX)
-	ADDQ      $0x00000040, AX
-	ADDQ      $0x00000010, CX
-	DECQ      BX
-	JMP       dwSubI8Z_one
-
-dwSubI8Z_done:
+dwTapsI8Z_v1_end:
 	VZEROUPPER
 	RET

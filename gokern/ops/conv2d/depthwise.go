@@ -1,64 +1,159 @@
 package conv2d
 
 import (
-	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
-// The depthwise kernel's SIMD rows (op conv_dw, gemm.DepthwiseKernels):
-// depthwise (direct.go) hands a family's row kernel runs of consecutive
-// outputs of one row and the consecutive inputs they read.
+// The depthwise kernel on a conv_dw family's SIMD rows (gemm.DepthwiseKernels):
+// the generic family runs depthwise (direct.go), the oracle.
+//
+// depthwisePadded vectorises over the output positions of one channel. A
+// unit (sample, output channel, band of output rows) first copies the input
+// rows the band reads into sH*sW phase planes of the zero-padded input, for
+// strides (sH, sW): phase (ph, pw) holds padded rows ph, ph+sH, ... and
+// columns pw, pw+sW, ..., Wq = ceil(Wp/sW) columns a row. Output position
+// (oh, ow) at q = oh*Wq + ow reads, for tap (kh, kw), phase
+// ((kh*dilH)%sH, (kw*dilW)%sW) at q + (kh*dilH/sH)*Wq + kw*dilW/sW: every
+// tap is then one run of consecutive outputs and consecutive inputs over
+// the whole band, Ho*Wq sums, one row-kernel call. Columns ow >= Wo are
+// computed and dropped. Padding adds w*0 = ±0, which leaves every sum as
+// it is (a sum that starts at +0 never becomes -0 by adding ±0), so the
+// results are the generic kernel's bits.
 
-// dwRow adds w (-1, 0 or +1) times x[i] to dst[i] for i < len(dst)
-// (len(x) >= len(dst)).
-type dwRow[T elem, A accum] func(dst []A, x []T, w int8)
+// dwTaps adds the taps at offsets offs of x into dst (see
+// gemm.DepthwiseKernels): float32 in the order of offs with the weights w
+// (-1, 0 or +1), int8 adding the first npos and subtracting the rest.
+type dwTaps[T elem, A accum] func(dst []A, x []T, offs []int, w []float32, npos int)
 
-// dwRows returns the float32 and int8 row kernels of the conv_dw family k,
-// or nils for the generic family (depthwise then runs addRow, its oracle).
-// The int8 row skips w = 0 (int8 values are finite, so 0*x adds nothing).
-func dwRows(k *gemm.DepthwiseKernels) (dwRow[float32, float32], dwRow[int8, int32]) {
-	if k == nil || k.Family == cpu.Generic {
-		return nil, nil
-	}
-	f32 := func(dst, x []float32, w int8) { k.AxpyF32(dst, x, float32(w)) }
-	i8 := func(dst []int32, x []int8, w int8) {
-		switch {
-		case w > 0:
-			k.AddI8(dst, x)
-		case w < 0:
-			k.SubI8(dst, x)
-		}
-	}
+// dwKernels returns the float32 and int8 taps of the conv_dw family k.
+func dwKernels(k *gemm.DepthwiseKernels) (dwTaps[float32, float32], dwTaps[int8, int32]) {
+	f32 := func(dst, x []float32, offs []int, w []float32, _ int) { k.TapsF32(dst, x, offs, w) }
+	i8 := func(dst []int32, x []int8, offs []int, _ []float32, npos int) { k.TapsI8(dst, x, offs, npos) }
 	return f32, i8
 }
 
-// splitRows writes the input rows that output rows [oh0, oh1) of a
-// stride-2 convolution read, each split into its even columns then its odd
-// ones, into the same rows of halves (len(halves) >= H*W): input column
-// 2j+p of row ih lands at halves[ih*W + halfStart(W, 2j+p)].
-func splitRows[T elem](d *Dims, plane, halves []T, oh0, oh1 int) {
-	ih0 := max(0, oh0*d.StrideH-d.PadT)
-	ih1 := min(d.H, (oh1-1)*d.StrideH-d.PadT+(d.KH-1)*d.DilH+1)
-	even := (d.W + 1) / 2
-	for ih := ih0; ih < ih1; ih++ {
-		in := plane[ih*d.W:][:d.W]
-		ev := halves[ih*d.W:][:even]
-		od := halves[ih*d.W+even:][:d.W-even]
-		for j := range od {
-			ev[j] = in[2*j]
-			od[j] = in[2*j+1]
-		}
-		if even > len(od) {
-			ev[even-1] = in[d.W-1]
+// dwRound is the multiple of positions a unit's taps run over (the widest
+// conv_dw vector): the kernels then never run their scalar tails; the
+// positions past the band are computed and dropped.
+const dwRound = 16
+
+// dwGeom is the phase-plane layout of depthwisePadded.
+type dwGeom struct {
+	wq    int // columns of a phase row
+	rows  int // output rows per band
+	extra int // phase rows a band reads past its own: (KH-1)*dilH/sH
+	prow  int // rows of a phase plane: rows + extra
+}
+
+func newDWGeom(d *Dims) dwGeom {
+	wq := ceilDivPos(d.W+d.PadL+d.PadR, d.StrideW)
+	rows := max(1, min(d.Ho, directTile/wq))
+	extra := (d.KH - 1) * d.DilH / d.StrideH
+	return dwGeom{wq: wq, rows: rows, extra: extra, prow: rows + extra}
+}
+
+// fillPhases writes the phase planes of output rows [oh0, oh1) of plane
+// into buf (zero padding included): phase (ph, pw) at
+// buf[(ph*sW+pw)*g.prow*g.wq:], band row r at r*g.wq.
+func fillPhases[T elem](d *Dims, g dwGeom, plane, buf []T, oh0, oh1 int) {
+	n := oh1 - oh0 + g.extra
+	for ph := range d.StrideH {
+		for pw := range d.StrideW {
+			ph0 := buf[(ph*d.StrideW+pw)*g.prow*g.wq:]
+			for r := range n {
+				dst := ph0[r*g.wq:][:g.wq]
+				ih := (oh0+r)*d.StrideH + ph - d.PadT
+				if ih < 0 || ih >= d.H {
+					clear(dst)
+					continue
+				}
+				in := plane[ih*d.W:][:d.W]
+				// column c of dst is padded column c*sW+pw, input column
+				// c*sW+pw-PadL.
+				lo := min(g.wq, ceilDivPos(max(0, d.PadL-pw), d.StrideW))
+				hi := max(lo, min(g.wq, ceilDivPos(d.W+d.PadL-pw, d.StrideW)))
+				clear(dst[:lo])
+				clear(dst[hi:])
+				if d.StrideW == 1 {
+					copy(dst[lo:hi], in[lo-d.PadL:])
+					continue
+				}
+				for c := lo; c < hi; c++ {
+					dst[c] = in[c*d.StrideW+pw-d.PadL]
+				}
+			}
 		}
 	}
 }
 
-// halfStart is the position of input column c in a row of w columns split
-// by splitRows: its even columns first, then its odd ones.
-func halfStart(w, c int) int {
-	if c%2 == 0 {
-		return c / 2
+// depthwisePadded is depthwise (same arguments and results) on the row
+// taps of a conv_dw family: see the comment above. ordered says that taps
+// adds in the order of its offsets (float32), else the weights +1 come
+// first (int8).
+func depthwisePadded[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
+	fold foldFn[A], skipZero bool, taps dwTaps[T, A], ordered bool) {
+	np := gemm.Panels(d.Og)
+	g := newDWGeom(d)
+	bands := ceilDivPos(d.Ho, g.rows)
+	hw := d.H * d.W
+	phases := d.StrideH * d.StrideW
+	tapAt := make([]int, d.K) // tap k's offset in a unit's phase planes
+	for k := range tapAt {
+		kh, kw := k/d.KW*d.DilH, k%d.KW*d.DilW
+		tapAt[k] = ((kh%d.StrideH*d.StrideW+kw%d.StrideW)*g.prow+kh/d.StrideH)*g.wq + kw/d.StrideW
 	}
-	return (w+1)/2 + c/2
+	par.Run(par.Chunks(d.N*d.O*bands, 1), func(_, lo, hi int) {
+		acc := make([]A, g.rows*g.wq+dwRound)
+		wk := make([]int8, d.K)
+		offs, neg, wf := make([]int, 0, d.K), make([]int, 0, d.K), make([]float32, 0, d.K)
+		// the last phase's last row reads up to (KW-1)*dilW/sW < wq past it
+		// and the sums run on to a multiple of dwRound
+		buf := make([]T, phases*g.prow*g.wq+g.wq+dwRound)
+		for u := lo; u < hi && !par.Stopped(); u++ {
+			band := u % bands
+			o := u / bands % d.O
+			n := u / (bands * d.O)
+			grp, r := o/d.Og, o%d.Og
+			panel := apan[(grp*np+r/gemm.MR)*d.K:][:d.K]
+			for k, code := range panel {
+				wk[k] = gemm.Weights(code)[r%gemm.MR]
+			}
+			oh0 := band * g.rows
+			oh1 := min(d.Ho, oh0+g.rows)
+			fillPhases(d, g, src[(n*d.C+grp)*hw:][:hw], buf, oh0, oh1)
+			dst := out[(n*d.O+o)*d.P+oh0*d.Wo : (n*d.O+o)*d.P+oh1*d.Wo]
+			var a float32
+			if acts != nil {
+				a = acts.a[n]
+			}
+			sums := acc[:((oh1-oh0)*g.wq+dwRound-1)/dwRound*dwRound] // no scalar tail
+			for b := range sc.nb {
+				clear(sums)
+				offs, neg, wf = offs[:0], neg[:0], wf[:0]
+				for k := b * sc.bl; k < (b+1)*sc.bl; k++ {
+					w := wk[k]
+					if w == 0 && (skipZero || !ordered) { // int8 values are finite: 0*x adds nothing
+						continue
+					}
+					at := tapAt[k]
+					if !ordered && w < 0 {
+						neg = append(neg, at)
+						continue
+					}
+					offs = append(offs, at)
+					wf = append(wf, float32(w))
+				}
+				npos := len(offs)
+				offs = append(offs, neg...)
+				if len(offs) > 0 {
+					taps(sums, buf, offs, wf, npos)
+				}
+				for oh := 1; oh < oh1-oh0; oh++ { // drop the columns ow >= Wo
+					copy(sums[oh*d.Wo:][:d.Wo], sums[oh*g.wq:][:d.Wo])
+				}
+				fold(sc, dst, sums[:len(dst)], o, b, a)
+			}
+		}
+	})
 }

@@ -128,3 +128,35 @@ func TestDepthwiseFamiliesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDepthwiseFamilies times the depthwise kernel of each conv_dw
+// family on MobileNet-like layers (batch 1, -threads threads).
+func BenchmarkDepthwiseFamilies(b *testing.B) {
+	keepThreads(b)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, l := range []struct{ c, hw, k, s int }{{32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {192, 28, 3, 1},
+		{576, 14, 3, 1}, {960, 7, 3, 1}, {240, 14, 5, 1}} {
+		s := Shape{N: 1, C: l.c, H: l.hw, W: l.hw, O: l.c, WC: 1, KH: l.k, KW: l.k, Groups: l.c,
+			StrideH: l.s, StrideW: l.s, PadT: l.k / 2, PadL: l.k / 2, PadB: l.k / 2, PadR: l.k / 2, DilH: 1, DilW: 1}
+		d, _ := s.Check()
+		tc := newCase(b, rng, s, d.K, false)
+		out := make([]float32, d.OutLen)
+		for _, bits := range []int{0, 8} {
+			for _, dw := range gemm.DepthwiseFamilies() {
+				ks := selected()
+				ks.dw = dw
+				b.Run(fmt.Sprintf("%dx%d_%d@%d/s%d/act%d/%s", l.k, l.k, l.c, l.hw, l.s, bits, dw.Family), func(b *testing.B) {
+					if err := par.SetThreads(*benchThreads); err != nil {
+						b.Fatal(err)
+					}
+					for b.Loop() {
+						if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{ActBits: bits, Algo: Depthwise}, ks); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(2*float64(d.OutLen*d.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}

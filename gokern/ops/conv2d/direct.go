@@ -55,42 +55,28 @@ func addRow[T elem, A accum](dst []A, x []T, start, stride int, w int8) {
 // channel, band of output rows); for each nonzero weight it adds or subtracts
 // a shifted, strided window of the input plane into the band's sums; zero
 // weights are skipped when skipZero (src holds no NaN or Inf), else added
-// as 0*x. row, when not nil, is a conv_dw family's contiguous row kernel
-// (see dwRows): it runs stride 1, and stride 2 on the band's input rows
-// split into even and odd columns (splitRows); nil runs addRow, the
-// generic loops (the oracle).
+// as 0*x.
 func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
-	fold foldFn[A], skipZero bool, row dwRow[T, A]) {
+	fold foldFn[A], skipZero bool) {
 	np := gemm.Panels(d.Og)
 	rows := max(1, min(d.Ho, directTile/d.Wo))
 	bands := ceilDivPos(d.Ho, rows)
 	hw := d.H * d.W
-	split := row != nil && d.StrideW == 2
-	if row != nil && d.StrideW > 2 {
-		row = nil
-	}
 	par.Run(par.Chunks(d.N*d.O*bands, 1), func(_, lo, hi int) {
 		acc := make([]A, rows*d.Wo)
 		wk := make([]int8, d.K)
-		var halves []T
-		if split {
-			halves = make([]T, hw)
-		}
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			o := u / bands % d.O
 			n := u / (bands * d.O)
-			g, r := o/d.Og, o%d.Og
-			panel := apan[(g*np+r/gemm.MR)*d.K:][:d.K]
+			g, row := o/d.Og, o%d.Og
+			panel := apan[(g*np+row/gemm.MR)*d.K:][:d.K]
 			for k, code := range panel {
-				wk[k] = gemm.Weights(code)[r%gemm.MR]
+				wk[k] = gemm.Weights(code)[row%gemm.MR]
 			}
 			oh0 := band * rows
 			oh1 := min(d.Ho, oh0+rows)
 			plane := src[(n*d.C+g)*hw:][:hw]
-			if split {
-				splitRows(d, plane, halves, oh0, oh1)
-			}
 			dst := out[(n*d.O+o)*d.P+oh0*d.Wo : (n*d.O+o)*d.P+oh1*d.Wo]
 			var a float32
 			if acts != nil {
@@ -106,23 +92,11 @@ func depthwise[T elem, A accum](d *Dims, apan []byte, src []T, acts *activations
 					}
 					offW := k%d.KW*d.DilW - d.PadL
 					owLo, owHi := validRange(d.Wo, d.W, d.StrideW, offW)
-					if owLo == owHi { // the tap reads only padding
-						continue
-					}
 					offH := k/d.KW*d.DilH - d.PadT
 					ohLo, ohHi := validRange(d.Ho, d.H, d.StrideH, offH)
-					start := owLo*d.StrideW + offW
 					for oh := max(oh0, ohLo); oh < min(oh1, ohHi); oh++ {
 						ih := oh*d.StrideH + offH
-						s := sums[(oh-oh0)*d.Wo:][owLo:owHi]
-						switch {
-						case split:
-							row(s, halves[ih*d.W+halfStart(d.W, start):], w)
-						case row != nil:
-							row(s, plane[ih*d.W+start:], w)
-						default:
-							addRow(s, plane[ih*d.W:][:d.W], start, d.StrideW, w)
-						}
+						addRow(sums[(oh-oh0)*d.Wo:][owLo:owHi], plane[ih*d.W:][:d.W], owLo*d.StrideW+offW, d.StrideW, w)
 					}
 				}
 				fold(sc, dst, sums, o, b, a)

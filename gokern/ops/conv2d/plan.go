@@ -296,12 +296,16 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 			direct(d, a, acts.q, acts, sc, out, foldI32, skip)
 		case kind == Direct:
 			direct(d, a, x, nil, sc, out, foldF32, skip)
+		case act8 && ks.dw != nil && ks.dw.Family != cpu.Generic:
+			_, taps := dwKernels(ks.dw)
+			depthwisePadded(d, a, acts.q, acts, sc, out, foldI32, skip, taps, false)
 		case act8:
-			_, row := dwRows(ks.dw)
-			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip, row)
+			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip)
+		case ks.dw != nil && ks.dw.Family != cpu.Generic:
+			taps, _ := dwKernels(ks.dw)
+			depthwisePadded(d, a, x, nil, sc, out, foldF32, skip, taps, true)
 		default:
-			row, _ := dwRows(ks.dw)
-			depthwise(d, a, x, nil, sc, out, foldF32, skip, row)
+			depthwise(d, a, x, nil, sc, out, foldF32, skip)
 		}
 		if kind == Depthwise && ks.dw != nil {
 			return kernelName(kind.String(), ks.dw.Family), nil
