@@ -58,29 +58,39 @@ func newDWGeom(d *Dims) dwGeom {
 // buf[(ph*sW+pw)*g.prow*g.wq:], band row r at r*g.wq.
 func fillPhases[T elem](d *Dims, g dwGeom, plane, buf []T, oh0, oh1 int) {
 	n := oh1 - oh0 + g.extra
-	for ph := range d.StrideH {
-		for pw := range d.StrideW {
-			ph0 := buf[(ph*d.StrideW+pw)*g.prow*g.wq:]
+	sw := d.StrideW
+	for pw := range sw {
+		// column c of a phase row is padded column c*sW+pw, input column
+		// c*sW+pw-PadL: input columns for lo <= c < hi.
+		lo := min(g.wq, ceilDivPos(max(0, d.PadL-pw), sw))
+		hi := max(lo, min(g.wq, ceilDivPos(d.W+d.PadL-pw, sw)))
+		first := lo*sw + pw - d.PadL
+		for ph := range d.StrideH {
+			base := buf[(ph*sw+pw)*g.prow*g.wq:]
 			for r := range n {
-				dst := ph0[r*g.wq:][:g.wq]
+				dst := base[r*g.wq:][:g.wq]
 				ih := (oh0+r)*d.StrideH + ph - d.PadT
 				if ih < 0 || ih >= d.H {
 					clear(dst)
 					continue
 				}
-				in := plane[ih*d.W:][:d.W]
-				// column c of dst is padded column c*sW+pw, input column
-				// c*sW+pw-PadL.
-				lo := min(g.wq, ceilDivPos(max(0, d.PadL-pw), d.StrideW))
-				hi := max(lo, min(g.wq, ceilDivPos(d.W+d.PadL-pw, d.StrideW)))
 				clear(dst[:lo])
 				clear(dst[hi:])
-				if d.StrideW == 1 {
-					copy(dst[lo:hi], in[lo-d.PadL:])
+				in := plane[ih*d.W+first : (ih+1)*d.W]
+				out := dst[lo:hi]
+				if sw == 1 {
+					copy(out, in)
 					continue
 				}
-				for c := lo; c < hi; c++ {
-					dst[c] = in[c*d.StrideW+pw-d.PadL]
+				if sw == 2 {
+					in = in[:2*len(out)-1]
+					for c := range out {
+						out[c] = in[2*c]
+					}
+					continue
+				}
+				for c := range out {
+					out[c] = in[c*sw]
 				}
 			}
 		}
