@@ -54,8 +54,10 @@ func newDWGeom(d *Dims) dwGeom {
 }
 
 // fillPhases writes the phase planes of output rows [oh0, oh1) of plane
-// into buf (zero padding included): phase (ph, pw) at
-// buf[(ph*sW+pw)*g.prow*g.wq:], band row r at r*g.wq.
+// into buf: phase (ph, pw) at buf[(ph*sW+pw)*g.prow*g.wq:], band row r at
+// r*g.wq. It clears the rows of padding; the columns of padding of the other
+// rows it never writes, so they hold the zeros of a buffer made zero for
+// the call (the same columns in every unit).
 func fillPhases[T elem](d *Dims, g dwGeom, plane, buf []T, oh0, oh1 int) {
 	n := oh1 - oh0 + g.extra
 	sw := d.StrideW
@@ -74,8 +76,6 @@ func fillPhases[T elem](d *Dims, g dwGeom, plane, buf []T, oh0, oh1 int) {
 					clear(dst)
 					continue
 				}
-				clear(dst[:lo])
-				clear(dst[hi:])
 				in := plane[ih*d.W+first : (ih+1)*d.W]
 				out := dst[lo:hi]
 				if sw == 1 {
