@@ -65,7 +65,10 @@ func fillPhases[T elem](d *Dims, g dwGeom, plane, buf []T, oh0, oh1 int) {
 		// column c of a phase row is padded column c*sW+pw, input column
 		// c*sW+pw-PadL: input columns for lo <= c < hi.
 		lo := min(g.wq, ceilDivPos(max(0, d.PadL-pw), sw))
-		hi := max(lo, min(g.wq, ceilDivPos(d.W+d.PadL-pw, sw)))
+		hi := max(lo, min(g.wq, ceilDivPos(max(0, d.W+d.PadL-pw), sw)))
+		if lo == hi { // every column of this phase is padding
+			continue
+		}
 		first := lo*sw + pw - d.PadL
 		for ph := range d.StrideH {
 			base := buf[(ph*sw+pw)*g.prow*g.wq:]

@@ -70,6 +70,8 @@ func TestDepthwiseFamilies(t *testing.T) {
 		dw(1, 3, 2, 2, 1, 5, 1, 2, 1),   // taps that read only padding
 		dw(2, 2, 3, 4, 1, 5, 2, 3, 1),
 		dw(1, 2, 3, 1, 1, 5, 1, 2, 1), // W = 1
+		dw(1, 1, 3, 3, 1, 3, 5, 0, 1), // stride 5 > W: phases of padding only
+		dw(2, 3, 9, 11, 1, 3, 4, 2, 2),
 		{N: 1, C: 3, H: 18, W: 31, O: 3, WC: 1, KH: 3, KW: 5, Groups: 3, StrideH: 1, StrideW: 2,
 			PadT: 1, PadL: 2, PadB: 0, PadR: 1, DilH: 2, DilW: 1}, // uneven everything
 		{N: 2, C: 4, H: 31, W: 18, O: 8, WC: 1, KH: 5, KW: 3, Groups: 4, StrideH: 2, StrideW: 1,
