@@ -69,6 +69,8 @@ var targets = []target{
 	{name: "convf512", dir: "gokern/gemm", base: "directf_avx512", gen: convfAVX512},
 	{name: "convfb", dir: "gokern/gemm", base: "directfb_avx2", avx2Only: true, gen: convfBlockedAVX2},
 	{name: "convfb512", dir: "gokern/gemm", base: "directfb_avx512", gen: convfBlockedAVX512},
+	{name: "dw", dir: "gokern/gemm", base: "depthwise_avx2", avx2Only: true, gen: dwAVX2},
+	{name: "dw512", dir: "gokern/gemm", base: "depthwise_avx512", gen: dwAVX512},
 	{name: "gemm", dir: "gokern/gemm", base: "micro_avx2", avx2Only: true, gen: gemmAVX2},
 	{name: "gemm512", dir: "gokern/gemm", base: "micro_avx512", gen: gemmAVX512},
 	{name: "gemv512", dir: "gokern/gemm", base: "gemv_avx512", gen: gemvAVX512},

@@ -526,6 +526,59 @@ def test_bench_suite_quick(tmp_path):
     assert (tmp_path / "conv.png").stat().st_size > 0
 
 
+@pytest.mark.needs("torch")
+def test_bench_depthwise_quick():
+    """The --conv-depthwise table runs end to end (tiny layers, one repeat): every row timed against
+    torch fp32, the depthwise kernel reported."""
+    from bitnet_go.bench import conv as bench_conv
+
+    p = argparse.ArgumentParser()
+    bench_conv.add_arguments(p)
+    args = p.parse_args(["--conv-quick", "--conv-depthwise"])
+    args.threads, args.repeat = "1", 1
+    rows = bench_conv.run(args)
+    assert len(rows) == len(bench_conv.QUICK_DW_LAYERS)
+    for r in rows:
+        assert r["ours_f32_ms"] > 0 and r["ours_i8_ms"] > 0 and r["torch_f32_ms"] > 0
+        assert r["ratio_f32"] == pytest.approx(r["ours_f32_ms"] / r["torch_f32_ms"])
+        assert r["kernel_f32"].startswith("depthwise:depthwise/") and r["kernel_i8"].startswith("depthwise:")
+
+
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("seed", range(6))
+def test_depthwise_against_torch(seed: int):
+    """Depthwise layers (groups = C; odd sizes, strides 1-3, padding, dilation, multiplier, block
+    scales, bias) through the depthwise kernel agree with F.conv2d on the dequantized weight;
+    act_bits=8 gives the naive kernel's bits."""
+    import torch
+
+    rng = np.random.default_rng(1000 + seed)
+    n, c = int(rng.integers(1, 4)), int(rng.integers(1, 40))
+    mult, k = int(rng.choice([1, 1, 2])), int(rng.choice([3, 5]))
+    h, w = int(rng.integers(k, 40)), int(rng.integers(k, 40))
+    stride, pad, dil = int(rng.integers(1, 4)), int(rng.integers(0, k)), int(rng.choice([1, 1, 2]))
+    if (h + 2 * pad - dil * (k - 1) - 1) < 0 or (w + 2 * pad - dil * (k - 1) - 1) < 0:
+        pad = dil * (k - 1)
+    wf = rng.standard_normal((c * mult, 1, k, k), dtype=np.float32)
+    scales = seed % 3  # per tensor, per channel, blocks of k values (k scales a channel)
+    if scales == 2:
+        wt = bitnet_go.quantize_i2s(wf, block_size=k)
+    else:
+        wt = bitnet_go.quantize_conv_weight(wf, per_channel=scales == 1)
+    x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    bias = rng.standard_normal(c * mult, dtype=np.float32) if seed % 2 else None
+    kw = dict(stride=stride, padding=pad, dilation=dil, groups=c)
+    out, info = diagnostics.conv2d_with_info(x, wt, bias, **kw)
+    assert info.algorithm == "depthwise" and info.kernel.startswith("depthwise/")
+    ref = torch.nn.functional.conv2d(
+        torch.from_numpy(x), torch.from_numpy(wt.dequantize()), None if bias is None else torch.from_numpy(bias), **kw
+    ).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    got8 = bitnet_go.conv2d_quantized(x, wt, bias, act_bits=8, **kw)
+    want8 = bitnet_go.conv2d_quantized(x, wt, bias, act_bits=8, algorithm="naive", **kw)
+    np.testing.assert_array_equal(got8, want8)
+
+
 @pytest.mark.parametrize("cfg", CONFIGS[::4], ids=[f"case{c['seed']}" for c in CONFIGS[::4]])
 def test_qtypes_give_identical_results(cfg: dict):
     """Issue 5: for the same values and scales, I2_S, TL1 and TL2 weights give bit-identical outputs

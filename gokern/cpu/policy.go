@@ -155,10 +155,26 @@ type Measured struct {
 // first-touch page faults (at 16M a second thread gains nothing); the kernels
 // alone (go test -bench Narrow, 1M values in cache) run 6x (bfloat16) and
 // 130x (float32 -> float16) faster than the generic ones.
+//
+// conv_dw on amd-zen4 (the depthwise convolution's taps kernels), measured
+// on 2026-11-24 on the same kind of machine (2 vCPUs shared with another
+// build: load average 1 to 2, round spreads up to ±215%) with
+//
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_dw --threads 1,2 \
+//	    --families-rounds 3 --repeat 5
+//	nice -n -5 python -m bitnet_go bench families --families-ops conv_dw --threads 1,2 \
+//	    --families-rounds 5 --repeat 7
+//
+// geometric mean over depthwise 3x3 32@112 N=1, 3x3/2 96@112 N=1, 3x3
+// 144@56 N=8, 576@14 N=8, 960@7 N=8 and 5x5 240@14 N=1, float32 and int8
+// activations: avx512 1.00x / 1.00x (0.98 / 0.84 ms), avx2 1.06x / 1.06x,
+// generic 3.3x / 3.6x (the two SIMD families run the same Go around their
+// kernels; they tie within the spread on most rows).
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
 		"conv_directf":     {Fastest: AVX512, Timed: []Family{AVX512, AVX2, Generic}},
+		"conv_dw":          {Fastest: AVX512, Timed: []Family{AVX512, AVX2, Generic}},
 		"conv_lut":         {Fastest: AVX2, Timed: []Family{AVX2, Generic}},
 		"conv_i8":          {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},
 		"linear_gemv":      {Fastest: AVX512VNNI, Timed: []Family{AVX512VNNI, AVX2, Generic}},

@@ -110,11 +110,12 @@ type kernels struct {
 	scan *ternary.Quantizer // op "quantize_i2s": MaxAbs, the activation scales and finiteness scan
 	// op "conv_directf": the implicit float32 kernel (directf.go)
 	directf *gemm.DirectF32Kernels
+	dw      *gemm.DepthwiseKernels // op "conv_dw": the depthwise kernel's rows (depthwise.go)
 }
 
 // selected returns the kernels the process selected at start-up.
 func selected() kernels {
-	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), gemm.ConvI8Op.Get(), ternary.QuantizeOp.Get(), gemm.DirectF32Op.Get()}
+	return kernels{gemm.KernelOp.Get(), gemm.LUT16Op.Get(), gemm.GemvOp.Get(), gemm.ConvI8Op.Get(), ternary.QuantizeOp.Get(), gemm.DirectF32Op.Get(), gemm.DepthwiseOp.Get()}
 }
 
 // selectKernels returns the kernels a BITNET_GO_DISABLE setting selects
@@ -126,7 +127,8 @@ func selectKernels(s cpu.Selection) kernels {
 	q, _ := ternary.QuantizeOp.Select(s)
 	i8, _ := gemm.ConvI8Op.Select(s)
 	f, _ := gemm.DirectF32Op.Select(s)
-	return kernels{g, l, v, i8, q, f}
+	dw, _ := gemm.DepthwiseOp.Select(s)
+	return kernels{g, l, v, i8, q, f, dw}
 }
 
 // Conv2D is Conv2DInfo returning the algorithm that ran.
@@ -294,10 +296,19 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 			direct(d, a, acts.q, acts, sc, out, foldI32, skip)
 		case kind == Direct:
 			direct(d, a, x, nil, sc, out, foldF32, skip)
+		case act8 && ks.dw != nil && ks.dw.Family != cpu.Generic:
+			_, taps := dwKernels(ks.dw)
+			depthwisePadded(d, a, acts.q, acts, sc, out, foldI32, skip, taps, false)
 		case act8:
 			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip)
+		case ks.dw != nil && ks.dw.Family != cpu.Generic:
+			taps, _ := dwKernels(ks.dw)
+			depthwisePadded(d, a, x, nil, sc, out, foldF32, skip, taps, true)
 		default:
 			depthwise(d, a, x, nil, sc, out, foldF32, skip)
+		}
+		if kind == Depthwise && ks.dw != nil {
+			return kernelName(kind.String(), ks.dw.Family), nil
 		}
 		return kernelName(kind.String(), cpu.Generic), nil
 	}

@@ -33,9 +33,15 @@ resident set (``VmHWM``, reset by writing 5 to ``/proc/self/clear_refs``)
 during one call, minus the resident set before it and minus the output
 array, after a tiny warm-up convolution has loaded the code.
 
+``--conv-depthwise`` runs a separate table instead: depthwise layers
+(groups = C: MobileNet/EfficientNet 3x3 and 5x5, :data:`DW_LAYERS`) against
+torch fp32 ``F.conv2d(groups=C)`` and torch int8 (the quantized conv2d with
+groups), both ours f32 and ours i8 (the depthwise kernel, op ``conv_dw``).
+
 Example:
     $ python -m bitnet_go bench conv --threads 1,2 --json conv.json --plot conv.png
     $ python -m bitnet_go bench conv --conv-quick --repeat 1
+    $ python -m bitnet_go bench conv --conv-depthwise --threads 1,2
 """
 
 from __future__ import annotations
@@ -94,6 +100,25 @@ QUICK_LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
 """Tiny layers of ``--conv-quick`` (a smoke test of the suite in seconds)."""
 
 
+# name, C, k, stride, H (= W); padding k // 2
+DW_LAYERS: list[tuple[str, int, int, int, int]] = [
+    ("dw3x3 32 @112", 32, 3, 1, 112),
+    ("dw3x3/2 96 @112", 96, 3, 2, 112),
+    ("dw3x3 144 @56", 144, 3, 1, 56),
+    ("dw3x3 192 @28", 192, 3, 1, 28),
+    ("dw3x3 384 @14", 384, 3, 1, 14),
+    ("dw3x3 576 @14", 576, 3, 1, 14),
+    ("dw3x3 960 @7", 960, 3, 1, 7),
+    ("dw5x5 240 @14", 240, 5, 1, 14),
+]
+"""Depthwise layers of ``--conv-depthwise`` (MobileNetV2 / EfficientNet-B0 shapes)."""
+
+QUICK_DW_LAYERS: list[tuple[str, int, int, int, int]] = [
+    ("quickdw3x3 8 @12", 8, 3, 1, 12),
+    ("quickdw3x3/2 8 @13", 8, 3, 2, 13),
+]
+"""Tiny depthwise layers of ``--conv-depthwise --conv-quick``."""
+
 QUICK: dict[str, object] = {"conv_quick": True, "conv_no_mem": True}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
@@ -107,6 +132,9 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
         "--conv-naive-gflop", type=float, default=0.25, help="run naive where the call is at most this many GFLOP"
     )
     g.add_argument("--conv-no-mem", action="store_true", help="skip the peak-memory measurements")
+    g.add_argument(
+        "--conv-depthwise", action="store_true", help="the depthwise table (groups = C) instead of the ResNet layers"
+    )
     conv_cuda.add_arguments(g)  # --device cuda (the GPU suite: bench/conv_cuda.py)
 
 
@@ -179,7 +207,7 @@ def measure_extra_memory(cfg: dict[str, Any], threads: int) -> int | None:
 
 
 def _torch_int8(
-    torch: ModuleType, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: int, padding: int
+    torch: ModuleType, x: np.ndarray, t: bitnet_go.TernaryTensor, stride: int, padding: int, groups: int = 1
 ) -> Callable[[], object] | None:
     """A closure running torch's quantized conv2d on quantized copies of x and t, or None."""
     try:
@@ -199,11 +227,11 @@ def _torch_int8(
             wq = torch.quantize_per_tensor(vals * float(t.scales[0]), float(t.scales[0]), 0, torch.qint8)
         import torch.nn.functional as F
 
-        ref = F.conv2d(xt, torch.from_numpy(t.dequantize()), None, stride, padding)
+        ref = F.conv2d(xt, torch.from_numpy(t.dequantize()), None, stride, padding, 1, groups)
         oscale = float(ref.abs().max()) / 127 or 1.0
 
         def fn() -> object:
-            return qF.conv2d(xq, wq, None, stride=stride, padding=padding, scale=oscale, zero_point=128)
+            return qF.conv2d(xq, wq, None, stride=stride, padding=padding, groups=groups, scale=oscale, zero_point=128)
 
         fn()
         return fn
@@ -228,6 +256,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         layers = [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)]
     if getattr(args, "device", "cpu") == "cuda":
         return conv_cuda.run_conv(args, layers)
+    if getattr(args, "conv_depthwise", False):
+        return run_depthwise(args, torch)
     batches = [1] if quick else parse_int_list(getattr(args, "conv_batches", "1,8"))
     naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
     do_mem = not getattr(args, "conv_no_mem", False)
@@ -324,6 +354,56 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def run_depthwise(args: argparse.Namespace, torch: ModuleType | None) -> list[dict[str, Any]]:
+    """The ``--conv-depthwise`` table: depthwise layers, ours vs torch fp32 and int8; returns the rows."""
+    quick = getattr(args, "conv_quick", False)
+    layers = QUICK_DW_LAYERS if quick else DW_LAYERS
+    prefixes = [p.strip() for p in getattr(args, "conv_layers", "").split(",") if p.strip()]
+    if prefixes:
+        layers = [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)]
+    batches = [1] if quick else parse_int_list(getattr(args, "conv_batches", "1,8"))
+    repeat = max(1, args.repeat)
+    threads = parse_int_list(args.threads)
+    table = Table(_DW_TITLE, _DW_COLUMNS, total=len(layers) * len(batches) * len(threads))
+    rng = np.random.default_rng(0)
+    with restored_threads(torch):
+        for name, c, k, s, h in layers:
+            p = k // 2
+            w = bitnet_go.quantize_conv_weight(rng.standard_normal((c, 1, k, k), dtype=np.float32))
+            ho = (h + 2 * p - k) // s + 1
+            for n in batches:
+                x = rng.standard_normal((n, c, h, h), dtype=np.float32)
+                gf = gflop(n, c, c, k, ho, ho, groups=c)
+                xt = torch.from_numpy(x) if torch else None
+                wt = torch.from_numpy(w.dequantize()) if torch else None
+                q8 = _torch_int8(torch, x, w, s, p, groups=c) if torch else None
+                for th in threads:
+                    table.start(f"{name} N={n} thr={th}")
+                    bitnet_go.set_num_threads(th)
+                    row: dict[str, Any] = {"layer": name, "n": n, "threads": th, "gflop": gf}
+                    for key, ab in (("f32", None), ("i8", 8)):
+                        kw = dict(stride=s, padding=p, groups=c, act_bits=ab)
+                        row[f"kernel_{key}"] = _ran(x, w, **kw)
+                        ts = timeit(partial(conv2d_with_info, x, w, **kw), repeat=repeat)
+                        row[f"ours_{key}_ms"] = median(ts) * 1e3
+                        row[f"ours_{key}_range"] = spread_text(ts)
+                        row[f"ours_{key}_gflops"] = gf / median(ts)
+                    if torch:
+                        torch.set_num_threads(th)
+                        ts = timeit(partial(torch.nn.functional.conv2d, xt, wt, None, s, p, 1, c), repeat=repeat)
+                        row["torch_f32_ms"] = median(ts) * 1e3
+                        row["torch_f32_range"] = spread_text(ts)
+                        row["ratio_f32"] = row["ours_f32_ms"] / row["torch_f32_ms"]
+                        if q8 is not None:
+                            ts = timeit(q8, repeat=repeat)
+                            row["torch_i8_ms"] = median(ts) * 1e3
+                            row["torch_i8_range"] = spread_text(ts)
+                            row["ratio_i8"] = row["ours_i8_ms"] / row["torch_i8_ms"]
+                            row["ratio_i8_f32"] = row["ours_i8_ms"] / row["torch_f32_ms"]
+                    table.add(row)
+    return table.done()
+
+
 def plot(rows: list[dict[str, Any]], path: str) -> None:
     """Bar charts of GFLOP/s per layer, one panel per (batch, threads).
 
@@ -413,4 +493,25 @@ _RATE_COLUMNS: list[tuple[str, ...]] = [
     ("mem_extra_mb", "mem MB", ".2f", "peak extra resident MB of our call (fresh process; - with --conv-no-mem)"),
     ("base_mb", "base MB", ".2f", "input + output + packed weight MB"),
     ("mem_ratio", "mem/base", ".2f", "mem MB / base MB"),
+]
+
+_DW_TITLE = "depthwise conv2d_quantized (groups = C) vs PyTorch (median ms of the timed calls; range = min-max ms)"
+_DW_COLUMNS: list[tuple[str, ...]] = [
+    ("layer", "layer", "s", "depthwise layer (kernel[/stride], channels @ input height = width), padding k // 2"),
+    ("n", "N", "d", "batch size"),
+    ("threads", "thr", "d", "threads, the same for every library"),
+    ("torch_f32_ms", "torch f32", ".3f", "F.conv2d(groups=C) in float32 on the dequantized weight, ms"),
+    ("torch_f32_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("ours_f32_ms", "ours f32", ".3f", "conv2d_quantized(groups=C, act_bits=None), ms"),
+    ("ours_f32_range", "range", "s", ""),
+    ("ratio_f32", "f32 ratio", ".2f", "ours f32 / torch f32 (below 1: ours is faster)"),
+    ("torch_i8_ms", "torch i8", ".3f", "torch.ao quantized conv2d with groups=C: quint8 input, qint8 weight, ms"),
+    ("torch_i8_range", "range", "s", ""),
+    ("ours_i8_ms", "ours i8", ".3f", "conv2d_quantized(groups=C, act_bits=8), ms"),
+    ("ours_i8_range", "range", "s", ""),
+    ("ratio_i8", "i8 ratio", ".2f", "ours i8 / torch i8 (below 1: ours is faster)"),
+    ("ratio_i8_f32", "i8/t f32", ".2f", "ours i8 / torch f32"),
+    ("ours_f32_gflops", "f32 GF/s", ".1f", "ours f32: 2*N*C*k*k*H_out*W_out / 1e9 per second"),
+    ("kernel_f32", "kernel f32", "s", "algorithm:kernel of act_bits=None"),
+    ("kernel_i8", "kernel i8", "s", "... and of act_bits=8"),
 ]

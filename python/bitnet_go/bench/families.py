@@ -26,6 +26,8 @@ Workloads per op (``--families-quick``: smaller ones, for the test):
   int8 implicit GEMM, at N = 1 and 8, and the stem (:data:`CONV_I8_ROWS`);
 - ``conv_directf``: ``conv_gemm``'s layers and the 7x7/2 stem (3->64 @224
   N=1) with float32 activations (the implicit float32 kernel's layers);
+- ``conv_dw``: depthwise layers (groups = C) of ``bench conv --conv-depthwise``
+  at N = 1 and 8, float32 and int8 activations (:data:`DW_ROWS`);
 - ``conv_lut``: ``algorithm="lut"`` on the conv suite's GEMV-like 1x1 layers,
   TL1 and TL2 weights;
 - ``qelem``: the quantized ``add`` of two uint8 tensors (``bitnet_go._qelem``), 16M;
@@ -109,6 +111,18 @@ QUICK_CONV_I8_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
     ("conv3x3 64->64 @56", 64, 64, 3, 1, 1, 56, 1),
     ("conv3x3 128->128 @28", 128, 128, 3, 1, 1, 28, 2),
 ]
+
+DW_ROWS: list[tuple[str, int, int, int, int, int]] = [
+    ("dw3x3 32 @112", 32, 3, 1, 112, 1),
+    ("dw3x3/2 96 @112", 96, 3, 2, 112, 1),
+    ("dw3x3 144 @56", 144, 3, 1, 56, 8),
+    ("dw3x3 576 @14", 576, 3, 1, 14, 8),
+    ("dw3x3 960 @7", 960, 3, 1, 7, 8),
+    ("dw5x5 240 @14", 240, 5, 1, 14, 1),
+]
+"""conv_dw's layers: (name, C, k, stride, H = W, N), groups = C, padding k // 2."""
+
+QUICK_DW_ROWS: list[tuple[str, int, int, int, int, int]] = [("dw3x3 32 @28", 32, 3, 1, 28, 1)]
 
 LUT_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
     ("gemv1x1 4096->4096 @1", 4096, 4096, 1, 1, 0, 1, 1),
@@ -208,6 +222,11 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
         for name, c, o, k, s, p, h, n in (QUICK_CONV_ROWS if quick else CONV_ROWS) + stem:
             layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
             out.append({"name": f"{name} N={n} float32", "op": op, "act_bits": None, "qtype": "i2_s", **layer})
+    elif op == "conv_dw":
+        for name, c, k, s, h, n in QUICK_DW_ROWS if quick else DW_ROWS:
+            layer = dict(c=c, o=c, k=k, stride=s, padding=k // 2, h=h, n=n, groups=c)
+            for bits, label in ((None, "float32"), (8, "int8")):
+                out.append({"name": f"{name} N={n} {label}", "op": op, "act_bits": bits, "qtype": "i2_s", **layer})
     elif op == "conv_lut":
         for name, c, o, k, s, p, h, n in QUICK_LUT_ROWS if quick else LUT_ROWS:
             for qt in ("tl1", "tl2"):
@@ -269,11 +288,12 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
         cw, cx = _weight(rng, (w["o"], w["i"], r, r)), _codes(rng, (1, w["i"], w["h"], w["h"]), "uint8")
         return lambda: F.conv2d(cx, cw, padding=r // 2, scale=0.5, zero_point=128)
     c, o, k, h, n = w["c"], w["o"], w["k"], w["h"], w["n"]
-    wt = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c, k, k), dtype=np.float32))
+    groups = w.get("groups", 1)
+    wt = bitnet_go.quantize_conv_weight(rng.standard_normal((o, c // groups, k, k), dtype=np.float32))
     if w["qtype"] != "i2_s":
         wt = wt.to(w["qtype"])
     x = rng.standard_normal((n, c, h, h), dtype=np.float32)
-    kw: dict[str, Any] = dict(stride=w["stride"], padding=w["padding"], act_bits=w["act_bits"])
+    kw: dict[str, Any] = dict(stride=w["stride"], padding=w["padding"], act_bits=w["act_bits"], groups=groups)
     if op == "conv_lut":
         kw["algorithm"] = "lut"
     elif op == "conv_gemm":
