@@ -96,6 +96,7 @@ fuzz:
 
 lint: venv
 	"$(PY)" -m ruff check python tests_py tests_go setup.py
+	"$(PY)" -m ruff format --check python tests_py tests_go setup.py
 
 # The whole suite on the default family, then the parity tests again on the
 # generic Go kernels alone (every SIMD family switched off).

@@ -181,8 +181,18 @@ def test_repr_html_of_a_ternary_tensor() -> None:
     t = bitnet_go.quantize_i2s(x, block_size=128)
     text = _html_text(t)
     s = t.scales_summary()
-    wants = ["TernaryTensor", "ternary", "i2_s", "(64, 128)", f"64: min {s['min']:.4g}, max {s['max']:.4g}",
-             f"mean {s['mean']:.4g}", f"{t.nbytes:,} (float32: {4 * t.size:,}, ", "x smaller", "2.250", "cpu"]
+    wants = [
+        "TernaryTensor",
+        "ternary",
+        "i2_s",
+        "(64, 128)",
+        f"64: min {s['min']:.4g}, max {s['max']:.4g}",
+        f"mean {s['mean']:.4g}",
+        f"{t.nbytes:,} (float32: {4 * t.size:,}, ",
+        "x smaller",
+        "2.250",
+        "cpu",
+    ]
     for want in wants:
         assert want in text, (want, text)
     v = t.values()

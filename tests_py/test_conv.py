@@ -453,11 +453,26 @@ def test_abi_revalidates():
         def tensor(data, nbytes, dtype, shape, scales=None, ns=0, bs=0):
             dims = (ctypes.c_int64 * len(shape))(*shape)
             keep.append(dims)
-            return d.Tensor(version=d.TENSOR_V1, dtype=dtype, device_type=d.CPU, data=data, nbytes=nbytes,
-                            ndim=len(shape), axis=-1, shape=dims, scales=scales, n_scales=ns, block_size=bs)
+            return d.Tensor(
+                version=d.TENSOR_V1,
+                dtype=dtype,
+                device_type=d.CPU,
+                data=data,
+                nbytes=nbytes,
+                ndim=len(shape),
+                axis=-1,
+                shape=dims,
+                scales=scales,
+                n_scales=ns,
+                block_size=bs,
+            )
 
-        xt = tensor(a["x"], 4 * a["n"] * a["c"] * a["h"] * a["w"] if a["n"] < 1 << 20 else x.nbytes,
-                    d.DTYPES["float32"], (a["n"], a["c"], a["h"], a["w"]))
+        xt = tensor(
+            a["x"],
+            4 * a["n"] * a["c"] * a["h"] * a["w"] if a["n"] < 1 << 20 else x.nbytes,
+            d.DTYPES["float32"],
+            (a["n"], a["c"], a["h"], a["w"]),
+        )
         wt = tensor(a["packed"], a["plen"], a["qt"], (a["o"], a["wc"], a["kh"], a["kw"]), a["scales"], a["ns"], a["bs"])
         bt = None
         if a["bias"] is not None or a["nb"]:
@@ -467,8 +482,15 @@ def test_abi_revalidates():
         p.stride[:], p.padding[:] = [a["sh"], a["sw"]], [a["pt"], a["pl"], a["pb"], a["pr"]]
         p.dilation[:], p.groups = [a["dh"], a["dw"]], a["g"]
         info = a["info"]
-        _lib.call("bng_conv2d", ctypes.byref(xt), ctypes.byref(wt), bt, ctypes.byref(ot), ctypes.byref(p),
-                  None if info is None else ctypes.byref(info))
+        _lib.call(
+            "bng_conv2d",
+            ctypes.byref(xt),
+            ctypes.byref(wt),
+            bt,
+            ctypes.byref(ot),
+            ctypes.byref(p),
+            None if info is None else ctypes.byref(info),
+        )
 
     call()
     for over, match in [
