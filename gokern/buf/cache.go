@@ -47,10 +47,17 @@ type cached[K comparable, V any] struct {
 // with an error is neither kept nor returned; if build panics, nothing is
 // kept and the panic goes on to Get's caller with the cache unlocked.
 func (c *Cache[K, V]) Get(key K, src []byte, build func(src []byte) (V, int, error)) (V, error) {
+	return c.GetParts(key, [][]byte{src}, build)
+}
+
+// GetParts is Get with src given as parts, compared with the bytes kept as
+// their concatenation without building it (a weight's codes and its
+// scales, say): only a miss joins them, once, for build and the copy kept.
+func (c *Cache[K, V]) GetParts(key K, parts [][]byte, build func(src []byte) (V, int, error)) (V, error) {
 	c.mu.Lock()
 	e := c.m[key]
 	c.mu.Unlock()
-	if e != nil && bytes.Equal(e.src, src) { // e.src is never modified once kept
+	if e != nil && equalParts(e.src, parts) { // e.src is never modified once kept
 		c.mu.Lock()
 		if e.kept { // not dropped meanwhile
 			c.unlink(e)
@@ -59,12 +66,19 @@ func (c *Cache[K, V]) Get(key K, src []byte, build func(src []byte) (V, int, err
 		c.mu.Unlock()
 		return e.val, nil
 	}
-	size := len(src)
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
 	if c.MaxBytes <= 0 || size > c.MaxBytes/2 { // would push out most of the rest: not kept
+		src := parts[0]
+		if len(parts) > 1 {
+			src = bytes.Join(parts, nil)
+		}
 		v, _, err := build(src)
 		return v, err
 	}
-	cp := bytes.Clone(src)
+	cp := bytes.Join(parts, nil) // a copy, even of one part
 	v, n, err := build(cp)
 	if err != nil {
 		return v, err
@@ -138,4 +152,15 @@ func (c *Cache[K, V]) Clear() {
 		c.unlink(c.front)
 	}
 	c.m, c.size = nil, 0
+}
+
+// equalParts reports whether b is the concatenation of parts.
+func equalParts(b []byte, parts [][]byte) bool {
+	for _, p := range parts {
+		if len(p) > len(b) || !bytes.Equal(b[:len(p)], p) {
+			return false
+		}
+		b = b[len(p):]
+	}
+	return len(b) == 0
 }

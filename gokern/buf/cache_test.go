@@ -429,3 +429,57 @@ func BenchmarkCacheHit(b *testing.B) {
 		})
 	}
 }
+
+// TestCacheParts: GetParts compares the kept bytes with the parts'
+// concatenation (however the bytes are split), builds from the joined
+// bytes, and a change in any part is a miss; a value too big to keep is
+// built from the joined bytes too.
+func TestCacheParts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		max       int
+		first     []string
+		then      []string
+		wantBuilt bool
+	}{
+		{"same parts", 100, []string{"ab", "cd"}, []string{"ab", "cd"}, false},
+		{"split elsewhere", 100, []string{"ab", "cd"}, []string{"a", "bcd"}, false},
+		{"one part", 100, []string{"abcd"}, []string{"ab", "cd"}, false},
+		{"second part changed", 100, []string{"ab", "cd"}, []string{"ab", "ce"}, true},
+		{"first part changed", 100, []string{"ab", "cd"}, []string{"xb", "cd"}, true},
+		{"longer", 100, []string{"ab", "cd"}, []string{"ab", "cde"}, true},
+		{"shorter", 100, []string{"ab", "cd"}, []string{"ab", "c"}, true},
+		{"empty part", 100, []string{"ab", "", "cd"}, []string{"abcd"}, false},
+		{"too big", 8, []string{"ab", "cd"}, []string{"ab", "cd"}, true},
+	} {
+		c := Cache[string, string]{MaxBytes: tc.max}
+		parts := func(ss []string) [][]byte {
+			out := make([][]byte, len(ss))
+			for i, s := range ss {
+				out[i] = []byte(s)
+			}
+			return out
+		}
+		get := func(ss []string) (string, bool) {
+			built := false
+			v, err := c.GetParts("k", parts(ss), func(src []byte) (string, int, error) {
+				built = true
+				return string(src), 1, nil
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			return v, built
+		}
+		if v, built := get(tc.first); !built || v != strings.Join(tc.first, "") {
+			t.Errorf("%s: first call built %v value %q", tc.name, built, v)
+		}
+		v, built := get(tc.then)
+		if built != tc.wantBuilt {
+			t.Errorf("%s: second call built %v, want %v", tc.name, built, tc.wantBuilt)
+		}
+		if want := strings.Join(tc.then, ""); v != want {
+			t.Errorf("%s: second value %q, want %q", tc.name, v, want)
+		}
+	}
+}

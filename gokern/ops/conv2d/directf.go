@@ -1,8 +1,6 @@
 package conv2d
 
 import (
-	"unsafe"
-
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
@@ -95,13 +93,8 @@ func directWeights(d *Dims, w Weights, sc *scaler, k *gemm.DirectF32Kernels) ([]
 	if !ok {
 		return nil, errs.Memory("expanded weight would take more than %d values", ternary.MaxElements)
 	}
-	build := func(codes []byte) ([]float32, error) {
-		vals := make([]int8, d.WLen)
-		if err := unpackI2S(codes[:len(w.Packed)], vals); err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
-		pl := k.MR * d.K
+	pl := k.MR * d.K
+	return expandedF32(d, w, layoutDirectF32, k.MR, n, func(vals []int8, out []float32) {
 		par.Run(par.ChunksWork(d.Groups*np, pl), func(_, lo, hi int) {
 			for pi := lo; pi < hi; pi++ {
 				g, p := pi/np, pi%np
@@ -119,19 +112,21 @@ func directWeights(d *Dims, w Weights, sc *scaler, k *gemm.DirectF32Kernels) ([]
 				}
 			}
 		})
-		return out, nil
-	}
-	if w.converted {
-		return build(w.Packed)
-	}
-	src := make([]byte, len(w.Packed)+4*len(w.Scales))
-	copy(src, w.Packed)
-	copy(src[len(w.Packed):], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales)))
-	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(src),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, layoutDirectF32, ternary.I2S, k.MR}
-	l, err := layoutCache.Get(key, src, func(src []byte) (*weightLayout, int, error) {
-		f, err := build(src)
-		return &weightLayout{f32: f}, 4 * len(f), err
+	})
+}
+
+// expandedF32 returns w expanded to n float32 values by fill (given the
+// weight's ternary values), kept in the weight cache under kind and tile
+// (cachedScaled: the codes and the scales compared).
+func expandedF32(d *Dims, w Weights, kind layoutKind, tile, n int, fill func(vals []int8, out []float32)) ([]float32, error) {
+	l, err := cachedScaled(d, w, kind, tile, func(w Weights) (*weightLayout, int, error) {
+		vals := make([]int8, d.WLen)
+		if err := unpackI2S(w.Packed, vals); err != nil {
+			return nil, 0, err
+		}
+		out := make([]float32, n)
+		fill(vals, out)
+		return &weightLayout{f32: out}, 4 * n, nil
 	})
 	if err != nil {
 		return nil, err

@@ -1,8 +1,6 @@
 package conv2d
 
 import (
-	"unsafe"
-
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -47,12 +45,7 @@ func blockedWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) 
 	if !ok {
 		return nil, errs.Memory("expanded weight would take more than %d values", ternary.MaxElements)
 	}
-	build := func(codes []byte) ([]float32, error) {
-		vals := make([]int8, d.WLen)
-		if err := unpackI2S(codes[:len(w.Packed)], vals); err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
+	return expandedF32(d, w, layoutBlockedF32, boc, n, func(vals []int8, out []float32) {
 		par.Run(par.ChunksWork(d.Groups*nob, per), func(_, lo, hi int) {
 			for bi := lo; bi < hi; bi++ {
 				g, ob := bi/nob, bi%nob
@@ -67,24 +60,7 @@ func blockedWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) 
 				}
 			}
 		})
-		return out, nil
-	}
-	if w.converted {
-		return build(w.Packed)
-	}
-	src := make([]byte, len(w.Packed)+4*len(w.Scales))
-	copy(src, w.Packed)
-	copy(src[len(w.Packed):], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales)))
-	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(src),
-		d.Og, d.Groups, d.K, d.Cg, khw, layoutBlockedF32, ternary.I2S, boc}
-	l, err := layoutCache.Get(key, src, func(src []byte) (*weightLayout, int, error) {
-		f, err := build(src)
-		return &weightLayout{f32: f}, 4 * len(f), err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return l.f32, nil
 }
 
 // blockInput writes x into dst as (N, groups, ncb, Hp, Wp, 16), zero

@@ -75,6 +75,25 @@ func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 	})
 }
 
+// cachedScaled is cachedLayout for a layout with w's scales folded in: kept
+// under the same kind of key, and compared with the codes and the scales
+// (buf.Cache.GetParts: no joined copy on a hit). build reads the scales
+// through its own scaler, as the layout's users do.
+func cachedScaled(d *Dims, w Weights, kind layoutKind, bl int, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
+	if w.converted {
+		l, _, err := build(w)
+		return l, err
+	}
+	scales := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales))
+	n := len(w.Packed)
+	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n + len(scales),
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl}
+	return layoutCache.GetParts(key, [][]byte{w.Packed, scales}, func(src []byte) (*weightLayout, int, error) {
+		w.Packed = src[:n]
+		return build(w)
+	})
+}
+
 // panels returns w's A panels (ks.PackA; every set packs the same panels).
 func panels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 	l, err := cachedLayout(d, w, layoutPanels, 0, func(w Weights) (*weightLayout, int, error) {
