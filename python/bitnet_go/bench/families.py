@@ -131,7 +131,10 @@ LUT_ROWS: list[tuple[str, int, int, int, int, int, int, int]] = [
 ]
 """conv_lut's layers: the conv suite's GEMV-like 1x1 layers."""
 
-QUICK_LUT_ROWS = LUT_ROWS[:1]
+QUICK_LUT_ROWS = LUT_ROWS[1:2]
+"""conv_lut's quick layer: 4x4 pixels, where the LUT kernels do most of the call's work (on one pixel the
+call's weight handling, common to every family, dominates: avx2 and generic came within 10-30% of each other
+there and the order flipped between runs, while 4x4 separates them 5-10x)."""
 
 QLINEAR_ROWS: list[tuple[str, int, int, int, int]] = [
     ("linear 4096x4096", 4096, 4096, 1, 1),
