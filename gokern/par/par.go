@@ -222,7 +222,7 @@ func (j *job) record(r any) {
 // wait returns when every chunk is done: it spins for up to spinFor (the
 // helpers usually finish within it), then blocks.
 func (j *job) wait() {
-	spin(func() bool { return j.left.Load() == 0 })
+	spin(func() bool { return j.left.Load() == 0 }, false)
 	j.wg.Wait()
 }
 

@@ -1,6 +1,7 @@
 package par
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,6 +198,21 @@ func TestRunPool(t *testing.T) {
 			})
 			if total.Load() != 32 {
 				t.Fatalf("nested: %d inner items, want 32", total.Load())
+			}
+		}},
+		{"one processor, a locked caller", func() {
+			// Run's caller spins without yielding (a cgo callback is locked
+			// to its thread): with more threads than processors the chunks
+			// must still all run, and the wait end within spinFor of them.
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			start := time.Now()
+			for range 200 {
+				check("one processor", 37)
+			}
+			if d := time.Since(start); d > 200*(spinFor+time.Millisecond) {
+				t.Fatalf("one processor: 200 runs took %v", d)
 			}
 		}},
 		{"after a panic", func() {
