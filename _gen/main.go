@@ -83,6 +83,7 @@ var targets = []target{
 	{name: "qelem512", dir: "gokern/ops/qelem", base: "qelem_avx512", gen: qelemAVX512},
 	{name: "quant", dir: "gokern/quant", base: "quant_avx2", avx2Only: true, gen: quantAVX2},
 	{name: "ternary", dir: "gokern/ternary", base: "quant_avx2", avx2Only: true, gen: ternaryAVX2},
+	{name: "ternary512", dir: "gokern/ternary", base: "quant_avx512", gen: ternaryAVX512},
 	{name: "tq", dir: "gokern/ternary", base: "tq_avx2", avx2Only: true, gen: tqAVX2},
 }
 

@@ -442,41 +442,7 @@ func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
 		c.VPTEST(t, t)
 		c.JZ(operand.LabelRef("next"))
 		c.VMOVDQU(t, ambM)
-		m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
-		for w := 0; w < 4; w++ {
-			// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
-			c.Label(fmt.Sprintf("word%d", w))
-			c.MOVQ(ambM.Offset(8*w), m)
-			c.Label(fmt.Sprintf("bits%d", w))
-			c.TESTQ(m, m)
-			c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
-			c.CMPQ(ne, entCap)
-			c.JAE(operand.LabelRef("full"))
-			c.BSFQ(m, b)
-			c.MOVQ(b, j)
-			c.SHRQ(operand.Imm(3), j)
-			c.ANDQ(operand.Imm(7), b)
-			c.SHRQ(operand.Imm(1), b)
-			c.NOTQ(b)
-			c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
-			c.SHLQ(operand.Imm(5), b)
-			c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
-			if bf16 {
-				c.MOVWQZX(operand.Mem{Base: p, Index: j, Scale: 2}, v)
-				c.SHLQ(operand.Imm(48), v) // the float32 bits, << 32
-			} else {
-				c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
-				c.SHLQ(operand.Imm(32), v)
-			}
-			c.ADDL(off.As32(), j.As32())
-			c.ORQ(j, v)
-			c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
-			c.INCQ(ne)
-			c.LEAQ(mem(m, -1), b)
-			c.ANDQ(b, m)
-			c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
-		}
-		c.Label("word4")
+		ambEntries(c, ambM, p, esz, off, ne, entp, entCap)
 		c.Label("next")
 		c.ADDQ(operand.U32(uint64(128*esz)), p)
 		c.ADDQ(operand.Imm(32), out)
@@ -498,6 +464,50 @@ func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
 	}
 	c.Store(ne, c.Return("nent"))
 	c.RET()
+}
+
+// ambEntries emits the code-3 entries of the group at p (esz bytes a value)
+// from the 32-byte bitmap at ambM (bit 2b of byte j set: the value of byte
+// j, lane 3-b, has code 3), in order of byte and lane: the value's float32
+// bits << 32 | (off + its index in the group), stored at entp[ne], ne++.
+// It jumps to "full" when ne reaches entCap and falls through (at label
+// "word4") when done.
+func ambEntries(c *build.Context, ambM operand.Mem, p reg.Register, esz int, off reg.GPVirtual, ne, entp, entCap reg.Register) {
+	m, b, j, v := c.GP64(), c.GP64(), c.GP64(), c.GP64()
+	for w := 0; w < 4; w++ {
+		// Bit b of word w is byte 8w+b/8 at shift b%8: lane 3-(b%8)/2.
+		c.Label(fmt.Sprintf("word%d", w))
+		c.MOVQ(ambM.Offset(8*w), m)
+		c.Label(fmt.Sprintf("bits%d", w))
+		c.TESTQ(m, m)
+		c.JZ(operand.LabelRef(fmt.Sprintf("word%d", w+1)))
+		c.CMPQ(ne, entCap)
+		c.JAE(operand.LabelRef("full"))
+		c.BSFQ(m, b)
+		c.MOVQ(b, j)
+		c.SHRQ(operand.Imm(3), j)
+		c.ANDQ(operand.Imm(7), b)
+		c.SHRQ(operand.Imm(1), b)
+		c.NOTQ(b)
+		c.ANDQ(operand.Imm(3), b) // lane = 3 - (b%8)/2
+		c.SHLQ(operand.Imm(5), b)
+		c.LEAQ(operand.Mem{Base: j, Index: b, Scale: 1, Disp: 8 * w}, j) // index in the group
+		if esz == 2 {                                                    // bfloat16
+			c.MOVWQZX(operand.Mem{Base: p, Index: j, Scale: 2}, v)
+			c.SHLQ(operand.Imm(48), v) // the float32 bits, << 32
+		} else {
+			c.MOVL(operand.Mem{Base: p, Index: j, Scale: 4}, v.As32())
+			c.SHLQ(operand.Imm(32), v)
+		}
+		c.ADDL(off.As32(), j.As32())
+		c.ORQ(j, v)
+		c.MOVQ(v, operand.Mem{Base: entp, Index: ne, Scale: 8})
+		c.INCQ(ne)
+		c.LEAQ(mem(m, -1), b)
+		c.ANDQ(b, m)
+		c.JMP(operand.LabelRef(fmt.Sprintf("bits%d", w)))
+	}
+	c.Label("word4")
 }
 
 // splat returns w in all eight 32-bit words.

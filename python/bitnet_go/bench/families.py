@@ -11,7 +11,8 @@ setting); it checks that each op it times runs that family.
 
 Workloads per op (``--families-quick``: smaller ones, for the test):
 
-- ``quantize_i2s``: ``quantize_i2s`` of 16M floats;
+- ``quantize_i2s``: ``quantize_i2s`` of 16M floats, and of 16M bfloat16 values as
+  ``bitnet-go convert`` quantizes a bf16 checkpoint's weight (one scale, read as bf16);
 - ``quantize_tq``: ``quantize_tq2_0`` of 16M floats (one row of 16M);
 - ``quant_quantize`` / ``quant_dequantize``: ``quantize(x, "int8", ...)`` per
   tensor and its ``dequantize()``, 16M;
@@ -193,7 +194,7 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
 
     Example:
         >>> [w["name"] for w in workloads("quantize_i2s", False, 1 << 20)]
-        ['quantize_i2s 1M']
+        ['quantize_i2s 1M', 'quantize_i2s bfloat16 1M (convert)']
         >>> workloads("no_such_op", False, 1)
         []
     """
@@ -209,9 +210,12 @@ def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
         "cast_bf16": f"cast bfloat16 -> float32 {label}",
         "cast_f16": f"cast bfloat16 -> float16 {label}",
     }
-    if op in simple:
-        return [{"name": simple[op], "op": op, "n": size}]
     out: list[dict[str, Any]] = []
+    if op in simple:
+        out.append({"name": simple[op], "op": op, "n": size})
+        if op == "quantize_i2s":
+            out.append({"name": f"quantize_i2s bfloat16 {label} (convert)", "op": op, "n": size, "bf16": True})
+        return out
     if op == "conv_gemm":
         for name, c, o, k, s, p, h, n in QUICK_CONV_ROWS if quick else CONV_ROWS:
             layer = dict(c=c, o=o, k=k, stride=s, padding=p, h=h, n=n)
@@ -267,6 +271,11 @@ def _build(w: dict[str, Any]) -> Callable[[], object]:
         return lambda: cast(bits, "bfloat16", "float32" if op == "cast_bf16" else "float16")
     if op in ("quantize_i2s", "quantize_tq", "quant_quantize", "quant_dequantize", "quant_minmax", "quant_histogram"):
         x = rng.standard_normal(w["n"], dtype=np.float32)
+        if op == "quantize_i2s" and w.get("bf16"):
+            from bitnet_go.convert._convert import _quantize_bf16
+
+            bits = np.ascontiguousarray((x.view(np.uint32) >> 16).astype(np.uint16))
+            return lambda: _quantize_bf16(bits, None, "absmean")
         if op == "quantize_i2s":
             return lambda: bitnet_go.quantize_i2s(x)
         if op == "quantize_tq":
