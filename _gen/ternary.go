@@ -434,19 +434,7 @@ func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
 		c.VMOVDQU(perm, idx)
 		c.VPERMD(res, idx, res)
 		c.VMOVDQU(res, mem(out, 0))
-		c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
-		t := c.YMM()
-		c.VPSRLW(operand.Imm(1), res, t)
-		c.VPAND(res, t, t)
-		c.VPAND(bytes55, t, t)
-		c.VPTEST(t, t)
-		c.JZ(operand.LabelRef("next"))
-		c.VMOVDQU(t, ambM)
-		ambEntries(c, ambM, p, esz, off, ne, entp, entCap)
-		c.Label("next")
-		c.ADDQ(operand.U32(uint64(128*esz)), p)
-		c.ADDQ(operand.Imm(32), out)
-		c.ADDL(operand.U32(128), off.As32())
+		groupEntries(c, res, bytes55, ambM, true, p, out, esz, off, ne, entp, entCap)
 	})
 
 	c.Label("full")
@@ -464,6 +452,29 @@ func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
 	}
 	c.Store(ne, c.Return("nent"))
 	c.RET()
+}
+
+// groupEntries ends a one-pass kernel's group: the code-3 bitmap of its
+// codes res (VPTEST and a jump to "next" when test: none), its entries
+// (ambEntries, through the 32 bytes at ambM), then at label "next" p, out
+// and off advanced one group (esz bytes a value).
+func groupEntries(c *build.Context, res reg.VecVirtual, bytes55, ambM operand.Mem, test bool, p, out reg.Register, esz int,
+	off reg.GPVirtual, ne, entp, entCap reg.Register) {
+	c.Comment("Code 3 in the group: both bits of some 2-bit field set.")
+	t := c.YMM()
+	c.VPSRLW(operand.Imm(1), res, t)
+	c.VPAND(res, t, t)
+	c.VPAND(bytes55, t, t)
+	if test {
+		c.VPTEST(t, t)
+		c.JZ(operand.LabelRef("next"))
+	}
+	c.VMOVDQU(t, ambM)
+	ambEntries(c, ambM, p, esz, off, ne, entp, entCap)
+	c.Label("next")
+	c.ADDQ(operand.U32(uint64(128*esz)), p)
+	c.ADDQ(operand.Imm(32), out)
+	c.ADDL(operand.U32(128), off.As32())
 }
 
 // ambEntries emits the code-3 entries of the group at p (esz bytes a value)
