@@ -337,16 +337,7 @@ func quantSpecMaxBF16AVX2(c *build.Context) {
 // quantSpecMaxAVX2; with bf16, of their bfloat16 versions (x holds 2 bytes
 // a value, widened on load).
 func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
-	esz := 4 // bytes a value of x
-	if bf16 {
-		esz = 2
-	}
-	p, out, g := groupArgs(c)
-	entp, entCap := loadArg(c, "ent.base"), loadArg(c, "ent.len")
-	off := c.GP64()
-	c.MOVLQZX(paramAddr(c, "off"), off)
-	ne := c.GP64()
-	c.XORQ(ne, ne)
+	esz, p, out, g, entp, entCap, off, ne := specArgs(c, bf16)
 
 	// The thresholds, broadcast once into the stack: memory operands leave
 	// the registers to the masks.
@@ -361,13 +352,7 @@ func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
 	}
 	absM := vconst(c, "absMask32", splat(absMask32))
 	perm := vconst(c, "permIdx", permWords())
-	bytes55 := vconst(c, "bytes55", splat(0x55555555))
-	var bit0, bit1 [4]operand.Mem // the code bits of lane L in each byte
-	for lane := 0; lane < 4; lane++ {
-		sh := 6 - 2*lane
-		bit0[lane] = vconst(c, fmt.Sprintf("codeBit0Lane%d", lane), splat(0x01010101<<sh))
-		bit1[lane] = vconst(c, fmt.Sprintf("codeBit1Lane%d", lane), splat(0x02020202<<sh))
-	}
+	bytes55, bit0, bit1 := codeBits(c)
 	acc := zeroY(c, 2)
 	if reduceMax {
 		acc = acc[:1]
@@ -452,6 +437,36 @@ func quantSpecBody(c *build.Context, reduceMax, bf16 bool) {
 	}
 	c.Store(ne, c.Return("nent"))
 	c.RET()
+}
+
+// specArgs loads a one-pass kernel's arguments (bf16: x holds 2 bytes a
+// value, else 4, esz): x.base (p), dst.base (out), the whole groups (g),
+// ent's base and length, off zero-extended, and ne, the entries so far, 0.
+func specArgs(c *build.Context, bf16 bool) (esz int, p, out, g, entp, entCap reg.Register, off reg.GPVirtual, ne reg.Register) {
+	esz = 4
+	if bf16 {
+		esz = 2
+	}
+	p, out, g = groupArgs(c)
+	entp, entCap = loadArg(c, "ent.base"), loadArg(c, "ent.len")
+	off = c.GP64()
+	c.MOVLQZX(paramAddr(c, "off"), off)
+	ne = c.GP64()
+	c.XORQ(ne, ne)
+	return esz, p, out, g, entp, entCap, off, ne
+}
+
+// codeBits returns the constants of the one-pass kernels' codes: 0x55 in
+// every byte (code 1 in all four lanes) and, per lane L, bits 0 and 1 of
+// its 2-bit field (at shift 6-2L) in every byte.
+func codeBits(c *build.Context) (bytes55 operand.Mem, bit0, bit1 [4]operand.Mem) {
+	bytes55 = vconst(c, "bytes55", splat(0x55555555))
+	for lane := 0; lane < 4; lane++ {
+		sh := 6 - 2*lane
+		bit0[lane] = vconst(c, fmt.Sprintf("codeBit0Lane%d", lane), splat(0x01010101<<sh))
+		bit1[lane] = vconst(c, fmt.Sprintf("codeBit1Lane%d", lane), splat(0x02020202<<sh))
+	}
+	return bytes55, bit0, bit1
 }
 
 // groupEntries ends a one-pass kernel's group: the code-3 bitmap of its

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -84,16 +82,7 @@ func ceilBF16(c *build.Context, name string) reg.VecVirtual {
 
 // quantSpec512Body emits the body of one of the four kernels above.
 func quantSpec512Body(c *build.Context, reduceMax, bf16 bool) {
-	esz := 4
-	if bf16 {
-		esz = 2
-	}
-	p, out, g := groupArgs(c)
-	entp, entCap := loadArg(c, "ent.base"), loadArg(c, "ent.len")
-	off := c.GP64()
-	c.MOVLQZX(paramAddr(c, "off"), off)
-	ne := c.GP64()
-	c.XORQ(ne, ne)
+	esz, p, out, g, entp, entCap, off, ne := specArgs(c, bf16)
 	ambM := c.AllocLocal(32)
 
 	var lo, hi, absM, nanB reg.VecVirtual
@@ -112,13 +101,7 @@ func quantSpec512Body(c *build.Context, reduceMax, bf16 bool) {
 		absM = bcstZ32(c, absMask32)
 	}
 	signM := bcstZ32(c, 0x80000000) // float32: the sign, by VPTESTMD
-	bytes55 := vconst(c, "bytes55", splat(0x55555555))
-	var bit0, bit1 [4]operand.Mem // the code bits of lane L in each byte
-	for lane := 0; lane < 4; lane++ {
-		sh := 6 - 2*lane
-		bit0[lane] = vconst(c, fmt.Sprintf("codeBit0Lane%d", lane), splat(0x01010101<<sh))
-		bit1[lane] = vconst(c, fmt.Sprintf("codeBit1Lane%d", lane), splat(0x02020202<<sh))
-	}
+	bytes55, bit0, bit1 := codeBits(c)
 	acc := zeroZ(c, 2)
 	if reduceMax {
 		acc = acc[:1]
