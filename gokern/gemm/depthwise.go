@@ -27,6 +27,22 @@ type DepthwiseKernels struct {
 	// len(offs) >= 1, 0 <= npos <= len(offs), offsets >= 0,
 	// len(x) >= max(offs)+len(dst).
 	TapsI8 func(dst []int32, x []int8, offs []int, npos int)
+
+	// Lanes is the channels a vector of the lanes kernels below holds (0:
+	// the family has none; see depthwise_lanes.go). Positions are
+	// position-major: x[p*Lanes+l] is channel l at position p.
+	Lanes int
+	// LanesF32 sets, for r < rows, i < n and l < Lanes,
+	// dst[(r*n+i)*Lanes+l] = the sum over t of w[t*Lanes+l] *
+	// x[r*xrow+i*stride*Lanes+offs[t]+l], from +0 in the order of the taps
+	// (fused or not: the weights are -1, 0, +1). len(offs) >= 1, n, rows,
+	// stride >= 1; every read within x.
+	LanesF32 func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int)
+	// Interleave sets dst[i*Lanes+l] = src[l*ld+i] for i < n, l < Lanes
+	// (Lanes rows ld apart to position-major); Deinterleave is its inverse,
+	// dst[l*ld+i] = src[i*Lanes+l].
+	Interleave   func(dst, src []float32, ld, n int)
+	Deinterleave func(dst []float32, ld int, src []float32, n int)
 }
 
 // DepthwiseOp is the registry's op "conv_dw"; the plain Go loops are its

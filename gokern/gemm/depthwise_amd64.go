@@ -14,9 +14,13 @@ import (
 // len(dst) % lanes positions with the generic loops.
 var (
 	_ = DepthwiseOp.Register(cpu.AVX2, &DepthwiseKernels{Family: cpu.AVX2,
-		TapsF32: dwTapsF32(8, dwTapsF32Y), TapsI8: dwTapsI8(8, dwTapsI8Y)})
+		TapsF32: dwTapsF32(8, dwTapsF32Y), TapsI8: dwTapsI8(8, dwTapsI8Y),
+		Lanes: 8, LanesF32: dwLanesF32(8, dwLanesF32S1Y, dwLanesF32S2Y),
+		Interleave: dwInterleave(8, dwInterleaveY), Deinterleave: dwDeinterleave(8, dwDeinterleaveY)})
 	_ = DepthwiseOp.Register(cpu.AVX512, &DepthwiseKernels{Family: cpu.AVX512,
-		TapsF32: dwTapsF32(16, dwTapsF32Z), TapsI8: dwTapsI8(16, dwTapsI8Z)})
+		TapsF32: dwTapsF32(16, dwTapsF32Z), TapsI8: dwTapsI8(16, dwTapsI8Z),
+		Lanes: 16, LanesF32: dwLanesF32(16, dwLanesF32S1Z, dwLanesF32S2Z),
+		Interleave: dwInterleave(16, dwInterleaveZ), Deinterleave: dwDeinterleave(16, dwDeinterleaveZ)})
 )
 
 // dwTapsF32 wraps a generated float32 taps kernel of lanes positions per
@@ -46,6 +50,57 @@ func dwTapsI8(lanes int, fn func(dst *int32, x *int8, offs *int, npos, taps, n i
 		}
 		if body < n {
 			tapsI8Generic(dst[body:], x[body:], offs, npos)
+		}
+	}
+}
+
+// lanesFn is a generated lanes kernel (see _gen/depthwise.go's dwLanesF32).
+type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int)
+
+// dwLanesF32 wraps the generated lanes kernels of strides 1 and 2 as a
+// checked LanesF32; other strides run the generic loops.
+func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
+	return func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
+		checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow)
+		fn := s1
+		switch stride {
+		case 1:
+		case 2:
+			fn = s2
+		default:
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow)
+			return
+		}
+		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow)
+	}
+}
+
+// dwInterleave wraps a generated interleave as a checked Interleave: the
+// assembly runs the whole blocks of lanes positions, the generic loops the
+// rest.
+func dwInterleave(lanes int, fn func(dst, src *float32, ld, n int)) func(dst, src []float32, ld, n int) {
+	return func(dst, src []float32, ld, n int) {
+		checkInterleave(lanes, dst, src, ld, n)
+		body := n / lanes * lanes
+		if body > 0 {
+			fn(unsafe.SliceData(dst), unsafe.SliceData(src), ld, body)
+		}
+		if body < n {
+			interleaveGeneric(lanes, dst[body*lanes:], src[body:], ld, n-body)
+		}
+	}
+}
+
+// dwDeinterleave wraps a generated deinterleave as a checked Deinterleave.
+func dwDeinterleave(lanes int, fn func(dst *float32, ld int, src *float32, n int)) func(dst []float32, ld int, src []float32, n int) {
+	return func(dst []float32, ld int, src []float32, n int) {
+		checkInterleave(lanes, src, dst, ld, n)
+		body := n / lanes * lanes
+		if body > 0 {
+			fn(unsafe.SliceData(dst), ld, unsafe.SliceData(src), body)
+		}
+		if body < n {
+			deinterleaveGeneric(lanes, dst[body:], ld, src[body*lanes:], n-body)
 		}
 	}
 }

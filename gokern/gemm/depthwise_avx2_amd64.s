@@ -179,3 +179,297 @@ dwTapsI8Y_v1_sub_end:
 dwTapsI8Y_v1_end:
 	VZEROUPPER
 	RET
+
+// func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
+	MOVQ rows+48(FP), R8
+	MOVQ xrow+56(FP), R9
+	SHLQ $0x02, R9
+
+dwLanesF32S1Y_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S1Y_v4:
+	CMPQ  R11, $0x04
+	JB    dwLanesF32S1Y_v4_end
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  DX, R12
+	MOVQ  BX, R13
+	MOVQ  SI, R14
+
+dwLanesF32S1Y_v4_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Y4
+	VFMADD231PS (R10)(R15*4), Y4, Y0
+	VFMADD231PS 32(R10)(R15*4), Y4, Y1
+	VFMADD231PS 64(R10)(R15*4), Y4, Y2
+	VFMADD231PS 96(R10)(R15*4), Y4, Y3
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R13
+	DECQ        R14
+	JNZ         dwLanesF32S1Y_v4_tap
+	VMOVUPS     Y0, (AX)
+	VMOVUPS     Y1, 32(AX)
+	VMOVUPS     Y2, 64(AX)
+	VMOVUPS     Y3, 96(AX)
+	ADDQ        $0x00000080, AX
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x04, R11
+	JMP         dwLanesF32S1Y_v4
+
+dwLanesF32S1Y_v4_end:
+dwLanesF32S1Y_v1:
+	TESTQ R11, R11
+	JZ    dwLanesF32S1Y_v1_end
+	VPXOR Y0, Y0, Y0
+	MOVQ  DX, R12
+	MOVQ  BX, R13
+	MOVQ  SI, R14
+
+dwLanesF32S1Y_v1_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Y1
+	VFMADD231PS (R10)(R15*4), Y1, Y0
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R13
+	DECQ        R14
+	JNZ         dwLanesF32S1Y_v1_tap
+	VMOVUPS     Y0, (AX)
+	ADDQ        $0x00000020, AX
+	ADDQ        $0x00000020, R10
+	DECQ        R11
+	JMP         dwLanesF32S1Y_v1
+
+dwLanesF32S1Y_v1_end:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S1Y_row
+	VZEROUPPER
+	RET
+
+// func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
+	MOVQ rows+48(FP), R8
+	MOVQ xrow+56(FP), R9
+	SHLQ $0x02, R9
+
+dwLanesF32S2Y_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S2Y_v4:
+	CMPQ  R11, $0x04
+	JB    dwLanesF32S2Y_v4_end
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  DX, R12
+	MOVQ  BX, R13
+	MOVQ  SI, R14
+
+dwLanesF32S2Y_v4_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Y4
+	VFMADD231PS (R10)(R15*4), Y4, Y0
+	VFMADD231PS 64(R10)(R15*4), Y4, Y1
+	VFMADD231PS 128(R10)(R15*4), Y4, Y2
+	VFMADD231PS 192(R10)(R15*4), Y4, Y3
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R13
+	DECQ        R14
+	JNZ         dwLanesF32S2Y_v4_tap
+	VMOVUPS     Y0, (AX)
+	VMOVUPS     Y1, 32(AX)
+	VMOVUPS     Y2, 64(AX)
+	VMOVUPS     Y3, 96(AX)
+	ADDQ        $0x00000080, AX
+	ADDQ        $0x00000100, R10
+	SUBQ        $0x04, R11
+	JMP         dwLanesF32S2Y_v4
+
+dwLanesF32S2Y_v4_end:
+dwLanesF32S2Y_v1:
+	TESTQ R11, R11
+	JZ    dwLanesF32S2Y_v1_end
+	VPXOR Y0, Y0, Y0
+	MOVQ  DX, R12
+	MOVQ  BX, R13
+	MOVQ  SI, R14
+
+dwLanesF32S2Y_v1_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Y1
+	VFMADD231PS (R10)(R15*4), Y1, Y0
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R13
+	DECQ        R14
+	JNZ         dwLanesF32S2Y_v1_tap
+	VMOVUPS     Y0, (AX)
+	ADDQ        $0x00000020, AX
+	ADDQ        $0x00000040, R10
+	DECQ        R11
+	JMP         dwLanesF32S2Y_v1
+
+dwLanesF32S2Y_v1_end:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S2Y_row
+	VZEROUPPER
+	RET
+
+// func dwInterleaveY(dst *float32, src *float32, ld int, n int)
+// Requires: AVX
+TEXT ·dwInterleaveY(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x02, DX
+
+dwInterleaveY_blk:
+	CMPQ       BX, $0x08
+	JB         dwInterleaveY_end
+	MOVQ       CX, SI
+	VMOVUPS    (SI), Y0
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y1
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y2
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y3
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y4
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y5
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y6
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, (AX)
+	VMOVUPS    Y7, 32(AX)
+	VMOVUPS    Y3, 64(AX)
+	VMOVUPS    Y8, 96(AX)
+	VMOVUPS    Y2, 128(AX)
+	VMOVUPS    Y1, 160(AX)
+	VMOVUPS    Y5, 192(AX)
+	VMOVUPS    Y0, 224(AX)
+	ADDQ       $0x00000100, AX
+	ADDQ       $0x00000020, CX
+	SUBQ       $0x08, BX
+	JMP        dwInterleaveY_blk
+
+dwInterleaveY_end:
+	VZEROUPPER
+	RET
+
+// func dwDeinterleaveY(dst *float32, ld int, src *float32, n int)
+// Requires: AVX
+TEXT ·dwDeinterleaveY(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ src+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x02, CX
+
+dwDeinterleaveY_blk:
+	CMPQ       BX, $0x08
+	JB         dwDeinterleaveY_end
+	VMOVUPS    (DX), Y0
+	VMOVUPS    32(DX), Y1
+	VMOVUPS    64(DX), Y2
+	VMOVUPS    96(DX), Y3
+	VMOVUPS    128(DX), Y4
+	VMOVUPS    160(DX), Y5
+	VMOVUPS    192(DX), Y6
+	VMOVUPS    224(DX), Y7
+	MOVQ       AX, SI
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y7, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y3, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y8, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y2, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y1, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y5, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y0, (SI)
+	ADDQ       $0x00000020, AX
+	ADDQ       $0x00000100, DX
+	SUBQ       $0x08, BX
+	JMP        dwDeinterleaveY_blk
+
+dwDeinterleaveY_end:
+	VZEROUPPER
+	RET

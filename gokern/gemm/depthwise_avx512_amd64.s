@@ -179,3 +179,425 @@ dwTapsI8Z_v1_sub_end:
 dwTapsI8Z_v1_end:
 	VZEROUPPER
 	RET
+
+// func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesF32S1Z(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
+	MOVQ rows+48(FP), R8
+	MOVQ xrow+56(FP), R9
+	SHLQ $0x02, R9
+
+dwLanesF32S1Z_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S1Z_v4:
+	CMPQ   R11, $0x04
+	JB     dwLanesF32S1Z_v4_end
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   DX, R12
+	MOVQ   BX, R13
+	MOVQ   SI, R14
+
+dwLanesF32S1Z_v4_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Z4
+	VFMADD231PS (R10)(R15*4), Z4, Z0
+	VFMADD231PS 64(R10)(R15*4), Z4, Z1
+	VFMADD231PS 128(R10)(R15*4), Z4, Z2
+	VFMADD231PS 192(R10)(R15*4), Z4, Z3
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R13
+	DECQ        R14
+	JNZ         dwLanesF32S1Z_v4_tap
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	VMOVUPS     Z2, 128(AX)
+	VMOVUPS     Z3, 192(AX)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, R10
+	SUBQ        $0x04, R11
+	JMP         dwLanesF32S1Z_v4
+
+dwLanesF32S1Z_v4_end:
+dwLanesF32S1Z_v1:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S1Z_v1_end
+	VPXORD Z5, Z5, Z5
+	MOVQ   DX, R12
+	MOVQ   BX, R13
+	MOVQ   SI, R14
+
+dwLanesF32S1Z_v1_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Z4
+	VFMADD231PS (R10)(R15*4), Z4, Z5
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R13
+	DECQ        R14
+	JNZ         dwLanesF32S1Z_v1_tap
+	VMOVUPS     Z5, (AX)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, R10
+	DECQ        R11
+	JMP         dwLanesF32S1Z_v1
+
+dwLanesF32S1Z_v1_end:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S1Z_row
+	VZEROUPPER
+	RET
+
+// func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesF32S2Z(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ taps+32(FP), SI
+	MOVQ n+40(FP), DI
+	MOVQ rows+48(FP), R8
+	MOVQ xrow+56(FP), R9
+	SHLQ $0x02, R9
+
+dwLanesF32S2Z_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S2Z_v4:
+	CMPQ   R11, $0x04
+	JB     dwLanesF32S2Z_v4_end
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   DX, R12
+	MOVQ   BX, R13
+	MOVQ   SI, R14
+
+dwLanesF32S2Z_v4_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Z4
+	VFMADD231PS (R10)(R15*4), Z4, Z0
+	VFMADD231PS 128(R10)(R15*4), Z4, Z1
+	VFMADD231PS 256(R10)(R15*4), Z4, Z2
+	VFMADD231PS 384(R10)(R15*4), Z4, Z3
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R13
+	DECQ        R14
+	JNZ         dwLanesF32S2Z_v4_tap
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	VMOVUPS     Z2, 128(AX)
+	VMOVUPS     Z3, 192(AX)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000200, R10
+	SUBQ        $0x04, R11
+	JMP         dwLanesF32S2Z_v4
+
+dwLanesF32S2Z_v4_end:
+dwLanesF32S2Z_v1:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S2Z_v1_end
+	VPXORD Z5, Z5, Z5
+	MOVQ   DX, R12
+	MOVQ   BX, R13
+	MOVQ   SI, R14
+
+dwLanesF32S2Z_v1_tap:
+	MOVQ        (R12), R15
+	VMOVUPS     (R13), Z4
+	VFMADD231PS (R10)(R15*4), Z4, Z5
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R13
+	DECQ        R14
+	JNZ         dwLanesF32S2Z_v1_tap
+	VMOVUPS     Z5, (AX)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000080, R10
+	DECQ        R11
+	JMP         dwLanesF32S2Z_v1
+
+dwLanesF32S2Z_v1_end:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S2Z_row
+	VZEROUPPER
+	RET
+
+// func dwInterleaveZ(dst *float32, src *float32, ld int, n int)
+// Requires: AVX, AVX512F
+TEXT ·dwInterleaveZ(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x02, DX
+
+dwInterleaveZ_blk:
+	CMPQ       BX, $0x10
+	JB         dwInterleaveZ_end
+	MOVQ       CX, SI
+	VMOVUPS    (SI), Z0
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z1
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z2
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z3
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z4
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z5
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z6
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z7
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z8
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z9
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z10
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z11
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z12
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z13
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z14
+	ADDQ       DX, SI
+	VMOVUPS    (SI), Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z15
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z6
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z7
+	VSHUFF32X4 $0x88, Z3, Z6, Z11
+	VSHUFF32X4 $0xdd, Z3, Z6, Z3
+	VSHUFF32X4 $0x88, Z7, Z1, Z6
+	VSHUFF32X4 $0xdd, Z7, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z7
+	VSHUFF32X4 $0xee, Z5, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z9, Z16
+	VSHUFF32X4 $0xee, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z16, Z7, Z13
+	VSHUFF32X4 $0xdd, Z16, Z7, Z7
+	VSHUFF32X4 $0x88, Z9, Z5, Z16
+	VSHUFF32X4 $0xdd, Z9, Z5, Z5
+	VSHUFF32X4 $0x44, Z4, Z0, Z9
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z4
+	VSHUFF32X4 $0xee, Z12, Z8, Z8
+	VSHUFF32X4 $0x88, Z4, Z9, Z12
+	VSHUFF32X4 $0xdd, Z4, Z9, Z4
+	VSHUFF32X4 $0x88, Z8, Z0, Z9
+	VSHUFF32X4 $0xdd, Z8, Z0, Z0
+	VMOVUPS    Z10, (AX)
+	VMOVUPS    Z11, 64(AX)
+	VMOVUPS    Z13, 128(AX)
+	VMOVUPS    Z12, 192(AX)
+	VMOVUPS    Z14, 256(AX)
+	VMOVUPS    Z3, 320(AX)
+	VMOVUPS    Z7, 384(AX)
+	VMOVUPS    Z4, 448(AX)
+	VMOVUPS    Z15, 512(AX)
+	VMOVUPS    Z6, 576(AX)
+	VMOVUPS    Z16, 640(AX)
+	VMOVUPS    Z9, 704(AX)
+	VMOVUPS    Z2, 768(AX)
+	VMOVUPS    Z1, 832(AX)
+	VMOVUPS    Z5, 896(AX)
+	VMOVUPS    Z0, 960(AX)
+	ADDQ       $0x00000400, AX
+	ADDQ       $0x00000040, CX
+	SUBQ       $0x10, BX
+	JMP        dwInterleaveZ_blk
+
+dwInterleaveZ_end:
+	VZEROUPPER
+	RET
+
+// func dwDeinterleaveZ(dst *float32, ld int, src *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·dwDeinterleaveZ(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ src+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x02, CX
+
+dwDeinterleaveZ_blk:
+	CMPQ       BX, $0x10
+	JB         dwDeinterleaveZ_end
+	VMOVUPS    (DX), Z0
+	VMOVUPS    64(DX), Z1
+	VMOVUPS    128(DX), Z2
+	VMOVUPS    192(DX), Z3
+	VMOVUPS    256(DX), Z4
+	VMOVUPS    320(DX), Z5
+	VMOVUPS    384(DX), Z6
+	VMOVUPS    448(DX), Z7
+	VMOVUPS    512(DX), Z8
+	VMOVUPS    576(DX), Z9
+	VMOVUPS    640(DX), Z10
+	VMOVUPS    704(DX), Z11
+	VMOVUPS    768(DX), Z12
+	VMOVUPS    832(DX), Z13
+	VMOVUPS    896(DX), Z14
+	VMOVUPS    960(DX), Z15
+	MOVQ       AX, SI
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z15
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z6
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z7
+	VSHUFF32X4 $0x88, Z3, Z6, Z11
+	VSHUFF32X4 $0xdd, Z3, Z6, Z3
+	VSHUFF32X4 $0x88, Z7, Z1, Z6
+	VSHUFF32X4 $0xdd, Z7, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z7
+	VSHUFF32X4 $0xee, Z5, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z9, Z16
+	VSHUFF32X4 $0xee, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z16, Z7, Z13
+	VSHUFF32X4 $0xdd, Z16, Z7, Z7
+	VSHUFF32X4 $0x88, Z9, Z5, Z16
+	VSHUFF32X4 $0xdd, Z9, Z5, Z5
+	VSHUFF32X4 $0x44, Z4, Z0, Z9
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z4
+	VSHUFF32X4 $0xee, Z12, Z8, Z8
+	VSHUFF32X4 $0x88, Z4, Z9, Z12
+	VSHUFF32X4 $0xdd, Z4, Z9, Z4
+	VSHUFF32X4 $0x88, Z8, Z0, Z9
+	VSHUFF32X4 $0xdd, Z8, Z0, Z0
+	VMOVUPS    Z10, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z11, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z13, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z12, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z14, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z3, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z7, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z4, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z15, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z6, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z16, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z9, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z2, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z1, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z5, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z0, (SI)
+	ADDQ       $0x00000040, AX
+	ADDQ       $0x00000400, DX
+	SUBQ       $0x10, BX
+	JMP        dwDeinterleaveZ_blk
+
+dwDeinterleaveZ_end:
+	VZEROUPPER
+	RET

@@ -1,0 +1,90 @@
+package gemm
+
+import "fmt"
+
+// The channels-in-lanes kernels of conv_dw (DepthwiseKernels.Lanes > 0):
+// conv2d's depthwiseLanes copies the input of Lanes consecutive channels
+// into a position-major tile (x[p*Lanes+l], channel l at position p), runs
+// every tap on a vector of Lanes channels of one output position, and
+// copies the sums back channel-major. The plain Go loops below are the
+// oracle of the assembly (depthwise_amd64.go); the generic family has no
+// lanes kernels (Lanes 0: conv2d runs its per-channel oracle).
+
+// checkLanes panics unless a LanesF32 call's slices hold what the kernels
+// read and write (the assembly reads them unchecked).
+func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
+	if len(offs) < 1 || len(w) < len(offs)*lanes || stride < 1 || n < 1 || rows < 1 || xrow < 0 {
+		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, stride %d, n %d, rows %d, xrow %d",
+			len(offs), len(w), stride, n, rows, xrow))
+	}
+	if len(dst) < rows*n*lanes {
+		panic(fmt.Sprintf("gemm: depthwise lanes: dst has %d floats, want %d", len(dst), rows*n*lanes))
+	}
+	last := (rows-1)*xrow + (n-1)*stride*lanes + lanes
+	for _, o := range offs {
+		if o < 0 || o+last > len(x) {
+			panic(fmt.Sprintf("gemm: depthwise lanes: offset %d reads to %d, x has %d", o, o+last, len(x)))
+		}
+	}
+}
+
+// lanesF32Generic is LanesF32 for vectors of lanes channels.
+func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
+	checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow)
+	for r := range rows {
+		for i := range n {
+			base := r*xrow + i*stride*lanes
+			out := dst[(r*n+i)*lanes:][:lanes]
+			for l := range out {
+				var s float32
+				for t, o := range offs {
+					s += w[t*lanes+l] * x[base+o+l]
+				}
+				out[l] = s
+			}
+		}
+	}
+}
+
+// checkInterleave panics unless rows of n floats, ld apart, of lanes
+// channels fit in ch and n positions of lanes floats in pm.
+func checkInterleave(lanes int, pm, ch []float32, ld, n int) {
+	if n < 0 || ld < n || len(pm) < n*lanes || n > 0 && len(ch) < (lanes-1)*ld+n {
+		panic(fmt.Sprintf("gemm: depthwise interleave: %d lanes, ld %d, n %d, %d and %d floats", lanes, ld, n, len(pm), len(ch)))
+	}
+}
+
+// interleaveGeneric is Interleave for lanes channels.
+func interleaveGeneric(lanes int, dst, src []float32, ld, n int) {
+	checkInterleave(lanes, dst, src, ld, n)
+	for l := range lanes {
+		row := src[l*ld:][:n]
+		for i, v := range row {
+			dst[i*lanes+l] = v
+		}
+	}
+}
+
+// deinterleaveGeneric is Deinterleave for lanes channels.
+func deinterleaveGeneric(lanes int, dst []float32, ld int, src []float32, n int) {
+	checkInterleave(lanes, src, dst, ld, n)
+	for l := range lanes {
+		row := dst[l*ld:][:n]
+		for i := range row {
+			row[i] = src[i*lanes+l]
+		}
+	}
+}
+
+// LanesGeneric returns the plain Go lanes kernels for vectors of lanes
+// channels (the oracle of a family's LanesF32, Interleave and Deinterleave;
+// tests use them).
+func LanesGeneric(lanes int) *DepthwiseKernels {
+	return &DepthwiseKernels{Family: "generic", Lanes: lanes,
+		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow)
+		},
+		Interleave:   func(dst, src []float32, ld, n int) { interleaveGeneric(lanes, dst, src, ld, n) },
+		Deinterleave: func(dst []float32, ld int, src []float32, n int) { deinterleaveGeneric(lanes, dst, ld, src, n) },
+	}
+}

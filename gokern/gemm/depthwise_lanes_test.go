@@ -1,0 +1,122 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
+
+// sameBits reports whether got and want hold the same float32 bits (any
+// NaN matching any NaN), else the first index that differs.
+func sameBits(got, want []float32) (int, bool) {
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+			return i, false
+		}
+	}
+	return 0, true
+}
+
+// TestDepthwiseLanes compares every conv_dw family's lanes kernels with the
+// generic loops of the same width: LanesF32 to the bit (NaN, ±Inf and ±0
+// in x; strides 1 to 3; 1 to 25 taps at random offsets; runs of every
+// length mod the unroll; several rows), Interleave and Deinterleave on
+// runs with tails of every length and row pitches above the run.
+func TestDepthwiseLanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 1124))
+	lanesFamilies := 0
+	for _, k := range DepthwiseFamilies() {
+		if k.Lanes == 0 {
+			continue
+		}
+		lanesFamilies++
+		gen := LanesGeneric(k.Lanes)
+		L := k.Lanes
+		for _, stride := range []int{1, 2, 3} {
+			for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 14, 17} {
+				for _, taps := range []int{1, 3, 9, 25} {
+					rows := 1 + rng.IntN(3)
+					t.Run(fmt.Sprintf("%s/s%d/n%d/taps%d", k.Family, stride, n, taps), func(t *testing.T) {
+						offs := make([]int, taps)
+						w := make([]float32, taps*L)
+						maxOff := 0
+						for i := range offs {
+							offs[i] = rng.IntN(60) * L
+							if rng.IntN(4) == 0 {
+								offs[i] += rng.IntN(L) // unaligned vectors
+							}
+							maxOff = max(maxOff, offs[i])
+						}
+						for i := range w {
+							w[i] = float32(rng.IntN(3) - 1)
+						}
+						xrow := (n-1)*stride*L + L + rng.IntN(3)*L
+						x := make([]float32, maxOff+(rows-1)*xrow+(n-1)*stride*L+L+rng.IntN(5))
+						for i := range x {
+							switch rng.IntN(40) {
+							case 0:
+								x[i] = float32(math.NaN())
+							case 1:
+								x[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+							case 2:
+								x[i] = float32(math.Copysign(0, float64(1-2*rng.IntN(2))))
+							default:
+								x[i] = float32(rng.NormFloat64())
+							}
+						}
+						want := make([]float32, rows*n*L+3)
+						got := make([]float32, len(want))
+						for i := range want {
+							want[i] = float32(rng.NormFloat64())
+							got[i] = want[i]
+						}
+						gen.LanesF32(want, x, offs, w, stride, n, rows, xrow)
+						k.LanesF32(got, x, offs, w, stride, n, rows, xrow)
+						if i, ok := sameBits(got, want); !ok {
+							t.Fatalf("[%d]: got %v, want %v", i, got[i], want[i])
+						}
+					})
+				}
+			}
+		}
+		for _, n := range []int{0, 1, 7, L - 1, L, L + 1, 2*L + 3, 49, 196} {
+			ld := n + rng.IntN(5)
+			src := make([]float32, (L-1)*ld+n)
+			for i := range src {
+				src[i] = float32(rng.NormFloat64())
+			}
+			want := make([]float32, n*L+2)
+			got := make([]float32, len(want))
+			gen.Interleave(want, src, ld, n)
+			k.Interleave(got, src, ld, n)
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("%s interleave n=%d ld=%d [%d]: got %v, want %v", k.Family, n, ld, i, got[i], want[i])
+			}
+			for i := range n * L {
+				if want[i] != src[i%L*ld+i/L] {
+					t.Fatalf("%s interleave n=%d: generic [%d] = %v", k.Family, n, i, want[i])
+				}
+			}
+			back := make([]float32, len(src))
+			wantBack := make([]float32, len(src))
+			gen.Deinterleave(wantBack, ld, want, n)
+			k.Deinterleave(back, ld, want, n)
+			if i, ok := sameBits(back, wantBack); !ok {
+				t.Fatalf("%s deinterleave n=%d ld=%d [%d]: got %v, want %v", k.Family, n, ld, i, back[i], wantBack[i])
+			}
+			for l := range L {
+				for i := range n {
+					if back[l*ld+i] != src[l*ld+i] {
+						t.Fatalf("%s deinterleave n=%d: [%d,%d] = %v, want %v", k.Family, n, l, i, back[l*ld+i], src[l*ld+i])
+					}
+				}
+			}
+		}
+	}
+	if lanesFamilies == 0 && cpu.Usable(cpu.AVX2) && cpu.AsmBuilt() {
+		t.Fatal("no conv_dw family with lanes kernels on an AVX2 CPU")
+	}
+}
