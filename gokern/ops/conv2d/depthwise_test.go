@@ -93,7 +93,7 @@ func TestDepthwiseFamilies(t *testing.T) {
 					what := fmt.Sprintf("%v %s", tc, k.Family)
 					_ = par.SetThreads(1 + si%2)
 					gotF, name := runDW(t, tc, k, false)
-					if name != "depthwise/"+string(k.Family) {
+					if name != "depthwise/"+string(k.Family) && name != "depthwise_lanes/"+string(k.Family) {
 						t.Fatalf("%s: ran %q", what, name)
 					}
 					checkExact(t, what+" f32 vs generic", gotF, wantF)
