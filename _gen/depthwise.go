@@ -149,18 +149,26 @@ func dwTapsI8(c *build.Context, name string, lanes int, vec func() reg.VecVirtua
 const dwLanesUnroll = 4
 
 // dwLanesF32 emits name(dst, x *float32, offs *int, w *float32, taps, n,
-// rows, xrow int): for r < rows, i < n, l < lanes,
-// dst[((r*n+i)*lanes+l] = w[0*lanes+l]*x[r*xrow+i*stride*lanes+offs[0]+l]
+// rows, xrow int, sc, bias *float32, mode int): for r < rows, i < n,
+// l < lanes, the sum s = w[0*lanes+l]*x[r*xrow+i*stride*lanes+offs[0]+l]
 // + w[1*lanes+l]*x[...offs[1]...] + ..., fused, from +0 in the order of the
-// taps (taps >= 1, n >= 1, rows >= 1; offs and xrow in floats).
+// taps (taps >= 1, n >= 1, rows >= 1; offs and xrow in floats), then
+// dst[(r*n+i)*lanes+l] = s (mode 0), s*sc[l] (mode 1) or s*sc[l] + bias[l]
+// (mode 3), rounded after each operation (VMULPS, VADDPS: the fold's
+// arithmetic).
 func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg.VecVirtual,
 	zero func(*build.Context, int) []reg.VecVirtual) {
-	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int)",
-		fmt.Sprintf("%s sets dst[(r*n+i)*%d+l] = sum over t < taps of w[t*%d+l]*x[r*xrow+i*%d+offs[t]+l] (fused, from +0,", name, lanes, lanes, stride*lanes),
-		fmt.Sprintf("in order of t) for r < rows, i < n, l < %d; taps, n, rows >= 1.", lanes))
-	args := loadArgs(c, "dst", "x", "offs", "w", "taps", "n", "rows", "xrow")
-	d, x, offs, w, taps, n, rows, xrow := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
+	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)",
+		fmt.Sprintf("%s sets dst[(r*n+i)*%d+l] = s, s*sc[l] (mode 1) or s*sc[l]+bias[l] (mode 3), s the sum over t < taps", name, lanes),
+		fmt.Sprintf("of w[t*%d+l]*x[r*xrow+i*%d+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < %d;", lanes, stride*lanes, lanes),
+		"taps, n, rows >= 1.")
+	args := loadArgs(c, "dst", "x", "offs", "w", "taps", "n", "rows", "xrow", "sc", "bias", "mode")
+	d, x, offs, w, taps, n, rows, xrow, scp, biasp, mode := args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+		args[7], args[8], args[9], args[10]
 	vb := lanes * 4
+	scv, biasv := vec(), vec()
+	c.VMOVUPS(operand.Mem{Base: scp}, scv)
+	c.VMOVUPS(operand.Mem{Base: biasp}, biasv)
 	c.SHLQ(operand.Imm(2), xrow)
 	xp, i := c.GP64(), c.GP64()
 	c.Label(name + "_row")
@@ -184,6 +192,17 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 				c.ADDQ(operand.Imm(8), po)
 				c.ADDQ(operand.U32(vb), pw)
 			})
+			c.TESTQ(mode, mode)
+			c.JZ(operand.LabelRef(top + "_store"))
+			for j := range acc {
+				c.VMULPS(scv, acc[j], acc[j])
+			}
+			c.CMPQ(mode, operand.Imm(1))
+			c.JE(operand.LabelRef(top + "_store"))
+			for j := range acc {
+				c.VADDPS(biasv, acc[j], acc[j])
+			}
+			c.Label(top + "_store")
 			for j := range acc {
 				c.VMOVUPS(acc[j], mem(d, j*vb))
 			}
@@ -198,18 +217,18 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 	vzeroRet(c)
 }
 
-// dwInterleave emits name(dst, src *float32, ld, n int): dst[i*lanes+l] =
-// src[l*ld+i] for i < n (a multiple of lanes), l < lanes: lanes rows of ld
-// floats apart to position-major, a lanes x lanes transpose a block.
+// dwInterleave emits name(dst, src *float32, ld int, pos *int, n int):
+// dst[pos[i]+l] = src[l*ld+i] for i < n (a multiple of lanes), l < lanes:
+// lanes rows of ld floats apart to position-major vectors at the offsets
+// pos (floats), a lanes x lanes transpose a block.
 func dwInterleave(c *build.Context, name string, lanes int, vec func() reg.VecVirtual,
 	transpose func(*build.Context, []reg.VecVirtual) []reg.VecVirtual) {
-	declareNoescape(c, name, "func(dst, src *float32, ld, n int)",
-		fmt.Sprintf("%s sets dst[i*%d+l] = src[l*ld+i] for i < n, l < %d; n a multiple of %d.", name, lanes, lanes, lanes))
-	args := loadArgs(c, "dst", "src", "ld", "n")
-	d, s, ld, n := args[0], args[1], args[2], args[3]
-	vb := lanes * 4
+	declareNoescape(c, name, "func(dst, src *float32, ld int, pos *int, n int)",
+		fmt.Sprintf("%s sets dst[pos[i]+l] = src[l*ld+i] for i < n, l < %d; n a multiple of %d.", name, lanes, lanes))
+	args := loadArgs(c, "dst", "src", "ld", "pos", "n")
+	d, s, ld, pos, n := args[0], args[1], args[2], args[3], args[4]
 	c.SHLQ(operand.Imm(2), ld)
-	q := c.GP64()
+	q, off := c.GP64(), c.GP64()
 	whileAtLeast(c, name+"_blk", name+"_end", n, lanes, func() {
 		c.MOVQ(s, q)
 		rows := make([]reg.VecVirtual, lanes)
@@ -221,10 +240,11 @@ func dwInterleave(c *build.Context, name string, lanes int, vec func() reg.VecVi
 			}
 		}
 		for i, v := range transpose(c, rows) {
-			c.VMOVUPS(v, mem(d, i*vb))
+			c.MOVQ(mem(pos, i*8), off)
+			c.VMOVUPS(v, operand.Mem{Base: d, Index: off, Scale: 4})
 		}
-		c.ADDQ(operand.U32(lanes*vb), d)
-		c.ADDQ(operand.U32(vb), s)
+		c.ADDQ(operand.U32(lanes*8), pos)
+		c.ADDQ(operand.U32(lanes*4), s)
 	})
 	c.Label(name + "_end")
 	vzeroRet(c)

@@ -55,52 +55,70 @@ func dwTapsI8(lanes int, fn func(dst *int32, x *int8, offs *int, npos, taps, n i
 }
 
 // lanesFn is a generated lanes kernel (see _gen/depthwise.go's dwLanesF32).
-type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int)
+type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)
+
+// zeroLanes stands for the scales and biases a mode does not read (the
+// assembly loads them anyway).
+var zeroLanes [16]float32
 
 // dwLanesF32 wraps the generated lanes kernels of strides 1 and 2 as a
 // checked LanesF32; other strides run the generic loops.
-func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
-	return func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
-		checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow)
+func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+	return func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+		checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
 		fn := s1
 		switch stride {
 		case 1:
 		case 2:
 			fn = s2
 		default:
-			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow)
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
 			return
 		}
-		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow)
+		if len(sc) < lanes {
+			sc = zeroLanes[:]
+		}
+		if len(bias) < lanes {
+			bias = zeroLanes[:]
+		}
+		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow,
+			unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
 	}
 }
 
 // dwInterleave wraps a generated interleave as a checked Interleave: the
-// assembly runs the whole blocks of lanes positions, the generic loops the
-// rest.
-func dwInterleave(lanes int, fn func(dst, src *float32, ld, n int)) func(dst, src []float32, ld, n int) {
-	return func(dst, src []float32, ld, n int) {
-		checkInterleave(lanes, dst, src, ld, n)
-		body := n / lanes * lanes
-		if body > 0 {
-			fn(unsafe.SliceData(dst), unsafe.SliceData(src), ld, body)
+// assembly runs the whole blocks of lanes positions and, when there are
+// lanes or more, the last lanes positions again for the rest (the same
+// stores); fewer run the generic loops.
+func dwInterleave(lanes int, fn func(dst, src *float32, ld int, pos *int, n int)) func(dst, src []float32, ld int, pos []int) {
+	return func(dst, src []float32, ld int, pos []int) {
+		checkPositions(lanes, dst, src, ld, pos)
+		n := len(pos)
+		if n < lanes {
+			interleaveGeneric(lanes, dst, src, ld, pos)
+			return
 		}
+		body := n / lanes * lanes
+		fn(unsafe.SliceData(dst), unsafe.SliceData(src), ld, unsafe.SliceData(pos), body)
 		if body < n {
-			interleaveGeneric(lanes, dst[body*lanes:], src[body:], ld, n-body)
+			fn(unsafe.SliceData(dst), &src[n-lanes], ld, &pos[n-lanes], lanes)
 		}
 	}
 }
 
-// dwDeinterleave wraps a generated deinterleave as a checked Deinterleave.
+// dwDeinterleave wraps a generated deinterleave as a checked Deinterleave
+// (the rest as in dwInterleave).
 func dwDeinterleave(lanes int, fn func(dst *float32, ld int, src *float32, n int)) func(dst []float32, ld int, src []float32, n int) {
 	return func(dst []float32, ld int, src []float32, n int) {
 		checkInterleave(lanes, src, dst, ld, n)
-		body := n / lanes * lanes
-		if body > 0 {
-			fn(unsafe.SliceData(dst), ld, unsafe.SliceData(src), body)
+		if n < lanes {
+			deinterleaveGeneric(lanes, dst, ld, src, n)
+			return
 		}
+		body := n / lanes * lanes
+		fn(unsafe.SliceData(dst), ld, unsafe.SliceData(src), body)
 		if body < n {
-			deinterleaveGeneric(lanes, dst[body:], ld, src[body*lanes:], n-body)
+			fn(&dst[n-lanes], ld, &src[(n-lanes)*lanes], lanes)
 		}
 	}
 }

@@ -180,18 +180,23 @@ dwTapsI8Y_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ offs+16(FP), DX
-	MOVQ w+24(FP), BX
-	MOVQ taps+32(FP), SI
-	MOVQ n+40(FP), DI
-	MOVQ rows+48(FP), R8
-	MOVQ xrow+56(FP), R9
-	SHLQ $0x02, R9
+TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $8-88
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    sc+64(FP), R10
+	MOVQ    bias+72(FP), R11
+	MOVQ    mode+80(FP), R12
+	VMOVUPS (R10), Y0
+	VMOVUPS (R11), Y1
+	SHLQ    $0x02, R9
 
 dwLanesF32S1Y_row:
 	MOVQ CX, R10
@@ -200,56 +205,78 @@ dwLanesF32S1Y_row:
 dwLanesF32S1Y_v4:
 	CMPQ  R11, $0x04
 	JB    dwLanesF32S1Y_v4_end
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
-	MOVQ  DX, R12
-	MOVQ  BX, R13
-	MOVQ  SI, R14
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ  DX, R13
+	MOVQ  BX, R14
+	MOVQ  SI, R15
 
 dwLanesF32S1Y_v4_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Y4
-	VFMADD231PS (R10)(R15*4), Y4, Y0
-	VFMADD231PS 32(R10)(R15*4), Y4, Y1
-	VFMADD231PS 64(R10)(R15*4), Y4, Y2
-	VFMADD231PS 96(R10)(R15*4), Y4, Y3
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000020, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Y6
+	VFMADD231PS (R10)(BP*4), Y6, Y2
+	VFMADD231PS 32(R10)(BP*4), Y6, Y3
+	VFMADD231PS 64(R10)(BP*4), Y6, Y4
+	VFMADD231PS 96(R10)(BP*4), Y6, Y5
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000020, R14
+	DECQ        R15
 	JNZ         dwLanesF32S1Y_v4_tap
-	VMOVUPS     Y0, (AX)
-	VMOVUPS     Y1, 32(AX)
-	VMOVUPS     Y2, 64(AX)
-	VMOVUPS     Y3, 96(AX)
-	ADDQ        $0x00000080, AX
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x04, R11
-	JMP         dwLanesF32S1Y_v4
+	TESTQ       R12, R12
+	JZ          dwLanesF32S1Y_v4_store
+	VMULPS      Y0, Y2, Y2
+	VMULPS      Y0, Y3, Y3
+	VMULPS      Y0, Y4, Y4
+	VMULPS      Y0, Y5, Y5
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S1Y_v4_store
+	VADDPS      Y1, Y2, Y2
+	VADDPS      Y1, Y3, Y3
+	VADDPS      Y1, Y4, Y4
+	VADDPS      Y1, Y5, Y5
+
+dwLanesF32S1Y_v4_store:
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	VMOVUPS Y4, 64(AX)
+	VMOVUPS Y5, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S1Y_v4
 
 dwLanesF32S1Y_v4_end:
 dwLanesF32S1Y_v1:
 	TESTQ R11, R11
 	JZ    dwLanesF32S1Y_v1_end
-	VPXOR Y0, Y0, Y0
-	MOVQ  DX, R12
-	MOVQ  BX, R13
-	MOVQ  SI, R14
+	VPXOR Y2, Y2, Y2
+	MOVQ  DX, R13
+	MOVQ  BX, R14
+	MOVQ  SI, R15
 
 dwLanesF32S1Y_v1_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Y1
-	VFMADD231PS (R10)(R15*4), Y1, Y0
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000020, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Y3
+	VFMADD231PS (R10)(BP*4), Y3, Y2
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000020, R14
+	DECQ        R15
 	JNZ         dwLanesF32S1Y_v1_tap
-	VMOVUPS     Y0, (AX)
-	ADDQ        $0x00000020, AX
-	ADDQ        $0x00000020, R10
-	DECQ        R11
-	JMP         dwLanesF32S1Y_v1
+	TESTQ       R12, R12
+	JZ          dwLanesF32S1Y_v1_store
+	VMULPS      Y0, Y2, Y2
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S1Y_v1_store
+	VADDPS      Y1, Y2, Y2
+
+dwLanesF32S1Y_v1_store:
+	VMOVUPS Y2, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, R10
+	DECQ    R11
+	JMP     dwLanesF32S1Y_v1
 
 dwLanesF32S1Y_v1_end:
 	ADDQ R9, CX
@@ -258,18 +285,23 @@ dwLanesF32S1Y_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ offs+16(FP), DX
-	MOVQ w+24(FP), BX
-	MOVQ taps+32(FP), SI
-	MOVQ n+40(FP), DI
-	MOVQ rows+48(FP), R8
-	MOVQ xrow+56(FP), R9
-	SHLQ $0x02, R9
+TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $8-88
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    sc+64(FP), R10
+	MOVQ    bias+72(FP), R11
+	MOVQ    mode+80(FP), R12
+	VMOVUPS (R10), Y0
+	VMOVUPS (R11), Y1
+	SHLQ    $0x02, R9
 
 dwLanesF32S2Y_row:
 	MOVQ CX, R10
@@ -278,56 +310,78 @@ dwLanesF32S2Y_row:
 dwLanesF32S2Y_v4:
 	CMPQ  R11, $0x04
 	JB    dwLanesF32S2Y_v4_end
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
-	MOVQ  DX, R12
-	MOVQ  BX, R13
-	MOVQ  SI, R14
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ  DX, R13
+	MOVQ  BX, R14
+	MOVQ  SI, R15
 
 dwLanesF32S2Y_v4_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Y4
-	VFMADD231PS (R10)(R15*4), Y4, Y0
-	VFMADD231PS 64(R10)(R15*4), Y4, Y1
-	VFMADD231PS 128(R10)(R15*4), Y4, Y2
-	VFMADD231PS 192(R10)(R15*4), Y4, Y3
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000020, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Y6
+	VFMADD231PS (R10)(BP*4), Y6, Y2
+	VFMADD231PS 64(R10)(BP*4), Y6, Y3
+	VFMADD231PS 128(R10)(BP*4), Y6, Y4
+	VFMADD231PS 192(R10)(BP*4), Y6, Y5
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000020, R14
+	DECQ        R15
 	JNZ         dwLanesF32S2Y_v4_tap
-	VMOVUPS     Y0, (AX)
-	VMOVUPS     Y1, 32(AX)
-	VMOVUPS     Y2, 64(AX)
-	VMOVUPS     Y3, 96(AX)
-	ADDQ        $0x00000080, AX
-	ADDQ        $0x00000100, R10
-	SUBQ        $0x04, R11
-	JMP         dwLanesF32S2Y_v4
+	TESTQ       R12, R12
+	JZ          dwLanesF32S2Y_v4_store
+	VMULPS      Y0, Y2, Y2
+	VMULPS      Y0, Y3, Y3
+	VMULPS      Y0, Y4, Y4
+	VMULPS      Y0, Y5, Y5
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S2Y_v4_store
+	VADDPS      Y1, Y2, Y2
+	VADDPS      Y1, Y3, Y3
+	VADDPS      Y1, Y4, Y4
+	VADDPS      Y1, Y5, Y5
+
+dwLanesF32S2Y_v4_store:
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	VMOVUPS Y4, 64(AX)
+	VMOVUPS Y5, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000100, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S2Y_v4
 
 dwLanesF32S2Y_v4_end:
 dwLanesF32S2Y_v1:
 	TESTQ R11, R11
 	JZ    dwLanesF32S2Y_v1_end
-	VPXOR Y0, Y0, Y0
-	MOVQ  DX, R12
-	MOVQ  BX, R13
-	MOVQ  SI, R14
+	VPXOR Y2, Y2, Y2
+	MOVQ  DX, R13
+	MOVQ  BX, R14
+	MOVQ  SI, R15
 
 dwLanesF32S2Y_v1_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Y1
-	VFMADD231PS (R10)(R15*4), Y1, Y0
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000020, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Y3
+	VFMADD231PS (R10)(BP*4), Y3, Y2
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000020, R14
+	DECQ        R15
 	JNZ         dwLanesF32S2Y_v1_tap
-	VMOVUPS     Y0, (AX)
-	ADDQ        $0x00000020, AX
-	ADDQ        $0x00000040, R10
-	DECQ        R11
-	JMP         dwLanesF32S2Y_v1
+	TESTQ       R12, R12
+	JZ          dwLanesF32S2Y_v1_store
+	VMULPS      Y0, Y2, Y2
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S2Y_v1_store
+	VADDPS      Y1, Y2, Y2
+
+dwLanesF32S2Y_v1_store:
+	VMOVUPS Y2, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000040, R10
+	DECQ    R11
+	JMP     dwLanesF32S2Y_v1
 
 dwLanesF32S2Y_v1_end:
 	ADDQ R9, CX
@@ -336,34 +390,35 @@ dwLanesF32S2Y_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwInterleaveY(dst *float32, src *float32, ld int, n int)
+// func dwInterleaveY(dst *float32, src *float32, ld int, pos *int, n int)
 // Requires: AVX
-TEXT ·dwInterleaveY(SB), NOSPLIT, $0-32
+TEXT ·dwInterleaveY(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), AX
 	MOVQ src+8(FP), CX
 	MOVQ ld+16(FP), DX
-	MOVQ n+24(FP), BX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
 	SHLQ $0x02, DX
 
 dwInterleaveY_blk:
-	CMPQ       BX, $0x08
+	CMPQ       SI, $0x08
 	JB         dwInterleaveY_end
-	MOVQ       CX, SI
-	VMOVUPS    (SI), Y0
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y1
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y2
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y3
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y4
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y5
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y6
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Y7
+	MOVQ       CX, DI
+	VMOVUPS    (DI), Y0
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y1
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y2
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y3
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y4
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y5
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y6
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y7
 	VUNPCKLPS  Y1, Y0, Y8
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -388,17 +443,25 @@ dwInterleaveY_blk:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, (AX)
-	VMOVUPS    Y7, 32(AX)
-	VMOVUPS    Y3, 64(AX)
-	VMOVUPS    Y8, 96(AX)
-	VMOVUPS    Y2, 128(AX)
-	VMOVUPS    Y1, 160(AX)
-	VMOVUPS    Y5, 192(AX)
-	VMOVUPS    Y0, 224(AX)
-	ADDQ       $0x00000100, AX
+	MOVQ       (BX), DI
+	VMOVUPS    Y6, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Y7, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Y3, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Y8, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Y2, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Y1, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Y5, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Y0, (AX)(DI*4)
+	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000020, CX
-	SUBQ       $0x08, BX
+	SUBQ       $0x08, SI
 	JMP        dwInterleaveY_blk
 
 dwInterleaveY_end:

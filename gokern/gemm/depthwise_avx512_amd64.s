@@ -180,18 +180,23 @@ dwTapsI8Z_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX512F
-TEXT ·dwLanesF32S1Z(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ offs+16(FP), DX
-	MOVQ w+24(FP), BX
-	MOVQ taps+32(FP), SI
-	MOVQ n+40(FP), DI
-	MOVQ rows+48(FP), R8
-	MOVQ xrow+56(FP), R9
-	SHLQ $0x02, R9
+TEXT ·dwLanesF32S1Z(SB), NOSPLIT, $8-88
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    sc+64(FP), R10
+	MOVQ    bias+72(FP), R11
+	MOVQ    mode+80(FP), R12
+	VMOVUPS (R10), Z0
+	VMOVUPS (R11), Z1
+	SHLQ    $0x02, R9
 
 dwLanesF32S1Z_row:
 	MOVQ CX, R10
@@ -200,56 +205,78 @@ dwLanesF32S1Z_row:
 dwLanesF32S1Z_v4:
 	CMPQ   R11, $0x04
 	JB     dwLanesF32S1Z_v4_end
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	MOVQ   DX, R12
-	MOVQ   BX, R13
-	MOVQ   SI, R14
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
 
 dwLanesF32S1Z_v4_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Z4
-	VFMADD231PS (R10)(R15*4), Z4, Z0
-	VFMADD231PS 64(R10)(R15*4), Z4, Z1
-	VFMADD231PS 128(R10)(R15*4), Z4, Z2
-	VFMADD231PS 192(R10)(R15*4), Z4, Z3
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000040, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z2
+	VFMADD231PS 64(R10)(BP*4), Z6, Z3
+	VFMADD231PS 128(R10)(BP*4), Z6, Z4
+	VFMADD231PS 192(R10)(BP*4), Z6, Z5
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
 	JNZ         dwLanesF32S1Z_v4_tap
-	VMOVUPS     Z0, (AX)
-	VMOVUPS     Z1, 64(AX)
-	VMOVUPS     Z2, 128(AX)
-	VMOVUPS     Z3, 192(AX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000100, R10
-	SUBQ        $0x04, R11
-	JMP         dwLanesF32S1Z_v4
+	TESTQ       R12, R12
+	JZ          dwLanesF32S1Z_v4_store
+	VMULPS      Z0, Z2, Z2
+	VMULPS      Z0, Z3, Z3
+	VMULPS      Z0, Z4, Z4
+	VMULPS      Z0, Z5, Z5
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S1Z_v4_store
+	VADDPS      Z1, Z2, Z2
+	VADDPS      Z1, Z3, Z3
+	VADDPS      Z1, Z4, Z4
+	VADDPS      Z1, Z5, Z5
+
+dwLanesF32S1Z_v4_store:
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	VMOVUPS Z4, 128(AX)
+	VMOVUPS Z5, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S1Z_v4
 
 dwLanesF32S1Z_v4_end:
 dwLanesF32S1Z_v1:
 	TESTQ  R11, R11
 	JZ     dwLanesF32S1Z_v1_end
-	VPXORD Z5, Z5, Z5
-	MOVQ   DX, R12
-	MOVQ   BX, R13
-	MOVQ   SI, R14
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
 
 dwLanesF32S1Z_v1_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Z4
-	VFMADD231PS (R10)(R15*4), Z4, Z5
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000040, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z7
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
 	JNZ         dwLanesF32S1Z_v1_tap
-	VMOVUPS     Z5, (AX)
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000040, R10
-	DECQ        R11
-	JMP         dwLanesF32S1Z_v1
+	TESTQ       R12, R12
+	JZ          dwLanesF32S1Z_v1_store
+	VMULPS      Z0, Z7, Z7
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S1Z_v1_store
+	VADDPS      Z1, Z7, Z7
+
+dwLanesF32S1Z_v1_store:
+	VMOVUPS Z7, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, R10
+	DECQ    R11
+	JMP     dwLanesF32S1Z_v1
 
 dwLanesF32S1Z_v1_end:
 	ADDQ R9, CX
@@ -258,18 +285,23 @@ dwLanesF32S1Z_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int)
+// func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX512F
-TEXT ·dwLanesF32S2Z(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ offs+16(FP), DX
-	MOVQ w+24(FP), BX
-	MOVQ taps+32(FP), SI
-	MOVQ n+40(FP), DI
-	MOVQ rows+48(FP), R8
-	MOVQ xrow+56(FP), R9
-	SHLQ $0x02, R9
+TEXT ·dwLanesF32S2Z(SB), NOSPLIT, $8-88
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    sc+64(FP), R10
+	MOVQ    bias+72(FP), R11
+	MOVQ    mode+80(FP), R12
+	VMOVUPS (R10), Z0
+	VMOVUPS (R11), Z1
+	SHLQ    $0x02, R9
 
 dwLanesF32S2Z_row:
 	MOVQ CX, R10
@@ -278,56 +310,78 @@ dwLanesF32S2Z_row:
 dwLanesF32S2Z_v4:
 	CMPQ   R11, $0x04
 	JB     dwLanesF32S2Z_v4_end
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	MOVQ   DX, R12
-	MOVQ   BX, R13
-	MOVQ   SI, R14
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
 
 dwLanesF32S2Z_v4_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Z4
-	VFMADD231PS (R10)(R15*4), Z4, Z0
-	VFMADD231PS 128(R10)(R15*4), Z4, Z1
-	VFMADD231PS 256(R10)(R15*4), Z4, Z2
-	VFMADD231PS 384(R10)(R15*4), Z4, Z3
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000040, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z2
+	VFMADD231PS 128(R10)(BP*4), Z6, Z3
+	VFMADD231PS 256(R10)(BP*4), Z6, Z4
+	VFMADD231PS 384(R10)(BP*4), Z6, Z5
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
 	JNZ         dwLanesF32S2Z_v4_tap
-	VMOVUPS     Z0, (AX)
-	VMOVUPS     Z1, 64(AX)
-	VMOVUPS     Z2, 128(AX)
-	VMOVUPS     Z3, 192(AX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000200, R10
-	SUBQ        $0x04, R11
-	JMP         dwLanesF32S2Z_v4
+	TESTQ       R12, R12
+	JZ          dwLanesF32S2Z_v4_store
+	VMULPS      Z0, Z2, Z2
+	VMULPS      Z0, Z3, Z3
+	VMULPS      Z0, Z4, Z4
+	VMULPS      Z0, Z5, Z5
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S2Z_v4_store
+	VADDPS      Z1, Z2, Z2
+	VADDPS      Z1, Z3, Z3
+	VADDPS      Z1, Z4, Z4
+	VADDPS      Z1, Z5, Z5
+
+dwLanesF32S2Z_v4_store:
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	VMOVUPS Z4, 128(AX)
+	VMOVUPS Z5, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000200, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S2Z_v4
 
 dwLanesF32S2Z_v4_end:
 dwLanesF32S2Z_v1:
 	TESTQ  R11, R11
 	JZ     dwLanesF32S2Z_v1_end
-	VPXORD Z5, Z5, Z5
-	MOVQ   DX, R12
-	MOVQ   BX, R13
-	MOVQ   SI, R14
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
 
 dwLanesF32S2Z_v1_tap:
-	MOVQ        (R12), R15
-	VMOVUPS     (R13), Z4
-	VFMADD231PS (R10)(R15*4), Z4, Z5
-	ADDQ        $0x08, R12
-	ADDQ        $0x00000040, R13
-	DECQ        R14
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z7
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
 	JNZ         dwLanesF32S2Z_v1_tap
-	VMOVUPS     Z5, (AX)
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000080, R10
-	DECQ        R11
-	JMP         dwLanesF32S2Z_v1
+	TESTQ       R12, R12
+	JZ          dwLanesF32S2Z_v1_store
+	VMULPS      Z0, Z7, Z7
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S2Z_v1_store
+	VADDPS      Z1, Z7, Z7
+
+dwLanesF32S2Z_v1_store:
+	VMOVUPS Z7, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000080, R10
+	DECQ    R11
+	JMP     dwLanesF32S2Z_v1
 
 dwLanesF32S2Z_v1_end:
 	ADDQ R9, CX
@@ -336,50 +390,51 @@ dwLanesF32S2Z_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwInterleaveZ(dst *float32, src *float32, ld int, n int)
+// func dwInterleaveZ(dst *float32, src *float32, ld int, pos *int, n int)
 // Requires: AVX, AVX512F
-TEXT ·dwInterleaveZ(SB), NOSPLIT, $0-32
+TEXT ·dwInterleaveZ(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), AX
 	MOVQ src+8(FP), CX
 	MOVQ ld+16(FP), DX
-	MOVQ n+24(FP), BX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
 	SHLQ $0x02, DX
 
 dwInterleaveZ_blk:
-	CMPQ       BX, $0x10
+	CMPQ       SI, $0x10
 	JB         dwInterleaveZ_end
-	MOVQ       CX, SI
-	VMOVUPS    (SI), Z0
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z1
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z2
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z3
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z4
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z5
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z6
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z7
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z8
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z9
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z10
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z11
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z12
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z13
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z14
-	ADDQ       DX, SI
-	VMOVUPS    (SI), Z15
+	MOVQ       CX, DI
+	VMOVUPS    (DI), Z0
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z1
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z2
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z3
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z4
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z5
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z6
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z7
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z8
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z9
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z10
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z11
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z12
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z13
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z14
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z15
 	VUNPCKLPS  Z1, Z0, Z16
 	VUNPCKHPS  Z1, Z0, Z0
 	VUNPCKLPS  Z3, Z2, Z1
@@ -444,25 +499,41 @@ dwInterleaveZ_blk:
 	VSHUFF32X4 $0xdd, Z4, Z9, Z4
 	VSHUFF32X4 $0x88, Z8, Z0, Z9
 	VSHUFF32X4 $0xdd, Z8, Z0, Z0
-	VMOVUPS    Z10, (AX)
-	VMOVUPS    Z11, 64(AX)
-	VMOVUPS    Z13, 128(AX)
-	VMOVUPS    Z12, 192(AX)
-	VMOVUPS    Z14, 256(AX)
-	VMOVUPS    Z3, 320(AX)
-	VMOVUPS    Z7, 384(AX)
-	VMOVUPS    Z4, 448(AX)
-	VMOVUPS    Z15, 512(AX)
-	VMOVUPS    Z6, 576(AX)
-	VMOVUPS    Z16, 640(AX)
-	VMOVUPS    Z9, 704(AX)
-	VMOVUPS    Z2, 768(AX)
-	VMOVUPS    Z1, 832(AX)
-	VMOVUPS    Z5, 896(AX)
-	VMOVUPS    Z0, 960(AX)
-	ADDQ       $0x00000400, AX
+	MOVQ       (BX), DI
+	VMOVUPS    Z10, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Z11, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Z13, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Z12, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Z14, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Z3, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Z7, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Z4, (AX)(DI*4)
+	MOVQ       64(BX), DI
+	VMOVUPS    Z15, (AX)(DI*4)
+	MOVQ       72(BX), DI
+	VMOVUPS    Z6, (AX)(DI*4)
+	MOVQ       80(BX), DI
+	VMOVUPS    Z16, (AX)(DI*4)
+	MOVQ       88(BX), DI
+	VMOVUPS    Z9, (AX)(DI*4)
+	MOVQ       96(BX), DI
+	VMOVUPS    Z2, (AX)(DI*4)
+	MOVQ       104(BX), DI
+	VMOVUPS    Z1, (AX)(DI*4)
+	MOVQ       112(BX), DI
+	VMOVUPS    Z5, (AX)(DI*4)
+	MOVQ       120(BX), DI
+	VMOVUPS    Z0, (AX)(DI*4)
+	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000040, CX
-	SUBQ       $0x10, BX
+	SUBQ       $0x10, SI
 	JMP        dwInterleaveZ_blk
 
 dwInterleaveZ_end:

@@ -12,10 +12,11 @@ import "fmt"
 
 // checkLanes panics unless a LanesF32 call's slices hold what the kernels
 // read and write (the assembly reads them unchecked).
-func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
-	if len(offs) < 1 || len(w) < len(offs)*lanes || stride < 1 || n < 1 || rows < 1 || xrow < 0 {
-		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, stride %d, n %d, rows %d, xrow %d",
-			len(offs), len(w), stride, n, rows, xrow))
+func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+	if len(offs) < 1 || len(w) < len(offs)*lanes || stride < 1 || n < 1 || rows < 1 || xrow < 0 ||
+		mode != 0 && mode != 1 && mode != 3 || mode != 0 && len(sc) < lanes || mode == 3 && len(bias) < lanes {
+		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, stride %d, n %d, rows %d, xrow %d, mode %d, %d scales, %d biases",
+			len(offs), len(w), stride, n, rows, xrow, mode, len(sc), len(bias)))
 	}
 	if len(dst) < rows*n*lanes {
 		panic(fmt.Sprintf("gemm: depthwise lanes: dst has %d floats, want %d", len(dst), rows*n*lanes))
@@ -29,8 +30,8 @@ func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n,
 }
 
 // lanesF32Generic is LanesF32 for vectors of lanes channels.
-func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
-	checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow)
+func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+	checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
 	for r := range rows {
 		for i := range n {
 			base := r*xrow + i*stride*lanes
@@ -39,6 +40,12 @@ func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, strid
 				var s float32
 				for t, o := range offs {
 					s += w[t*lanes+l] * x[base+o+l]
+				}
+				if mode&1 != 0 {
+					s = float32(s * sc[l])
+				}
+				if mode&2 != 0 {
+					s = s + bias[l]
 				}
 				out[l] = s
 			}
@@ -54,13 +61,27 @@ func checkInterleave(lanes int, pm, ch []float32, ld, n int) {
 	}
 }
 
+// checkPositions panics unless the rows of Interleave's src and the
+// vectors at pos fit.
+func checkPositions(lanes int, dst, src []float32, ld int, pos []int) {
+	n := len(pos)
+	if ld < n || n > 0 && len(src) < (lanes-1)*ld+n {
+		panic(fmt.Sprintf("gemm: depthwise interleave: %d lanes, ld %d, n %d, src has %d floats", lanes, ld, n, len(src)))
+	}
+	for _, p := range pos {
+		if p < 0 || p+lanes > len(dst) {
+			panic(fmt.Sprintf("gemm: depthwise interleave: position %d, dst has %d floats", p, len(dst)))
+		}
+	}
+}
+
 // interleaveGeneric is Interleave for lanes channels.
-func interleaveGeneric(lanes int, dst, src []float32, ld, n int) {
-	checkInterleave(lanes, dst, src, ld, n)
+func interleaveGeneric(lanes int, dst, src []float32, ld int, pos []int) {
+	checkPositions(lanes, dst, src, ld, pos)
 	for l := range lanes {
-		row := src[l*ld:][:n]
+		row := src[l*ld:][:len(pos)]
 		for i, v := range row {
-			dst[i*lanes+l] = v
+			dst[pos[i]+l] = v
 		}
 	}
 }
@@ -81,10 +102,10 @@ func deinterleaveGeneric(lanes int, dst []float32, ld int, src []float32, n int)
 // tests use them).
 func LanesGeneric(lanes int) *DepthwiseKernels {
 	return &DepthwiseKernels{Family: "generic", Lanes: lanes,
-		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int) {
-			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow)
+		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
 		},
-		Interleave:   func(dst, src []float32, ld, n int) { interleaveGeneric(lanes, dst, src, ld, n) },
+		Interleave:   func(dst, src []float32, ld int, pos []int) { interleaveGeneric(lanes, dst, src, ld, pos) },
 		Deinterleave: func(dst []float32, ld int, src []float32, n int) { deinterleaveGeneric(lanes, dst, ld, src, n) },
 	}
 }

@@ -73,10 +73,26 @@ func TestDepthwiseLanes(t *testing.T) {
 							want[i] = float32(rng.NormFloat64())
 							got[i] = want[i]
 						}
-						gen.LanesF32(want, x, offs, w, stride, n, rows, xrow)
-						k.LanesF32(got, x, offs, w, stride, n, rows, xrow)
-						if i, ok := sameBits(got, want); !ok {
-							t.Fatalf("[%d]: got %v, want %v", i, got[i], want[i])
+						sc, bias := make([]float32, L), make([]float32, L)
+						for l := range L {
+							sc[l] = float32(rng.ExpFloat64())
+							bias[l] = float32(rng.NormFloat64())
+						}
+						for _, mode := range []int{0, 1, 3} {
+							gen.LanesF32(want, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+							k.LanesF32(got, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+							if i, ok := sameBits(got, want); !ok {
+								t.Fatalf("mode %d [%d]: got %v, want %v", mode, i, got[i], want[i])
+							}
+						}
+						// the generic loops' own arithmetic on one element
+						l, p := rng.IntN(L), rng.IntN(rows*n)
+						var s float32
+						for t, o := range offs {
+							s += w[t*L+l] * x[p/n*xrow+p%n*stride*L+o+l]
+						}
+						if s = float32(s*sc[l]) + bias[l]; math.Float32bits(s) != math.Float32bits(want[p*L+l]) && s == s {
+							t.Fatalf("generic [%d, %d] = %v, want %v", p, l, want[p*L+l], s)
 						}
 					})
 				}
@@ -88,22 +104,34 @@ func TestDepthwiseLanes(t *testing.T) {
 			for i := range src {
 				src[i] = float32(rng.NormFloat64())
 			}
-			want := make([]float32, n*L+2)
+			// positions of rows of w columns into rows of w+gap, each
+			// lanes floats
+			w := 1 + rng.IntN(9)
+			gap := rng.IntN(3)
+			pos := make([]int, n)
+			for i := range pos {
+				pos[i] = (i/w*(w+gap) + i%w + 1) * L
+			}
+			want := make([]float32, (n/w+2)*(w+gap)*L)
 			got := make([]float32, len(want))
-			gen.Interleave(want, src, ld, n)
-			k.Interleave(got, src, ld, n)
+			gen.Interleave(want, src, ld, pos)
+			k.Interleave(got, src, ld, pos)
 			if i, ok := sameBits(got, want); !ok {
 				t.Fatalf("%s interleave n=%d ld=%d [%d]: got %v, want %v", k.Family, n, ld, i, got[i], want[i])
 			}
 			for i := range n * L {
-				if want[i] != src[i%L*ld+i/L] {
-					t.Fatalf("%s interleave n=%d: generic [%d] = %v", k.Family, n, i, want[i])
+				if want[pos[i/L]+i%L] != src[i%L*ld+i/L] {
+					t.Fatalf("%s interleave n=%d: generic [%d] = %v", k.Family, n, i, want[pos[i/L]+i%L])
 				}
+			}
+			packed := make([]float32, n*L)
+			for i := range n {
+				copy(packed[i*L:][:L], want[pos[i]:])
 			}
 			back := make([]float32, len(src))
 			wantBack := make([]float32, len(src))
-			gen.Deinterleave(wantBack, ld, want, n)
-			k.Deinterleave(back, ld, want, n)
+			gen.Deinterleave(wantBack, ld, packed, n)
+			k.Deinterleave(back, ld, packed, n)
 			if i, ok := sameBits(back, wantBack); !ok {
 				t.Fatalf("%s deinterleave n=%d ld=%d [%d]: got %v, want %v", k.Family, n, ld, i, back[i], wantBack[i])
 			}

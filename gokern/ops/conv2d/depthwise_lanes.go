@@ -18,14 +18,22 @@ import (
 //     generic kernel's order, output (oh, ow) reading tile position
 //     (oh*sH+kh*dilH, ow*sW+kw*dilW): products of -1, 0, +1 are exact and
 //     the padding adds w*0 = ±0 to sums that start at +0, so the sums are
-//     the generic kernel's bits (zero weights are skipped only where every
-//     lane's is zero and x is finite, as the generic kernel skips them);
-//   - dw.Deinterleave turns the sums channel-major and the fold (scale,
-//     bias) writes each channel's NCHW run.
+//     the generic kernel's bits. Zero weights are never skipped: on finite
+//     x they add ±0 (nothing), on NaN and Inf NaN, as the generic kernel
+//     does when x is not known finite;
+//   - with one scale block (per tensor or per channel), LanesF32 also folds
+//     (s*scale, then + bias, rounded after each as the fold does) and
+//     dw.Deinterleave stores the block's channels straight into their NCHW
+//     runs; with several, the sums of each block are deinterleaved and the
+//     fold (foldF32) writes each channel's run.
 //
 // Only for one output channel per group (Og == 1) and strides 1 and 2 (the
-// kernels' assembly); the last block of C % L channels runs the generic
-// interleave on its lanes (the other lanes keep stale values, never folded).
+// kernels' assembly). The interleave writes the band's input rows straight
+// into the tile (a position table: row i/W, column i%W); the tile's
+// padding columns are never written (zero from its allocation), its rows of
+// padding are cleared in every unit. The last block of C % L channels runs
+// the generic interleave on its lanes (the other lanes keep stale values,
+// never stored).
 
 // dwLanesTile bounds a unit's padded tile (floats, per worker).
 const dwLanesTile = 1 << 14
@@ -62,36 +70,52 @@ func newDWLanesGeom(d *Dims, lanes int) dwLanesGeom {
 
 // depthwiseLanes has depthwise's arguments (float32 activations) and the
 // conv_dw family dw (dw.Lanes > 0).
-func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float32, skipZero bool, dw *gemm.DepthwiseKernels) {
+func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float32, dw *gemm.DepthwiseKernels) {
 	L := dw.Lanes
 	np := gemm.Panels(d.Og)
 	g := newDWLanesGeom(d, L)
 	bands := ceilDivPos(d.Ho, g.rows)
 	blocks := ceilDivPos(d.C, L)
 	hw := d.H * d.W
-	// the weights of block cb, tap k, lane l at wv[(cb*K+k)*L+l]; nz: some
-	// lane's is nonzero
+	// the weights of block cb, tap k, lane l at wv[(cb*K+k)*L+l]; with one
+	// scale block, the lanes' scales and biases (the fold in LanesF32)
 	wv := make([]float32, blocks*d.K*L)
-	nz := make([]bool, blocks*d.K)
+	var scv, biasv []float32
+	mode := 0
+	if sc.nb == 1 {
+		mode = 1
+		scv = make([]float32, blocks*L)
+		biasv = make([]float32, blocks*L)
+		if sc.bias != nil {
+			mode = 3
+		}
+	}
 	for o := range d.O {
 		cb, l := o/L, o%L
 		panel := apan[o*np*d.K:][:d.K]
 		for k, code := range panel {
-			w := gemm.Weights(code)[0]
-			wv[(cb*d.K+k)*L+l] = float32(w)
-			nz[cb*d.K+k] = nz[cb*d.K+k] || w != 0
+			wv[(cb*d.K+k)*L+l] = float32(gemm.Weights(code)[0])
+		}
+		if mode != 0 {
+			scv[o] = sc.scale(o, 0)
+			biasv[o], _ = sc.biasAt(o, 0)
 		}
 	}
 	tapAt := make([]int, d.K) // tap k's offset in the tile
 	for k := range tapAt {
 		tapAt[k] = (k/d.KW*d.DilH*g.tw + k%d.KW*d.DilW) * L
 	}
+	// input position i of a band's rows (row i/W, column i%W) in the tile
+	// from its first input row
+	pos := make([]int, g.trows*d.W)
+	for i := range pos {
+		pos[i] = (i/d.W*g.tw + d.PadL + i%d.W) * L
+	}
+	row := g.tw * L
 	par.Run(par.Chunks(d.N*blocks*bands, 1), func(_, lo, hi int) {
-		tile := make([]float32, g.trows*g.tw*L)
-		stage := make([]float32, g.trows*d.W*L)
+		tile := make([]float32, g.trows*row)
 		sumsT := make([]float32, g.rows*d.Wo*L)
-		sums := make([]float32, L*g.rows*d.Wo)
-		offs, wf := make([]int, 0, d.K), make([]float32, 0, d.K*L)
+		var sums []float32
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			cb := u / bands % blocks
@@ -102,50 +126,52 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 			oh1 := min(d.Ho, oh0+g.rows)
 			r0 := oh0*d.StrideH - d.PadT // input row of tile row 0
 			nr := (oh1-oh0-1)*d.StrideH + (d.KH-1)*d.DilH + 1
-			ihLo, ihHi := max(0, r0), min(d.H, r0+nr)
+			ihLo, ihHi := min(max(0, r0), r0+nr), max(min(d.H, r0+nr), r0)
+			clear(tile[:max(0, ihLo-r0)*row]) // rows of padding
+			clear(tile[max(0, ihHi-r0)*row : nr*row])
 			if ihLo < ihHi {
 				cnt := (ihHi - ihLo) * d.W
 				first := (n*d.C+c0)*hw + ihLo*d.W
+				at := tile[(ihLo-r0)*row:]
 				if lv == L {
-					dw.Interleave(stage, src[first:(n*d.C+c0+L-1)*hw+ihHi*d.W], hw, cnt)
+					dw.Interleave(at, src[first:(n*d.C+c0+L-1)*hw+ihHi*d.W], hw, pos[:cnt])
 				} else {
 					for l := range lv {
 						for i, v := range src[first+l*hw:][:cnt] {
-							stage[i*L+l] = v
+							at[pos[i]+l] = v
 						}
 					}
 				}
 			}
-			for r := range nr {
-				row := g.tw * L
-				dst := tile[r*row:][:row]
-				ih := r0 + r
-				if ih < 0 || ih >= d.H {
-					clear(dst)
-					continue
-				}
-				copy(dst[d.PadL*L:][:d.W*L], stage[(ih-ihLo)*d.W*L:][:d.W*L])
-			}
 			span := (oh1 - oh0) * d.Wo
 			st := sumsT[:span*L]
-			for b := range sc.nb {
-				offs, wf = offs[:0], wf[:0]
-				for k := b * sc.bl; k < (b+1)*sc.bl; k++ {
-					if skipZero && !nz[cb*d.K+k] {
-						continue
-					}
-					offs = append(offs, tapAt[k])
-					wf = append(wf, wv[(cb*d.K+k)*L:][:L]...)
+			ws := wv[cb*d.K*L:][:d.K*L]
+			dst := out[(n*d.O+c0)*d.P+oh0*d.Wo:]
+			xrow := d.StrideH * row
+			if mode != 0 {
+				dw.LanesF32(st, tile, tapAt, ws, d.StrideW, d.Wo, oh1-oh0, xrow, scv[c0:][:L], biasv[c0:][:L], mode)
+				if lv == L {
+					dw.Deinterleave(dst[:(L-1)*d.P+span], d.P, st, span)
+					continue
 				}
-				if len(offs) == 0 {
-					clear(st)
-				} else {
-					dw.LanesF32(st, tile, offs, wf, d.StrideW, d.Wo, oh1-oh0, d.StrideH*g.tw*L)
+				if sums == nil {
+					sums = make([]float32, L*g.rows*d.Wo)
 				}
 				dw.Deinterleave(sums, span, st, span)
 				for l := range lv {
+					copy(dst[l*d.P:][:span], sums[l*span:][:span])
+				}
+				continue
+			}
+			if sums == nil {
+				sums = make([]float32, L*g.rows*d.Wo)
+			}
+			for b := range sc.nb {
+				dw.LanesF32(st, tile, tapAt[b*sc.bl:][:sc.bl], ws[b*sc.bl*L:][:sc.bl*L], d.StrideW, d.Wo, oh1-oh0, xrow, nil, nil, 0)
+				dw.Deinterleave(sums, span, st, span)
+				for l := range lv {
 					o := c0 + l
-					foldF32(sc, out[(n*d.O+o)*d.P+oh0*d.Wo:][:span], sums[l*span:][:span], o, b, 0)
+					foldF32(sc, dst[l*d.P:][:span], sums[l*span:][:span], o, b, 0)
 				}
 			}
 		}

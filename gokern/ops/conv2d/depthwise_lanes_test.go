@@ -126,3 +126,43 @@ func TestDepthwiseLanesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDepthwiseLanes times the float32 depthwise kernel with the
+// lanes path forced on and off (depthwisePadded) on the selected conv_dw
+// family, on MobileNet-like layers at N = 1 and 8 (-threads threads): the
+// measurements behind useLanes' rule.
+func BenchmarkDepthwiseLanes(b *testing.B) {
+	keepThreads(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	dw := gemm.DepthwiseOp.Get()
+	old := dwLanesMaxPlane
+	b.Cleanup(func() { dwLanesMaxPlane = old })
+	for _, l := range []struct{ c, hw, k, s int }{{32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {144, 56, 3, 2},
+		{192, 28, 3, 1}, {192, 28, 3, 2}, {384, 14, 3, 1}, {576, 14, 3, 2}, {960, 7, 3, 1}, {240, 14, 5, 1}, {240, 28, 5, 1}} {
+		for _, n := range []int{1, 8} {
+			s := Shape{N: n, C: l.c, H: l.hw, W: l.hw, O: l.c, WC: 1, KH: l.k, KW: l.k, Groups: l.c,
+				StrideH: l.s, StrideW: l.s, PadT: l.k / 2, PadL: l.k / 2, PadB: l.k / 2, PadR: l.k / 2, DilH: 1, DilW: 1}
+			d, _ := s.Check()
+			tc := newCase(b, rng, s, d.K, false)
+			out := make([]float32, d.OutLen)
+			for _, lanes := range []bool{false, true} {
+				ks := selected()
+				ks.dw = dw
+				b.Run(fmt.Sprintf("%dx%d_%d@%d/s%d/N%d/lanes=%v/%s", l.k, l.k, l.c, l.hw, l.s, n, lanes, dw.Family), func(b *testing.B) {
+					if err := par.SetThreads(*benchThreads); err != nil {
+						b.Fatal(err)
+					}
+					dwLanesMaxPlane = 0
+					if lanes {
+						dwLanesMaxPlane = math.MaxInt
+					}
+					for b.Loop() {
+						if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{Algo: Depthwise}, ks); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}

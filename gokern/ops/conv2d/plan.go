@@ -302,7 +302,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		case act8:
 			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip)
 		case kind == Depthwise && useLanes(d, ks.dw):
-			depthwiseLanes(d, a, x, sc, out, skip, ks.dw)
+			depthwiseLanes(d, a, x, sc, out, ks.dw)
 			return kernelName("depthwise_lanes", ks.dw.Family), nil
 		case ks.dw != nil && ks.dw.Family != cpu.Generic:
 			taps, _ := dwKernels(ks.dw)
