@@ -39,20 +39,35 @@ import (
 const dwLanesTile = 1 << 14
 
 // useLanes reports whether the float32 depthwise kernel on d runs
-// depthwiseLanes on the conv_dw family dw: see the measurements below.
+// depthwiseLanes on the conv_dw family dw: wherever its kernels apply (one
+// output channel per group, column stride 1 or 2). Measured on 2026-11-24
+// (AMD EPYC Zen 4, 2 vCPUs, 1 thread; go test ./gokern/ops/conv2d -run X
+// -bench BenchmarkDepthwiseLanes -benchtime 200x, us per call, per-channel
+// depthwisePadded -> depthwiseLanes, avx512 / avx2):
 //
-// TODO(measure) the plane rule.
+//	3x3   32@112 s1 N=1  300 -> 234 / 304 -> 320 (tie: 4 runs 293-312 -> 259-328)
+//	3x3   32@112 s1 N=8  3224 -> 2241 / 3747 -> 2673
+//	3x3   96@112 s2 N=1  922 -> 347 / 1007 -> 380
+//	3x3  144@56  s1 N=8  4078 -> 2888 / 4345 -> 2975
+//	3x3  144@56  s2 N=1  401 -> 148 / 433 -> 192
+//	3x3  192@28  s1 N=1  152 -> 124 / 223 -> 129
+//	3x3  384@14  s1 N=8  1028 -> 386 / 1065 -> 443
+//	3x3  576@14  s2 N=8  2092 -> 341 / 2226 -> 355
+//	3x3  960@7   s1 N=1  185 -> 68 / 186 -> 76
+//	3x3  960@7   s1 N=8  1456 -> 295 / 1969 -> 311
+//	5x5  240@14  s1 N=8  981 -> 409 / 980 -> 455
+//	5x5  240@28  s1 N=8  2420 -> 1508 / 2944 -> 1881
+//
+// faster on every plane size measured, 7x7 to 112x112, both strides (the
+// per-channel kernel's cost per plane is paid once per 16 / 8 channels);
+// the per-channel kernel stays for channel multipliers and column strides
+// above 2, and for int8 activations.
 func useLanes(d *Dims, dw *gemm.DepthwiseKernels) bool {
-	if dw == nil || dw.Lanes == 0 || dw.LanesF32 == nil || d.Og != 1 || d.StrideW != d.StrideH ||
-		d.StrideW > 2 {
-		return false
-	}
-	return d.P <= dwLanesMaxPlane
+	return dwLanesOn && dw != nil && dw.Lanes > 0 && dw.LanesF32 != nil && d.Og == 1 && d.StrideW <= 2
 }
 
-// dwLanesMaxPlane is the largest output plane Ho*Wo that runs
-// depthwiseLanes.
-var dwLanesMaxPlane = 14 * 14
+// dwLanesOn lets tests and benchmarks turn depthwiseLanes off.
+var dwLanesOn = true
 
 // dwLanesGeom is depthwiseLanes' tile layout.
 type dwLanesGeom struct {

@@ -22,11 +22,11 @@ func lanesFamilies() []*gemm.DepthwiseKernels {
 	return out
 }
 
-// allPlanes makes useLanes take every plane size for the test.
-func allPlanes(t *testing.T) {
-	old := dwLanesMaxPlane
-	dwLanesMaxPlane = math.MaxInt
-	t.Cleanup(func() { dwLanesMaxPlane = old })
+// lanesOff turns depthwiseLanes off for the test.
+func lanesOff(t testing.TB) {
+	old := dwLanesOn
+	dwLanesOn = false
+	t.Cleanup(func() { dwLanesOn = old })
 }
 
 // TestDepthwiseLanes runs depthwiseLanes on every family with lanes
@@ -38,7 +38,6 @@ func allPlanes(t *testing.T) {
 // tolerance.
 func TestDepthwiseLanes(t *testing.T) {
 	keepThreads(t)
-	allPlanes(t)
 	rng := rand.New(rand.NewPCG(2026, 11242))
 	gen, _ := gemm.DepthwiseOp.Impl("generic")
 	dw := func(n, c, h, w, k, s, pad, dil int) Shape {
@@ -68,6 +67,10 @@ func TestDepthwiseLanes(t *testing.T) {
 			PadT: 1, PadL: 2, PadB: 0, PadR: 1, DilH: 2, DilW: 1}, // uneven everything
 		{N: 2, C: 12, H: 31, W: 18, O: 12, WC: 1, KH: 5, KW: 3, Groups: 12, StrideH: 1, StrideW: 1,
 			PadT: 0, PadL: 1, PadB: 2, PadR: 0, DilH: 1, DilW: 2},
+		{N: 1, C: 17, H: 20, W: 15, O: 17, WC: 1, KH: 3, KW: 3, Groups: 17, StrideH: 3, StrideW: 1,
+			PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}, // row stride 3
+		{N: 1, C: 23, H: 13, W: 21, O: 23, WC: 1, KH: 3, KW: 5, Groups: 23, StrideH: 1, StrideW: 2,
+			PadT: 2, PadL: 1, PadB: 1, PadR: 2, DilH: 1, DilW: 1},
 	}
 	for si, s := range shapes {
 		d, err := s.Check()
@@ -100,7 +103,6 @@ func TestDepthwiseLanes(t *testing.T) {
 // TestDepthwiseLanesNonFinite: with NaN and Inf in x (not known finite),
 // the lanes kernels add zero weights as 0*x as the generic kernel does.
 func TestDepthwiseLanesNonFinite(t *testing.T) {
-	allPlanes(t)
 	rng := rand.New(rand.NewPCG(5, 7))
 	gen, _ := gemm.DepthwiseOp.Impl("generic")
 	for _, s := range []Shape{
@@ -129,14 +131,13 @@ func TestDepthwiseLanesNonFinite(t *testing.T) {
 
 // BenchmarkDepthwiseLanes times the float32 depthwise kernel with the
 // lanes path forced on and off (depthwisePadded) on the selected conv_dw
-// family, on MobileNet-like layers at N = 1 and 8 (-threads threads): the
-// measurements behind useLanes' rule.
+// families with lanes kernels, on MobileNet-like layers at N = 1 and 8
+// (-threads threads): the measurements behind useLanes' rule.
 func BenchmarkDepthwiseLanes(b *testing.B) {
 	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 2))
-	dw := gemm.DepthwiseOp.Get()
-	old := dwLanesMaxPlane
-	b.Cleanup(func() { dwLanesMaxPlane = old })
+	old := dwLanesOn
+	b.Cleanup(func() { dwLanesOn = old })
 	for _, l := range []struct{ c, hw, k, s int }{{32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {144, 56, 3, 2},
 		{192, 28, 3, 1}, {192, 28, 3, 2}, {384, 14, 3, 1}, {576, 14, 3, 2}, {960, 7, 3, 1}, {240, 14, 5, 1}, {240, 28, 5, 1}} {
 		for _, n := range []int{1, 8} {
@@ -145,23 +146,25 @@ func BenchmarkDepthwiseLanes(b *testing.B) {
 			d, _ := s.Check()
 			tc := newCase(b, rng, s, d.K, false)
 			out := make([]float32, d.OutLen)
-			for _, lanes := range []bool{false, true} {
-				ks := selected()
-				ks.dw = dw
-				b.Run(fmt.Sprintf("%dx%d_%d@%d/s%d/N%d/lanes=%v/%s", l.k, l.k, l.c, l.hw, l.s, n, lanes, dw.Family), func(b *testing.B) {
-					if err := par.SetThreads(*benchThreads); err != nil {
-						b.Fatal(err)
-					}
-					dwLanesMaxPlane = 0
-					if lanes {
-						dwLanesMaxPlane = math.MaxInt
-					}
-					for b.Loop() {
-						if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{Algo: Depthwise}, ks); err != nil {
+			for _, dw := range gemm.DepthwiseFamilies() {
+				if dw.Lanes == 0 {
+					continue
+				}
+				for _, lanes := range []bool{false, true} {
+					ks := selected()
+					ks.dw = dw
+					b.Run(fmt.Sprintf("%dx%d_%d@%d/s%d/N%d/lanes=%v/%s", l.k, l.k, l.c, l.hw, l.s, n, lanes, dw.Family), func(b *testing.B) {
+						if err := par.SetThreads(*benchThreads); err != nil {
 							b.Fatal(err)
 						}
-					}
-				})
+						dwLanesOn = lanes
+						for b.Loop() {
+							if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{Algo: Depthwise}, ks); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
 			}
 		}
 	}
