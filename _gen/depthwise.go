@@ -22,7 +22,8 @@ import (
 var dwAVX2 = kernels(
 	func(c *build.Context) { dwTapsF32(c, "dwTapsF32Y", 8, c.YMM) },
 	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Y", 8, c.YMM) },
-	func(c *build.Context) { dwLanesF32(c, "dwLanesF32Y", 8, c.YMM, zeroY) },
+	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S1Y", 8, 1, c.YMM, zeroY) },
+	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S2Y", 8, 2, c.YMM, zeroY) },
 	func(c *build.Context) { dwInterleave(c, "dwInterleaveY", 8, c.YMM, transpose8Y) },
 	func(c *build.Context) { dwDeinterleave(c, "dwDeinterleaveY", 8, c.YMM, transpose8Y) },
 )
@@ -31,7 +32,8 @@ var dwAVX2 = kernels(
 var dwAVX512 = kernels(
 	func(c *build.Context) { dwTapsF32(c, "dwTapsF32Z", 16, c.ZMM) },
 	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Z", 16, c.ZMM) },
-	func(c *build.Context) { dwLanesF32(c, "dwLanesF32Z", 16, c.ZMM, zeroZ) },
+	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S1Z", 16, 1, c.ZMM, zeroZ) },
+	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S2Z", 16, 2, c.ZMM, zeroZ) },
 	func(c *build.Context) { dwInterleave(c, "dwInterleaveZ", 16, c.ZMM, transpose16Z) },
 	func(c *build.Context) { dwDeinterleave(c, "dwDeinterleaveZ", 16, c.ZMM, transpose16Z) },
 )
@@ -143,59 +145,59 @@ func dwTapsI8(c *build.Context, name string, lanes int, vec func() reg.VecVirtua
 // position of lanes consecutive channels, laid out position-major
 // (x[p*lanes+l]).
 
-// dwLanesUnroll is the positions dwLanesF32's main loop keeps in registers
-// (each with its own pointer: the general registers bound it).
+// dwLanesUnroll is the positions dwLanesF32's main loop keeps in registers.
 const dwLanesUnroll = 4
 
-// dwLanesF32 emits name(dst, x *float32, offs *int, w *float32, taps int,
-// xpos *int, n int, sc, bias *float32, mode int): for i < n, l < lanes,
-// the sum s = w[0*lanes+l]*x[xpos[i]+offs[0]+l] + w[1*lanes+l]*x[xpos[i]+
-// offs[1]+l] + ..., fused, from +0 in the order of the taps (taps >= 1;
-// xpos and offs in floats), then dst[i*lanes+l] = s (mode 0), s*sc[l]
-// (mode 1) or s*sc[l] + bias[l] (mode 3), rounded after each operation
-// (VMULPS, VADDPS: the fold's arithmetic). Runs of dwLanesUnroll positions,
-// then single ones.
-func dwLanesF32(c *build.Context, name string, lanes int, vec func() reg.VecVirtual,
+// dwLanesF32 emits name(dst, x *float32, offs *int, w *float32, taps, n,
+// rows, xrow int, sc, bias *float32, mode int): for r < rows, i < n,
+// l < lanes, the sum s = w[0*lanes+l]*x[r*xrow+i*stride*lanes+offs[0]+l]
+// + w[1*lanes+l]*x[...offs[1]...] + ..., fused, from +0 in the order of the
+// taps (taps >= 1, n >= 1, rows >= 1; offs and xrow in floats), then
+// dst[(r*n+i)*lanes+l] = s (mode 0), s*sc[l] (mode 1) or s*sc[l] + bias[l]
+// (mode 3), rounded after each operation (VMULPS, VADDPS: the fold's
+// arithmetic).
+func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg.VecVirtual,
 	zero func(*build.Context, int) []reg.VecVirtual) {
-	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps int, xpos *int, n int, sc, bias *float32, mode int)",
-		fmt.Sprintf("%s sets dst[i*%d+l] = s, s*sc[l] (mode 1) or s*sc[l]+bias[l] (mode 3), s the sum over t < taps", name, lanes),
-		fmt.Sprintf("of w[t*%d+l]*x[xpos[i]+offs[t]+l] (fused, from +0, in order of t), for i < n, l < %d; taps >= 1.", lanes, lanes))
-	args := loadArgs(c, "dst", "x", "xpos", "n", "sc", "bias")
-	d, x, xp, i, scp, biasp := args[0], args[1], args[2], args[3], args[4], args[5]
+	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)",
+		fmt.Sprintf("%s sets dst[(r*n+i)*%d+l] = s, s*sc[l] (mode 1) or s*sc[l]+bias[l] (mode 3), s the sum over t < taps", name, lanes),
+		fmt.Sprintf("of w[t*%d+l]*x[r*xrow+i*%d+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < %d;", lanes, stride*lanes, lanes),
+		"taps, n, rows >= 1.")
+	args := loadArgs(c, "dst", "x", "offs", "w", "taps", "n", "rows", "xrow", "sc", "bias", "mode")
+	d, x, offs, w, taps, n, rows, xrow, scp, biasp, mode := args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+		args[7], args[8], args[9], args[10]
 	vb := lanes * 4
 	scv, biasv := vec(), vec()
 	c.VMOVUPS(operand.Mem{Base: scp}, scv)
 	c.VMOVUPS(operand.Mem{Base: biasp}, biasv)
+	c.SHLQ(operand.Imm(2), xrow)
+	xp, i := c.GP64(), c.GP64()
+	c.Label(name + "_row")
+	c.MOVQ(x, xp)
+	c.MOVQ(n, i)
 	for _, nv := range []int{dwLanesUnroll, 1} {
 		top := fmt.Sprintf("%s_v%d", name, nv)
 		whileAtLeast(c, top, top+"_end", i, nv, func() {
-			ptr := make([]reg.GPVirtual, nv)
-			for j := range ptr {
-				ptr[j] = c.GP64()
-				c.MOVQ(mem(xp, 8*j), ptr[j])
-				c.LEAQ(operand.Mem{Base: x, Index: ptr[j], Scale: 4}, ptr[j])
-			}
 			acc := zero(c, nv)
 			po, pw, t, off := c.GP64(), c.GP64(), c.GP64(), c.GP64()
-			c.MOVQ(paramAddr(c, "offs"), po)
-			c.MOVQ(paramAddr(c, "w"), pw)
-			c.MOVQ(paramAddr(c, "taps"), t)
+			c.MOVQ(offs, po)
+			c.MOVQ(w, pw)
+			c.MOVQ(taps, t)
 			wv := vec()
 			repeat(c, top+"_tap", t, func() {
 				c.MOVQ(operand.Mem{Base: po}, off)
 				c.VMOVUPS(operand.Mem{Base: pw}, wv)
 				for j := range acc {
-					c.VFMADD231PS(operand.Mem{Base: ptr[j], Index: off, Scale: 4}, wv, acc[j])
+					c.VFMADD231PS(operand.Mem{Base: xp, Index: off, Scale: 4, Disp: j * stride * vb}, wv, acc[j])
 				}
 				c.ADDQ(operand.Imm(8), po)
 				c.ADDQ(operand.U32(vb), pw)
 			})
-			c.CMPQ(paramAddr(c, "mode"), operand.Imm(0))
-			c.JE(operand.LabelRef(top + "_store"))
+			c.TESTQ(mode, mode)
+			c.JZ(operand.LabelRef(top + "_store"))
 			for j := range acc {
 				c.VMULPS(scv, acc[j], acc[j])
 			}
-			c.CMPQ(paramAddr(c, "mode"), operand.Imm(1))
+			c.CMPQ(mode, operand.Imm(1))
 			c.JE(operand.LabelRef(top + "_store"))
 			for j := range acc {
 				c.VADDPS(biasv, acc[j], acc[j])
@@ -205,10 +207,13 @@ func dwLanesF32(c *build.Context, name string, lanes int, vec func() reg.VecVirt
 				c.VMOVUPS(acc[j], mem(d, j*vb))
 			}
 			c.ADDQ(operand.U32(nv*vb), d)
-			c.ADDQ(operand.U32(nv*8), xp)
+			c.ADDQ(operand.U32(nv*stride*vb), xp)
 		})
 		c.Label(top + "_end")
 	}
+	c.ADDQ(xrow, x)
+	c.DECQ(rows)
+	c.JNZ(operand.LabelRef(name + "_row"))
 	vzeroRet(c)
 }
 

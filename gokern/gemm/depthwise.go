@@ -32,13 +32,14 @@ type DepthwiseKernels struct {
 	// the family has none; see depthwise_lanes.go). Positions are
 	// position-major: x[p*Lanes+l] is channel l at position p.
 	Lanes int
-	// LanesF32 sets, for i < len(xpos) and l < Lanes, dst[i*Lanes+l] to s
-	// (mode 0), float32(s*sc[l]) (mode 1) or float32(s*sc[l]) + bias[l]
-	// (mode 3: the fold's arithmetic), s the sum over t of w[t*Lanes+l] *
-	// x[xpos[i]+offs[t]+l] from +0 in the order of the taps (fused or not:
-	// the weights are -1, 0, +1). len(offs) >= 1; every read within x; sc
-	// and bias hold Lanes floats where the mode reads them.
-	LanesF32 func(dst, x []float32, offs []int, w []float32, xpos []int, sc, bias []float32, mode int)
+	// LanesF32 sets, for r < rows, i < n and l < Lanes,
+	// dst[(r*n+i)*Lanes+l] to s (mode 0), float32(s*sc[l]) (mode 1) or
+	// float32(s*sc[l]) + bias[l] (mode 3: the fold's arithmetic), s the sum
+	// over t of w[t*Lanes+l] * x[r*xrow+i*stride*Lanes+offs[t]+l] from +0 in
+	// the order of the taps (fused or not: the weights are -1, 0, +1).
+	// len(offs) >= 1, n, rows, stride >= 1; every read within x; sc and bias
+	// hold Lanes floats where the mode reads them.
+	LanesF32 func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int)
 	// Interleave sets dst[pos[i]+l] = src[l*ld+i] for i < len(pos),
 	// l < Lanes (Lanes rows ld apart to position-major vectors at pos);
 	// Deinterleave sets dst[l*ld+i] = src[i*Lanes+l] for i < n.

@@ -15,11 +15,11 @@ import (
 var (
 	_ = DepthwiseOp.Register(cpu.AVX2, &DepthwiseKernels{Family: cpu.AVX2,
 		TapsF32: dwTapsF32(8, dwTapsF32Y), TapsI8: dwTapsI8(8, dwTapsI8Y),
-		Lanes: 8, LanesF32: dwLanesF32(8, dwLanesF32Y),
+		Lanes: 8, LanesF32: dwLanesF32(8, dwLanesF32S1Y, dwLanesF32S2Y),
 		Interleave: dwInterleave(8, dwInterleaveY), Deinterleave: dwDeinterleave(8, dwDeinterleaveY)})
 	_ = DepthwiseOp.Register(cpu.AVX512, &DepthwiseKernels{Family: cpu.AVX512,
 		TapsF32: dwTapsF32(16, dwTapsF32Z), TapsI8: dwTapsI8(16, dwTapsI8Z),
-		Lanes: 16, LanesF32: dwLanesF32(16, dwLanesF32Z),
+		Lanes: 16, LanesF32: dwLanesF32(16, dwLanesF32S1Z, dwLanesF32S2Z),
 		Interleave: dwInterleave(16, dwInterleaveZ), Deinterleave: dwDeinterleave(16, dwDeinterleaveZ)})
 )
 
@@ -55,38 +55,34 @@ func dwTapsI8(lanes int, fn func(dst *int32, x *int8, offs *int, npos, taps, n i
 }
 
 // lanesFn is a generated lanes kernel (see _gen/depthwise.go's dwLanesF32).
-type lanesFn func(dst, x *float32, offs *int, w *float32, taps int, xpos *int, n int, sc, bias *float32, mode int)
+type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)
 
 // zeroLanes stands for the scales and biases a mode does not read (the
 // assembly loads them anyway).
 var zeroLanes [16]float32
 
-// dwLanesF32 wraps a generated lanes kernel as a checked LanesF32: runs of 4
-// positions, then the last 4 again for the rest (the same results), so
-// that the kernel's single positions (latency-bound) run only below 4.
-func dwLanesF32(lanes int, fn lanesFn) func(dst, x []float32, offs []int, w []float32, xpos []int, sc, bias []float32, mode int) {
-	return func(dst, x []float32, offs []int, w []float32, xpos []int, sc, bias []float32, mode int) {
-		checkLanes(lanes, dst, x, offs, w, xpos, sc, bias, mode)
+// dwLanesF32 wraps the generated lanes kernels of strides 1 and 2 as a
+// checked LanesF32; other strides run the generic loops.
+func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+	return func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+		checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+		fn := s1
+		switch stride {
+		case 1:
+		case 2:
+			fn = s2
+		default:
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+			return
+		}
 		if len(sc) < lanes {
 			sc = zeroLanes[:]
 		}
 		if len(bias) < lanes {
 			bias = zeroLanes[:]
 		}
-		n := len(xpos)
-		if n == 0 {
-			return
-		}
-		body := n
-		if n > 4 {
-			body = n &^ 3
-		}
-		pd, px, po, pw, ps, pb := unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w),
-			unsafe.SliceData(sc), unsafe.SliceData(bias)
-		fn(pd, px, po, pw, len(offs), unsafe.SliceData(xpos), body, ps, pb, mode)
-		if body < n {
-			fn(&dst[(n-4)*lanes], px, po, pw, len(offs), &xpos[n-4], 4, ps, pb, mode)
-		}
+		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow,
+			unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
 	}
 }
 

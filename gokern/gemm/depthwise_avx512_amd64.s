@@ -180,105 +180,213 @@ dwTapsI8Z_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32Z(dst *float32, x *float32, offs *int, w *float32, taps int, xpos *int, n int, sc *float32, bias *float32, mode int)
+// func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX512F
-TEXT ·dwLanesF32Z(SB), NOSPLIT, $0-80
+TEXT ·dwLanesF32S1Z(SB), NOSPLIT, $8-88
 	MOVQ    dst+0(FP), AX
 	MOVQ    x+8(FP), CX
-	MOVQ    xpos+40(FP), DX
-	MOVQ    n+48(FP), BX
-	MOVQ    sc+56(FP), SI
-	MOVQ    bias+64(FP), DI
-	VMOVUPS (SI), Z0
-	VMOVUPS (DI), Z1
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    sc+64(FP), R10
+	MOVQ    bias+72(FP), R11
+	MOVQ    mode+80(FP), R12
+	VMOVUPS (R10), Z0
+	VMOVUPS (R11), Z1
+	SHLQ    $0x02, R9
 
-dwLanesF32Z_v4:
-	CMPQ   BX, $0x04
-	JB     dwLanesF32Z_v4_end
-	MOVQ   (DX), SI
-	LEAQ   (CX)(SI*4), SI
-	MOVQ   8(DX), DI
-	LEAQ   (CX)(DI*4), DI
-	MOVQ   16(DX), R8
-	LEAQ   (CX)(R8*4), R8
-	MOVQ   24(DX), R9
-	LEAQ   (CX)(R9*4), R9
+dwLanesF32S1Z_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S1Z_v4:
+	CMPQ   R11, $0x04
+	JB     dwLanesF32S1Z_v4_end
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
-	MOVQ   offs+16(FP), R10
-	MOVQ   w+24(FP), R11
-	MOVQ   taps+32(FP), R12
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
 
-dwLanesF32Z_v4_tap:
-	MOVQ        (R10), R13
-	VMOVUPS     (R11), Z6
-	VFMADD231PS (SI)(R13*4), Z6, Z2
-	VFMADD231PS (DI)(R13*4), Z6, Z3
-	VFMADD231PS (R8)(R13*4), Z6, Z4
-	VFMADD231PS (R9)(R13*4), Z6, Z5
-	ADDQ        $0x08, R10
-	ADDQ        $0x00000040, R11
-	DECQ        R12
-	JNZ         dwLanesF32Z_v4_tap
-	CMPQ        mode+72(FP), $0x00
-	JE          dwLanesF32Z_v4_store
+dwLanesF32S1Z_v4_tap:
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z2
+	VFMADD231PS 64(R10)(BP*4), Z6, Z3
+	VFMADD231PS 128(R10)(BP*4), Z6, Z4
+	VFMADD231PS 192(R10)(BP*4), Z6, Z5
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S1Z_v4_tap
+	TESTQ       R12, R12
+	JZ          dwLanesF32S1Z_v4_store
 	VMULPS      Z0, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VMULPS      Z0, Z4, Z4
 	VMULPS      Z0, Z5, Z5
-	CMPQ        mode+72(FP), $0x01
-	JE          dwLanesF32Z_v4_store
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S1Z_v4_store
 	VADDPS      Z1, Z2, Z2
 	VADDPS      Z1, Z3, Z3
 	VADDPS      Z1, Z4, Z4
 	VADDPS      Z1, Z5, Z5
 
-dwLanesF32Z_v4_store:
+dwLanesF32S1Z_v4_store:
 	VMOVUPS Z2, (AX)
 	VMOVUPS Z3, 64(AX)
 	VMOVUPS Z4, 128(AX)
 	VMOVUPS Z5, 192(AX)
 	ADDQ    $0x00000100, AX
-	ADDQ    $0x00000020, DX
-	SUBQ    $0x04, BX
-	JMP     dwLanesF32Z_v4
+	ADDQ    $0x00000100, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S1Z_v4
 
-dwLanesF32Z_v4_end:
-dwLanesF32Z_v1:
-	TESTQ  BX, BX
-	JZ     dwLanesF32Z_v1_end
-	MOVQ   (DX), SI
-	LEAQ   (CX)(SI*4), SI
+dwLanesF32S1Z_v4_end:
+dwLanesF32S1Z_v1:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S1Z_v1_end
 	VPXORD Z7, Z7, Z7
-	MOVQ   offs+16(FP), DI
-	MOVQ   w+24(FP), R8
-	MOVQ   taps+32(FP), R9
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
 
-dwLanesF32Z_v1_tap:
-	MOVQ        (DI), R10
-	VMOVUPS     (R8), Z2
-	VFMADD231PS (SI)(R10*4), Z2, Z7
-	ADDQ        $0x08, DI
-	ADDQ        $0x00000040, R8
-	DECQ        R9
-	JNZ         dwLanesF32Z_v1_tap
-	CMPQ        mode+72(FP), $0x00
-	JE          dwLanesF32Z_v1_store
+dwLanesF32S1Z_v1_tap:
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z7
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S1Z_v1_tap
+	TESTQ       R12, R12
+	JZ          dwLanesF32S1Z_v1_store
 	VMULPS      Z0, Z7, Z7
-	CMPQ        mode+72(FP), $0x01
-	JE          dwLanesF32Z_v1_store
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S1Z_v1_store
 	VADDPS      Z1, Z7, Z7
 
-dwLanesF32Z_v1_store:
+dwLanesF32S1Z_v1_store:
 	VMOVUPS Z7, (AX)
 	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000008, DX
-	DECQ    BX
-	JMP     dwLanesF32Z_v1
+	ADDQ    $0x00000040, R10
+	DECQ    R11
+	JMP     dwLanesF32S1Z_v1
 
-dwLanesF32Z_v1_end:
+dwLanesF32S1Z_v1_end:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S1Z_row
+	VZEROUPPER
+	RET
+
+// func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesF32S2Z(SB), NOSPLIT, $8-88
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    sc+64(FP), R10
+	MOVQ    bias+72(FP), R11
+	MOVQ    mode+80(FP), R12
+	VMOVUPS (R10), Z0
+	VMOVUPS (R11), Z1
+	SHLQ    $0x02, R9
+
+dwLanesF32S2Z_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S2Z_v4:
+	CMPQ   R11, $0x04
+	JB     dwLanesF32S2Z_v4_end
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
+
+dwLanesF32S2Z_v4_tap:
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z2
+	VFMADD231PS 128(R10)(BP*4), Z6, Z3
+	VFMADD231PS 256(R10)(BP*4), Z6, Z4
+	VFMADD231PS 384(R10)(BP*4), Z6, Z5
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S2Z_v4_tap
+	TESTQ       R12, R12
+	JZ          dwLanesF32S2Z_v4_store
+	VMULPS      Z0, Z2, Z2
+	VMULPS      Z0, Z3, Z3
+	VMULPS      Z0, Z4, Z4
+	VMULPS      Z0, Z5, Z5
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S2Z_v4_store
+	VADDPS      Z1, Z2, Z2
+	VADDPS      Z1, Z3, Z3
+	VADDPS      Z1, Z4, Z4
+	VADDPS      Z1, Z5, Z5
+
+dwLanesF32S2Z_v4_store:
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	VMOVUPS Z4, 128(AX)
+	VMOVUPS Z5, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000200, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S2Z_v4
+
+dwLanesF32S2Z_v4_end:
+dwLanesF32S2Z_v1:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S2Z_v1_end
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R13
+	MOVQ   BX, R14
+	MOVQ   SI, R15
+
+dwLanesF32S2Z_v1_tap:
+	MOVQ        (R13), BP
+	VMOVUPS     (R14), Z6
+	VFMADD231PS (R10)(BP*4), Z6, Z7
+	ADDQ        $0x08, R13
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S2Z_v1_tap
+	TESTQ       R12, R12
+	JZ          dwLanesF32S2Z_v1_store
+	VMULPS      Z0, Z7, Z7
+	CMPQ        R12, $0x01
+	JE          dwLanesF32S2Z_v1_store
+	VADDPS      Z1, Z7, Z7
+
+dwLanesF32S2Z_v1_store:
+	VMOVUPS Z7, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000080, R10
+	DECQ    R11
+	JMP     dwLanesF32S2Z_v1
+
+dwLanesF32S2Z_v1_end:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S2Z_row
 	VZEROUPPER
 	RET
 

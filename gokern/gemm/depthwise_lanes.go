@@ -12,48 +12,43 @@ import "fmt"
 
 // checkLanes panics unless a LanesF32 call's slices hold what the kernels
 // read and write (the assembly reads them unchecked).
-func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, xpos []int, sc, bias []float32, mode int) {
-	if len(offs) < 1 || len(w) < len(offs)*lanes || mode != 0 && mode != 1 && mode != 3 ||
-		mode != 0 && len(sc) < lanes || mode == 3 && len(bias) < lanes {
-		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, mode %d, %d scales, %d biases",
-			len(offs), len(w), mode, len(sc), len(bias)))
+func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+	if len(offs) < 1 || len(w) < len(offs)*lanes || stride < 1 || n < 1 || rows < 1 || xrow < 0 ||
+		mode != 0 && mode != 1 && mode != 3 || mode != 0 && len(sc) < lanes || mode == 3 && len(bias) < lanes {
+		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, stride %d, n %d, rows %d, xrow %d, mode %d, %d scales, %d biases",
+			len(offs), len(w), stride, n, rows, xrow, mode, len(sc), len(bias)))
 	}
-	if len(dst) < len(xpos)*lanes {
-		panic(fmt.Sprintf("gemm: depthwise lanes: dst has %d floats, want %d", len(dst), len(xpos)*lanes))
+	if len(dst) < rows*n*lanes {
+		panic(fmt.Sprintf("gemm: depthwise lanes: dst has %d floats, want %d", len(dst), rows*n*lanes))
 	}
-	if len(xpos) == 0 {
-		return
-	}
-	lo, hi := offs[0], offs[0]
+	last := (rows-1)*xrow + (n-1)*stride*lanes + lanes
 	for _, o := range offs {
-		lo, hi = min(lo, o), max(hi, o)
-	}
-	plo, phi := xpos[0], xpos[0]
-	for _, p := range xpos {
-		plo, phi = min(plo, p), max(phi, p)
-	}
-	if lo < 0 || plo < 0 || phi+hi+lanes > len(x) {
-		panic(fmt.Sprintf("gemm: depthwise lanes: offsets %d..%d at positions %d..%d, x has %d floats", lo, hi, plo, phi, len(x)))
+		if o < 0 || o+last > len(x) {
+			panic(fmt.Sprintf("gemm: depthwise lanes: offset %d reads to %d, x has %d", o, o+last, len(x)))
+		}
 	}
 }
 
 // lanesF32Generic is LanesF32 for vectors of lanes channels.
-func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, xpos []int, sc, bias []float32, mode int) {
-	checkLanes(lanes, dst, x, offs, w, xpos, sc, bias, mode)
-	for i, base := range xpos {
-		out := dst[i*lanes:][:lanes]
-		for l := range out {
-			var s float32
-			for t, o := range offs {
-				s += w[t*lanes+l] * x[base+o+l]
+func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+	checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+	for r := range rows {
+		for i := range n {
+			base := r*xrow + i*stride*lanes
+			out := dst[(r*n+i)*lanes:][:lanes]
+			for l := range out {
+				var s float32
+				for t, o := range offs {
+					s += w[t*lanes+l] * x[base+o+l]
+				}
+				if mode&1 != 0 {
+					s = float32(s * sc[l])
+				}
+				if mode&2 != 0 {
+					s = s + bias[l]
+				}
+				out[l] = s
 			}
-			if mode&1 != 0 {
-				s = float32(s * sc[l])
-			}
-			if mode&2 != 0 {
-				s = s + bias[l]
-			}
-			out[l] = s
 		}
 	}
 }
@@ -107,8 +102,8 @@ func deinterleaveGeneric(lanes int, dst []float32, ld int, src []float32, n int)
 // tests use them).
 func LanesGeneric(lanes int) *DepthwiseKernels {
 	return &DepthwiseKernels{Family: "generic", Lanes: lanes,
-		LanesF32: func(dst, x []float32, offs []int, w []float32, xpos []int, sc, bias []float32, mode int) {
-			lanesF32Generic(lanes, dst, x, offs, w, xpos, sc, bias, mode)
+		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
 		},
 		Interleave:   func(dst, src []float32, ld int, pos []int) { interleaveGeneric(lanes, dst, src, ld, pos) },
 		Deinterleave: func(dst []float32, ld int, src []float32, n int) { deinterleaveGeneric(lanes, dst, ld, src, n) },

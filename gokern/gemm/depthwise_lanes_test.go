@@ -67,12 +67,6 @@ func TestDepthwiseLanes(t *testing.T) {
 								x[i] = float32(rng.NormFloat64())
 							}
 						}
-						xpos := make([]int, rows*n)
-						for r := range rows {
-							for i := range n {
-								xpos[r*n+i] = r*xrow + i*stride*L
-							}
-						}
 						want := make([]float32, rows*n*L+3)
 						got := make([]float32, len(want))
 						for i := range want {
@@ -85,8 +79,8 @@ func TestDepthwiseLanes(t *testing.T) {
 							bias[l] = float32(rng.NormFloat64())
 						}
 						for _, mode := range []int{0, 1, 3} {
-							gen.LanesF32(want, x, offs, w, xpos, sc, bias, mode)
-							k.LanesF32(got, x, offs, w, xpos, sc, bias, mode)
+							gen.LanesF32(want, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+							k.LanesF32(got, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
 							if i, ok := sameBits(got, want); !ok {
 								t.Fatalf("mode %d [%d]: got %v, want %v", mode, i, got[i], want[i])
 							}
@@ -95,7 +89,7 @@ func TestDepthwiseLanes(t *testing.T) {
 						l, p := rng.IntN(L), rng.IntN(rows*n)
 						var s float32
 						for t, o := range offs {
-							s += w[t*L+l] * x[xpos[p]+o+l]
+							s += w[t*L+l] * x[p/n*xrow+p%n*stride*L+o+l]
 						}
 						if s = float32(s*sc[l]) + bias[l]; math.Float32bits(s) != math.Float32bits(want[p*L+l]) && s == s {
 							t.Fatalf("generic [%d, %d] = %v, want %v", p, l, want[p*L+l], s)

@@ -27,8 +27,8 @@ import (
 //     runs; with several, the sums of each block are deinterleaved and the
 //     fold (foldF32) writes each channel's run.
 //
-// Only for one output channel per group (Og == 1) and column strides 1 and
-// 2 (a tile of three times the columns for 3 would not pay). The interleave writes the band's input rows straight
+// Only for one output channel per group (Og == 1) and strides 1 and 2 (the
+// kernels' assembly). The interleave writes the band's input rows straight
 // into the tile (a position table: row i/W, column i%W); the tile's
 // padding columns are never written (zero from its allocation), its rows of
 // padding are cleared in every unit. The last block of C % L channels runs
@@ -127,11 +127,6 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 		pos[i] = (i/d.W*g.tw + d.PadL + i%d.W) * L
 	}
 	row := g.tw * L
-	// output position (r, ow) of a band at tile position (r*sH, ow*sW)
-	xpos := make([]int, g.rows*d.Wo)
-	for i := range xpos {
-		xpos[i] = i/d.Wo*d.StrideH*row + i%d.Wo*d.StrideW*L
-	}
 	par.Run(par.Chunks(d.N*blocks*bands, 1), func(_, lo, hi int) {
 		tile := make([]float32, g.trows*row)
 		sumsT := make([]float32, g.rows*d.Wo*L)
@@ -167,9 +162,9 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 			st := sumsT[:span*L]
 			ws := wv[cb*d.K*L:][:d.K*L]
 			dst := out[(n*d.O+c0)*d.P+oh0*d.Wo:]
-			xp := xpos[:span]
+			xrow := d.StrideH * row
 			if mode != 0 {
-				dw.LanesF32(st, tile, tapAt, ws, xp, scv[c0:][:L], biasv[c0:][:L], mode)
+				dw.LanesF32(st, tile, tapAt, ws, d.StrideW, d.Wo, oh1-oh0, xrow, scv[c0:][:L], biasv[c0:][:L], mode)
 				if lv == L {
 					dw.Deinterleave(dst[:(L-1)*d.P+span], d.P, st, span)
 					continue
@@ -187,7 +182,7 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 				sums = make([]float32, L*g.rows*d.Wo)
 			}
 			for b := range sc.nb {
-				dw.LanesF32(st, tile, tapAt[b*sc.bl:][:sc.bl], ws[b*sc.bl*L:][:sc.bl*L], xp, nil, nil, 0)
+				dw.LanesF32(st, tile, tapAt[b*sc.bl:][:sc.bl], ws[b*sc.bl*L:][:sc.bl*L], d.StrideW, d.Wo, oh1-oh0, xrow, nil, nil, 0)
 				dw.Deinterleave(sums, span, st, span)
 				for l := range lv {
 					o := c0 + l
