@@ -155,7 +155,10 @@ const dwLanesUnroll = 4
 // taps (taps >= 1, n >= 1, rows >= 1; offs and xrow in floats), then
 // dst[(r*n+i)*lanes+l] = s (mode 0), s*sc[l] (mode 1) or s*sc[l] + bias[l]
 // (mode 3), rounded after each operation (VMULPS, VADDPS: the fold's
-// arithmetic).
+// arithmetic). A row runs in runs of dwLanesUnroll positions; the rest of
+// a row of at least dwLanesUnroll positions runs as its last run again
+// (rewriting some positions with the same sums: no latency-bound single
+// positions at the end of short rows), of shorter rows one by one.
 func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg.VecVirtual,
 	zero func(*build.Context, int) []reg.VecVirtual) {
 	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)",
@@ -210,7 +213,27 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 			c.ADDQ(operand.U32(nv*stride*vb), xp)
 		})
 		c.Label(top + "_end")
+		if nv == dwLanesUnroll {
+			// the rest of a row of n >= dwLanesUnroll: its last run again
+			// (the same sums), from dwLanesUnroll-i positions back
+			c.TESTQ(i, i)
+			c.JZ(operand.LabelRef(name + "_next"))
+			c.CMPQ(n, operand.Imm(dwLanesUnroll))
+			c.JB(operand.LabelRef(top + "_tail"))
+			back := c.GP64()
+			c.MOVQ(operand.I32(dwLanesUnroll), back)
+			c.SUBQ(i, back)
+			c.MOVQ(operand.I32(dwLanesUnroll), i)
+			bd := c.GP64()
+			c.IMUL3Q(operand.I32(vb), back, bd)
+			c.SUBQ(bd, d)
+			c.IMUL3Q(operand.I32(stride*vb), back, back)
+			c.SUBQ(back, xp)
+			c.JMP(operand.LabelRef(top))
+			c.Label(top + "_tail")
+		}
 	}
+	c.Label(name + "_next")
 	c.ADDQ(xrow, x)
 	c.DECQ(rows)
 	c.JNZ(operand.LabelRef(name + "_row"))

@@ -248,6 +248,20 @@ dwLanesF32S1Y_v4_store:
 	JMP     dwLanesF32S1Y_v4
 
 dwLanesF32S1Y_v4_end:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S1Y_next
+	CMPQ   DI, $0x04
+	JB     dwLanesF32S1Y_v4_tail
+	MOVQ   $+4, R13
+	SUBQ   R11, R13
+	MOVQ   $+4, R11
+	IMUL3Q $+32, R13, R14
+	SUBQ   R14, AX
+	IMUL3Q $+32, R13, R13
+	SUBQ   R13, R10
+	JMP    dwLanesF32S1Y_v4
+
+dwLanesF32S1Y_v4_tail:
 dwLanesF32S1Y_v1:
 	TESTQ R11, R11
 	JZ    dwLanesF32S1Y_v1_end
@@ -279,6 +293,7 @@ dwLanesF32S1Y_v1_store:
 	JMP     dwLanesF32S1Y_v1
 
 dwLanesF32S1Y_v1_end:
+dwLanesF32S1Y_next:
 	ADDQ R9, CX
 	DECQ R8
 	JNZ  dwLanesF32S1Y_row
@@ -353,6 +368,20 @@ dwLanesF32S2Y_v4_store:
 	JMP     dwLanesF32S2Y_v4
 
 dwLanesF32S2Y_v4_end:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S2Y_next
+	CMPQ   DI, $0x04
+	JB     dwLanesF32S2Y_v4_tail
+	MOVQ   $+4, R13
+	SUBQ   R11, R13
+	MOVQ   $+4, R11
+	IMUL3Q $+32, R13, R14
+	SUBQ   R14, AX
+	IMUL3Q $+64, R13, R13
+	SUBQ   R13, R10
+	JMP    dwLanesF32S2Y_v4
+
+dwLanesF32S2Y_v4_tail:
 dwLanesF32S2Y_v1:
 	TESTQ R11, R11
 	JZ    dwLanesF32S2Y_v1_end
@@ -384,6 +413,7 @@ dwLanesF32S2Y_v1_store:
 	JMP     dwLanesF32S2Y_v1
 
 dwLanesF32S2Y_v1_end:
+dwLanesF32S2Y_next:
 	ADDQ R9, CX
 	DECQ R8
 	JNZ  dwLanesF32S2Y_row
