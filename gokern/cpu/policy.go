@@ -182,7 +182,19 @@ type Measured struct {
 // 144@56 N=8, 576@14 N=8, 960@7 N=8 and 5x5 240@14 N=1, float32 and int8
 // activations: avx512 1.00x / 1.00x (0.98 / 0.84 ms), avx2 1.06x / 1.06x,
 // generic 3.3x / 3.6x (the two SIMD families run the same Go around their
-// kernels; they tie within the spread on most rows).
+// kernels; they tie within the spread on most rows). Re-measured on
+// 2026-11-24 (same kind of machine, AMD EPYC Zen 4, 2 vCPUs, round spreads
+// up to ±205%) after the lanes kernels (float32: 16 / 8 channels a vector)
+// with
+//
+//	python -m bitnet_go bench families --families-ops conv_dw --threads 1,2 \
+//	    --families-rounds 3 --repeat 5
+//
+// geometric mean over the same workloads, float32 and int8, 1 and 2
+// threads: avx512 1.00x (0.517 ms), avx2 1.07x, generic 6.6x (generic has
+// no lanes kernels); avx512 fastest or within the spread on every row
+// (960@7 N=8 float32: 0.288 / 0.169 ms at 1 / 2 threads, avx2 0.321 /
+// 0.197).
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
