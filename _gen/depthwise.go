@@ -24,7 +24,8 @@ var dwAVX2 = kernels(
 	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Y", 8, c.YMM) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S1Y", 8, 1, c.YMM, zeroY) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S2Y", 8, 2, c.YMM, zeroY) },
-	func(c *build.Context) { dwInterleave(c, "dwInterleaveY", 8, c.YMM, transpose8Y) },
+	func(c *build.Context) { dwInterleave(c, "dwInterleaveY", 8, false, c.YMM, transpose8Y) },
+	func(c *build.Context) { dwInterleave(c, "dwInterleaveI8Y", 8, true, c.YMM, transpose8Y) },
 	func(c *build.Context) { dwDeinterleave(c, "dwDeinterleaveY", 8, c.YMM, transpose8Y) },
 )
 
@@ -34,7 +35,8 @@ var dwAVX512 = kernels(
 	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Z", 16, c.ZMM) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S1Z", 16, 1, c.ZMM, zeroZ) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S2Z", 16, 2, c.ZMM, zeroZ) },
-	func(c *build.Context) { dwInterleave(c, "dwInterleaveZ", 16, c.ZMM, transpose16Z) },
+	func(c *build.Context) { dwInterleave(c, "dwInterleaveZ", 16, false, c.ZMM, transpose16Z) },
+	func(c *build.Context) { dwInterleave(c, "dwInterleaveI8Z", 16, true, c.ZMM, transpose16Z) },
 	func(c *build.Context) { dwDeinterleave(c, "dwDeinterleaveZ", 16, c.ZMM, transpose16Z) },
 )
 
@@ -153,23 +155,25 @@ const dwLanesUnroll = 4
 // l < lanes, the sum s = w[0*lanes+l]*x[r*xrow+i*stride*lanes+offs[0]+l]
 // + w[1*lanes+l]*x[...offs[1]...] + ..., fused, from +0 in the order of the
 // taps (taps >= 1, n >= 1, rows >= 1; offs and xrow in floats), then
-// dst[(r*n+i)*lanes+l] = s (mode 0), s*sc[l] (mode 1) or s*sc[l] + bias[l]
-// (mode 3), rounded after each operation (VMULPS, VADDPS: the fold's
+// dst[(r*n+i)*lanes+l] = s (mode 0), s*sc[l] (mode 1), s*sc[l] + bias[l]
+// (mode 3), s/div[l]*sc[l] (mode 5) or s/div[l]*sc[l] + bias[l] (mode 7),
+// rounded after each operation (VDIVPS, VMULPS, VADDPS: the folds'
 // arithmetic). A row runs in runs of dwLanesUnroll positions; the rest of
 // a row of at least dwLanesUnroll positions runs as its last run again
 // (rewriting some positions with the same sums: no latency-bound single
 // positions at the end of short rows), of shorter rows one by one.
 func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg.VecVirtual,
 	zero func(*build.Context, int) []reg.VecVirtual) {
-	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)",
-		fmt.Sprintf("%s sets dst[(r*n+i)*%d+l] = s, s*sc[l] (mode 1) or s*sc[l]+bias[l] (mode 3), s the sum over t < taps", name, lanes),
+	declareNoescape(c, name, "func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, div, sc, bias *float32, mode int)",
+		fmt.Sprintf("%s sets dst[(r*n+i)*%d+l] = s, or s (/ div[l] with mode bit 4) * sc[l] (bit 1) (+ bias[l], bit 2), s the sum over t < taps", name, lanes),
 		fmt.Sprintf("of w[t*%d+l]*x[r*xrow+i*%d+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < %d;", lanes, stride*lanes, lanes),
 		"taps, n, rows >= 1.")
-	args := loadArgs(c, "dst", "x", "offs", "w", "taps", "n", "rows", "xrow", "sc", "bias", "mode")
-	d, x, offs, w, taps, n, rows, xrow, scp, biasp, mode := args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-		args[7], args[8], args[9], args[10]
+	args := loadArgs(c, "dst", "x", "offs", "w", "taps", "n", "rows", "xrow", "div", "sc", "bias", "mode")
+	d, x, offs, w, taps, n, rows, xrow, divp, scp, biasp, mode := args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+		args[7], args[8], args[9], args[10], args[11]
 	vb := lanes * 4
-	scv, biasv := vec(), vec()
+	divv, scv, biasv := vec(), vec(), vec()
+	c.VMOVUPS(operand.Mem{Base: divp}, divv)
 	c.VMOVUPS(operand.Mem{Base: scp}, scv)
 	c.VMOVUPS(operand.Mem{Base: biasp}, biasv)
 	c.SHLQ(operand.Imm(2), xrow)
@@ -197,11 +201,17 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 			})
 			c.TESTQ(mode, mode)
 			c.JZ(operand.LabelRef(top + "_store"))
+			c.TESTQ(operand.U32(4), mode)
+			c.JZ(operand.LabelRef(top + "_scale"))
+			for j := range acc {
+				c.VDIVPS(divv, acc[j], acc[j])
+			}
+			c.Label(top + "_scale")
 			for j := range acc {
 				c.VMULPS(scv, acc[j], acc[j])
 			}
-			c.CMPQ(mode, operand.Imm(1))
-			c.JE(operand.LabelRef(top + "_store"))
+			c.TESTQ(operand.U32(2), mode)
+			c.JZ(operand.LabelRef(top + "_store"))
 			for j := range acc {
 				c.VADDPS(biasv, acc[j], acc[j])
 			}
@@ -240,24 +250,36 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 	vzeroRet(c)
 }
 
-// dwInterleave emits name(dst, src *float32, ld int, pos *int, n int):
-// dst[pos[i]+l] = src[l*ld+i] for i < n (a multiple of lanes), l < lanes:
-// lanes rows of ld floats apart to position-major vectors at the offsets
-// pos (floats), a lanes x lanes transpose a block.
-func dwInterleave(c *build.Context, name string, lanes int, vec func() reg.VecVirtual,
+// dwInterleave emits name(dst *float32, src *T, ld int, pos *int, n int):
+// dst[pos[i]+l] = float32(src[l*ld+i]) for i < n (a multiple of lanes),
+// l < lanes: lanes rows of ld values apart to position-major vectors at
+// the offsets pos (floats), a lanes x lanes transpose a block. T is float32
+// (i8 false) or int8 (i8: VPMOVSXBD, VCVTDQ2PS, exact).
+func dwInterleave(c *build.Context, name string, lanes int, i8 bool, vec func() reg.VecVirtual,
 	transpose func(*build.Context, []reg.VecVirtual) []reg.VecVirtual) {
-	declareNoescape(c, name, "func(dst, src *float32, ld int, pos *int, n int)",
-		fmt.Sprintf("%s sets dst[pos[i]+l] = src[l*ld+i] for i < n, l < %d; n a multiple of %d.", name, lanes, lanes))
+	et, eb := "float32", 4
+	if i8 {
+		et, eb = "int8", 1
+	}
+	declareNoescape(c, name, fmt.Sprintf("func(dst *float32, src *%s, ld int, pos *int, n int)", et),
+		fmt.Sprintf("%s sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < %d; n a multiple of %d.", name, lanes, lanes))
 	args := loadArgs(c, "dst", "src", "ld", "pos", "n")
 	d, s, ld, pos, n := args[0], args[1], args[2], args[3], args[4]
-	c.SHLQ(operand.Imm(2), ld)
+	if eb == 4 {
+		c.SHLQ(operand.Imm(2), ld)
+	}
 	q, off := c.GP64(), c.GP64()
 	whileAtLeast(c, name+"_blk", name+"_end", n, lanes, func() {
 		c.MOVQ(s, q)
 		rows := make([]reg.VecVirtual, lanes)
 		for l := range rows {
 			rows[l] = vec()
-			c.VMOVUPS(operand.Mem{Base: q}, rows[l])
+			if i8 {
+				c.VPMOVSXBD(operand.Mem{Base: q}, rows[l])
+				c.VCVTDQ2PS(rows[l], rows[l])
+			} else {
+				c.VMOVUPS(operand.Mem{Base: q}, rows[l])
+			}
 			if l < lanes-1 {
 				c.ADDQ(ld, q)
 			}
@@ -267,7 +289,7 @@ func dwInterleave(c *build.Context, name string, lanes int, vec func() reg.VecVi
 			c.VMOVUPS(v, operand.Mem{Base: d, Index: off, Scale: 4})
 		}
 		c.ADDQ(operand.U32(lanes*8), pos)
-		c.ADDQ(operand.U32(lanes*4), s)
+		c.ADDQ(operand.U32(lanes*eb), s)
 	})
 	c.Label(name + "_end")
 	vzeroRet(c)

@@ -34,16 +34,20 @@ type DepthwiseKernels struct {
 	Lanes int
 	// LanesF32 sets, for r < rows, i < n and l < Lanes,
 	// dst[(r*n+i)*Lanes+l] to s (mode 0), float32(s*sc[l]) (mode 1) or
-	// float32(s*sc[l]) + bias[l] (mode 3: the fold's arithmetic), s the sum
-	// over t of w[t*Lanes+l] * x[r*xrow+i*stride*Lanes+offs[t]+l] from +0 in
-	// the order of the taps (fused or not: the weights are -1, 0, +1).
-	// len(offs) >= 1, n, rows, stride >= 1; every read within x; sc and bias
-	// hold Lanes floats where the mode reads them.
-	LanesF32 func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int)
+	// float32(s*sc[l]) + bias[l] (mode 3: the float32 fold's arithmetic),
+	// with mode bit 4 s/div[l] first (modes 5, 7: the int8 fold's), s the
+	// sum over t of w[t*Lanes+l] * x[r*xrow+i*stride*Lanes+offs[t]+l] from
+	// +0 in the order of the taps (fused or not: the weights are -1, 0,
+	// +1). len(offs) >= 1, n, rows, stride >= 1; every read within x; div,
+	// sc and bias hold Lanes floats where the mode reads them.
+	LanesF32 func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int)
 	// Interleave sets dst[pos[i]+l] = src[l*ld+i] for i < len(pos),
 	// l < Lanes (Lanes rows ld apart to position-major vectors at pos);
+	// InterleaveI8 the same from int8 (exact in float32, so that
+	// LanesF32's sums of int8 values are exact integers below 2^24);
 	// Deinterleave sets dst[l*ld+i] = src[i*Lanes+l] for i < n.
 	Interleave   func(dst, src []float32, ld int, pos []int)
+	InterleaveI8 func(dst []float32, src []int8, ld int, pos []int)
 	Deinterleave func(dst []float32, ld int, src []float32, n int)
 }
 

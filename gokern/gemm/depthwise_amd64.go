@@ -16,11 +16,13 @@ var (
 	_ = DepthwiseOp.Register(cpu.AVX2, &DepthwiseKernels{Family: cpu.AVX2,
 		TapsF32: dwTapsF32(8, dwTapsF32Y), TapsI8: dwTapsI8(8, dwTapsI8Y),
 		Lanes: 8, LanesF32: dwLanesF32(8, dwLanesF32S1Y, dwLanesF32S2Y),
-		Interleave: dwInterleave(8, dwInterleaveY), Deinterleave: dwDeinterleave(8, dwDeinterleaveY)})
+		Interleave: dwInterleave(8, dwInterleaveY), InterleaveI8: dwInterleave(8, dwInterleaveI8Y),
+		Deinterleave: dwDeinterleave(8, dwDeinterleaveY)})
 	_ = DepthwiseOp.Register(cpu.AVX512, &DepthwiseKernels{Family: cpu.AVX512,
 		TapsF32: dwTapsF32(16, dwTapsF32Z), TapsI8: dwTapsI8(16, dwTapsI8Z),
 		Lanes: 16, LanesF32: dwLanesF32(16, dwLanesF32S1Z, dwLanesF32S2Z),
-		Interleave: dwInterleave(16, dwInterleaveZ), Deinterleave: dwDeinterleave(16, dwDeinterleaveZ)})
+		Interleave: dwInterleave(16, dwInterleaveZ), InterleaveI8: dwInterleave(16, dwInterleaveI8Z),
+		Deinterleave: dwDeinterleave(16, dwDeinterleaveZ)})
 )
 
 // dwTapsF32 wraps a generated float32 taps kernel of lanes positions per
@@ -55,7 +57,7 @@ func dwTapsI8(lanes int, fn func(dst *int32, x *int8, offs *int, npos, taps, n i
 }
 
 // lanesFn is a generated lanes kernel (see _gen/depthwise.go's dwLanesF32).
-type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, sc, bias *float32, mode int)
+type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow int, div, sc, bias *float32, mode int)
 
 // zeroLanes stands for the scales and biases a mode does not read (the
 // assembly loads them anyway).
@@ -63,17 +65,20 @@ var zeroLanes [16]float32
 
 // dwLanesF32 wraps the generated lanes kernels of strides 1 and 2 as a
 // checked LanesF32; other strides run the generic loops.
-func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
-	return func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
-		checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
+	return func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
+		checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
 		fn := s1
 		switch stride {
 		case 1:
 		case 2:
 			fn = s2
 		default:
-			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
 			return
+		}
+		if len(div) < lanes {
+			div = zeroLanes[:]
 		}
 		if len(sc) < lanes {
 			sc = zeroLanes[:]
@@ -82,17 +87,17 @@ func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w 
 			bias = zeroLanes[:]
 		}
 		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow,
-			unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
+			unsafe.SliceData(div), unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
 	}
 }
 
-// dwInterleave wraps a generated interleave as a checked Interleave: the
-// assembly runs the whole blocks of lanes positions and, when there are
-// lanes or more, the last lanes positions again for the rest (the same
-// stores); fewer run the generic loops.
-func dwInterleave(lanes int, fn func(dst, src *float32, ld int, pos *int, n int)) func(dst, src []float32, ld int, pos []int) {
-	return func(dst, src []float32, ld int, pos []int) {
-		checkPositions(lanes, dst, src, ld, pos)
+// dwInterleave wraps a generated interleave (float32 or int8) as a checked
+// Interleave: the assembly runs the whole blocks of lanes positions and,
+// when there are lanes or more, the last lanes positions again for the rest
+// (the same stores); fewer run the generic loops.
+func dwInterleave[T float32 | int8](lanes int, fn func(dst *float32, src *T, ld int, pos *int, n int)) func(dst []float32, src []T, ld int, pos []int) {
+	return func(dst []float32, src []T, ld int, pos []int) {
+		checkPositions(lanes, dst, len(src), ld, pos)
 		n := len(pos)
 		if n < lanes {
 			interleaveGeneric(lanes, dst, src, ld, pos)

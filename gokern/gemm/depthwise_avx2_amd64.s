@@ -180,9 +180,9 @@ dwTapsI8Y_v1_end:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
+// func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $8-88
+TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $8-96
 	MOVQ    dst+0(FP), AX
 	MOVQ    x+8(FP), CX
 	MOVQ    offs+16(FP), DX
@@ -191,11 +191,13 @@ TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $8-88
 	MOVQ    n+40(FP), DI
 	MOVQ    rows+48(FP), R8
 	MOVQ    xrow+56(FP), R9
-	MOVQ    sc+64(FP), R10
-	MOVQ    bias+72(FP), R11
-	MOVQ    mode+80(FP), R12
+	MOVQ    div+64(FP), R10
+	MOVQ    sc+72(FP), R11
+	MOVQ    bias+80(FP), R12
+	MOVQ    mode+88(FP), R13
 	VMOVUPS (R10), Y0
 	VMOVUPS (R11), Y1
+	VMOVUPS (R12), Y2
 	SHLQ    $0x02, R9
 
 dwLanesF32S1Y_row:
@@ -205,43 +207,51 @@ dwLanesF32S1Y_row:
 dwLanesF32S1Y_v4:
 	CMPQ  R11, $0x04
 	JB    dwLanesF32S1Y_v4_end
-	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
-	MOVQ  DX, R13
+	VPXOR Y6, Y6, Y6
+	MOVQ  DX, R12
 	MOVQ  BX, R14
 	MOVQ  SI, R15
 
 dwLanesF32S1Y_v4_tap:
-	MOVQ        (R13), BP
-	VMOVUPS     (R14), Y6
-	VFMADD231PS (R10)(BP*4), Y6, Y2
-	VFMADD231PS 32(R10)(BP*4), Y6, Y3
-	VFMADD231PS 64(R10)(BP*4), Y6, Y4
-	VFMADD231PS 96(R10)(BP*4), Y6, Y5
-	ADDQ        $0x08, R13
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y7
+	VFMADD231PS (R10)(BP*4), Y7, Y3
+	VFMADD231PS 32(R10)(BP*4), Y7, Y4
+	VFMADD231PS 64(R10)(BP*4), Y7, Y5
+	VFMADD231PS 96(R10)(BP*4), Y7, Y6
+	ADDQ        $0x08, R12
 	ADDQ        $0x00000020, R14
 	DECQ        R15
 	JNZ         dwLanesF32S1Y_v4_tap
-	TESTQ       R12, R12
+	TESTQ       R13, R13
 	JZ          dwLanesF32S1Y_v4_store
-	VMULPS      Y0, Y2, Y2
-	VMULPS      Y0, Y3, Y3
-	VMULPS      Y0, Y4, Y4
-	VMULPS      Y0, Y5, Y5
-	CMPQ        R12, $0x01
-	JE          dwLanesF32S1Y_v4_store
-	VADDPS      Y1, Y2, Y2
-	VADDPS      Y1, Y3, Y3
-	VADDPS      Y1, Y4, Y4
-	VADDPS      Y1, Y5, Y5
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S1Y_v4_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesF32S1Y_v4_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S1Y_v4_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
 
 dwLanesF32S1Y_v4_store:
-	VMOVUPS Y2, (AX)
-	VMOVUPS Y3, 32(AX)
-	VMOVUPS Y4, 64(AX)
-	VMOVUPS Y5, 96(AX)
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
 	ADDQ    $0x00000080, AX
 	ADDQ    $0x00000080, R10
 	SUBQ    $0x04, R11
@@ -252,41 +262,46 @@ dwLanesF32S1Y_v4_end:
 	JZ     dwLanesF32S1Y_next
 	CMPQ   DI, $0x04
 	JB     dwLanesF32S1Y_v4_tail
-	MOVQ   $+4, R13
-	SUBQ   R11, R13
+	MOVQ   $+4, R12
+	SUBQ   R11, R12
 	MOVQ   $+4, R11
-	IMUL3Q $+32, R13, R14
+	IMUL3Q $+32, R12, R14
 	SUBQ   R14, AX
-	IMUL3Q $+32, R13, R13
-	SUBQ   R13, R10
+	IMUL3Q $+32, R12, R12
+	SUBQ   R12, R10
 	JMP    dwLanesF32S1Y_v4
 
 dwLanesF32S1Y_v4_tail:
 dwLanesF32S1Y_v1:
 	TESTQ R11, R11
 	JZ    dwLanesF32S1Y_v1_end
-	VPXOR Y2, Y2, Y2
-	MOVQ  DX, R13
+	VPXOR Y3, Y3, Y3
+	MOVQ  DX, R12
 	MOVQ  BX, R14
 	MOVQ  SI, R15
 
 dwLanesF32S1Y_v1_tap:
-	MOVQ        (R13), BP
-	VMOVUPS     (R14), Y3
-	VFMADD231PS (R10)(BP*4), Y3, Y2
-	ADDQ        $0x08, R13
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y4
+	VFMADD231PS (R10)(BP*4), Y4, Y3
+	ADDQ        $0x08, R12
 	ADDQ        $0x00000020, R14
 	DECQ        R15
 	JNZ         dwLanesF32S1Y_v1_tap
-	TESTQ       R12, R12
+	TESTQ       R13, R13
 	JZ          dwLanesF32S1Y_v1_store
-	VMULPS      Y0, Y2, Y2
-	CMPQ        R12, $0x01
-	JE          dwLanesF32S1Y_v1_store
-	VADDPS      Y1, Y2, Y2
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S1Y_v1_scale
+	VDIVPS      Y0, Y3, Y3
+
+dwLanesF32S1Y_v1_scale:
+	VMULPS Y1, Y3, Y3
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S1Y_v1_store
+	VADDPS Y2, Y3, Y3
 
 dwLanesF32S1Y_v1_store:
-	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, (AX)
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000020, R10
 	DECQ    R11
@@ -300,9 +315,9 @@ dwLanesF32S1Y_next:
 	VZEROUPPER
 	RET
 
-// func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, sc *float32, bias *float32, mode int)
+// func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $8-88
+TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $8-96
 	MOVQ    dst+0(FP), AX
 	MOVQ    x+8(FP), CX
 	MOVQ    offs+16(FP), DX
@@ -311,11 +326,13 @@ TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $8-88
 	MOVQ    n+40(FP), DI
 	MOVQ    rows+48(FP), R8
 	MOVQ    xrow+56(FP), R9
-	MOVQ    sc+64(FP), R10
-	MOVQ    bias+72(FP), R11
-	MOVQ    mode+80(FP), R12
+	MOVQ    div+64(FP), R10
+	MOVQ    sc+72(FP), R11
+	MOVQ    bias+80(FP), R12
+	MOVQ    mode+88(FP), R13
 	VMOVUPS (R10), Y0
 	VMOVUPS (R11), Y1
+	VMOVUPS (R12), Y2
 	SHLQ    $0x02, R9
 
 dwLanesF32S2Y_row:
@@ -325,43 +342,51 @@ dwLanesF32S2Y_row:
 dwLanesF32S2Y_v4:
 	CMPQ  R11, $0x04
 	JB    dwLanesF32S2Y_v4_end
-	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
-	MOVQ  DX, R13
+	VPXOR Y6, Y6, Y6
+	MOVQ  DX, R12
 	MOVQ  BX, R14
 	MOVQ  SI, R15
 
 dwLanesF32S2Y_v4_tap:
-	MOVQ        (R13), BP
-	VMOVUPS     (R14), Y6
-	VFMADD231PS (R10)(BP*4), Y6, Y2
-	VFMADD231PS 64(R10)(BP*4), Y6, Y3
-	VFMADD231PS 128(R10)(BP*4), Y6, Y4
-	VFMADD231PS 192(R10)(BP*4), Y6, Y5
-	ADDQ        $0x08, R13
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y7
+	VFMADD231PS (R10)(BP*4), Y7, Y3
+	VFMADD231PS 64(R10)(BP*4), Y7, Y4
+	VFMADD231PS 128(R10)(BP*4), Y7, Y5
+	VFMADD231PS 192(R10)(BP*4), Y7, Y6
+	ADDQ        $0x08, R12
 	ADDQ        $0x00000020, R14
 	DECQ        R15
 	JNZ         dwLanesF32S2Y_v4_tap
-	TESTQ       R12, R12
+	TESTQ       R13, R13
 	JZ          dwLanesF32S2Y_v4_store
-	VMULPS      Y0, Y2, Y2
-	VMULPS      Y0, Y3, Y3
-	VMULPS      Y0, Y4, Y4
-	VMULPS      Y0, Y5, Y5
-	CMPQ        R12, $0x01
-	JE          dwLanesF32S2Y_v4_store
-	VADDPS      Y1, Y2, Y2
-	VADDPS      Y1, Y3, Y3
-	VADDPS      Y1, Y4, Y4
-	VADDPS      Y1, Y5, Y5
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S2Y_v4_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesF32S2Y_v4_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S2Y_v4_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
 
 dwLanesF32S2Y_v4_store:
-	VMOVUPS Y2, (AX)
-	VMOVUPS Y3, 32(AX)
-	VMOVUPS Y4, 64(AX)
-	VMOVUPS Y5, 96(AX)
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
 	ADDQ    $0x00000080, AX
 	ADDQ    $0x00000100, R10
 	SUBQ    $0x04, R11
@@ -372,41 +397,46 @@ dwLanesF32S2Y_v4_end:
 	JZ     dwLanesF32S2Y_next
 	CMPQ   DI, $0x04
 	JB     dwLanesF32S2Y_v4_tail
-	MOVQ   $+4, R13
-	SUBQ   R11, R13
+	MOVQ   $+4, R12
+	SUBQ   R11, R12
 	MOVQ   $+4, R11
-	IMUL3Q $+32, R13, R14
+	IMUL3Q $+32, R12, R14
 	SUBQ   R14, AX
-	IMUL3Q $+64, R13, R13
-	SUBQ   R13, R10
+	IMUL3Q $+64, R12, R12
+	SUBQ   R12, R10
 	JMP    dwLanesF32S2Y_v4
 
 dwLanesF32S2Y_v4_tail:
 dwLanesF32S2Y_v1:
 	TESTQ R11, R11
 	JZ    dwLanesF32S2Y_v1_end
-	VPXOR Y2, Y2, Y2
-	MOVQ  DX, R13
+	VPXOR Y3, Y3, Y3
+	MOVQ  DX, R12
 	MOVQ  BX, R14
 	MOVQ  SI, R15
 
 dwLanesF32S2Y_v1_tap:
-	MOVQ        (R13), BP
-	VMOVUPS     (R14), Y3
-	VFMADD231PS (R10)(BP*4), Y3, Y2
-	ADDQ        $0x08, R13
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y4
+	VFMADD231PS (R10)(BP*4), Y4, Y3
+	ADDQ        $0x08, R12
 	ADDQ        $0x00000020, R14
 	DECQ        R15
 	JNZ         dwLanesF32S2Y_v1_tap
-	TESTQ       R12, R12
+	TESTQ       R13, R13
 	JZ          dwLanesF32S2Y_v1_store
-	VMULPS      Y0, Y2, Y2
-	CMPQ        R12, $0x01
-	JE          dwLanesF32S2Y_v1_store
-	VADDPS      Y1, Y2, Y2
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S2Y_v1_scale
+	VDIVPS      Y0, Y3, Y3
+
+dwLanesF32S2Y_v1_scale:
+	VMULPS Y1, Y3, Y3
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S2Y_v1_store
+	VADDPS Y2, Y3, Y3
 
 dwLanesF32S2Y_v1_store:
-	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, (AX)
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000040, R10
 	DECQ    R11
@@ -495,6 +525,91 @@ dwInterleaveY_blk:
 	JMP        dwInterleaveY_blk
 
 dwInterleaveY_end:
+	VZEROUPPER
+	RET
+
+// func dwInterleaveI8Y(dst *float32, src *int8, ld int, pos *int, n int)
+// Requires: AVX, AVX2
+TEXT ·dwInterleaveI8Y(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
+
+dwInterleaveI8Y_blk:
+	CMPQ       SI, $0x08
+	JB         dwInterleaveI8Y_end
+	MOVQ       CX, DI
+	VPMOVSXBD  (DI), Y0
+	VCVTDQ2PS  Y0, Y0
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y1
+	VCVTDQ2PS  Y1, Y1
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y2
+	VCVTDQ2PS  Y2, Y2
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y3
+	VCVTDQ2PS  Y3, Y3
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y4
+	VCVTDQ2PS  Y4, Y4
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y5
+	VCVTDQ2PS  Y5, Y5
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y6
+	VCVTDQ2PS  Y6, Y6
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y7
+	VCVTDQ2PS  Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	MOVQ       (BX), DI
+	VMOVUPS    Y6, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Y7, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Y3, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Y8, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Y2, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Y1, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Y5, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Y0, (AX)(DI*4)
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000008, CX
+	SUBQ       $0x08, SI
+	JMP        dwInterleaveI8Y_blk
+
+dwInterleaveI8Y_end:
 	VZEROUPPER
 	RET
 

@@ -12,11 +12,12 @@ import "fmt"
 
 // checkLanes panics unless a LanesF32 call's slices hold what the kernels
 // read and write (the assembly reads them unchecked).
-func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
+func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
 	if len(offs) < 1 || len(w) < len(offs)*lanes || stride < 1 || n < 1 || rows < 1 || xrow < 0 ||
-		mode != 0 && mode != 1 && mode != 3 || mode != 0 && len(sc) < lanes || mode == 3 && len(bias) < lanes {
-		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, stride %d, n %d, rows %d, xrow %d, mode %d, %d scales, %d biases",
-			len(offs), len(w), stride, n, rows, xrow, mode, len(sc), len(bias)))
+		mode < 0 || mode > 7 || mode != 0 && mode&1 == 0 || mode != 0 && len(sc) < lanes ||
+		mode&2 != 0 && len(bias) < lanes || mode&4 != 0 && len(div) < lanes {
+		panic(fmt.Sprintf("gemm: depthwise lanes: %d offsets, %d weights, stride %d, n %d, rows %d, xrow %d, mode %d, %d divisors, %d scales, %d biases",
+			len(offs), len(w), stride, n, rows, xrow, mode, len(div), len(sc), len(bias)))
 	}
 	if len(dst) < rows*n*lanes {
 		panic(fmt.Sprintf("gemm: depthwise lanes: dst has %d floats, want %d", len(dst), rows*n*lanes))
@@ -30,8 +31,8 @@ func checkLanes(lanes int, dst, x []float32, offs []int, w []float32, stride, n,
 }
 
 // lanesF32Generic is LanesF32 for vectors of lanes channels.
-func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
-	checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
+	checkLanes(lanes, dst, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
 	for r := range rows {
 		for i := range n {
 			base := r*xrow + i*stride*lanes
@@ -40,6 +41,9 @@ func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, strid
 				var s float32
 				for t, o := range offs {
 					s += w[t*lanes+l] * x[base+o+l]
+				}
+				if mode&4 != 0 {
+					s = float32(s / div[l])
 				}
 				if mode&1 != 0 {
 					s = float32(s * sc[l])
@@ -63,10 +67,10 @@ func checkInterleave(lanes int, pm, ch []float32, ld, n int) {
 
 // checkPositions panics unless the rows of Interleave's src and the
 // vectors at pos fit.
-func checkPositions(lanes int, dst, src []float32, ld int, pos []int) {
+func checkPositions(lanes int, dst []float32, nsrc, ld int, pos []int) {
 	n := len(pos)
-	if ld < n || n > 0 && len(src) < (lanes-1)*ld+n {
-		panic(fmt.Sprintf("gemm: depthwise interleave: %d lanes, ld %d, n %d, src has %d floats", lanes, ld, n, len(src)))
+	if ld < n || n > 0 && nsrc < (lanes-1)*ld+n {
+		panic(fmt.Sprintf("gemm: depthwise interleave: %d lanes, ld %d, n %d, src has %d values", lanes, ld, n, nsrc))
 	}
 	for _, p := range pos {
 		if p < 0 || p+lanes > len(dst) {
@@ -75,13 +79,14 @@ func checkPositions(lanes int, dst, src []float32, ld int, pos []int) {
 	}
 }
 
-// interleaveGeneric is Interleave for lanes channels.
-func interleaveGeneric(lanes int, dst, src []float32, ld int, pos []int) {
-	checkPositions(lanes, dst, src, ld, pos)
+// interleaveGeneric is Interleave (float32) and InterleaveI8 (int8) for
+// lanes channels.
+func interleaveGeneric[T float32 | int8](lanes int, dst []float32, src []T, ld int, pos []int) {
+	checkPositions(lanes, dst, len(src), ld, pos)
 	for l := range lanes {
 		row := src[l*ld:][:len(pos)]
 		for i, v := range row {
-			dst[pos[i]+l] = v
+			dst[pos[i]+l] = float32(v)
 		}
 	}
 }
@@ -102,10 +107,11 @@ func deinterleaveGeneric(lanes int, dst []float32, ld int, src []float32, n int)
 // tests use them).
 func LanesGeneric(lanes int) *DepthwiseKernels {
 	return &DepthwiseKernels{Family: "generic", Lanes: lanes,
-		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, sc, bias []float32, mode int) {
-			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
+			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
 		},
 		Interleave:   func(dst, src []float32, ld int, pos []int) { interleaveGeneric(lanes, dst, src, ld, pos) },
+		InterleaveI8: func(dst []float32, src []int8, ld int, pos []int) { interleaveGeneric(lanes, dst, src, ld, pos) },
 		Deinterleave: func(dst []float32, ld int, src []float32, n int) { deinterleaveGeneric(lanes, dst, ld, src, n) },
 	}
 }

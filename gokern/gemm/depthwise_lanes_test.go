@@ -21,10 +21,11 @@ func sameBits(got, want []float32) (int, bool) {
 }
 
 // TestDepthwiseLanes compares every conv_dw family's lanes kernels with the
-// generic loops of the same width: LanesF32 to the bit (NaN, ±Inf and ±0
-// in x; strides 1 to 3; 1 to 25 taps at random offsets; runs of every
-// length mod the unroll; several rows), Interleave and Deinterleave on
-// runs with tails of every length and row pitches above the run.
+// generic loops of the same width: LanesF32 to the bit in every mode (NaN,
+// ±Inf and ±0 in x; strides 1 to 3; 1 to 25 taps at random offsets; runs
+// of every length mod the unroll; several rows), Interleave, InterleaveI8
+// and Deinterleave on runs with tails of every length and row pitches
+// above the run.
 func TestDepthwiseLanes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 1124))
 	lanesFamilies := 0
@@ -73,14 +74,15 @@ func TestDepthwiseLanes(t *testing.T) {
 							want[i] = float32(rng.NormFloat64())
 							got[i] = want[i]
 						}
-						sc, bias := make([]float32, L), make([]float32, L)
+						div, sc, bias := make([]float32, L), make([]float32, L), make([]float32, L)
 						for l := range L {
+							div[l] = float32(rng.ExpFloat64() * 100)
 							sc[l] = float32(rng.ExpFloat64())
 							bias[l] = float32(rng.NormFloat64())
 						}
-						for _, mode := range []int{0, 1, 3} {
-							gen.LanesF32(want, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
-							k.LanesF32(got, x, offs, w, stride, n, rows, xrow, sc, bias, mode)
+						for _, mode := range []int{0, 1, 5, 7, 3} {
+							gen.LanesF32(want, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
+							k.LanesF32(got, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
 							if i, ok := sameBits(got, want); !ok {
 								t.Fatalf("mode %d [%d]: got %v, want %v", mode, i, got[i], want[i])
 							}
@@ -124,6 +126,21 @@ func TestDepthwiseLanes(t *testing.T) {
 					t.Fatalf("%s interleave n=%d: generic [%d] = %v", k.Family, n, i, want[pos[i/L]+i%L])
 				}
 			}
+			srcI8 := make([]int8, len(src))
+			for i := range srcI8 {
+				srcI8[i] = int8(rng.IntN(256) - 128)
+			}
+			clear(want)
+			clear(got)
+			gen.InterleaveI8(want, srcI8, ld, pos)
+			k.InterleaveI8(got, srcI8, ld, pos)
+			for i := range n * L {
+				if want[pos[i/L]+i%L] != float32(srcI8[i%L*ld+i/L]) || got[pos[i/L]+i%L] != want[pos[i/L]+i%L] {
+					t.Fatalf("%s interleave int8 n=%d [%d]: got %v, generic %v, want %v", k.Family, n, i,
+						got[pos[i/L]+i%L], want[pos[i/L]+i%L], srcI8[i%L*ld+i/L])
+				}
+			}
+			gen.Interleave(want, src, ld, pos)
 			packed := make([]float32, n*L)
 			for i := range n {
 				copy(packed[i*L:][:L], want[pos[i]:])

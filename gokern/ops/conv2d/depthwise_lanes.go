@@ -66,6 +66,16 @@ func useLanes(d *Dims, dw *gemm.DepthwiseKernels) bool {
 	return dwLanesOn && dw != nil && dw.Lanes > 0 && dw.LanesF32 != nil && d.Og == 1 && d.StrideW <= 2
 }
 
+// useLanesI8 reports whether the int8 depthwise kernel on d runs
+// depthwiseLanes on dw: as useLanes, with one scale block (the int8 fold in
+// LanesF32) and K*128 < 2^24 (the float32 sums of int8 values are then
+// exact integers, the int32 sums' values, whatever their order). Measured
+// on 2026-11-24 (same machine and benchmark, act8, us, per-channel
+// depthwisePadded -> depthwiseLanes, avx512): TODO
+func useLanesI8(d *Dims, sc *scaler, dw *gemm.DepthwiseKernels) bool {
+	return useLanes(d, dw) && dw.InterleaveI8 != nil && sc.nb == 1 && d.K < 1<<16
+}
+
 // dwLanesOn lets tests and benchmarks turn depthwiseLanes off.
 var dwLanesOn = true
 
@@ -83,9 +93,12 @@ func newDWLanesGeom(d *Dims, lanes int) dwLanesGeom {
 	return dwLanesGeom{tw: tw, rows: rows, trows: (rows-1)*d.StrideH + span}
 }
 
-// depthwiseLanes has depthwise's arguments (float32 activations) and the
-// conv_dw family dw (dw.Lanes > 0).
-func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float32, dw *gemm.DepthwiseKernels) {
+// depthwiseLanes has depthwise's arguments and the conv_dw family dw
+// (dw.Lanes > 0), with interleave dw.Interleave (float32 activations, acts
+// nil) or dw.InterleaveI8 (int8: acts set, one scale block, see
+// useLanesI8).
+func depthwiseLanes[T elem](d *Dims, apan []byte, src []T, acts *activations, sc *scaler, out []float32,
+	dw *gemm.DepthwiseKernels, interleave func(dst []float32, src []T, ld int, pos []int)) {
 	L := dw.Lanes
 	np := gemm.Panels(d.Og)
 	g := newDWLanesGeom(d, L)
@@ -103,6 +116,14 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 		biasv = make([]float32, blocks*L)
 		if sc.bias != nil {
 			mode = 3
+		}
+	}
+	var div []float32 // int8: sample n's activation scale in each lane at n*L
+	if acts != nil {
+		mode |= 4
+		div = make([]float32, d.N*L)
+		for i := range div {
+			div[i] = acts.a[i/L]
 		}
 	}
 	for o := range d.O {
@@ -149,11 +170,11 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 				first := (n*d.C+c0)*hw + ihLo*d.W
 				at := tile[(ihLo-r0)*row:]
 				if lv == L {
-					dw.Interleave(at, src[first:(n*d.C+c0+L-1)*hw+ihHi*d.W], hw, pos[:cnt])
+					interleave(at, src[first:(n*d.C+c0+L-1)*hw+ihHi*d.W], hw, pos[:cnt])
 				} else {
 					for l := range lv {
 						for i, v := range src[first+l*hw:][:cnt] {
-							at[pos[i]+l] = v
+							at[pos[i]+l] = float32(v)
 						}
 					}
 				}
@@ -164,7 +185,11 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 			dst := out[(n*d.O+c0)*d.P+oh0*d.Wo:]
 			xrow := d.StrideH * row
 			if mode != 0 {
-				dw.LanesF32(st, tile, tapAt, ws, d.StrideW, d.Wo, oh1-oh0, xrow, scv[c0:][:L], biasv[c0:][:L], mode)
+				var dv []float32
+				if div != nil {
+					dv = div[n*L:][:L]
+				}
+				dw.LanesF32(st, tile, tapAt, ws, d.StrideW, d.Wo, oh1-oh0, xrow, dv, scv[c0:][:L], biasv[c0:][:L], mode)
 				if lv == L {
 					dw.Deinterleave(dst[:(L-1)*d.P+span], d.P, st, span)
 					continue
@@ -182,7 +207,7 @@ func depthwiseLanes(d *Dims, apan []byte, src []float32, sc *scaler, out []float
 				sums = make([]float32, L*g.rows*d.Wo)
 			}
 			for b := range sc.nb {
-				dw.LanesF32(st, tile, tapAt[b*sc.bl:][:sc.bl], ws[b*sc.bl*L:][:sc.bl*L], d.StrideW, d.Wo, oh1-oh0, xrow, nil, nil, 0)
+				dw.LanesF32(st, tile, tapAt[b*sc.bl:][:sc.bl], ws[b*sc.bl*L:][:sc.bl*L], d.StrideW, d.Wo, oh1-oh0, xrow, nil, nil, nil, 0)
 				dw.Deinterleave(sums, span, st, span)
 				for l := range lv {
 					o := c0 + l

@@ -35,7 +35,8 @@ func lanesOff(t testing.TB) {
 // H/W, strides 1 and 2, padding (uneven too), dilation, N > 1, 3x3, 5x5 and
 // mixed kernels, bands split by a small tile, per-tensor / per-channel /
 // block scales, bias or none; and against ref64 within checkF32's
-// tolerance.
+// tolerance. Int8 activations (one scale block: the lanes kernel; several:
+// the per-channel one) give the generic kernel's and ref8's bits.
 func TestDepthwiseLanes(t *testing.T) {
 	keepThreads(t)
 	rng := rand.New(rand.NewPCG(2026, 11242))
@@ -85,6 +86,12 @@ func TestDepthwiseLanes(t *testing.T) {
 				tc := newCase(t, rng, s, bs, bias)
 				want64, mag := ref64(tc)
 				wantF, _ := runDW(t, tc, gen, false)
+				want8 := ref8(tc)
+				wantI, _ := runDW(t, tc, gen, true)
+				sc, err := newScaler(&tc.d, tc.w, tc.bias)
+				if err != nil {
+					t.Fatal(err)
+				}
 				for _, k := range lanesFamilies() {
 					what := fmt.Sprintf("%v %s/%d", tc, k.Family, k.Lanes)
 					_ = par.SetThreads(1 + si%2)
@@ -94,6 +101,12 @@ func TestDepthwiseLanes(t *testing.T) {
 					}
 					checkExact(t, what+" f32 vs generic", gotF, wantF)
 					checkF32(t, what+" f32", gotF, want64, mag)
+					gotI, name := runDW(t, tc, k, true)
+					if lanes := name == "depthwise_lanes/"+string(k.Family); lanes != (sc.nb == 1) {
+						t.Fatalf("%s: int8 with %d scale blocks ran %q", what, sc.nb, name)
+					}
+					checkExact(t, what+" i8 vs generic", gotI, wantI)
+					checkExact(t, what+" i8", gotI, want8)
 				}
 			}
 		}
