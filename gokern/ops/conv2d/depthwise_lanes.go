@@ -61,7 +61,7 @@ const dwLanesTile = 1 << 14
 // faster on every plane size measured, 7x7 to 112x112, both strides (the
 // per-channel kernel's cost per plane is paid once per 16 / 8 channels);
 // the per-channel kernel stays for channel multipliers and column strides
-// above 2, and for int8 activations.
+// above 2 (and int8 activations: see useLanesI8).
 func useLanes(d *Dims, dw *gemm.DepthwiseKernels) bool {
 	return dwLanesOn && dw != nil && dw.Lanes > 0 && dw.LanesF32 != nil && d.Og == 1 && d.StrideW <= 2
 }
@@ -69,11 +69,25 @@ func useLanes(d *Dims, dw *gemm.DepthwiseKernels) bool {
 // useLanesI8 reports whether the int8 depthwise kernel on d runs
 // depthwiseLanes on dw: as useLanes, with one scale block (the int8 fold in
 // LanesF32) and K*128 < 2^24 (the float32 sums of int8 values are then
-// exact integers, the int32 sums' values, whatever their order). Measured
-// on 2026-11-24 (same machine and benchmark, act8, us, per-channel
-// depthwisePadded -> depthwiseLanes, avx512): TODO
+// exact integers, the int32 sums' values, whatever their order), and for
+// output planes up to 56x56 or column stride 2. Measured on 2026-11-24
+// (same machine and benchmark, act_bits 8, us per call, per-channel
+// depthwisePadded -> depthwiseLanes, avx512 / avx2):
+//
+//	3x3   32@112 s1 N=1  274 -> 294 / 298 -> 319 (slower: the int8 per-channel kernel stays)
+//	3x3   32@112 s1 N=8  2685 -> 2848 / 3062 -> 2904
+//	3x3   96@112 s2 N=1  937 -> 467 / 976 -> 583
+//	3x3  144@56  s1 N=1  361 -> 371 / 445 -> 380
+//	3x3  144@56  s1 N=8  3567 -> 3168 / 3951 -> 3629
+//	3x3  192@28  s1 N=8  1310 -> 803 / 1275 -> 1020
+//	3x3  384@14  s1 N=8  963 -> 429 / 1012 -> 460
+//	3x3  576@14  s2 N=8  1843 -> 373 / 1895 -> 397
+//	3x3  960@7   s1 N=8  1506 -> 344 / 1503 -> 351
+//	5x5  240@14  s1 N=8  874 -> 461 / 1010 -> 487
+//	5x5  240@28  s1 N=8  2130 -> 1830 / 2277 -> 1855
 func useLanesI8(d *Dims, sc *scaler, dw *gemm.DepthwiseKernels) bool {
-	return useLanes(d, dw) && dw.InterleaveI8 != nil && sc.nb == 1 && d.K < 1<<16
+	return useLanes(d, dw) && dw.InterleaveI8 != nil && sc.nb == 1 && d.K < 1<<16 &&
+		(d.P <= 56*56 || d.StrideW == 2)
 }
 
 // dwLanesOn lets tests and benchmarks turn depthwiseLanes off.

@@ -73,6 +73,7 @@ func TestDepthwiseLanes(t *testing.T) {
 		{N: 1, C: 23, H: 13, W: 21, O: 23, WC: 1, KH: 3, KW: 5, Groups: 23, StrideH: 1, StrideW: 2,
 			PadT: 2, PadL: 1, PadB: 1, PadR: 2, DilH: 1, DilW: 1},
 	}
+	lanesI8 := 0
 	for si, s := range shapes {
 		d, err := s.Check()
 		if err != nil {
@@ -102,14 +103,21 @@ func TestDepthwiseLanes(t *testing.T) {
 					checkExact(t, what+" f32 vs generic", gotF, wantF)
 					checkF32(t, what+" f32", gotF, want64, mag)
 					gotI, name := runDW(t, tc, k, true)
-					if lanes := name == "depthwise_lanes/"+string(k.Family); lanes != (sc.nb == 1) {
+					lanes := name == "depthwise_lanes/"+string(k.Family)
+					if lanes != useLanesI8(&tc.d, sc, k) || lanes && sc.nb != 1 {
 						t.Fatalf("%s: int8 with %d scale blocks ran %q", what, sc.nb, name)
+					}
+					if lanes {
+						lanesI8++
 					}
 					checkExact(t, what+" i8 vs generic", gotI, wantI)
 					checkExact(t, what+" i8", gotI, want8)
 				}
 			}
 		}
+	}
+	if lanesI8 < len(shapes) {
+		t.Fatalf("int8 ran the lanes kernel %d times, want at least %d", lanesI8, len(shapes))
 	}
 }
 
@@ -144,8 +152,9 @@ func TestDepthwiseLanesNonFinite(t *testing.T) {
 
 // BenchmarkDepthwiseLanes times the float32 depthwise kernel with the
 // lanes path forced on and off (depthwisePadded) on the selected conv_dw
-// families with lanes kernels, on MobileNet-like layers at N = 1 and 8
-// (-threads threads): the measurements behind useLanes' rule.
+// families with lanes kernels, on MobileNet-like layers at N = 1 and 8,
+// float32 and int8 activations (-threads threads): the measurements behind
+// useLanes' and useLanesI8's rules.
 func BenchmarkDepthwiseLanes(b *testing.B) {
 	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -163,20 +172,22 @@ func BenchmarkDepthwiseLanes(b *testing.B) {
 				if dw.Lanes == 0 {
 					continue
 				}
-				for _, lanes := range []bool{false, true} {
-					ks := selected()
-					ks.dw = dw
-					b.Run(fmt.Sprintf("%dx%d_%d@%d/s%d/N%d/lanes=%v/%s", l.k, l.k, l.c, l.hw, l.s, n, lanes, dw.Family), func(b *testing.B) {
-						if err := par.SetThreads(*benchThreads); err != nil {
-							b.Fatal(err)
-						}
-						dwLanesOn = lanes
-						for b.Loop() {
-							if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{Algo: Depthwise}, ks); err != nil {
+				for _, bits := range []int{0, 8} {
+					for _, lanes := range []bool{false, true} {
+						ks := selected()
+						ks.dw = dw
+						b.Run(fmt.Sprintf("%dx%d_%d@%d/s%d/N%d/act%d/lanes=%v/%s", l.k, l.k, l.c, l.hw, l.s, n, bits, lanes, dw.Family), func(b *testing.B) {
+							if err := par.SetThreads(*benchThreads); err != nil {
 								b.Fatal(err)
 							}
-						}
-					})
+							dwLanesOn = lanes
+							for b.Loop() {
+								if _, err := conv2d(&d, tc.x, tc.w, nil, out, Options{ActBits: bits, Algo: Depthwise}, ks); err != nil {
+									b.Fatal(err)
+								}
+							}
+						})
+					}
 				}
 			}
 		}
