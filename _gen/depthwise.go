@@ -24,6 +24,8 @@ var dwAVX2 = kernels(
 	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Y", 8, c.YMM) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S1Y", 8, 1, c.YMM, zeroY) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S2Y", 8, 2, c.YMM, zeroY) },
+	func(c *build.Context) { dwLanesRows(c, "dwLanesRows3Y", 8, 3, c.YMM, zeroY) },
+	func(c *build.Context) { dwLanesRows(c, "dwLanesRows5Y", 8, 5, c.YMM, zeroY) },
 	func(c *build.Context) { dwInterleave(c, "dwInterleaveY", 8, false, c.YMM, transpose8Y) },
 	func(c *build.Context) { dwInterleave(c, "dwInterleaveI8Y", 8, true, c.YMM, transpose8Y) },
 	func(c *build.Context) { dwDeinterleave(c, "dwDeinterleaveY", 8, c.YMM, transpose8Y) },
@@ -35,6 +37,8 @@ var dwAVX512 = kernels(
 	func(c *build.Context) { dwTapsI8(c, "dwTapsI8Z", 16, c.ZMM) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S1Z", 16, 1, c.ZMM, zeroZ) },
 	func(c *build.Context) { dwLanesF32(c, "dwLanesF32S2Z", 16, 2, c.ZMM, zeroZ) },
+	func(c *build.Context) { dwLanesRows(c, "dwLanesRows3Z", 16, 3, c.ZMM, zeroZ) },
+	func(c *build.Context) { dwLanesRows(c, "dwLanesRows5Z", 16, 5, c.ZMM, zeroZ) },
 	func(c *build.Context) { dwInterleave(c, "dwInterleaveZ", 16, false, c.ZMM, transpose16Z) },
 	func(c *build.Context) { dwInterleave(c, "dwInterleaveI8Z", 16, true, c.ZMM, transpose16Z) },
 	func(c *build.Context) { dwDeinterleave(c, "dwDeinterleaveZ", 16, c.ZMM, transpose16Z) },
@@ -243,6 +247,102 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 			c.Label(top + "_tail")
 		}
 	}
+	c.Label(name + "_next")
+	c.ADDQ(xrow, x)
+	c.DECQ(rows)
+	c.JNZ(operand.LabelRef(name + "_row"))
+	vzeroRet(c)
+}
+
+// dwLanesRows emits name(dst, x, w *float32, kh, khStep, n, rows, xrow
+// int, div, sc, bias *float32, mode int): dwLanesF32 for stride 1 and the
+// taps of a kh x kw kernel (kw fixed, column dilation 1) at offsets
+// r*khStep + c*lanes, in order (row r, then column c), with the columns of
+// a run in registers: per kernel row, the run's dwLanesUnroll+kw-1 input
+// vectors are loaded once and each is added into the sums of the
+// positions that read it, in column order (so every sum gets its taps in
+// order), instead of one load per tap and position. n >= dwLanesUnroll
+// (the rest of a row runs as its last run again), kh, rows >= 1.
+func dwLanesRows(c *build.Context, name string, lanes, kw int, vec func() reg.VecVirtual,
+	zero func(*build.Context, int) []reg.VecVirtual) {
+	declareNoescape(c, name, "func(dst, x, w *float32, kh, khStep, n, rows, xrow int, div, sc, bias *float32, mode int)",
+		fmt.Sprintf("%s is dwLanesF32S1 for the taps r*khStep+c*%d, r < kh, c < %d, in order: input vectors in registers;", name, lanes, kw),
+		fmt.Sprintf("n >= %d, kh, rows >= 1.", dwLanesUnroll))
+	args := loadArgs(c, "dst", "x", "khStep", "n", "rows", "xrow", "div", "sc", "bias", "mode")
+	d, x, khStep, n, rows, xrow, divp, scp, biasp, mode := args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+		args[7], args[8], args[9]
+	vb := lanes * 4
+	const u = dwLanesUnroll
+	divv, scv, biasv := vec(), vec(), vec()
+	c.VMOVUPS(operand.Mem{Base: divp}, divv)
+	c.VMOVUPS(operand.Mem{Base: scp}, scv)
+	c.VMOVUPS(operand.Mem{Base: biasp}, biasv)
+	c.SHLQ(operand.Imm(2), xrow)
+	c.SHLQ(operand.Imm(2), khStep)
+	xp, i := c.GP64(), c.GP64()
+	c.Label(name + "_row")
+	c.MOVQ(x, xp)
+	c.MOVQ(n, i)
+	top := name + "_run"
+	whileAtLeast(c, top, top+"_end", i, u, func() {
+		acc := zero(c, u)
+		pk, pw, t := c.GP64(), c.GP64(), c.GP64()
+		c.MOVQ(xp, pk)
+		c.MOVQ(paramAddr(c, "w"), pw)
+		c.MOVQ(paramAddr(c, "kh"), t)
+		repeat(c, top+"_kh", t, func() {
+			wv := make([]reg.VecVirtual, kw)
+			for k := range wv {
+				wv[k] = vec()
+				c.VMOVUPS(mem(pw, k*vb), wv[k])
+			}
+			xv := vec()
+			for col := range u + kw - 1 {
+				c.VMOVUPS(mem(pk, col*vb), xv)
+				for k := range kw {
+					if j := col - k; j >= 0 && j < u {
+						c.VFMADD231PS(wv[k], xv, acc[j])
+					}
+				}
+			}
+			c.ADDQ(khStep, pk)
+			c.ADDQ(operand.U32(kw*vb), pw)
+		})
+		c.TESTQ(mode, mode)
+		c.JZ(operand.LabelRef(top + "_store"))
+		c.TESTQ(operand.U32(4), mode)
+		c.JZ(operand.LabelRef(top + "_scale"))
+		for j := range acc {
+			c.VDIVPS(divv, acc[j], acc[j])
+		}
+		c.Label(top + "_scale")
+		for j := range acc {
+			c.VMULPS(scv, acc[j], acc[j])
+		}
+		c.TESTQ(operand.U32(2), mode)
+		c.JZ(operand.LabelRef(top + "_store"))
+		for j := range acc {
+			c.VADDPS(biasv, acc[j], acc[j])
+		}
+		c.Label(top + "_store")
+		for j := range acc {
+			c.VMOVUPS(acc[j], mem(d, j*vb))
+		}
+		c.ADDQ(operand.U32(u*vb), d)
+		c.ADDQ(operand.U32(u*vb), xp)
+	})
+	c.Label(top + "_end")
+	// the rest of the row: its last run again, u-i positions back
+	c.TESTQ(i, i)
+	c.JZ(operand.LabelRef(name + "_next"))
+	back := c.GP64()
+	c.MOVQ(operand.I32(u), back)
+	c.SUBQ(i, back)
+	c.MOVQ(operand.I32(u), i)
+	c.IMUL3Q(operand.I32(vb), back, back)
+	c.SUBQ(back, d)
+	c.SUBQ(back, xp)
+	c.JMP(operand.LabelRef(top))
 	c.Label(name + "_next")
 	c.ADDQ(xrow, x)
 	c.DECQ(rows)

@@ -41,6 +41,12 @@ type DepthwiseKernels struct {
 	// +1). len(offs) >= 1, n, rows, stride >= 1; every read within x; div,
 	// sc and bias hold Lanes floats where the mode reads them.
 	LanesF32 func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int)
+	// LanesRowsF32 is LanesF32 for stride 1 and the taps of a kh x kw
+	// kernel with column dilation 1, at offsets r*khStep + c*Lanes (row r,
+	// column c) in that order, faster (each input vector loaded once per
+	// kernel row); it returns false, doing nothing, where the family has no
+	// such kernel (kw, or n below its run of positions): then LanesF32.
+	LanesRowsF32 func(dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) bool
 	// Interleave sets dst[pos[i]+l] = src[l*ld+i] for i < len(pos),
 	// l < Lanes (Lanes rows ld apart to position-major vectors at pos);
 	// InterleaveI8 the same from int8 (exact in float32, so that

@@ -15,12 +15,12 @@ import (
 var (
 	_ = DepthwiseOp.Register(cpu.AVX2, &DepthwiseKernels{Family: cpu.AVX2,
 		TapsF32: dwTapsF32(8, dwTapsF32Y), TapsI8: dwTapsI8(8, dwTapsI8Y),
-		Lanes: 8, LanesF32: dwLanesF32(8, dwLanesF32S1Y, dwLanesF32S2Y),
+		Lanes: 8, LanesF32: dwLanesF32(8, dwLanesF32S1Y, dwLanesF32S2Y), LanesRowsF32: dwLanesRows(8, dwLanesRows3Y, dwLanesRows5Y),
 		Interleave: dwInterleave(8, dwInterleaveY), InterleaveI8: dwInterleave(8, dwInterleaveI8Y),
 		Deinterleave: dwDeinterleave(8, dwDeinterleaveY)})
 	_ = DepthwiseOp.Register(cpu.AVX512, &DepthwiseKernels{Family: cpu.AVX512,
 		TapsF32: dwTapsF32(16, dwTapsF32Z), TapsI8: dwTapsI8(16, dwTapsI8Z),
-		Lanes: 16, LanesF32: dwLanesF32(16, dwLanesF32S1Z, dwLanesF32S2Z),
+		Lanes: 16, LanesF32: dwLanesF32(16, dwLanesF32S1Z, dwLanesF32S2Z), LanesRowsF32: dwLanesRows(16, dwLanesRows3Z, dwLanesRows5Z),
 		Interleave: dwInterleave(16, dwInterleaveZ), InterleaveI8: dwInterleave(16, dwInterleaveI8Z),
 		Deinterleave: dwDeinterleave(16, dwDeinterleaveZ)})
 )
@@ -88,6 +88,39 @@ func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w 
 		}
 		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow,
 			unsafe.SliceData(div), unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
+	}
+}
+
+// rowsFn is a generated rows kernel (see _gen/depthwise.go's dwLanesRows).
+type rowsFn func(dst, x, w *float32, kh, khStep, n, rows, xrow int, div, sc, bias *float32, mode int)
+
+// dwLanesRows wraps the generated rows kernels of 3 and 5 columns as a
+// checked LanesRowsF32 (false for other widths and rows below 4 positions).
+func dwLanesRows(lanes int, k3, k5 rowsFn) func(dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) bool {
+	return func(dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) bool {
+		fn := k3
+		switch {
+		case n < 4:
+			return false
+		case kw == 3:
+		case kw == 5:
+			fn = k5
+		default:
+			return false
+		}
+		checkRows(lanes, dst, x, w, kh, kw, khStep, n, rows, xrow, div, sc, bias, mode)
+		if len(div) < lanes {
+			div = zeroLanes[:]
+		}
+		if len(sc) < lanes {
+			sc = zeroLanes[:]
+		}
+		if len(bias) < lanes {
+			bias = zeroLanes[:]
+		}
+		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), kh, khStep, n, rows, xrow,
+			unsafe.SliceData(div), unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
+		return true
 	}
 }
 

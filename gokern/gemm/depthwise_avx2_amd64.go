@@ -30,6 +30,18 @@ func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n 
 //go:noescape
 func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
 
+// dwLanesRows3Y is dwLanesF32S1 for the taps r*khStep+c*8, r < kh, c < 3, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows3Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesRows5Y is dwLanesF32S1 for the taps r*khStep+c*8, r < kh, c < 5, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows5Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
 // dwInterleaveY sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < 8; n a multiple of 8.
 //
 //go:noescape

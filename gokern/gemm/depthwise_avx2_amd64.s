@@ -450,6 +450,236 @@ dwLanesF32S2Y_next:
 	VZEROUPPER
 	RET
 
+// func dwLanesRows3Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesRows3Y(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Y0
+	VMOVUPS (R9), Y1
+	VMOVUPS (R10), Y2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows3Y_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows3Y_run:
+	CMPQ  R9, $0x04
+	JB    dwLanesRows3Y_run_end
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  R8, R10
+	MOVQ  w+16(FP), R12
+	MOVQ  kh+24(FP), R13
+
+dwLanesRows3Y_run_kh:
+	VMOVUPS     (R12), Y7
+	VMOVUPS     32(R12), Y8
+	VMOVUPS     64(R12), Y9
+	VMOVUPS     (R10), Y10
+	VFMADD231PS Y7, Y10, Y3
+	VMOVUPS     32(R10), Y10
+	VFMADD231PS Y7, Y10, Y4
+	VFMADD231PS Y8, Y10, Y3
+	VMOVUPS     64(R10), Y10
+	VFMADD231PS Y7, Y10, Y5
+	VFMADD231PS Y8, Y10, Y4
+	VFMADD231PS Y9, Y10, Y3
+	VMOVUPS     96(R10), Y10
+	VFMADD231PS Y7, Y10, Y6
+	VFMADD231PS Y8, Y10, Y5
+	VFMADD231PS Y9, Y10, Y4
+	VMOVUPS     128(R10), Y10
+	VFMADD231PS Y8, Y10, Y6
+	VFMADD231PS Y9, Y10, Y5
+	VMOVUPS     160(R10), Y10
+	VFMADD231PS Y9, Y10, Y6
+	ADDQ        DX, R10
+	ADDQ        $0x00000060, R12
+	DECQ        R13
+	JNZ         dwLanesRows3Y_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows3Y_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows3Y_run_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesRows3Y_run_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows3Y_run_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
+
+dwLanesRows3Y_run_store:
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows3Y_run
+
+dwLanesRows3Y_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows3Y_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+32, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows3Y_run
+
+dwLanesRows3Y_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows3Y_row
+	VZEROUPPER
+	RET
+
+// func dwLanesRows5Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesRows5Y(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Y0
+	VMOVUPS (R9), Y1
+	VMOVUPS (R10), Y2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows5Y_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows5Y_run:
+	CMPQ  R9, $0x04
+	JB    dwLanesRows5Y_run_end
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  R8, R10
+	MOVQ  w+16(FP), R12
+	MOVQ  kh+24(FP), R13
+
+dwLanesRows5Y_run_kh:
+	VMOVUPS     (R12), Y7
+	VMOVUPS     32(R12), Y8
+	VMOVUPS     64(R12), Y9
+	VMOVUPS     96(R12), Y10
+	VMOVUPS     128(R12), Y11
+	VMOVUPS     (R10), Y12
+	VFMADD231PS Y7, Y12, Y3
+	VMOVUPS     32(R10), Y12
+	VFMADD231PS Y7, Y12, Y4
+	VFMADD231PS Y8, Y12, Y3
+	VMOVUPS     64(R10), Y12
+	VFMADD231PS Y7, Y12, Y5
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y3
+	VMOVUPS     96(R10), Y12
+	VFMADD231PS Y7, Y12, Y6
+	VFMADD231PS Y8, Y12, Y5
+	VFMADD231PS Y9, Y12, Y4
+	VFMADD231PS Y10, Y12, Y3
+	VMOVUPS     128(R10), Y12
+	VFMADD231PS Y8, Y12, Y6
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y3
+	VMOVUPS     160(R10), Y12
+	VFMADD231PS Y9, Y12, Y6
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y4
+	VMOVUPS     192(R10), Y12
+	VFMADD231PS Y10, Y12, Y6
+	VFMADD231PS Y11, Y12, Y5
+	VMOVUPS     224(R10), Y12
+	VFMADD231PS Y11, Y12, Y6
+	ADDQ        DX, R10
+	ADDQ        $0x000000a0, R12
+	DECQ        R13
+	JNZ         dwLanesRows5Y_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows5Y_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows5Y_run_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesRows5Y_run_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows5Y_run_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
+
+dwLanesRows5Y_run_store:
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows5Y_run
+
+dwLanesRows5Y_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows5Y_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+32, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows5Y_run
+
+dwLanesRows5Y_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows5Y_row
+	VZEROUPPER
+	RET
+
 // func dwInterleaveY(dst *float32, src *float32, ld int, pos *int, n int)
 // Requires: AVX
 TEXT ·dwInterleaveY(SB), NOSPLIT, $0-40

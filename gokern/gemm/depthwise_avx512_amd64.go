@@ -30,6 +30,18 @@ func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n 
 //go:noescape
 func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
 
+// dwLanesRows3Z is dwLanesF32S1 for the taps r*khStep+c*16, r < kh, c < 3, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows3Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesRows5Z is dwLanesF32S1 for the taps r*khStep+c*16, r < kh, c < 5, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows5Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
 // dwInterleaveZ sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < 16; n a multiple of 16.
 //
 //go:noescape

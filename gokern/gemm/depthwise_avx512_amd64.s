@@ -450,6 +450,236 @@ dwLanesF32S2Z_next:
 	VZEROUPPER
 	RET
 
+// func dwLanesRows3Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesRows3Z(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VMOVUPS (R10), Z2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows3Z_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows3Z_run:
+	CMPQ   R9, $0x04
+	JB     dwLanesRows3Z_run_end
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   R8, R10
+	MOVQ   w+16(FP), R12
+	MOVQ   kh+24(FP), R13
+
+dwLanesRows3Z_run_kh:
+	VMOVUPS     (R12), Z7
+	VMOVUPS     64(R12), Z8
+	VMOVUPS     128(R12), Z9
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z7, Z10, Z3
+	VMOVUPS     64(R10), Z10
+	VFMADD231PS Z7, Z10, Z4
+	VFMADD231PS Z8, Z10, Z3
+	VMOVUPS     128(R10), Z10
+	VFMADD231PS Z7, Z10, Z5
+	VFMADD231PS Z8, Z10, Z4
+	VFMADD231PS Z9, Z10, Z3
+	VMOVUPS     192(R10), Z10
+	VFMADD231PS Z7, Z10, Z6
+	VFMADD231PS Z8, Z10, Z5
+	VFMADD231PS Z9, Z10, Z4
+	VMOVUPS     256(R10), Z10
+	VFMADD231PS Z8, Z10, Z6
+	VFMADD231PS Z9, Z10, Z5
+	VMOVUPS     320(R10), Z10
+	VFMADD231PS Z9, Z10, Z6
+	ADDQ        DX, R10
+	ADDQ        $0x000000c0, R12
+	DECQ        R13
+	JNZ         dwLanesRows3Z_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows3Z_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows3Z_run_scale
+	VDIVPS      Z0, Z3, Z3
+	VDIVPS      Z0, Z4, Z4
+	VDIVPS      Z0, Z5, Z5
+	VDIVPS      Z0, Z6, Z6
+
+dwLanesRows3Z_run_scale:
+	VMULPS Z1, Z3, Z3
+	VMULPS Z1, Z4, Z4
+	VMULPS Z1, Z5, Z5
+	VMULPS Z1, Z6, Z6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows3Z_run_store
+	VADDPS Z2, Z3, Z3
+	VADDPS Z2, Z4, Z4
+	VADDPS Z2, Z5, Z5
+	VADDPS Z2, Z6, Z6
+
+dwLanesRows3Z_run_store:
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 128(AX)
+	VMOVUPS Z6, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows3Z_run
+
+dwLanesRows3Z_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows3Z_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+64, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows3Z_run
+
+dwLanesRows3Z_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows3Z_row
+	VZEROUPPER
+	RET
+
+// func dwLanesRows5Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesRows5Z(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VMOVUPS (R10), Z2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows5Z_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows5Z_run:
+	CMPQ   R9, $0x04
+	JB     dwLanesRows5Z_run_end
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   R8, R10
+	MOVQ   w+16(FP), R12
+	MOVQ   kh+24(FP), R13
+
+dwLanesRows5Z_run_kh:
+	VMOVUPS     (R12), Z7
+	VMOVUPS     64(R12), Z8
+	VMOVUPS     128(R12), Z9
+	VMOVUPS     192(R12), Z10
+	VMOVUPS     256(R12), Z11
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z7, Z12, Z3
+	VMOVUPS     64(R10), Z12
+	VFMADD231PS Z7, Z12, Z4
+	VFMADD231PS Z8, Z12, Z3
+	VMOVUPS     128(R10), Z12
+	VFMADD231PS Z7, Z12, Z5
+	VFMADD231PS Z8, Z12, Z4
+	VFMADD231PS Z9, Z12, Z3
+	VMOVUPS     192(R10), Z12
+	VFMADD231PS Z7, Z12, Z6
+	VFMADD231PS Z8, Z12, Z5
+	VFMADD231PS Z9, Z12, Z4
+	VFMADD231PS Z10, Z12, Z3
+	VMOVUPS     256(R10), Z12
+	VFMADD231PS Z8, Z12, Z6
+	VFMADD231PS Z9, Z12, Z5
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z3
+	VMOVUPS     320(R10), Z12
+	VFMADD231PS Z9, Z12, Z6
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z4
+	VMOVUPS     384(R10), Z12
+	VFMADD231PS Z10, Z12, Z6
+	VFMADD231PS Z11, Z12, Z5
+	VMOVUPS     448(R10), Z12
+	VFMADD231PS Z11, Z12, Z6
+	ADDQ        DX, R10
+	ADDQ        $0x00000140, R12
+	DECQ        R13
+	JNZ         dwLanesRows5Z_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows5Z_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows5Z_run_scale
+	VDIVPS      Z0, Z3, Z3
+	VDIVPS      Z0, Z4, Z4
+	VDIVPS      Z0, Z5, Z5
+	VDIVPS      Z0, Z6, Z6
+
+dwLanesRows5Z_run_scale:
+	VMULPS Z1, Z3, Z3
+	VMULPS Z1, Z4, Z4
+	VMULPS Z1, Z5, Z5
+	VMULPS Z1, Z6, Z6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows5Z_run_store
+	VADDPS Z2, Z3, Z3
+	VADDPS Z2, Z4, Z4
+	VADDPS Z2, Z5, Z5
+	VADDPS Z2, Z6, Z6
+
+dwLanesRows5Z_run_store:
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 128(AX)
+	VMOVUPS Z6, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows5Z_run
+
+dwLanesRows5Z_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows5Z_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+64, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows5Z_run
+
+dwLanesRows5Z_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows5Z_row
+	VZEROUPPER
+	RET
+
 // func dwInterleaveZ(dst *float32, src *float32, ld int, pos *int, n int)
 // Requires: AVX, AVX512F
 TEXT ·dwInterleaveZ(SB), NOSPLIT, $0-40

@@ -57,6 +57,37 @@ func lanesF32Generic(lanes int, dst, x []float32, offs []int, w []float32, strid
 	}
 }
 
+// rowsOffsets returns the tap offsets of LanesRowsF32: r*khStep + c*lanes
+// for r < kh, c < kw, in order.
+func rowsOffsets(lanes, kh, kw, khStep int) []int {
+	offs := make([]int, 0, kh*kw)
+	for r := range kh {
+		for c := range kw {
+			offs = append(offs, r*khStep+c*lanes)
+		}
+	}
+	return offs
+}
+
+// checkRows panics unless a LanesRowsF32 call's slices hold what the
+// kernels read and write.
+func checkRows(lanes int, dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) {
+	if kh < 1 || kw < 1 || khStep < 0 || n < 1 || rows < 1 || xrow < 0 || len(w) < kh*kw*lanes ||
+		mode < 0 || mode > 7 || mode != 0 && mode&1 == 0 || mode != 0 && len(sc) < lanes ||
+		mode&2 != 0 && len(bias) < lanes || mode&4 != 0 && len(div) < lanes || len(dst) < rows*n*lanes ||
+		(kh-1)*khStep+(kw-1)*lanes+(rows-1)*xrow+n*lanes > len(x) {
+		panic(fmt.Sprintf("gemm: depthwise lanes rows: %dx%d taps, khStep %d, n %d, rows %d, xrow %d, mode %d, %d weights, dst %d, x %d",
+			kh, kw, khStep, n, rows, xrow, mode, len(w), len(dst), len(x)))
+	}
+}
+
+// lanesRowsGeneric is LanesRowsF32 for lanes channels: LanesF32 with the
+// offsets of the kh x kw taps.
+func lanesRowsGeneric(lanes int, dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) {
+	checkRows(lanes, dst, x, w, kh, kw, khStep, n, rows, xrow, div, sc, bias, mode)
+	lanesF32Generic(lanes, dst, x, rowsOffsets(lanes, kh, kw, khStep), w, 1, n, rows, xrow, div, sc, bias, mode)
+}
+
 // checkInterleave panics unless rows of n floats, ld apart, of lanes
 // channels fit in ch and n positions of lanes floats in pm.
 func checkInterleave(lanes int, pm, ch []float32, ld, n int) {
@@ -109,6 +140,10 @@ func LanesGeneric(lanes int) *DepthwiseKernels {
 	return &DepthwiseKernels{Family: "generic", Lanes: lanes,
 		LanesF32: func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
 			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
+		},
+		LanesRowsF32: func(dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) bool {
+			lanesRowsGeneric(lanes, dst, x, w, kh, kw, khStep, n, rows, xrow, div, sc, bias, mode)
+			return true
 		},
 		Interleave:   func(dst, src []float32, ld int, pos []int) { interleaveGeneric(lanes, dst, src, ld, pos) },
 		InterleaveI8: func(dst []float32, src []int8, ld int, pos []int) { interleaveGeneric(lanes, dst, src, ld, pos) },

@@ -165,3 +165,66 @@ func TestDepthwiseLanes(t *testing.T) {
 		t.Fatal("no conv_dw family with lanes kernels on an AVX2 CPU")
 	}
 }
+
+// TestDepthwiseLanesRows compares every family's LanesRowsF32 (where it
+// runs) with the generic loops (LanesF32 on the same taps) to the bit, in
+// every mode, on 3- and 5-column kernels of 1 to 5 rows, runs of 4 to 17
+// positions (rests of every length), several rows, NaN, ±Inf and ±0 in x;
+// it must run for 3 and 5 columns from 4 positions.
+func TestDepthwiseLanesRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 1125))
+	for _, k := range DepthwiseFamilies() {
+		if k.Lanes == 0 {
+			continue
+		}
+		L := k.Lanes
+		gen := LanesGeneric(L)
+		for _, kw := range []int{1, 3, 5} {
+			for _, kh := range []int{1, 3, 5} {
+				for _, n := range []int{3, 4, 5, 7, 8, 14, 17} {
+					rows := 1 + rng.IntN(3)
+					khStep := (n+kw-1)*L + rng.IntN(3)*L
+					xrow := khStep * (1 + rng.IntN(2))
+					x := make([]float32, (kh-1)*khStep+(kw-1)*L+(rows-1)*xrow+n*L+rng.IntN(4))
+					for i := range x {
+						switch rng.IntN(40) {
+						case 0:
+							x[i] = float32(math.NaN())
+						case 1:
+							x[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+						case 2:
+							x[i] = float32(math.Copysign(0, float64(1-2*rng.IntN(2))))
+						default:
+							x[i] = float32(rng.NormFloat64())
+						}
+					}
+					w := make([]float32, kh*kw*L)
+					for i := range w {
+						w[i] = float32(rng.IntN(3) - 1)
+					}
+					div, sc, bias := make([]float32, L), make([]float32, L), make([]float32, L)
+					for l := range L {
+						div[l] = float32(rng.ExpFloat64() * 100)
+						sc[l] = float32(rng.ExpFloat64())
+						bias[l] = float32(rng.NormFloat64())
+					}
+					for _, mode := range []int{0, 1, 3, 5, 7} {
+						want := make([]float32, rows*n*L+2)
+						got := make([]float32, len(want))
+						gen.LanesF32(want, x, rowsOffsets(L, kh, kw, khStep), w, 1, n, rows, xrow, div, sc, bias, mode)
+						ran := k.LanesRowsF32(got, x, w, kh, kw, khStep, n, rows, xrow, div, sc, bias, mode)
+						if should := n >= 4 && (kw == 3 || kw == 5); ran != should {
+							t.Fatalf("%s %dx%d n=%d: ran %v, want %v", k.Family, kh, kw, n, ran, should)
+						}
+						if !ran {
+							continue
+						}
+						if i, ok := sameBits(got, want); !ok {
+							t.Fatalf("%s %dx%d n=%d rows=%d mode %d [%d]: got %v, want %v", k.Family, kh, kw, n, rows, mode, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -20,7 +20,10 @@ import (
 //     the padding adds w*0 = ±0 to sums that start at +0, so the sums are
 //     the generic kernel's bits. Zero weights are never skipped: on finite
 //     x they add ±0 (nothing), on NaN and Inf NaN, as the generic kernel
-//     does when x is not known finite;
+//     does when x is not known finite.
+//     At stride 1 without column dilation, dw.LanesRowsF32 runs the same
+//     sums with each input vector loaded once per kernel row (3 and 5
+//     columns; else LanesF32);
 //   - with one scale block (per tensor or per channel), LanesF32 also folds
 //     (s*scale, then + bias, rounded after each as the fold does) and
 //     dw.Deinterleave stores the block's channels straight into their NCHW
@@ -203,7 +206,10 @@ func depthwiseLanes[T elem](d *Dims, apan []byte, src []T, acts *activations, sc
 				if div != nil {
 					dv = div[n*L:][:L]
 				}
-				dw.LanesF32(st, tile, tapAt, ws, d.StrideW, d.Wo, oh1-oh0, xrow, dv, scv[c0:][:L], biasv[c0:][:L], mode)
+				if d.StrideW != 1 || d.DilW != 1 ||
+					!dw.LanesRowsF32(st, tile, ws, d.KH, d.KW, d.DilH*row, d.Wo, oh1-oh0, xrow, dv, scv[c0:][:L], biasv[c0:][:L], mode) {
+					dw.LanesF32(st, tile, tapAt, ws, d.StrideW, d.Wo, oh1-oh0, xrow, dv, scv[c0:][:L], biasv[c0:][:L], mode)
+				}
 				if lv == L {
 					dw.Deinterleave(dst[:(L-1)*d.P+span], d.P, st, span)
 					continue
