@@ -1,6 +1,7 @@
 package conv2d
 
 import (
+	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
@@ -40,6 +41,10 @@ import (
 
 // dwLanesTile bounds a unit's padded tile (floats, per worker).
 const dwLanesTile = 1 << 14
+
+// dwLanesScratch keeps the workers' tiles and sums between calls (a fresh
+// 100 KB a worker and call cost more than a small layer's work).
+var dwLanesScratch = &buf.List[float32]{MaxCap: 1 << 24, MaxCount: par.MaxThreads}
 
 // useLanes reports whether the float32 depthwise kernel on d runs
 // depthwiseLanes on the conv_dw family dw: wherever its kernels apply (one
@@ -166,9 +171,14 @@ func depthwiseLanes[T elem](d *Dims, apan []byte, src []T, acts *activations, sc
 	}
 	row := g.tw * L
 	par.Run(par.Chunks(d.N*blocks*bands, 1), func(_, lo, hi int) {
-		tile := make([]float32, g.trows*row)
-		sumsT := make([]float32, g.rows*d.Wo*L)
-		var sums []float32
+		// one kept buffer a worker: tile, sums (position-major), sums
+		// (channel-major); the tile cleared once (its padding columns are
+		// never written after)
+		nt, ns := g.trows*row, g.rows*d.Wo*L
+		scratch, keep := dwLanesScratch.Sized(nt + 2*ns)
+		defer dwLanesScratch.Put(keep)
+		tile, sumsT, sums := scratch[:nt], scratch[nt:][:ns], scratch[nt+ns:][:ns]
+		clear(tile)
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			band := u % bands
 			cb := u / bands % blocks
@@ -214,17 +224,11 @@ func depthwiseLanes[T elem](d *Dims, apan []byte, src []T, acts *activations, sc
 					dw.Deinterleave(dst[:(L-1)*d.P+span], d.P, st, span)
 					continue
 				}
-				if sums == nil {
-					sums = make([]float32, L*g.rows*d.Wo)
-				}
 				dw.Deinterleave(sums, span, st, span)
 				for l := range lv {
 					copy(dst[l*d.P:][:span], sums[l*span:][:span])
 				}
 				continue
-			}
-			if sums == nil {
-				sums = make([]float32, L*g.rows*d.Wo)
 			}
 			for b := range sc.nb {
 				dw.LanesF32(st, tile, tapAt[b*sc.bl:][:sc.bl], ws[b*sc.bl*L:][:sc.bl*L], d.StrideW, d.Wo, oh1-oh0, xrow, nil, nil, nil, 0)

@@ -160,7 +160,7 @@ func BenchmarkDepthwiseLanes(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	old := dwLanesOn
 	b.Cleanup(func() { dwLanesOn = old })
-	for _, l := range []struct{ c, hw, k, s int }{{32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {144, 56, 3, 2},
+	for _, l := range []struct{ c, hw, k, s int }{{32, 28, 3, 1}, {32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {144, 56, 3, 2},
 		{192, 28, 3, 1}, {192, 28, 3, 2}, {384, 14, 3, 1}, {576, 14, 3, 2}, {960, 7, 3, 1}, {240, 14, 5, 1}, {240, 28, 5, 1}} {
 		for _, n := range []int{1, 8} {
 			s := Shape{N: n, C: l.c, H: l.hw, W: l.hw, O: l.c, WC: 1, KH: l.k, KW: l.k, Groups: l.c,
