@@ -563,7 +563,8 @@ def test_bench_depthwise_quick():
     for r in rows:
         assert r["ours_f32_ms"] > 0 and r["ours_i8_ms"] > 0 and r["torch_f32_ms"] > 0
         assert r["ratio_f32"] == pytest.approx(r["ours_f32_ms"] / r["torch_f32_ms"])
-        assert r["kernel_f32"].startswith("depthwise:depthwise/") and r["kernel_i8"].startswith("depthwise:")
+        assert r["kernel_f32"].startswith(("depthwise:depthwise/", "depthwise:depthwise_lanes/"))
+        assert r["kernel_i8"].startswith("depthwise:")
 
 
 @pytest.mark.needs("torch")
@@ -591,7 +592,7 @@ def test_depthwise_against_torch(seed: int):
     bias = rng.standard_normal(c * mult, dtype=np.float32) if seed % 2 else None
     kw = dict(stride=stride, padding=pad, dilation=dil, groups=c)
     out, info = diagnostics.conv2d_with_info(x, wt, bias, **kw)
-    assert info.algorithm == "depthwise" and info.kernel.startswith("depthwise/")
+    assert info.algorithm == "depthwise" and info.kernel.startswith(("depthwise/", "depthwise_lanes/"))
     ref = torch.nn.functional.conv2d(
         torch.from_numpy(x), torch.from_numpy(wt.dequantize()), None if bias is None else torch.from_numpy(bias), **kw
     ).numpy()

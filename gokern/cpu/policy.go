@@ -182,7 +182,20 @@ type Measured struct {
 // 144@56 N=8, 576@14 N=8, 960@7 N=8 and 5x5 240@14 N=1, float32 and int8
 // activations: avx512 1.00x / 1.00x (0.98 / 0.84 ms), avx2 1.06x / 1.06x,
 // generic 3.3x / 3.6x (the two SIMD families run the same Go around their
-// kernels; they tie within the spread on most rows).
+// kernels; they tie within the spread on most rows). Re-measured on
+// 2026-11-24 (same kind of machine, AMD EPYC Zen 4, 2 vCPUs, round spreads
+// up to ±183%) after the lanes kernels (16 / 8 channels a vector: float32,
+// and int8 with one scale block on planes up to 56x56 or stride 2; the
+// rows kernels for 3 and 5 columns at stride 1) with
+//
+//	python -m bitnet_go bench families --families-ops conv_dw --threads 1,2 \
+//	    --families-rounds 3 --repeat 5
+//
+// geometric mean over the same workloads, float32 and int8, 1 and 2
+// threads: avx512 1.00x (0.387 ms), avx2 1.08x, generic 10.8x (generic has
+// no lanes kernels); avx512 fastest or within the spread on most rows
+// (960@7 N=8 at 1 thread: float32 0.338 ±42% vs avx2 0.322 ±6%, int8
+// 0.323 vs 0.366).
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},

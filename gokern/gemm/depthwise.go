@@ -27,6 +27,34 @@ type DepthwiseKernels struct {
 	// len(offs) >= 1, 0 <= npos <= len(offs), offsets >= 0,
 	// len(x) >= max(offs)+len(dst).
 	TapsI8 func(dst []int32, x []int8, offs []int, npos int)
+
+	// Lanes is the channels a vector of the lanes kernels below holds (0:
+	// the family has none; see depthwise_lanes.go). Positions are
+	// position-major: x[p*Lanes+l] is channel l at position p.
+	Lanes int
+	// LanesF32 sets, for r < rows, i < n and l < Lanes,
+	// dst[(r*n+i)*Lanes+l] to s (mode 0), float32(s*sc[l]) (mode 1) or
+	// float32(s*sc[l]) + bias[l] (mode 3: the float32 fold's arithmetic),
+	// with mode bit 4 s/div[l] first (modes 5, 7: the int8 fold's), s the
+	// sum over t of w[t*Lanes+l] * x[r*xrow+i*stride*Lanes+offs[t]+l] from
+	// +0 in the order of the taps (fused or not: the weights are -1, 0,
+	// +1). len(offs) >= 1, n, rows, stride >= 1; every read within x; div,
+	// sc and bias hold Lanes floats where the mode reads them.
+	LanesF32 func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int)
+	// LanesRowsF32 is LanesF32 for stride 1 and the taps of a kh x kw
+	// kernel with column dilation 1, at offsets r*khStep + c*Lanes (row r,
+	// column c) in that order, faster (each input vector loaded once per
+	// kernel row); it returns false, doing nothing, where the family has no
+	// such kernel (kw, or n below its run of positions): then LanesF32.
+	LanesRowsF32 func(dst, x, w []float32, kh, kw, khStep, n, rows, xrow int, div, sc, bias []float32, mode int) bool
+	// Interleave sets dst[pos[i]+l] = src[l*ld+i] for i < len(pos),
+	// l < Lanes (Lanes rows ld apart to position-major vectors at pos);
+	// InterleaveI8 the same from int8 (exact in float32, so that
+	// LanesF32's sums of int8 values are exact integers below 2^24);
+	// Deinterleave sets dst[l*ld+i] = src[i*Lanes+l] for i < n.
+	Interleave   func(dst, src []float32, ld int, pos []int)
+	InterleaveI8 func(dst []float32, src []int8, ld int, pos []int)
+	Deinterleave func(dst []float32, ld int, src []float32, n int)
 }
 
 // DepthwiseOp is the registry's op "conv_dw"; the plain Go loops are its

@@ -15,3 +15,44 @@ func dwTapsF32Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int
 //
 //go:noescape
 func dwTapsI8Y(dst *int32, x *int8, offs *int, npos int, taps int, n int)
+
+// dwLanesF32S1Y sets dst[(r*n+i)*8+l] = s, or s (/ div[l] with mode bit 4) * sc[l] (bit 1) (+ bias[l], bit 2), s the sum over t < taps
+// of w[t*8+l]*x[r*xrow+i*8+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < 8;
+// taps, n, rows >= 1.
+//
+//go:noescape
+func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesF32S2Y sets dst[(r*n+i)*8+l] = s, or s (/ div[l] with mode bit 4) * sc[l] (bit 1) (+ bias[l], bit 2), s the sum over t < taps
+// of w[t*8+l]*x[r*xrow+i*16+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < 8;
+// taps, n, rows >= 1.
+//
+//go:noescape
+func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesRows3Y is dwLanesF32S1 for the taps r*khStep+c*8, r < kh, c < 3, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows3Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesRows5Y is dwLanesF32S1 for the taps r*khStep+c*8, r < kh, c < 5, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows5Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwInterleaveY sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < 8; n a multiple of 8.
+//
+//go:noescape
+func dwInterleaveY(dst *float32, src *float32, ld int, pos *int, n int)
+
+// dwInterleaveI8Y sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < 8; n a multiple of 8.
+//
+//go:noescape
+func dwInterleaveI8Y(dst *float32, src *int8, ld int, pos *int, n int)
+
+// dwDeinterleaveY sets dst[l*ld+i] = src[i*8+l] for i < n, l < 8; n a multiple of 8.
+//
+//go:noescape
+func dwDeinterleaveY(dst *float32, ld int, src *float32, n int)

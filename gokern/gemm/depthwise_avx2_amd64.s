@@ -179,3 +179,735 @@ dwTapsI8Y_v1_sub_end:
 dwTapsI8Y_v1_end:
 	VZEROUPPER
 	RET
+
+// func dwLanesF32S1Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesF32S1Y(SB), NOSPLIT, $8-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    div+64(FP), R10
+	MOVQ    sc+72(FP), R11
+	MOVQ    bias+80(FP), R12
+	MOVQ    mode+88(FP), R13
+	VMOVUPS (R10), Y0
+	VMOVUPS (R11), Y1
+	VMOVUPS (R12), Y2
+	SHLQ    $0x02, R9
+
+dwLanesF32S1Y_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S1Y_v4:
+	CMPQ  R11, $0x04
+	JB    dwLanesF32S1Y_v4_end
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  DX, R12
+	MOVQ  BX, R14
+	MOVQ  SI, R15
+
+dwLanesF32S1Y_v4_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y7
+	VFMADD231PS (R10)(BP*4), Y7, Y3
+	VFMADD231PS 32(R10)(BP*4), Y7, Y4
+	VFMADD231PS 64(R10)(BP*4), Y7, Y5
+	VFMADD231PS 96(R10)(BP*4), Y7, Y6
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R14
+	DECQ        R15
+	JNZ         dwLanesF32S1Y_v4_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S1Y_v4_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S1Y_v4_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesF32S1Y_v4_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S1Y_v4_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
+
+dwLanesF32S1Y_v4_store:
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S1Y_v4
+
+dwLanesF32S1Y_v4_end:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S1Y_next
+	CMPQ   DI, $0x04
+	JB     dwLanesF32S1Y_v4_tail
+	MOVQ   $+4, R12
+	SUBQ   R11, R12
+	MOVQ   $+4, R11
+	IMUL3Q $+32, R12, R14
+	SUBQ   R14, AX
+	IMUL3Q $+32, R12, R12
+	SUBQ   R12, R10
+	JMP    dwLanesF32S1Y_v4
+
+dwLanesF32S1Y_v4_tail:
+dwLanesF32S1Y_v1:
+	TESTQ R11, R11
+	JZ    dwLanesF32S1Y_v1_end
+	VPXOR Y3, Y3, Y3
+	MOVQ  DX, R12
+	MOVQ  BX, R14
+	MOVQ  SI, R15
+
+dwLanesF32S1Y_v1_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y4
+	VFMADD231PS (R10)(BP*4), Y4, Y3
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R14
+	DECQ        R15
+	JNZ         dwLanesF32S1Y_v1_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S1Y_v1_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S1Y_v1_scale
+	VDIVPS      Y0, Y3, Y3
+
+dwLanesF32S1Y_v1_scale:
+	VMULPS Y1, Y3, Y3
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S1Y_v1_store
+	VADDPS Y2, Y3, Y3
+
+dwLanesF32S1Y_v1_store:
+	VMOVUPS Y3, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, R10
+	DECQ    R11
+	JMP     dwLanesF32S1Y_v1
+
+dwLanesF32S1Y_v1_end:
+dwLanesF32S1Y_next:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S1Y_row
+	VZEROUPPER
+	RET
+
+// func dwLanesF32S2Y(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesF32S2Y(SB), NOSPLIT, $8-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    div+64(FP), R10
+	MOVQ    sc+72(FP), R11
+	MOVQ    bias+80(FP), R12
+	MOVQ    mode+88(FP), R13
+	VMOVUPS (R10), Y0
+	VMOVUPS (R11), Y1
+	VMOVUPS (R12), Y2
+	SHLQ    $0x02, R9
+
+dwLanesF32S2Y_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S2Y_v4:
+	CMPQ  R11, $0x04
+	JB    dwLanesF32S2Y_v4_end
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  DX, R12
+	MOVQ  BX, R14
+	MOVQ  SI, R15
+
+dwLanesF32S2Y_v4_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y7
+	VFMADD231PS (R10)(BP*4), Y7, Y3
+	VFMADD231PS 64(R10)(BP*4), Y7, Y4
+	VFMADD231PS 128(R10)(BP*4), Y7, Y5
+	VFMADD231PS 192(R10)(BP*4), Y7, Y6
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R14
+	DECQ        R15
+	JNZ         dwLanesF32S2Y_v4_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S2Y_v4_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S2Y_v4_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesF32S2Y_v4_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S2Y_v4_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
+
+dwLanesF32S2Y_v4_store:
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000100, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S2Y_v4
+
+dwLanesF32S2Y_v4_end:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S2Y_next
+	CMPQ   DI, $0x04
+	JB     dwLanesF32S2Y_v4_tail
+	MOVQ   $+4, R12
+	SUBQ   R11, R12
+	MOVQ   $+4, R11
+	IMUL3Q $+32, R12, R14
+	SUBQ   R14, AX
+	IMUL3Q $+64, R12, R12
+	SUBQ   R12, R10
+	JMP    dwLanesF32S2Y_v4
+
+dwLanesF32S2Y_v4_tail:
+dwLanesF32S2Y_v1:
+	TESTQ R11, R11
+	JZ    dwLanesF32S2Y_v1_end
+	VPXOR Y3, Y3, Y3
+	MOVQ  DX, R12
+	MOVQ  BX, R14
+	MOVQ  SI, R15
+
+dwLanesF32S2Y_v1_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Y4
+	VFMADD231PS (R10)(BP*4), Y4, Y3
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000020, R14
+	DECQ        R15
+	JNZ         dwLanesF32S2Y_v1_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S2Y_v1_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S2Y_v1_scale
+	VDIVPS      Y0, Y3, Y3
+
+dwLanesF32S2Y_v1_scale:
+	VMULPS Y1, Y3, Y3
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S2Y_v1_store
+	VADDPS Y2, Y3, Y3
+
+dwLanesF32S2Y_v1_store:
+	VMOVUPS Y3, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000040, R10
+	DECQ    R11
+	JMP     dwLanesF32S2Y_v1
+
+dwLanesF32S2Y_v1_end:
+dwLanesF32S2Y_next:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S2Y_row
+	VZEROUPPER
+	RET
+
+// func dwLanesRows3Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesRows3Y(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Y0
+	VMOVUPS (R9), Y1
+	VMOVUPS (R10), Y2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows3Y_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows3Y_run:
+	CMPQ  R9, $0x04
+	JB    dwLanesRows3Y_run_end
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  R8, R10
+	MOVQ  w+16(FP), R12
+	MOVQ  kh+24(FP), R13
+
+dwLanesRows3Y_run_kh:
+	VMOVUPS     (R12), Y7
+	VMOVUPS     32(R12), Y8
+	VMOVUPS     64(R12), Y9
+	VMOVUPS     (R10), Y10
+	VFMADD231PS Y7, Y10, Y3
+	VMOVUPS     32(R10), Y10
+	VFMADD231PS Y7, Y10, Y4
+	VFMADD231PS Y8, Y10, Y3
+	VMOVUPS     64(R10), Y10
+	VFMADD231PS Y7, Y10, Y5
+	VFMADD231PS Y8, Y10, Y4
+	VFMADD231PS Y9, Y10, Y3
+	VMOVUPS     96(R10), Y10
+	VFMADD231PS Y7, Y10, Y6
+	VFMADD231PS Y8, Y10, Y5
+	VFMADD231PS Y9, Y10, Y4
+	VMOVUPS     128(R10), Y10
+	VFMADD231PS Y8, Y10, Y6
+	VFMADD231PS Y9, Y10, Y5
+	VMOVUPS     160(R10), Y10
+	VFMADD231PS Y9, Y10, Y6
+	ADDQ        DX, R10
+	ADDQ        $0x00000060, R12
+	DECQ        R13
+	JNZ         dwLanesRows3Y_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows3Y_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows3Y_run_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesRows3Y_run_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows3Y_run_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
+
+dwLanesRows3Y_run_store:
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows3Y_run
+
+dwLanesRows3Y_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows3Y_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+32, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows3Y_run
+
+dwLanesRows3Y_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows3Y_row
+	VZEROUPPER
+	RET
+
+// func dwLanesRows5Y(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dwLanesRows5Y(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Y0
+	VMOVUPS (R9), Y1
+	VMOVUPS (R10), Y2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows5Y_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows5Y_run:
+	CMPQ  R9, $0x04
+	JB    dwLanesRows5Y_run_end
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  R8, R10
+	MOVQ  w+16(FP), R12
+	MOVQ  kh+24(FP), R13
+
+dwLanesRows5Y_run_kh:
+	VMOVUPS     (R12), Y7
+	VMOVUPS     32(R12), Y8
+	VMOVUPS     64(R12), Y9
+	VMOVUPS     96(R12), Y10
+	VMOVUPS     128(R12), Y11
+	VMOVUPS     (R10), Y12
+	VFMADD231PS Y7, Y12, Y3
+	VMOVUPS     32(R10), Y12
+	VFMADD231PS Y7, Y12, Y4
+	VFMADD231PS Y8, Y12, Y3
+	VMOVUPS     64(R10), Y12
+	VFMADD231PS Y7, Y12, Y5
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y3
+	VMOVUPS     96(R10), Y12
+	VFMADD231PS Y7, Y12, Y6
+	VFMADD231PS Y8, Y12, Y5
+	VFMADD231PS Y9, Y12, Y4
+	VFMADD231PS Y10, Y12, Y3
+	VMOVUPS     128(R10), Y12
+	VFMADD231PS Y8, Y12, Y6
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y3
+	VMOVUPS     160(R10), Y12
+	VFMADD231PS Y9, Y12, Y6
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y4
+	VMOVUPS     192(R10), Y12
+	VFMADD231PS Y10, Y12, Y6
+	VFMADD231PS Y11, Y12, Y5
+	VMOVUPS     224(R10), Y12
+	VFMADD231PS Y11, Y12, Y6
+	ADDQ        DX, R10
+	ADDQ        $0x000000a0, R12
+	DECQ        R13
+	JNZ         dwLanesRows5Y_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows5Y_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows5Y_run_scale
+	VDIVPS      Y0, Y3, Y3
+	VDIVPS      Y0, Y4, Y4
+	VDIVPS      Y0, Y5, Y5
+	VDIVPS      Y0, Y6, Y6
+
+dwLanesRows5Y_run_scale:
+	VMULPS Y1, Y3, Y3
+	VMULPS Y1, Y4, Y4
+	VMULPS Y1, Y5, Y5
+	VMULPS Y1, Y6, Y6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows5Y_run_store
+	VADDPS Y2, Y3, Y3
+	VADDPS Y2, Y4, Y4
+	VADDPS Y2, Y5, Y5
+	VADDPS Y2, Y6, Y6
+
+dwLanesRows5Y_run_store:
+	VMOVUPS Y3, (AX)
+	VMOVUPS Y4, 32(AX)
+	VMOVUPS Y5, 64(AX)
+	VMOVUPS Y6, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows5Y_run
+
+dwLanesRows5Y_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows5Y_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+32, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows5Y_run
+
+dwLanesRows5Y_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows5Y_row
+	VZEROUPPER
+	RET
+
+// func dwInterleaveY(dst *float32, src *float32, ld int, pos *int, n int)
+// Requires: AVX
+TEXT ·dwInterleaveY(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
+	SHLQ $0x02, DX
+
+dwInterleaveY_blk:
+	CMPQ       SI, $0x08
+	JB         dwInterleaveY_end
+	MOVQ       CX, DI
+	VMOVUPS    (DI), Y0
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y1
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y2
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y3
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y4
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y5
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y6
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	MOVQ       (BX), DI
+	VMOVUPS    Y6, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Y7, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Y3, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Y8, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Y2, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Y1, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Y5, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Y0, (AX)(DI*4)
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000020, CX
+	SUBQ       $0x08, SI
+	JMP        dwInterleaveY_blk
+
+dwInterleaveY_end:
+	VZEROUPPER
+	RET
+
+// func dwInterleaveI8Y(dst *float32, src *int8, ld int, pos *int, n int)
+// Requires: AVX, AVX2
+TEXT ·dwInterleaveI8Y(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
+
+dwInterleaveI8Y_blk:
+	CMPQ       SI, $0x08
+	JB         dwInterleaveI8Y_end
+	MOVQ       CX, DI
+	VPMOVSXBD  (DI), Y0
+	VCVTDQ2PS  Y0, Y0
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y1
+	VCVTDQ2PS  Y1, Y1
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y2
+	VCVTDQ2PS  Y2, Y2
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y3
+	VCVTDQ2PS  Y3, Y3
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y4
+	VCVTDQ2PS  Y4, Y4
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y5
+	VCVTDQ2PS  Y5, Y5
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y6
+	VCVTDQ2PS  Y6, Y6
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Y7
+	VCVTDQ2PS  Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	MOVQ       (BX), DI
+	VMOVUPS    Y6, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Y7, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Y3, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Y8, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Y2, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Y1, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Y5, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Y0, (AX)(DI*4)
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000008, CX
+	SUBQ       $0x08, SI
+	JMP        dwInterleaveI8Y_blk
+
+dwInterleaveI8Y_end:
+	VZEROUPPER
+	RET
+
+// func dwDeinterleaveY(dst *float32, ld int, src *float32, n int)
+// Requires: AVX
+TEXT ·dwDeinterleaveY(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ src+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x02, CX
+
+dwDeinterleaveY_blk:
+	CMPQ       BX, $0x08
+	JB         dwDeinterleaveY_end
+	VMOVUPS    (DX), Y0
+	VMOVUPS    32(DX), Y1
+	VMOVUPS    64(DX), Y2
+	VMOVUPS    96(DX), Y3
+	VMOVUPS    128(DX), Y4
+	VMOVUPS    160(DX), Y5
+	VMOVUPS    192(DX), Y6
+	VMOVUPS    224(DX), Y7
+	MOVQ       AX, SI
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y7, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y3, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y8, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y2, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y1, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y5, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Y0, (SI)
+	ADDQ       $0x00000020, AX
+	ADDQ       $0x00000100, DX
+	SUBQ       $0x08, BX
+	JMP        dwDeinterleaveY_blk
+
+dwDeinterleaveY_end:
+	VZEROUPPER
+	RET

@@ -15,3 +15,44 @@ func dwTapsF32Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int
 //
 //go:noescape
 func dwTapsI8Z(dst *int32, x *int8, offs *int, npos int, taps int, n int)
+
+// dwLanesF32S1Z sets dst[(r*n+i)*16+l] = s, or s (/ div[l] with mode bit 4) * sc[l] (bit 1) (+ bias[l], bit 2), s the sum over t < taps
+// of w[t*16+l]*x[r*xrow+i*16+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < 16;
+// taps, n, rows >= 1.
+//
+//go:noescape
+func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesF32S2Z sets dst[(r*n+i)*16+l] = s, or s (/ div[l] with mode bit 4) * sc[l] (bit 1) (+ bias[l], bit 2), s the sum over t < taps
+// of w[t*16+l]*x[r*xrow+i*32+offs[t]+l] (fused, from +0, in order of t), for r < rows, i < n, l < 16;
+// taps, n, rows >= 1.
+//
+//go:noescape
+func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesRows3Z is dwLanesF32S1 for the taps r*khStep+c*16, r < kh, c < 3, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows3Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwLanesRows5Z is dwLanesF32S1 for the taps r*khStep+c*16, r < kh, c < 5, in order: input vectors in registers;
+// n >= 4, kh, rows >= 1.
+//
+//go:noescape
+func dwLanesRows5Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+
+// dwInterleaveZ sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < 16; n a multiple of 16.
+//
+//go:noescape
+func dwInterleaveZ(dst *float32, src *float32, ld int, pos *int, n int)
+
+// dwInterleaveI8Z sets dst[pos[i]+l] = float32(src[l*ld+i]) for i < n, l < 16; n a multiple of 16.
+//
+//go:noescape
+func dwInterleaveI8Z(dst *float32, src *int8, ld int, pos *int, n int)
+
+// dwDeinterleaveZ sets dst[l*ld+i] = src[i*16+l] for i < n, l < 16; n a multiple of 16.
+//
+//go:noescape
+func dwDeinterleaveZ(dst *float32, ld int, src *float32, n int)

@@ -179,3 +179,951 @@ dwTapsI8Z_v1_sub_end:
 dwTapsI8Z_v1_end:
 	VZEROUPPER
 	RET
+
+// func dwLanesF32S1Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesF32S1Z(SB), NOSPLIT, $8-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    div+64(FP), R10
+	MOVQ    sc+72(FP), R11
+	MOVQ    bias+80(FP), R12
+	MOVQ    mode+88(FP), R13
+	VMOVUPS (R10), Z0
+	VMOVUPS (R11), Z1
+	VMOVUPS (R12), Z2
+	SHLQ    $0x02, R9
+
+dwLanesF32S1Z_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S1Z_v4:
+	CMPQ   R11, $0x04
+	JB     dwLanesF32S1Z_v4_end
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   DX, R12
+	MOVQ   BX, R14
+	MOVQ   SI, R15
+
+dwLanesF32S1Z_v4_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Z7
+	VFMADD231PS (R10)(BP*4), Z7, Z3
+	VFMADD231PS 64(R10)(BP*4), Z7, Z4
+	VFMADD231PS 128(R10)(BP*4), Z7, Z5
+	VFMADD231PS 192(R10)(BP*4), Z7, Z6
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S1Z_v4_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S1Z_v4_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S1Z_v4_scale
+	VDIVPS      Z0, Z3, Z3
+	VDIVPS      Z0, Z4, Z4
+	VDIVPS      Z0, Z5, Z5
+	VDIVPS      Z0, Z6, Z6
+
+dwLanesF32S1Z_v4_scale:
+	VMULPS Z1, Z3, Z3
+	VMULPS Z1, Z4, Z4
+	VMULPS Z1, Z5, Z5
+	VMULPS Z1, Z6, Z6
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S1Z_v4_store
+	VADDPS Z2, Z3, Z3
+	VADDPS Z2, Z4, Z4
+	VADDPS Z2, Z5, Z5
+	VADDPS Z2, Z6, Z6
+
+dwLanesF32S1Z_v4_store:
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 128(AX)
+	VMOVUPS Z6, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S1Z_v4
+
+dwLanesF32S1Z_v4_end:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S1Z_next
+	CMPQ   DI, $0x04
+	JB     dwLanesF32S1Z_v4_tail
+	MOVQ   $+4, R12
+	SUBQ   R11, R12
+	MOVQ   $+4, R11
+	IMUL3Q $+64, R12, R14
+	SUBQ   R14, AX
+	IMUL3Q $+64, R12, R12
+	SUBQ   R12, R10
+	JMP    dwLanesF32S1Z_v4
+
+dwLanesF32S1Z_v4_tail:
+dwLanesF32S1Z_v1:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S1Z_v1_end
+	VPXORD Z8, Z8, Z8
+	MOVQ   DX, R12
+	MOVQ   BX, R14
+	MOVQ   SI, R15
+
+dwLanesF32S1Z_v1_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Z7
+	VFMADD231PS (R10)(BP*4), Z7, Z8
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S1Z_v1_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S1Z_v1_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S1Z_v1_scale
+	VDIVPS      Z0, Z8, Z8
+
+dwLanesF32S1Z_v1_scale:
+	VMULPS Z1, Z8, Z8
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S1Z_v1_store
+	VADDPS Z2, Z8, Z8
+
+dwLanesF32S1Z_v1_store:
+	VMOVUPS Z8, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, R10
+	DECQ    R11
+	JMP     dwLanesF32S1Z_v1
+
+dwLanesF32S1Z_v1_end:
+dwLanesF32S1Z_next:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S1Z_row
+	VZEROUPPER
+	RET
+
+// func dwLanesF32S2Z(dst *float32, x *float32, offs *int, w *float32, taps int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesF32S2Z(SB), NOSPLIT, $8-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    offs+16(FP), DX
+	MOVQ    w+24(FP), BX
+	MOVQ    taps+32(FP), SI
+	MOVQ    n+40(FP), DI
+	MOVQ    rows+48(FP), R8
+	MOVQ    xrow+56(FP), R9
+	MOVQ    div+64(FP), R10
+	MOVQ    sc+72(FP), R11
+	MOVQ    bias+80(FP), R12
+	MOVQ    mode+88(FP), R13
+	VMOVUPS (R10), Z0
+	VMOVUPS (R11), Z1
+	VMOVUPS (R12), Z2
+	SHLQ    $0x02, R9
+
+dwLanesF32S2Z_row:
+	MOVQ CX, R10
+	MOVQ DI, R11
+
+dwLanesF32S2Z_v4:
+	CMPQ   R11, $0x04
+	JB     dwLanesF32S2Z_v4_end
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   DX, R12
+	MOVQ   BX, R14
+	MOVQ   SI, R15
+
+dwLanesF32S2Z_v4_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Z7
+	VFMADD231PS (R10)(BP*4), Z7, Z3
+	VFMADD231PS 128(R10)(BP*4), Z7, Z4
+	VFMADD231PS 256(R10)(BP*4), Z7, Z5
+	VFMADD231PS 384(R10)(BP*4), Z7, Z6
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S2Z_v4_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S2Z_v4_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S2Z_v4_scale
+	VDIVPS      Z0, Z3, Z3
+	VDIVPS      Z0, Z4, Z4
+	VDIVPS      Z0, Z5, Z5
+	VDIVPS      Z0, Z6, Z6
+
+dwLanesF32S2Z_v4_scale:
+	VMULPS Z1, Z3, Z3
+	VMULPS Z1, Z4, Z4
+	VMULPS Z1, Z5, Z5
+	VMULPS Z1, Z6, Z6
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S2Z_v4_store
+	VADDPS Z2, Z3, Z3
+	VADDPS Z2, Z4, Z4
+	VADDPS Z2, Z5, Z5
+	VADDPS Z2, Z6, Z6
+
+dwLanesF32S2Z_v4_store:
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 128(AX)
+	VMOVUPS Z6, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000200, R10
+	SUBQ    $0x04, R11
+	JMP     dwLanesF32S2Z_v4
+
+dwLanesF32S2Z_v4_end:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S2Z_next
+	CMPQ   DI, $0x04
+	JB     dwLanesF32S2Z_v4_tail
+	MOVQ   $+4, R12
+	SUBQ   R11, R12
+	MOVQ   $+4, R11
+	IMUL3Q $+64, R12, R14
+	SUBQ   R14, AX
+	IMUL3Q $+128, R12, R12
+	SUBQ   R12, R10
+	JMP    dwLanesF32S2Z_v4
+
+dwLanesF32S2Z_v4_tail:
+dwLanesF32S2Z_v1:
+	TESTQ  R11, R11
+	JZ     dwLanesF32S2Z_v1_end
+	VPXORD Z8, Z8, Z8
+	MOVQ   DX, R12
+	MOVQ   BX, R14
+	MOVQ   SI, R15
+
+dwLanesF32S2Z_v1_tap:
+	MOVQ        (R12), BP
+	VMOVUPS     (R14), Z7
+	VFMADD231PS (R10)(BP*4), Z7, Z8
+	ADDQ        $0x08, R12
+	ADDQ        $0x00000040, R14
+	DECQ        R15
+	JNZ         dwLanesF32S2Z_v1_tap
+	TESTQ       R13, R13
+	JZ          dwLanesF32S2Z_v1_store
+	TESTQ       $0x00000004, R13
+	JZ          dwLanesF32S2Z_v1_scale
+	VDIVPS      Z0, Z8, Z8
+
+dwLanesF32S2Z_v1_scale:
+	VMULPS Z1, Z8, Z8
+	TESTQ  $0x00000002, R13
+	JZ     dwLanesF32S2Z_v1_store
+	VADDPS Z2, Z8, Z8
+
+dwLanesF32S2Z_v1_store:
+	VMOVUPS Z8, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000080, R10
+	DECQ    R11
+	JMP     dwLanesF32S2Z_v1
+
+dwLanesF32S2Z_v1_end:
+dwLanesF32S2Z_next:
+	ADDQ R9, CX
+	DECQ R8
+	JNZ  dwLanesF32S2Z_row
+	VZEROUPPER
+	RET
+
+// func dwLanesRows3Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesRows3Z(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VMOVUPS (R10), Z2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows3Z_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows3Z_run:
+	CMPQ   R9, $0x04
+	JB     dwLanesRows3Z_run_end
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   R8, R10
+	MOVQ   w+16(FP), R12
+	MOVQ   kh+24(FP), R13
+
+dwLanesRows3Z_run_kh:
+	VMOVUPS     (R12), Z7
+	VMOVUPS     64(R12), Z8
+	VMOVUPS     128(R12), Z9
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z7, Z10, Z3
+	VMOVUPS     64(R10), Z10
+	VFMADD231PS Z7, Z10, Z4
+	VFMADD231PS Z8, Z10, Z3
+	VMOVUPS     128(R10), Z10
+	VFMADD231PS Z7, Z10, Z5
+	VFMADD231PS Z8, Z10, Z4
+	VFMADD231PS Z9, Z10, Z3
+	VMOVUPS     192(R10), Z10
+	VFMADD231PS Z7, Z10, Z6
+	VFMADD231PS Z8, Z10, Z5
+	VFMADD231PS Z9, Z10, Z4
+	VMOVUPS     256(R10), Z10
+	VFMADD231PS Z8, Z10, Z6
+	VFMADD231PS Z9, Z10, Z5
+	VMOVUPS     320(R10), Z10
+	VFMADD231PS Z9, Z10, Z6
+	ADDQ        DX, R10
+	ADDQ        $0x000000c0, R12
+	DECQ        R13
+	JNZ         dwLanesRows3Z_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows3Z_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows3Z_run_scale
+	VDIVPS      Z0, Z3, Z3
+	VDIVPS      Z0, Z4, Z4
+	VDIVPS      Z0, Z5, Z5
+	VDIVPS      Z0, Z6, Z6
+
+dwLanesRows3Z_run_scale:
+	VMULPS Z1, Z3, Z3
+	VMULPS Z1, Z4, Z4
+	VMULPS Z1, Z5, Z5
+	VMULPS Z1, Z6, Z6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows3Z_run_store
+	VADDPS Z2, Z3, Z3
+	VADDPS Z2, Z4, Z4
+	VADDPS Z2, Z5, Z5
+	VADDPS Z2, Z6, Z6
+
+dwLanesRows3Z_run_store:
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 128(AX)
+	VMOVUPS Z6, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows3Z_run
+
+dwLanesRows3Z_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows3Z_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+64, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows3Z_run
+
+dwLanesRows3Z_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows3Z_row
+	VZEROUPPER
+	RET
+
+// func dwLanesRows5Z(dst *float32, x *float32, w *float32, kh int, khStep int, n int, rows int, xrow int, div *float32, sc *float32, bias *float32, mode int)
+// Requires: AVX, AVX512F
+TEXT ·dwLanesRows5Z(SB), NOSPLIT, $0-96
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    khStep+32(FP), DX
+	MOVQ    n+40(FP), BX
+	MOVQ    rows+48(FP), SI
+	MOVQ    xrow+56(FP), DI
+	MOVQ    div+64(FP), R8
+	MOVQ    sc+72(FP), R9
+	MOVQ    bias+80(FP), R10
+	MOVQ    mode+88(FP), R11
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VMOVUPS (R10), Z2
+	SHLQ    $0x02, DI
+	SHLQ    $0x02, DX
+
+dwLanesRows5Z_row:
+	MOVQ CX, R8
+	MOVQ BX, R9
+
+dwLanesRows5Z_run:
+	CMPQ   R9, $0x04
+	JB     dwLanesRows5Z_run_end
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   R8, R10
+	MOVQ   w+16(FP), R12
+	MOVQ   kh+24(FP), R13
+
+dwLanesRows5Z_run_kh:
+	VMOVUPS     (R12), Z7
+	VMOVUPS     64(R12), Z8
+	VMOVUPS     128(R12), Z9
+	VMOVUPS     192(R12), Z10
+	VMOVUPS     256(R12), Z11
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z7, Z12, Z3
+	VMOVUPS     64(R10), Z12
+	VFMADD231PS Z7, Z12, Z4
+	VFMADD231PS Z8, Z12, Z3
+	VMOVUPS     128(R10), Z12
+	VFMADD231PS Z7, Z12, Z5
+	VFMADD231PS Z8, Z12, Z4
+	VFMADD231PS Z9, Z12, Z3
+	VMOVUPS     192(R10), Z12
+	VFMADD231PS Z7, Z12, Z6
+	VFMADD231PS Z8, Z12, Z5
+	VFMADD231PS Z9, Z12, Z4
+	VFMADD231PS Z10, Z12, Z3
+	VMOVUPS     256(R10), Z12
+	VFMADD231PS Z8, Z12, Z6
+	VFMADD231PS Z9, Z12, Z5
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z3
+	VMOVUPS     320(R10), Z12
+	VFMADD231PS Z9, Z12, Z6
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z4
+	VMOVUPS     384(R10), Z12
+	VFMADD231PS Z10, Z12, Z6
+	VFMADD231PS Z11, Z12, Z5
+	VMOVUPS     448(R10), Z12
+	VFMADD231PS Z11, Z12, Z6
+	ADDQ        DX, R10
+	ADDQ        $0x00000140, R12
+	DECQ        R13
+	JNZ         dwLanesRows5Z_run_kh
+	TESTQ       R11, R11
+	JZ          dwLanesRows5Z_run_store
+	TESTQ       $0x00000004, R11
+	JZ          dwLanesRows5Z_run_scale
+	VDIVPS      Z0, Z3, Z3
+	VDIVPS      Z0, Z4, Z4
+	VDIVPS      Z0, Z5, Z5
+	VDIVPS      Z0, Z6, Z6
+
+dwLanesRows5Z_run_scale:
+	VMULPS Z1, Z3, Z3
+	VMULPS Z1, Z4, Z4
+	VMULPS Z1, Z5, Z5
+	VMULPS Z1, Z6, Z6
+	TESTQ  $0x00000002, R11
+	JZ     dwLanesRows5Z_run_store
+	VADDPS Z2, Z3, Z3
+	VADDPS Z2, Z4, Z4
+	VADDPS Z2, Z5, Z5
+	VADDPS Z2, Z6, Z6
+
+dwLanesRows5Z_run_store:
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 128(AX)
+	VMOVUPS Z6, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, R8
+	SUBQ    $0x04, R9
+	JMP     dwLanesRows5Z_run
+
+dwLanesRows5Z_run_end:
+	TESTQ  R9, R9
+	JZ     dwLanesRows5Z_next
+	MOVQ   $+4, R10
+	SUBQ   R9, R10
+	MOVQ   $+4, R9
+	IMUL3Q $+64, R10, R10
+	SUBQ   R10, AX
+	SUBQ   R10, R8
+	JMP    dwLanesRows5Z_run
+
+dwLanesRows5Z_next:
+	ADDQ DI, CX
+	DECQ SI
+	JNZ  dwLanesRows5Z_row
+	VZEROUPPER
+	RET
+
+// func dwInterleaveZ(dst *float32, src *float32, ld int, pos *int, n int)
+// Requires: AVX, AVX512F
+TEXT ·dwInterleaveZ(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
+	SHLQ $0x02, DX
+
+dwInterleaveZ_blk:
+	CMPQ       SI, $0x10
+	JB         dwInterleaveZ_end
+	MOVQ       CX, DI
+	VMOVUPS    (DI), Z0
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z1
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z2
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z3
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z4
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z5
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z6
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z7
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z8
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z9
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z10
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z11
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z12
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z13
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z14
+	ADDQ       DX, DI
+	VMOVUPS    (DI), Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z15
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z6
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z7
+	VSHUFF32X4 $0x88, Z3, Z6, Z11
+	VSHUFF32X4 $0xdd, Z3, Z6, Z3
+	VSHUFF32X4 $0x88, Z7, Z1, Z6
+	VSHUFF32X4 $0xdd, Z7, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z7
+	VSHUFF32X4 $0xee, Z5, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z9, Z16
+	VSHUFF32X4 $0xee, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z16, Z7, Z13
+	VSHUFF32X4 $0xdd, Z16, Z7, Z7
+	VSHUFF32X4 $0x88, Z9, Z5, Z16
+	VSHUFF32X4 $0xdd, Z9, Z5, Z5
+	VSHUFF32X4 $0x44, Z4, Z0, Z9
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z4
+	VSHUFF32X4 $0xee, Z12, Z8, Z8
+	VSHUFF32X4 $0x88, Z4, Z9, Z12
+	VSHUFF32X4 $0xdd, Z4, Z9, Z4
+	VSHUFF32X4 $0x88, Z8, Z0, Z9
+	VSHUFF32X4 $0xdd, Z8, Z0, Z0
+	MOVQ       (BX), DI
+	VMOVUPS    Z10, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Z11, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Z13, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Z12, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Z14, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Z3, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Z7, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Z4, (AX)(DI*4)
+	MOVQ       64(BX), DI
+	VMOVUPS    Z15, (AX)(DI*4)
+	MOVQ       72(BX), DI
+	VMOVUPS    Z6, (AX)(DI*4)
+	MOVQ       80(BX), DI
+	VMOVUPS    Z16, (AX)(DI*4)
+	MOVQ       88(BX), DI
+	VMOVUPS    Z9, (AX)(DI*4)
+	MOVQ       96(BX), DI
+	VMOVUPS    Z2, (AX)(DI*4)
+	MOVQ       104(BX), DI
+	VMOVUPS    Z1, (AX)(DI*4)
+	MOVQ       112(BX), DI
+	VMOVUPS    Z5, (AX)(DI*4)
+	MOVQ       120(BX), DI
+	VMOVUPS    Z0, (AX)(DI*4)
+	ADDQ       $0x00000080, BX
+	ADDQ       $0x00000040, CX
+	SUBQ       $0x10, SI
+	JMP        dwInterleaveZ_blk
+
+dwInterleaveZ_end:
+	VZEROUPPER
+	RET
+
+// func dwInterleaveI8Z(dst *float32, src *int8, ld int, pos *int, n int)
+// Requires: AVX, AVX512F
+TEXT ·dwInterleaveI8Z(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ pos+24(FP), BX
+	MOVQ n+32(FP), SI
+
+dwInterleaveI8Z_blk:
+	CMPQ       SI, $0x10
+	JB         dwInterleaveI8Z_end
+	MOVQ       CX, DI
+	VPMOVSXBD  (DI), Z0
+	VCVTDQ2PS  Z0, Z0
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z1
+	VCVTDQ2PS  Z1, Z1
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z2
+	VCVTDQ2PS  Z2, Z2
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z3
+	VCVTDQ2PS  Z3, Z3
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z4
+	VCVTDQ2PS  Z4, Z4
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z5
+	VCVTDQ2PS  Z5, Z5
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z6
+	VCVTDQ2PS  Z6, Z6
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z7
+	VCVTDQ2PS  Z7, Z7
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z8
+	VCVTDQ2PS  Z8, Z8
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z9
+	VCVTDQ2PS  Z9, Z9
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z10
+	VCVTDQ2PS  Z10, Z10
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z11
+	VCVTDQ2PS  Z11, Z11
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z12
+	VCVTDQ2PS  Z12, Z12
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z13
+	VCVTDQ2PS  Z13, Z13
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z14
+	VCVTDQ2PS  Z14, Z14
+	ADDQ       DX, DI
+	VPMOVSXBD  (DI), Z15
+	VCVTDQ2PS  Z15, Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z15
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z6
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z7
+	VSHUFF32X4 $0x88, Z3, Z6, Z11
+	VSHUFF32X4 $0xdd, Z3, Z6, Z3
+	VSHUFF32X4 $0x88, Z7, Z1, Z6
+	VSHUFF32X4 $0xdd, Z7, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z7
+	VSHUFF32X4 $0xee, Z5, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z9, Z16
+	VSHUFF32X4 $0xee, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z16, Z7, Z13
+	VSHUFF32X4 $0xdd, Z16, Z7, Z7
+	VSHUFF32X4 $0x88, Z9, Z5, Z16
+	VSHUFF32X4 $0xdd, Z9, Z5, Z5
+	VSHUFF32X4 $0x44, Z4, Z0, Z9
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z4
+	VSHUFF32X4 $0xee, Z12, Z8, Z8
+	VSHUFF32X4 $0x88, Z4, Z9, Z12
+	VSHUFF32X4 $0xdd, Z4, Z9, Z4
+	VSHUFF32X4 $0x88, Z8, Z0, Z9
+	VSHUFF32X4 $0xdd, Z8, Z0, Z0
+	MOVQ       (BX), DI
+	VMOVUPS    Z10, (AX)(DI*4)
+	MOVQ       8(BX), DI
+	VMOVUPS    Z11, (AX)(DI*4)
+	MOVQ       16(BX), DI
+	VMOVUPS    Z13, (AX)(DI*4)
+	MOVQ       24(BX), DI
+	VMOVUPS    Z12, (AX)(DI*4)
+	MOVQ       32(BX), DI
+	VMOVUPS    Z14, (AX)(DI*4)
+	MOVQ       40(BX), DI
+	VMOVUPS    Z3, (AX)(DI*4)
+	MOVQ       48(BX), DI
+	VMOVUPS    Z7, (AX)(DI*4)
+	MOVQ       56(BX), DI
+	VMOVUPS    Z4, (AX)(DI*4)
+	MOVQ       64(BX), DI
+	VMOVUPS    Z15, (AX)(DI*4)
+	MOVQ       72(BX), DI
+	VMOVUPS    Z6, (AX)(DI*4)
+	MOVQ       80(BX), DI
+	VMOVUPS    Z16, (AX)(DI*4)
+	MOVQ       88(BX), DI
+	VMOVUPS    Z9, (AX)(DI*4)
+	MOVQ       96(BX), DI
+	VMOVUPS    Z2, (AX)(DI*4)
+	MOVQ       104(BX), DI
+	VMOVUPS    Z1, (AX)(DI*4)
+	MOVQ       112(BX), DI
+	VMOVUPS    Z5, (AX)(DI*4)
+	MOVQ       120(BX), DI
+	VMOVUPS    Z0, (AX)(DI*4)
+	ADDQ       $0x00000080, BX
+	ADDQ       $0x00000010, CX
+	SUBQ       $0x10, SI
+	JMP        dwInterleaveI8Z_blk
+
+dwInterleaveI8Z_end:
+	VZEROUPPER
+	RET
+
+// func dwDeinterleaveZ(dst *float32, ld int, src *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·dwDeinterleaveZ(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ src+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x02, CX
+
+dwDeinterleaveZ_blk:
+	CMPQ       BX, $0x10
+	JB         dwDeinterleaveZ_end
+	VMOVUPS    (DX), Z0
+	VMOVUPS    64(DX), Z1
+	VMOVUPS    128(DX), Z2
+	VMOVUPS    192(DX), Z3
+	VMOVUPS    256(DX), Z4
+	VMOVUPS    320(DX), Z5
+	VMOVUPS    384(DX), Z6
+	VMOVUPS    448(DX), Z7
+	VMOVUPS    512(DX), Z8
+	VMOVUPS    576(DX), Z9
+	VMOVUPS    640(DX), Z10
+	VMOVUPS    704(DX), Z11
+	VMOVUPS    768(DX), Z12
+	VMOVUPS    832(DX), Z13
+	VMOVUPS    896(DX), Z14
+	VMOVUPS    960(DX), Z15
+	MOVQ       AX, SI
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z15
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z6
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z7
+	VSHUFF32X4 $0x88, Z3, Z6, Z11
+	VSHUFF32X4 $0xdd, Z3, Z6, Z3
+	VSHUFF32X4 $0x88, Z7, Z1, Z6
+	VSHUFF32X4 $0xdd, Z7, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z7
+	VSHUFF32X4 $0xee, Z5, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z9, Z16
+	VSHUFF32X4 $0xee, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z16, Z7, Z13
+	VSHUFF32X4 $0xdd, Z16, Z7, Z7
+	VSHUFF32X4 $0x88, Z9, Z5, Z16
+	VSHUFF32X4 $0xdd, Z9, Z5, Z5
+	VSHUFF32X4 $0x44, Z4, Z0, Z9
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z4
+	VSHUFF32X4 $0xee, Z12, Z8, Z8
+	VSHUFF32X4 $0x88, Z4, Z9, Z12
+	VSHUFF32X4 $0xdd, Z4, Z9, Z4
+	VSHUFF32X4 $0x88, Z8, Z0, Z9
+	VSHUFF32X4 $0xdd, Z8, Z0, Z0
+	VMOVUPS    Z10, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z11, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z13, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z12, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z14, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z3, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z7, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z4, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z15, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z6, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z16, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z9, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z2, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z1, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z5, (SI)
+	ADDQ       CX, SI
+	VMOVUPS    Z0, (SI)
+	ADDQ       $0x00000040, AX
+	ADDQ       $0x00000400, DX
+	SUBQ       $0x10, BX
+	JMP        dwDeinterleaveZ_blk
+
+dwDeinterleaveZ_end:
+	VZEROUPPER
+	RET

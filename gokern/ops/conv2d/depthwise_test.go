@@ -48,6 +48,7 @@ func runDW(t *testing.T, tc *testCase, dw *gemm.DepthwiseKernels, act8 bool) ([]
 func TestDepthwiseFamilies(t *testing.T) {
 	keepThreads(t)
 	splitSmall(t)
+	lanesOff(t) // the per-channel kernel (TestDepthwiseLanes: the lanes one)
 	rng := rand.New(rand.NewPCG(2026, 1124))
 	gen, _ := gemm.DepthwiseOp.Impl("generic")
 	dw := func(n, c, h, w, mult, k, s, pad, dil int) Shape {
@@ -110,6 +111,7 @@ func TestDepthwiseFamilies(t *testing.T) {
 // TestDepthwiseFamiliesNonFinite: with NaN and Inf in x (not known finite),
 // every family adds zero weights as 0*x as the generic kernel does.
 func TestDepthwiseFamiliesNonFinite(t *testing.T) {
+	lanesOff(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	gen, _ := gemm.DepthwiseOp.Impl("generic")
 	for _, s := range []Shape{

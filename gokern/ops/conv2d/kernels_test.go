@@ -74,7 +74,9 @@ func TestConv2DInfoKernel(t *testing.T) {
 		{"1x1 i8 few pixels", shape(1, 8, 3, 8, 1, 1), 8, Auto, ternary.I2S, Pointwise,
 			fams("gemm1x1/generic", "implicit_gemm/avx2", "implicit_gemm/avx2", "implicit_gemm/avx512vnni")}, // conv_i8
 		{"direct", shape(1, 4, 7, 4, 3, 1), 0, Direct, ternary.I2S, Direct, every("direct/generic")},
-		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, own("depthwise")}, // by conv_dw's family
+		{"depthwise", shape(1, 4, 7, 4, 3, 4), 8, Auto, ternary.I2S, Depthwise, // by conv_dw's family: channels in the lanes
+			fams("depthwise/generic", "depthwise_lanes/avx2", "depthwise_lanes/avx512", "depthwise_lanes/avx512vnni")},
+		{"depthwise x2", shape(1, 4, 7, 8, 3, 4), 8, Auto, ternary.I2S, Depthwise, own("depthwise")}, // multiplier 2: per channel
 		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, every("naive/generic")},
 		{"lut tl1", shape(1, 64, 2, 32, 1, 1), 8, Auto, ternary.TL1, LUT, simd("lut/generic", "lut16/avx2")},
 	}

@@ -296,11 +296,17 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 			direct(d, a, acts.q, acts, sc, out, foldI32, skip)
 		case kind == Direct:
 			direct(d, a, x, nil, sc, out, foldF32, skip)
+		case act8 && kind == Depthwise && useLanesI8(d, sc, ks.dw):
+			depthwiseLanes(d, a, acts.q, acts, sc, out, ks.dw, ks.dw.InterleaveI8)
+			return kernelName("depthwise_lanes", ks.dw.Family), nil
 		case act8 && ks.dw != nil && ks.dw.Family != cpu.Generic:
 			_, taps := dwKernels(ks.dw)
 			depthwisePadded(d, a, acts.q, acts, sc, out, foldI32, skip, taps, false)
 		case act8:
 			depthwise(d, a, acts.q, acts, sc, out, foldI32, skip)
+		case kind == Depthwise && useLanes(d, ks.dw):
+			depthwiseLanes(d, a, x, nil, sc, out, ks.dw, ks.dw.Interleave)
+			return kernelName("depthwise_lanes", ks.dw.Family), nil
 		case ks.dw != nil && ks.dw.Family != cpu.Generic:
 			taps, _ := dwKernels(ks.dw)
 			depthwisePadded(d, a, x, nil, sc, out, foldF32, skip, taps, true)
