@@ -203,26 +203,7 @@ func dwLanesF32(c *build.Context, name string, lanes, stride int, vec func() reg
 				c.ADDQ(operand.Imm(8), po)
 				c.ADDQ(operand.U32(vb), pw)
 			})
-			c.TESTQ(mode, mode)
-			c.JZ(operand.LabelRef(top + "_store"))
-			c.TESTQ(operand.U32(4), mode)
-			c.JZ(operand.LabelRef(top + "_scale"))
-			for j := range acc {
-				c.VDIVPS(divv, acc[j], acc[j])
-			}
-			c.Label(top + "_scale")
-			for j := range acc {
-				c.VMULPS(scv, acc[j], acc[j])
-			}
-			c.TESTQ(operand.U32(2), mode)
-			c.JZ(operand.LabelRef(top + "_store"))
-			for j := range acc {
-				c.VADDPS(biasv, acc[j], acc[j])
-			}
-			c.Label(top + "_store")
-			for j := range acc {
-				c.VMOVUPS(acc[j], mem(d, j*vb))
-			}
+			lanesFold(c, top, acc, mode, divv, scv, biasv, d, vb)
 			c.ADDQ(operand.U32(nv*vb), d)
 			c.ADDQ(operand.U32(nv*stride*vb), xp)
 		})
@@ -308,26 +289,7 @@ func dwLanesRows(c *build.Context, name string, lanes, kw int, vec func() reg.Ve
 			c.ADDQ(khStep, pk)
 			c.ADDQ(operand.U32(kw*vb), pw)
 		})
-		c.TESTQ(mode, mode)
-		c.JZ(operand.LabelRef(top + "_store"))
-		c.TESTQ(operand.U32(4), mode)
-		c.JZ(operand.LabelRef(top + "_scale"))
-		for j := range acc {
-			c.VDIVPS(divv, acc[j], acc[j])
-		}
-		c.Label(top + "_scale")
-		for j := range acc {
-			c.VMULPS(scv, acc[j], acc[j])
-		}
-		c.TESTQ(operand.U32(2), mode)
-		c.JZ(operand.LabelRef(top + "_store"))
-		for j := range acc {
-			c.VADDPS(biasv, acc[j], acc[j])
-		}
-		c.Label(top + "_store")
-		for j := range acc {
-			c.VMOVUPS(acc[j], mem(d, j*vb))
-		}
+		lanesFold(c, top, acc, mode, divv, scv, biasv, d, vb)
 		c.ADDQ(operand.U32(u*vb), d)
 		c.ADDQ(operand.U32(u*vb), xp)
 	})
@@ -496,4 +458,31 @@ func transpose16Z(c *build.Context, r []reg.VecVirtual) []reg.VecVirtual {
 		c.VSHUFF32X4(operand.Imm(0xDD), u[3], u[1], out[12+m])
 	}
 	return out
+}
+
+// lanesFold emits the lanes kernels' end of a run: with mode != 0 the
+// fold of the sums acc (mode&4: divided by divv; then times scv; mode&2:
+// plus biasv), then acc stored at d, vb bytes a vector. Labels start with
+// top.
+func lanesFold(c *build.Context, top string, acc []reg.VecVirtual, mode reg.Register, divv, scv, biasv reg.VecVirtual, d reg.Register, vb int) {
+	c.TESTQ(mode, mode)
+	c.JZ(operand.LabelRef(top + "_store"))
+	c.TESTQ(operand.U32(4), mode)
+	c.JZ(operand.LabelRef(top + "_scale"))
+	for j := range acc {
+		c.VDIVPS(divv, acc[j], acc[j])
+	}
+	c.Label(top + "_scale")
+	for j := range acc {
+		c.VMULPS(scv, acc[j], acc[j])
+	}
+	c.TESTQ(operand.U32(2), mode)
+	c.JZ(operand.LabelRef(top + "_store"))
+	for j := range acc {
+		c.VADDPS(biasv, acc[j], acc[j])
+	}
+	c.Label(top + "_store")
+	for j := range acc {
+		c.VMOVUPS(acc[j], mem(d, j*vb))
+	}
 }

@@ -63,6 +63,15 @@ type lanesFn func(dst, x *float32, offs *int, w *float32, taps, n, rows, xrow in
 // assembly loads them anyway).
 var zeroLanes [16]float32
 
+// foldOperands returns v, or zeroLanes where v holds fewer than lanes
+// values (a fold operand the call's mode does not read).
+func foldOperands(lanes int, v []float32) []float32 {
+	if len(v) < lanes {
+		return zeroLanes[:]
+	}
+	return v
+}
+
 // dwLanesF32 wraps the generated lanes kernels of strides 1 and 2 as a
 // checked LanesF32; other strides run the generic loops.
 func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w []float32, stride, n, rows, xrow int, div, sc, bias []float32, mode int) {
@@ -77,15 +86,7 @@ func dwLanesF32(lanes int, s1, s2 lanesFn) func(dst, x []float32, offs []int, w 
 			lanesF32Generic(lanes, dst, x, offs, w, stride, n, rows, xrow, div, sc, bias, mode)
 			return
 		}
-		if len(div) < lanes {
-			div = zeroLanes[:]
-		}
-		if len(sc) < lanes {
-			sc = zeroLanes[:]
-		}
-		if len(bias) < lanes {
-			bias = zeroLanes[:]
-		}
+		div, sc, bias = foldOperands(lanes, div), foldOperands(lanes, sc), foldOperands(lanes, bias)
 		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(w), len(offs), n, rows, xrow,
 			unsafe.SliceData(div), unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
 	}
@@ -109,15 +110,7 @@ func dwLanesRows(lanes int, k3, k5 rowsFn) func(dst, x, w []float32, kh, kw, khS
 			return false
 		}
 		checkRows(lanes, dst, x, w, kh, kw, khStep, n, rows, xrow, div, sc, bias, mode)
-		if len(div) < lanes {
-			div = zeroLanes[:]
-		}
-		if len(sc) < lanes {
-			sc = zeroLanes[:]
-		}
-		if len(bias) < lanes {
-			bias = zeroLanes[:]
-		}
+		div, sc, bias = foldOperands(lanes, div), foldOperands(lanes, sc), foldOperands(lanes, bias)
 		fn(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), kh, khStep, n, rows, xrow,
 			unsafe.SliceData(div), unsafe.SliceData(sc), unsafe.SliceData(bias), mode)
 		return true

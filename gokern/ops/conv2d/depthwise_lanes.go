@@ -12,9 +12,8 @@ import (
 // consecutive channels, band of output rows):
 //
 //   - the band's input rows of the L channels are interleaved (dw.Interleave)
-//     into a position-major stage, then copied row by row into a zero-padded
-//     tile: padded row r, padded column c, channel l at (r*tw+c)*L+l, tw =
-//     W+PadL+PadR;
+//     straight into a zero-padded position-major tile: padded row r, padded
+//     column c, channel l at (r*tw+c)*L+l, tw = W+PadL+PadR;
 //   - for each scale block, dw.LanesF32 sums every tap of the block in the
 //     generic kernel's order, output (oh, ow) reading tile position
 //     (oh*sH+kh*dilH, ow*sW+kw*dilW): products of -1, 0, +1 are exact and
@@ -76,8 +75,9 @@ func useLanes(d *Dims, dw *gemm.DepthwiseKernels) bool {
 
 // useLanesI8 reports whether the int8 depthwise kernel on d runs
 // depthwiseLanes on dw: as useLanes, with one scale block (the int8 fold in
-// LanesF32) and K*128 < 2^24 (the float32 sums of int8 values are then
-// exact integers, the int32 sums' values, whatever their order), and for
+// LanesF32) and K < 2^16 (|sum| <= 128K < 2^24: the float32 sums of int8
+// values are then exact integers, the int32 sums' values, whatever their
+// order), and for
 // output planes up to 56x56 or column stride 2. Measured on 2026-11-24
 // (same machine and benchmark, act_bits 8, us per call, per-channel
 // depthwisePadded -> depthwiseLanes, avx512 / avx2):
