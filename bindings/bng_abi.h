@@ -139,8 +139,9 @@ int32_t bng_calibrate(bng_tensor *counts, bng_calibrate_params *p, double *amax,
 
 /* ---- quantized linear, matmul, conv2d (bitnet_go.functional; gokern/ops/qlinear) ---- */
 #define BNG_QOPS_V1 1
+#define BNG_QOPS_V2 2
 typedef struct {
-	int32_t version;      /* BNG_QOPS_V1 */
+	int32_t version;      /* BNG_QOPS_V1 or BNG_QOPS_V2 */
 	int32_t relu;         /* non-zero: outputs below the output zero point are it */
 	int32_t reduce_range; /* float32 x (dynamic linear): activations quantized to [0, 127] */
 	int32_t reserved;
@@ -148,6 +149,11 @@ typedef struct {
 	int64_t padding[4];   /* bng_qconv2d: top, left, bottom, right */
 	int64_t dilation[2];  /* bng_qconv2d: h, w */
 	int64_t groups;       /* bng_qconv2d */
+	/* V2 only: */
+	uint64_t weight_id;   /* 0, or a number naming w's codes for the life of the process: the
+	                       * caller promises they never change and that no other codes are ever
+	                       * passed with this number (an immutable array's own). Layouts derived
+	                       * from w are then kept under it and found without comparing the codes. */
 } bng_qops_params;
 /* out (..., N) = quantized x (..., K) times w (N, K)^T + bias, as torch's fbgemm engine
  * computes it (see gokern/ops/qlinear). x: uint8 or int8 with one scale and zero point,

@@ -18,10 +18,18 @@ import (
 
 // qopsParams checks the caller's bng_qops_params.
 func qopsParams(p *C.bng_qops_params) error {
-	if p == nil || p.version != C.BNG_QOPS_V1 {
-		return errs.Value("params: bng_qops_params is NULL or of a version other than %d", C.BNG_QOPS_V1)
+	if p == nil || (p.version != C.BNG_QOPS_V1 && p.version != C.BNG_QOPS_V2) {
+		return errs.Value("params: bng_qops_params is NULL or of a version other than %d or %d", C.BNG_QOPS_V1, C.BNG_QOPS_V2)
 	}
 	return nil
+}
+
+// weightID returns the params' weight_id (V2; 0 for V1, which has none).
+func weightID(p *C.bng_qops_params) uint64 {
+	if p.version < C.BNG_QOPS_V2 {
+		return 0
+	}
+	return uint64(p.weight_id)
 }
 
 // qact reads a uint8/int8 tensor with one scale and zero point.
@@ -80,8 +88,8 @@ func qout(t *qtensor.Tensor, relu bool) (qlinear.Output, error) {
 }
 
 // qweight reads an int8 (N, ...) weight with scales per tensor or along
-// axis 0. colsums (nil: none) are its row sums.
-func qweight(t, ct *qtensor.Tensor, n int) (qlinear.Weight, error) {
+// axis 0. colsums (nil: none) are its row sums; id is its Weight.ID.
+func qweight(t, ct *qtensor.Tensor, n int, id uint64) (qlinear.Weight, error) {
 	if t.DType != qtensor.I8 {
 		return qlinear.Weight{}, errs.Type("weight: must be int8, got %s", t.DType)
 	}
@@ -106,7 +114,7 @@ func qweight(t, ct *qtensor.Tensor, n int) (qlinear.Weight, error) {
 	if err != nil {
 		return qlinear.Weight{}, err
 	}
-	w := qlinear.Weight{Data: data, Scales: t.Scales, Zeros: t.ZeroPoints}
+	w := qlinear.Weight{Data: data, Scales: t.Scales, Zeros: t.ZeroPoints, ID: id}
 	if ct != nil {
 		cs, err := qtensor.View[int32](ct, qtensor.I32)
 		if err != nil {
@@ -191,7 +199,7 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 			if err != nil {
 				return err
 			}
-			wq, err := qweight(wt, ct, N)
+			wq, err := qweight(wt, ct, N, weightID(p))
 			if err != nil {
 				return err
 			}
@@ -222,7 +230,7 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 				ran, err = linearGrouped(k, M, N, K, xa, wt, b, o, ot.Data)
 			} else {
 				var wq qlinear.Weight
-				if wq, err = qweight(wt, ct, N); err != nil {
+				if wq, err = qweight(wt, ct, N, weightID(p)); err != nil {
 					return err
 				}
 				ran, err = qlinear.Linear(k, M, N, K, xa, wq, b, o, ot.Data)
@@ -397,7 +405,7 @@ func bng_qconv2d(x, w, bias, out *C.bng_tensor, p *C.bng_qops_params, info *C.bn
 		if err != nil {
 			return err
 		}
-		wq, err := qweight(wt, nil, s.O)
+		wq, err := qweight(wt, nil, s.O, weightID(p))
 		if err != nil {
 			return err
 		}

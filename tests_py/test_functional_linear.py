@@ -297,3 +297,62 @@ def test_linear_i2s_runs_gemv_and_matches_int8_path(case: int) -> None:
         assert kernel.startswith("linear_gemv/"), kernel
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(F.linear(x, w, bias, scale=float(so[0]), zero_point=int(zo[0])).int_repr(), want)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_weights_kept_by_id_stay_exact(case: int) -> None:
+    """A bitnet_go weight goes to Go with a number of its own (``bng_qops_params.weight_id``), under
+    which Go keeps its panels without comparing codes: weights called in turn, and new weights made
+    after old ones are freed (their memory reused), each still get their own products, on the
+    dot-kernel path (one row), the panel path (300 rows) and conv2d (always panels)."""
+    import gc
+
+    from bitnet_go._quantized import PlainTensor
+    from bitnet_go.functional import _weight
+
+    rng = np.random.default_rng(7000 + case)
+    k, n = int(rng.integers(60, 300)), int(rng.integers(8, 70))
+    m = (1, 300)[case % 2]
+    x = bitnet_go.quantize(rng.standard_normal((m, k)).astype(np.float32), "uint8", scale=0.05, zero_point=128)
+    xa = x.int_repr()
+    # the same codes as an image of k channels and m pixels, for a 1x1 conv2d
+    xc = bitnet_go.quantize((xa.T.reshape(1, k, 1, m).astype(np.float32) - 128) * 0.05, "uint8", scale=0.05,
+                            zero_point=128)  # fmt: skip
+    np.testing.assert_array_equal(xc.int_repr().reshape(k, m), xa.T)
+
+    def weight(shape: tuple[int, ...]) -> bitnet_go.QuantizedTensor:
+        return bitnet_go.quantize(rng.standard_normal(shape).astype(np.float32), "int8", axis=0,
+                                  scale=rng.uniform(0.01, 0.05, n).astype(np.float32),
+                                  zero_point=np.zeros(n, np.int32))  # fmt: skip
+
+    def want(w: bitnet_go.QuantizedTensor) -> np.ndarray:
+        return _reference(xa, 128, np.float32(0.05), w.int_repr().reshape(n, k), 0, w.scales, None, 0.5, 128, False,
+                          False)  # fmt: skip
+
+    def check(w: bitnet_go.QuantizedTensor, wc: bitnet_go.QuantizedTensor) -> None:
+        np.testing.assert_array_equal(F.linear(x, w, scale=0.5, zero_point=128).int_repr(), want(w))
+        got = F.conv2d(xc, wc, scale=0.5, zero_point=128).int_repr().reshape(n, m)
+        np.testing.assert_array_equal(got, want(wc).T)
+
+    ws = [weight((n, k)), weight((n, k)), weight((n, k, 1, 1)), weight((n, k, 1, 1))]
+    ids = {_weight(w, 1, True)[0].weight_id for w in ws}
+    assert len(ids) == 4 and 0 not in ids
+    for i in (0, 1, 0, 1):
+        check(ws[i], ws[2 + i])
+    for _ in range(3):  # freed, their memory likely reused by the next ones
+        del ws
+        gc.collect()
+        ws = [weight((n, k)), weight((n, k)), weight((n, k, 1, 1)), weight((n, k, 1, 1))]
+        new = {_weight(w, 1, True)[0].weight_id for w in ws}
+        assert len(new) == 4 and not ids & new
+        ids |= new
+        check(ws[0], ws[2])
+        check(ws[1], ws[3])
+    # a weight that views a writable array may change in place: no number, its codes compared
+    codes = ws[0].int_repr().copy()
+    view = PlainTensor._make("int8", (n, k), 0, None, codes.reshape(-1).view(np.uint8), ws[0].scales.copy(),
+                             np.zeros(n, np.int32))  # fmt: skip
+    assert _weight(view, 1, True)[0].weight_id == 0
+    check(view, ws[2])
+    codes[0, :] ^= 0x55
+    check(view, ws[2])

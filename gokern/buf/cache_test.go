@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
 // TestCache: a value comes back only for equal bytes under its key, the
@@ -480,6 +482,104 @@ func TestCacheParts(t *testing.T) {
 		}
 		if want := strings.Join(tc.then, ""); v != want {
 			t.Errorf("%s: second value %q, want %q", tc.name, v, want)
+		}
+	}
+}
+
+// TestCacheKept: GetKept finds a value by its key alone (other bytes under
+// the key still get it: the caller promised they never differ), keeps no
+// copy (only the value's size counts), and shares Get's budget, eviction
+// order and rules for values too big or failed builds.
+func TestCacheKept(t *testing.T) {
+	type step struct {
+		key, src  string
+		size      int
+		fail      bool
+		wantVal   string // the value returned (build's is its src)
+		wantBuilt bool
+		wantKeys  int
+		wantBytes int
+	}
+	for _, tc := range []struct {
+		name  string
+		max   int
+		steps []step
+	}{
+		{"hit by key", 100, []step{{"a", "xy", 10, false, "xy", true, 1, 10}, {"a", "xy", 10, false, "xy", false, 1, 10}}},
+		{"no comparison", 100, []step{{"a", "xy", 10, false, "xy", true, 1, 10}, {"a", "zz", 10, false, "xy", false, 1, 10}}},
+		{"other key", 100, []step{{"a", "xy", 10, false, "xy", true, 1, 10}, {"b", "xy", 12, false, "xy", true, 2, 22}}},
+		{"no copy counted", 20, []step{{"a", "a long string of bytes", 10, false, "a long string of bytes", true, 1, 10}}},
+		{"lru evicted", 40, []step{
+			{"a", "1", 14, false, "1", true, 1, 14}, {"b", "2", 14, false, "2", true, 2, 28}, {"a", "1", 14, false, "1", false, 2, 28},
+			{"c", "3", 14, false, "3", true, 2, 28}, // b was least recently used
+			{"b", "2", 14, false, "2", true, 2, 28},
+		}},
+		{"too big", 40, []step{{"a", "1", 21, false, "1", true, 0, 0}, {"a", "1", 20, false, "1", true, 1, 20}}},
+		{"build fails", 100, []step{{"a", "1", 5, true, "", true, 0, 0}, {"a", "1", 5, false, "1", true, 1, 5}}},
+		{"zero value", 0, []step{{"a", "1", 0, false, "1", true, 0, 0}, {"a", "1", 0, false, "1", true, 0, 0}}},
+	} {
+		c := &Cache[string, string]{MaxBytes: tc.max}
+		for i, s := range tc.steps {
+			built := false
+			v, err := c.GetKept(s.key, []byte(s.src), func(src []byte) (string, int, error) {
+				built = true
+				if s.fail {
+					return "", 0, errors.New("no")
+				}
+				return string(src), s.size, nil
+			})
+			if (err != nil) != s.fail || v != s.wantVal {
+				t.Errorf("%s step %d: %q, %v; want %q", tc.name, i, v, err, s.wantVal)
+			}
+			if built != s.wantBuilt {
+				t.Errorf("%s step %d: built %v, want %v", tc.name, i, built, s.wantBuilt)
+			}
+			cacheOrder(t, c)
+			if n, size := c.Len(); n != s.wantKeys || size != s.wantBytes {
+				t.Errorf("%s step %d: %d values (%d bytes) kept, want %d (%d bytes)", tc.name, i, n, size, s.wantKeys, s.wantBytes)
+			}
+		}
+	}
+}
+
+// TestEqualThreads: equal (the comparison of a hit) gives bytes.Equal's
+// answer on strings long enough to be split over threads, for a difference
+// in the first, a middle or the last byte, in every chunk, or none.
+func TestEqualThreads(t *testing.T) {
+	defer par.SetThreads(par.Threads())
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 5*equalMinChunk + 12345
+	a := make([]byte, n)
+	for i := range a {
+		a[i] = byte(r.Uint32())
+	}
+	for _, threads := range []int{1, 2, 3} {
+		if err := par.SetThreads(threads); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			at   int // the byte changed, -1: none
+			cut  int // b is this much shorter
+		}{
+			{"equal", -1, 0}, {"first byte", 0, 0}, {"middle", n / 2, 0}, {"chunk edge", equalMinChunk, 0},
+			{"last byte", n - 1, 0}, {"shorter", -1, 1}, {"short strings", -1, n - 100},
+		} {
+			b := slices.Clone(a[:n-tc.cut])
+			if tc.at >= 0 {
+				b[tc.at] ^= 1
+			}
+			want := tc.at < 0 && tc.cut == 0
+			x := a
+			if tc.name == "short strings" {
+				x, want = a[:len(b)], true
+			}
+			if got := equal(x, b); got != want {
+				t.Errorf("%d threads, %s: equal = %v, want %v", threads, tc.name, got, want)
+			}
+			if got := equalParts(b, [][]byte{x[:len(x)/3], x[len(x)/3:]}); got != want {
+				t.Errorf("%d threads, %s: equalParts = %v, want %v", threads, tc.name, got, want)
+			}
 		}
 	}
 }

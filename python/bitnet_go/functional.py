@@ -79,18 +79,41 @@ _derived = Derived()
 """Each weight's operand and row sums, kept while its ``packed`` array lives."""
 
 
-def _cached(t: QuantizedTensor, build: Any, kind: str = "codes", values: Any = None) -> tuple[Q, np.ndarray]:  # noqa: ANN401 (callables)
+def _cached(t: QuantizedTensor, build: Any, kind: str = "codes", values: Any = None) -> tuple[Q, np.ndarray | None]:  # noqa: ANN401 (callables)
     """A weight's operand (``kind``: int8 codes, or ``"i2s"``: its own I2_S codes) and row sums,
-    derived once per tensor and kept while its immutable ``packed`` array lives. The row sums are
-    those of ``values()`` (default: the operand's codes)."""
+    derived once per tensor and kept while its immutable ``packed`` array lives, with a number of
+    its own for Go's kept layouts (``Q.weight_id``). The row sums are those of ``values()``
+    (default: the operand's codes). A tensor whose codes may change in place (``packed`` views a
+    writable array) gets its operand afresh on every call, no row sums (Go sums the codes) and
+    no number."""
 
     def derive() -> tuple[Q, np.ndarray]:
-        q = build()
+        q = build()._replace(weight_id=qops.new_weight_id())
         v = q.codes if values is None else values()
         k = v.shape[-1] if v.ndim == 2 else int(np.prod(v.shape[1:]))
         return q, v.reshape(v.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)
 
+    if not _immutable(t.packed):
+        return build(), None
     return _derived.get(t.packed, kind, derive)  # type: ignore[no-any-return]
+
+
+def _immutable(a: object) -> bool:
+    """Whether no writable array holds ``a``'s memory: ``a`` and every array it views read-only,
+    down to memory of its own or an immutable ``bytes``. A tensor's ``packed`` array made by the
+    library is; one that views a caller's writable array is not (its codes may change in place).
+
+    Example:
+        >>> w = np.zeros(4, np.int8)
+        >>> v = w[:2]; v.setflags(write=False)
+        >>> _immutable(v), _immutable(np.frombuffer(bytes(4), np.int8))
+        (False, True)
+    """
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None or isinstance(a, bytes)
 
 
 def _f32(v: object) -> np.ndarray:
@@ -180,7 +203,7 @@ def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tu
     raise TypeError(f"weight must be a quantized tensor of {kinds}; got {what}")
 
 
-def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> tuple[Q, np.ndarray]:
+def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> tuple[Q, np.ndarray | None]:
     """A ternary weight as int8 values: one scale (per tensor), one per row (axis 0) when each
     block covers whole rows, or one per block of a row (linear)."""
     rows = w.shape[0]
@@ -206,7 +229,7 @@ _I2S_GROUP = 128
 """Values per I2_S group: the GEMV kernels read rows of whole groups."""
 
 
-def _ternary_i2s(w: TernaryTensor) -> tuple[Q, np.ndarray] | None:
+def _ternary_i2s(w: TernaryTensor) -> tuple[Q, np.ndarray | None] | None:
     """A 2-D I2_S weight with one scale or one per row and rows of whole I2_S groups as its own
     codes for ``bng_qlinear`` (Go's linear_gemv kernels read them as they are), with its row sums;
     None for any other ternary weight (it goes as int8 values). ``codes`` is a placeholder of the

@@ -32,10 +32,12 @@ func loop(b *testing.B, f func() error) {
 // BenchmarkLinear times Linear on LLM shapes with the dispatched kernels.
 func BenchmarkLinear(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, sh := range [][3]int{{1, 4096, 4096}, {1, 4096, 11008}, {4, 4096, 4096}, {8, 11008, 4096}, {64, 4096, 4096}, {64, 11008, 4096}} {
+	for i, sh := range [][3]int{{1, 4096, 4096}, {1, 4096, 11008}, {4, 4096, 4096}, {8, 11008, 4096}, {16, 4096, 4096}, {32, 4096, 4096},
+		{64, 4096, 4096}, {64, 11008, 4096}, {128, 4096, 4096}, {256, 4096, 4096}} {
 		M, N, K := sh[0], sh[1], sh[2]
 		x := Act{Data: randCodes(r, M*K), Scale: 0.02, Zero: 128}
-		w := Weight{Data: randCodes(r, N*K), Scales: []float32{0.01}, Zeros: []int32{0}}
+		// an ID as bitnet_go.functional passes for a quantized tensor's weight
+		w := Weight{Data: randCodes(r, N*K), Scales: []float32{0.01}, Zeros: []int32{0}, ID: uint64(i + 1)}
 		w.ColSums = make([]int32, N) // as bindings pass them
 		for n := range w.ColSums {
 			for _, v := range w.Data[n*K : (n+1)*K] {

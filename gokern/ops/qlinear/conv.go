@@ -63,7 +63,7 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 		za += 128
 		flip = 0x80
 	}
-	r := requant(s.O, K, za, zeroPoints(w, s.O), pw.cs, x.Scale, w.Scales, bias, &o)
+	r := requant(s.O, K, za, zeroPointsInto(nil, w, s.O), pw.cs, x.Scale, w.Scales, bias, &o)
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
 			xg := x.Data[(n*s.C+g*cg)*s.H*s.W:]

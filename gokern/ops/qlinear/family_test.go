@@ -64,12 +64,17 @@ func widen(k *Kernels, a []byte) []byte {
 }
 
 // TestLinearLarge runs shapes with several tasks, K blocks and tails on
-// every family and compares the outputs with the generic kernels'.
+// every family, on both paths (dot kernels below tileMinRows rows, tiles
+// from it), and compares the outputs with the int64 reference's: twice
+// with the weight's panels kept by its codes, twice kept by an ID
+// (Weight.ID: a second weight at the same address with another ID must not
+// find the first one's panels).
 func TestLinearLarge(t *testing.T) {
 	defer par.SetMinWork(par.SetMinWork(1))
 	r := rand.New(rand.NewPCG(9, 10))
 	shapes := [][3]int{{70, 150, 1500}, {64, 33, 4*kcQuads + 3}, {5, 33, 99}, {129, 40, 77}, {3, 300, 1100}, {17, 257, 2049},
-		{8, 67, 320}, {13, 9, 64}, {24, 130, 500}}
+		{8, 67, 320}, {13, 9, 64}, {24, 130, 500}, {tileMinRows, 33, 4*kcQuads + 3}, {tileMinRows + 5, 40, 77}}
+	var id uint64
 	for _, sh := range shapes {
 		M, N, K := sh[0], sh[1], sh[2]
 		x := Act{Data: randCodes(r, M*K), Signed: K%2 == 1, Scale: 0.01, Zero: int32(r.IntN(100))}
@@ -81,22 +86,46 @@ func TestLinearLarge(t *testing.T) {
 		o := Output{Scale: 1 + r.Float32(), Zero: 100}
 		want := refLinear(M, N, K, x, w, nil, o)
 		for _, k := range families(t) {
-			for rep := 0; rep < 2; rep++ { // the second call: the kept panels
+			for rep := 0; rep < 4; rep++ { // calls 2 and 4: the kept panels, kept by ID from call 3 on
+				wr := w
+				if rep >= 2 {
+					if rep == 2 {
+						id++
+					}
+					wr.ID = id
+				}
 				got := make([]byte, M*N)
-				if _, err := Linear(k, M, N, K, x, w, nil, o, got); err != nil {
+				if _, err := Linear(k, M, N, K, x, wr, nil, o, got); err != nil {
 					t.Fatal(err)
 				}
 				for i := range got {
 					if got[i] != want[i] {
-						t.Fatalf("%s %v: out[%d] = %d, want %d", k.Family, sh, i, got[i], want[i])
+						t.Fatalf("%s %v call %d: out[%d] = %d, want %d", k.Family, sh, rep, i, got[i], want[i])
 					}
 				}
 			}
 		}
+		// other codes at the same address under a new ID: never the panels kept under the old one
+		saved := append([]byte(nil), w.Data...)
+		copy(w.Data, randCodes(r, len(w.Data)))
+		id++
+		wr := w
+		wr.ID = id
+		other := refLinear(M, N, K, x, w, nil, o)
+		got := make([]byte, M*N)
+		if _, err := Linear(KernelOp.Get(), M, N, K, x, wr, nil, o, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != other[i] {
+				t.Fatalf("%v, other codes under a new ID: out[%d] = %d, want %d", sh, i, got[i], other[i])
+			}
+		}
+		copy(w.Data, saved)
 		// the weight changed in place: never the stale panels
 		w.Data[r.IntN(len(w.Data))] ^= 0x5a
 		fresh := refLinear(M, N, K, x, w, nil, o)
-		got := make([]byte, M*N)
+		got = make([]byte, M*N)
 		if _, err := Linear(KernelOp.Get(), M, N, K, x, w, nil, o, got); err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,8 @@ func (g *gemm) runTiles(k *Kernels) {
 	tb := tileBytes(k, g.P.kq)
 	work := min(mt*MR, taskRows) * min(np*NR, taskChans) * max(g.K, 1)
 	par.Run(par.ChunksWork(mb*nb, work), func(_, lo, hi int) {
-		c := make([]int32, taskRows*taskChans)
+		c, h := scratchInts.Sized(taskRows * taskChans)
+		defer scratchInts.Put(h)
 		for t := lo; t < hi; t++ {
 			t0, p0 := (t/nb)*(taskRows/MR), (t%nb)*(taskChans/NR)
 			g.task(k, c, g.Tiles[t0*tb:], g.RowSum[t0*MR:], t0, p0)
@@ -74,8 +75,9 @@ func (g *gemm) runFused(k *Kernels) {
 	tb := tileBytes(k, g.P.kq)
 	work := min(mt*MR, taskRows) * np * NR * max(g.K, 1)
 	par.Run(par.ChunksWork(mb, work), func(_, lo, hi int) {
-		c := make([]int32, taskRows*taskChans)
-		rs := make([]int32, taskRows)
+		c, ch := scratchInts.Sized(taskRows*taskChans + taskRows)
+		defer scratchInts.Put(ch)
+		c, rs := c[:taskRows*taskChans], c[taskRows*taskChans:]
 		tiles, h := scratch.Sized(taskRows / MR * tb)
 		defer scratch.Put(h)
 		for t := lo; t < hi; t++ {
@@ -150,16 +152,18 @@ func (g *gemm) run(k *Kernels) {
 	nb := (g.N + chanBlock - 1) / chanBlock
 	work := min(g.M, rowBlock) * min(g.N, chanBlock) * max(g.K, 1)
 	par.Run(par.ChunksWork(mb*nb, work), func(_, lo, hi int) {
-		var c [rowBlock * chanBlock]int32
+		c, h := scratchInts.Sized(rowBlock*chanBlock + 16)
+		defer scratchInts.Put(h)
 		for t := lo; t < hi; t++ {
 			m0, n0 := (t/nb)*rowBlock, (t%nb)*chanBlock
-			g.tile(k, m0, min(g.M, m0+rowBlock), n0, min(g.N, n0+chanBlock), c[:])
+			g.tile(k, m0, min(g.M, m0+rowBlock), n0, min(g.N, n0+chanBlock), c)
 		}
 	})
 }
 
 // tile computes rows [m0, m1) x channels [n0, n1) into c (rowBlock x
-// chanBlock, row-major, ld chanBlock) and writes their outputs.
+// chanBlock, row-major, ld chanBlock, then 16 values for the kernels'
+// results) and writes their outputs.
 func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 	// the kernels' k blocks: every block of the padded rows, or where the
 	// weight is read as given (ldw < kp), the whole blocks, the rest in Go
@@ -167,23 +171,25 @@ func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 	nc := n1 - n0
 	var n int
 	if g.M < 4 {
-		var t [8]int32
+		t := (*[8]int32)(c[rowBlock*chanBlock:])
+		clear(t[:]) // the products where kb is 0 (all in the tail below)
 		n = n0
 		for ; n+8 <= n1; n += 8 {
 			for m := m0; m < m1; m++ {
 				if kb > 0 {
-					k.Dot1x8(kb, g.A[m*g.lda:], g.W[n*g.ldw:], g.ldw, &t)
+					k.Dot1x8(kb, g.A[m*g.lda:], g.W[n*g.ldw:], g.ldw, t)
 				}
 				copy(c[(m-m0)*chanBlock+n-n0:], t[:])
 			}
 		}
 	} else {
-		var t [16]int32
+		t := (*[16]int32)(c[rowBlock*chanBlock:])
+		clear(t[:])
 		n = n0
 		for ; n+4 <= n1; n += 4 {
 			for m := m0; m < m1; m += 4 { // rows past M are zero padding of A
 				if kb > 0 {
-					k.Dot4x4(kb, g.A[m*g.lda:], g.lda, g.W[n*g.ldw:], g.ldw, &t)
+					k.Dot4x4(kb, g.A[m*g.lda:], g.lda, g.W[n*g.ldw:], g.ldw, t)
 				}
 				for i := 0; i < 4 && m+i < m1; i++ {
 					copy(c[(m+i-m0)*chanBlock+n-n0:], t[i*4:i*4+4])

@@ -48,7 +48,9 @@ func LinearGrouped(k *Kernels, M, N, K, G int, x Act, w []byte, scales []float32
 		xa := x
 		xa.Data = xg
 		a, rs, za := packAct(xa, M, bs, kp, kp)
-		rows, ldw, zws, cs := packWeight(Weight{Data: wg, Scales: sw, Zeros: zw}, N, bs, kp)
+		wgt := Weight{Data: wg, Scales: sw, Zeros: zw}
+		rows, ldw, cs := packWeight(wgt, N, bs, kp)
+		zws := zeroPointsInto(nil, wgt, N)
 		r := requant(N, bs, za, zws, cs, x.Scale, sw, nil, nil)
 		r.Bias = nil
 		gm := &gemm{M: M, N: N, K: bs, kp: kp, A: a, lda: kp, W: rows, ldw: ldw, RowSum: rs, R: r,

@@ -26,6 +26,12 @@ type Weight struct {
 	// values, the codes as given): callers that keep a weight pass them so
 	// that a call does not sum the weight again.
 	ColSums []int32
+	// ID, where not 0, names Data for the life of the process: the caller
+	// promises that these codes never change and that no other codes are
+	// ever passed with this ID (bng_qops_params' weight_id: a quantized
+	// tensor's immutable array). Its kept panels are then found by ID
+	// alone, with no comparison of the codes and no copy of them kept.
+	ID uint64
 }
 
 // Output says how outputs are quantized.
@@ -93,11 +99,9 @@ func packAct(x Act, M, K, kp, lda int) ([]byte, []int32, int32) {
 const tailMinK = 4 * KB
 
 // packWeight returns w's N channels as int8 rows of ldw values (kp, padded
-// with zeros; or K: the given buffer, when K == kp or K >= tailMinK), the
-// per-channel zero points in the signed domain and the column sums of the
-// rows returned.
-func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32, []int32) {
-	zw := zeroPoints(w, N)
+// with zeros; or K: the given buffer, when K == kp or K >= tailMinK) and
+// the column sums of the rows returned.
+func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32) {
 	var rows []int8
 	ldw := kp
 	if !w.Unsigned && !w.Transposed && (K == kp || K >= tailMinK) {
@@ -132,7 +136,7 @@ func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32, []int32) {
 			cs[n] = s
 		}
 	}
-	return rows, ldw, zw, cs
+	return rows, ldw, cs
 }
 
 // outRange returns the codes an output may take.
@@ -221,16 +225,18 @@ func kernelName(path string, k *Kernels) string { return path + "/" + string(k.F
 
 // tileMinRows is the least rows that take the tile path: fewer rows run
 // the dot kernels on the weight as given (a GEMV streams it once, with no
-// packing and no comparison with a kept copy, which reads a large weight
-// twice more). Measured (BenchmarkLinear's shapes, avx512vnni, 1 thread,
-// 11008x4096): the dot kernels 2-3x faster up to 32 rows, the tiles 10%
-// faster at 64.
-const tileMinRows = 64
+// packing and no panels kept). Measured (BenchmarkLinear, avx512vnni,
+// AMD EPYC Zen 4, medians of 3 runs, 1 / 2 threads, ms): 64 x 4096 x 4096
+// dots 7.11 / 4.31, tiles 7.36 / 4.78; 64 x 11008 x 4096 dots 17.3 /
+// 10.1, tiles 21.6 / 11.3; 128 rows dots 13.7 / 7.8, tiles 15.3 / 8.4;
+// at 256 rows the two within noise of each other (24-28 / 15-17).
+const tileMinRows = 256
 
 // product returns the gemm of x (M x K) and w's N channels (the epilogue
-// left to set) and the handle of its scratch (nil: none). keep: w's panels
-// may be kept from call to call.
-func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32, []int32, []int32, *[]byte) {
+// left to set), the activations' zero point in the unsigned domain, the
+// weight's column sums and the handle of its scratch (nil: none). keep: w's
+// panels may be kept from call to call.
+func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32, []int32, *[]byte) {
 	if M < tileMinRows {
 		kp := roundUp(K, KB)
 		lda := kp
@@ -240,8 +246,8 @@ func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32,
 			lda += KB
 		}
 		a, rs, za := packAct(x, M, K, kp, lda)
-		rows, ldw, zw, cs := packWeight(w, N, K, kp)
-		return &gemm{M: M, N: N, K: K, kp: kp, A: a, lda: lda, W: rows, ldw: ldw, RowSum: rs}, za, zw, cs, nil
+		rows, ldw, cs := packWeight(w, N, K, kp)
+		return &gemm{M: M, N: N, K: K, kp: kp, A: a, lda: lda, W: rows, ldw: ldw, RowSum: rs}, za, cs, nil
 	}
 	za := x.Zero
 	var flip byte
@@ -251,12 +257,13 @@ func product(k *Kernels, M, N, K int, x Act, w Weight, keep bool) (*gemm, int32,
 	}
 	p := weightPanels(w, N, K, 1, keep && !w.Unsigned && !w.Transposed, 0, 0)
 	tiles, rs, h := packActs(k, &rowSrc{data: x.Data, M: M, K: K, flip: flip}, p.kq)
-	return &gemm{M: M, N: N, K: K, P: p, Tiles: tiles, RowSum: rs}, za, zeroPoints(w, N), p.cs, h
+	return &gemm{M: M, N: N, K: K, P: p, Tiles: tiles, RowSum: rs}, za, p.cs, h
 }
 
-// zeroPoints returns w's N zero points in the signed domain.
-func zeroPoints(w Weight, N int) []int32 {
-	zw := make([]int32, N)
+// zeroPointsInto returns w's N zero points in the signed domain, in dst
+// where its capacity allows.
+func zeroPointsInto(dst []int32, w Weight, N int) []int32 {
+	zw := resize(dst, N)
 	for n := range zw {
 		if len(w.Zeros) == 1 {
 			zw[n] = w.Zeros[0]
@@ -276,8 +283,11 @@ func Linear(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, o Output, 
 	if err := checkParams(x, w, &o, N); err != nil {
 		return Info{}, err
 	}
-	g, za, zw, cs, h := product(k, M, N, K, x, w, !w.Transposed)
-	g.R = requant(N, K, za, zw, cs, x.Scale, w.Scales, bias, &o)
+	call, ch := getCall()
+	defer calls.Put(ch)
+	g, za, cs, h := product(k, M, N, K, x, w, !w.Transposed)
+	call.zw = zeroPointsInto(call.zw, w, N)
+	g.R = requantInto(&call.r, N, K, za, call.zw, cs, x.Scale, w.Scales, bias, &o)
 	g.Out, g.rs, g.cs = out, N, 1
 	g.run(k)
 	if h != nil {
@@ -292,8 +302,11 @@ func LinearFloat(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, out [
 	if err := checkParams(x, w, nil, N); err != nil {
 		return Info{}, err
 	}
-	g, za, zw, cs, h := product(k, M, N, K, x, w, !w.Transposed)
-	g.R = requant(N, K, za, zw, cs, x.Scale, w.Scales, bias, nil)
+	call, ch := getCall()
+	defer calls.Put(ch)
+	g, za, cs, h := product(k, M, N, K, x, w, !w.Transposed)
+	call.zw = zeroPointsInto(call.zw, w, N)
+	g.R = requantInto(&call.r, N, K, za, call.zw, cs, x.Scale, w.Scales, bias, nil)
 	g.OutF, g.rs, g.cs = out, N, 1
 	g.run(k)
 	if h != nil {

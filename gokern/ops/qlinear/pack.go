@@ -38,13 +38,15 @@ type panels struct {
 }
 
 // panelKey identifies a kept weight layout: the codes' address and length
-// and the geometry (buf.Cache compares the codes themselves too).
+// and the geometry (buf.Cache compares the codes themselves too), or with
+// id not 0, the weight's ID (Weight.ID: buf.Cache.GetKept, no comparison).
 type panelKey struct {
 	addr                 uintptr
 	n                    int
 	N, K, G              int
 	unsigned, transposed bool
 	kh, kw               int // a conv's channel-quad layout (im2col.go), 0: k in order
+	id                   uint64
 }
 
 // panelCache keeps the weight panels (and the copies of the codes they were
@@ -53,8 +55,9 @@ type panelKey struct {
 var panelCache = &buf.Cache[panelKey, *panels]{MaxBytes: buf.WeightCacheBytes}
 
 // weightPanels returns w's N channels (G groups of N/G) packed, from the
-// cache when keep is set and the same codes were packed before. kh, kw > 0:
-// a conv's channel-quad layout of K = (K/(kh*kw)) channels x kh x kw.
+// cache when keep is set and the same codes (or the same w.ID) were packed
+// before. kh, kw > 0: a conv's channel-quad layout of K = (K/(kh*kw))
+// channels x kh x kw.
 func weightPanels(w Weight, N, K, G int, keep bool, kh, kw int) *panels {
 	src := w.Data[:N*K]
 	var perm []int32
@@ -64,11 +67,16 @@ func weightPanels(w Weight, N, K, G int, keep bool, kh, kw int) *panels {
 	if !keep || len(src) == 0 {
 		return packPanels(w, src, N, K, G, perm)
 	}
-	key := panelKey{uintptr(unsafe.Pointer(unsafe.SliceData(src))), len(src), N, K, G, w.Unsigned, w.Transposed, kh, kw}
-	p, _ := panelCache.Get(key, src, func(codes []byte) (*panels, int, error) {
+	key := panelKey{uintptr(unsafe.Pointer(unsafe.SliceData(src))), len(src), N, K, G, w.Unsigned, w.Transposed, kh, kw, w.ID}
+	build := func(codes []byte) (*panels, int, error) {
 		p := packPanels(w, codes, N, K, G, perm)
 		return p, len(p.w) + 4*len(p.cs), nil
-	})
+	}
+	get := panelCache.Get
+	if w.ID != 0 {
+		get = panelCache.GetKept
+	}
+	p, _ := get(key, src, build)
 	return p
 }
 

@@ -3,7 +3,6 @@ package qlinear
 import (
 	"encoding/binary"
 
-	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -56,29 +55,10 @@ func LinearTernary(k *Kernels, M, N, K int, x Act, w Ternary, bias []float32, o 
 	return linearTernary(k, mk.GemvOp.Get(), M, N, K, x, w, bias, o, out)
 }
 
-// LinearTernary keeps its buffers from call to call: the
-// epilogue (ternCall), the columns and their sums, the kernels' results.
-var (
-	ternCalls = &buf.List[ternCall]{MaxCap: 1, MaxCount: 8}
-	ternBytes = &buf.List[byte]{MaxCap: 1 << 26, MaxCount: 8}
-	ternInts  = &buf.List[int32]{MaxCap: 1 << 24, MaxCount: 16}
-)
-
-// ternCall is the memory of one call's epilogue: the Requant and the zero
-// weight zero points, reused by later calls.
-type ternCall struct {
-	r     Requant
-	zeros []int32
-}
-
 // linearTernary is LinearTernary with the GEMV kernels gk.
 func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary, bias []float32, o Output, out []byte) (Info, error) {
-	ch := ternCalls.Get()
-	defer ternCalls.Put(ch)
-	if len(*ch) == 0 {
-		*ch = make([]ternCall, 1)
-	}
-	call := &(*ch)[0]
+	call, ch := getCall()
+	defer calls.Put(ch)
 	zeros := call.zeros // only ever read (the Requant's ZW): zero from make on
 	if n := max(N, len(w.Scales)); len(zeros) < n {
 		zeros = make([]int32, n)
@@ -117,11 +97,11 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 	// Columns ldx = K plus one cache line apart: at a multiple of 4 KB they
 	// would all fall into one L1 set.
 	ldx := K + 64
-	xb, xh := ternBytes.Sized((M-1)*ldx + K)
-	defer ternBytes.Put(xh)
+	xb, xh := scratchBytes.Sized((M-1)*ldx + K)
+	defer scratchBytes.Put(xh)
 	xs := asInt8(xb)
-	xsum, sh := ternInts.Sized(M)
-	defer ternInts.Put(sh)
+	xsum, sh := scratchInts.Sized(M)
+	defer scratchInts.Put(sh)
 	for m := range M {
 		xsum[m] = flipSum(xb[m*ldx:m*ldx+K], x.Data[m*K:m*K+K], flip)
 	}
@@ -129,8 +109,8 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 	bad := make([]bool, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
 		nb := min(M, ternBlockCols)
-		res, rh := ternInts.Sized(ternRows * (nb + 1))
-		defer ternInts.Put(rh)
+		res, rh := scratchInts.Sized(ternRows * (nb + 1))
+		defer scratchInts.Put(rh)
 		res, col := res[:ternRows*nb], res[ternRows*nb:]
 		for r0 := lo; r0 < hi; r0 += ternRows {
 			r1 := min(hi, r0+ternRows)

@@ -324,10 +324,16 @@ def layout(dtype: str, shape: tuple[int, ...], block_size: int | None = None) ->
 # ---------------------------------------------------------------- quantized ops (bitnet_go.functional)
 
 QOPS_V1: Final = 1
+QOPS_V2: Final = 2
 
 
 class QopsParams(ctypes.Structure):
-    """``bng_qops_params``: the parameters of ``bng_qlinear``, ``bng_qmatmul`` and ``bng_qconv2d``."""
+    """``bng_qops_params`` (V2): the parameters of ``bng_qlinear``, ``bng_qmatmul`` and ``bng_qconv2d``.
+
+    ``weight_id``: 0, or a number naming the weight's codes for the life of the process (they
+    never change and no other codes are ever passed with it): Go then keeps the layouts derived
+    from the weight under it and finds them without comparing the codes.
+    """
 
     _fields_ = [
         ("version", _I32),
@@ -338,6 +344,7 @@ class QopsParams(ctypes.Structure):
         ("padding", _I64 * 4),
         ("dilation", _I64 * 2),
         ("groups", _I64),
+        ("weight_id", ctypes.c_uint64),
     ]
 
 

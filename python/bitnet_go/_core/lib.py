@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 """Must equal ``abiVersion`` in bindings/main.go."""
 
 ENV_LIBRARY = "BITNET_GO_LIBRARY"

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -53,6 +54,22 @@ class Q(NamedTuple):
     block_size: int | None = None
     desc: descriptor.Tensor | None = None
     """The descriptor of the above when the caller keeps one (a tensor's), else built per call."""
+    weight_id: int = 0
+    """A weight's number for Go's kept layouts (``bng_qops_params.weight_id``): non-zero only for
+    codes that never change and that no other codes ever share it with (see :func:`new_weight_id`)."""
+
+
+_weight_ids = itertools.count(1)
+
+
+def new_weight_id() -> int:
+    """A number never returned before in this process, for a weight whose codes never change.
+
+    Example:
+        >>> new_weight_id() != new_weight_id()
+        True
+    """
+    return next(_weight_ids)
 
 
 _DTYPE = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32",
@@ -71,8 +88,9 @@ def _desc(q: Q) -> descriptor.Tensor:
     )  # fmt: skip
 
 
-def _params(relu: bool = False, reduce_range: bool = False) -> descriptor.QopsParams:
-    p = descriptor.QopsParams(descriptor.QOPS_V1, int(relu), int(reduce_range))
+def _params(relu: bool = False, reduce_range: bool = False, weight_id: int = 0) -> descriptor.QopsParams:
+    p = descriptor.QopsParams(descriptor.QOPS_V2, int(relu), int(reduce_range))
+    p.weight_id = weight_id
     p.dilation[:] = (1, 1)
     p.stride[:] = (1, 1)
     p.groups = 1
@@ -94,8 +112,9 @@ def linear(
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     aq = (ctypes.c_float * 2)()
     ot = _desc(out if x.codes.dtype != np.float32 else Q(out.codes, None, None))
+    p = _params(relu, reduce_range, w.weight_id)
     lib.call("bng_qlinear", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), _opt(colsums),
-             ctypes.byref(ot), ctypes.byref(_params(relu, reduce_range)), aq, ctypes.byref(info))  # fmt: skip
+             ctypes.byref(ot), ctypes.byref(p), aq, ctypes.byref(info))  # fmt: skip
     if x.codes.dtype == np.float32 and out.scales is not None and out.zero_points is not None:
         out.scales[0], out.zero_points[0] = aq[0], int(aq[1])
     return info.kernel.decode()
@@ -122,7 +141,7 @@ def conv2d(
     relu: bool,
 ) -> str:
     """``bng_qconv2d``: out = conv2d(x, w) + bias quantized; returns the kernel's name."""
-    p = _params(relu)
+    p = _params(relu, weight_id=w.weight_id)
     p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     lib.call("bng_qconv2d", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), ctypes.byref(_desc(out)),
