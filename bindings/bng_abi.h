@@ -60,8 +60,9 @@ typedef struct {
 } bng_quantize_params;
 
 #define BNG_CONV2D_V1 1
+#define BNG_CONV2D_V2 2
 typedef struct {
-	int32_t version;      /* BNG_CONV2D_V1 */
+	int32_t version;      /* BNG_CONV2D_V1 or BNG_CONV2D_V2 */
 	int32_t act_bits;     /* 0: float32 activations; 8: int8 */
 	int32_t algorithm;    /* 0 auto, 1 naive, 2 im2col, 3 direct, 4 depthwise, 5 gemm1x1, 6 lut */
 	int32_t check_finite;
@@ -69,6 +70,11 @@ typedef struct {
 	int64_t padding[4];   /* top, left, bottom, right */
 	int64_t dilation[2];  /* h, w */
 	int64_t groups;
+	/* V2 only: */
+	uint64_t weight_id;   /* 0, or a number naming an i2_s w's codes for the life of the process
+	                       * (the caller's promise: they never change, no other codes are ever
+	                       * passed with it). Once a GEMV has read them all and found no code 3,
+	                       * later calls skip that check. Ignored for other formats. */
 } bng_conv2d_params;
 
 #define BNG_OP_INFO_V1 1

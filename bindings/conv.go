@@ -11,6 +11,22 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
+// conv2dParams checks the caller's bng_conv2d_params (V1 or V2).
+func conv2dParams(p *C.bng_conv2d_params) error {
+	if p == nil || (p.version != C.BNG_CONV2D_V1 && p.version != C.BNG_CONV2D_V2) {
+		return errs.Value("params: bng_conv2d_params is NULL or of a version other than %d or %d", C.BNG_CONV2D_V1, C.BNG_CONV2D_V2)
+	}
+	return nil
+}
+
+// convWeightID returns the params' weight_id (V2; 0 for V1, which has none).
+func convWeightID(p *C.bng_conv2d_params) uint64 {
+	if p.version < C.BNG_CONV2D_V2 {
+		return 0
+	}
+	return uint64(p.weight_id)
+}
+
 // bng_conv2d computes a 2-D convolution of float32 x (N, C, H, W) with a
 // ternary weight w (O, C/groups, kH, kW; dtype i2_s, tl1, tl2, tq2_0 or tq1_0, its scales
 // one per w.block_size values of the flattened weight, 0: one scale) plus
@@ -27,8 +43,8 @@ import (
 func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.bng_op_info,
 	errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		if p == nil || p.version != C.BNG_CONV2D_V1 {
-			return errs.Value("params: bng_conv2d_params is NULL or of a version other than %d", C.BNG_CONV2D_V1)
+		if err := conv2dParams(p); err != nil {
+			return err
 		}
 		if err := checkInfo(info); err != nil {
 			return err
@@ -73,7 +89,7 @@ func bng_conv2d(x, w, bias, out *C.bng_tensor, p *C.bng_conv2d_params, info *C.b
 		if wt.Axis != -1 {
 			return errs.Value("weight: scales run along blocks of the flattened weight (axis -1), got axis %d", wt.Axis)
 		}
-		wts := conv2d.Weights{Packed: wt.Data, Scales: wt.Scales, BlockSize: wt.BlockSize, QType: wt.DType}
+		wts := conv2d.Weights{Packed: wt.Data, Scales: wt.Scales, BlockSize: wt.BlockSize, QType: wt.DType, ID: convWeightID(p)}
 		opt := conv2d.Options{ActBits: int(p.act_bits), Algo: conv2d.Algo(p.algorithm), CheckFinite: p.check_finite != 0}
 		ran, err := conv2d.Conv2DInfo(d, xs, wts, bs, outs, opt)
 		if err != nil {

@@ -91,8 +91,8 @@ func dequantizeDevice(packed, out *qtensor.Tensor) error {
 func bng_cuda_conv2d(x, w, bias, out, work *C.bng_tensor, p *C.bng_conv2d_params, info *C.bng_op_info,
 	errbuf *C.char, errcap C.int64_t) C.int32_t {
 	return guard(errbuf, errcap, func() error {
-		if p == nil || p.version != C.BNG_CONV2D_V1 {
-			return errs.Value("params: bng_conv2d_params is NULL or of a version other than %d", C.BNG_CONV2D_V1)
+		if err := conv2dParams(p); err != nil {
+			return err
 		}
 		if p.act_bits != 0 && p.act_bits != 8 {
 			return errs.Value("on a CUDA device conv2d supports act_bits 0 (float32) and 8 (W1.58A8), got act_bits=%d", int32(p.act_bits))

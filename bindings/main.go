@@ -45,7 +45,8 @@ import (
 // quantization, bng_quantize_params V2; 6: the quantized ops (bng_qlinear,
 // bng_qmatmul, bng_qconv2d, bng_qadd, bng_qrelu, bng_requantize), the tq2_0
 // and tq1_0 dtypes, bng_cuda_conv2d; the bfloat16 and float16 dtypes and
-// bng_cast; 7: bng_qops_params V2, its weight_id.)
+// bng_cast; 7: bng_qops_params V2 and bng_conv2d_params V2, their
+// weight_id.)
 const abiVersion = 7
 
 // maxBytes bounds any buffer the ABI accepts (2^62 bytes).

@@ -225,7 +225,7 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 				return err
 			}
 			if wt.DType == qtensor.I2S {
-				ran, err = linearTernary(k, M, N, K, xa, wt, ct, b, o, ot.Data)
+				ran, err = linearTernary(k, M, N, K, xa, wt, ct, b, o, ot.Data, weightID(p))
 			} else if wt.Axis == -1 && wt.BlockSize > 0 {
 				ran, err = linearGrouped(k, M, N, K, xa, wt, b, o, ot.Data)
 			} else {
@@ -247,8 +247,8 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 // linearTernary runs an I2_S weight (N, K) straight from its codes: K a
 // multiple of 128, one scale (block_size 0 or covering the tensor) or one
 // per row (block_size a multiple of K). colsums (nil: none) are its row
-// sums.
-func linearTernary(k *qlinear.Kernels, M, N, K int, xa qlinear.Act, wt, ct *qtensor.Tensor, b []float32, o qlinear.Output, out []byte) (qlinear.Info, error) {
+// sums; id is its Ternary.ID.
+func linearTernary(k *qlinear.Kernels, M, N, K int, xa qlinear.Act, wt, ct *qtensor.Tensor, b []float32, o qlinear.Output, out []byte, id uint64) (qlinear.Info, error) {
 	if err := wt.WantContiguous(); err != nil {
 		return qlinear.Info{}, err
 	}
@@ -269,7 +269,7 @@ func linearTernary(k *qlinear.Kernels, M, N, K int, xa qlinear.Act, wt, ct *qten
 	default:
 		return qlinear.Info{}, errs.Value("weight: an i2_s weight needs one scale or one per row (block_size a multiple of %d), got %d scales, block_size %d", K, len(wt.Scales), bs)
 	}
-	w := qlinear.Ternary{Packed: wt.Data, Scales: scales}
+	w := qlinear.Ternary{Packed: wt.Data, Scales: scales, ID: id}
 	if ct != nil {
 		cs, err := qtensor.View[int32](ct, qtensor.I32)
 		if err != nil {

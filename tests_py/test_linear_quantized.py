@@ -119,3 +119,29 @@ def test_errors() -> None:
         bitnet_go.linear_quantized(np.zeros((2, 32), np.float32), t, act_bits=4)
     with pytest.raises(ValueError, match="NaN|Inf|finite"):
         bitnet_go.linear_quantized(np.full((2, 32), np.nan, np.float32), t)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_int8_gemv_checks_codes_once_per_weight(case: int) -> None:
+    """A weight made by quantize_i2s owns read-only codes, so it goes to Go with a number of its
+    own: its first int8 GEMV checks the codes, later ones skip the check; every call gives the
+    reference's result. A weight whose codes hold a code 3 (from immutable bytes, so numbered
+    too) raises on every call, as one viewing a writable array does."""
+    from bitnet_go._core.arrays import weight_id
+
+    rng = np.random.default_rng(900 + case)
+    out_f, in_f = int(rng.integers(3, 70)), 128 * int(rng.integers(1, 5))
+    t = _weight(out_f, in_f, seed=900 + case, block_size=(None, in_f)[case % 2])
+    assert weight_id(t.packed) > 0
+    x = torch.from_numpy(rng.standard_normal((int(rng.integers(1, 5)), in_f)).astype(np.float32))
+    ref = _int8_reference(x, t, None)
+    for _ in range(3):
+        torch.testing.assert_close(bitnet_go.linear_quantized(x, t, act_bits=8), ref, rtol=1e-6, atol=1e-6)
+    bad = np.array(t.packed)
+    bad[int(rng.integers(0, in_f // 4))] |= 0xC0  # a code 3 in row 0
+    for packed, numbered in ((np.frombuffer(bad.tobytes(), np.uint8), True), (bad.view(), False)):
+        b = bitnet_go.TernaryTensor._make("i2_s", t.shape, t.block_size, t.method, packed, np.array(t.scales))
+        assert (weight_id(b.packed) > 0) == numbered
+        for _ in range(2):
+            with pytest.raises(ValueError, match="code 3"):
+                bitnet_go.linear_quantized(x, b, act_bits=8)

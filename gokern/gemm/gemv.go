@@ -1,6 +1,10 @@
 package gemm
 
-import "github.com/bitnet-go/bitnet_go/gokern/cpu"
+import (
+	"sync"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
+)
 
 // GemvKernels is one family's int8 GEMV over I2_S rows: the op
 // "linear_gemv" (GemvOp), which the GEMV-like pointwise convolutions and
@@ -19,10 +23,58 @@ type GemvKernels struct {
 	// subtract xsum once. It returns false where a row holds a code 3 (out
 	// is then undefined).
 	I8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool
+	// I8Valid is I8 for codes known valid (every code 0, 1 or 2: see
+	// CodesValid), which it does not check; a family without a faster
+	// way runs I8.
+	I8Valid func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32)
 }
 
 // GemvOp is the registry's op "linear_gemv"; gemvI8Generic is its oracle.
-var GemvOp = cpu.NewOp("linear_gemv", &GemvKernels{Family: cpu.Generic, I8: gemvI8Generic})
+var GemvOp = cpu.NewOp("linear_gemv", &GemvKernels{Family: cpu.Generic, I8: gemvI8Generic, I8Valid: checkedOnly(gemvI8Generic)})
+
+// checkedOnly is an I8Valid that runs the checking I8.
+func checkedOnly(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool) func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) {
+	return func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) { i8(w, ldw, x, k, ldx, xsum, out) }
+}
+
+// The weights whose I2_S codes a GEMV has read whole and found valid, by
+// the caller's number for them (qlinear.Weight.ID, conv2d.Weights.ID: a
+// number that names one array's codes, never changed, for the life of the
+// process). Later calls with the number run I8Valid. At most maxValidIDs
+// are remembered (then the set starts over: a weight forgotten is checked
+// again once).
+var validIDs struct {
+	sync.Mutex
+	m map[uint64]struct{}
+}
+
+const maxValidIDs = 1 << 16
+
+// CodesValid reports whether the codes numbered id (not 0) were found
+// valid (MarkCodesValid).
+func CodesValid(id uint64) bool {
+	if id == 0 {
+		return false
+	}
+	validIDs.Lock()
+	defer validIDs.Unlock()
+	_, ok := validIDs.m[id]
+	return ok
+}
+
+// MarkCodesValid records that the codes numbered id were all read by a
+// checking kernel and held no code 3 (id 0: nothing recorded).
+func MarkCodesValid(id uint64) {
+	if id == 0 {
+		return
+	}
+	validIDs.Lock()
+	defer validIDs.Unlock()
+	if validIDs.m == nil || len(validIDs.m) >= maxValidIDs {
+		validIDs.m = make(map[uint64]struct{})
+	}
+	validIDs.m[id] = struct{}{}
+}
 
 // GemvFamilies lists the GEMV kernels compiled in and usable here, generic
 // first, for tests that run every family against the oracle.

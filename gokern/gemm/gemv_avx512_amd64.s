@@ -765,3 +765,711 @@ gemvI8VNNIr1c4loop:
 	VZEROUPPER
 	MOVL            AX, ret+64(FP)
 	RET
+
+// func gemvI8VNNIr4c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr4c1v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	MOVL         $0xc0c0c0c0, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x30303030, BX
+	VPBROADCASTD BX, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x03030303, BX
+	VPBROADCASTD BX, Y10
+	VINSERTI64X4 $0x01, Y10, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+
+gemvI8VNNIr4c1vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z10
+	VPANDD          Z0, Z10, Z11
+	VPANDD          Z1, Z10, Z10
+	PREFETCHT0      2048(AX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z12
+	VPANDD          Z0, Z12, Z13
+	VPANDD          Z1, Z12, Z12
+	PREFETCHT0      2048(AX)(CX*2)
+	VBROADCASTI64X4 (AX)(CX*2), Z14
+	VPANDD          Z0, Z14, Z15
+	VPANDD          Z1, Z14, Z14
+	PREFETCHT0      2048(AX)(DI*1)
+	VBROADCASTI64X4 (AX)(DI*1), Z16
+	VPANDD          Z0, Z16, Z17
+	VPANDD          Z1, Z16, Z16
+	VMOVDQU8        (DX), Z18
+	VMOVDQU8        64(DX), Z19
+	VPDPBUSD        Z18, Z11, Z2
+	VPDPBUSD        Z19, Z10, Z3
+	VPDPBUSD        Z18, Z13, Z4
+	VPDPBUSD        Z19, Z12, Z5
+	VPDPBUSD        Z18, Z15, Z6
+	VPDPBUSD        Z19, Z14, Z7
+	VPDPBUSD        Z18, Z17, Z8
+	VPDPBUSD        Z19, Z16, Z9
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr4c1vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y10
+	VINSERTI64X4    $0x01, Y10, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPSRAVD         Z0, Z6, Z6
+	VPSRAVD         Z1, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPSRAVD         Z0, Z8, Z8
+	VPSRAVD         Z1, Z9, Z9
+	VPADDD          Z9, Z8, Z8
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), DX
+	MOVQ            xsum+40(FP), BX
+	VPBROADCASTD    (BX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
+	VMOVD           X0, (AX)(CX*1)
+	VPSHUFD         $0x02, X2, X0
+	VMOVD           X0, (AX)(CX*2)
+	VPSHUFD         $0x03, X2, X0
+	VMOVD           X0, (AX)(DX*1)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIr2c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr2c1v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	MOVL         $0xc0c0c0c0, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x30303030, BX
+	VPBROADCASTD BX, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x03030303, BX
+	VPBROADCASTD BX, Y6
+	VINSERTI64X4 $0x01, Y6, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+
+gemvI8VNNIr2c1vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z6
+	VPANDD          Z0, Z6, Z7
+	VPANDD          Z1, Z6, Z6
+	PREFETCHT0      2048(AX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z8
+	VPANDD          Z0, Z8, Z9
+	VPANDD          Z1, Z8, Z8
+	VMOVDQU8        (DX), Z10
+	VMOVDQU8        64(DX), Z11
+	VPDPBUSD        Z10, Z7, Z2
+	VPDPBUSD        Z11, Z6, Z3
+	VPDPBUSD        Z10, Z9, Z4
+	VPDPBUSD        Z11, Z8, Z5
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr2c1vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y6
+	VINSERTI64X4    $0x01, Y6, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), DX
+	MOVQ            xsum+40(FP), DX
+	VPBROADCASTD    (DX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLDQ      Z2, Z2, Z3
+	VPUNPCKHDQ      Z2, Z2, Z2
+	VPADDD          Z2, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z1, Z2
+	VPUNPCKHQDQ     Z3, Z1, Z1
+	VPADDD          Z1, Z2, Z2
+	VEXTRACTI64X4   $0x01, Z2, Y1
+	VPADDD          Y1, Y2, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
+	VMOVD           X0, (AX)(CX*1)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIr1c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr1c1v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), CX
+	LEAQ         (BX)(BX*2), CX
+	MOVL         $0xc0c0c0c0, CX
+	VPBROADCASTD CX, Z0
+	MOVL         $0x30303030, CX
+	VPBROADCASTD CX, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, CX
+	VPBROADCASTD CX, Z1
+	MOVL         $0x03030303, CX
+	VPBROADCASTD CX, Y4
+	VINSERTI64X4 $0x01, Y4, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+gemvI8VNNIr1c1vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z4
+	VPANDD          Z0, Z4, Z5
+	VPANDD          Z1, Z4, Z4
+	VPDPBUSD        (DX), Z5, Z2
+	VPDPBUSD        64(DX), Z4, Z3
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr1c1vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y4
+	VINSERTI64X4    $0x01, Y4, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), CX
+	MOVQ            xsum+40(FP), CX
+	VPBROADCASTD    (CX), X0
+	VPUNPCKLDQ      Z2, Z2, Z1
+	VPUNPCKHDQ      Z2, Z2, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLDQ      Z2, Z2, Z3
+	VPUNPCKHDQ      Z2, Z2, Z2
+	VPADDD          Z2, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z1, Z2
+	VPUNPCKHQDQ     Z3, Z1, Z1
+	VPADDD          Z1, Z2, Z2
+	VEXTRACTI64X4   $0x01, Z2, Y1
+	VPADDD          Y1, Y2, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIr2c2v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr2c2v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), DI
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y10
+	VINSERTI64X4 $0x01, Y10, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+
+gemvI8VNNIr2c2vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z10
+	VPANDD          Z0, Z10, Z11
+	VPANDD          Z1, Z10, Z10
+	PREFETCHT0      2048(AX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z12
+	VPANDD          Z0, Z12, Z13
+	VPANDD          Z1, Z12, Z12
+	VMOVDQU8        (DX), Z14
+	VMOVDQU8        64(DX), Z15
+	VPDPBUSD        Z14, Z11, Z2
+	VPDPBUSD        Z15, Z10, Z3
+	VPDPBUSD        Z14, Z13, Z6
+	VPDPBUSD        Z15, Z12, Z7
+	VMOVDQU8        (DX)(BX*1), Z14
+	VMOVDQU8        64(DX)(BX*1), Z15
+	VPDPBUSD        Z14, Z11, Z4
+	VPDPBUSD        Z15, Z10, Z5
+	VPDPBUSD        Z14, Z13, Z8
+	VPDPBUSD        Z15, Z12, Z9
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr2c2vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y10
+	VINSERTI64X4    $0x01, Y10, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPSRAVD         Z0, Z6, Z6
+	VPSRAVD         Z1, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPSRAVD         Z0, Z8, Z8
+	VPSRAVD         Z1, Z9, Z9
+	VPADDD          Z9, Z8, Z8
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), DX
+	MOVQ            xsum+40(FP), DX
+	VPBROADCASTQ    (DX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
+	VMOVD           X0, 4(AX)
+	VPSHUFD         $0x02, X2, X0
+	VMOVD           X0, (AX)(CX*1)
+	VPSHUFD         $0x03, X2, X0
+	VMOVD           X0, 4(AX)(CX*1)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIr1c2v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr1c2v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), CX
+	LEAQ         (BX)(BX*2), CX
+	MOVL         $0xc0c0c0c0, CX
+	VPBROADCASTD CX, Z0
+	MOVL         $0x30303030, CX
+	VPBROADCASTD CX, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, CX
+	VPBROADCASTD CX, Z1
+	MOVL         $0x03030303, CX
+	VPBROADCASTD CX, Y6
+	VINSERTI64X4 $0x01, Y6, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+
+gemvI8VNNIr1c2vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z6
+	VPANDD          Z0, Z6, Z7
+	VPANDD          Z1, Z6, Z6
+	VPDPBUSD        (DX), Z7, Z2
+	VPDPBUSD        64(DX), Z6, Z3
+	VPDPBUSD        (DX)(BX*1), Z7, Z4
+	VPDPBUSD        64(DX)(BX*1), Z6, Z5
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr1c2vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y6
+	VINSERTI64X4    $0x01, Y6, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), CX
+	MOVQ            xsum+40(FP), CX
+	VPBROADCASTQ    (CX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLDQ      Z2, Z2, Z3
+	VPUNPCKHDQ      Z2, Z2, Z2
+	VPADDD          Z2, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z1, Z2
+	VPUNPCKHQDQ     Z3, Z1, Z1
+	VPADDD          Z1, Z2, Z2
+	VEXTRACTI64X4   $0x01, Z2, Y1
+	VPADDD          Y1, Y2, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVD           X2, (AX)
+	VPSHUFD         $0x01, X2, X0
+	VMOVD           X0, 4(AX)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIr2c4v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr2c4v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), DI
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y18
+	VINSERTI64X4 $0x01, Y18, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+
+gemvI8VNNIr2c4vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z18
+	VPANDD          Z0, Z18, Z19
+	VPANDD          Z1, Z18, Z18
+	PREFETCHT0      2048(AX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z20
+	VPANDD          Z0, Z20, Z21
+	VPANDD          Z1, Z20, Z20
+	VMOVDQU8        (DX), Z22
+	VMOVDQU8        64(DX), Z23
+	VPDPBUSD        Z22, Z19, Z2
+	VPDPBUSD        Z23, Z18, Z3
+	VPDPBUSD        Z22, Z21, Z10
+	VPDPBUSD        Z23, Z20, Z11
+	VMOVDQU8        (DX)(BX*1), Z22
+	VMOVDQU8        64(DX)(BX*1), Z23
+	VPDPBUSD        Z22, Z19, Z4
+	VPDPBUSD        Z23, Z18, Z5
+	VPDPBUSD        Z22, Z21, Z12
+	VPDPBUSD        Z23, Z20, Z13
+	VMOVDQU8        (DX)(BX*2), Z22
+	VMOVDQU8        64(DX)(BX*2), Z23
+	VPDPBUSD        Z22, Z19, Z6
+	VPDPBUSD        Z23, Z18, Z7
+	VPDPBUSD        Z22, Z21, Z14
+	VPDPBUSD        Z23, Z20, Z15
+	VMOVDQU8        (DX)(DI*1), Z22
+	VMOVDQU8        64(DX)(DI*1), Z23
+	VPDPBUSD        Z22, Z19, Z8
+	VPDPBUSD        Z23, Z18, Z9
+	VPDPBUSD        Z22, Z21, Z16
+	VPDPBUSD        Z23, Z20, Z17
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr2c4vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y18
+	VINSERTI64X4    $0x01, Y18, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPSRAVD         Z0, Z6, Z6
+	VPSRAVD         Z1, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPSRAVD         Z0, Z8, Z8
+	VPSRAVD         Z1, Z9, Z9
+	VPADDD          Z9, Z8, Z8
+	VPSRAVD         Z0, Z10, Z10
+	VPSRAVD         Z1, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPSRAVD         Z0, Z12, Z12
+	VPSRAVD         Z1, Z13, Z13
+	VPADDD          Z13, Z12, Z12
+	VPSRAVD         Z0, Z14, Z14
+	VPSRAVD         Z1, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPSRAVD         Z0, Z16, Z16
+	VPSRAVD         Z1, Z17, Z17
+	VPADDD          Z17, Z16, Z16
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), DX
+	MOVQ            xsum+40(FP), DX
+	VMOVDQU32       (DX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)
+	VPUNPCKLDQ      Z12, Z10, Z1
+	VPUNPCKHDQ      Z12, Z10, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z16, Z14, Z2
+	VPUNPCKHDQ      Z16, Z14, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(CX*1)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIr1c4v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIr1c4v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), CX
+	LEAQ         (BX)(BX*2), CX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y10
+	VINSERTI64X4 $0x01, Y10, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+
+gemvI8VNNIr1c4vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z10
+	VPANDD          Z0, Z10, Z11
+	VPANDD          Z1, Z10, Z10
+	VPDPBUSD        (DX), Z11, Z2
+	VPDPBUSD        64(DX), Z10, Z3
+	VPDPBUSD        (DX)(BX*1), Z11, Z4
+	VPDPBUSD        64(DX)(BX*1), Z10, Z5
+	VPDPBUSD        (DX)(BX*2), Z11, Z6
+	VPDPBUSD        64(DX)(BX*2), Z10, Z7
+	VPDPBUSD        (DX)(CX*1), Z11, Z8
+	VPDPBUSD        64(DX)(CX*1), Z10, Z9
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIr1c4vloop
+	MOVL            $0x00000006, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000004, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z1
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y10
+	VINSERTI64X4    $0x01, Y10, Z1, Z1
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPADDD          Z3, Z2, Z2
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPSRAVD         Z0, Z6, Z6
+	VPSRAVD         Z1, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPSRAVD         Z0, Z8, Z8
+	VPSRAVD         Z1, Z9, Z9
+	VPADDD          Z9, Z8, Z8
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), CX
+	MOVQ            xsum+40(FP), CX
+	VMOVDQU32       (CX), X0
+	VPUNPCKLDQ      Z4, Z2, Z1
+	VPUNPCKHDQ      Z4, Z2, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z8, Z6, Z2
+	VPUNPCKHDQ      Z8, Z6, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET

@@ -76,8 +76,8 @@ func (c *gemvCase) check(t *testing.T, name string, f func(w []byte, ldw int, x 
 // of the kernels (1 to 9 rows, 1 to 17 columns), one to many groups,
 // padded row and column strides, misaligned buffers, random values and
 // activations with -128 among them, then the largest sums (every weight +1
-// or -1 against -128 or 127); a code 3 at every position class of any row
-// must be reported.
+// or -1 against -128 or 127); I8Valid too on these valid codes; a code 3
+// at every position class of any row must be reported by I8.
 func TestGemvI8MatchesDirect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 3))
 	randVal := func(int, int) int8 { return int8(rng.IntN(3) - 1) }
@@ -96,6 +96,10 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 		c := newGemvCase(t, tc.ng*GroupValues, tc.rows, tc.cols, tc.wpad, tc.xpad, randVal, randAct)
 		for _, g := range GemvFamilies() {
 			c.check(t, string(g.Family), g.I8)
+			c.check(t, string(g.Family)+" I8Valid", func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+				g.I8Valid(w, ldw, x, k, ldx, xsum, out)
+				return true
+			})
 			for _, pos := range []int{0, 31, 32, 63, 64, 95, 96, 127, c.k - 1} {
 				r := rng.IntN(c.rows)
 				bad := append([]byte(nil), c.w...)
@@ -112,6 +116,10 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 				func(int, int) int8 { return w }, func(int, int) int8 { return a })
 			for _, g := range GemvFamilies() {
 				c.check(t, string(g.Family), g.I8)
+				c.check(t, string(g.Family)+" I8Valid", func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+					g.I8Valid(w, ldw, x, k, ldx, xsum, out)
+					return true
+				})
 			}
 		}
 	}
@@ -150,5 +158,41 @@ func BenchmarkGemvI8(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// TestCodesValid: numbers are remembered once marked (0 never), and the
+// set starts over past maxValidIDs.
+func TestCodesValid(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		marked []uint64
+		query  uint64
+		want   bool
+	}{
+		{"marked", []uint64{7}, 7, true},
+		{"other", []uint64{7}, 8, false},
+		{"zero never", []uint64{0}, 0, false},
+		{"none", nil, 9, false},
+	} {
+		validIDs.Lock()
+		validIDs.m = nil
+		validIDs.Unlock()
+		for _, id := range tc.marked {
+			MarkCodesValid(id)
+		}
+		if got := CodesValid(tc.query); got != tc.want {
+			t.Errorf("%s: CodesValid(%d) = %v, want %v", tc.name, tc.query, got, tc.want)
+		}
+	}
+	for id := uint64(1); id <= maxValidIDs; id++ {
+		MarkCodesValid(id)
+	}
+	if !CodesValid(1) || !CodesValid(maxValidIDs) {
+		t.Fatal("a full set lost a number")
+	}
+	MarkCodesValid(maxValidIDs + 1)
+	if CodesValid(1) || !CodesValid(maxValidIDs+1) {
+		t.Errorf("past %d numbers: the set did not start over with the new one", maxValidIDs)
 	}
 }

@@ -8,7 +8,25 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 // _gen/gemv_avx512.go (gemv_avx512_amd64.s), VPDPBUSD on ZMM over I2_S
 // rows as they are, tiles of up to 4 rows x 1 column or 2 rows x 4
 // columns.
-var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI, I8: gemvI8VNNIKernel})
+var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI,
+	I8: func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+		return gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIChecked)
+	},
+	I8Valid: func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) {
+		gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
+	}})
+
+// gemvVNNITiles are one variant's tile kernels, named by rows x columns.
+type gemvVNNITiles struct {
+	r4c1, r2c1, r1c1, r2c2, r1c2, r2c4, r1c4 func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+}
+
+// gemvVNNIChecked check the codes (a code 3: a non-zero return);
+// gemvVNNIValid do not (codes known valid).
+var (
+	gemvVNNIChecked = gemvVNNITiles{gemvI8VNNIr4c1, gemvI8VNNIr2c1, gemvI8VNNIr1c1, gemvI8VNNIr2c2, gemvI8VNNIr1c2, gemvI8VNNIr2c4, gemvI8VNNIr1c4}
+	gemvVNNIValid   = gemvVNNITiles{gemvI8VNNIr4c1v, gemvI8VNNIr2c1v, gemvI8VNNIr1c1v, gemvI8VNNIr2c2v, gemvI8VNNIr1c2v, gemvI8VNNIr2c4v, gemvI8VNNIr1c4v}
+)
 
 // gemvVNNIMaxGroups is the most groups one kernel call sums: its scaled
 // int32 lanes stay exact up to 16384.
@@ -20,23 +38,23 @@ const gemvVNNIMaxGroups = 16384
 // faster than reading 44 KB of activations per row pair from L2).
 const gemvVNNIL1Bytes = 16 << 10
 
-func gemvI8VNNIKernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+func gemvI8VNNIKernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, tiles *gemvVNNITiles) bool {
 	ng := k / GroupValues
 	chunk := min(gemvVNNIMaxGroups, gemvVNNIL1Bytes/(min(len(xsum), 4)*GroupValues))
 	if n := (ng + chunk - 1) / chunk; n > 1 { // n runs of about equal length
 		chunk = (ng + n - 1) / n
 	}
-	return gemvI8VNNIChunked(w, ldw, x, k, ldx, xsum, out, chunk)
+	return gemvI8VNNIChunked(w, ldw, x, k, ldx, xsum, out, chunk, tiles)
 }
 
 // gemvI8VNNIChunked runs the kernels over k in runs of at most chunk
 // groups: the first into out (xsum subtracted by the kernels), the others
 // through a buffer added to it.
-func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, chunk int) bool {
+func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, chunk int, tiles *gemvVNNITiles) bool {
 	ncol := len(xsum)
 	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
 	ng := k / GroupValues
-	bad := gemvVNNIRun(w, ldw, x, ldx, min(ng, chunk), xsum, rows, out)
+	bad := gemvVNNIRun(w, ldw, x, ldx, min(ng, chunk), xsum, rows, out, tiles)
 	if ng > chunk {
 		var stack [1024]int32 // conv2d's calls: 64 rows x 16 columns
 		part := stack[:]
@@ -47,7 +65,7 @@ func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int3
 		clear(zeros)
 		part = part[:len(out)]
 		for g := chunk; g < ng; g += chunk {
-			bad |= gemvVNNIRun(w[g*32:], ldw, x[g*GroupValues:], ldx, min(ng-g, chunk), zeros, rows, part)
+			bad |= gemvVNNIRun(w[g*32:], ldw, x[g*GroupValues:], ldx, min(ng-g, chunk), zeros, rows, part, tiles)
 			for i, v := range part {
 				out[i] += v
 			}
@@ -60,8 +78,8 @@ func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int3
 // with the widest tiles that fit over ng <= gemvVNNIMaxGroups groups, a
 // block of columns (4, 2 or 1) at a time, its rows in tiles of 4 (one
 // column) or 2 (the block's activations stay in L1 while the rows stream
-// by); it ORs the code-3 flags.
-func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows int, out []int32) uint32 {
+// by); it ORs the code-3 flags of tiles.
+func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows int, out []int32, tiles *gemvVNNITiles) uint32 {
 	ncol := len(xsum)
 	return gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
 		var bad uint32
@@ -78,19 +96,19 @@ func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows in
 			pw, po := &w[r*ldw], &out[r*ncol+j]
 			switch {
 			case h == 4:
-				bad |= gemvI8VNNIr4c1(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r4c1(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case h == 2 && c == 4:
-				bad |= gemvI8VNNIr2c4(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r2c4(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case h == 2 && c == 2:
-				bad |= gemvI8VNNIr2c2(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r2c2(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case h == 2:
-				bad |= gemvI8VNNIr2c1(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r2c1(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case c == 4:
-				bad |= gemvI8VNNIr1c4(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r1c4(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case c == 2:
-				bad |= gemvI8VNNIr1c2(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r1c2(pw, ldw, px, ldx, ng, ps, po, ncol)
 			default:
-				bad |= gemvI8VNNIr1c1(pw, ldw, px, ldx, ng, ps, po, ncol)
+				bad |= tiles.r1c1(pw, ldw, px, ldx, ng, ps, po, ncol)
 			}
 			r += h
 		}

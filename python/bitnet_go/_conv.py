@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core import ops
-from ._core.arrays import MAX_ELEMENTS, Derived, as_float32, check_int, fits_int64, is_torch_tensor
+from ._core.arrays import MAX_ELEMENTS, Derived, as_float32, check_int, fits_int64, is_torch_tensor, weight_id
 from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
@@ -236,6 +236,7 @@ def conv2d_with_info(
     ran = ops.conv2d(
         a, w.packed, w.scales, w.qtype, w.block_size, w.shape, b, out,  # type: ignore[arg-type]
         (sh, sw), (pt, pl, pb, pr), (dh, dw), g, act_bits, algorithm, check_finite, w._addrs,
+        weight_id(w.packed) if w.qtype == "i2_s" else 0,  # type: ignore[arg-type]
     )  # fmt: skip
     return (out[0] if unbatched else out), ran
 

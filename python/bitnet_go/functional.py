@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike
 
 from ._conv import IntPair, _padding, _pair
 from ._core import descriptor, qops
-from ._core.arrays import Derived, as_float32, is_torch_tensor
+from ._core.arrays import Derived, as_float32, immutable, is_torch_tensor, weight_id
 from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
@@ -88,32 +88,14 @@ def _cached(t: QuantizedTensor, build: Any, kind: str = "codes", values: Any = N
     no number."""
 
     def derive() -> tuple[Q, np.ndarray]:
-        q = build()._replace(weight_id=qops.new_weight_id())
+        q = build()._replace(weight_id=weight_id(t.packed))
         v = q.codes if values is None else values()
         k = v.shape[-1] if v.ndim == 2 else int(np.prod(v.shape[1:]))
         return q, v.reshape(v.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)
 
-    if not _immutable(t.packed):
+    if not immutable(t.packed):
         return build(), None
     return _derived.get(t.packed, kind, derive)  # type: ignore[no-any-return]
-
-
-def _immutable(a: object) -> bool:
-    """Whether no writable array holds ``a``'s memory: ``a`` and every array it views read-only,
-    down to memory of its own or an immutable ``bytes``. A tensor's ``packed`` array made by the
-    library is; one that views a caller's writable array is not (its codes may change in place).
-
-    Example:
-        >>> w = np.zeros(4, np.int8)
-        >>> v = w[:2]; v.setflags(write=False)
-        >>> _immutable(v), _immutable(np.frombuffer(bytes(4), np.int8))
-        (False, True)
-    """
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        a = a.base
-    return a is None or isinstance(a, bytes)
 
 
 def _f32(v: object) -> np.ndarray:

@@ -97,6 +97,15 @@ func scratch[E any](n int) ([]E, *[]byte) {
 // gemvKernel is the shape of gemm.GemvKernels.I8 (GemvF32 adapted: no xsum).
 type gemvKernel[T elem, A accum] func(w []byte, ldw int, x []T, k, ldx int, xsum, out []A) bool
 
+// validOnly adapts a GemvKernels.I8Valid (no check: codes known valid) to
+// gemvKernel.
+func validOnly(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32)) gemvKernel[int8, int32] {
+	return func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+		i8(w, ldw, x, k, ldx, xsum, out)
+		return true
+	}
+}
+
 // gemvF32 adapts ks.GemvF32 to gemvKernel.
 func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 	return func(w []byte, ldw int, x []float32, k, ldx int, xsum, out []float32) bool {

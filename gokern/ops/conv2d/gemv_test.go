@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
@@ -133,4 +134,67 @@ func withCode3(w Weights, p int) Weights {
 	w.Packed = append([]byte(nil), w.Packed...)
 	w.Packed[p/128*32+p%32] |= 3 << (6 - 2*(p%128/32))
 	return w
+}
+
+// TestGEMVWeightIDs: an I2_S weight with an ID runs its first int8 GEMV
+// with the code-3 check and, found valid, the later ones without it
+// (gemm.CodesValid; on a family with unchecked kernels a code 3 slipped in
+// under the number then goes unseen), every call bit-exact with the
+// reference; a weight
+// with a code 3 is reported on every call and never marked valid; a TL1
+// weight's ID is not taken for its I2_S conversion's.
+func TestGEMVWeightIDs(t *testing.T) {
+	keepThreads(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const base = 1 << 40 // numbers no other test gives
+	for i, c := range []struct{ n, c, o, bs int }{{1, 256, 9, 0}, {2, 384, 13, 128}, {1, 200, 6, 0}, {3, 512, 33, 512}} {
+		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, i%2 == 0)
+		want8 := ref8(tc)
+		w := tc.w
+		w.ID = base + uint64(i)
+		for call := range 3 {
+			out := make([]float32, tc.d.OutLen)
+			info, err := Conv2DInfo(tc.d, tc.x, w, tc.bias, out, Options{ActBits: 8})
+			if err != nil || !strings.HasPrefix(info.Kernel, "gemv/") {
+				t.Fatalf("%v call %d: kernel %q, %v", tc, call, info.Kernel, err)
+			}
+			checkExact(t, fmt.Sprintf("%v call %d", tc, call), out, want8)
+			if !gemm.CodesValid(w.ID) {
+				t.Fatalf("%v call %d: the codes not recorded as valid", tc, call)
+			}
+		}
+		// the later calls ran unchecked: other codes under the number (which
+		// callers promise never to pass), with a code 3, go unreported
+		// (read as they are: K whole groups; padded layouts unpack them)
+		if c.c%128 == 0 && gemm.GemvOp.Get().Family == cpu.AVX512VNNI {
+			broken := withCode3(w, c.c/2)
+			if _, err := Conv2D(tc.d, tc.x, broken, tc.bias, make([]float32, tc.d.OutLen), Options{ActBits: 8}); err != nil {
+				t.Errorf("%v: a weight recorded as valid was checked: %v", tc, err)
+			}
+		}
+		bad := withCode3(tc.w, c.c/2)
+		bad.ID = base + 100 + uint64(i)
+		for call := range 2 {
+			_, err := Conv2D(tc.d, tc.x, bad, tc.bias, make([]float32, tc.d.OutLen), Options{ActBits: 8})
+			if want := fmt.Sprintf("code 3 at element %d", c.c/2); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v call %d: err %v, want %q", tc, call, err, want)
+			}
+			if gemm.CodesValid(bad.ID) {
+				t.Errorf("%v call %d: codes with a code 3 recorded as valid", tc, call)
+			}
+		}
+	}
+	tc := newCase(t, rng, pointwise(1, 256, 8, 1, 1), 0, false)
+	tl := tc.w
+	tl.QType, tl.ID = ternary.TL1, base+200
+	tl.Packed = make([]byte, mustLen(t, ternary.TL1, tc.d.WLen, tc.d.O))
+	if err := ternary.PackQ(ternary.TL1, tc.q, tc.d.O, tl.Packed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Conv2D(tc.d, tc.x, tl, nil, make([]float32, tc.d.OutLen), Options{ActBits: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if gemm.CodesValid(tl.ID) {
+		t.Error("a TL1 weight's ID recorded as valid I2_S codes")
+	}
 }

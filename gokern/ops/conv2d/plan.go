@@ -165,6 +165,9 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if err := d.checkBuffers(x, out, bias); err != nil {
 		return Info{}, err
 	}
+	if w.QType != ternary.I2S {
+		w.ID = 0 // it names the TL/TQ bytes, not the I2_S codes the kernels read
+	}
 	src := w
 	var err error
 	lut := wantLUT(d, opt, w.QType, ks.lut)
@@ -258,7 +261,15 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	}
 	if asGEMV {
 		if act8 {
-			return kernelName("gemv", ks.gemv.Family), gemv(d, gw, acts.q, acts, sc, out, ks.gemv.I8, nil, gemm.SumI8, (*scaler).fold1I32, (*scaler).foldRunI32)
+			kern, valid := ks.gemv.I8, gemm.CodesValid(w.ID)
+			if valid {
+				kern = validOnly(ks.gemv.I8Valid)
+			}
+			err := gemv(d, gw, acts.q, acts, sc, out, kern, nil, gemm.SumI8, (*scaler).fold1I32, (*scaler).foldRunI32)
+			if err == nil && !valid {
+				gemm.MarkCodesValid(w.ID) // every code read (an interrupted call panics in par.Run)
+			}
+			return kernelName("gemv", ks.gemv.Family), err
 		}
 		return kernelName("gemv", g.Base), gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32, (*scaler).foldRunF32)
 	}

@@ -17,6 +17,12 @@ type Weights struct {
 	BlockSize int
 	QType     ternary.QType // I2S, TL1, TL2, TQ2 or TQ1 (TL/TQ rows are the O output channels)
 	converted bool          // Packed converted to I2_S for this call (asI2S) and not kept: layouts not cached
+	// ID, where not 0, names an I2_S weight's codes for the life of the
+	// process (bng_conv2d_params' weight_id: the caller promises they never
+	// change and that no other codes are passed with it). Once a GEMV has
+	// read them all and found no code 3 (gemm.MarkCodesValid), later GEMVs
+	// skip the check (GemvKernels.I8Valid). Other formats' IDs are ignored.
+	ID uint64
 }
 
 // asI2S returns w with its codes in I2_S, the layout the kernels' panel

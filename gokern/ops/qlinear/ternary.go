@@ -17,6 +17,10 @@ type Ternary struct {
 	// ColSums, where not nil, are the sums of each row's K values (N
 	// values): callers that keep a weight pass them.
 	ColSums []int32
+	// ID, where not 0, names Packed for the life of the process (Weight.ID):
+	// once a call has read the codes whole and found no code 3, later calls
+	// run the GEMV without the check (gemm.CodesValid).
+	ID uint64
 }
 
 // Columns per linear_gemv call and rows per call (par.Stopped is checked
@@ -105,6 +109,7 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 	for m := range M {
 		xsum[m] = flipSum(xb[m*ldx:m*ldx+K], x.Data[m*K:m*K+K], flip)
 	}
+	valid := mk.CodesValid(w.ID)
 	chunks := par.ChunksWork(N, K*M)
 	bad := make([]bool, len(chunks)-1)
 	par.Run(chunks, func(ci, lo, hi int) {
@@ -120,7 +125,10 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 				}
 				nc := min(ternBlockCols, M-j0)
 				res := res[:(r1-r0)*nc]
-				if !gk.I8(w.Packed[r0*K/4:], K/4, xs[j0*ldx:], K, ldx, xsum[j0:j0+nc], res) {
+				wr, xr, xsr := w.Packed[r0*K/4:], xs[j0*ldx:], xsum[j0:j0+nc]
+				if valid {
+					gk.I8Valid(wr, K/4, xr, K, ldx, xsr, res)
+				} else if !gk.I8(wr, K/4, xr, K, ldx, xsr, res) {
 					bad[ci] = true
 					return
 				}
@@ -149,6 +157,9 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 			}
 			return info, err
 		}
+	}
+	if !valid {
+		mk.MarkCodesValid(w.ID) // every code read (an interrupted call panics in par.Run)
 	}
 	return info, nil
 }

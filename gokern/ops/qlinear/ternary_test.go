@@ -19,6 +19,7 @@ import (
 func TestLinearTernaryMatchesLinear(t *testing.T) {
 	defer par.SetMinWork(par.SetMinWork(1))
 	r := rand.New(rand.NewPCG(17, 3))
+	id := uint64(1 << 41) // numbers no other test gives
 	for _, gk := range mk.GemvFamilies() {
 		for _, k := range families(t) {
 			for c := range 48 {
@@ -83,19 +84,32 @@ func TestLinearTernaryMatchesLinear(t *testing.T) {
 					}
 					w.ColSums = cs
 				}
-				got := make([]byte, M*N)
-				info, err := linearTernary(k, gk, M, N, K, x, w, bias, o, got)
-				if err != nil {
-					t.Fatal(err)
+				if c%3 == 0 { // a number: the first call checks the codes, the second runs unchecked
+					id++
+					w.ID = id
 				}
-				if info.Kernel != fmt.Sprintf("linear_gemv/%s", gk.Family) {
-					t.Fatalf("kernel %q", info.Kernel)
+				calls := 1
+				if w.ID != 0 {
+					calls = 2
 				}
-				if !bytes.Equal(got, want) {
-					for i := range got {
-						if got[i] != want[i] {
-							t.Fatalf("gemv %s, quant %s, case %d (M=%d N=%d K=%d signed=%v zero=%d): out[%d,%d] = %d, Linear %d",
-								gk.Family, k.Family, c, M, N, K, signed, x.Zero, i/N, i%N, got[i], want[i])
+				for call := range calls {
+					got := make([]byte, M*N)
+					info, err := linearTernary(k, gk, M, N, K, x, w, bias, o, got)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if info.Kernel != fmt.Sprintf("linear_gemv/%s", gk.Family) {
+						t.Fatalf("kernel %q", info.Kernel)
+					}
+					if w.ID != 0 && !mk.CodesValid(w.ID) {
+						t.Fatalf("case %d: the codes not recorded as valid", c)
+					}
+					if !bytes.Equal(got, want) {
+						for i := range got {
+							if got[i] != want[i] {
+								t.Fatalf("gemv %s, quant %s, case %d call %d (M=%d N=%d K=%d signed=%v zero=%d): out[%d,%d] = %d, Linear %d",
+									gk.Family, k.Family, c, call, M, N, K, signed, x.Zero, i/N, i%N, got[i], want[i])
+							}
 						}
 					}
 				}
@@ -117,9 +131,11 @@ func TestLinearTernaryErrors(t *testing.T) {
 	packed[N*K/4-1] = 0x57 // a code 3 at the last element
 	out := make([]byte, M*N)
 	for _, cs := range [][]int32{nil, make([]int32, N)} {
-		_, err := LinearTernary(k, M, N, K, x, Ternary{Packed: packed, Scales: []float32{1}, ColSums: cs}, nil, o, out)
-		if err == nil {
-			t.Fatalf("code 3 (colsums %v): no error", cs)
+		for call := range 2 { // with a number: reported on every call, never recorded as valid
+			_, err := LinearTernary(k, M, N, K, x, Ternary{Packed: packed, Scales: []float32{1}, ColSums: cs, ID: 1<<42 + 1}, nil, o, out)
+			if err == nil || mk.CodesValid(1<<42+1) {
+				t.Fatalf("code 3 (colsums %v) call %d: error %v, recorded valid %v", cs, call, err, mk.CodesValid(1<<42+1))
+			}
 		}
 	}
 	good := bytes.Repeat([]byte{0x55}, N*K/4)

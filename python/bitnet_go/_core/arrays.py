@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections.abc import Callable, Hashable
@@ -181,3 +182,41 @@ class Derived:
             entry = self._by_id.get(i)
             if entry is not None and entry[0] is ref:  # not a newer array's entry at the same id
                 del self._by_id[i]
+
+
+def immutable(a: object) -> bool:
+    """Whether no writable array holds ``a``'s memory: ``a`` and every array it views read-only,
+    down to memory of its own or an immutable ``bytes``. A tensor's ``packed`` array made by the
+    library is; one that views a caller's writable array is not (its codes may change in place).
+
+    Example:
+        >>> w = np.zeros(4, np.int8)
+        >>> v = w[:2]; v.setflags(write=False)
+        >>> immutable(v), immutable(np.frombuffer(bytes(4), np.int8))
+        (False, True)
+    """
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None or isinstance(a, bytes)
+
+
+_weight_ids = itertools.count(1)
+_ids = Derived()
+
+
+def weight_id(a: np.ndarray) -> int:
+    """The number Go keeps what it derives from ``a``'s codes under (the ``weight_id`` of
+    ``bng_qops_params`` and ``bng_conv2d_params``): one per array for as long as it lives, never
+    given to another array in this process; 0 where ``a`` is not :func:`immutable` when first
+    asked (its codes may change in place: Go then compares or checks them on every call).
+
+    Example:
+        >>> a = np.frombuffer(bytes(8), np.uint8)
+        >>> weight_id(a) == weight_id(a) != weight_id(np.frombuffer(bytes(8), np.uint8)) > 0
+        True
+        >>> weight_id(np.zeros(8, np.uint8))
+        0
+    """
+    return _ids.get(a, "id", lambda: next(_weight_ids) if immutable(a) else 0)  # type: ignore[no-any-return]

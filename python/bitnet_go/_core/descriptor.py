@@ -25,6 +25,7 @@ TENSOR_V1: Final = 1
 QUANTIZE_V1: Final = 1
 QUANTIZE_V2: Final = 2
 CONV2D_V1: Final = 1
+CONV2D_V2: Final = 2
 OP_INFO_V1: Final = 1
 HISTOGRAM_V1: Final = 1
 QPARAMS_V1: Final = 1
@@ -141,7 +142,7 @@ class CalibrateParams(ctypes.Structure):
 
 
 class Conv2dParams(ctypes.Structure):
-    """``bng_conv2d_params``."""
+    """``bng_conv2d_params`` (V2; ``weight_id``: see :func:`bitnet_go._core.arrays.weight_id`)."""
 
     _fields_ = [
         ("version", _I32),
@@ -152,6 +153,7 @@ class Conv2dParams(ctypes.Structure):
         ("padding", _I64 * 4),
         ("dilation", _I64 * 2),
         ("groups", _I64),
+        ("weight_id", ctypes.c_uint64),
     ]
 
 

@@ -263,8 +263,9 @@ def _conv_params(
     algorithm: int,
     check_finite: int,
 ) -> descriptor.Conv2dParams:
-    """The conv2d parameter struct, built once per distinct geometry (Go only reads it)."""
-    p = descriptor.Conv2dParams(descriptor.CONV2D_V1, act_bits, algorithm, check_finite)
+    """The conv2d parameter struct, built once per distinct geometry (Go only reads it; no
+    weight_id: :func:`conv2d` copies it to set one)."""
+    p = descriptor.Conv2dParams(descriptor.CONV2D_V2, act_bits, algorithm, check_finite)
     p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
     return p
 
@@ -306,6 +307,7 @@ def conv2d(
     algorithm: str,
     check_finite: bool,
     weight_addrs: tuple[int, int] | None = None,
+    weight_id: int = 0,
 ) -> ConvInfo:
     """2-D convolution of float32 ``x`` (N, C, H, W) with a ternary weight into float32 ``out`` (N, O, Ho, Wo).
 
@@ -316,7 +318,9 @@ def conv2d(
     (top, left, bottom, right); ``act_bits`` None (float32 activations) or 8;
     ``algorithm`` a key of :data:`ALGORITHM_CODES`. ``weight_addrs``: the
     addresses of ``packed`` and ``scales`` if the caller keeps them (a
-    tensor's arrays never move; ``ndarray.ctypes`` costs microseconds a call).
+    tensor's arrays never move; ``ndarray.ctypes`` costs microseconds a call). ``weight_id``:
+    ``packed``'s number (:func:`bitnet_go._core.arrays.weight_id`; 0: none), under which Go
+    remembers that an i2_s weight's codes were checked.
     Go checks every shape, size and value; the output size must be the one
     the geometry implies.
 
@@ -332,6 +336,9 @@ def conv2d(
     """
     p = _conv_params(stride, padding, dilation, groups, 0 if act_bits is None else act_bits,
                      ALGORITHM_CODES[algorithm], 1 if check_finite else 0)  # fmt: skip
+    if weight_id:
+        p = descriptor.Conv2dParams.from_buffer_copy(p)
+        p.weight_id = weight_id
     if weight_addrs is None:
         wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size)
     else:

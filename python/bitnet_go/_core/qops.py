@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import ctypes
-import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -56,20 +55,8 @@ class Q(NamedTuple):
     """The descriptor of the above when the caller keeps one (a tensor's), else built per call."""
     weight_id: int = 0
     """A weight's number for Go's kept layouts (``bng_qops_params.weight_id``): non-zero only for
-    codes that never change and that no other codes ever share it with (see :func:`new_weight_id`)."""
-
-
-_weight_ids = itertools.count(1)
-
-
-def new_weight_id() -> int:
-    """A number never returned before in this process, for a weight whose codes never change.
-
-    Example:
-        >>> new_weight_id() != new_weight_id()
-        True
-    """
-    return next(_weight_ids)
+    codes that never change and that no other codes ever share it with (see
+    :func:`bitnet_go._core.arrays.weight_id`)."""
 
 
 _DTYPE = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32",
