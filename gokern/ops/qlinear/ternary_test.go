@@ -193,6 +193,15 @@ func BenchmarkLinearTernary(b *testing.B) {
 					}
 				}
 			})
+			wid := w // with a number, as bitnet_go.functional passes: checked once, then not
+			wid.ID = 1<<43 + uint64(N)
+			b.Run(fmt.Sprintf("ternary-id/%dx%d/M=%d", N, K, M), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := LinearTernary(k, M, N, K, x, wid, nil, o, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 			b.Run(fmt.Sprintf("int8/%dx%d/M=%d", N, K, M), func(b *testing.B) {
 				for b.Loop() {
 					if _, err := Linear(k, M, N, K, x, wq, nil, o, out); err != nil {
