@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike
 
 from ._conv import IntPair, _padding, _pair
 from ._core import descriptor, qops
-from ._core.arrays import Derived, as_float32, immutable, is_torch_tensor, weight_id
+from ._core.arrays import Derived, as_float32, immutable, is_torch_tensor, new_weight_id
 from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
@@ -88,7 +88,7 @@ def _cached(t: QuantizedTensor, build: Any, kind: str = "codes", values: Any = N
     no number."""
 
     def derive() -> tuple[Q, np.ndarray]:
-        q = build()._replace(weight_id=weight_id(t.packed))
+        q = build()._replace(weight_id=new_weight_id())  # its own: q.codes may be derived from packed
         v = q.codes if values is None else values()
         k = v.shape[-1] if v.ndim == 2 else int(np.prod(v.shape[1:]))
         return q, v.reshape(v.shape[0], k).sum(axis=1, dtype=np.int64).astype(np.int32)

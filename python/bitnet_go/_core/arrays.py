@@ -206,6 +206,17 @@ _weight_ids = itertools.count(1)
 _ids = Derived()
 
 
+def new_weight_id() -> int:
+    """A number never returned before in this process, for one array of codes that never changes
+    (see :func:`weight_id`; an operand derived once from such an array takes one of its own).
+
+    Example:
+        >>> new_weight_id() != new_weight_id()
+        True
+    """
+    return next(_weight_ids)
+
+
 def weight_id(a: np.ndarray) -> int:
     """The number Go keeps what it derives from ``a``'s codes under (the ``weight_id`` of
     ``bng_qops_params`` and ``bng_conv2d_params``): one per array for as long as it lives, never
@@ -219,4 +230,4 @@ def weight_id(a: np.ndarray) -> int:
         >>> weight_id(np.zeros(8, np.uint8))
         0
     """
-    return _ids.get(a, "id", lambda: next(_weight_ids) if immutable(a) else 0)  # type: ignore[no-any-return]
+    return _ids.get(a, "id", lambda: new_weight_id() if immutable(a) else 0)  # type: ignore[no-any-return]
