@@ -389,26 +389,35 @@ func dwDeinterleave(c *build.Context, name string, lanes int, vec func() reg.Vec
 	vzeroRet(c)
 }
 
-// transpose8Y returns the columns of the 8x8 float32 matrix whose rows are
-// r: pairs interleaved (VUNPCKLPS/VUNPCKHPS), then quads (VSHUFPS), then the
-// 128-bit halves (VPERM2F128).
-func transpose8Y(c *build.Context, r []reg.VecVirtual) []reg.VecVirtual {
-	t := make([]reg.VecVirtual, 8)
-	for k := 0; k < 8; k += 2 {
-		t[k], t[k+1] = c.YMM(), c.YMM()
+// laneQuads emits the first two rounds of both transposes, within each
+// 128-bit lane of the rows r (a multiple of 4, registers from newReg):
+// pairs interleaved (VUNPCKLPS/VUNPCKHPS), then quads (VSHUFPS). In
+// lane q, s[4j+m] holds column 4q+m of rows 4j..4j+3.
+func laneQuads(c *build.Context, r []reg.VecVirtual, newReg func() reg.VecVirtual) []reg.VecVirtual {
+	t := make([]reg.VecVirtual, len(r))
+	for k := 0; k < len(r); k += 2 {
+		t[k], t[k+1] = newReg(), newReg()
 		c.VUNPCKLPS(r[k+1], r[k], t[k])
 		c.VUNPCKHPS(r[k+1], r[k], t[k+1])
 	}
-	// s[4j+m] holds column m (low half) and m+4 (high half) of rows 4j..4j+3
-	s := make([]reg.VecVirtual, 8)
-	for j := 0; j < 8; j += 4 {
+	s := make([]reg.VecVirtual, len(r))
+	for j := 0; j < len(r); j += 4 {
 		for h := range 2 {
 			a, b := t[j+h], t[j+h+2]
-			s[j+2*h], s[j+2*h+1] = c.YMM(), c.YMM()
+			s[j+2*h], s[j+2*h+1] = newReg(), newReg()
 			c.VSHUFPS(operand.Imm(0x44), b, a, s[j+2*h])
 			c.VSHUFPS(operand.Imm(0xEE), b, a, s[j+2*h+1])
 		}
 	}
+	return s
+}
+
+// transpose8Y returns the columns of the 8x8 float32 matrix whose rows are
+// r: pairs interleaved (VUNPCKLPS/VUNPCKHPS), then quads (VSHUFPS), then the
+// 128-bit halves (VPERM2F128).
+func transpose8Y(c *build.Context, r []reg.VecVirtual) []reg.VecVirtual {
+	// s[4j+m] holds column m (low half) and m+4 (high half) of rows 4j..4j+3
+	s := laneQuads(c, r, c.YMM)
 	out := make([]reg.VecVirtual, 8)
 	for m := range 4 {
 		out[m], out[m+4] = c.YMM(), c.YMM()
@@ -423,22 +432,8 @@ func transpose8Y(c *build.Context, r []reg.VecVirtual) []reg.VecVirtual {
 // lanes, then a 4x4 transpose of the 128-bit lanes (two rounds of
 // VSHUFF32X4).
 func transpose16Z(c *build.Context, r []reg.VecVirtual) []reg.VecVirtual {
-	t := make([]reg.VecVirtual, 16)
-	for k := 0; k < 16; k += 2 {
-		t[k], t[k+1] = c.ZMM(), c.ZMM()
-		c.VUNPCKLPS(r[k+1], r[k], t[k])
-		c.VUNPCKHPS(r[k+1], r[k], t[k+1])
-	}
 	// s[4j+m] holds, in its 128-bit lane q, column 4q+m of rows 4j..4j+3
-	s := make([]reg.VecVirtual, 16)
-	for j := 0; j < 16; j += 4 {
-		for h := range 2 {
-			a, b := t[j+h], t[j+h+2]
-			s[j+2*h], s[j+2*h+1] = c.ZMM(), c.ZMM()
-			c.VSHUFPS(operand.Imm(0x44), b, a, s[j+2*h])
-			c.VSHUFPS(operand.Imm(0xEE), b, a, s[j+2*h+1])
-		}
-	}
+	s := laneQuads(c, r, c.ZMM)
 	out := make([]reg.VecVirtual, 16)
 	for m := range 4 {
 		u := make([]reg.VecVirtual, 4)

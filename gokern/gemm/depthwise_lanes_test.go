@@ -20,6 +20,23 @@ func sameBits(got, want []float32) (int, bool) {
 	return 0, true
 }
 
+// fillSpecial fills x with normal values and, one in 40 each, NaN, +-Inf
+// and +-0.
+func fillSpecial(rng *rand.Rand, x []float32) {
+	for i := range x {
+		switch rng.IntN(40) {
+		case 0:
+			x[i] = float32(math.NaN())
+		case 1:
+			x[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+		case 2:
+			x[i] = float32(math.Copysign(0, float64(1-2*rng.IntN(2))))
+		default:
+			x[i] = float32(rng.NormFloat64())
+		}
+	}
+}
+
 // TestDepthwiseLanes compares every conv_dw family's lanes kernels with the
 // generic loops of the same width: LanesF32 to the bit in every mode (NaN,
 // ±Inf and ±0 in x; strides 1 to 3; 1 to 25 taps at random offsets; runs
@@ -56,18 +73,7 @@ func TestDepthwiseLanes(t *testing.T) {
 						}
 						xrow := (n-1)*stride*L + L + rng.IntN(3)*L
 						x := make([]float32, maxOff+(rows-1)*xrow+(n-1)*stride*L+L+rng.IntN(5))
-						for i := range x {
-							switch rng.IntN(40) {
-							case 0:
-								x[i] = float32(math.NaN())
-							case 1:
-								x[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
-							case 2:
-								x[i] = float32(math.Copysign(0, float64(1-2*rng.IntN(2))))
-							default:
-								x[i] = float32(rng.NormFloat64())
-							}
-						}
+						fillSpecial(rng, x)
 						want := make([]float32, rows*n*L+3)
 						got := make([]float32, len(want))
 						for i := range want {
@@ -186,18 +192,7 @@ func TestDepthwiseLanesRows(t *testing.T) {
 					khStep := (n+kw-1)*L + rng.IntN(3)*L
 					xrow := khStep * (1 + rng.IntN(2))
 					x := make([]float32, (kh-1)*khStep+(kw-1)*L+(rows-1)*xrow+n*L+rng.IntN(4))
-					for i := range x {
-						switch rng.IntN(40) {
-						case 0:
-							x[i] = float32(math.NaN())
-						case 1:
-							x[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
-						case 2:
-							x[i] = float32(math.Copysign(0, float64(1-2*rng.IntN(2))))
-						default:
-							x[i] = float32(rng.NormFloat64())
-						}
-					}
+					fillSpecial(rng, x)
 					w := make([]float32, kh*kw*L)
 					for i := range w {
 						w[i] = float32(rng.IntN(3) - 1)

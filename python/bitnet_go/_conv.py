@@ -236,7 +236,7 @@ def conv2d_with_info(
     ran = ops.conv2d(
         a, w.packed, w.scales, w.qtype, w.block_size, w.shape, b, out,  # type: ignore[arg-type]
         (sh, sw), (pt, pl, pb, pr), (dh, dw), g, act_bits, algorithm, check_finite, w._addrs,
-        weight_id(w.packed) if w.qtype == "i2_s" else 0,  # type: ignore[arg-type]
+        weight_id(w.packed),  # type: ignore[arg-type]  # Go uses it for i2_s codes only
     )  # fmt: skip
     return (out[0] if unbatched else out), ran
 

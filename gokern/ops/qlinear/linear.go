@@ -280,34 +280,27 @@ func zeroPointsInto(dst []int32, w Weight, N int) []int32 {
 // Linear computes out (M x N codes, row-major) = the quantized x·wᵀ + bias
 // (bias: nil or N floats) as fbgemm does (package comment). M may be 0.
 func Linear(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, o Output, out []byte) (Info, error) {
-	if err := checkParams(x, w, &o, N); err != nil {
-		return Info{}, err
-	}
-	call, ch := getCall()
-	defer calls.Put(ch)
-	g, za, cs, h := product(k, M, N, K, x, w, !w.Transposed)
-	call.zw = zeroPointsInto(call.zw, w, N)
-	g.R = requantInto(&call.r, N, K, za, call.zw, cs, x.Scale, w.Scales, bias, &o)
-	g.Out, g.rs, g.cs = out, N, 1
-	g.run(k)
-	if h != nil {
-		scratch.Put(h)
-	}
-	return Info{Kernel: kernelName(g.path(), k)}, nil
+	return linear(k, M, N, K, x, w, bias, &o, out, nil)
 }
 
 // LinearFloat is Linear with float32 outputs: float32(raw)*float32(sa*sw(n))
 // + bias(n) (fbgemm's ReQuantizeForFloat), the dynamic linear's epilogue.
 func LinearFloat(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, out []float32) (Info, error) {
-	if err := checkParams(x, w, nil, N); err != nil {
+	return linear(k, M, N, K, x, w, bias, nil, nil, out)
+}
+
+// linear is Linear (o not nil: codes into out) and LinearFloat (o nil:
+// float32 into outF), its epilogue in a kept callMem.
+func linear(k *Kernels, M, N, K int, x Act, w Weight, bias []float32, o *Output, out []byte, outF []float32) (Info, error) {
+	if err := checkParams(x, w, o, N); err != nil {
 		return Info{}, err
 	}
 	call, ch := getCall()
 	defer calls.Put(ch)
 	g, za, cs, h := product(k, M, N, K, x, w, !w.Transposed)
 	call.zw = zeroPointsInto(call.zw, w, N)
-	g.R = requantInto(&call.r, N, K, za, call.zw, cs, x.Scale, w.Scales, bias, nil)
-	g.OutF, g.rs, g.cs = out, N, 1
+	g.R = requantInto(&call.r, N, K, za, call.zw, cs, x.Scale, w.Scales, bias, o)
+	g.Out, g.OutF, g.rs, g.cs = out, outF, N, 1
 	g.run(k)
 	if h != nil {
 		scratch.Put(h)

@@ -253,7 +253,7 @@ def dequantize(
     lib.call("bng_dequantize", _byref(src), _byref(_host(out, "float32", shape=shape)))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _conv_params(
     stride: tuple[int, int],
     padding: tuple[int, int, int, int],
@@ -262,11 +262,13 @@ def _conv_params(
     act_bits: int,
     algorithm: int,
     check_finite: int,
+    weight_id: int = 0,
 ) -> descriptor.Conv2dParams:
-    """The conv2d parameter struct, built once per distinct geometry (Go only reads it; no
-    weight_id: :func:`conv2d` copies it to set one)."""
+    """The conv2d parameter struct, built once per distinct geometry and weight number (a
+    model's layers: one each; Go only reads it)."""
     p = descriptor.Conv2dParams(descriptor.CONV2D_V2, act_bits, algorithm, check_finite)
     p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
+    p.weight_id = weight_id
     return p
 
 
@@ -335,10 +337,7 @@ def conv2d(
         array([[[[9.]]]], dtype=float32)
     """
     p = _conv_params(stride, padding, dilation, groups, 0 if act_bits is None else act_bits,
-                     ALGORITHM_CODES[algorithm], 1 if check_finite else 0)  # fmt: skip
-    if weight_id:
-        p = descriptor.Conv2dParams.from_buffer_copy(p)
-        p.weight_id = weight_id
+                     ALGORITHM_CODES[algorithm], 1 if check_finite else 0, weight_id)  # fmt: skip
     if weight_addrs is None:
         wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size)
     else:
