@@ -55,7 +55,94 @@ var gemvAVX512 = func(c *build.Context) {
 		for _, t := range gemvVNNITiles {
 			gemvI8VNNI(c, t[0], t[1], check)
 		}
+		gemvI8VNNIShifted(c, 4, 4, check)
 	}
+}
+
+// halves16 returns a ZMM holding lo in each 16-bit lane of its low 256
+// bits and hi in each of its high 256 bits.
+func halves16(c *build.Context, lo, hi uint16) reg.VecVirtual {
+	return halves(c, uint32(lo)*0x10001, uint32(hi)*0x10001)
+}
+
+// gemvI8VNNIShifted emits gemvI8VNNIs<rows>c<cols>: what gemvI8VNNI's tile
+// of the same size computes (same arguments, same results), with one
+// accumulator per output instead of two. Each code is shifted down to bits
+// 0-1 in the loop (VPSRLVW by 6/4 and 2/0 per half, then VPANDD 0x03; the
+// bits a 16-bit shift carries in from the next byte are masked off), so
+// that the two VPDPBUSD of a row and column add into the same lanes. Two
+// more vector operations per row and group than gemvI8VNNI's, for half its
+// accumulators: room for a 4-row, 4-column tile (16 accumulators), whose
+// end (one horizontal sum per output, no VPSRAVD) costs a quarter as much
+// per output as the 2x4 tile's. |lane| <= 2*127*128*4 per group stays
+// below 2^31 for up to 16384 groups.
+func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
+	name := fmt.Sprintf("gemvI8VNNIs%dc%d", rows, cols)
+	ret := "nonzero return: a code 3."
+	if !check {
+		name += "v"
+		ret = "the codes must be valid (no code 3: not checked); returns 0."
+	}
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
+		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; %s", name, rows, cols, ret))
+	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
+	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
+	m := halves(c, 0x0C0C0C0C, 0x03030303)
+	acc := zeroZ(c, rows*cols) // acc[r*cols+j]
+	var three reg.VecVirtual
+	if check {
+		three = c.YMM()
+		c.VPXORD(three, three, three)
+	}
+	rowMem := func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] }
+	colMem := func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] }
+
+	repeat(c, name+"loop", n, func() {
+		var a, b [4]reg.VecVirtual
+		for r := range rows {
+			pf := rowMem(r)
+			pf.Disp = gemvPrefetch
+			c.PREFETCHT0(pf)
+			g := c.ZMM()
+			c.VBROADCASTI64X4(rowMem(r), g)
+			if check {
+				d := c.YMM()
+				c.VPADDB(g.AsY(), g.AsY(), d)
+				c.VPTERNLOGD(operand.Imm(0xF8), d, g.AsY(), three) // three |= g & 2g
+			}
+			a[r], b[r] = c.ZMM(), c.ZMM()
+			c.VPSRLW(operand.Imm(4), g, a[r])
+			c.VPANDD(m, a[r], a[r])
+			c.VPANDD(m, g, b[r])
+		}
+		for j := range cols {
+			z0, z1 := c.ZMM(), c.ZMM()
+			c.VMOVDQU8(colMem(j, 0), z0)
+			c.VMOVDQU8(colMem(j, 64), z1)
+			for r := range rows {
+				c.VPDPBUSD(z0, a[r], acc[r*cols+j])
+				c.VPDPBUSD(z1, b[r], acc[r*cols+j])
+			}
+		}
+		c.ADDQ(operand.Imm(32), pw)
+		c.ADDQ(operand.U32(groupValues), px)
+	})
+	s := halves(c, 2, 0)
+	for _, z := range acc {
+		c.VPSRAVD(s, z, z)
+	}
+	gemvStore(c, acc, rows, cols)
+	r := c.GP32()
+	if check {
+		mask := c.YMM()
+		c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
+		k := c.K()
+		c.VPTESTMD(mask, three, k)
+		c.KMOVW(k, r)
+	} else {
+		c.XORL(r, r)
+	}
+	vzeroReturn(c, r)
 }
 
 // halves returns a ZMM holding lo in each 32-bit lane of its low 256 bits
@@ -142,6 +229,23 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 		c.VPADDD(p[1], p[0], p[0])
 		sums[i] = p[0]
 	}
+	gemvStore(c, sums, rows, cols)
+	r := c.GP32()
+	if check {
+		mask := c.YMM()
+		c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
+		k := c.K()
+		c.VPTESTMD(mask, three, k)
+		c.KMOVW(k, r)
+	} else {
+		c.XORL(r, r)
+	}
+	vzeroReturn(c, r)
+}
+
+// gemvStore writes the tile's outputs: out[r*ldo+j] = the sum of the 16
+// lanes of sums[r*cols+j] - xsum[j].
+func gemvStore(c *build.Context, sums []reg.VecVirtual, rows, cols int) {
 	po, ldo := loadArg(c, "out"), loadArg(c, "ldo")
 	c.SHLQ(operand.Imm(2), ldo)
 	ldo3 := times3(c, ldo)
@@ -178,17 +282,6 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 			c.VMOVD(t, outMem(i+l))
 		}
 	}
-	r := c.GP32()
-	if check {
-		mask := c.YMM()
-		c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
-		k := c.K()
-		c.VPTESTMD(mask, three, k)
-		c.KMOVW(k, r)
-	} else {
-		c.XORL(r, r)
-	}
-	vzeroReturn(c, r)
 }
 
 // hsum4 returns an XMM whose lane l is the sum of the 16 int32 lanes of

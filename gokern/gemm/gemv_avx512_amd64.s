@@ -766,6 +766,207 @@ gemvI8VNNIr1c4loop:
 	MOVL            AX, ret+64(FP)
 	RET
 
+// func gemvI8VNNIs4c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIs4c4(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), R8
+	MOVL         $0x0c0c0c0c, R9
+	VPBROADCASTD R9, Z0
+	MOVL         $0x03030303, R9
+	VPBROADCASTD R9, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Y18, Y18, Y18
+
+gemvI8VNNIs4c4loop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z1
+	VPADDB          Y1, Y1, Y19
+	VPTERNLOGD      $0xf8, Y19, Y1, Y18
+	VPSRLW          $0x04, Z1, Z19
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z1, Z1
+	PREFETCHT0      2048(AX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z20
+	VPADDB          Y20, Y20, Y21
+	VPTERNLOGD      $0xf8, Y21, Y20, Y18
+	VPSRLW          $0x04, Z20, Z21
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT0      2048(AX)(CX*2)
+	VBROADCASTI64X4 (AX)(CX*2), Z22
+	VPADDB          Y22, Y22, Y23
+	VPTERNLOGD      $0xf8, Y23, Y22, Y18
+	VPSRLW          $0x04, Z22, Z23
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT0      2048(AX)(DI*1)
+	VBROADCASTI64X4 (AX)(DI*1), Z24
+	VPADDB          Y24, Y24, Y25
+	VPTERNLOGD      $0xf8, Y25, Y24, Y18
+	VPSRLW          $0x04, Z24, Z25
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU8        (DX), Z26
+	VMOVDQU8        64(DX), Z27
+	VPDPBUSD        Z26, Z19, Z2
+	VPDPBUSD        Z27, Z1, Z2
+	VPDPBUSD        Z26, Z21, Z6
+	VPDPBUSD        Z27, Z20, Z6
+	VPDPBUSD        Z26, Z23, Z10
+	VPDPBUSD        Z27, Z22, Z10
+	VPDPBUSD        Z26, Z25, Z14
+	VPDPBUSD        Z27, Z24, Z14
+	VMOVDQU8        (DX)(BX*1), Z26
+	VMOVDQU8        64(DX)(BX*1), Z27
+	VPDPBUSD        Z26, Z19, Z3
+	VPDPBUSD        Z27, Z1, Z3
+	VPDPBUSD        Z26, Z21, Z7
+	VPDPBUSD        Z27, Z20, Z7
+	VPDPBUSD        Z26, Z23, Z11
+	VPDPBUSD        Z27, Z22, Z11
+	VPDPBUSD        Z26, Z25, Z15
+	VPDPBUSD        Z27, Z24, Z15
+	VMOVDQU8        (DX)(BX*2), Z26
+	VMOVDQU8        64(DX)(BX*2), Z27
+	VPDPBUSD        Z26, Z19, Z4
+	VPDPBUSD        Z27, Z1, Z4
+	VPDPBUSD        Z26, Z21, Z8
+	VPDPBUSD        Z27, Z20, Z8
+	VPDPBUSD        Z26, Z23, Z12
+	VPDPBUSD        Z27, Z22, Z12
+	VPDPBUSD        Z26, Z25, Z16
+	VPDPBUSD        Z27, Z24, Z16
+	VMOVDQU8        (DX)(R8*1), Z26
+	VMOVDQU8        64(DX)(R8*1), Z27
+	VPDPBUSD        Z26, Z19, Z5
+	VPDPBUSD        Z27, Z1, Z5
+	VPDPBUSD        Z26, Z21, Z9
+	VPDPBUSD        Z27, Z20, Z9
+	VPDPBUSD        Z26, Z23, Z13
+	VPDPBUSD        Z27, Z22, Z13
+	VPDPBUSD        Z26, Z25, Z17
+	VPDPBUSD        Z27, Z24, Z17
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIs4c4loop
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z0, Z3, Z3
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z0, Z5, Z5
+	VPSRAVD         Z0, Z6, Z6
+	VPSRAVD         Z0, Z7, Z7
+	VPSRAVD         Z0, Z8, Z8
+	VPSRAVD         Z0, Z9, Z9
+	VPSRAVD         Z0, Z10, Z10
+	VPSRAVD         Z0, Z11, Z11
+	VPSRAVD         Z0, Z12, Z12
+	VPSRAVD         Z0, Z13, Z13
+	VPSRAVD         Z0, Z14, Z14
+	VPSRAVD         Z0, Z15, Z15
+	VPSRAVD         Z0, Z16, Z16
+	VPSRAVD         Z0, Z17, Z17
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), DX
+	MOVQ            xsum+40(FP), BX
+	VMOVDQU32       (BX), X0
+	VPUNPCKLDQ      Z3, Z2, Z1
+	VPUNPCKHDQ      Z3, Z2, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z5, Z4, Z2
+	VPUNPCKHDQ      Z5, Z4, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)
+	VPUNPCKLDQ      Z7, Z6, Z1
+	VPUNPCKHDQ      Z7, Z6, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z9, Z8, Z2
+	VPUNPCKHDQ      Z9, Z8, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(CX*1)
+	VPUNPCKLDQ      Z11, Z10, Z1
+	VPUNPCKHDQ      Z11, Z10, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z13, Z12, Z2
+	VPUNPCKHDQ      Z13, Z12, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(CX*2)
+	VPUNPCKLDQ      Z15, Z14, Z1
+	VPUNPCKHDQ      Z15, Z14, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z17, Z16, Z2
+	VPUNPCKHDQ      Z17, Z16, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(DX*1)
+	MOVL            $0xaaaaaaaa, AX
+	VPBROADCASTD    AX, Y0
+	VPTESTMD        Y0, Y18, K1
+	KMOVW           K1, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
 // func gemvI8VNNIr4c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr4c1v(SB), NOSPLIT, $0-68
@@ -1469,6 +1670,195 @@ gemvI8VNNIr1c4vloop:
 	VPADDD          X2, X1, X2
 	VPSUBD          X0, X2, X2
 	VMOVDQU32       X2, (AX)
+	XORL            AX, AX
+	VZEROUPPER
+	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIs4c4v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIs4c4v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), R8
+	MOVL         $0x0c0c0c0c, R9
+	VPBROADCASTD R9, Z0
+	MOVL         $0x03030303, R9
+	VPBROADCASTD R9, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+
+gemvI8VNNIs4c4vloop:
+	PREFETCHT0      2048(AX)
+	VBROADCASTI64X4 (AX), Z1
+	VPSRLW          $0x04, Z1, Z18
+	VPANDD          Z0, Z18, Z18
+	VPANDD          Z0, Z1, Z1
+	PREFETCHT0      2048(AX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z20, Z20
+	VPANDD          Z0, Z19, Z19
+	PREFETCHT0      2048(AX)(CX*2)
+	VBROADCASTI64X4 (AX)(CX*2), Z21
+	VPSRLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z22, Z22
+	VPANDD          Z0, Z21, Z21
+	PREFETCHT0      2048(AX)(DI*1)
+	VBROADCASTI64X4 (AX)(DI*1), Z23
+	VPSRLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z24, Z24
+	VPANDD          Z0, Z23, Z23
+	VMOVDQU8        (DX), Z25
+	VMOVDQU8        64(DX), Z26
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z26, Z1, Z2
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z26, Z19, Z6
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z26, Z21, Z10
+	VPDPBUSD        Z25, Z24, Z14
+	VPDPBUSD        Z26, Z23, Z14
+	VMOVDQU8        (DX)(BX*1), Z25
+	VMOVDQU8        64(DX)(BX*1), Z26
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z26, Z1, Z3
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z26, Z19, Z7
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z26, Z21, Z11
+	VPDPBUSD        Z25, Z24, Z15
+	VPDPBUSD        Z26, Z23, Z15
+	VMOVDQU8        (DX)(BX*2), Z25
+	VMOVDQU8        64(DX)(BX*2), Z26
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z26, Z1, Z4
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z26, Z19, Z8
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z26, Z21, Z12
+	VPDPBUSD        Z25, Z24, Z16
+	VPDPBUSD        Z26, Z23, Z16
+	VMOVDQU8        (DX)(R8*1), Z25
+	VMOVDQU8        64(DX)(R8*1), Z26
+	VPDPBUSD        Z25, Z18, Z5
+	VPDPBUSD        Z26, Z1, Z5
+	VPDPBUSD        Z25, Z20, Z9
+	VPDPBUSD        Z26, Z19, Z9
+	VPDPBUSD        Z25, Z22, Z13
+	VPDPBUSD        Z26, Z21, Z13
+	VPDPBUSD        Z25, Z24, Z17
+	VPDPBUSD        Z26, Z23, Z17
+	ADDQ            $0x20, AX
+	ADDQ            $0x00000080, DX
+	DECQ            SI
+	JNZ             gemvI8VNNIs4c4vloop
+	MOVL            $0x00000002, AX
+	VPBROADCASTD    AX, Z0
+	MOVL            $0x00000000, AX
+	VPBROADCASTD    AX, Y1
+	VINSERTI64X4    $0x01, Y1, Z0, Z0
+	VPSRAVD         Z0, Z2, Z2
+	VPSRAVD         Z0, Z3, Z3
+	VPSRAVD         Z0, Z4, Z4
+	VPSRAVD         Z0, Z5, Z5
+	VPSRAVD         Z0, Z6, Z6
+	VPSRAVD         Z0, Z7, Z7
+	VPSRAVD         Z0, Z8, Z8
+	VPSRAVD         Z0, Z9, Z9
+	VPSRAVD         Z0, Z10, Z10
+	VPSRAVD         Z0, Z11, Z11
+	VPSRAVD         Z0, Z12, Z12
+	VPSRAVD         Z0, Z13, Z13
+	VPSRAVD         Z0, Z14, Z14
+	VPSRAVD         Z0, Z15, Z15
+	VPSRAVD         Z0, Z16, Z16
+	VPSRAVD         Z0, Z17, Z17
+	MOVQ            out+48(FP), AX
+	MOVQ            ldo+56(FP), CX
+	SHLQ            $0x02, CX
+	LEAQ            (CX)(CX*2), DX
+	MOVQ            xsum+40(FP), BX
+	VMOVDQU32       (BX), X0
+	VPUNPCKLDQ      Z3, Z2, Z1
+	VPUNPCKHDQ      Z3, Z2, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z5, Z4, Z2
+	VPUNPCKHDQ      Z5, Z4, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)
+	VPUNPCKLDQ      Z7, Z6, Z1
+	VPUNPCKHDQ      Z7, Z6, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z9, Z8, Z2
+	VPUNPCKHDQ      Z9, Z8, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(CX*1)
+	VPUNPCKLDQ      Z11, Z10, Z1
+	VPUNPCKHDQ      Z11, Z10, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z13, Z12, Z2
+	VPUNPCKHDQ      Z13, Z12, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(CX*2)
+	VPUNPCKLDQ      Z15, Z14, Z1
+	VPUNPCKHDQ      Z15, Z14, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLDQ      Z17, Z16, Z2
+	VPUNPCKHDQ      Z17, Z16, Z3
+	VPADDD          Z3, Z2, Z2
+	VPUNPCKLQDQ     Z2, Z1, Z3
+	VPUNPCKHQDQ     Z2, Z1, Z1
+	VPADDD          Z1, Z3, Z3
+	VEXTRACTI64X4   $0x01, Z3, Y1
+	VPADDD          Y1, Y3, Y1
+	VEXTRACTI32X4   $0x01, Y1, X2
+	VPADDD          X2, X1, X2
+	VPSUBD          X0, X2, X2
+	VMOVDQU32       X2, (AX)(DX*1)
 	XORL            AX, AX
 	VZEROUPPER
 	MOVL            AX, ret+64(FP)

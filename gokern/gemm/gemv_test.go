@@ -112,7 +112,7 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 	}
 	for _, w := range []int8{1, -1} {
 		for _, a := range []int8{-128, 127} {
-			c := newGemvCase(t, 300*GroupValues, 5, 3, 0, 0,
+			c := newGemvCase(t, 300*GroupValues, 7, 4, 0, 0, // 4x4, 2x4 and 1x4 tiles
 				func(int, int) int8 { return w }, func(int, int) int8 { return a })
 			for _, g := range GemvFamilies() {
 				c.check(t, string(g.Family), g.I8)
@@ -194,5 +194,52 @@ func TestCodesValid(t *testing.T) {
 	MarkCodesValid(maxValidIDs + 1)
 	if CodesValid(1) || !CodesValid(maxValidIDs+1) {
 		t.Errorf("past %d numbers: the set did not start over with the new one", maxValidIDs)
+	}
+}
+
+// TestSumI8: SumI8 against the byte loop on lengths around its 8-byte
+// steps and its 128-step blocks, at every offset of the slice, on random
+// bytes and on all -128 and all 127 (the lanes' largest sums).
+func TestSumI8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 1))
+	for _, tc := range []struct {
+		name string
+		fill func(int) int8
+	}{
+		{"random", func(int) int8 { return int8(rng.IntN(256) - 128) }},
+		{"all -128", func(int) int8 { return -128 }},
+		{"all 127", func(int) int8 { return 127 }},
+	} {
+		buf := make([]int8, 5000)
+		for i := range buf {
+			buf[i] = tc.fill(i)
+		}
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 1023, 1024, 1025, 2047, 2048, 2056, 4096, 4991} {
+			for off := range 8 {
+				x := buf[off : off+n]
+				if got, want := SumI8(x), sumI8Scalar(x); got != want {
+					t.Errorf("%s: n %d offset %d: SumI8 = %d, want %d", tc.name, n, off, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSumI8 times SumI8 and the byte loop on one 4096-value column.
+func BenchmarkSumI8(b *testing.B) {
+	x := make([]int8, 4096)
+	for i := range x {
+		x[i] = int8(i*7 - 3)
+	}
+	for _, f := range []struct {
+		name string
+		fn   func([]int8) int32
+	}{{"swar", SumI8}, {"bytes", sumI8Scalar}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(x)))
+			for b.Loop() {
+				f.fn(x)
+			}
+		})
 	}
 }

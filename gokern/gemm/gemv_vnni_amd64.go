@@ -10,7 +10,8 @@ import (
 // The avx512vnni family's int8 GEMV (op "linear_gemv"): the kernels of
 // _gen/gemv_avx512.go (gemv_avx512_amd64.s), VPDPBUSD on ZMM over I2_S
 // rows as they are, tiles of up to 4 rows x 1 column or 2 rows x 4
-// columns.
+// columns, and 4 rows x 4 columns with one accumulator per output
+// (gemvI8VNNIs4c4: the codes shifted down in the loop).
 var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI,
 	I8: func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
 		return gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIChecked)
@@ -21,14 +22,14 @@ var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI,
 
 // gemvVNNITiles are one variant's tile kernels, named by rows x columns.
 type gemvVNNITiles struct {
-	r4c1, r2c1, r1c1, r2c2, r1c2, r2c4, r1c4 func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+	s4c4, r4c1, r2c1, r1c1, r2c2, r1c2, r2c4, r1c4 func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 }
 
 // gemvVNNIChecked check the codes (a code 3: a non-zero return);
 // gemvVNNIValid do not (codes known valid).
 var (
-	gemvVNNIChecked = gemvVNNITiles{gemvI8VNNIr4c1, gemvI8VNNIr2c1, gemvI8VNNIr1c1, gemvI8VNNIr2c2, gemvI8VNNIr1c2, gemvI8VNNIr2c4, gemvI8VNNIr1c4}
-	gemvVNNIValid   = gemvVNNITiles{gemvI8VNNIr4c1v, gemvI8VNNIr2c1v, gemvI8VNNIr1c1v, gemvI8VNNIr2c2v, gemvI8VNNIr1c2v, gemvI8VNNIr2c4v, gemvI8VNNIr1c4v}
+	gemvVNNIChecked = gemvVNNITiles{gemvI8VNNIs4c4, gemvI8VNNIr4c1, gemvI8VNNIr2c1, gemvI8VNNIr1c1, gemvI8VNNIr2c2, gemvI8VNNIr1c2, gemvI8VNNIr2c4, gemvI8VNNIr1c4}
+	gemvVNNIValid   = gemvVNNITiles{gemvI8VNNIs4c4v, gemvI8VNNIr4c1v, gemvI8VNNIr2c1v, gemvI8VNNIr1c1v, gemvI8VNNIr2c2v, gemvI8VNNIr1c2v, gemvI8VNNIr2c4v, gemvI8VNNIr1c4v}
 )
 
 // gemvVNNIMaxGroups is the most groups one kernel call sums: its scaled
@@ -81,16 +82,16 @@ func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int3
 
 // gemvVNNIRun covers rows x ncol outputs (out[r*ncol+j], ncol = len(xsum))
 // with the widest tiles that fit over ng <= gemvVNNIMaxGroups groups, a
-// block of columns (4, 2 or 1) at a time, its rows in tiles of 4 (one
-// column) or 2 (the block's activations stay in L1 while the rows stream
-// by); it ORs the code-3 flags of tiles.
+// block of columns (4, 2 or 1) at a time, its rows in tiles of 4 (one or
+// four columns) or 2 (the block's activations stay in L1 while the rows
+// stream by); it ORs the code-3 flags of tiles.
 func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows int, out []int32, tiles *gemvVNNITiles) uint32 {
 	ncol := len(xsum)
 	return gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
 		var bad uint32
-		tallest := 2
-		if c == 1 {
-			tallest = 4
+		tallest := 4
+		if c == 2 {
+			tallest = 2
 		}
 		px, ps := &x[j*ldx], &xsum[j]
 		for r := 0; r < rows; {
@@ -100,6 +101,8 @@ func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows in
 			}
 			pw, po := &w[r*ldw], &out[r*ncol+j]
 			switch {
+			case h == 4 && c == 4:
+				bad |= tiles.s4c4(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case h == 4:
 				bad |= tiles.r4c1(pw, ldw, px, ldx, ng, ps, po, ncol)
 			case h == 2 && c == 4:

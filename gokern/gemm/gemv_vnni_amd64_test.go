@@ -26,7 +26,7 @@ func TestGemvVNNIChunks(t *testing.T) {
 		tiles *gemvVNNITiles
 	}{{"vnni chunked", &gemvVNNIChecked}, {"vnni chunked unchecked", &gemvVNNIValid}} {
 		for _, chunk := range []int{1, 2, 3} {
-			for _, tc := range []struct{ ng, rows, cols int }{{1, 5, 1}, {2, 4, 3}, {5, 3, 4}, {7, 6, 1}, {6, 2, 9}} {
+			for _, tc := range []struct{ ng, rows, cols int }{{1, 5, 1}, {2, 4, 3}, {5, 3, 4}, {7, 6, 1}, {6, 2, 9}, {3, 9, 5}, {4, 4, 8}} {
 				c := newGemvCase(t, tc.ng*GroupValues, tc.rows, tc.cols, 0, 1, randVal, randAct)
 				c.check(t, v.name, func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
 					return gemvI8VNNIChunked(w, ldw, x, k, ldx, xsum, out, chunk, v.tiles)

@@ -186,7 +186,7 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		var col []A
 		if runs && cols > 1 {
 			var ch *[]byte
-			col, ch = scratch[A](hi - lo)
+			col, ch = scratch[A](gemvRows * gemvBlockCols)
 			defer gemvScratch.Put(ch)
 		}
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
@@ -208,23 +208,23 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 						}
 						return
 					}
-				}
-				if runs {
-					for jj := range nc {
-						n := j0 + jj
-						var a float32
-						if acts != nil {
-							a = acts.a[n]
-						}
-						src := res[:hi-lo]
+					if runs { // fold the call's rows while they are in L1
+						src, m := res[(r0-lo)*nc:(r1-lo)*nc], r1-r0
 						if nc > 1 {
-							for i := range col {
-								col[i] = res[i*nc+jj]
-							}
+							transposeTo(col, src, m, nc)
 							src = col
 						}
-						foldRun(sc, out[n*d.O+lo:n*d.O+hi], src, lo, b, a)
+						for jj := range nc {
+							n := j0 + jj
+							var a float32
+							if acts != nil {
+								a = acts.a[n]
+							}
+							foldRun(sc, out[n*d.O+r0:n*d.O+r1], src[jj*m:][:m], r0, b, a)
+						}
 					}
+				}
+				if runs {
 					continue
 				}
 				for o := lo; o < hi; o++ {
@@ -249,4 +249,17 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		}
 	}
 	return nil
+}
+
+// transposeTo writes the rows x nc matrix m (row-major: the kernels' order)
+// into t column by column, reading m in order (rows x nc small enough for
+// L1: one kernel call's block). Gathering each column with a stride of nc
+// took 5% of a 4096 x 4096 layer on 64 samples.
+func transposeTo[A any](t, m []A, rows, nc int) {
+	t = t[:rows*nc]
+	for i := range rows {
+		for jj, v := range m[i*nc : i*nc+nc] {
+			t[jj*rows+i] = v
+		}
+	}
 }

@@ -43,9 +43,28 @@ QUICK: dict[str, object] = {"qops_quick": True, "qelem_sizes": "4K"}
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the qops suite."""
     g.add_argument("--qops-quick", action="store_true", help="tiny shapes (a smoke test)")
-    g.add_argument("--qops-batches", default="1,8,64", help="linear batch sizes (default 1,8,64)")
+    g.add_argument("--qops-batches", default="1,8,64",
+                   help="linear batch sizes (default 1,8,64; 'none' skips the linear layers)")  # fmt: skip
     g.add_argument("--qops-no-conv", action="store_true", help="skip the conv layers")
     add_elem_arguments(g)
+
+
+def _batches(text: str) -> list[int]:
+    """The linear batch sizes of ``--qops-batches``: positive counts, or none for ``none``.
+
+    Example:
+        >>> _batches("1,8"), _batches("none")
+        ([1, 8], [])
+    """
+    if text.strip().lower() == "none":
+        return []
+    try:
+        batches = parse_int_list(text)
+    except ValueError:
+        batches = []
+    if not batches or min(batches) < 1:
+        raise SystemExit(f"bench qops: --qops-batches wants positive counts like 1,8,64 or 'none', got {text!r}")
+    return batches
 
 
 def _codes(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> bitnet_go.QuantizedTensor:
@@ -92,7 +111,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     torch = torch_or_none()
     quick = getattr(args, "qops_quick", False)
     lin = QUICK_LINEAR if quick else LINEAR_SHAPES
-    batches = [1] if quick else parse_int_list(getattr(args, "qops_batches", "1,8,64"))
+    batches = [1] if quick else _batches(getattr(args, "qops_batches", "1,8,64"))
     convs = [] if getattr(args, "qops_no_conv", False) else (QUICK_CONV if quick else LAYERS)
     convs = [c for c in convs if not c[0].startswith("gemv")]
     threads = parse_int_list(args.threads)
