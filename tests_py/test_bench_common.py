@@ -109,3 +109,18 @@ def test_cuda_rows_have_ranges_next_to_medians(monkeypatch: pytest.MonkeyPatch, 
     cells = out[out.index(head) + 2].split()
     assert row["e2e_torch_range"] in cells and row["e2e_numpy_range"] in cells and row["cpu_range"] in cells
     assert any("no per-call times" in line for line in out)
+
+
+@pytest.mark.parametrize(("text", "want"), [("1,8,64", [1, 8, 64]), ("none", []), (" None ", []), ("4", [4])])
+def test_qops_batches_parsed(text: str, want: list[int]) -> None:
+    from bitnet_go.bench.qops import _batches
+
+    assert _batches(text) == want
+
+
+@pytest.mark.parametrize("text", ["0", "1,-8", "", "x", "1.5"])
+def test_qops_batches_refused_with_a_message(text: str) -> None:
+    from bitnet_go.bench.qops import _batches
+
+    with pytest.raises(SystemExit, match="--qops-batches wants positive counts"):
+        _batches(text)
