@@ -156,6 +156,78 @@ def _check_groups(groups: object) -> int:
     return g
 
 
+def _geometry(
+    stride: object, dilation: object, groups: object, act_bits: object, algorithm: object
+) -> tuple[int, tuple[int, int], tuple[int, int]]:
+    """Check ``act_bits`` and ``algorithm``; ``groups``, ``stride`` and ``dilation`` as ints."""
+    if act_bits is not None and (isinstance(act_bits, (bool, np.bool_)) or act_bits != 8):
+        raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm == "lut" and act_bits is None:
+        raise ValueError(
+            "algorithm='lut' needs act_bits=8 (the lookup tables hold int8 partial sums); "
+            "with act_bits=None use 'auto', 'im2col' or 'direct'"
+        )
+    return _check_groups(groups), _pair(stride, "stride", 1), _pair(dilation, "dilation", 1)
+
+
+MAX_PLANS = 64
+"""Most plans kept with one weight (:func:`host_plan`): a layer has one; more come only from a
+caller that keeps changing the geometry arguments."""
+
+
+def _plain(v: object) -> bool:
+    """Whether ``v`` is an int, a str, None or a tuple of ints: a key that no other value of
+    another meaning equals (``True == 1``: a bool must reach the checks)."""
+    t = type(v)
+    return t is int or t is str or v is None or (t is tuple and all(type(e) is int for e in v))  # type: ignore[attr-defined]
+
+
+def host_plan(
+    w: TernaryTensor,
+    stride: object,
+    padding: object,
+    dilation: object,
+    groups: object,
+    act_bits: object,
+    algorithm: object,
+    check_finite: object,
+) -> tuple[tuple[int, int, int, int], ops.ConvPlan]:
+    """The checked geometry of a host conv2d with ``w`` (the padding as (top, left, bottom,
+    right)) and its plan (:func:`bitnet_go._core.ops.conv2d_plan`), kept with ``w`` for these
+    arguments when they are plain (:func:`_plain`), so that a layer's later calls skip the checks
+    and the building.
+
+    Example:
+        >>> import bitnet_go
+        >>> w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 3, 3), np.float32))
+        >>> pads, plan = host_plan(w, 1, "same", 1, 1, None, "auto", True)
+        >>> pads, host_plan(w, 1, "same", 1, 1, None, "auto", True)[1] is plan
+        ((1, 1, 1, 1), True)
+    """
+    key = (stride, padding, dilation, groups, act_bits, algorithm, bool(check_finite))
+    plans = w._plans
+    kept = all(map(_plain, key[:6]))
+    if kept and plans is not None:
+        hit = plans.get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+    g, st, dl = _geometry(stride, dilation, groups, act_bits, algorithm)
+    pads = _padding(padding, w.shape[2:], st, dl)  # type: ignore[arg-type]
+    plan = ops.conv2d_plan(w.packed, w.scales, w.qtype, w.block_size, w.shape, st, pads, dl, g,  # type: ignore[arg-type]
+                           act_bits, algorithm, bool(check_finite), w._addrs,  # type: ignore[arg-type]
+                           weight_id(w.packed))  # fmt: skip  # Go uses the number for i2_s codes only
+    hit = (pads, plan)
+    if kept:
+        if plans is None:
+            plans = {}
+            object.__setattr__(w, "_plans", plans)
+        if len(plans) < MAX_PLANS:
+            plans[key] = hit
+    return hit
+
+
 def conv2d_with_info(
     x: ArrayLike,
     weight: TernaryTensor,
@@ -191,21 +263,11 @@ def conv2d_with_info(
     """
     on_gpu = is_cuda_array(x)
     w = _check_weight(weight, device_ok=on_gpu)
-    if act_bits is not None and (isinstance(act_bits, (bool, np.bool_)) or act_bits != 8):
-        raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
-    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}")
-    if algorithm == "lut" and act_bits is None:
-        raise ValueError(
-            "algorithm='lut' needs act_bits=8 (the lookup tables hold int8 partial sums); "
-            "with act_bits=None use 'auto', 'im2col' or 'direct'"
-        )
-    g = _check_groups(groups)
-    sh, sw = _pair(stride, "stride", 1)
-    dh, dw = _pair(dilation, "dilation", 1)
     if on_gpu:
-        return _conv2d_gpu(x, w, bias, (sh, sw), padding, (dh, dw), g, act_bits, check_finite)
+        g, st, dl = _geometry(stride, dilation, groups, act_bits, algorithm)
+        return _conv2d_gpu(x, w, bias, st, padding, dl, g, act_bits, check_finite)
 
+    pads, plan = host_plan(w, stride, padding, dilation, groups, act_bits, algorithm, check_finite)
     check_host(op="conv2d_quantized", x=x, bias=bias)
     a = as_float32(x, "x")
     if a.ndim not in (3, 4):
@@ -217,7 +279,8 @@ def conv2d_with_info(
     if c < 1 or h < 1 or wd < 1:  # Go's message names one dimension: "x: channels C must be >= 1, got 0"
         raise ValueError(f"x must have at least one channel, row and column, got shape {tuple(a.shape)}")
     o, _, kh, kw = w.shape
-    pt, pl, pb, pr = _padding(padding, (kh, kw), (sh, sw), (dh, dw))
+    pt, pl, pb, pr = pads
+    (sh, sw), (dh, dw) = plan.params.stride, plan.params.dilation
     # the output size, to allocate it; below 1, Go reports the geometry
     ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
@@ -233,11 +296,7 @@ def conv2d_with_info(
             raise ValueError(f"bias must have shape (O,) = ({o},), got {b.shape}")
 
     out = np.empty((n, o, ho, wo), np.float32)
-    ran = ops.conv2d(
-        a, w.packed, w.scales, w.qtype, w.block_size, w.shape, b, out,  # type: ignore[arg-type]
-        (sh, sw), (pt, pl, pb, pr), (dh, dw), g, act_bits, algorithm, check_finite, w._addrs,
-        weight_id(w.packed),  # type: ignore[arg-type]  # Go uses it for i2_s codes only
-    )  # fmt: skip
+    ran = ops.conv2d_run(plan, a, b, out)
     return (out[0] if unbatched else out), ran
 
 

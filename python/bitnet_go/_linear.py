@@ -110,8 +110,8 @@ def linear_quantized(
         if bias is not None and as_float32(bias, "bias").shape != (out_features,):
             raise ValueError(f"bias must have shape (out_features,) = ({out_features},), got {np.shape(bias)}")
         return as_input_kind(np.zeros((*lead, out_features), np.float32), x)
-    w4 = TernaryTensor._make(w.qtype, (out_features, in_features, 1, 1), w.block_size, w.method, w.packed, w.scales)
-    out, _ = conv2d_with_info(a.reshape(n, in_features, 1, 1), w4, bias, act_bits=act_bits, check_finite=check_finite)
+    out, _ = conv2d_with_info(a.reshape(n, in_features, 1, 1), w._as_1x1(), bias, act_bits=act_bits,
+                              check_finite=check_finite)  # fmt: skip
     return as_input_kind(out.reshape(*lead, out_features), x)
 
 
@@ -127,11 +127,10 @@ def _linear_gpu(x: object, w: TernaryTensor, bias: object, act_bits: int | None,
         )
     lead = shape[:-1]
     n = math.prod(lead)
-    w4 = TernaryTensor._make(w.qtype, (out_features, in_features, 1, 1), w.block_size, w.method, w.packed, w.scales)
     if n == 0:
         from ._core.devices import framework_of
 
         return framework_of(a).empty(0, "float32").reshape(*lead, out_features)  # type: ignore[attr-defined]
     x4 = a.reshape(n, in_features, 1, 1)  # type: ignore[attr-defined]
-    out, _ = conv2d_with_info(x4, w4, bias, act_bits=act_bits, check_finite=check_finite)  # type: ignore[arg-type]
+    out, _ = conv2d_with_info(x4, w._as_1x1(), bias, act_bits=act_bits, check_finite=check_finite)  # type: ignore[arg-type]
     return out.reshape(*lead, out_features)  # type: ignore[attr-defined]

@@ -110,7 +110,7 @@ class TernaryTensor(QuantizedTensor):
         array([1.05], dtype=float32)
     """
 
-    __slots__ = ("method",)
+    __slots__ = ("method", "_view4", "_plans")
     method: Method | None
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -166,7 +166,28 @@ class TernaryTensor(QuantizedTensor):
         self = object.__new__(cls)
         self._init(qtype, shape, block_size, packed, scales)
         object.__setattr__(self, "method", method)
+        object.__setattr__(self, "_view4", None)
+        object.__setattr__(self, "_plans", None)  # conv2d's plans for it (bitnet_go._conv.host_plan)
         return self
+
+    def _as_1x1(self) -> TernaryTensor:
+        """This (out_features, in_features) weight as the (O, I, 1, 1) weight of a 1x1 convolution:
+        the same arrays, made once and kept with the tensor (``linear_quantized`` runs as that
+        convolution on every call).
+
+        Example:
+            >>> import numpy as np, bitnet_go
+            >>> w = bitnet_go.quantize_i2s(np.ones((2, 128), np.float32))
+            >>> v = w._as_1x1()
+            >>> v.shape, v.packed is w.packed, w._as_1x1() is v
+            ((2, 128, 1, 1), True, True)
+        """
+        v = self._view4
+        if v is None:
+            o, i = self.shape
+            v = TernaryTensor._trusted(self.qtype, (o, i, 1, 1), self.block_size, self.method, self.packed, self.scales)
+            object.__setattr__(self, "_view4", v)
+        return v
 
     def _reduce_host(self) -> tuple[Callable[..., TernaryTensor], tuple[object, ...]]:
         # the pickle format of every version: bitnet_go._ternary._rebuild and these six fields

@@ -78,6 +78,9 @@ _EXCEPTIONS: dict[int, type[Exception]] = {
 }
 
 ERRCAP = 8192
+_ERRCAP_ARG = ctypes.c_int64(ERRCAP)
+"""ERRCAP as the error-pair argument every status-returning export ends with (a ctypes number:
+correct with or without declared argument types)."""
 
 # Exported names for feature modules' signature tables.
 I32, I64, PTR, STR = _i32, _i64, _p, _s
@@ -109,7 +112,14 @@ def _bind(handle: ctypes.CDLL, signatures: dict[str, Signature]) -> None:
                 ) from None
             continue
         fn.restype = restype
-        fn.argtypes = argtypes + (_ERR if status else [])
+        if status and argtypes and all(isinstance(t, type) and issubclass(t, ctypes._Pointer) for t in argtypes):
+            # Pointers only (byref() or None from the callers, then the error buffer and a
+            # c_int64): ctypes passes them as they are, and checking each against its declared
+            # type cost 1-2 us a call, a tenth of a small layer's. Exports taking numbers keep
+            # their types (a bare Python int would cross as a C int).
+            fn.argtypes = None
+        else:
+            fn.argtypes = argtypes + (_ERR if status else [])
 
 
 def declare(signatures: dict[str, Signature]) -> None:
@@ -316,9 +326,9 @@ def call(name: str, *args: object) -> None:
     fn = _bound.get(name)
     if fn is None:  # not loaded yet, forked, or a missing export: the slow path says which
         fn = _bound[name] = function(name)
-    status = fn(*args, buf, ERRCAP)
+    status = fn(*args, buf, _ERRCAP_ARG)
     while status == STATUS_INTERRUPTED:
-        status = fn(*args, buf, ERRCAP)
+        status = fn(*args, buf, _ERRCAP_ARG)
     if status:
         exc = _EXCEPTIONS.get(status, RuntimeError)
         raise exc(buf.value.decode("utf-8", "replace"))

@@ -292,6 +292,73 @@ class ConvInfo(NamedTuple):
     """The kernel that ran, ``path/family`` (e.g. ``"implicit_gemm/avx2"``); empty for an empty batch."""
 
 
+class ConvPlan(NamedTuple):
+    """What a :func:`conv2d` call passes Go besides its arrays: built once per weight and geometry
+    (:func:`conv2d_plan`), run as often as wanted (:func:`conv2d_run`)."""
+
+    params: descriptor.Conv2dParams
+    """The geometry, ``act_bits``, algorithm, ``check_finite`` and the weight's number."""
+    weight: descriptor.Tensor
+    """The weight's descriptor (its arrays must outlive the plan's calls)."""
+
+
+def conv2d_plan(
+    packed: np.ndarray,
+    scales: np.ndarray,
+    qtype: QType,
+    block_size: int | None,
+    weight_shape: tuple[int, int, int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    act_bits: int | None,
+    algorithm: str,
+    check_finite: bool,
+    weight_addrs: tuple[int, int] | None = None,
+    weight_id: int = 0,
+) -> ConvPlan:
+    """The plan of :func:`conv2d` for these arguments (the same meaning as there).
+
+    Example:
+        >>> p, s = np.empty(32, np.uint8), np.ones(1, np.float32)
+        >>> plan = conv2d_plan(p, s, "i2_s", None, (1, 1, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, None, "naive", True)
+        >>> plan.params.groups, plan.weight.n_scales
+        (1, 1)
+    """
+    p = _conv_params(stride, padding, dilation, groups, 0 if act_bits is None else act_bits,
+                     ALGORITHM_CODES[algorithm], 1 if check_finite else 0, weight_id)  # fmt: skip
+    if weight_addrs is None:
+        wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size)
+    else:
+        wt = _weight(weight_addrs, packed.nbytes, scales.size, qtype, weight_shape, block_size)
+    return ConvPlan(p, wt)
+
+
+@functools.lru_cache(maxsize=64)
+def _conv_info(algorithm: int, kernel: bytes) -> ConvInfo:
+    return ConvInfo(KERNEL_NAMES[algorithm], kernel.decode())
+
+
+def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.ndarray) -> ConvInfo:
+    """Run the plan on float32 ``x`` (N, C, H, W) into float32 ``out`` (N, O, Ho, Wo), with
+    ``bias`` None or float32 (O,) (see :func:`conv2d`).
+
+    Example:
+        >>> x, out = np.ones((1, 1, 3, 3), np.float32), np.empty((1, 1, 1, 1), np.float32)
+        >>> p, s = np.empty(32, np.uint8), np.empty(1, np.float32)
+        >>> quantize(np.ones(9, np.float32), "i2_s", None, "absmean", True, p, s)
+        >>> plan = conv2d_plan(p, s, "i2_s", None, (1, 1, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, None, "naive", True)
+        >>> conv2d_run(plan, x, None, out), out
+        (ConvInfo(algorithm='naive', kernel='naive/generic'), array([[[[9.]]]], dtype=float32))
+    """
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    bt = None if bias is None else _byref(_host(bias, "float32"))
+    xt, ot = _host(x, "float32"), _host(out, "float32")
+    lib.call("bng_conv2d", _byref(xt), _byref(plan.weight), bt, _byref(ot), _byref(plan.params), _byref(info))
+    return _conv_info(info.algorithm, info.kernel)
+
+
 def conv2d(
     x: np.ndarray,
     packed: np.ndarray,
@@ -336,17 +403,11 @@ def conv2d(
         >>> out
         array([[[[9.]]]], dtype=float32)
     """
-    p = _conv_params(stride, padding, dilation, groups, 0 if act_bits is None else act_bits,
-                     ALGORITHM_CODES[algorithm], 1 if check_finite else 0, weight_id)  # fmt: skip
-    if weight_addrs is None:
-        wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size)
-    else:
-        wt = _weight(weight_addrs, packed.nbytes, scales.size, qtype, weight_shape, block_size)
-    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
-    bt = None if bias is None else _byref(_host(bias, "float32"))
-    xt, ot = _host(x, "float32"), _host(out, "float32")
-    lib.call("bng_conv2d", _byref(xt), _byref(wt), bt, _byref(ot), _byref(p), _byref(info))
-    return ConvInfo(KERNEL_NAMES[info.algorithm], info.kernel.decode())
+    return conv2d_run(
+        conv2d_plan(packed, scales, qtype, block_size, weight_shape, stride, padding, dilation, groups, act_bits,
+                    algorithm, check_finite, weight_addrs, weight_id),
+        x, bias, out,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- CUDA ops (I2_S)
