@@ -103,3 +103,19 @@ def test_peer_dots_equal_numpy_and_ours(rows: int, k: int, n: int, threads: int)
     np.testing.assert_array_equal(peer.dots(wb, act, rows, threads), want)
     ours = bitnet_go.conv2d_quantized(x, w, act_bits=8).reshape(n, rows)
     np.testing.assert_array_equal(ours.astype(np.int64), want)
+
+
+def test_summary_geomeans_and_scaling_misses(capsys: pytest.CaptureFixture[str]) -> None:
+    big, small = bench_linear.SCALING_MIN_BYTES, bench_linear.SCALING_MIN_BYTES - 1
+    rows = [
+        {"threads": 1, "x_peer": 2.0, "x_peer_min": 1.0, "weight_bytes": big},
+        {"threads": 1, "x_peer": 0.5, "x_peer_min": 4.0, "weight_bytes": big},
+        {"threads": 2, "x_peer": 3.0, "x_peer_min": 3.0, "weight_bytes": big, "ours_scaling": 1.69},
+        {"threads": 2, "x_peer": 3.0, "x_peer_min": 3.0, "weight_bytes": big, "ours_scaling": 1.71},
+        {"threads": 2, "x_peer": 3.0, "x_peer_min": 3.0, "weight_bytes": small, "ours_scaling": 1.0},
+    ]
+    bench_linear._summary(rows)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("bench linear: 1 thread(s): x bnc geomean 1.00 over 2 rows")
+    assert out[0].endswith("of the fastest calls 2.00") and "scaling" not in out[0]
+    assert "x bnc geomean 3.00 over 3 rows" in out[1] and out[1].endswith("scaling < 1.7 on 1 of 2 rows")

@@ -333,9 +333,18 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _summary(rows: list[dict[str, Any]]) -> None:
-    """Geomean of ``x bnc`` per thread count."""
+    """Geomean of ``x bnc`` per thread count, with that of ``x bnc min`` (the fastest calls: on
+    a shared machine the steadier of the two) and how many rows of 4 MiB or more missed the
+    scaling target."""
     for th in sorted({r["threads"] for r in rows}):
-        xs = [r["x_peer"] for r in rows if r["threads"] == th and r.get("x_peer")]
-        if xs:
-            gm = float(np.exp(np.mean(np.log(xs))))
-            print(f"bench linear: {th} thread(s): x bnc geomean {gm:.2f} over {len(xs)} rows (>= {TARGET_X_PEER})")
+        sub = [r for r in rows if r["threads"] == th and r.get("x_peer")]
+        if sub:
+            gm = float(np.exp(np.mean(np.log([r["x_peer"] for r in sub]))))
+            gmin = float(np.exp(np.mean(np.log([r["x_peer_min"] for r in sub]))))
+            line = (f"bench linear: {th} thread(s): x bnc geomean {gm:.2f} over {len(sub)} rows "
+                    f"(>= {TARGET_X_PEER}); of the fastest calls {gmin:.2f}")  # fmt: skip
+            big = [r for r in sub if th > 1 and r["weight_bytes"] >= SCALING_MIN_BYTES and r.get("ours_scaling")]
+            if big:
+                slow = sum(r["ours_scaling"] < TARGET_SCALING for r in big)
+                line += f"; scaling < {TARGET_SCALING} on {slow} of {len(big)} rows"
+            print(line)
