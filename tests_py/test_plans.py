@@ -73,3 +73,24 @@ def test_pointer_only_exports_skip_argument_types() -> None:
     w = _weight(np.random.default_rng(6), (2, 3, 1, 1))
     with pytest.raises(ValueError, match="channels"):
         bitnet_go.conv2d_quantized(np.ones((1, 4, 2, 2), np.float32), w)
+
+
+def test_functional_linear_output_keeps_its_descriptor() -> None:
+    import bitnet_go.functional as F
+    from bitnet_go._core import ops
+
+    rng = np.random.default_rng(7)
+    x = bitnet_go.quantize(rng.standard_normal((3, 40)).astype(np.float32), "uint8", scale=0.02, zero_point=128)
+    w = bitnet_go.quantize(rng.standard_normal((5, 40)).astype(np.float32), "int8", scale=0.02, zero_point=0)
+    first = F.linear(x, w, scale=0.5, zero_point=100)
+    again = F.linear(x, w, scale=0.5, zero_point=100)  # the weight's column sums' descriptor kept: same codes
+    np.testing.assert_array_equal(first.int_repr(), again.int_repr())
+    d = first._desc
+    assert d is not None  # the descriptor the op wrote through, handed on
+    fresh = ops.grouped(first.packed, first.qtype, first.shape, first.axis, first.block_size, first.scales,
+                        first.zero_points)  # fmt: skip
+    fields = ("version", "dtype", "data", "nbytes", "ndim", "axis", "scales", "n_scales", "zero_points")
+    assert [getattr(d, f) for f in fields] == [getattr(fresh, f) for f in fields]
+    assert list(d.shape[: d.ndim]) == list(fresh.shape[: fresh.ndim]) == [3, 5]
+    # the output is a tensor like any other: it feeds the next op
+    np.testing.assert_array_equal(F.relu(first).int_repr(), np.maximum(first.int_repr(), 100))

@@ -250,14 +250,20 @@ def _out_params(scale: object, zero_point: object, dtype: np.dtype) -> tuple[np.
     return np.float32([s]), np.int32([int(z)])
 
 
-def _result(codes: np.ndarray, s: np.ndarray, z: np.ndarray, to_torch: bool) -> QuantizedTensor | torch.Tensor:
+def _result(
+    codes: np.ndarray, s: np.ndarray, z: np.ndarray, to_torch: bool, desc: descriptor.Tensor | None = None
+) -> QuantizedTensor | torch.Tensor:
+    """The op's output as the caller's kind; ``desc``: the descriptor the op wrote it through,
+    kept by the new tensor."""
     if to_torch:
         import torch
 
         return torch._make_per_tensor_quantized_tensor(torch.from_numpy(codes), float(s[0]), int(z[0]))
     dtype = "int8" if codes.dtype == np.int8 else "uint8"
-    make = PlainTensor._trusted if codes.size else PlainTensor._make  # the op's fresh output: checked once (by Go)
-    return make(dtype, codes.shape, None, None, codes.reshape(-1).view(np.uint8), s, z)
+    if not codes.size:
+        return PlainTensor._make(dtype, codes.shape, None, None, codes.reshape(-1).view(np.uint8), s, z)
+    # the op's fresh output: checked once (by Go)
+    return PlainTensor._trusted(dtype, codes.shape, None, None, codes.reshape(-1).view(np.uint8), s, z, desc)
 
 
 def linear(
@@ -302,8 +308,10 @@ def linear(
         raise ValueError(f"input must have shape (..., {wq.codes.shape[1]}), got {xq.codes.shape}")
     s, z = _out_params(scale, zero_point, xq.codes.dtype)
     out = np.empty((*xq.codes.shape[:-1], n), xq.codes.dtype)
-    qops.linear(xq, wq, _bias(bias, n), cs, Q(out, s, z), relu=bool(relu))
-    return _result(out, s, z, tx or tw)
+    oq = Q(out, s, z)
+    oq = oq._replace(desc=qops.describe(oq))  # kept by the output tensor
+    qops.linear(xq, wq, _bias(bias, n), cs, oq, relu=bool(relu))
+    return _result(out, s, z, tx or tw, oq.desc)
 
 
 def linear_dynamic(

@@ -19,11 +19,13 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from . import descriptor, lib
+from .arrays import Derived
 
 _T = ctypes.POINTER(descriptor.Tensor)
 _P = ctypes.POINTER(descriptor.QopsParams)
@@ -88,19 +90,47 @@ def _opt(a: np.ndarray | None) -> object:
     return None if a is None else ctypes.byref(descriptor.host(a, _DTYPE[a.dtype]))
 
 
+_kept = Derived()
+"""The descriptors of arrays the caller keeps unchanged for their life (a weight's column sums)."""
+
+
+def _opt_kept(a: np.ndarray | None) -> object:
+    """:func:`_opt` for an array that never changes: its descriptor built once and kept with it."""
+    return None if a is None else ctypes.byref(_kept.get(a, "desc", lambda: descriptor.host(a, _DTYPE[a.dtype])))
+
+
+def describe(q: Q) -> descriptor.Tensor:
+    """``q``'s descriptor: its own when it carries one, else built (for a caller that keeps it,
+    such as an op's output tensor).
+
+    Example:
+        >>> q = Q(np.zeros((2, 3), np.uint8), np.float32([0.5]), np.int32([1]))
+        >>> describe(q).ndim, describe(q._replace(desc=describe(q))).ndim
+        (2, 2)
+    """
+    return _desc(q)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_params(relu: bool, reduce_range: bool, weight_id: int) -> descriptor.QopsParams:
+    """:func:`_params` built once per value, for the ops that do not change it (Go only reads it)."""
+    return _params(relu, reduce_range, weight_id)
+
+
 def linear(
     x: Q, w: Q, bias: np.ndarray | None, colsums: np.ndarray | None, out: Q, *, relu: bool, reduce_range: bool = False
 ) -> str:
     """``bng_qlinear``: out = x·wᵀ + bias, quantized (or dynamic for float32 ``x``); returns the kernel's name.
 
     For a float32 ``x`` the activation scale and zero point used are ``out.scales[0]`` and
-    ``out.zero_points[0]`` afterwards when ``out`` carries arrays of one element.
+    ``out.zero_points[0]`` afterwards when ``out`` carries arrays of one element. ``colsums``
+    (None, or the weight's row sums) must never change: its descriptor is kept with it.
     """
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     aq = (ctypes.c_float * 2)()
     ot = _desc(out if x.codes.dtype != np.float32 else Q(out.codes, None, None))
-    p = _params(relu, reduce_range, w.weight_id)
-    lib.call("bng_qlinear", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), _opt(colsums),
+    p = _kept_params(bool(relu), bool(reduce_range), w.weight_id)
+    lib.call("bng_qlinear", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), _opt_kept(colsums),
              ctypes.byref(ot), ctypes.byref(p), aq, ctypes.byref(info))  # fmt: skip
     if x.codes.dtype == np.float32 and out.scales is not None and out.zero_points is not None:
         out.scales[0], out.zero_points[0] = aq[0], int(aq[1])
@@ -111,7 +141,7 @@ def matmul(a: Q, b: Q, out: Q) -> str:
     """``bng_qmatmul``: out = a·b quantized; returns the kernel's name."""
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     lib.call("bng_qmatmul", ctypes.byref(_desc(a)), ctypes.byref(_desc(b)), ctypes.byref(_desc(out)),
-             ctypes.byref(_params()), ctypes.byref(info))  # fmt: skip
+             ctypes.byref(_kept_params(False, False, 0)), ctypes.byref(info))  # fmt: skip
     return info.kernel.decode()
 
 
