@@ -33,9 +33,13 @@ import (
 // row two VPANDD and two VPDPBUSD per column, plus the code-3 check
 // (VPADDB doubling the low half's bytes, VPTERNLOGD OR-ing bytes & 2*bytes,
 // whose odd bits mark a pair of two ones).
+//
+// The 4x4 tile (gemvI8VNNIShifted) takes one accumulator per output
+// instead: see there.
 
-// gemvVNNITiles are the (rows, columns) tiles generated; the wrapper covers
-// a call with the widest that fit.
+// gemvVNNITiles are the (rows, columns) tiles generated with two
+// accumulators per output; the wrapper covers a call with the widest that
+// fit, 4x4 (gemvI8VNNIShifted) first.
 var gemvVNNITiles = [][2]int{{4, 1}, {2, 1}, {1, 1}, {2, 2}, {1, 2}, {2, 4}, {1, 4}}
 
 // gemvPrefetch is how far ahead of the group it reads each row's codes
@@ -59,23 +63,23 @@ var gemvAVX512 = func(c *build.Context) {
 	}
 }
 
-// halves16 returns a ZMM holding lo in each 16-bit lane of its low 256
-// bits and hi in each of its high 256 bits.
-func halves16(c *build.Context, lo, hi uint16) reg.VecVirtual {
-	return halves(c, uint32(lo)*0x10001, uint32(hi)*0x10001)
-}
-
 // gemvI8VNNIShifted emits gemvI8VNNIs<rows>c<cols>: what gemvI8VNNI's tile
-// of the same size computes (same arguments, same results), with one
-// accumulator per output instead of two. Each code is shifted down to bits
-// 0-1 in the loop (VPSRLVW by 6/4 and 2/0 per half, then VPANDD 0x03; the
-// bits a 16-bit shift carries in from the next byte are masked off), so
-// that the two VPDPBUSD of a row and column add into the same lanes. Two
-// more vector operations per row and group than gemvI8VNNI's, for half its
+// of the same size would compute (same arguments, same results), with one
+// accumulator per output instead of two. Both halves of a row's broadcast
+// group take the same factors: per half,
+//
+//	a = (bytes >> 4) & [0x0C x32 | 0x03 x32]: 4*code(j)    | code(32+j)
+//	b =  bytes       & [0x0C x32 | 0x03 x32]: 4*code(64+j) | code(96+j)
+//
+// (VPSRLW by 4 on 16-bit lanes: the bits it carries in from the next byte
+// are masked off), so the two VPDPBUSD of a row and column add into one
+// accumulator whose low eight lanes carry 4 and high eight 1 times the
+// sums; one VPSRAVD (2/0) at the end takes the factor out. One more vector
+// operation per row and group than gemvI8VNNI's, for half its
 // accumulators: room for a 4-row, 4-column tile (16 accumulators), whose
-// end (one horizontal sum per output, no VPSRAVD) costs a quarter as much
-// per output as the 2x4 tile's. |lane| <= 2*127*128*4 per group stays
-// below 2^31 for up to 16384 groups.
+// end costs a quarter as much per output as the 2x4 tile's (K of 1024: 8%
+// faster; 4096: 1-2%). |lane| <= 2*4*8*128 per group stays below 2^31 for
+// up to 16384 groups.
 func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
 	name := fmt.Sprintf("gemvI8VNNIs%dc%d", rows, cols)
 	ret := "nonzero return: a code 3."
@@ -132,17 +136,7 @@ func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
 		c.VPSRAVD(s, z, z)
 	}
 	gemvStore(c, acc, rows, cols)
-	r := c.GP32()
-	if check {
-		mask := c.YMM()
-		c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
-		k := c.K()
-		c.VPTESTMD(mask, three, k)
-		c.KMOVW(k, r)
-	} else {
-		c.XORL(r, r)
-	}
-	vzeroReturn(c, r)
+	gemvReturn(c, check, three)
 }
 
 // halves returns a ZMM holding lo in each 32-bit lane of its low 256 bits
@@ -230,17 +224,7 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 		sums[i] = p[0]
 	}
 	gemvStore(c, sums, rows, cols)
-	r := c.GP32()
-	if check {
-		mask := c.YMM()
-		c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
-		k := c.K()
-		c.VPTESTMD(mask, three, k)
-		c.KMOVW(k, r)
-	} else {
-		c.XORL(r, r)
-	}
-	vzeroReturn(c, r)
+	gemvReturn(c, check, three)
 }
 
 // gemvStore writes the tile's outputs: out[r*ldo+j] = the sum of the 16
@@ -282,6 +266,22 @@ func gemvStore(c *build.Context, sums []reg.VecVirtual, rows, cols int) {
 			c.VMOVD(t, outMem(i+l))
 		}
 	}
+}
+
+// gemvReturn returns non-zero when an odd bit of three is set (a code 3
+// seen; check), else 0.
+func gemvReturn(c *build.Context, check bool, three reg.VecVirtual) {
+	r := c.GP32()
+	if check {
+		mask := c.YMM()
+		c.VPBROADCASTD(gpImm(c, 4, 0xAAAAAAAA), mask)
+		k := c.K()
+		c.VPTESTMD(mask, three, k)
+		c.KMOVW(k, r)
+	} else {
+		c.XORL(r, r)
+	}
+	vzeroReturn(c, r)
 }
 
 // hsum4 returns an XMM whose lane l is the sum of the 16 int32 lanes of

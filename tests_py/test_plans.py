@@ -34,11 +34,15 @@ def test_kept_plan_gives_the_fresh_result(seed: int) -> None:
 
 
 def test_kept_plan_does_not_let_bools_through() -> None:
+    """Each bad call differs from a kept key only by a bool where an int was: it must reach the checks."""
     rng = np.random.default_rng(3)
     w = _weight(rng, (2, 3, 3, 3))
     x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
-    bitnet_go.conv2d_quantized(x, w, stride=1, dilation=(1, 1), groups=1)  # plans stride 1 (True == 1)
-    for kwargs in ({"stride": True}, {"dilation": (True, 1)}, {"groups": np.bool_(True)}):
+    bitnet_go.conv2d_quantized(x, w)  # plans the defaults: stride 1, dilation 1, groups 1 (True == 1)
+    bitnet_go.conv2d_quantized(x, w, dilation=(1, 1))
+    bitnet_go.conv2d_quantized(x, w, act_bits=8)
+    assert len(w._plans) == 3
+    for kwargs in ({"stride": True}, {"dilation": (True, 1)}, {"groups": True}, {"groups": np.bool_(True)}):
         with pytest.raises(TypeError):
             bitnet_go.conv2d_quantized(x, w, **kwargs)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="act_bits must be None"):
@@ -94,3 +98,12 @@ def test_functional_linear_output_keeps_its_descriptor() -> None:
     assert list(d.shape[: d.ndim]) == list(fresh.shape[: fresh.ndim]) == [3, 5]
     # the output is a tensor like any other: it feeds the next op
     np.testing.assert_array_equal(F.relu(first).int_repr(), np.maximum(first.int_repr(), 100))
+
+
+def test_first_call_checks_in_the_old_order() -> None:
+    """A bad x is reported before a bad padding (the padding is resolved after x's checks)."""
+    w = _weight(np.random.default_rng(8), (2, 1, 3, 3))
+    with pytest.raises(ValueError, match="x must have 3"):
+        bitnet_go.conv2d_quantized(np.ones(5, np.float32), w, padding="bogus")
+    with pytest.raises(ValueError, match="padding must be"):
+        bitnet_go.conv2d_quantized(np.ones((1, 4, 4), np.float32), w, padding="bogus")

@@ -360,7 +360,8 @@ def test_abi_validates_its_own_arguments() -> None:
     xt.data = None
     out = descriptor.host(packed, "i2_s", shape=(300,), scales=scales)
     p = descriptor.QuantizeParams(descriptor.QUANTIZE_V1, 0, 1)
-    assert _lib.function("bng_quantize")(ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p), None, 0) == 1
+    quantize = _lib.function("bng_quantize")  # untyped (pointers only): the capacity as a c_int64
+    assert quantize(ctypes.byref(xt), ctypes.byref(out), ctypes.byref(p), None, ctypes.c_int64(0)) == 1
     with pytest.raises(ValueError, match="need"):
         _lib.call("bng_cpu_features", ctypes.create_string_buffer(4), 4)
     with pytest.raises(ValueError, match=r"n \(the number of threads\) must be in \[1, 1024\]"):

@@ -197,9 +197,9 @@ func TestCodesValid(t *testing.T) {
 	}
 }
 
-// TestSumI8: SumI8 against the byte loop on lengths around its 8-byte
-// steps and its 128-step blocks, at every offset of the slice, on random
-// bytes and on all -128 and all 127 (the lanes' largest sums).
+// TestSumI8: SumI8 against the byte loop on lengths around its 32-byte
+// steps and its 64-step (2048-byte) blocks, at every offset of the slice,
+// on random bytes and on all -128 and all 127 (the lanes' largest sums).
 func TestSumI8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 1))
 	for _, tc := range []struct {
@@ -214,7 +214,7 @@ func TestSumI8(t *testing.T) {
 		for i := range buf {
 			buf[i] = tc.fill(i)
 		}
-		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 1023, 1024, 1025, 2047, 2048, 2056, 4096, 4991} {
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 1023, 1024, 2047, 2048, 2049, 2080, 4096, 4991} {
 			for off := range 8 {
 				x := buf[off : off+n]
 				if got, want := SumI8(x), sumI8Scalar(x); got != want {

@@ -173,7 +173,7 @@ def _geometry(
 
 
 MAX_PLANS = 64
-"""Most plans kept with one weight (:func:`host_plan`): a layer has one; more come only from a
+"""Most plans kept with one weight (:func:`kept_plan`): a layer has one; more come only from a
 caller that keeps changing the geometry arguments."""
 
 
@@ -184,8 +184,7 @@ def _plain(v: object) -> bool:
     return t is int or t is str or v is None or (t is tuple and all(type(e) is int for e in v))  # type: ignore[attr-defined]
 
 
-def host_plan(
-    w: TernaryTensor,
+def plan_key(
     stride: object,
     padding: object,
     dilation: object,
@@ -193,39 +192,51 @@ def host_plan(
     act_bits: object,
     algorithm: object,
     check_finite: object,
-) -> tuple[tuple[int, int, int, int], ops.ConvPlan]:
-    """The checked geometry of a host conv2d with ``w`` (the padding as (top, left, bottom,
-    right)) and its plan (:func:`bitnet_go._core.ops.conv2d_plan`), kept with ``w`` for these
-    arguments when they are plain (:func:`_plain`), so that a layer's later calls skip the checks
-    and the building.
+) -> tuple[object, ...] | None:
+    """The key a conv2d plan is kept under (:data:`TernaryTensor._plans`), or None when an
+    argument is not plain (:func:`_plain`; ``check_finite`` a bool or an int): such a call is
+    checked and planned afresh.
+
+    Example:
+        >>> plan_key(1, "same", (1, 1), 1, None, "auto", True) is not None, plan_key(True, 0, 1, 1, None, "auto", True)
+        (True, None)
+    """
+    key = (stride, padding, dilation, groups, act_bits, algorithm, check_finite)
+    if type(check_finite) not in (bool, int) or not all(map(_plain, key[:6])):
+        return None
+    return key
+
+
+Plan = tuple[tuple[int, int, int, int], ops.ConvPlan]
+"""A kept conv2d plan: the padding (top, left, bottom, right) and :class:`ops.ConvPlan`."""
+
+
+def kept_plan(w: TernaryTensor, key: tuple[object, ...] | None) -> Plan | None:
+    """The padding (top, left, bottom, right) and plan kept with ``w`` under ``key``, or None.
 
     Example:
         >>> import bitnet_go
         >>> w = bitnet_go.quantize_conv_weight(np.ones((2, 1, 3, 3), np.float32))
-        >>> pads, plan = host_plan(w, 1, "same", 1, 1, None, "auto", True)
-        >>> pads, host_plan(w, 1, "same", 1, 1, None, "auto", True)[1] is plan
-        ((1, 1, 1, 1), True)
+        >>> key = plan_key(1, "same", 1, 1, None, "auto", True)
+        >>> x = np.ones((1, 4, 4), np.float32)
+        >>> kept_plan(w, key) is None, bitnet_go.conv2d_quantized(x, w, padding="same").shape
+        (True, (2, 4, 4))
+        >>> kept_plan(w, key)[0]
+        (1, 1, 1, 1)
     """
-    key = (stride, padding, dilation, groups, act_bits, algorithm, bool(check_finite))
     plans = w._plans
-    kept = all(map(_plain, key[:6]))
-    if kept and plans is not None:
-        hit = plans.get(key)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]
-    g, st, dl = _geometry(stride, dilation, groups, act_bits, algorithm)
-    pads = _padding(padding, w.shape[2:], st, dl)  # type: ignore[arg-type]
-    plan = ops.conv2d_plan(w.packed, w.scales, w.qtype, w.block_size, w.shape, st, pads, dl, g,  # type: ignore[arg-type]
-                           act_bits, algorithm, bool(check_finite), w._addrs,  # type: ignore[arg-type]
-                           weight_id(w.packed))  # fmt: skip  # Go uses the number for i2_s codes only
-    hit = (pads, plan)
-    if kept:
-        if plans is None:
-            plans = {}
-            object.__setattr__(w, "_plans", plans)
-        if len(plans) < MAX_PLANS:
-            plans[key] = hit
-    return hit
+    return None if key is None or plans is None else plans.get(key)  # type: ignore[no-any-return]
+
+
+def _keep_plan(w: TernaryTensor, key: tuple[object, ...] | None, hit: Plan) -> None:
+    if key is None:
+        return
+    plans = w._plans
+    if plans is None:
+        plans = {}
+        object.__setattr__(w, "_plans", plans)
+    if len(plans) < MAX_PLANS:
+        plans[key] = hit
 
 
 def conv2d_with_info(
@@ -267,7 +278,12 @@ def conv2d_with_info(
         g, st, dl = _geometry(stride, dilation, groups, act_bits, algorithm)
         return _conv2d_gpu(x, w, bias, st, padding, dl, g, act_bits, check_finite)
 
-    pads, plan = host_plan(w, stride, padding, dilation, groups, act_bits, algorithm, check_finite)
+    # A layer's later calls find their checked geometry and plan kept with the weight; a first
+    # call checks in the order the messages have always come: arguments, x, then the padding.
+    key = plan_key(stride, padding, dilation, groups, act_bits, algorithm, check_finite)
+    hit = kept_plan(w, key)
+    if hit is None:
+        g, st, dl = _geometry(stride, dilation, groups, act_bits, algorithm)
     check_host(op="conv2d_quantized", x=x, bias=bias)
     a = as_float32(x, "x")
     if a.ndim not in (3, 4):
@@ -279,7 +295,13 @@ def conv2d_with_info(
     if c < 1 or h < 1 or wd < 1:  # Go's message names one dimension: "x: channels C must be >= 1, got 0"
         raise ValueError(f"x must have at least one channel, row and column, got shape {tuple(a.shape)}")
     o, _, kh, kw = w.shape
-    pt, pl, pb, pr = pads
+    if hit is None:
+        pads = _padding(padding, (kh, kw), st, dl)
+        hit = pads, ops.conv2d_plan(w.packed, w.scales, w.qtype, w.block_size, w.shape, st, pads, dl, g,  # type: ignore[arg-type]
+                                    act_bits, algorithm, check_finite, w._addrs,  # type: ignore[arg-type]
+                                    weight_id(w.packed))  # fmt: skip  # Go uses the number for i2_s codes only
+        _keep_plan(w, key, hit)
+    (pt, pl, pb, pr), plan = hit
     (sh, sw), (dh, dw) = plan.params.stride, plan.params.dilation
     # the output size, to allocate it; below 1, Go reports the geometry
     ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1

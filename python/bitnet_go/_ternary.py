@@ -167,7 +167,7 @@ class TernaryTensor(QuantizedTensor):
         self._init(qtype, shape, block_size, packed, scales)
         object.__setattr__(self, "method", method)
         object.__setattr__(self, "_view4", None)
-        object.__setattr__(self, "_plans", None)  # conv2d's plans for it (bitnet_go._conv.host_plan)
+        object.__setattr__(self, "_plans", None)  # conv2d's plans for it (bitnet_go._conv.kept_plan)
         return self
 
     def _as_1x1(self) -> TernaryTensor:

@@ -49,6 +49,27 @@ func TestGEMV(t *testing.T) {
 	}
 }
 
+// TestGEMVRowsPastOneCall: one thread and the drivers' own split, so that
+// a task covers more rows than one kernel call (gemvRows) and the results
+// are folded call by call at row offsets past the task's first; per-row and
+// per-block scales, with and without bias, against the references.
+func TestGEMVRowsPastOneCall(t *testing.T) {
+	keepThreads(t)
+	_ = par.SetThreads(1)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for ci, c := range []struct{ n, c, o, bs int }{{6, 128, 130, 128}, {3, 256, 257, 128}, {2, 384, 200, 0}, {1, 256, 129, 256}} {
+		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, ci%2 == 0)
+		sc, err := newScaler(&tc.d, tc.w, tc.bias)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !useGEMV(&tc.d, sc) {
+			t.Fatalf("%+v: not on the gemv path", c)
+		}
+		checkFamilies(t, tc, fmt.Sprintf("rows=%d", c.o))
+	}
+}
+
 // TestGEMVOddBlocks runs the gemv path on scale blocks that are not whole
 // I2_S groups (96, 100, 36, ...) and K not a whole number of groups: the
 // padded layout (gemvLayout), against the references (int8 bit-exact,

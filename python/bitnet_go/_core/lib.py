@@ -147,6 +147,10 @@ def function(name: str) -> Callable[..., int]:
 
     Raises ``RuntimeError`` naming the export and the C ABI version when the
     library has no such export (a library older or newer than this package).
+    An export declared with pointer argument types only comes without them
+    (see ``_bind``): its caller passes ctypes objects alone, ``ctypes.c_int64``
+    for the error capacity too (a bare int would cross as a 32-bit C int;
+    :func:`call` does this for its callers).
 
     Example:
         >>> function("bng_abi_version")() == ABI_VERSION

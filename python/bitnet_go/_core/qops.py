@@ -113,7 +113,9 @@ def describe(q: Q) -> descriptor.Tensor:
 
 @functools.lru_cache(maxsize=1024)
 def _kept_params(relu: bool, reduce_range: bool, weight_id: int) -> descriptor.QopsParams:
-    """:func:`_params` built once per value, for the ops that do not change it (Go only reads it)."""
+    """:func:`_params` built once per value and shared by every call with that value, for the ops
+    that do not change it (Go only reads it). Never modify what it returns: :func:`conv2d` sets
+    its geometry on a fresh :func:`_params` instead."""
     return _params(relu, reduce_range, weight_id)
 
 
