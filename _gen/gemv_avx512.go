@@ -81,39 +81,14 @@ var gemvAVX512 = func(c *build.Context) {
 // faster; 4096: 1-2%). |lane| <= 2*4*8*128 per group stays below 2^31 for
 // up to 16384 groups.
 func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
-	name := fmt.Sprintf("gemvI8VNNIs%dc%d", rows, cols)
-	ret := "nonzero return: a code 3."
-	if !check {
-		name += "v"
-		ret = "the codes must be valid (no code 3: not checked); returns 0."
-	}
-	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
-		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; %s", name, rows, cols, ret))
-	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
-	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
+	t := gemvBegin(c, "gemvI8VNNIs", rows, cols, check)
 	m := halves(c, 0x0C0C0C0C, 0x03030303)
 	acc := zeroZ(c, rows*cols) // acc[r*cols+j]
-	var three reg.VecVirtual
-	if check {
-		three = c.YMM()
-		c.VPXORD(three, three, three)
-	}
-	rowMem := func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] }
-	colMem := func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] }
-
-	repeat(c, name+"loop", n, func() {
+	t.zeroCheck(c)
+	repeat(c, t.name+"loop", t.n, func() {
 		var a, b [4]reg.VecVirtual
 		for r := range rows {
-			pf := rowMem(r)
-			pf.Disp = gemvPrefetch
-			c.PREFETCHT0(pf)
-			g := c.ZMM()
-			c.VBROADCASTI64X4(rowMem(r), g)
-			if check {
-				d := c.YMM()
-				c.VPADDB(g.AsY(), g.AsY(), d)
-				c.VPTERNLOGD(operand.Imm(0xF8), d, g.AsY(), three) // three |= g & 2g
-			}
+			g := t.loadRow(c, r)
 			a[r], b[r] = c.ZMM(), c.ZMM()
 			c.VPSRLW(operand.Imm(4), g, a[r])
 			c.VPANDD(m, a[r], a[r])
@@ -121,22 +96,22 @@ func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
 		}
 		for j := range cols {
 			z0, z1 := c.ZMM(), c.ZMM()
-			c.VMOVDQU8(colMem(j, 0), z0)
-			c.VMOVDQU8(colMem(j, 64), z1)
+			c.VMOVDQU8(t.colMem(j, 0), z0)
+			c.VMOVDQU8(t.colMem(j, 64), z1)
 			for r := range rows {
 				c.VPDPBUSD(z0, a[r], acc[r*cols+j])
 				c.VPDPBUSD(z1, b[r], acc[r*cols+j])
 			}
 		}
-		c.ADDQ(operand.Imm(32), pw)
-		c.ADDQ(operand.U32(groupValues), px)
+		c.ADDQ(operand.Imm(32), t.pw)
+		c.ADDQ(operand.U32(groupValues), t.px)
 	})
 	s := halves(c, 2, 0)
 	for _, z := range acc {
 		c.VPSRAVD(s, z, z)
 	}
 	gemvStore(c, acc, rows, cols)
-	gemvReturn(c, check, three)
+	gemvReturn(c, check, t.three)
 }
 
 // halves returns a ZMM holding lo in each 32-bit lane of its low 256 bits
@@ -154,16 +129,7 @@ func halves(c *build.Context, lo, hi uint32) reg.VecVirtual {
 // groups (at most 16384), row r's codes at w + r*ldw; returning non-zero
 // for a code 3 with check, else (name suffix v) 0 without looking.
 func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
-	name := fmt.Sprintf("gemvI8VNNIr%dc%d", rows, cols)
-	ret := "nonzero return: a code 3."
-	if !check {
-		name += "v"
-		ret = "the codes must be valid (no code 3: not checked); returns 0."
-	}
-	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
-		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; %s", name, rows, cols, ret))
-	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
-	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
+	t := gemvBegin(c, "gemvI8VNNIr", rows, cols, check)
 	m0 := halves(c, 0xC0C0C0C0, 0x30303030)
 	m1 := halves(c, 0x0C0C0C0C, 0x03030303)
 	acc := make([][2]reg.VecVirtual, rows*cols) // acc[r*cols+j]
@@ -171,33 +137,17 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 		z := zeroZ(c, 2)
 		acc[i] = [2]reg.VecVirtual{z[0], z[1]}
 	}
-	var three reg.VecVirtual
-	if check {
-		three = c.YMM()
-		c.VPXORD(three, three, three)
-	}
-	rowMem := func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] }
-	colMem := func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] }
-
-	repeat(c, name+"loop", n, func() {
+	t.zeroCheck(c)
+	repeat(c, t.name+"loop", t.n, func() {
 		var a, b [4]reg.VecVirtual
 		for r := range rows {
-			pf := rowMem(r)
-			pf.Disp = gemvPrefetch
-			c.PREFETCHT0(pf)
-			g := c.ZMM()
-			c.VBROADCASTI64X4(rowMem(r), g)
-			if check {
-				d := c.YMM()
-				c.VPADDB(g.AsY(), g.AsY(), d)
-				c.VPTERNLOGD(operand.Imm(0xF8), d, g.AsY(), three) // three |= g & 2g
-			}
+			g := t.loadRow(c, r)
 			a[r], b[r] = c.ZMM(), c.ZMM()
 			c.VPANDD(m0, g, a[r])
 			c.VPANDD(m1, g, b[r])
 		}
 		for j := range cols {
-			var x0, x1 operand.Op = colMem(j, 0), colMem(j, 64)
+			var x0, x1 operand.Op = t.colMem(j, 0), t.colMem(j, 64)
 			if rows > 1 { // load once for every row
 				z0, z1 := c.ZMM(), c.ZMM()
 				c.VMOVDQU8(x0, z0)
@@ -209,8 +159,8 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 				c.VPDPBUSD(x1, b[r], acc[r*cols+j][1])
 			}
 		}
-		c.ADDQ(operand.Imm(32), pw)
-		c.ADDQ(operand.U32(groupValues), px)
+		c.ADDQ(operand.Imm(32), t.pw)
+		c.ADDQ(operand.U32(groupValues), t.px)
 	})
 
 	// Take the factors out and add the two accumulators of each output.
@@ -224,7 +174,7 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 		sums[i] = p[0]
 	}
 	gemvStore(c, sums, rows, cols)
-	gemvReturn(c, check, three)
+	gemvReturn(c, check, t.three)
 }
 
 // gemvStore writes the tile's outputs: out[r*ldo+j] = the sum of the 16
@@ -266,6 +216,64 @@ func gemvStore(c *build.Context, sums []reg.VecVirtual, rows, cols int) {
 			c.VMOVD(t, outMem(i+l))
 		}
 	}
+}
+
+// gemvTile is what the body of one GEMV tile function works with: its
+// name, the pointer and count registers the loop advances, the addresses
+// of the rows and columns, and the code-3 flags (with check).
+type gemvTile struct {
+	name      string
+	check     bool
+	pw, px, n reg.Register
+	rowMem    func(r int) operand.Mem
+	colMem    func(j, disp int) operand.Mem
+	three     reg.VecVirtual
+}
+
+// gemvBegin declares the tile function prefix<rows>c<cols> (suffix v
+// without check) and loads its arguments.
+func gemvBegin(c *build.Context, prefix string, rows, cols int, check bool) *gemvTile {
+	name := fmt.Sprintf("%s%dc%d", prefix, rows, cols)
+	ret := "nonzero return: a code 3."
+	if !check {
+		name += "v"
+		ret = "the codes must be valid (no code 3: not checked); returns 0."
+	}
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
+		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; %s", name, rows, cols, ret))
+	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
+	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
+	return &gemvTile{
+		name: name, check: check, pw: pw, px: px, n: n,
+		rowMem: func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] },
+		colMem: func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] },
+	}
+}
+
+// zeroCheck zeroes the code-3 flags (with check).
+func (t *gemvTile) zeroCheck(c *build.Context) {
+	if t.check {
+		t.three = c.YMM()
+		c.VPXORD(t.three, t.three, t.three)
+	}
+}
+
+// loadRow prefetches row r gemvPrefetch bytes ahead and returns its next
+// group broadcast to both halves of a ZMM, OR-ing its code-3 pairs into
+// the flags (with check: VPADDB doubling the low half's bytes, VPTERNLOGD
+// OR-ing bytes & 2*bytes).
+func (t *gemvTile) loadRow(c *build.Context, r int) reg.VecVirtual {
+	pf := t.rowMem(r)
+	pf.Disp = gemvPrefetch
+	c.PREFETCHT0(pf)
+	g := c.ZMM()
+	c.VBROADCASTI64X4(t.rowMem(r), g)
+	if t.check {
+		d := c.YMM()
+		c.VPADDB(g.AsY(), g.AsY(), d)
+		c.VPTERNLOGD(operand.Imm(0xF8), d, g.AsY(), t.three) // three |= g & 2g
+	}
+	return g
 }
 
 // gemvReturn returns non-zero when an odd bit of three is set (a code 3

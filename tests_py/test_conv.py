@@ -789,8 +789,9 @@ def test_abi_one_block_is_per_tensor():
         for ab, alg in ((0, 0), (0, 1), (0, 2), (0, 3), (8, 0), (8, 1), (8, 2), (8, 3), (8, 6)):
             out = np.full((2, 4, 7, 6), np.nan, np.float32)
             algo = list(ops.ALGORITHM_CODES)[alg]
-            ops.conv2d(x, t.packed, t.scales, "i2_s", bs, (4, 3, 3, 3), None, out, (1, 1), (1, 1, 1, 1), (1, 1), 1,
-                       ab or None, algo, True)  # fmt: skip
+            plan = ops.conv2d_plan(t.packed, t.scales, "i2_s", bs, (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1,
+                                   ab or None, algo, True)  # fmt: skip
+            ops.conv2d_run(plan, x, None, out)
             if ab == 8:
                 np.testing.assert_allclose(out, torch_int8_ref(x, t, None, cfg), rtol=1e-6, atol=0)
             else:

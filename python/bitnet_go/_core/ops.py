@@ -284,7 +284,7 @@ def _weight(
 
 
 class ConvInfo(NamedTuple):
-    """What ran in a :func:`conv2d` call."""
+    """What ran in a :func:`conv2d_run` call."""
 
     algorithm: Kernel
     """The algorithm the planner ran (``"direct"`` and ``"auto"`` resolved)."""
@@ -293,7 +293,7 @@ class ConvInfo(NamedTuple):
 
 
 class ConvPlan(NamedTuple):
-    """What a :func:`conv2d` call passes Go besides its arrays: built once per weight and geometry
+    """What a conv2d call passes Go besides its arrays: built once per weight and geometry
     (:func:`conv2d_plan`), run as often as wanted (:func:`conv2d_run`)."""
 
     params: descriptor.Conv2dParams
@@ -318,7 +318,19 @@ def conv2d_plan(
     weight_addrs: tuple[int, int] | None = None,
     weight_id: int = 0,
 ) -> ConvPlan:
-    """The plan of :func:`conv2d` for these arguments (the same meaning as there).
+    """The plan of a 2-D convolution with a ternary weight (run it with :func:`conv2d_run`).
+
+    The weight is ``packed`` (uint8, format ``qtype``; TL rows are the O
+    output channels) and ``scales`` (float32, one per ``block_size``
+    elements of the flattened weight, or one) of shape ``weight_shape``
+    (O, C/groups, kH, kW). ``padding`` is (top, left, bottom, right);
+    ``act_bits`` None (float32 activations) or 8; ``algorithm`` a key of
+    :data:`ALGORITHM_CODES`. ``weight_addrs``: the addresses of ``packed``
+    and ``scales`` if the caller keeps them (a tensor's arrays never move;
+    ``ndarray.ctypes`` costs microseconds a call). ``weight_id``:
+    ``packed``'s number (:func:`bitnet_go._core.arrays.weight_id`; 0: none),
+    under which Go remembers that an i2_s weight's codes were checked. The
+    plan keeps the addresses, not the arrays: they must outlive its calls.
 
     Example:
         >>> p, s = np.empty(32, np.uint8), np.ones(1, np.float32)
@@ -342,7 +354,8 @@ def _conv_info(algorithm: int, kernel: bytes) -> ConvInfo:
 
 def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.ndarray) -> ConvInfo:
     """Run the plan on float32 ``x`` (N, C, H, W) into float32 ``out`` (N, O, Ho, Wo), with
-    ``bias`` None or float32 (O,) (see :func:`conv2d`).
+    ``bias`` None or float32 (O,). Go checks every shape, size and value; the output size must
+    be the one the geometry implies.
 
     Example:
         >>> x, out = np.ones((1, 1, 3, 3), np.float32), np.empty((1, 1, 1, 1), np.float32)
@@ -357,57 +370,6 @@ def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.n
     xt, ot = _host(x, "float32"), _host(out, "float32")
     lib.call("bng_conv2d", _byref(xt), _byref(plan.weight), bt, _byref(ot), _byref(plan.params), _byref(info))
     return _conv_info(info.algorithm, info.kernel)
-
-
-def conv2d(
-    x: np.ndarray,
-    packed: np.ndarray,
-    scales: np.ndarray,
-    qtype: QType,
-    block_size: int | None,
-    weight_shape: tuple[int, int, int, int],
-    bias: np.ndarray | None,
-    out: np.ndarray,
-    stride: tuple[int, int],
-    padding: tuple[int, int, int, int],
-    dilation: tuple[int, int],
-    groups: int,
-    act_bits: int | None,
-    algorithm: str,
-    check_finite: bool,
-    weight_addrs: tuple[int, int] | None = None,
-    weight_id: int = 0,
-) -> ConvInfo:
-    """2-D convolution of float32 ``x`` (N, C, H, W) with a ternary weight into float32 ``out`` (N, O, Ho, Wo).
-
-    The weight is ``packed`` (uint8, format ``qtype``; TL rows are the O
-    output channels) and ``scales`` (float32, one per ``block_size``
-    elements of the flattened weight, or one) of shape ``weight_shape``
-    (O, C/groups, kH, kW). ``bias`` is None or float32 (O,). ``padding`` is
-    (top, left, bottom, right); ``act_bits`` None (float32 activations) or 8;
-    ``algorithm`` a key of :data:`ALGORITHM_CODES`. ``weight_addrs``: the
-    addresses of ``packed`` and ``scales`` if the caller keeps them (a
-    tensor's arrays never move; ``ndarray.ctypes`` costs microseconds a call). ``weight_id``:
-    ``packed``'s number (:func:`bitnet_go._core.arrays.weight_id`; 0: none), under which Go
-    remembers that an i2_s weight's codes were checked.
-    Go checks every shape, size and value; the output size must be the one
-    the geometry implies.
-
-    Example:
-        >>> x, out = np.ones((1, 1, 3, 3), np.float32), np.empty((1, 1, 1, 1), np.float32)
-        >>> p, s = np.empty(32, np.uint8), np.empty(1, np.float32)
-        >>> quantize(np.ones(9, np.float32), "i2_s", None, "absmean", True, p, s)
-        >>> conv2d(x, p, s, "i2_s", None, (1, 1, 3, 3), None, out, stride=(1, 1), padding=(0, 0, 0, 0),
-        ...        dilation=(1, 1), groups=1, act_bits=None, algorithm="naive", check_finite=True)
-        ConvInfo(algorithm='naive', kernel='naive/generic')
-        >>> out
-        array([[[[9.]]]], dtype=float32)
-    """
-    return conv2d_run(
-        conv2d_plan(packed, scales, qtype, block_size, weight_shape, stride, padding, dilation, groups, act_bits,
-                    algorithm, check_finite, weight_addrs, weight_id),
-        x, bias, out,
-    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- CUDA ops (I2_S)
