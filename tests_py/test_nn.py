@@ -366,3 +366,31 @@ def test_import_bitnet_go_alone_has_no_nn_attribute_loaded_eagerly() -> None:
     assert "linear_quantized" in bitnet_go.__all__
     assert isinstance(bnn.BitLinear(4, 2).ternary_weight(), bitnet_go.TernaryTensor)
     assert np.all(np.isin(bnn.BitLinear(4, 2).ternary_weight().values(), [-1, 0, 1]))
+
+
+@pytest.mark.parametrize("rows", [5, 300])  # GEMV, and the GEMM whose layouts Go keeps by number
+def test_frozen_weight_numbered_and_renumbered_on_torch_writes(rows: int) -> None:
+    """A frozen layer's weight goes to Go with a number (no comparison of its codes per call); a
+    write through torch (copy_, load_state_dict) gives the next call a new tensor and number, and
+    the outputs follow the new weights exactly."""
+    from bitnet_go._core.arrays import weight_id
+
+    torch.manual_seed(9)
+    a, b = bnn.BitLinear(256, 7).freeze(), bnn.BitLinear(256, 7).freeze()
+    x = torch.randn(rows, 256)
+    ta = a.ternary_weight()
+    ida = weight_id(ta.packed)
+    assert ida > 0 and a.ternary_weight() is ta
+    ya = a(x)
+    assert torch.equal(ya, a(x))
+    with torch.no_grad():
+        a.weight_packed.copy_(b.weight_packed)  # in place: same address, a new version
+        a.weight_scale.copy_(b.weight_scale)
+        a.bias.copy_(b.bias)
+    tb = a.ternary_weight()
+    assert tb is not ta and weight_id(tb.packed) not in (0, ida)
+    assert torch.equal(a(x), b(x))
+    a.load_state_dict(bnn.BitLinear(256, 7).freeze().state_dict())  # copy_ again, through torch
+    assert a.ternary_weight() is not tb
+    want = bitnet_go.linear_quantized(x.numpy(), a.ternary_weight(), a.bias.detach().numpy(), act_bits=a.act_bits)
+    np.testing.assert_array_equal(a(x).detach().numpy(), want)

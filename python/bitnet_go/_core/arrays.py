@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import weakref
@@ -51,10 +52,12 @@ def as_host(x: ArrayLike, name: str, *, float32: bool = False) -> np.ndarray:
             raise ValueError(
                 f"{name} is a torch tensor on {t.device}; this function takes host memory (move it with .cpu())"
             )
-        if float32 and t.is_complex():
-            raise TypeError(f"{name} must be real, got complex dtype {t.dtype}")
-        if t.dtype.is_floating_point and t.dtype != _torch_float32(t) and (float32 or str(t.dtype) == "torch.bfloat16"):
-            t = t.float()  # bfloat16/float16/float64 -> float32 in torch (numpy has no bfloat16)
+        dt = t.dtype
+        if dt != _torch_float32():  # float32, the common case, passes as it is
+            if float32 and t.is_complex():
+                raise TypeError(f"{name} must be real, got complex dtype {dt}")
+            if dt.is_floating_point and (float32 or str(dt) == "torch.bfloat16"):
+                t = t.float()  # bfloat16/float16/float64 -> float32 in torch (numpy has no bfloat16)
         x = t.numpy()
     return np.asarray(x)
 
@@ -78,7 +81,9 @@ def as_float32(x: ArrayLike, name: str) -> np.ndarray:
     return np.asarray(a, dtype=np.float32, order="C")  # copies only if needed; keeps 0-d shape
 
 
-def _torch_float32(t: object) -> object:
+@functools.cache
+def _torch_float32() -> object:
+    """``torch.float32``, looked up once (torch is imported only when a torch tensor comes)."""
     import torch  # only reached with a torch tensor in hand
 
     return torch.float32
@@ -215,6 +220,20 @@ def new_weight_id() -> int:
         True
     """
     return next(_weight_ids)
+
+
+def vouched_weight_id(a: np.ndarray) -> int:
+    """:func:`weight_id` for an array a writable one may reach, whose caller vouches that its codes
+    do not change while ``a`` lives: it describes them with a new array object whenever they may
+    have changed (a frozen ``bitnet_go.nn`` layer's buffers, by torch's version counters). Must be
+    asked before :func:`weight_id` is (that would keep 0 for ``a``).
+
+    Example:
+        >>> a = np.zeros(8, np.uint8)
+        >>> vouched_weight_id(a) == weight_id(a) > 0, weight_id(np.zeros(8, np.uint8))
+        (True, 0)
+    """
+    return _ids.get(a, "id", new_weight_id)  # type: ignore[no-any-return]
 
 
 def weight_id(a: np.ndarray) -> int:

@@ -10,6 +10,7 @@ import torch.nn.functional as F  # noqa: N812 (torch's own spelling)
 from torch import nn
 
 from .._conv import conv2d_quantized
+from .._core.arrays import vouched_weight_id
 from .._linear import linear_quantized
 from .._ternary import TernaryTensor, quantize_i2s
 
@@ -117,10 +118,14 @@ class _Frozen:
         if not self.frozen:
             w = self.weight.detach().cpu()  # type: ignore[attr-defined]
             return quantize_i2s(w, block_size=self._block_size(), method="absmean", device="cpu")
-        # Built once per pair of buffers (forward calls this every time; a buffer that .to()
-        # or load_state_dict replaced has another address). The bytes themselves may change
-        # in place: the tensor views them, and the kernels compare them each call.
-        key = (self.weight_packed.data_ptr(), self.weight_scale.data_ptr())
+        # Built once per state of the buffers (forward calls this every time): a buffer that
+        # .to() replaced has another address, one written in place through torch (copy_,
+        # load_state_dict, indexing) another version. The tensor views the buffers and has a
+        # number of its own (arrays.vouched_weight_id), under which Go keeps what it derives
+        # (the checked codes, the kernels' layouts) without comparing the codes on each call;
+        # writes that bypass torch (through a numpy or DLPack view of a buffer) are not seen.
+        packed, scale = self.weight_packed, self.weight_scale
+        key = (packed.data_ptr(), scale.data_ptr(), packed._version, scale._version)
         cached = self.__dict__.get("_ternary_cache")
         if cached is None or cached[0] != key:
             on_gpu = self.weight_packed.is_cuda
@@ -137,6 +142,8 @@ class _Frozen:
                 self.weight_packed.detach() if on_gpu else self.weight_packed.numpy(),
                 self.weight_scale.detach() if on_gpu else self.weight_scale.numpy(),
             )
+            if not on_gpu:
+                vouched_weight_id(t.packed)
             cached = self.__dict__["_ternary_cache"] = (key, t)
         return cached[1]
 
@@ -211,7 +218,11 @@ class BitLinear(_Frozen, nn.Linear):
 
     Frozen (:meth:`freeze`, :func:`bitnet_go.nn.convert`): the weight is
     packed I2_S and the forward runs :func:`bitnet_go.linear_quantized`; it
-    equals the training-mode forward to float32 rounding.
+    equals the training-mode forward to float32 rounding. The library keeps
+    what it derives from the packed buffers (codes checked, kernel layouts)
+    until they are replaced or written through torch (``load_state_dict``,
+    ``copy_``, indexing: torch's version counter moves); write them through
+    torch, not through a numpy or DLPack view, which it would not see.
 
     Devices (frozen): ``layer.to("cuda")`` moves the packed buffers (2 bits
     a weight) to the GPU, and the forward of CUDA input runs the GPU kernels
@@ -311,8 +322,8 @@ class BitConv2d(_Frozen, nn.Conv2d):
     ``x[n]`` of the input to int8, with straight-through gradients; frozen, the
     forward runs :func:`bitnet_go.conv2d_quantized` on CPU tensors, or on
     CUDA tensors on their GPU (``conv.to("cuda")`` moves the packed buffers;
-    see :class:`BitLinear` for the device rules). Only
-    ``padding_mode="zeros"``.
+    see :class:`BitLinear` for the device rules and for writing the
+    buffers). Only ``padding_mode="zeros"``.
 
     Example:
         >>> import torch
