@@ -394,3 +394,15 @@ def test_frozen_weight_numbered_and_renumbered_on_torch_writes(rows: int) -> Non
     assert a.ternary_weight() is not tb
     want = bitnet_go.linear_quantized(x.numpy(), a.ternary_weight(), a.bias.detach().numpy(), act_bits=a.act_bits)
     np.testing.assert_array_equal(a(x).detach().numpy(), want)
+
+
+def test_frozen_bias_follows_torch_writes_in_any_dtype() -> None:
+    """The bias goes to the kernels as float32 numpy, kept per state of the parameter: a float64
+    bias is a converted copy, so an in-place write through torch must make a new one."""
+    torch.manual_seed(10)
+    layer = bnn.BitLinear(64, 3, dtype=torch.float64).freeze()
+    x = torch.randn(2, 64, dtype=torch.float64)
+    y0 = layer(x)
+    with torch.no_grad():
+        layer.bias.add_(1.0)
+    torch.testing.assert_close(layer(x), y0 + 1.0)

@@ -10,7 +10,7 @@ import torch.nn.functional as F  # noqa: N812 (torch's own spelling)
 from torch import nn
 
 from .._conv import conv2d_quantized
-from .._core.arrays import vouched_weight_id
+from .._core.arrays import as_float32, vouched_weight_id
 from .._linear import linear_quantized
 from .._ternary import TernaryTensor, quantize_i2s
 
@@ -197,9 +197,17 @@ class _Frozen:
         s = f", act_bits={self.act_bits}"
         return s + (", frozen=True (i2_s)" if self.frozen else "")
 
-    def _bias_arg(self) -> torch.Tensor | None:
+    def _bias_arg(self) -> torch.Tensor | np.ndarray | None:
+        """The bias for the kernels: a CPU layer's as float32 numpy, made once per state of the
+        parameter (its address, torch version counter and dtype, as :meth:`ternary_weight`)."""
         b = self.bias  # type: ignore[attr-defined]
-        return None if b is None else b.detach()
+        if b is None or b.is_cuda:
+            return None if b is None else b.detach()
+        key = (b.data_ptr(), b._version, b.dtype)
+        cached = self.__dict__.get("_bias_cache")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_bias_cache"] = (key, as_float32(b.detach(), "bias"))
+        return cached[1]  # type: ignore[no-any-return]
 
 
 def _out_like(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
