@@ -193,6 +193,8 @@ class _FakeCudaTensor:
             return "cuda:0"
 
     device = device()  # type: ignore[assignment,misc]
+    is_cpu = False
+    requires_grad = False
 
     def detach(self) -> _FakeCudaTensor:
         return self

@@ -47,8 +47,8 @@ def as_host(x: ArrayLike, name: str, *, float32: bool = False) -> np.ndarray:
             f"pass {name}.filled(value) or np.asarray({name}) if that is what you mean"
         )
     if is_torch_tensor(x):
-        t = x.detach()  # type: ignore[attr-defined]
-        if t.device.type != "cpu":
+        t = x.detach() if x.requires_grad else x  # type: ignore[attr-defined]  # .numpy() refuses grad
+        if not t.is_cpu:
             raise ValueError(
                 f"{name} is a torch tensor on {t.device}; this function takes host memory (move it with .cpu())"
             )
