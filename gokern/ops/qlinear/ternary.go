@@ -2,6 +2,7 @@ package qlinear
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
@@ -164,28 +165,16 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 	return info, nil
 }
 
-// flipSum sets dst[i] = src[i] ^ flip (len(dst) == len(src)) and returns
-// the sum of dst's bytes read as int8: eight bytes a step, the biased
-// bytes dst ^ 0x80 (0..255) summed in 16-bit lanes, 128*len taken off.
+// flipSum sets dst[i] = src[i] ^ flip (len(dst) == len(src)), eight bytes
+// a step, and returns the sum of dst's bytes read as int8 (gemm.SumI8).
 func flipSum(dst, src []byte, flip byte) int32 {
 	f := uint64(flip) * 0x0101010101010101
-	const lo = 0x00FF00FF00FF00FF
-	var total int64
 	i := 0
-	for i+8 <= len(src) {
-		var lanes uint64 // four 16-bit sums of at most 128 steps of 2*255
-		for n := 0; n < 128 && i+8 <= len(src); n++ {
-			v := binary.LittleEndian.Uint64(src[i:]) ^ f
-			binary.LittleEndian.PutUint64(dst[i:], v)
-			u := v ^ 0x8080808080808080
-			lanes += u&lo + u>>8&lo
-			i += 8
-		}
-		total += int64(lanes&0xFFFF + lanes>>16&0xFFFF + lanes>>32&0xFFFF + lanes>>48)
+	for ; i+8 <= len(src); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^f)
 	}
 	for ; i < len(src); i++ {
 		dst[i] = src[i] ^ flip
-		total += int64(dst[i] ^ 0x80)
 	}
-	return int32(total - 128*int64(len(src)))
+	return mk.SumI8(unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)))
 }
