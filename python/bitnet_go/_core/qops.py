@@ -65,7 +65,15 @@ _DTYPE = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.fl
           np.dtype(np.int32): "int32"}  # fmt: skip
 
 
-def _desc(q: Q) -> descriptor.Tensor:
+def describe(q: Q) -> descriptor.Tensor:
+    """``q``'s descriptor: its own when it carries one, else built (for a caller that keeps it,
+    such as an op's output tensor).
+
+    Example:
+        >>> q = Q(np.zeros((2, 3), np.uint8), np.float32([0.5]), np.int32([1]))
+        >>> describe(q).ndim, describe(q._replace(desc=describe(q))).ndim
+        (2, 2)
+    """
     if q.desc is not None:
         return q.desc
     a = descriptor.address
@@ -99,18 +107,6 @@ def _opt_kept(a: np.ndarray | None) -> object:
     return None if a is None else ctypes.byref(_kept.get(a, "desc", lambda: descriptor.host(a, _DTYPE[a.dtype])))
 
 
-def describe(q: Q) -> descriptor.Tensor:
-    """``q``'s descriptor: its own when it carries one, else built (for a caller that keeps it,
-    such as an op's output tensor).
-
-    Example:
-        >>> q = Q(np.zeros((2, 3), np.uint8), np.float32([0.5]), np.int32([1]))
-        >>> describe(q).ndim, describe(q._replace(desc=describe(q))).ndim
-        (2, 2)
-    """
-    return _desc(q)
-
-
 @functools.lru_cache(maxsize=1024)
 def _kept_params(relu: bool, reduce_range: bool, weight_id: int) -> descriptor.QopsParams:
     """:func:`_params` built once per value and shared by every call with that value, for the ops
@@ -130,9 +126,9 @@ def linear(
     """
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     aq = (ctypes.c_float * 2)()
-    ot = _desc(out if x.codes.dtype != np.float32 else Q(out.codes, None, None))
+    ot = describe(out if x.codes.dtype != np.float32 else Q(out.codes, None, None))
     p = _kept_params(bool(relu), bool(reduce_range), w.weight_id)
-    lib.call("bng_qlinear", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), _opt_kept(colsums),
+    lib.call("bng_qlinear", ctypes.byref(describe(x)), ctypes.byref(describe(w)), _opt(bias), _opt_kept(colsums),
              ctypes.byref(ot), ctypes.byref(p), aq, ctypes.byref(info))  # fmt: skip
     if x.codes.dtype == np.float32 and out.scales is not None and out.zero_points is not None:
         out.scales[0], out.zero_points[0] = aq[0], int(aq[1])
@@ -142,7 +138,7 @@ def linear(
 def matmul(a: Q, b: Q, out: Q) -> str:
     """``bng_qmatmul``: out = a·b quantized; returns the kernel's name."""
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
-    lib.call("bng_qmatmul", ctypes.byref(_desc(a)), ctypes.byref(_desc(b)), ctypes.byref(_desc(out)),
+    lib.call("bng_qmatmul", ctypes.byref(describe(a)), ctypes.byref(describe(b)), ctypes.byref(describe(out)),
              ctypes.byref(_kept_params(False, False, 0)), ctypes.byref(info))  # fmt: skip
     return info.kernel.decode()
 
@@ -163,6 +159,6 @@ def conv2d(
     p = _params(relu, weight_id=w.weight_id)
     p.stride[:], p.padding[:], p.dilation[:], p.groups = stride, padding, dilation, groups
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
-    lib.call("bng_qconv2d", ctypes.byref(_desc(x)), ctypes.byref(_desc(w)), _opt(bias), ctypes.byref(_desc(out)),
-             ctypes.byref(p), ctypes.byref(info))  # fmt: skip
+    lib.call("bng_qconv2d", ctypes.byref(describe(x)), ctypes.byref(describe(w)), _opt(bias),
+             ctypes.byref(describe(out)), ctypes.byref(p), ctypes.byref(info))  # fmt: skip
     return info.kernel.decode()
