@@ -42,13 +42,11 @@ import (
 // fit, 4x4 (gemvI8VNNIShifted) first.
 var gemvVNNITiles = [][2]int{{4, 1}, {2, 1}, {1, 1}, {2, 2}, {1, 2}, {2, 4}, {1, 4}}
 
-// gemvPrefetch is how far ahead of the group it reads each row's codes
-// are prefetched (PREFETCHT0 per group and row): rows stream from L3 or
-// memory, and the tiles of several columns consume them too slowly for
-// the hardware prefetchers to run far enough ahead (4096 x 4096, 4
-// columns: 2x faster than without; past the row's end it fetches the next
-// tile's rows).
-const gemvPrefetch = 2048
+// Each tile prefetches (PREFETCHT0 per group and row) the group at the
+// same place in the next tile's rows, rows*ldw bytes on: rows stream from
+// L3 or memory, and the tiles of several columns consume them too slowly
+// for the hardware prefetchers to run far enough ahead, while a whole
+// tile's pass is enough time to bring the next tile's rows in.
 
 // gemvAVX512 emits gokern/gemm/gemv_avx512_amd64.s: each tile with the
 // code-3 check, and without it (name suffix v, for codes known valid:
@@ -103,8 +101,7 @@ func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
 				c.VPDPBUSD(z1, b[r], acc[r*cols+j])
 			}
 		}
-		c.ADDQ(operand.Imm(32), t.pw)
-		c.ADDQ(operand.U32(groupValues), t.px)
+		t.advance(c)
 	})
 	s := halves(c, 2, 0)
 	for _, z := range acc {
@@ -159,8 +156,7 @@ func gemvI8VNNI(c *build.Context, rows, cols int, check bool) {
 				c.VPDPBUSD(x1, b[r], acc[r*cols+j][1])
 			}
 		}
-		c.ADDQ(operand.Imm(32), t.pw)
-		c.ADDQ(operand.U32(groupValues), t.px)
+		t.advance(c)
 	})
 
 	// Take the factors out and add the two accumulators of each output.
@@ -225,7 +221,9 @@ type gemvTile struct {
 	name      string
 	check     bool
 	pw, px, n reg.Register
+	pn        reg.Register // pw + rows*ldw: the next tile's rows
 	rowMem    func(r int) operand.Mem
+	nextMem   func(r int) operand.Mem
 	colMem    func(j, disp int) operand.Mem
 	three     reg.VecVirtual
 }
@@ -243,11 +241,25 @@ func gemvBegin(c *build.Context, prefix string, rows, cols int, check bool) *gem
 		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; %s", name, rows, cols, ret))
 	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
 	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
-	return &gemvTile{
-		name: name, check: check, pw: pw, px: px, n: n,
-		rowMem: func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] },
-		colMem: func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] },
+	if rows != 1 && rows != 2 && rows != 4 {
+		panic("gemvBegin: tiles have 1, 2 or 4 rows")
 	}
+	pn := c.GP64()
+	c.LEAQ(operand.Mem{Base: pw, Index: ldw, Scale: uint8(rows)}, pn)
+	return &gemvTile{
+		name: name, check: check, pw: pw, px: px, n: n, pn: pn,
+		rowMem:  func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] },
+		nextMem: func(r int) operand.Mem { return rowAddrs(pn, ldw, ldw3, 0)[r] },
+		colMem:  func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] },
+	}
+}
+
+// advance moves the row pointers on by one group and the column pointer
+// by its 128 values.
+func (t *gemvTile) advance(c *build.Context) {
+	c.ADDQ(operand.Imm(32), t.pw)
+	c.ADDQ(operand.Imm(32), t.pn)
+	c.ADDQ(operand.U32(groupValues), t.px)
 }
 
 // zeroCheck zeroes the code-3 flags (with check).
@@ -258,14 +270,12 @@ func (t *gemvTile) zeroCheck(c *build.Context) {
 	}
 }
 
-// loadRow prefetches row r gemvPrefetch bytes ahead and returns its next
-// group broadcast to both halves of a ZMM, OR-ing its code-3 pairs into
-// the flags (with check: VPADDB doubling the low half's bytes, VPTERNLOGD
-// OR-ing bytes & 2*bytes).
+// loadRow prefetches the next tile's row r at the same group and returns
+// row r's next group broadcast to both halves of a ZMM, OR-ing its code-3
+// pairs into the flags (with check: VPADDB doubling the low half's bytes,
+// VPTERNLOGD OR-ing bytes & 2*bytes).
 func (t *gemvTile) loadRow(c *build.Context, r int) reg.VecVirtual {
-	pf := t.rowMem(r)
-	pf.Disp = gemvPrefetch
-	c.PREFETCHT0(pf)
+	c.PREFETCHT0(t.nextMem(r))
 	g := c.ZMM()
 	c.VBROADCASTI64X4(t.rowMem(r), g)
 	if t.check {

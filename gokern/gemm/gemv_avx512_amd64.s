@@ -14,15 +14,16 @@ TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), BX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Y1
+	LEAQ         (AX)(CX*4), BX
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Y11
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y11
 	VINSERTI64X4 $0x01, Y11, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -35,25 +36,25 @@ TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-68
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr4c1loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (BX)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10
 	VPANDD          Z0, Z11, Z12
 	VPANDD          Z1, Z11, Z11
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (BX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z13
 	VPADDB          Y13, Y13, Y14
 	VPTERNLOGD      $0xf8, Y14, Y13, Y10
 	VPANDD          Z0, Z13, Z14
 	VPANDD          Z1, Z13, Z13
-	PREFETCHT0      2048(AX)(CX*2)
+	PREFETCHT0      (BX)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z15
 	VPADDB          Y15, Y15, Y16
 	VPTERNLOGD      $0xf8, Y16, Y15, Y10
 	VPANDD          Z0, Z15, Z16
 	VPANDD          Z1, Z15, Z15
-	PREFETCHT0      2048(AX)(DI*1)
+	PREFETCHT0      (BX)(DI*1)
 	VBROADCASTI64X4 (AX)(DI*1), Z17
 	VPADDB          Y17, Y17, Y18
 	VPTERNLOGD      $0xf8, Y18, Y17, Y10
@@ -70,6 +71,7 @@ gemvI8VNNIr4c1loop:
 	VPDPBUSD        Z19, Z18, Z8
 	VPDPBUSD        Z20, Z17, Z9
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr4c1loop
@@ -140,15 +142,16 @@ TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), BX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Y1
+	LEAQ         (AX)(CX*2), BX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Y7
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y7
 	VINSERTI64X4 $0x01, Y7, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -157,13 +160,13 @@ TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-68
 	VPXORD       Y6, Y6, Y6
 
 gemvI8VNNIr2c1loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (BX)
 	VBROADCASTI64X4 (AX), Z7
 	VPADDB          Y7, Y7, Y8
 	VPTERNLOGD      $0xf8, Y8, Y7, Y6
 	VPANDD          Z0, Z7, Z8
 	VPANDD          Z1, Z7, Z7
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (BX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z9
 	VPADDB          Y9, Y9, Y10
 	VPTERNLOGD      $0xf8, Y10, Y9, Y6
@@ -176,6 +179,7 @@ gemvI8VNNIr2c1loop:
 	VPDPBUSD        Z11, Z10, Z4
 	VPDPBUSD        Z12, Z9, Z5
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr2c1loop
@@ -234,24 +238,25 @@ TEXT ·gemvI8VNNIr1c1(SB), NOSPLIT, $0-68
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
 	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), CX
-	LEAQ         (BX)(BX*2), CX
-	MOVL         $0xc0c0c0c0, CX
-	VPBROADCASTD CX, Z0
-	MOVL         $0x30303030, CX
-	VPBROADCASTD CX, Y1
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x30303030, BX
+	VPBROADCASTD BX, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, CX
-	VPBROADCASTD CX, Z1
-	MOVL         $0x03030303, CX
-	VPBROADCASTD CX, Y5
+	MOVL         $0x0c0c0c0c, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x03030303, BX
+	VPBROADCASTD BX, Y5
 	VINSERTI64X4 $0x01, Y5, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Y4, Y4, Y4
 
 gemvI8VNNIr1c1loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (CX)
 	VBROADCASTI64X4 (AX), Z5
 	VPADDB          Y5, Y5, Y6
 	VPTERNLOGD      $0xf8, Y6, Y5, Y4
@@ -260,6 +265,7 @@ gemvI8VNNIr1c1loop:
 	VPDPBUSD        (DX), Z6, Z2
 	VPDPBUSD        64(DX), Z5, Z3
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr1c1loop
@@ -315,15 +321,16 @@ TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), DI
-	MOVL         $0xc0c0c0c0, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0x30303030, DI
-	VPBROADCASTD DI, Y1
+	LEAQ         (AX)(CX*2), DI
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x03030303, DI
-	VPBROADCASTD DI, Y11
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y11
 	VINSERTI64X4 $0x01, Y11, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -336,13 +343,13 @@ TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-68
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr2c2loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (DI)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10
 	VPANDD          Z0, Z11, Z12
 	VPANDD          Z1, Z11, Z11
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (DI)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z13
 	VPADDB          Y13, Y13, Y14
 	VPTERNLOGD      $0xf8, Y14, Y13, Y10
@@ -361,6 +368,7 @@ gemvI8VNNIr2c2loop:
 	VPDPBUSD        Z15, Z14, Z8
 	VPDPBUSD        Z16, Z13, Z9
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, DI
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr2c2loop
@@ -429,17 +437,18 @@ TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-68
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
 	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), CX
-	LEAQ         (BX)(BX*2), CX
-	MOVL         $0xc0c0c0c0, CX
-	VPBROADCASTD CX, Z0
-	MOVL         $0x30303030, CX
-	VPBROADCASTD CX, Y1
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, CX
-	VPBROADCASTD CX, Z1
-	MOVL         $0x03030303, CX
-	VPBROADCASTD CX, Y7
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y7
 	VINSERTI64X4 $0x01, Y7, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -448,7 +457,7 @@ TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-68
 	VPXORD       Y6, Y6, Y6
 
 gemvI8VNNIr1c2loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (CX)
 	VBROADCASTI64X4 (AX), Z7
 	VPADDB          Y7, Y7, Y8
 	VPTERNLOGD      $0xf8, Y8, Y7, Y6
@@ -459,6 +468,7 @@ gemvI8VNNIr1c2loop:
 	VPDPBUSD        (DX)(BX*1), Z8, Z4
 	VPDPBUSD        64(DX)(BX*1), Z7, Z5
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr1c2loop
@@ -519,15 +529,16 @@ TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), DI
-	MOVL         $0xc0c0c0c0, R8
-	VPBROADCASTD R8, Z0
-	MOVL         $0x30303030, R8
-	VPBROADCASTD R8, Y1
+	LEAQ         (AX)(CX*2), R8
+	MOVL         $0xc0c0c0c0, R9
+	VPBROADCASTD R9, Z0
+	MOVL         $0x30303030, R9
+	VPBROADCASTD R9, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, R8
-	VPBROADCASTD R8, Z1
-	MOVL         $0x03030303, R8
-	VPBROADCASTD R8, Y19
+	MOVL         $0x0c0c0c0c, R9
+	VPBROADCASTD R9, Z1
+	MOVL         $0x03030303, R9
+	VPBROADCASTD R9, Y19
 	VINSERTI64X4 $0x01, Y19, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -548,13 +559,13 @@ TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-68
 	VPXORD       Y18, Y18, Y18
 
 gemvI8VNNIr2c4loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (R8)
 	VBROADCASTI64X4 (AX), Z19
 	VPADDB          Y19, Y19, Y20
 	VPTERNLOGD      $0xf8, Y20, Y19, Y18
 	VPANDD          Z0, Z19, Z20
 	VPANDD          Z1, Z19, Z19
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (R8)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z21
 	VPADDB          Y21, Y21, Y22
 	VPTERNLOGD      $0xf8, Y22, Y21, Y18
@@ -585,6 +596,7 @@ gemvI8VNNIr2c4loop:
 	VPDPBUSD        Z23, Z22, Z16
 	VPDPBUSD        Z24, Z21, Z17
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, R8
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr2c4loop
@@ -674,17 +686,18 @@ TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-68
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
 	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), CX
-	LEAQ         (BX)(BX*2), CX
-	MOVL         $0xc0c0c0c0, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0x30303030, DI
-	VPBROADCASTD DI, Y1
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x03030303, DI
-	VPBROADCASTD DI, Y11
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y11
 	VINSERTI64X4 $0x01, Y11, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -697,7 +710,7 @@ TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-68
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr1c4loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (CX)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10
@@ -709,9 +722,10 @@ gemvI8VNNIr1c4loop:
 	VPDPBUSD        64(DX)(BX*1), Z11, Z5
 	VPDPBUSD        (DX)(BX*2), Z12, Z6
 	VPDPBUSD        64(DX)(BX*2), Z11, Z7
-	VPDPBUSD        (DX)(CX*1), Z12, Z8
-	VPDPBUSD        64(DX)(CX*1), Z11, Z9
+	VPDPBUSD        (DX)(DI*1), Z12, Z8
+	VPDPBUSD        64(DX)(DI*1), Z11, Z9
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr1c4loop
@@ -776,10 +790,11 @@ TEXT ·gemvI8VNNIs4c4(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), R8
-	MOVL         $0x0c0c0c0c, R9
-	VPBROADCASTD R9, Z0
-	MOVL         $0x03030303, R9
-	VPBROADCASTD R9, Y1
+	LEAQ         (AX)(CX*4), R9
+	MOVL         $0x0c0c0c0c, R10
+	VPBROADCASTD R10, Z0
+	MOVL         $0x03030303, R10
+	VPBROADCASTD R10, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -800,28 +815,28 @@ TEXT ·gemvI8VNNIs4c4(SB), NOSPLIT, $0-68
 	VPXORD       Y18, Y18, Y18
 
 gemvI8VNNIs4c4loop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (R9)
 	VBROADCASTI64X4 (AX), Z1
 	VPADDB          Y1, Y1, Y19
 	VPTERNLOGD      $0xf8, Y19, Y1, Y18
 	VPSRLW          $0x04, Z1, Z19
 	VPANDD          Z0, Z19, Z19
 	VPANDD          Z0, Z1, Z1
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (R9)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z20
 	VPADDB          Y20, Y20, Y21
 	VPTERNLOGD      $0xf8, Y21, Y20, Y18
 	VPSRLW          $0x04, Z20, Z21
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z20, Z20
-	PREFETCHT0      2048(AX)(CX*2)
+	PREFETCHT0      (R9)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z22
 	VPADDB          Y22, Y22, Y23
 	VPTERNLOGD      $0xf8, Y23, Y22, Y18
 	VPSRLW          $0x04, Z22, Z23
 	VPANDD          Z0, Z23, Z23
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT0      2048(AX)(DI*1)
+	PREFETCHT0      (R9)(DI*1)
 	VBROADCASTI64X4 (AX)(DI*1), Z24
 	VPADDB          Y24, Y24, Y25
 	VPTERNLOGD      $0xf8, Y25, Y24, Y18
@@ -869,6 +884,7 @@ gemvI8VNNIs4c4loop:
 	VPDPBUSD        Z26, Z25, Z17
 	VPDPBUSD        Z27, Z24, Z17
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, R9
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIs4c4loop
@@ -977,15 +993,16 @@ TEXT ·gemvI8VNNIr4c1v(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), BX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Y1
+	LEAQ         (AX)(CX*4), BX
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Y10
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y10
 	VINSERTI64X4 $0x01, Y10, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -997,19 +1014,19 @@ TEXT ·gemvI8VNNIr4c1v(SB), NOSPLIT, $0-68
 	VPXORD       Z9, Z9, Z9
 
 gemvI8VNNIr4c1vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (BX)
 	VBROADCASTI64X4 (AX), Z10
 	VPANDD          Z0, Z10, Z11
 	VPANDD          Z1, Z10, Z10
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (BX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z12
 	VPANDD          Z0, Z12, Z13
 	VPANDD          Z1, Z12, Z12
-	PREFETCHT0      2048(AX)(CX*2)
+	PREFETCHT0      (BX)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z14
 	VPANDD          Z0, Z14, Z15
 	VPANDD          Z1, Z14, Z14
-	PREFETCHT0      2048(AX)(DI*1)
+	PREFETCHT0      (BX)(DI*1)
 	VBROADCASTI64X4 (AX)(DI*1), Z16
 	VPANDD          Z0, Z16, Z17
 	VPANDD          Z1, Z16, Z16
@@ -1024,6 +1041,7 @@ gemvI8VNNIr4c1vloop:
 	VPDPBUSD        Z18, Z17, Z8
 	VPDPBUSD        Z19, Z16, Z9
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr4c1vloop
@@ -1091,15 +1109,16 @@ TEXT ·gemvI8VNNIr2c1v(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), BX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Y1
+	LEAQ         (AX)(CX*2), BX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Y6
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y6
 	VINSERTI64X4 $0x01, Y6, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1107,11 +1126,11 @@ TEXT ·gemvI8VNNIr2c1v(SB), NOSPLIT, $0-68
 	VPXORD       Z5, Z5, Z5
 
 gemvI8VNNIr2c1vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (BX)
 	VBROADCASTI64X4 (AX), Z6
 	VPANDD          Z0, Z6, Z7
 	VPANDD          Z1, Z6, Z6
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (BX)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z8
 	VPANDD          Z0, Z8, Z9
 	VPANDD          Z1, Z8, Z8
@@ -1122,6 +1141,7 @@ gemvI8VNNIr2c1vloop:
 	VPDPBUSD        Z10, Z9, Z4
 	VPDPBUSD        Z11, Z8, Z5
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr2c1vloop
@@ -1177,29 +1197,31 @@ TEXT ·gemvI8VNNIr1c1v(SB), NOSPLIT, $0-68
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
 	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), CX
-	LEAQ         (BX)(BX*2), CX
-	MOVL         $0xc0c0c0c0, CX
-	VPBROADCASTD CX, Z0
-	MOVL         $0x30303030, CX
-	VPBROADCASTD CX, Y1
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x30303030, BX
+	VPBROADCASTD BX, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, CX
-	VPBROADCASTD CX, Z1
-	MOVL         $0x03030303, CX
-	VPBROADCASTD CX, Y4
+	MOVL         $0x0c0c0c0c, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x03030303, BX
+	VPBROADCASTD BX, Y4
 	VINSERTI64X4 $0x01, Y4, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
 gemvI8VNNIr1c1vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (CX)
 	VBROADCASTI64X4 (AX), Z4
 	VPANDD          Z0, Z4, Z5
 	VPANDD          Z1, Z4, Z4
 	VPDPBUSD        (DX), Z5, Z2
 	VPDPBUSD        64(DX), Z4, Z3
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr1c1vloop
@@ -1252,15 +1274,16 @@ TEXT ·gemvI8VNNIr2c2v(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), DI
-	MOVL         $0xc0c0c0c0, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0x30303030, DI
-	VPBROADCASTD DI, Y1
+	LEAQ         (AX)(CX*2), DI
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x03030303, DI
-	VPBROADCASTD DI, Y10
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y10
 	VINSERTI64X4 $0x01, Y10, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1272,11 +1295,11 @@ TEXT ·gemvI8VNNIr2c2v(SB), NOSPLIT, $0-68
 	VPXORD       Z9, Z9, Z9
 
 gemvI8VNNIr2c2vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (DI)
 	VBROADCASTI64X4 (AX), Z10
 	VPANDD          Z0, Z10, Z11
 	VPANDD          Z1, Z10, Z10
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (DI)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z12
 	VPANDD          Z0, Z12, Z13
 	VPANDD          Z1, Z12, Z12
@@ -1293,6 +1316,7 @@ gemvI8VNNIr2c2vloop:
 	VPDPBUSD        Z14, Z13, Z8
 	VPDPBUSD        Z15, Z12, Z9
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, DI
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr2c2vloop
@@ -1358,17 +1382,18 @@ TEXT ·gemvI8VNNIr1c2v(SB), NOSPLIT, $0-68
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
 	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), CX
-	LEAQ         (BX)(BX*2), CX
-	MOVL         $0xc0c0c0c0, CX
-	VPBROADCASTD CX, Z0
-	MOVL         $0x30303030, CX
-	VPBROADCASTD CX, Y1
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, CX
-	VPBROADCASTD CX, Z1
-	MOVL         $0x03030303, CX
-	VPBROADCASTD CX, Y6
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y6
 	VINSERTI64X4 $0x01, Y6, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1376,7 +1401,7 @@ TEXT ·gemvI8VNNIr1c2v(SB), NOSPLIT, $0-68
 	VPXORD       Z5, Z5, Z5
 
 gemvI8VNNIr1c2vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (CX)
 	VBROADCASTI64X4 (AX), Z6
 	VPANDD          Z0, Z6, Z7
 	VPANDD          Z1, Z6, Z6
@@ -1385,6 +1410,7 @@ gemvI8VNNIr1c2vloop:
 	VPDPBUSD        (DX)(BX*1), Z7, Z4
 	VPDPBUSD        64(DX)(BX*1), Z6, Z5
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr1c2vloop
@@ -1442,15 +1468,16 @@ TEXT ·gemvI8VNNIr2c4v(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), DI
-	MOVL         $0xc0c0c0c0, R8
-	VPBROADCASTD R8, Z0
-	MOVL         $0x30303030, R8
-	VPBROADCASTD R8, Y1
+	LEAQ         (AX)(CX*2), R8
+	MOVL         $0xc0c0c0c0, R9
+	VPBROADCASTD R9, Z0
+	MOVL         $0x30303030, R9
+	VPBROADCASTD R9, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, R8
-	VPBROADCASTD R8, Z1
-	MOVL         $0x03030303, R8
-	VPBROADCASTD R8, Y18
+	MOVL         $0x0c0c0c0c, R9
+	VPBROADCASTD R9, Z1
+	MOVL         $0x03030303, R9
+	VPBROADCASTD R9, Y18
 	VINSERTI64X4 $0x01, Y18, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1470,11 +1497,11 @@ TEXT ·gemvI8VNNIr2c4v(SB), NOSPLIT, $0-68
 	VPXORD       Z17, Z17, Z17
 
 gemvI8VNNIr2c4vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (R8)
 	VBROADCASTI64X4 (AX), Z18
 	VPANDD          Z0, Z18, Z19
 	VPANDD          Z1, Z18, Z18
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (R8)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z20
 	VPANDD          Z0, Z20, Z21
 	VPANDD          Z1, Z20, Z20
@@ -1503,6 +1530,7 @@ gemvI8VNNIr2c4vloop:
 	VPDPBUSD        Z22, Z21, Z16
 	VPDPBUSD        Z23, Z20, Z17
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, R8
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr2c4vloop
@@ -1589,17 +1617,18 @@ TEXT ·gemvI8VNNIr1c4v(SB), NOSPLIT, $0-68
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
 	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), CX
-	LEAQ         (BX)(BX*2), CX
-	MOVL         $0xc0c0c0c0, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0x30303030, DI
-	VPBROADCASTD DI, Y1
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x03030303, DI
-	VPBROADCASTD DI, Y10
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Y10
 	VINSERTI64X4 $0x01, Y10, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1611,7 +1640,7 @@ TEXT ·gemvI8VNNIr1c4v(SB), NOSPLIT, $0-68
 	VPXORD       Z9, Z9, Z9
 
 gemvI8VNNIr1c4vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (CX)
 	VBROADCASTI64X4 (AX), Z10
 	VPANDD          Z0, Z10, Z11
 	VPANDD          Z1, Z10, Z10
@@ -1621,9 +1650,10 @@ gemvI8VNNIr1c4vloop:
 	VPDPBUSD        64(DX)(BX*1), Z10, Z5
 	VPDPBUSD        (DX)(BX*2), Z11, Z6
 	VPDPBUSD        64(DX)(BX*2), Z10, Z7
-	VPDPBUSD        (DX)(CX*1), Z11, Z8
-	VPDPBUSD        64(DX)(CX*1), Z10, Z9
+	VPDPBUSD        (DX)(DI*1), Z11, Z8
+	VPDPBUSD        64(DX)(DI*1), Z10, Z9
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIr1c4vloop
@@ -1685,10 +1715,11 @@ TEXT ·gemvI8VNNIs4c4v(SB), NOSPLIT, $0-68
 	MOVQ         ng+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
 	LEAQ         (BX)(BX*2), R8
-	MOVL         $0x0c0c0c0c, R9
-	VPBROADCASTD R9, Z0
-	MOVL         $0x03030303, R9
-	VPBROADCASTD R9, Y1
+	LEAQ         (AX)(CX*4), R9
+	MOVL         $0x0c0c0c0c, R10
+	VPBROADCASTD R10, Z0
+	MOVL         $0x03030303, R10
+	VPBROADCASTD R10, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1708,22 +1739,22 @@ TEXT ·gemvI8VNNIs4c4v(SB), NOSPLIT, $0-68
 	VPXORD       Z17, Z17, Z17
 
 gemvI8VNNIs4c4vloop:
-	PREFETCHT0      2048(AX)
+	PREFETCHT0      (R9)
 	VBROADCASTI64X4 (AX), Z1
 	VPSRLW          $0x04, Z1, Z18
 	VPANDD          Z0, Z18, Z18
 	VPANDD          Z0, Z1, Z1
-	PREFETCHT0      2048(AX)(CX*1)
+	PREFETCHT0      (R9)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z19
 	VPSRLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z20, Z20
 	VPANDD          Z0, Z19, Z19
-	PREFETCHT0      2048(AX)(CX*2)
+	PREFETCHT0      (R9)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z21
 	VPSRLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z22, Z22
 	VPANDD          Z0, Z21, Z21
-	PREFETCHT0      2048(AX)(DI*1)
+	PREFETCHT0      (R9)(DI*1)
 	VBROADCASTI64X4 (AX)(DI*1), Z23
 	VPSRLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z24, Z24
@@ -1769,6 +1800,7 @@ gemvI8VNNIs4c4vloop:
 	VPDPBUSD        Z25, Z24, Z17
 	VPDPBUSD        Z26, Z23, Z17
 	ADDQ            $0x20, AX
+	ADDQ            $0x20, R9
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIs4c4vloop

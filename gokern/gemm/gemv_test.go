@@ -130,7 +130,7 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 // columns, one thread.
 func BenchmarkGemvI8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, sz := range [][2]int{{1024, 1024}, {4096, 4096}, {256, 4096}, {4096, 1024}, {4096, 11008}, {2560, 6912}} {
+	for _, sz := range [][2]int{{1024, 1024}, {4096, 4096}, {256, 4096}, {4096, 1024}, {4096, 11008}, {11008, 4096}, {2560, 6912}} {
 		rows, k := sz[0], sz[1]
 		w := make([]byte, rows*k/4)
 		for i := range w {
@@ -138,7 +138,7 @@ func BenchmarkGemvI8(b *testing.B) {
 				w[i] |= byte(rng.IntN(3)) << s
 			}
 		}
-		for _, cols := range []int{1, 4, 16} {
+		for _, cols := range []int{1, 4, 8, 16} {
 			ldx := k + 64 // as conv2d copies columns: not 4 KB apart
 			x := make([]int8, (cols-1)*ldx+k)
 			for i := range x {
