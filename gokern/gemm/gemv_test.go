@@ -156,6 +156,13 @@ func BenchmarkGemvI8(b *testing.B) {
 						g.I8(w, k/4, x, k, ldx, xsum, out)
 					}
 				})
+				// codes known valid (a numbered weight's later calls)
+				b.Run(fmt.Sprintf("%s/%dx%d/cols=%d/valid", g.Family, rows, k, cols), func(b *testing.B) {
+					b.SetBytes(int64(len(w) * cols))
+					for b.Loop() {
+						g.I8Valid(w, k/4, x, k, ldx, xsum, out)
+					}
+				})
 			}
 		}
 	}
