@@ -24,11 +24,28 @@ import (
 // generic clamp(roundEven(t), Lo, Hi) + ZO: the lower clamp commutes with
 // the rounding (Lo is an integer) and with the saturations (monotonic),
 // and no float VMAXPS or dword VPADDD is needed.
+//
+// The clip at hi is there for products of 2^31 and more and NaN, which
+// VCVTPS2DQ turns into INT32_MIN: below 2^31 the saturating packs take
+// every code at or above Hi+ZO (the dtype's largest code) there anyway. So
+// each add kernel has a twin without it (name suffix Bounded, one vector
+// operation fewer per 16 codes), which the wrappers run when
+// AddParams.Bounded says no product can reach 2^31.
 
 // qelemAVX2 emits gokern/ops/qelem/qelem_avx2_amd64.s.
-var qelemAVX2 = kernels(qAdd(false, false), qAdd(false, true), qAddConst(false, false), qAddConst(false, true),
+var qelemAVX2 = kernels(append(addKernels(false),
 	qRelu(false, false), qRelu(false, true), qRequant(false, false, false), qRequant(false, false, true),
-	qRequant(false, true, false), qRequant(false, true, true))
+	qRequant(false, true, false), qRequant(false, true, true))...)
+
+// addKernels returns the emitters of the add and add-constant kernels of
+// one width: uint8 and int8, each with the clip at hi and without it.
+func addKernels(wide bool) []func(*build.Context) {
+	var out []func(*build.Context)
+	for _, clip := range []bool{true, false} {
+		out = append(out, qAdd(wide, false, clip), qAdd(wide, true, clip), qAddConst(wide, false, clip), qAddConst(wide, true, clip))
+	}
+	return out
+}
 
 // typeName is "I8" or "U8".
 func typeName(signed bool) string {
@@ -43,9 +60,9 @@ func typeName(signed bool) string {
 // wide (ZMM) and gets its register width from width.
 
 // qelemAVX512 emits gokern/ops/qelem/qelem_avx512_amd64.s.
-var qelemAVX512 = kernels(qAdd(true, false), qAdd(true, true), qAddConst(true, false), qAddConst(true, true),
+var qelemAVX512 = kernels(append(addKernels(true),
 	qRelu(true, false), qRelu(true, true), qRequant(true, false, false), qRequant(true, false, true),
-	qRequant(true, true, false), qRequant(true, true, true))
+	qRequant(true, true, false), qRequant(true, true, true))...)
 
 // permIdx512 undoes the 128-bit-lane interleaving of VPACKSSDW then
 // VPACKUSWB on four ZMM registers: output dword 4j+k is dword 4k+j.
@@ -67,24 +84,27 @@ func dwordIndex512(c *build.Context, idx [16]byte) reg.VecVirtual {
 }
 
 // outConsts holds the output constants of an add kernel (YMM or ZMM
-// registers): inv and hi in each float32 lane, the zero point in each
-// 16-bit lane, the floor code in each byte, the VPERMD index that puts the
-// packed codes in order.
+// registers): inv and hi (with clip) in each float32 lane, the zero point
+// in each 16-bit lane, the floor code in each byte, the VPERMD index that
+// puts the packed codes in order.
 type outConsts struct {
-	wide                     bool // ZMM
+	wide, clip               bool // ZMM; clip at hi
 	inv, hi, zo, floor, perm reg.VecVirtual
 }
 
-// newOutConsts loads the output constants from the parameters inv, hi, zo
-// (int16) and floor (a byte), into ZMM registers if wide.
-func newOutConsts(c *build.Context, wide bool) outConsts {
+// newOutConsts loads the output constants from the parameters inv, hi
+// (with clip), zo (int16) and floor (a byte), into ZMM registers if wide.
+func newOutConsts(c *build.Context, wide, clip bool) outConsts {
 	vec := c.YMM
 	if wide {
 		vec = c.ZMM
 	}
-	k := outConsts{wide: wide, inv: vec(), hi: vec(), zo: vec(), floor: vec()}
+	k := outConsts{wide: wide, clip: clip, inv: vec(), zo: vec(), floor: vec()}
 	c.VBROADCASTSS(paramAddr(c, "inv"), k.inv)
-	c.VBROADCASTSS(paramAddr(c, "hi"), k.hi)
+	if clip {
+		k.hi = vec()
+		c.VBROADCASTSS(paramAddr(c, "hi"), k.hi)
+	}
 	c.VPBROADCASTW(paramAddr(c, "zo"), k.zo)
 	c.VPBROADCASTB(paramAddr(c, "floor"), k.floor)
 	if wide {
@@ -97,12 +117,14 @@ func newOutConsts(c *build.Context, wide bool) outConsts {
 
 // storeCodes writes the codes of the four registers of float32 sums v (32
 // or 64 values, in order) to out (see the comment above qelemAVX2): per
-// value VMULPS, VMINPS, VCVTPS2DQ; per four registers two VPACKSSDW, two
+// value VMULPS, VMINPS (with k.clip), VCVTPS2DQ; per four registers two VPACKSSDW, two
 // VPADDSW, one VPACKUSWB (VPACKSSWB), one VPMAXUB (VPMAXSB), one VPERMD.
 func storeCodes(c *build.Context, signed bool, k outConsts, v [4]reg.VecVirtual, out operand.Mem) {
 	for _, x := range v {
 		c.VMULPS(k.inv, x, x)
-		c.VMINPS(k.hi, x, x) // (x < hi) ? x : hi
+		if k.clip {
+			c.VMINPS(k.hi, x, x) // (x < hi) ? x : hi
+		}
 		c.VCVTPS2DQ(x, x)
 	}
 	c.VPACKSSDW(v[1], v[0], v[0])
@@ -170,19 +192,29 @@ func (w width) deqCodes(c *build.Context, signed bool, src operand.Mem, s, p reg
 	return v
 }
 
-// qAdd returns the emitter of add{U8,I8}{AVX2,AVX512}: 32 (64 if wide)
-// codes of a and of b an iteration.
-func qAdd(wide, signed bool) func(*build.Context) {
+// boundedName is the name suffix and doc of the kernels without the clip
+// at hi.
+func boundedName(clip bool) (suffix, doc string) {
+	if clip {
+		return "", ""
+	}
+	return "Bounded", " for AddParams.Bounded (hi unused)"
+}
+
+// qAdd returns the emitter of add{U8,I8}{AVX2,AVX512}[Bounded]: 32 (64 if
+// wide) codes of a and of b an iteration.
+func qAdd(wide, signed, clip bool) func(*build.Context) {
 	return func(c *build.Context) {
 		w := widthOf(c, wide)
-		name := "add" + typeName(signed) + w.fam
+		suffix, doc := boundedName(clip)
+		name := "add" + typeName(signed) + w.fam + suffix
 		declareNoescape(c, name, "func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)",
-			fmt.Sprintf("%s writes the len(a)/%d*%d first codes of the generic Add%s kernel", name, 4*w.n, 4*w.n, typeName(signed)),
+			fmt.Sprintf("%s writes the len(a)/%d*%d first codes of the generic Add%s kernel%s", name, 4*w.n, 4*w.n, typeName(signed), doc),
 			"(b and out at least as long; floor = byte(Lo+ZO)).")
 		cnt, r := blockArgs(c, "a", bits(4*w.n), "a.base", "b.base", "out.base")
 		pa, pb, po := r[0], r[1], r[2]
 		v := w.bcst(c, "sa", "pa", "sb", "pb")
-		k := newOutConsts(c, wide)
+		k := newOutConsts(c, wide, clip)
 		blockLoop(c, cnt, func() {
 			var s [4]reg.VecVirtual
 			for j := range s {
@@ -198,19 +230,20 @@ func qAdd(wide, signed bool) func(*build.Context) {
 	}
 }
 
-// qAddConst returns the emitter of addConst{U8,I8}{AVX2,AVX512}: a's codes
-// plus the dequantized constant d, 32 (64 if wide) an iteration.
-func qAddConst(wide, signed bool) func(*build.Context) {
+// qAddConst returns the emitter of addConst{U8,I8}{AVX2,AVX512}[Bounded]:
+// a's codes plus the dequantized constant d, 32 (64 if wide) an iteration.
+func qAddConst(wide, signed, clip bool) func(*build.Context) {
 	return func(c *build.Context) {
 		w := widthOf(c, wide)
-		name := "addConst" + typeName(signed) + w.fam
+		suffix, doc := boundedName(clip)
+		name := "addConst" + typeName(signed) + w.fam + suffix
 		declareNoescape(c, name, "func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)",
-			fmt.Sprintf("%s writes the len(a)/%d*%d first codes of the generic AddConst%s kernel", name, 4*w.n, 4*w.n, typeName(signed)),
+			fmt.Sprintf("%s writes the len(a)/%d*%d first codes of the generic AddConst%s kernel%s", name, 4*w.n, 4*w.n, typeName(signed), doc),
 			"(out at least as long; floor = byte(Lo+ZO)).")
 		cnt, r := blockArgs(c, "a", bits(4*w.n), "a.base", "out.base")
 		pa, po := r[0], r[1]
 		v := w.bcst(c, "sa", "pa", "d")
-		k := newOutConsts(c, wide)
+		k := newOutConsts(c, wide, clip)
 		blockLoop(c, cnt, func() {
 			var s [4]reg.VecVirtual
 			for j := range s {
@@ -287,7 +320,7 @@ func qRequant(wide, inSigned, outSigned bool) func(*build.Context) {
 		sc, zi := vec(), vec()
 		c.VBROADCASTSS(paramAddr(c, "s"), sc)
 		c.VBROADCASTSS(paramAddr(c, "zi"), zi) // the bits of an int32
-		k := newOutConsts(c, wide)
+		k := newOutConsts(c, wide, true)
 		blockLoop(c, cnt, func() {
 			var v [4]reg.VecVirtual
 			for j := range v {

@@ -26,6 +26,12 @@ type AddParams struct {
 	Inv    float32 // float32(1 / out scale)
 	Lo, Hi float32 // float32(qmin - ZO) (0 with ReLU), float32(qmax - ZO)
 	ZO     int32   // the output's zero point
+	// Bounded: every product c*Inv, c the sum of a dequantized code of a
+	// and one of b (for AddConst: a's and d), is finite and below 2^31 in
+	// magnitude (NewAddParams works it out). The SIMD kernels then leave
+	// out the clip at Hi: their saturating packs give the same codes.
+	// False is always safe.
+	Bounded bool
 }
 
 // Kernels are the element-wise quantized kernels of one family. Codes are

@@ -16,10 +16,10 @@ var _ = KernelOp.Register(cpu.AVX2, &avx2Kernels)
 func floorCode(p *AddParams) byte { return byte(int32(p.Lo) + p.ZO) }
 
 var avx2Kernels = Kernels{
-	AddU8:      addKernel(addU8AVX2, 32, addGeneric[uint8]),
-	AddI8:      addKernel(addI8AVX2, 32, addGeneric[int8]),
-	AddConstU8: addConstKernel(addConstU8AVX2, 32, addConstGeneric[uint8]),
-	AddConstI8: addConstKernel(addConstI8AVX2, 32, addConstGeneric[int8]),
+	AddU8:      addKernel(addU8AVX2, addU8AVX2Bounded, 32, addGeneric[uint8]),
+	AddI8:      addKernel(addI8AVX2, addI8AVX2Bounded, 32, addGeneric[int8]),
+	AddConstU8: addConstKernel(addConstU8AVX2, addConstU8AVX2Bounded, 32, addConstGeneric[uint8]),
+	AddConstI8: addConstKernel(addConstI8AVX2, addConstI8AVX2Bounded, 32, addConstGeneric[int8]),
 	ReluU8:     reluKernel(reluU8AVX2, 128, reluGeneric[uint8]),
 	ReluI8:     reluKernel(reluI8AVX2, 128, reluGeneric[int8]),
 	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){
@@ -30,15 +30,19 @@ var avx2Kernels = Kernels{
 
 type addAsm func(a, b, out []byte, sa, pa, sb, pb, inv, hi float32, zo int16, floor byte)
 
-// addKernel runs asm on the whole blocks of a (block codes, a power of
-// two), rest on the tail.
-func addKernel(asm addAsm, block int, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
+// addKernel runs asm (bounded when p.Bounded) on the whole blocks of a
+// (block codes, a power of two), rest on the tail.
+func addKernel(asm, bounded addAsm, block int, rest func(a, b []byte, p *AddParams, out []byte)) func(a, b []byte, p *AddParams, out []byte) {
 	return func(a, b []byte, p *AddParams, out []byte) {
 		n := len(a)
 		b, out = b[:n], out[:n]
 		body := n &^ (block - 1)
 		if body > 0 {
-			asm(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
+			run := asm
+			if p.Bounded {
+				run = bounded
+			}
+			run(a[:body], b[:body], out[:body], p.SA, p.PA, p.SB, p.PB, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
 		rest(a[body:], b[body:], p, out[body:])
 	}
@@ -46,14 +50,19 @@ func addKernel(asm addAsm, block int, rest func(a, b []byte, p *AddParams, out [
 
 type addConstAsm func(a, out []byte, sa, pa, d, inv, hi float32, zo int16, floor byte)
 
-// addConstKernel runs asm on the whole blocks of a, rest on the tail.
-func addConstKernel(asm addConstAsm, block int, rest func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
+// addConstKernel runs asm (bounded when p.Bounded) on the whole blocks of
+// a, rest on the tail.
+func addConstKernel(asm, bounded addConstAsm, block int, rest func(a []byte, d float32, p *AddParams, out []byte)) func(a []byte, d float32, p *AddParams, out []byte) {
 	return func(a []byte, d float32, p *AddParams, out []byte) {
 		n := len(a)
 		out = out[:n]
 		body := n &^ (block - 1)
 		if body > 0 {
-			asm(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
+			run := asm
+			if p.Bounded {
+				run = bounded
+			}
+			run(a[:body], out[:body], p.SA, p.PA, d, p.Inv, p.Hi, int16(p.ZO), floorCode(p))
 		}
 		rest(a[body:], d, p, out[body:])
 	}

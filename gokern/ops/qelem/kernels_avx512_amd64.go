@@ -11,10 +11,10 @@ import "github.com/bitnet-go/bitnet_go/gokern/cpu"
 var _ = KernelOp.Register(cpu.AVX512, &avx512Kernels)
 
 var avx512Kernels = Kernels{
-	AddU8:      addKernel(addU8AVX512, 64, avx2Kernels.AddU8),
-	AddI8:      addKernel(addI8AVX512, 64, avx2Kernels.AddI8),
-	AddConstU8: addConstKernel(addConstU8AVX512, 64, avx2Kernels.AddConstU8),
-	AddConstI8: addConstKernel(addConstI8AVX512, 64, avx2Kernels.AddConstI8),
+	AddU8:      addKernel(addU8AVX512, addU8AVX512Bounded, 64, avx2Kernels.AddU8),
+	AddI8:      addKernel(addI8AVX512, addI8AVX512Bounded, 64, avx2Kernels.AddI8),
+	AddConstU8: addConstKernel(addConstU8AVX512, addConstU8AVX512Bounded, 64, avx2Kernels.AddConstU8),
+	AddConstI8: addConstKernel(addConstI8AVX512, addConstI8AVX512Bounded, 64, avx2Kernels.AddConstI8),
 	ReluU8:     reluKernel(reluU8AVX512, 256, avx2Kernels.ReluU8),
 	ReluI8:     reluKernel(reluI8AVX512, 256, avx2Kernels.ReluI8),
 	Requant: [2][2]func(x []byte, s float32, zi int32, p *AddParams, out []byte){

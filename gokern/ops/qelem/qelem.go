@@ -20,6 +20,8 @@
 package qelem
 
 import (
+	"math"
+
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
@@ -126,7 +128,21 @@ func NewAddParams(a, b, out *Operand, relu bool) AddParams {
 	if relu {
 		p.Lo = 0 // max(sum, 0) then quantize: every negative sum gives ZO, as t = 0 does
 	}
+	lo, hi, _ := quant.Range(a.DType)
+	p.Bounded = bounded(&p, lo, hi)
 	return p
+}
+
+// bounded reports whether every c*Inv of p stays below 2^31 in magnitude
+// (see AddParams.Bounded) for input codes in [lo, hi]: the float64 bound
+// (max |deq a| + max |deq b|) * |Inv| below 2^30 leaves room for the
+// float32 roundings (each a factor of at most 1 + 2^-24); a NaN or
+// infinite parameter gives false.
+func bounded(p *AddParams, lo, hi int32) bool {
+	most := func(s, z float32) float64 {
+		return max(math.Abs(float64(s)*float64(lo)+float64(z)), math.Abs(float64(s)*float64(hi)+float64(z)))
+	}
+	return (most(p.SA, p.PA)+most(p.SB, p.PB))*math.Abs(float64(p.Inv)) < 1<<30
 }
 
 // loop is the broadcast iteration of a binary op: the output's dimensions

@@ -28,6 +28,30 @@ func addConstU8AVX2(a []byte, out []byte, sa float32, pa float32, d float32, inv
 //go:noescape
 func addConstI8AVX2(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, hi float32, zo int16, floor byte)
 
+// addU8AVX2Bounded writes the len(a)/32*32 first codes of the generic AddU8 kernel for AddParams.Bounded (hi unused)
+// (b and out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func addU8AVX2Bounded(a []byte, b []byte, out []byte, sa float32, pa float32, sb float32, pb float32, inv float32, hi float32, zo int16, floor byte)
+
+// addI8AVX2Bounded writes the len(a)/32*32 first codes of the generic AddI8 kernel for AddParams.Bounded (hi unused)
+// (b and out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func addI8AVX2Bounded(a []byte, b []byte, out []byte, sa float32, pa float32, sb float32, pb float32, inv float32, hi float32, zo int16, floor byte)
+
+// addConstU8AVX2Bounded writes the len(a)/32*32 first codes of the generic AddConstU8 kernel for AddParams.Bounded (hi unused)
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func addConstU8AVX2Bounded(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, hi float32, zo int16, floor byte)
+
+// addConstI8AVX2Bounded writes the len(a)/32*32 first codes of the generic AddConstI8 kernel for AddParams.Bounded (hi unused)
+// (out at least as long; floor = byte(Lo+ZO)).
+//
+//go:noescape
+func addConstI8AVX2Bounded(a []byte, out []byte, sa float32, pa float32, d float32, inv float32, hi float32, zo int16, floor byte)
+
 // reluU8AVX2 writes the len(x)/128*128 first codes of the generic ReluU8 kernel
 // (out at least as long).
 //

@@ -153,18 +153,22 @@ func TestKernelsSpecialSums(t *testing.T) {
 	for _, f := range KernelOp.Families() {
 		ks, _ := KernelOp.Impl(f)
 		for _, tc := range []struct {
-			name string
-			p    AddParams
-			d    float32
+			name    string
+			p       AddParams
+			d       float32
+			bounded bool // what bounded gives: the kernels with the clip at Hi, or without
 		}{
-			{"overflow", AddParams{SA: 3e38, PA: 0, SB: 3e38, PB: 0, Inv: 1, Lo: -128, Hi: 127, ZO: 128}, inf},
-			{"nan", AddParams{SA: 3e38, PA: 0, SB: 1, PB: 0, Inv: 1, Lo: -255, Hi: 0, ZO: 255}, float32(math.NaN())},
-			{"tiny out scale", AddParams{SA: 1, PA: -3, SB: 1, PB: 0, Inv: 1e30, Lo: -200, Hi: 55, ZO: 200}, -inf},
+			{"overflow", AddParams{SA: 3e38, PA: 0, SB: 3e38, PB: 0, Inv: 1, Lo: -128, Hi: 127, ZO: 128}, inf, false},
+			{"nan", AddParams{SA: 3e38, PA: 0, SB: 1, PB: 0, Inv: 1, Lo: -255, Hi: 0, ZO: 255}, float32(math.NaN()), false},
+			{"tiny out scale", AddParams{SA: 1, PA: -3, SB: 1, PB: 0, Inv: 1e30, Lo: -200, Hi: 55, ZO: 200}, -inf, false},
 			// products past int16 but inside int32: the kernels' saturating
-			// word packs (and the zero point added with saturation)
-			{"wide products", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e4, Lo: -120, Hi: 135, ZO: 120}, -4e2},
-			{"wide products relu", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 3e2, Lo: 0, Hi: 135, ZO: 120}, 1},
-			{"ties", AddParams{SA: 0.5, PA: -64, SB: 0.25, PB: -3, Inv: 1, Lo: 0, Hi: 127, ZO: 128}, 0.5},
+			// word packs (and the zero point added with saturation), with
+			// no clip at Hi
+			{"wide products", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e4, Lo: -120, Hi: 135, ZO: 120}, -4e2, true},
+			{"wide products relu", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 3e2, Lo: 0, Hi: 135, ZO: 120}, 1, true},
+			{"products near 2^30", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 2e6, Lo: -120, Hi: 135, ZO: 120}, 2, true},
+			{"products past 2^31", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e7, Lo: -120, Hi: 135, ZO: 120}, 2, false},
+			{"ties", AddParams{SA: 0.5, PA: -64, SB: 0.25, PB: -3, Inv: 1, Lo: 0, Hi: 127, ZO: 128}, 0.5, true},
 		} {
 			for _, n := range []int{31, 32, 100, 257} {
 				a, b := randBytes(r, n), randBytes(r, n)
@@ -174,8 +178,15 @@ func TestKernelsSpecialSums(t *testing.T) {
 						add, gadd, addc, gaddc = ks.AddI8, genericKernels.AddI8, ks.AddConstI8, genericKernels.AddConstI8
 					}
 					p := tc.p // the parameters are uint8's: int8's range is 128 lower
+					lo, hi := int32(0), int32(255)
 					if signed {
 						p.ZO -= 128
+						lo, hi = -128, 127
+					}
+					// int8 codes reach 128 less far up, and as far down
+					// from the zero points: the same verdict here
+					if p.Bounded = bounded(&p, lo, hi); p.Bounded != tc.bounded {
+						t.Fatalf("%s signed %v: bounded %v, want %v", tc.name, signed, p.Bounded, tc.bounded)
 					}
 					got, want := make([]byte, n), make([]byte, n)
 					add(a, b, &p, got)
