@@ -112,14 +112,16 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 	}
 	for _, w := range []int8{1, -1} {
 		for _, a := range []int8{-128, 127} {
-			c := newGemvCase(t, 300*GroupValues, 7, 4, 0, 0, // 4x4, 2x4 and 1x4 tiles
-				func(int, int) int8 { return w }, func(int, int) int8 { return a })
-			for _, g := range GemvFamilies() {
-				c.check(t, string(g.Family), g.I8)
-				c.check(t, string(g.Family)+" I8Valid", func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
-					g.I8Valid(w, ldw, x, k, ldx, xsum, out)
-					return true
-				})
+			for _, cols := range []int{4, 1} { // 4x4, 2x4 and 1x4 tiles; 4x1 (and AVX2's int16 blocks of 16 groups)
+				c := newGemvCase(t, 300*GroupValues, 7, cols, 0, 0,
+					func(int, int) int8 { return w }, func(int, int) int8 { return a })
+				for _, g := range GemvFamilies() {
+					c.check(t, string(g.Family), g.I8)
+					c.check(t, string(g.Family)+" I8Valid", func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+						g.I8Valid(w, ldw, x, k, ldx, xsum, out)
+						return true
+					})
+				}
 			}
 		}
 	}

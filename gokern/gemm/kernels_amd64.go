@@ -196,10 +196,29 @@ func gemvF32AVX2Kernel(w []byte, ldw int, x []float32, k, ldx, ncol int, out []f
 	}) == 0
 }
 
-// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 (4, 2, 1 columns a call,
-// and four rows a call for a single column); the kernels return sums of
-// codes times x, so xsum is subtracted.
-func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+// gemvI8AVX2Tiles are one variant of the AVX2 int8 GEMV kernels: four
+// rows of one column, one row of 4, 2 or 1 columns.
+type gemvI8AVX2Tiles struct {
+	r4         func(w *byte, ldw int, x *int8, ng int, out *int32) uint32
+	x4, x2, x1 func(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+}
+
+// gemvI8AVX2Checked check the codes (a code 3: a non-zero return);
+// gemvI8AVX2Valid do not (codes known valid).
+var (
+	gemvI8AVX2Checked = gemvI8AVX2Tiles{gemvI8AVX2r4, gemvI8AVX2x4, gemvI8AVX2x2, gemvI8AVX2x1}
+	gemvI8AVX2Valid   = gemvI8AVX2Tiles{gemvI8AVX2r4v, gemvI8AVX2x4v, gemvI8AVX2x2v, gemvI8AVX2x1v}
+)
+
+// gemvI8AVX2Rows is how many rows gemvI8AVX2Kernel takes through each block
+// of columns in turn (64 rows of 4096 codes: 64 KB, in L2).
+const gemvI8AVX2Rows = 64
+
+// gemvI8AVX2Kernel is gemvF32AVX2Kernel for int8 with the kernels of t (4,
+// 2, 1 columns a call, and four rows a call for a single column); the
+// kernels return sums of codes times activations, from which each
+// column's sum of x is subtracted here.
+func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, t *gemvI8AVX2Tiles) bool {
 	ncol := len(xsum)
 	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
 	ng := k / GroupValues
@@ -207,18 +226,33 @@ func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32
 	r0 := 0
 	if ncol == 1 { // one column: four rows a call
 		for ; r0+4 <= rows; r0 += 4 {
-			bad |= gemvI8AVX2r4(&w[r0*ldw], ldw, &x[0], ng, &out[r0])
+			bad |= t.r4(&w[r0*ldw], ldw, &x[0], ng, &out[r0])
 		}
 	}
-	bad |= gemvRows(w, ldw, r0, rows, x, ldx, ncol, out, []int{4, 2, 1}, func(c int, pw *byte, px *int8, po *int32) uint32 {
-		switch c {
-		case 4:
-			return gemvI8AVX2x4(pw, px, ldx, ng, po)
-		case 2:
-			return gemvI8AVX2x2(pw, px, ldx, ng, po)
-		}
-		return gemvI8AVX2x1(pw, px, ldx, ng, po)
-	})
+	// Blocks of gemvI8AVX2Rows rows, in each a block of columns at a time
+	// over the rows: the columns' activations stay in L1 (K up to 4096)
+	// while the rows go by, and the rows in L2 for the next block of
+	// columns (4096 x 4096, 16 columns: 1.4x faster than a row at a time
+	// over all columns).
+	for rb := r0; rb < rows; rb += gemvI8AVX2Rows {
+		re := min(rows, rb+gemvI8AVX2Rows)
+		bad |= gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
+			var b uint32
+			px := &x[j*ldx]
+			for r := rb; r < re; r++ {
+				pw, po := &w[r*ldw], &out[r*ncol+j]
+				switch c {
+				case 4:
+					b |= t.x4(pw, px, ldx, ng, po)
+				case 2:
+					b |= t.x2(pw, px, ldx, ng, po)
+				default:
+					b |= t.x1(pw, px, ldx, ng, po)
+				}
+			}
+			return b
+		})
+	}
 	for r := range rows {
 		for j, s := range xsum {
 			out[r*ncol+j] -= s

@@ -64,6 +64,26 @@ func gemvI8AVX2x4(w *byte, x *int8, ldx int, ng int, out *int32) uint32
 //go:noescape
 func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 
+// gemvI8AVX2x1v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 1 over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8AVX2x1v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+
+// gemvI8AVX2x2v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 2 over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8AVX2x2v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+
+// gemvI8AVX2x4v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 4 over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8AVX2x4v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+
+// gemvI8AVX2r4v sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
+
 // packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.
 //
 //go:noescape

@@ -1050,7 +1050,7 @@ gemvF32AVX2x8loop:
 	RET
 
 // func gemvI8AVX2x1(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, CMOV
 TEXT ·gemvI8AVX2x1(SB), NOSPLIT, $0-44
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), CX
@@ -1065,116 +1065,48 @@ TEXT ·gemvI8AVX2x1(SB), NOSPLIT, $0-44
 	VMOVD        DX, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
-
-gemvI8AVX2x1loop:
-	VMOVDQU      (AX), Y4
-	VPSRLW       $0x01, Y4, Y5
-	VPAND        Y4, Y5, Y5
-	VPOR         Y5, Y3, Y3
-	VPSRLW       $0x06, Y4, Y5
-	VPAND        Y0, Y5, Y5
-	VPSRLW       $0x04, Y4, Y6
-	VPAND        Y0, Y6, Y6
-	VPSRLW       $0x02, Y4, Y7
-	VPAND        Y0, Y7, Y7
-	VPAND        Y0, Y4, Y4
-	VPMADDUBSW   (CX), Y5, Y5
-	VPMADDUBSW   32(CX), Y6, Y6
-	VPADDW       Y6, Y5, Y5
-	VPMADDUBSW   64(CX), Y7, Y6
-	VPADDW       Y6, Y5, Y5
-	VPMADDUBSW   96(CX), Y4, Y4
-	VPADDW       Y4, Y5, Y5
-	VPMADDWD     Y1, Y5, Y5
-	VPADDD       Y5, Y2, Y2
-	ADDQ         $0x20, AX
-	ADDQ         $0x00000080, CX
-	DECQ         BX
-	JNZ          gemvI8AVX2x1loop
-	VEXTRACTI128 $0x01, Y2, X0
-	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
-	VMOVD        X2, (SI)
-	MOVL         $0x55555555, AX
-	VMOVD        AX, X0
-	VPBROADCASTD X0, Y0
-	VPAND        Y0, Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X0
-	VPOR         X0, X3, X3
-	VPSRLDQ      $0x08, X3, X0
-	VPOR         X0, X3, X3
-	VPSRLDQ      $0x04, X3, X0
-	VPOR         X0, X3, X3
-	VMOVD        X3, AX
-	MOVL         AX, ret+40(FP)
-	VZEROUPPER
-	RET
-
-// func gemvI8AVX2x2(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2
-TEXT ·gemvI8AVX2x2(SB), NOSPLIT, $0-44
-	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
-	LEAQ         (DX)(DX*2), DI
-	MOVL         $0x03030303, DI
-	VMOVD        DI, X0
-	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, DI
-	VMOVD        DI, X1
-	VPBROADCASTD X1, Y1
-	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
 
-gemvI8AVX2x2loop:
+gemvI8AVX2x1block:
+	MOVQ    $0x0000000000000010, DX
+	CMPQ    BX, DX
+	CMOVQLT BX, DX
+	SUBQ    DX, BX
+	VPXOR   Y3, Y3, Y3
+
+gemvI8AVX2x1loop:
 	VMOVDQU      (AX), Y5
 	VPSRLW       $0x01, Y5, Y6
 	VPAND        Y5, Y6, Y6
 	VPOR         Y6, Y4, Y4
 	VPSRLW       $0x06, Y5, Y6
 	VPAND        Y0, Y6, Y6
-	VPSRLW       $0x04, Y5, Y7
-	VPAND        Y0, Y7, Y7
-	VPSRLW       $0x02, Y5, Y8
-	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (CX), Y6, Y6
+	VPADDW       Y6, Y3, Y3
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   32(CX), Y6, Y6
+	VPADDW       Y6, Y3, Y3
+	VPSRLW       $0x02, Y5, Y6
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   64(CX), Y6, Y6
+	VPADDW       Y6, Y3, Y3
 	VPAND        Y0, Y5, Y5
-	VPMADDUBSW   (CX), Y6, Y9
-	VPMADDUBSW   32(CX), Y7, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDUBSW   64(CX), Y8, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDUBSW   96(CX), Y5, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDWD     Y1, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   (CX)(DX*1), Y6, Y6
-	VPMADDUBSW   32(CX)(DX*1), Y7, Y7
-	VPADDW       Y7, Y6, Y6
-	VPMADDUBSW   64(CX)(DX*1), Y8, Y7
-	VPADDW       Y7, Y6, Y6
-	VPMADDUBSW   96(CX)(DX*1), Y5, Y5
-	VPADDW       Y5, Y6, Y6
-	VPMADDWD     Y1, Y6, Y6
-	VPADDD       Y6, Y3, Y3
+	VPMADDUBSW   96(CX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         BX
-	JNZ          gemvI8AVX2x2loop
+	DECQ         DX
+	JNZ          gemvI8AVX2x1loop
+	VPMADDWD     Y1, Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2x1block
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
 	VPHADDD      X2, X2, X2
 	VPHADDD      X2, X2, X2
 	VMOVD        X2, (SI)
-	VEXTRACTI128 $0x01, Y3, X0
-	VPADDD       X0, X3, X3
-	VPHADDD      X3, X3, X3
-	VPHADDD      X3, X3, X3
-	VMOVD        X3, 4(SI)
 	MOVL         $0x55555555, AX
 	VMOVD        AX, X0
 	VPBROADCASTD X0, Y0
@@ -1190,8 +1122,98 @@ gemvI8AVX2x2loop:
 	VZEROUPPER
 	RET
 
+// func gemvI8AVX2x2(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV
+TEXT ·gemvI8AVX2x2(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ldx+16(FP), DX
+	MOVQ         ng+24(FP), BX
+	MOVQ         out+32(FP), SI
+	LEAQ         (DX)(DX*2), DI
+	MOVL         $0x03030303, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, DI
+	VMOVD        DI, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y6, Y6, Y6
+
+gemvI8AVX2x2block:
+	MOVQ    $0x0000000000000010, DI
+	CMPQ    BX, DI
+	CMOVQLT BX, DI
+	SUBQ    DI, BX
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+
+gemvI8AVX2x2loop:
+	VMOVDQU      (AX), Y7
+	VPSRLW       $0x01, Y7, Y8
+	VPAND        Y7, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x06, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (CX), Y8, Y9
+	VPADDW       Y9, Y4, Y4
+	VPMADDUBSW   (CX)(DX*1), Y8, Y8
+	VPADDW       Y8, Y5, Y5
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   32(CX), Y8, Y9
+	VPADDW       Y9, Y4, Y4
+	VPMADDUBSW   32(CX)(DX*1), Y8, Y8
+	VPADDW       Y8, Y5, Y5
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   64(CX), Y8, Y9
+	VPADDW       Y9, Y4, Y4
+	VPMADDUBSW   64(CX)(DX*1), Y8, Y8
+	VPADDW       Y8, Y5, Y5
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   96(CX), Y7, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   96(CX)(DX*1), Y7, Y7
+	VPADDW       Y7, Y5, Y5
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000080, CX
+	DECQ         DI
+	JNZ          gemvI8AVX2x2loop
+	VPMADDWD     Y1, Y4, Y4
+	VPADDD       Y4, Y2, Y2
+	VPMADDWD     Y1, Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2x2block
+	VEXTRACTI128 $0x01, Y2, X0
+	VPADDD       X0, X2, X2
+	VPHADDD      X2, X2, X2
+	VPHADDD      X2, X2, X2
+	VMOVD        X2, (SI)
+	VEXTRACTI128 $0x01, Y3, X0
+	VPADDD       X0, X3, X3
+	VPHADDD      X3, X3, X3
+	VPHADDD      X3, X3, X3
+	VMOVD        X3, 4(SI)
+	MOVL         $0x55555555, AX
+	VMOVD        AX, X0
+	VPBROADCASTD X0, Y0
+	VPAND        Y0, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X0
+	VPOR         X0, X6, X6
+	VPSRLDQ      $0x08, X6, X0
+	VPOR         X0, X6, X6
+	VPSRLDQ      $0x04, X6, X0
+	VPOR         X0, X6, X6
+	VMOVD        X6, AX
+	MOVL         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
 // func gemvI8AVX2x4(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, CMOV
 TEXT ·gemvI8AVX2x4(SB), NOSPLIT, $0-44
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), CX
@@ -1209,60 +1231,76 @@ TEXT ·gemvI8AVX2x4(SB), NOSPLIT, $0-44
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
-	VPXOR        Y6, Y6, Y6
+	VPXOR        Y10, Y10, Y10
+
+gemvI8AVX2x4block:
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
 
 gemvI8AVX2x4loop:
-	VMOVDQU      (AX), Y7
-	VPSRLW       $0x01, Y7, Y8
-	VPAND        Y7, Y8, Y8
-	VPOR         Y8, Y6, Y6
-	VPSRLW       $0x06, Y7, Y8
-	VPAND        Y0, Y8, Y8
-	VPSRLW       $0x04, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPSRLW       $0x02, Y7, Y10
-	VPAND        Y0, Y10, Y10
-	VPAND        Y0, Y7, Y7
-	VPMADDUBSW   (CX), Y8, Y11
-	VPMADDUBSW   32(CX), Y9, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   64(CX), Y10, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   96(CX), Y7, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDWD     Y1, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   (CX)(DX*1), Y8, Y11
-	VPMADDUBSW   32(CX)(DX*1), Y9, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   64(CX)(DX*1), Y10, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   96(CX)(DX*1), Y7, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDWD     Y1, Y11, Y11
-	VPADDD       Y11, Y3, Y3
-	VPMADDUBSW   (CX)(DX*2), Y8, Y11
-	VPMADDUBSW   32(CX)(DX*2), Y9, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   64(CX)(DX*2), Y10, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   96(CX)(DX*2), Y7, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDWD     Y1, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   (CX)(DI*1), Y8, Y8
-	VPMADDUBSW   32(CX)(DI*1), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPMADDUBSW   64(CX)(DI*1), Y10, Y9
-	VPADDW       Y9, Y8, Y8
-	VPMADDUBSW   96(CX)(DI*1), Y7, Y7
-	VPADDW       Y7, Y8, Y8
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y5, Y5
+	VMOVDQU      (AX), Y11
+	VPSRLW       $0x01, Y11, Y12
+	VPAND        Y11, Y12, Y12
+	VPOR         Y12, Y10, Y10
+	VPSRLW       $0x06, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   (CX), Y12, Y13
+	VPADDW       Y13, Y6, Y6
+	VPMADDUBSW   (CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y7, Y7
+	VPMADDUBSW   (CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y8, Y8
+	VPMADDUBSW   (CX)(DI*1), Y12, Y12
+	VPADDW       Y12, Y9, Y9
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   32(CX), Y12, Y13
+	VPADDW       Y13, Y6, Y6
+	VPMADDUBSW   32(CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y7, Y7
+	VPMADDUBSW   32(CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y8, Y8
+	VPMADDUBSW   32(CX)(DI*1), Y12, Y12
+	VPADDW       Y12, Y9, Y9
+	VPSRLW       $0x02, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   64(CX), Y12, Y13
+	VPADDW       Y13, Y6, Y6
+	VPMADDUBSW   64(CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y7, Y7
+	VPMADDUBSW   64(CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y8, Y8
+	VPMADDUBSW   64(CX)(DI*1), Y12, Y12
+	VPADDW       Y12, Y9, Y9
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   96(CX), Y11, Y12
+	VPADDW       Y12, Y6, Y6
+	VPMADDUBSW   96(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y7, Y7
+	VPMADDUBSW   96(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y8, Y8
+	VPMADDUBSW   96(CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y9, Y9
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         BX
+	DECQ         R8
 	JNZ          gemvI8AVX2x4loop
+	VPMADDWD     Y1, Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPMADDWD     Y1, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     Y1, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2x4block
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
 	VPHADDD      X2, X2, X2
@@ -1286,20 +1324,20 @@ gemvI8AVX2x4loop:
 	MOVL         $0x55555555, AX
 	VMOVD        AX, X0
 	VPBROADCASTD X0, Y0
-	VPAND        Y0, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X0
-	VPOR         X0, X6, X6
-	VPSRLDQ      $0x08, X6, X0
-	VPOR         X0, X6, X6
-	VPSRLDQ      $0x04, X6, X0
-	VPOR         X0, X6, X6
-	VMOVD        X6, AX
+	VPAND        Y0, Y10, Y10
+	VEXTRACTI128 $0x01, Y10, X0
+	VPOR         X0, X10, X10
+	VPSRLDQ      $0x08, X10, X0
+	VPOR         X0, X10, X10
+	VPSRLDQ      $0x04, X10, X0
+	VPOR         X0, X10, X10
+	VMOVD        X10, AX
 	MOVL         AX, ret+40(FP)
 	VZEROUPPER
 	RET
 
 // func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, CMOV
 TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $0-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -1317,93 +1355,109 @@ TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $0-44
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
-	VPXOR        Y6, Y6, Y6
+	VPXOR        Y10, Y10, Y10
+
+gemvI8AVX2r4block:
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
 
 gemvI8AVX2r4loop:
-	VMOVDQU      (AX), Y7
-	VPSRLW       $0x01, Y7, Y8
-	VPAND        Y7, Y8, Y8
-	VPOR         Y8, Y6, Y6
-	VPSRLW       $0x06, Y7, Y8
-	VPAND        Y0, Y8, Y8
-	VPMADDUBSW   (DX), Y8, Y8
-	VPSRLW       $0x04, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   32(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPSRLW       $0x02, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   64(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPAND        Y0, Y7, Y7
-	VPMADDUBSW   96(DX), Y7, Y7
-	VPADDW       Y7, Y8, Y8
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y2, Y2
-	VMOVDQU      (AX)(CX*1), Y7
-	VPSRLW       $0x01, Y7, Y8
-	VPAND        Y7, Y8, Y8
-	VPOR         Y8, Y6, Y6
-	VPSRLW       $0x06, Y7, Y8
-	VPAND        Y0, Y8, Y8
-	VPMADDUBSW   (DX), Y8, Y8
-	VPSRLW       $0x04, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   32(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPSRLW       $0x02, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   64(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPAND        Y0, Y7, Y7
-	VPMADDUBSW   96(DX), Y7, Y7
-	VPADDW       Y7, Y8, Y8
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y3, Y3
-	VMOVDQU      (AX)(CX*2), Y7
-	VPSRLW       $0x01, Y7, Y8
-	VPAND        Y7, Y8, Y8
-	VPOR         Y8, Y6, Y6
-	VPSRLW       $0x06, Y7, Y8
-	VPAND        Y0, Y8, Y8
-	VPMADDUBSW   (DX), Y8, Y8
-	VPSRLW       $0x04, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   32(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPSRLW       $0x02, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   64(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPAND        Y0, Y7, Y7
-	VPMADDUBSW   96(DX), Y7, Y7
-	VPADDW       Y7, Y8, Y8
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y4, Y4
-	VMOVDQU      (AX)(DI*1), Y7
-	VPSRLW       $0x01, Y7, Y8
-	VPAND        Y7, Y8, Y8
-	VPOR         Y8, Y6, Y6
-	VPSRLW       $0x06, Y7, Y8
-	VPAND        Y0, Y8, Y8
-	VPMADDUBSW   (DX), Y8, Y8
-	VPSRLW       $0x04, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   32(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPSRLW       $0x02, Y7, Y9
-	VPAND        Y0, Y9, Y9
-	VPMADDUBSW   64(DX), Y9, Y9
-	VPADDW       Y9, Y8, Y8
-	VPAND        Y0, Y7, Y7
-	VPMADDUBSW   96(DX), Y7, Y7
-	VPADDW       Y7, Y8, Y8
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y5, Y5
+	VMOVDQU      (AX), Y11
+	VPSRLW       $0x01, Y11, Y12
+	VPAND        Y11, Y12, Y12
+	VPOR         Y12, Y10, Y10
+	VPSRLW       $0x06, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   (DX), Y12, Y12
+	VPADDW       Y12, Y6, Y6
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   32(DX), Y12, Y12
+	VPADDW       Y12, Y6, Y6
+	VPSRLW       $0x02, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   64(DX), Y12, Y12
+	VPADDW       Y12, Y6, Y6
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   96(DX), Y11, Y11
+	VPADDW       Y11, Y6, Y6
+	VMOVDQU      (AX)(CX*1), Y11
+	VPSRLW       $0x01, Y11, Y12
+	VPAND        Y11, Y12, Y12
+	VPOR         Y12, Y10, Y10
+	VPSRLW       $0x06, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   (DX), Y12, Y12
+	VPADDW       Y12, Y7, Y7
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   32(DX), Y12, Y12
+	VPADDW       Y12, Y7, Y7
+	VPSRLW       $0x02, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   64(DX), Y12, Y12
+	VPADDW       Y12, Y7, Y7
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   96(DX), Y11, Y11
+	VPADDW       Y11, Y7, Y7
+	VMOVDQU      (AX)(CX*2), Y11
+	VPSRLW       $0x01, Y11, Y12
+	VPAND        Y11, Y12, Y12
+	VPOR         Y12, Y10, Y10
+	VPSRLW       $0x06, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   (DX), Y12, Y12
+	VPADDW       Y12, Y8, Y8
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   32(DX), Y12, Y12
+	VPADDW       Y12, Y8, Y8
+	VPSRLW       $0x02, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   64(DX), Y12, Y12
+	VPADDW       Y12, Y8, Y8
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   96(DX), Y11, Y11
+	VPADDW       Y11, Y8, Y8
+	VMOVDQU      (AX)(DI*1), Y11
+	VPSRLW       $0x01, Y11, Y12
+	VPAND        Y11, Y12, Y12
+	VPOR         Y12, Y10, Y10
+	VPSRLW       $0x06, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   (DX), Y12, Y12
+	VPADDW       Y12, Y9, Y9
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   32(DX), Y12, Y12
+	VPADDW       Y12, Y9, Y9
+	VPSRLW       $0x02, Y11, Y12
+	VPAND        Y0, Y12, Y12
+	VPMADDUBSW   64(DX), Y12, Y12
+	VPADDW       Y12, Y9, Y9
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   96(DX), Y11, Y11
+	VPADDW       Y11, Y9, Y9
 	ADDQ         $0x20, AX
 	ADDQ         $0x80, DX
-	DECQ         BX
+	DECQ         R8
 	JNZ          gemvI8AVX2r4loop
+	VPMADDWD     Y1, Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPMADDWD     Y1, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     Y1, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2r4block
 	VPHADDD      Y3, Y2, Y0
 	VPHADDD      Y5, Y4, Y1
 	VPHADDD      Y1, Y0, Y0
@@ -1413,14 +1467,379 @@ gemvI8AVX2r4loop:
 	MOVL         $0x55555555, AX
 	VMOVD        AX, X0
 	VPBROADCASTD X0, Y0
+	VPAND        Y0, Y10, Y10
+	VEXTRACTI128 $0x01, Y10, X0
+	VPOR         X0, X10, X10
+	VPSRLDQ      $0x08, X10, X0
+	VPOR         X0, X10, X10
+	VPSRLDQ      $0x04, X10, X0
+	VPOR         X0, X10, X10
+	VMOVD        X10, AX
+	MOVL         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func gemvI8AVX2x1v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV
+TEXT ·gemvI8AVX2x1v(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ldx+16(FP), DX
+	MOVQ         ng+24(FP), BX
+	MOVQ         out+32(FP), SI
+	LEAQ         (DX)(DX*2), DX
+	MOVL         $0x03030303, DX
+	VMOVD        DX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, DX
+	VMOVD        DX, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+
+gemvI8AVX2x1vblock:
+	MOVQ    $0x0000000000000010, DX
+	CMPQ    BX, DX
+	CMOVQLT BX, DX
+	SUBQ    DX, BX
+	VPXOR   Y3, Y3, Y3
+
+gemvI8AVX2x1vloop:
+	VMOVDQU      (AX), Y4
+	VPSRLW       $0x06, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   (CX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   32(CX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x02, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   64(CX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPAND        Y0, Y4, Y4
+	VPMADDUBSW   96(CX), Y4, Y4
+	VPADDW       Y4, Y3, Y3
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000080, CX
+	DECQ         DX
+	JNZ          gemvI8AVX2x1vloop
+	VPMADDWD     Y1, Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2x1vblock
+	VEXTRACTI128 $0x01, Y2, X0
+	VPADDD       X0, X2, X2
+	VPHADDD      X2, X2, X2
+	VPHADDD      X2, X2, X2
+	VMOVD        X2, (SI)
+	XORL         AX, AX
+	MOVL         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func gemvI8AVX2x2v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV
+TEXT ·gemvI8AVX2x2v(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ldx+16(FP), DX
+	MOVQ         ng+24(FP), BX
+	MOVQ         out+32(FP), SI
+	LEAQ         (DX)(DX*2), DI
+	MOVL         $0x03030303, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, DI
+	VMOVD        DI, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+
+gemvI8AVX2x2vblock:
+	MOVQ    $0x0000000000000010, DI
+	CMPQ    BX, DI
+	CMOVQLT BX, DI
+	SUBQ    DI, BX
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+
+gemvI8AVX2x2vloop:
+	VMOVDQU      (AX), Y6
+	VPSRLW       $0x06, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   (CX), Y7, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   (CX)(DX*1), Y7, Y7
+	VPADDW       Y7, Y5, Y5
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   32(CX), Y7, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   32(CX)(DX*1), Y7, Y7
+	VPADDW       Y7, Y5, Y5
+	VPSRLW       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   64(CX), Y7, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   64(CX)(DX*1), Y7, Y7
+	VPADDW       Y7, Y5, Y5
 	VPAND        Y0, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X0
-	VPOR         X0, X6, X6
-	VPSRLDQ      $0x08, X6, X0
-	VPOR         X0, X6, X6
-	VPSRLDQ      $0x04, X6, X0
-	VPOR         X0, X6, X6
-	VMOVD        X6, AX
+	VPMADDUBSW   96(CX), Y6, Y7
+	VPADDW       Y7, Y4, Y4
+	VPMADDUBSW   96(CX)(DX*1), Y6, Y6
+	VPADDW       Y6, Y5, Y5
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000080, CX
+	DECQ         DI
+	JNZ          gemvI8AVX2x2vloop
+	VPMADDWD     Y1, Y4, Y4
+	VPADDD       Y4, Y2, Y2
+	VPMADDWD     Y1, Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2x2vblock
+	VEXTRACTI128 $0x01, Y2, X0
+	VPADDD       X0, X2, X2
+	VPHADDD      X2, X2, X2
+	VPHADDD      X2, X2, X2
+	VMOVD        X2, (SI)
+	VEXTRACTI128 $0x01, Y3, X0
+	VPADDD       X0, X3, X3
+	VPHADDD      X3, X3, X3
+	VPHADDD      X3, X3, X3
+	VMOVD        X3, 4(SI)
+	XORL         AX, AX
+	MOVL         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func gemvI8AVX2x4v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV
+TEXT ·gemvI8AVX2x4v(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         ldx+16(FP), DX
+	MOVQ         ng+24(FP), BX
+	MOVQ         out+32(FP), SI
+	LEAQ         (DX)(DX*2), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+
+gemvI8AVX2x4vblock:
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
+
+gemvI8AVX2x4vloop:
+	VMOVDQU      (AX), Y10
+	VPSRLW       $0x06, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   (CX), Y11, Y12
+	VPADDW       Y12, Y6, Y6
+	VPMADDUBSW   (CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y7, Y7
+	VPMADDUBSW   (CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y8, Y8
+	VPMADDUBSW   (CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   32(CX), Y11, Y12
+	VPADDW       Y12, Y6, Y6
+	VPMADDUBSW   32(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y7, Y7
+	VPMADDUBSW   32(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y8, Y8
+	VPMADDUBSW   32(CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   64(CX), Y11, Y12
+	VPADDW       Y12, Y6, Y6
+	VPMADDUBSW   64(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y7, Y7
+	VPMADDUBSW   64(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y8, Y8
+	VPMADDUBSW   64(CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   96(CX), Y10, Y11
+	VPADDW       Y11, Y6, Y6
+	VPMADDUBSW   96(CX)(DX*1), Y10, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   96(CX)(DX*2), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(DI*1), Y10, Y10
+	VPADDW       Y10, Y9, Y9
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000080, CX
+	DECQ         R8
+	JNZ          gemvI8AVX2x4vloop
+	VPMADDWD     Y1, Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPMADDWD     Y1, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     Y1, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2x4vblock
+	VEXTRACTI128 $0x01, Y2, X0
+	VPADDD       X0, X2, X2
+	VPHADDD      X2, X2, X2
+	VPHADDD      X2, X2, X2
+	VMOVD        X2, (SI)
+	VEXTRACTI128 $0x01, Y3, X0
+	VPADDD       X0, X3, X3
+	VPHADDD      X3, X3, X3
+	VPHADDD      X3, X3, X3
+	VMOVD        X3, 4(SI)
+	VEXTRACTI128 $0x01, Y4, X0
+	VPADDD       X0, X4, X4
+	VPHADDD      X4, X4, X4
+	VPHADDD      X4, X4, X4
+	VMOVD        X4, 8(SI)
+	VEXTRACTI128 $0x01, Y5, X0
+	VPADDD       X0, X5, X5
+	VPHADDD      X5, X5, X5
+	VPHADDD      X5, X5, X5
+	VMOVD        X5, 12(SI)
+	XORL         AX, AX
+	MOVL         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV
+TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ng+24(FP), BX
+	MOVQ         out+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+
+gemvI8AVX2r4vblock:
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
+
+gemvI8AVX2r4vloop:
+	VMOVDQU      (AX), Y10
+	VPSRLW       $0x06, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y6, Y6
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y6, Y6
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y6, Y6
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   96(DX), Y10, Y10
+	VPADDW       Y10, Y6, Y6
+	VMOVDQU      (AX)(CX*1), Y10
+	VPSRLW       $0x06, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y7, Y7
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y7, Y7
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y7, Y7
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   96(DX), Y10, Y10
+	VPADDW       Y10, Y7, Y7
+	VMOVDQU      (AX)(CX*2), Y10
+	VPSRLW       $0x06, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y8, Y8
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y8, Y8
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y8, Y8
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   96(DX), Y10, Y10
+	VPADDW       Y10, Y8, Y8
+	VMOVDQU      (AX)(DI*1), Y10
+	VPSRLW       $0x06, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   96(DX), Y10, Y10
+	VPADDW       Y10, Y9, Y9
+	ADDQ         $0x20, AX
+	ADDQ         $0x80, DX
+	DECQ         R8
+	JNZ          gemvI8AVX2r4vloop
+	VPMADDWD     Y1, Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPMADDWD     Y1, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     Y1, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2r4vblock
+	VPHADDD      Y3, Y2, Y0
+	VPHADDD      Y5, Y4, Y1
+	VPHADDD      Y1, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDD       X1, X0, X1
+	VMOVDQU      X1, (SI)
+	XORL         AX, AX
 	MOVL         AX, ret+40(FP)
 	VZEROUPPER
 	RET
