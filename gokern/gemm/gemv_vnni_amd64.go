@@ -3,7 +3,6 @@
 package gemm
 
 import (
-	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 )
 
@@ -36,56 +35,16 @@ var (
 // int32 lanes stay exact up to 16384.
 const gemvVNNIMaxGroups = 16384
 
-// gemvVNNIL1Bytes is how many bytes of activations a run over the rows
-// may read: a block of four columns' values stays in L1 (32 KB) while the
-// rows stream by. Longer rows are split (4096 x 11008, 16 columns: 2.4x
-// faster than reading 44 KB of activations per row pair from L2).
-const gemvVNNIL1Bytes = 16 << 10
-
 func gemvI8VNNIKernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, tiles *gemvVNNITiles) bool {
-	ng := k / GroupValues
-	chunk := min(gemvVNNIMaxGroups, gemvVNNIL1Bytes/(min(len(xsum), 4)*GroupValues))
-	if n := (ng + chunk - 1) / chunk; n > 1 { // n runs of about equal length
-		chunk = (ng + n - 1) / n
-	}
-	return gemvI8VNNIChunked(w, ldw, x, k, ldx, xsum, out, chunk, tiles)
+	return gemvChunked(w, ldw, x, k, ldx, xsum, out, gemvChunk(k/GroupValues, len(xsum), gemvVNNIMaxGroups), tiles.run)
 }
 
-// gemvParts keeps gemvI8VNNIChunked's partial sums from call to call
-// (conv2d's calls: 64 rows x 16 columns; a fresh 4 KB a call cost a
-// 2560 x 6912 layer on 64 samples 5% of its time in allocation).
-var gemvParts = &buf.List[int32]{MaxCap: 1 << 20, MaxCount: 16}
-
-// gemvI8VNNIChunked runs the kernels over k in runs of at most chunk
-// groups: the first into out (xsum subtracted by the kernels), the others
-// through a buffer added to it.
-func gemvI8VNNIChunked(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, chunk int, tiles *gemvVNNITiles) bool {
-	ncol := len(xsum)
-	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
-	ng := k / GroupValues
-	bad := gemvVNNIRun(w, ldw, x, ldx, min(ng, chunk), xsum, rows, out, tiles)
-	if ng > chunk {
-		part, h := gemvParts.Sized(len(out) + ncol)
-		defer gemvParts.Put(h)
-		zeros := part[len(out) : len(out)+ncol] // nothing more to subtract
-		clear(zeros)
-		part = part[:len(out)]
-		for g := chunk; g < ng; g += chunk {
-			bad |= gemvVNNIRun(w[g*32:], ldw, x[g*GroupValues:], ldx, min(ng-g, chunk), zeros, rows, part, tiles)
-			for i, v := range part {
-				out[i] += v
-			}
-		}
-	}
-	return bad == 0
-}
-
-// gemvVNNIRun covers rows x ncol outputs (out[r*ncol+j], ncol = len(xsum))
+// run covers rows x ncol outputs (out[r*ncol+j], ncol = len(xsum))
 // with the widest tiles that fit over ng <= gemvVNNIMaxGroups groups, a
 // block of columns (4, 2 or 1) at a time, its rows in tiles of 4 (one or
 // four columns) or 2 (the block's activations stay in L1 while the rows
 // stream by); it ORs the code-3 flags of tiles.
-func gemvVNNIRun(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows int, out []int32, tiles *gemvVNNITiles) uint32 {
+func (tiles *gemvVNNITiles) run(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows int, out []int32) uint32 {
 	ncol := len(xsum)
 	return gemvCols(ncol, []int{4, 2, 1}, func(j, c int) uint32 {
 		var bad uint32
