@@ -1337,7 +1337,7 @@ gemvI8AVX2x4loop:
 	RET
 
 // func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
+// Requires: AVX, AVX2, CMOV, MMX+
 TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $0-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -1356,18 +1356,20 @@ TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $0-44
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
 	VPXOR        Y10, Y10, Y10
+	LEAQ         (AX)(CX*4), R8
 
 gemvI8AVX2r4block:
-	MOVQ    $0x0000000000000010, R8
-	CMPQ    BX, R8
-	CMOVQLT BX, R8
-	SUBQ    R8, BX
+	MOVQ    $0x0000000000000010, R9
+	CMPQ    BX, R9
+	CMOVQLT BX, R9
+	SUBQ    R9, BX
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
 	VPXOR   Y8, Y8, Y8
 	VPXOR   Y9, Y9, Y9
 
 gemvI8AVX2r4loop:
+	PREFETCHT0   (R8)
 	VMOVDQU      (AX), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
@@ -1387,6 +1389,7 @@ gemvI8AVX2r4loop:
 	VPAND        Y0, Y11, Y11
 	VPMADDUBSW   96(DX), Y11, Y11
 	VPADDW       Y11, Y6, Y6
+	PREFETCHT0   (R8)(CX*1)
 	VMOVDQU      (AX)(CX*1), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
@@ -1406,6 +1409,7 @@ gemvI8AVX2r4loop:
 	VPAND        Y0, Y11, Y11
 	VPMADDUBSW   96(DX), Y11, Y11
 	VPADDW       Y11, Y7, Y7
+	PREFETCHT0   (R8)(CX*2)
 	VMOVDQU      (AX)(CX*2), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
@@ -1425,6 +1429,7 @@ gemvI8AVX2r4loop:
 	VPAND        Y0, Y11, Y11
 	VPMADDUBSW   96(DX), Y11, Y11
 	VPADDW       Y11, Y8, Y8
+	PREFETCHT0   (R8)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
@@ -1445,8 +1450,9 @@ gemvI8AVX2r4loop:
 	VPMADDUBSW   96(DX), Y11, Y11
 	VPADDW       Y11, Y9, Y9
 	ADDQ         $0x20, AX
+	ADDQ         $0x20, R8
 	ADDQ         $0x80, DX
-	DECQ         R8
+	DECQ         R9
 	JNZ          gemvI8AVX2r4loop
 	VPMADDWD     Y1, Y6, Y6
 	VPADDD       Y6, Y2, Y2
@@ -1725,7 +1731,7 @@ gemvI8AVX2x4vloop:
 	RET
 
 // func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
+// Requires: AVX, AVX2, CMOV, MMX+
 TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $0-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -1743,18 +1749,20 @@ TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $0-44
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
+	LEAQ         (AX)(CX*4), R8
 
 gemvI8AVX2r4vblock:
-	MOVQ    $0x0000000000000010, R8
-	CMPQ    BX, R8
-	CMOVQLT BX, R8
-	SUBQ    R8, BX
+	MOVQ    $0x0000000000000010, R9
+	CMPQ    BX, R9
+	CMOVQLT BX, R9
+	SUBQ    R9, BX
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
 	VPXOR   Y8, Y8, Y8
 	VPXOR   Y9, Y9, Y9
 
 gemvI8AVX2r4vloop:
+	PREFETCHT0   (R8)
 	VMOVDQU      (AX), Y10
 	VPSRLW       $0x06, Y10, Y11
 	VPAND        Y0, Y11, Y11
@@ -1771,6 +1779,7 @@ gemvI8AVX2r4vloop:
 	VPAND        Y0, Y10, Y10
 	VPMADDUBSW   96(DX), Y10, Y10
 	VPADDW       Y10, Y6, Y6
+	PREFETCHT0   (R8)(CX*1)
 	VMOVDQU      (AX)(CX*1), Y10
 	VPSRLW       $0x06, Y10, Y11
 	VPAND        Y0, Y11, Y11
@@ -1787,6 +1796,7 @@ gemvI8AVX2r4vloop:
 	VPAND        Y0, Y10, Y10
 	VPMADDUBSW   96(DX), Y10, Y10
 	VPADDW       Y10, Y7, Y7
+	PREFETCHT0   (R8)(CX*2)
 	VMOVDQU      (AX)(CX*2), Y10
 	VPSRLW       $0x06, Y10, Y11
 	VPAND        Y0, Y11, Y11
@@ -1803,6 +1813,7 @@ gemvI8AVX2r4vloop:
 	VPAND        Y0, Y10, Y10
 	VPMADDUBSW   96(DX), Y10, Y10
 	VPADDW       Y10, Y8, Y8
+	PREFETCHT0   (R8)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y10
 	VPSRLW       $0x06, Y10, Y11
 	VPAND        Y0, Y11, Y11
@@ -1820,8 +1831,9 @@ gemvI8AVX2r4vloop:
 	VPMADDUBSW   96(DX), Y10, Y10
 	VPADDW       Y10, Y9, Y9
 	ADDQ         $0x20, AX
+	ADDQ         $0x20, R8
 	ADDQ         $0x80, DX
-	DECQ         R8
+	DECQ         R9
 	JNZ          gemvI8AVX2r4vloop
 	VPMADDWD     Y1, Y6, Y6
 	VPADDD       Y6, Y2, Y2
