@@ -591,8 +591,7 @@ func gemvI8Return(c *build.Context, check bool, three reg.VecVirtual) {
 	}
 	r := c.GP32()
 	c.XORL(r, r)
-	c.Store(r, c.ReturnIndex(0))
-	vzeroRet(c)
+	vzeroReturn(c, r)
 }
 
 // unpackCodes returns the codes 0..2 of values 32q..32q+31 of an I2_S

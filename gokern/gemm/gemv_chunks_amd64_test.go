@@ -27,18 +27,19 @@ func TestGemvChunks(t *testing.T) {
 		{"vnni chunked", cpu.AVX512VNNI, gemvVNNIChecked.run}, {"vnni chunked unchecked", cpu.AVX512VNNI, gemvVNNIValid.run},
 		{"avx2 chunked", cpu.AVX2, gemvI8AVX2Checked.run}, {"avx2 chunked unchecked", cpu.AVX2, gemvI8AVX2Valid.run},
 	} {
-		if !cpu.Usable(v.fam) {
-			t.Logf("%s: family %s is not usable on this CPU: not run", v.name, v.fam)
-			continue
-		}
-		for _, chunk := range []int{1, 2, 3} {
-			run := func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
-				return gemvChunked(w, ldw, x, k, ldx, xsum, out, chunk, v.run)
+		t.Run(v.name, func(t *testing.T) {
+			if !cpu.Usable(v.fam) {
+				t.Skipf("family %s is not usable on this CPU", v.fam)
 			}
-			for _, tc := range []struct{ ng, rows, cols int }{{1, 5, 1}, {2, 4, 3}, {5, 3, 4}, {7, 6, 1}, {6, 2, 9}, {3, 9, 5}, {4, 4, 8}, {5, 70, 6}} {
-				newGemvCase(t, tc.ng*GroupValues, tc.rows, tc.cols, 0, 1, randVal, randAct).check(t, v.name, run)
+			for _, chunk := range []int{1, 2, 3} {
+				run := func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+					return gemvChunked(w, ldw, x, k, ldx, xsum, out, chunk, v.run)
+				}
+				for _, tc := range []struct{ ng, rows, cols int }{{1, 5, 1}, {2, 4, 3}, {5, 3, 4}, {7, 6, 1}, {6, 2, 9}, {3, 9, 5}, {4, 4, 8}, {5, 70, 6}} {
+					newGemvCase(t, tc.ng*GroupValues, tc.rows, tc.cols, 0, 1, randVal, randAct).check(t, v.name, run)
+				}
+				newGemvCase(t, 9*GroupValues, 3, 2, 0, 0, func(int, int) int8 { return 1 }, func(int, int) int8 { return -128 }).check(t, v.name, run)
 			}
-			newGemvCase(t, 9*GroupValues, 3, 2, 0, 0, func(int, int) int8 { return 1 }, func(int, int) int8 { return -128 }).check(t, v.name, run)
-		}
+		})
 	}
 }

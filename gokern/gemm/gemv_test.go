@@ -112,7 +112,9 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 	}
 	for _, w := range []int8{1, -1} {
 		for _, a := range []int8{-128, 127} {
-			for _, cols := range []int{4, 1} { // 4x4, 2x4 and 1x4 tiles; 4x1 (and AVX2's int16 blocks of 16 groups)
+			// 4x4, 2x4 and 1x4 tiles; 4x1; 4 + 2 + 1 columns (AVX2 in
+			// runs of groups); AVX2's int16 blocks of 16 groups in each
+			for _, cols := range []int{4, 1, 7} {
 				c := newGemvCase(t, 300*GroupValues, 7, cols, 0, 0,
 					func(int, int) int8 { return w }, func(int, int) int8 { return a })
 				for _, g := range GemvFamilies() {
@@ -250,5 +252,43 @@ func BenchmarkSumI8(b *testing.B) {
 				f.fn(x)
 			}
 		})
+	}
+}
+
+// TestGemvRefusesPartialGroups: every family (I8 and I8Valid) panics with
+// checkGemv's message on buffers that do not hold whole groups, whatever
+// the column count (a k below one group once divided the AVX2 run length
+// by zero).
+func TestGemvRefusesPartialGroups(t *testing.T) {
+	const want = "gemm: gemv buffers do not hold whole I2_S groups"
+	for _, tc := range []struct {
+		name       string
+		k, cols    int
+		rows, wlen int
+	}{
+		{"k 64, 1 column", 64, 1, 4, 4 * 16},
+		{"k 64, 8 columns", 64, 8, 4, 4 * 16},
+		{"k 0, 5 columns", 0, 5, 2, 0},
+		{"k 200, 6 columns", 200, 6, 2, 2 * 50},
+	} {
+		for _, g := range GemvFamilies() {
+			for _, valid := range []bool{false, true} {
+				got := func() (msg any) {
+					defer func() { msg = recover() }()
+					w := make([]byte, tc.wlen)
+					x := make([]int8, tc.cols*max(tc.k, 1))
+					xsum, out := make([]int32, tc.cols), make([]int32, tc.rows*tc.cols)
+					if valid {
+						g.I8Valid(w, tc.k/4, x, tc.k, max(tc.k, 1), xsum, out)
+					} else {
+						g.I8(w, tc.k/4, x, tc.k, max(tc.k, 1), xsum, out)
+					}
+					return nil
+				}()
+				if got != want {
+					t.Errorf("%s %s (valid %v): panic %v, want %q", g.Family, tc.name, valid, got, want)
+				}
+			}
+		}
 	}
 }

@@ -218,11 +218,12 @@ var (
 // activations per row pair from L2).
 const gemvL1Bytes = 16 << 10
 
-// gemvChunk returns how many groups (at most most) a run of an int8 GEMV
+// gemvChunk returns how many groups (at most most, at least 1: a call
+// with no whole group reaches gemvChunked's check) a run of an int8 GEMV
 // over ng groups and ncol columns takes: the runs of about equal length,
 // each reading at most gemvL1Bytes of a block of up to four columns.
 func gemvChunk(ng, ncol, most int) int {
-	chunk := min(most, gemvL1Bytes/(min(ncol, 4)*GroupValues))
+	chunk := max(1, min(most, gemvL1Bytes/(min(ncol, 4)*GroupValues)))
 	if n := (ng + chunk - 1) / chunk; n > 1 {
 		chunk = (ng + n - 1) / n
 	}
@@ -268,8 +269,8 @@ const gemvI8AVX2Rows = 64
 // gemvI8AVX2Kernel is the AVX2 int8 GEMV with the kernels of t, over k in
 // runs of gemvChunk groups when there is more than one block of columns
 // (with one block each row reads the activations once anyway, and the
-// kernels, which do not prefetch, stream rows cut into runs more slowly:
-// 4096 x 11008, 4 columns, 22 GB/s whole, 13.5 in runs).
+// column kernels x4, x2 and x1, which do not prefetch, stream rows cut into
+// runs more slowly: 4096 x 11008, 4 columns, 22 GB/s whole, 13.5 in runs).
 func gemvI8AVX2Kernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, t *gemvI8AVX2Tiles) bool {
 	ng := k / GroupValues
 	chunk := ng

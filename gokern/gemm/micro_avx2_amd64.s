@@ -1540,8 +1540,8 @@ gemvI8AVX2x1vloop:
 	VPHADDD      X2, X2, X2
 	VMOVD        X2, (SI)
 	XORL         AX, AX
-	MOVL         AX, ret+40(FP)
 	VZEROUPPER
+	MOVL         AX, ret+40(FP)
 	RET
 
 // func gemvI8AVX2x2v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
@@ -1616,8 +1616,8 @@ gemvI8AVX2x2vloop:
 	VPHADDD      X3, X3, X3
 	VMOVD        X3, 4(SI)
 	XORL         AX, AX
-	MOVL         AX, ret+40(FP)
 	VZEROUPPER
+	MOVL         AX, ret+40(FP)
 	RET
 
 // func gemvI8AVX2x4v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
@@ -1726,8 +1726,8 @@ gemvI8AVX2x4vloop:
 	VPHADDD      X5, X5, X5
 	VMOVD        X5, 12(SI)
 	XORL         AX, AX
-	MOVL         AX, ret+40(FP)
 	VZEROUPPER
+	MOVL         AX, ret+40(FP)
 	RET
 
 // func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
@@ -1852,8 +1852,8 @@ gemvI8AVX2r4vloop:
 	VPADDD       X1, X0, X1
 	VMOVDQU      X1, (SI)
 	XORL         AX, AX
-	MOVL         AX, ret+40(FP)
 	VZEROUPPER
+	MOVL         AX, ret+40(FP)
 	RET
 
 // func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32

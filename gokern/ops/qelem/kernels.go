@@ -27,10 +27,13 @@ type AddParams struct {
 	Lo, Hi float32 // float32(qmin - ZO) (0 with ReLU), float32(qmax - ZO)
 	ZO     int32   // the output's zero point
 	// Bounded: every product c*Inv, c the sum of a dequantized code of a
-	// and one of b (for AddConst: a's and d), is finite and below 2^31 in
-	// magnitude (NewAddParams works it out). The SIMD kernels then leave
-	// out the clip at Hi: their saturating packs give the same codes.
-	// False is always safe.
+	// and one of b (for AddConst: a's and d, which must then be one of b's
+	// dequantized codes), is finite and below 2^31 in magnitude
+	// (NewAddParams works it out). The SIMD kernels then leave out the
+	// clip at Hi: their saturating packs give the same codes, as Hi+ZO is
+	// the dtype's largest code (as NewAddParams makes it; a Bounded
+	// AddParams with a lower Hi is not one the kernels take). False is
+	// always safe.
 	Bounded bool
 }
 

@@ -164,7 +164,7 @@ func TestKernelsSpecialSums(t *testing.T) {
 			// products past int16 but inside int32: the kernels' saturating
 			// word packs (and the zero point added with saturation), with
 			// no clip at Hi
-			{"wide products", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e4, Lo: -120, Hi: 135, ZO: 120}, -4e2, true},
+			{"wide products", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e4, Lo: -120, Hi: 135, ZO: 120}, -1e2, true},
 			{"wide products relu", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 3e2, Lo: 0, Hi: 135, ZO: 120}, 1, true},
 			{"products near 2^30", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 2e6, Lo: -120, Hi: 135, ZO: 120}, 2, true},
 			{"products past 2^31", AddParams{SA: 1, PA: -128, SB: 1, PB: -100, Inv: 1e7, Lo: -120, Hi: 135, ZO: 120}, 2, false},
@@ -183,8 +183,9 @@ func TestKernelsSpecialSums(t *testing.T) {
 						p.ZO -= 128
 						lo, hi = -128, 127
 					}
-					// int8 codes reach 128 less far up, and as far down
-					// from the zero points: the same verdict here
+					// bounded's verdict for the dtype's codes (the same
+					// for both here); d, where Bounded, is one of b's
+					// dequantized codes in both dtypes, as Add passes
 					if p.Bounded = bounded(&p, lo, hi); p.Bounded != tc.bounded {
 						t.Fatalf("%s signed %v: bounded %v, want %v", tc.name, signed, p.Bounded, tc.bounded)
 					}
