@@ -4,7 +4,9 @@ The timing test runs the suite at its quick sizes on the machine running the
 tests: for every op, the family ``cpu_features()["kernels"]`` reports must be
 one whose score (geometric mean of median ms over the op's workloads) is
 within ``TOLERANCE`` of the fastest family's. On a noisy machine an op that
-misses is measured once more, with more rounds, before the test fails.
+misses is measured again, up to twice, with more rounds each time, before
+the test fails (families within a few percent of each other, as conv_dw's
+avx512 and avx2 on Zen 4, once missed twice in a row by noise alone: 1.19x).
 """
 
 from __future__ import annotations
@@ -59,10 +61,11 @@ def test_pick_within_tolerance_of_best(capsys: pytest.CaptureFixture[str]) -> No
     feats = bitnet_go.cpu_features()
     got = _verdicts(None, rounds=3)
     assert set(got) == set(feats["kernels"])
-    missed = [op for op, r in got.items() if not r["ok"]]
-    if missed:  # a noisy machine: measure those ops once more before failing
-        again = _verdicts(missed, rounds=5)
-        got.update(again)
+    for rounds in (5, 9):  # a noisy machine: measure the ops that missed again, longer, before failing
+        missed = [op for op, r in got.items() if not r["ok"]]
+        if not missed:
+            break
+        got.update(_verdicts(missed, rounds=rounds))
     bad = {
         op: (r["pick"], r["fastest"], round(r["pick_over_best"] or 0, 3), {f: r[f"{f}_score"] for f in r["families"]})
         for op, r in got.items()
