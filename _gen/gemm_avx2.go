@@ -540,9 +540,10 @@ func gemvI8Name(name string, check bool) (string, string) {
 // codes are checked for 3 on the way.
 func gemvI8AVX2(c *build.Context, ncol int, check bool) {
 	name, ret := gemvI8Name(fmt.Sprintf("gemvI8AVX2x%d", ncol), check)
-	declareNoescape(c, name, "func(w *byte, x *int8, ldx int, ng int, out *int32) uint32",
-		fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups; %s", name, ncol, ret))
+	declareNoescape(c, name, "func(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32",
+		fmt.Sprintf("%s sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < %d over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); %s", name, ncol, ret))
 	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 1)
+	pf := loadArg(c, "pf")
 	mask := bcst32(c, 0x03030303)
 	ones16 := bcst32(c, 0x00010001)
 	acc32, acc16 := zeroY(c, ncol), make([]reg.VecVirtual, ncol)
@@ -554,6 +555,7 @@ func gemvI8AVX2(c *build.Context, ncol int, check bool) {
 		three = zeroY(c, 1)[0]
 	}
 	gemvI8Loop(c, name, n, acc16, acc32, ones16, func() {
+		c.PREFETCHT0(operand.Mem{Base: pw, Index: pf, Scale: 1})
 		wv := c.YMM()
 		c.VMOVDQU(mem(pw, 0), wv)
 		if check {

@@ -44,40 +44,40 @@ func gemvF32AVX2x4(w *byte, x *float32, ldx int, ng int, out *float32) uint32
 //go:noescape
 func gemvF32AVX2x8(w *byte, x *float32, ldx int, ng int, out *float32) uint32
 
-// gemvI8AVX2x1 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 1 over ng >= 1 I2_S groups; nonzero return: a code 3.
+// gemvI8AVX2x1 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 1 over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8AVX2x1(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+func gemvI8AVX2x1(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 
-// gemvI8AVX2x2 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 2 over ng >= 1 I2_S groups; nonzero return: a code 3.
+// gemvI8AVX2x2 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 2 over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8AVX2x2(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+func gemvI8AVX2x2(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 
-// gemvI8AVX2x4 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 4 over ng >= 1 I2_S groups; nonzero return: a code 3.
+// gemvI8AVX2x4 sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 4 over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); nonzero return: a code 3.
 //
 //go:noescape
-func gemvI8AVX2x4(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+func gemvI8AVX2x4(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 
 // gemvI8AVX2r4 sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; nonzero return: a code 3.
 //
 //go:noescape
 func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 
-// gemvI8AVX2x1v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 1 over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+// gemvI8AVX2x1v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 1 over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); the codes must be valid (no code 3: not checked); returns 0.
 //
 //go:noescape
-func gemvI8AVX2x1v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+func gemvI8AVX2x1v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 
-// gemvI8AVX2x2v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 2 over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+// gemvI8AVX2x2v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 2 over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); the codes must be valid (no code 3: not checked); returns 0.
 //
 //go:noescape
-func gemvI8AVX2x2v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+func gemvI8AVX2x2v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 
-// gemvI8AVX2x4v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 4 over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
+// gemvI8AVX2x4v sets out[j] = sum (w(i)+1)*x[j*ldx+i] for j < 4 over ng >= 1 I2_S groups, prefetching the codes pf bytes on (the next row's); the codes must be valid (no code 3: not checked); returns 0.
 //
 //go:noescape
-func gemvI8AVX2x4v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
+func gemvI8AVX2x4v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 
 // gemvI8AVX2r4v sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; the codes must be valid (no code 3: not checked); returns 0.
 //

@@ -1049,32 +1049,34 @@ gemvF32AVX2x8loop:
 	VZEROUPPER
 	RET
 
-// func gemvI8AVX2x1(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
-TEXT ·gemvI8AVX2x1(SB), NOSPLIT, $0-44
+// func gemvI8AVX2x1(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2x1(SB), NOSPLIT, $0-52
 	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+40(FP), SI
 	LEAQ         (DX)(DX*2), DX
-	MOVL         $0x03030303, DX
-	VMOVD        DX, X0
+	MOVQ         pf+8(FP), DX
+	MOVL         $0x03030303, DI
+	VMOVD        DI, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, DX
-	VMOVD        DX, X1
+	MOVL         $0x00010001, DI
+	VMOVD        DI, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y4, Y4, Y4
 
 gemvI8AVX2x1block:
-	MOVQ    $0x0000000000000010, DX
-	CMPQ    BX, DX
-	CMOVQLT BX, DX
-	SUBQ    DX, BX
+	MOVQ    $0x0000000000000010, DI
+	CMPQ    BX, DI
+	CMOVQLT BX, DI
+	SUBQ    DI, BX
 	VPXOR   Y3, Y3, Y3
 
 gemvI8AVX2x1loop:
+	PREFETCHT0   (AX)(DX*1)
 	VMOVDQU      (AX), Y5
 	VPSRLW       $0x01, Y5, Y6
 	VPAND        Y5, Y6, Y6
@@ -1096,7 +1098,7 @@ gemvI8AVX2x1loop:
 	VPADDW       Y5, Y3, Y3
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         DX
+	DECQ         DI
 	JNZ          gemvI8AVX2x1loop
 	VPMADDWD     Y1, Y3, Y3
 	VPADDD       Y3, Y2, Y2
@@ -1118,38 +1120,40 @@ gemvI8AVX2x1loop:
 	VPSRLDQ      $0x04, X4, X0
 	VPOR         X0, X4, X4
 	VMOVD        X4, AX
-	MOVL         AX, ret+40(FP)
+	MOVL         AX, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func gemvI8AVX2x2(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
-TEXT ·gemvI8AVX2x2(SB), NOSPLIT, $0-44
+// func gemvI8AVX2x2(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2x2(SB), NOSPLIT, $0-52
 	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+40(FP), SI
 	LEAQ         (DX)(DX*2), DI
-	MOVL         $0x03030303, DI
-	VMOVD        DI, X0
+	MOVQ         pf+8(FP), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, DI
-	VMOVD        DI, X1
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y6, Y6, Y6
 
 gemvI8AVX2x2block:
-	MOVQ    $0x0000000000000010, DI
-	CMPQ    BX, DI
-	CMOVQLT BX, DI
-	SUBQ    DI, BX
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
 	VPXOR   Y4, Y4, Y4
 	VPXOR   Y5, Y5, Y5
 
 gemvI8AVX2x2loop:
+	PREFETCHT0   (AX)(DI*1)
 	VMOVDQU      (AX), Y7
 	VPSRLW       $0x01, Y7, Y8
 	VPAND        Y7, Y8, Y8
@@ -1179,7 +1183,7 @@ gemvI8AVX2x2loop:
 	VPADDW       Y7, Y5, Y5
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         DI
+	DECQ         R8
 	JNZ          gemvI8AVX2x2loop
 	VPMADDWD     Y1, Y4, Y4
 	VPADDD       Y4, Y2, Y2
@@ -1208,24 +1212,25 @@ gemvI8AVX2x2loop:
 	VPSRLDQ      $0x04, X6, X0
 	VPOR         X0, X6, X6
 	VMOVD        X6, AX
-	MOVL         AX, ret+40(FP)
+	MOVL         AX, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func gemvI8AVX2x4(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
-TEXT ·gemvI8AVX2x4(SB), NOSPLIT, $0-44
+// func gemvI8AVX2x4(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2x4(SB), NOSPLIT, $0-52
 	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+40(FP), SI
 	LEAQ         (DX)(DX*2), DI
-	MOVL         $0x03030303, R8
-	VMOVD        R8, X0
+	MOVQ         pf+8(FP), R8
+	MOVL         $0x03030303, R9
+	VMOVD        R9, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, R8
-	VMOVD        R8, X1
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
@@ -1234,16 +1239,17 @@ TEXT ·gemvI8AVX2x4(SB), NOSPLIT, $0-44
 	VPXOR        Y10, Y10, Y10
 
 gemvI8AVX2x4block:
-	MOVQ    $0x0000000000000010, R8
-	CMPQ    BX, R8
-	CMOVQLT BX, R8
-	SUBQ    R8, BX
+	MOVQ    $0x0000000000000010, R9
+	CMPQ    BX, R9
+	CMOVQLT BX, R9
+	SUBQ    R9, BX
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
 	VPXOR   Y8, Y8, Y8
 	VPXOR   Y9, Y9, Y9
 
 gemvI8AVX2x4loop:
+	PREFETCHT0   (AX)(R8*1)
 	VMOVDQU      (AX), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
@@ -1289,7 +1295,7 @@ gemvI8AVX2x4loop:
 	VPADDW       Y11, Y9, Y9
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         R8
+	DECQ         R9
 	JNZ          gemvI8AVX2x4loop
 	VPMADDWD     Y1, Y6, Y6
 	VPADDD       Y6, Y2, Y2
@@ -1332,7 +1338,7 @@ gemvI8AVX2x4loop:
 	VPSRLDQ      $0x04, X10, X0
 	VPOR         X0, X10, X10
 	VMOVD        X10, AX
-	MOVL         AX, ret+40(FP)
+	MOVL         AX, ret+48(FP)
 	VZEROUPPER
 	RET
 
@@ -1485,31 +1491,33 @@ gemvI8AVX2r4loop:
 	VZEROUPPER
 	RET
 
-// func gemvI8AVX2x1v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
-TEXT ·gemvI8AVX2x1v(SB), NOSPLIT, $0-44
+// func gemvI8AVX2x1v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2x1v(SB), NOSPLIT, $0-52
 	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+40(FP), SI
 	LEAQ         (DX)(DX*2), DX
-	MOVL         $0x03030303, DX
-	VMOVD        DX, X0
+	MOVQ         pf+8(FP), DX
+	MOVL         $0x03030303, DI
+	VMOVD        DI, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, DX
-	VMOVD        DX, X1
+	MOVL         $0x00010001, DI
+	VMOVD        DI, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
 
 gemvI8AVX2x1vblock:
-	MOVQ    $0x0000000000000010, DX
-	CMPQ    BX, DX
-	CMOVQLT BX, DX
-	SUBQ    DX, BX
+	MOVQ    $0x0000000000000010, DI
+	CMPQ    BX, DI
+	CMOVQLT BX, DI
+	SUBQ    DI, BX
 	VPXOR   Y3, Y3, Y3
 
 gemvI8AVX2x1vloop:
+	PREFETCHT0   (AX)(DX*1)
 	VMOVDQU      (AX), Y4
 	VPSRLW       $0x06, Y4, Y5
 	VPAND        Y0, Y5, Y5
@@ -1528,7 +1536,7 @@ gemvI8AVX2x1vloop:
 	VPADDW       Y4, Y3, Y3
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         DX
+	DECQ         DI
 	JNZ          gemvI8AVX2x1vloop
 	VPMADDWD     Y1, Y3, Y3
 	VPADDD       Y3, Y2, Y2
@@ -1541,36 +1549,38 @@ gemvI8AVX2x1vloop:
 	VMOVD        X2, (SI)
 	XORL         AX, AX
 	VZEROUPPER
-	MOVL         AX, ret+40(FP)
+	MOVL         AX, ret+48(FP)
 	RET
 
-// func gemvI8AVX2x2v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
-TEXT ·gemvI8AVX2x2v(SB), NOSPLIT, $0-44
+// func gemvI8AVX2x2v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2x2v(SB), NOSPLIT, $0-52
 	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+40(FP), SI
 	LEAQ         (DX)(DX*2), DI
-	MOVL         $0x03030303, DI
-	VMOVD        DI, X0
+	MOVQ         pf+8(FP), DI
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, DI
-	VMOVD        DI, X1
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
 
 gemvI8AVX2x2vblock:
-	MOVQ    $0x0000000000000010, DI
-	CMPQ    BX, DI
-	CMOVQLT BX, DI
-	SUBQ    DI, BX
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
 	VPXOR   Y4, Y4, Y4
 	VPXOR   Y5, Y5, Y5
 
 gemvI8AVX2x2vloop:
+	PREFETCHT0   (AX)(DI*1)
 	VMOVDQU      (AX), Y6
 	VPSRLW       $0x06, Y6, Y7
 	VPAND        Y0, Y7, Y7
@@ -1597,7 +1607,7 @@ gemvI8AVX2x2vloop:
 	VPADDW       Y6, Y5, Y5
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         DI
+	DECQ         R8
 	JNZ          gemvI8AVX2x2vloop
 	VPMADDWD     Y1, Y4, Y4
 	VPADDD       Y4, Y2, Y2
@@ -1617,23 +1627,24 @@ gemvI8AVX2x2vloop:
 	VMOVD        X3, 4(SI)
 	XORL         AX, AX
 	VZEROUPPER
-	MOVL         AX, ret+40(FP)
+	MOVL         AX, ret+48(FP)
 	RET
 
-// func gemvI8AVX2x4v(w *byte, x *int8, ldx int, ng int, out *int32) uint32
-// Requires: AVX, AVX2, CMOV
-TEXT ·gemvI8AVX2x4v(SB), NOSPLIT, $0-44
+// func gemvI8AVX2x4v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2x4v(SB), NOSPLIT, $0-52
 	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         ldx+16(FP), DX
-	MOVQ         ng+24(FP), BX
-	MOVQ         out+32(FP), SI
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+40(FP), SI
 	LEAQ         (DX)(DX*2), DI
-	MOVL         $0x03030303, R8
-	VMOVD        R8, X0
+	MOVQ         pf+8(FP), R8
+	MOVL         $0x03030303, R9
+	VMOVD        R9, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, R8
-	VMOVD        R8, X1
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X1
 	VPBROADCASTD X1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
@@ -1641,16 +1652,17 @@ TEXT ·gemvI8AVX2x4v(SB), NOSPLIT, $0-44
 	VPXOR        Y5, Y5, Y5
 
 gemvI8AVX2x4vblock:
-	MOVQ    $0x0000000000000010, R8
-	CMPQ    BX, R8
-	CMOVQLT BX, R8
-	SUBQ    R8, BX
+	MOVQ    $0x0000000000000010, R9
+	CMPQ    BX, R9
+	CMOVQLT BX, R9
+	SUBQ    R9, BX
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
 	VPXOR   Y8, Y8, Y8
 	VPXOR   Y9, Y9, Y9
 
 gemvI8AVX2x4vloop:
+	PREFETCHT0   (AX)(R8*1)
 	VMOVDQU      (AX), Y10
 	VPSRLW       $0x06, Y10, Y11
 	VPAND        Y0, Y11, Y11
@@ -1693,7 +1705,7 @@ gemvI8AVX2x4vloop:
 	VPADDW       Y10, Y9, Y9
 	ADDQ         $0x20, AX
 	ADDQ         $0x00000080, CX
-	DECQ         R8
+	DECQ         R9
 	JNZ          gemvI8AVX2x4vloop
 	VPMADDWD     Y1, Y6, Y6
 	VPADDD       Y6, Y2, Y2
@@ -1727,7 +1739,7 @@ gemvI8AVX2x4vloop:
 	VMOVD        X5, 12(SI)
 	XORL         AX, AX
 	VZEROUPPER
-	MOVL         AX, ret+40(FP)
+	MOVL         AX, ret+48(FP)
 	RET
 
 // func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
