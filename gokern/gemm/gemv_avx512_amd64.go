@@ -44,6 +44,21 @@ func gemvI8VNNIr1c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out
 //go:noescape
 func gemvI8VNNIs4c4(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
+// gemvI8VNNIp4c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 4, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8VNNIp4c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+
+// gemvI8VNNIp2c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 2, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8VNNIp2c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+
+// gemvI8VNNIp1c1 sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 1, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; nonzero return: a code 3.
+//
+//go:noescape
+func gemvI8VNNIp1c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+
 // gemvI8VNNIr4c1v sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 4, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; the codes must be valid (no code 3: not checked); returns 0.
 //
 //go:noescape
@@ -83,3 +98,18 @@ func gemvI8VNNIr1c4v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, ou
 //
 //go:noescape
 func gemvI8VNNIs4c4v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+
+// gemvI8VNNIp4c1v sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 4, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8VNNIp4c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+
+// gemvI8VNNIp2c1v sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 2, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8VNNIp2c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+
+// gemvI8VNNIp1c1v sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < 1, j < 1 over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; the codes must be valid (no code 3: not checked); returns 0.
+//
+//go:noescape
+func gemvI8VNNIp1c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32

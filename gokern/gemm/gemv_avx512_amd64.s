@@ -983,6 +983,488 @@ gemvI8VNNIs4c4loop:
 	MOVL            AX, ret+64(FP)
 	RET
 
+// func gemvI8VNNIp4c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIp4c1(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*4), BX
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	MOVQ         SI, R8
+	SHRQ         $0x01, R8
+	JZ           gemvI8VNNIp4c1odd
+
+gemvI8VNNIp4c1loop:
+	PREFETCHT0   (BX)
+	VMOVDQU64    (AX), Z21
+	VPADDB       Z21, Z21, Z22
+	VPTERNLOGD   $0xf8, Z22, Z21, Z20
+	PREFETCHT0   (BX)(CX*1)
+	VMOVDQU64    (AX)(CX*1), Z22
+	VPADDB       Z22, Z22, Z23
+	VPTERNLOGD   $0xf8, Z23, Z22, Z20
+	PREFETCHT0   (BX)(CX*2)
+	VMOVDQU64    (AX)(CX*2), Z23
+	VPADDB       Z23, Z23, Z24
+	VPTERNLOGD   $0xf8, Z24, Z23, Z20
+	PREFETCHT0   (BX)(DI*1)
+	VMOVDQU64    (AX)(DI*1), Z24
+	VPADDB       Z24, Z24, Z25
+	VPTERNLOGD   $0xf8, Z25, Z24, Z20
+	VMOVDQU8     (DX), Z25
+	VINSERTI64X4 $0x01, 128(DX), Z25, Z25
+	VPANDD       Z0, Z21, Z26
+	VPDPBUSD     Z25, Z26, Z4
+	VPANDD       Z0, Z22, Z26
+	VPDPBUSD     Z25, Z26, Z8
+	VPANDD       Z0, Z23, Z26
+	VPDPBUSD     Z25, Z26, Z12
+	VPANDD       Z0, Z24, Z26
+	VPDPBUSD     Z25, Z26, Z16
+	VMOVDQU8     32(DX), Z25
+	VINSERTI64X4 $0x01, 160(DX), Z25, Z25
+	VPANDD       Z1, Z21, Z26
+	VPDPBUSD     Z25, Z26, Z5
+	VPANDD       Z1, Z22, Z26
+	VPDPBUSD     Z25, Z26, Z9
+	VPANDD       Z1, Z23, Z26
+	VPDPBUSD     Z25, Z26, Z13
+	VPANDD       Z1, Z24, Z26
+	VPDPBUSD     Z25, Z26, Z17
+	VMOVDQU8     64(DX), Z25
+	VINSERTI64X4 $0x01, 192(DX), Z25, Z25
+	VPANDD       Z2, Z21, Z26
+	VPDPBUSD     Z25, Z26, Z6
+	VPANDD       Z2, Z22, Z26
+	VPDPBUSD     Z25, Z26, Z10
+	VPANDD       Z2, Z23, Z26
+	VPDPBUSD     Z25, Z26, Z14
+	VPANDD       Z2, Z24, Z26
+	VPDPBUSD     Z25, Z26, Z18
+	VMOVDQU8     96(DX), Z25
+	VINSERTI64X4 $0x01, 224(DX), Z25, Z25
+	VPANDD       Z3, Z21, Z21
+	VPDPBUSD     Z25, Z21, Z7
+	VPANDD       Z3, Z22, Z21
+	VPDPBUSD     Z25, Z21, Z11
+	VPANDD       Z3, Z23, Z21
+	VPDPBUSD     Z25, Z21, Z15
+	VPANDD       Z3, Z24, Z21
+	VPDPBUSD     Z25, Z21, Z19
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, BX
+	ADDQ         $0x00000100, DX
+	DECQ         R8
+	JNZ          gemvI8VNNIp4c1loop
+
+gemvI8VNNIp4c1odd:
+	TESTQ      $0x00000001, SI
+	JZ         gemvI8VNNIp4c1end
+	MOVL       $0xffffffff, BX
+	KMOVD      BX, K1
+	VMOVDQU8.Z (AX), K1, Z21
+	VPADDB     Z21, Z21, Z22
+	VPTERNLOGD $0xf8, Z22, Z21, Z20
+	VMOVDQU8.Z (AX)(CX*1), K1, Z22
+	VPADDB     Z22, Z22, Z23
+	VPTERNLOGD $0xf8, Z23, Z22, Z20
+	VMOVDQU8.Z (AX)(CX*2), K1, Z23
+	VPADDB     Z23, Z23, Z24
+	VPTERNLOGD $0xf8, Z24, Z23, Z20
+	VMOVDQU8.Z (AX)(DI*1), K1, Z24
+	VPADDB     Z24, Z24, Z25
+	VPTERNLOGD $0xf8, Z25, Z24, Z20
+	VMOVDQU8.Z (DX), K1, Z25
+	VPANDD     Z0, Z21, Z26
+	VPDPBUSD   Z25, Z26, Z4
+	VPANDD     Z0, Z22, Z26
+	VPDPBUSD   Z25, Z26, Z8
+	VPANDD     Z0, Z23, Z26
+	VPDPBUSD   Z25, Z26, Z12
+	VPANDD     Z0, Z24, Z0
+	VPDPBUSD   Z25, Z0, Z16
+	VMOVDQU8.Z 32(DX), K1, Z0
+	VPANDD     Z1, Z21, Z25
+	VPDPBUSD   Z0, Z25, Z5
+	VPANDD     Z1, Z22, Z25
+	VPDPBUSD   Z0, Z25, Z9
+	VPANDD     Z1, Z23, Z25
+	VPDPBUSD   Z0, Z25, Z13
+	VPANDD     Z1, Z24, Z1
+	VPDPBUSD   Z0, Z1, Z17
+	VMOVDQU8.Z 64(DX), K1, Z0
+	VPANDD     Z2, Z21, Z1
+	VPDPBUSD   Z0, Z1, Z6
+	VPANDD     Z2, Z22, Z1
+	VPDPBUSD   Z0, Z1, Z10
+	VPANDD     Z2, Z23, Z1
+	VPDPBUSD   Z0, Z1, Z14
+	VPANDD     Z2, Z24, Z1
+	VPDPBUSD   Z0, Z1, Z18
+	VMOVDQU8.Z 96(DX), K1, Z0
+	VPANDD     Z3, Z21, Z1
+	VPDPBUSD   Z0, Z1, Z7
+	VPANDD     Z3, Z22, Z1
+	VPDPBUSD   Z0, Z1, Z11
+	VPANDD     Z3, Z23, Z1
+	VPDPBUSD   Z0, Z1, Z15
+	VPANDD     Z3, Z24, Z1
+	VPDPBUSD   Z0, Z1, Z19
+
+gemvI8VNNIp4c1end:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VPSRAD        $0x06, Z8, Z8
+	VPSRAD        $0x04, Z9, Z9
+	VPSRAD        $0x02, Z10, Z10
+	VPADDD        Z9, Z8, Z8
+	VPADDD        Z11, Z10, Z10
+	VPADDD        Z10, Z8, Z8
+	VPSRAD        $0x06, Z12, Z12
+	VPSRAD        $0x04, Z13, Z13
+	VPSRAD        $0x02, Z14, Z14
+	VPADDD        Z13, Z12, Z12
+	VPADDD        Z15, Z14, Z14
+	VPADDD        Z14, Z12, Z12
+	VPSRAD        $0x06, Z16, Z16
+	VPSRAD        $0x04, Z17, Z17
+	VPSRAD        $0x02, Z18, Z18
+	VPADDD        Z17, Z16, Z16
+	VPADDD        Z19, Z18, Z18
+	VPADDD        Z18, Z16, Z16
+	MOVQ          out+48(FP), AX
+	MOVQ          ldo+56(FP), CX
+	SHLQ          $0x02, CX
+	LEAQ          (CX)(CX*2), DX
+	MOVQ          xsum+40(FP), BX
+	VPBROADCASTD  (BX), X0
+	VPUNPCKLDQ    Z8, Z4, Z1
+	VPUNPCKHDQ    Z8, Z4, Z2
+	VPADDD        Z2, Z1, Z1
+	VPUNPCKLDQ    Z16, Z12, Z2
+	VPUNPCKHDQ    Z16, Z12, Z3
+	VPADDD        Z3, Z2, Z2
+	VPUNPCKLQDQ   Z2, Z1, Z3
+	VPUNPCKHQDQ   Z2, Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y1, Y3, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (AX)
+	VPSHUFD       $0x01, X2, X0
+	VMOVD         X0, (AX)(CX*1)
+	VPSHUFD       $0x02, X2, X0
+	VMOVD         X0, (AX)(CX*2)
+	VPSHUFD       $0x03, X2, X0
+	VMOVD         X0, (AX)(DX*1)
+	VEXTRACTI64X4 $0x01, Z20, Y0
+	VPORD         Y20, Y0, Y0
+	MOVL          $0xaaaaaaaa, AX
+	VPBROADCASTD  AX, Y1
+	VPTESTMD      Y1, Y0, K1
+	KMOVW         K1, AX
+	VZEROUPPER
+	MOVL          AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIp2c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIp2c1(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*2), BX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	MOVQ         SI, DI
+	SHRQ         $0x01, DI
+	JZ           gemvI8VNNIp2c1odd
+
+gemvI8VNNIp2c1loop:
+	PREFETCHT0   (BX)
+	VMOVDQU64    (AX), Z13
+	VPADDB       Z13, Z13, Z14
+	VPTERNLOGD   $0xf8, Z14, Z13, Z12
+	PREFETCHT0   (BX)(CX*1)
+	VMOVDQU64    (AX)(CX*1), Z14
+	VPADDB       Z14, Z14, Z15
+	VPTERNLOGD   $0xf8, Z15, Z14, Z12
+	VMOVDQU8     (DX), Z15
+	VINSERTI64X4 $0x01, 128(DX), Z15, Z15
+	VPANDD       Z0, Z13, Z16
+	VPDPBUSD     Z15, Z16, Z4
+	VPANDD       Z0, Z14, Z16
+	VPDPBUSD     Z15, Z16, Z8
+	VMOVDQU8     32(DX), Z15
+	VINSERTI64X4 $0x01, 160(DX), Z15, Z15
+	VPANDD       Z1, Z13, Z16
+	VPDPBUSD     Z15, Z16, Z5
+	VPANDD       Z1, Z14, Z16
+	VPDPBUSD     Z15, Z16, Z9
+	VMOVDQU8     64(DX), Z15
+	VINSERTI64X4 $0x01, 192(DX), Z15, Z15
+	VPANDD       Z2, Z13, Z16
+	VPDPBUSD     Z15, Z16, Z6
+	VPANDD       Z2, Z14, Z16
+	VPDPBUSD     Z15, Z16, Z10
+	VMOVDQU8     96(DX), Z15
+	VINSERTI64X4 $0x01, 224(DX), Z15, Z15
+	VPANDD       Z3, Z13, Z13
+	VPDPBUSD     Z15, Z13, Z7
+	VPANDD       Z3, Z14, Z13
+	VPDPBUSD     Z15, Z13, Z11
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, BX
+	ADDQ         $0x00000100, DX
+	DECQ         DI
+	JNZ          gemvI8VNNIp2c1loop
+
+gemvI8VNNIp2c1odd:
+	TESTQ      $0x00000001, SI
+	JZ         gemvI8VNNIp2c1end
+	MOVL       $0xffffffff, BX
+	KMOVD      BX, K1
+	VMOVDQU8.Z (AX), K1, Z13
+	VPADDB     Z13, Z13, Z14
+	VPTERNLOGD $0xf8, Z14, Z13, Z12
+	VMOVDQU8.Z (AX)(CX*1), K1, Z14
+	VPADDB     Z14, Z14, Z15
+	VPTERNLOGD $0xf8, Z15, Z14, Z12
+	VMOVDQU8.Z (DX), K1, Z15
+	VPANDD     Z0, Z13, Z16
+	VPDPBUSD   Z15, Z16, Z4
+	VPANDD     Z0, Z14, Z0
+	VPDPBUSD   Z15, Z0, Z8
+	VMOVDQU8.Z 32(DX), K1, Z0
+	VPANDD     Z1, Z13, Z15
+	VPDPBUSD   Z0, Z15, Z5
+	VPANDD     Z1, Z14, Z1
+	VPDPBUSD   Z0, Z1, Z9
+	VMOVDQU8.Z 64(DX), K1, Z0
+	VPANDD     Z2, Z13, Z1
+	VPDPBUSD   Z0, Z1, Z6
+	VPANDD     Z2, Z14, Z1
+	VPDPBUSD   Z0, Z1, Z10
+	VMOVDQU8.Z 96(DX), K1, Z0
+	VPANDD     Z3, Z13, Z1
+	VPDPBUSD   Z0, Z1, Z7
+	VPANDD     Z3, Z14, Z1
+	VPDPBUSD   Z0, Z1, Z11
+
+gemvI8VNNIp2c1end:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VPSRAD        $0x06, Z8, Z8
+	VPSRAD        $0x04, Z9, Z9
+	VPSRAD        $0x02, Z10, Z10
+	VPADDD        Z9, Z8, Z8
+	VPADDD        Z11, Z10, Z10
+	VPADDD        Z10, Z8, Z8
+	MOVQ          out+48(FP), AX
+	MOVQ          ldo+56(FP), CX
+	SHLQ          $0x02, CX
+	LEAQ          (CX)(CX*2), DX
+	MOVQ          xsum+40(FP), DX
+	VPBROADCASTD  (DX), X0
+	VPUNPCKLDQ    Z8, Z4, Z1
+	VPUNPCKHDQ    Z8, Z4, Z2
+	VPADDD        Z2, Z1, Z1
+	VPUNPCKLDQ    Z4, Z4, Z2
+	VPUNPCKHDQ    Z4, Z4, Z3
+	VPADDD        Z3, Z2, Z2
+	VPUNPCKLQDQ   Z2, Z1, Z3
+	VPUNPCKHQDQ   Z2, Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y1, Y3, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (AX)
+	VPSHUFD       $0x01, X2, X0
+	VMOVD         X0, (AX)(CX*1)
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPORD         Y12, Y0, Y0
+	MOVL          $0xaaaaaaaa, AX
+	VPBROADCASTD  AX, Y1
+	VPTESTMD      Y1, Y0, K1
+	KMOVW         K1, AX
+	VZEROUPPER
+	MOVL          AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIp1c1(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIp1c1(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x30303030, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x0c0c0c0c, BX
+	VPBROADCASTD BX, Z2
+	MOVL         $0x03030303, BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	MOVQ         SI, BX
+	SHRQ         $0x01, BX
+	JZ           gemvI8VNNIp1c1odd
+
+gemvI8VNNIp1c1loop:
+	PREFETCHT0   (CX)
+	VMOVDQU64    (AX), Z9
+	VPADDB       Z9, Z9, Z10
+	VPTERNLOGD   $0xf8, Z10, Z9, Z8
+	VMOVDQU8     (DX), Z10
+	VINSERTI64X4 $0x01, 128(DX), Z10, Z10
+	VPANDD       Z0, Z9, Z11
+	VPDPBUSD     Z10, Z11, Z4
+	VMOVDQU8     32(DX), Z10
+	VINSERTI64X4 $0x01, 160(DX), Z10, Z10
+	VPANDD       Z1, Z9, Z11
+	VPDPBUSD     Z10, Z11, Z5
+	VMOVDQU8     64(DX), Z10
+	VINSERTI64X4 $0x01, 192(DX), Z10, Z10
+	VPANDD       Z2, Z9, Z11
+	VPDPBUSD     Z10, Z11, Z6
+	VMOVDQU8     96(DX), Z10
+	VINSERTI64X4 $0x01, 224(DX), Z10, Z10
+	VPANDD       Z3, Z9, Z9
+	VPDPBUSD     Z10, Z9, Z7
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x00000100, DX
+	DECQ         BX
+	JNZ          gemvI8VNNIp1c1loop
+
+gemvI8VNNIp1c1odd:
+	TESTQ      $0x00000001, SI
+	JZ         gemvI8VNNIp1c1end
+	MOVL       $0xffffffff, CX
+	KMOVD      CX, K1
+	VMOVDQU8.Z (AX), K1, Z9
+	VPADDB     Z9, Z9, Z10
+	VPTERNLOGD $0xf8, Z10, Z9, Z8
+	VMOVDQU8.Z (DX), K1, Z10
+	VPANDD     Z0, Z9, Z0
+	VPDPBUSD   Z10, Z0, Z4
+	VMOVDQU8.Z 32(DX), K1, Z0
+	VPANDD     Z1, Z9, Z1
+	VPDPBUSD   Z0, Z1, Z5
+	VMOVDQU8.Z 64(DX), K1, Z0
+	VPANDD     Z2, Z9, Z1
+	VPDPBUSD   Z0, Z1, Z6
+	VMOVDQU8.Z 96(DX), K1, Z0
+	VPANDD     Z3, Z9, Z1
+	VPDPBUSD   Z0, Z1, Z7
+
+gemvI8VNNIp1c1end:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	MOVQ          out+48(FP), AX
+	MOVQ          ldo+56(FP), CX
+	SHLQ          $0x02, CX
+	LEAQ          (CX)(CX*2), CX
+	MOVQ          xsum+40(FP), CX
+	VPBROADCASTD  (CX), X0
+	VPUNPCKLDQ    Z4, Z4, Z1
+	VPUNPCKHDQ    Z4, Z4, Z2
+	VPADDD        Z2, Z1, Z1
+	VPUNPCKLDQ    Z4, Z4, Z2
+	VPUNPCKHDQ    Z4, Z4, Z3
+	VPADDD        Z3, Z2, Z2
+	VPUNPCKLQDQ   Z2, Z1, Z3
+	VPUNPCKHQDQ   Z2, Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y1, Y3, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (AX)
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPORD         Y8, Y0, Y0
+	MOVL          $0xaaaaaaaa, AX
+	VPBROADCASTD  AX, Y1
+	VPTESTMD      Y1, Y0, K1
+	KMOVW         K1, AX
+	VZEROUPPER
+	MOVL          AX, ret+64(FP)
+	RET
+
 // func gemvI8VNNIr4c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIr4c1v(SB), NOSPLIT, $0-68
@@ -1894,4 +2376,440 @@ gemvI8VNNIs4c4vloop:
 	XORL            AX, AX
 	VZEROUPPER
 	MOVL            AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIp4c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIp4c1v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*4), BX
+	MOVL         $0xc0c0c0c0, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0x30303030, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x0c0c0c0c, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x03030303, R8
+	VPBROADCASTD R8, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	MOVQ         SI, R8
+	SHRQ         $0x01, R8
+	JZ           gemvI8VNNIp4c1vodd
+
+gemvI8VNNIp4c1vloop:
+	PREFETCHT0   (BX)
+	VMOVDQU64    (AX), Z20
+	PREFETCHT0   (BX)(CX*1)
+	VMOVDQU64    (AX)(CX*1), Z21
+	PREFETCHT0   (BX)(CX*2)
+	VMOVDQU64    (AX)(CX*2), Z22
+	PREFETCHT0   (BX)(DI*1)
+	VMOVDQU64    (AX)(DI*1), Z23
+	VMOVDQU8     (DX), Z24
+	VINSERTI64X4 $0x01, 128(DX), Z24, Z24
+	VPANDD       Z0, Z20, Z25
+	VPDPBUSD     Z24, Z25, Z4
+	VPANDD       Z0, Z21, Z25
+	VPDPBUSD     Z24, Z25, Z8
+	VPANDD       Z0, Z22, Z25
+	VPDPBUSD     Z24, Z25, Z12
+	VPANDD       Z0, Z23, Z25
+	VPDPBUSD     Z24, Z25, Z16
+	VMOVDQU8     32(DX), Z24
+	VINSERTI64X4 $0x01, 160(DX), Z24, Z24
+	VPANDD       Z1, Z20, Z25
+	VPDPBUSD     Z24, Z25, Z5
+	VPANDD       Z1, Z21, Z25
+	VPDPBUSD     Z24, Z25, Z9
+	VPANDD       Z1, Z22, Z25
+	VPDPBUSD     Z24, Z25, Z13
+	VPANDD       Z1, Z23, Z25
+	VPDPBUSD     Z24, Z25, Z17
+	VMOVDQU8     64(DX), Z24
+	VINSERTI64X4 $0x01, 192(DX), Z24, Z24
+	VPANDD       Z2, Z20, Z25
+	VPDPBUSD     Z24, Z25, Z6
+	VPANDD       Z2, Z21, Z25
+	VPDPBUSD     Z24, Z25, Z10
+	VPANDD       Z2, Z22, Z25
+	VPDPBUSD     Z24, Z25, Z14
+	VPANDD       Z2, Z23, Z25
+	VPDPBUSD     Z24, Z25, Z18
+	VMOVDQU8     96(DX), Z24
+	VINSERTI64X4 $0x01, 224(DX), Z24, Z24
+	VPANDD       Z3, Z20, Z20
+	VPDPBUSD     Z24, Z20, Z7
+	VPANDD       Z3, Z21, Z20
+	VPDPBUSD     Z24, Z20, Z11
+	VPANDD       Z3, Z22, Z20
+	VPDPBUSD     Z24, Z20, Z15
+	VPANDD       Z3, Z23, Z20
+	VPDPBUSD     Z24, Z20, Z19
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, BX
+	ADDQ         $0x00000100, DX
+	DECQ         R8
+	JNZ          gemvI8VNNIp4c1vloop
+
+gemvI8VNNIp4c1vodd:
+	TESTQ      $0x00000001, SI
+	JZ         gemvI8VNNIp4c1vend
+	MOVL       $0xffffffff, BX
+	KMOVD      BX, K1
+	VMOVDQU8.Z (AX), K1, Z20
+	VMOVDQU8.Z (AX)(CX*1), K1, Z21
+	VMOVDQU8.Z (AX)(CX*2), K1, Z22
+	VMOVDQU8.Z (AX)(DI*1), K1, Z23
+	VMOVDQU8.Z (DX), K1, Z24
+	VPANDD     Z0, Z20, Z25
+	VPDPBUSD   Z24, Z25, Z4
+	VPANDD     Z0, Z21, Z25
+	VPDPBUSD   Z24, Z25, Z8
+	VPANDD     Z0, Z22, Z25
+	VPDPBUSD   Z24, Z25, Z12
+	VPANDD     Z0, Z23, Z0
+	VPDPBUSD   Z24, Z0, Z16
+	VMOVDQU8.Z 32(DX), K1, Z0
+	VPANDD     Z1, Z20, Z24
+	VPDPBUSD   Z0, Z24, Z5
+	VPANDD     Z1, Z21, Z24
+	VPDPBUSD   Z0, Z24, Z9
+	VPANDD     Z1, Z22, Z24
+	VPDPBUSD   Z0, Z24, Z13
+	VPANDD     Z1, Z23, Z1
+	VPDPBUSD   Z0, Z1, Z17
+	VMOVDQU8.Z 64(DX), K1, Z0
+	VPANDD     Z2, Z20, Z1
+	VPDPBUSD   Z0, Z1, Z6
+	VPANDD     Z2, Z21, Z1
+	VPDPBUSD   Z0, Z1, Z10
+	VPANDD     Z2, Z22, Z1
+	VPDPBUSD   Z0, Z1, Z14
+	VPANDD     Z2, Z23, Z1
+	VPDPBUSD   Z0, Z1, Z18
+	VMOVDQU8.Z 96(DX), K1, Z0
+	VPANDD     Z3, Z20, Z1
+	VPDPBUSD   Z0, Z1, Z7
+	VPANDD     Z3, Z21, Z1
+	VPDPBUSD   Z0, Z1, Z11
+	VPANDD     Z3, Z22, Z1
+	VPDPBUSD   Z0, Z1, Z15
+	VPANDD     Z3, Z23, Z1
+	VPDPBUSD   Z0, Z1, Z19
+
+gemvI8VNNIp4c1vend:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VPSRAD        $0x06, Z8, Z8
+	VPSRAD        $0x04, Z9, Z9
+	VPSRAD        $0x02, Z10, Z10
+	VPADDD        Z9, Z8, Z8
+	VPADDD        Z11, Z10, Z10
+	VPADDD        Z10, Z8, Z8
+	VPSRAD        $0x06, Z12, Z12
+	VPSRAD        $0x04, Z13, Z13
+	VPSRAD        $0x02, Z14, Z14
+	VPADDD        Z13, Z12, Z12
+	VPADDD        Z15, Z14, Z14
+	VPADDD        Z14, Z12, Z12
+	VPSRAD        $0x06, Z16, Z16
+	VPSRAD        $0x04, Z17, Z17
+	VPSRAD        $0x02, Z18, Z18
+	VPADDD        Z17, Z16, Z16
+	VPADDD        Z19, Z18, Z18
+	VPADDD        Z18, Z16, Z16
+	MOVQ          out+48(FP), AX
+	MOVQ          ldo+56(FP), CX
+	SHLQ          $0x02, CX
+	LEAQ          (CX)(CX*2), DX
+	MOVQ          xsum+40(FP), BX
+	VPBROADCASTD  (BX), X0
+	VPUNPCKLDQ    Z8, Z4, Z1
+	VPUNPCKHDQ    Z8, Z4, Z2
+	VPADDD        Z2, Z1, Z1
+	VPUNPCKLDQ    Z16, Z12, Z2
+	VPUNPCKHDQ    Z16, Z12, Z3
+	VPADDD        Z3, Z2, Z2
+	VPUNPCKLQDQ   Z2, Z1, Z3
+	VPUNPCKHQDQ   Z2, Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y1, Y3, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (AX)
+	VPSHUFD       $0x01, X2, X0
+	VMOVD         X0, (AX)(CX*1)
+	VPSHUFD       $0x02, X2, X0
+	VMOVD         X0, (AX)(CX*2)
+	VPSHUFD       $0x03, X2, X0
+	VMOVD         X0, (AX)(DX*1)
+	XORL          AX, AX
+	VZEROUPPER
+	MOVL          AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIp2c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIp2c1v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*2), BX
+	MOVL         $0xc0c0c0c0, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x30303030, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	MOVQ         SI, DI
+	SHRQ         $0x01, DI
+	JZ           gemvI8VNNIp2c1vodd
+
+gemvI8VNNIp2c1vloop:
+	PREFETCHT0   (BX)
+	VMOVDQU64    (AX), Z12
+	PREFETCHT0   (BX)(CX*1)
+	VMOVDQU64    (AX)(CX*1), Z13
+	VMOVDQU8     (DX), Z14
+	VINSERTI64X4 $0x01, 128(DX), Z14, Z14
+	VPANDD       Z0, Z12, Z15
+	VPDPBUSD     Z14, Z15, Z4
+	VPANDD       Z0, Z13, Z15
+	VPDPBUSD     Z14, Z15, Z8
+	VMOVDQU8     32(DX), Z14
+	VINSERTI64X4 $0x01, 160(DX), Z14, Z14
+	VPANDD       Z1, Z12, Z15
+	VPDPBUSD     Z14, Z15, Z5
+	VPANDD       Z1, Z13, Z15
+	VPDPBUSD     Z14, Z15, Z9
+	VMOVDQU8     64(DX), Z14
+	VINSERTI64X4 $0x01, 192(DX), Z14, Z14
+	VPANDD       Z2, Z12, Z15
+	VPDPBUSD     Z14, Z15, Z6
+	VPANDD       Z2, Z13, Z15
+	VPDPBUSD     Z14, Z15, Z10
+	VMOVDQU8     96(DX), Z14
+	VINSERTI64X4 $0x01, 224(DX), Z14, Z14
+	VPANDD       Z3, Z12, Z12
+	VPDPBUSD     Z14, Z12, Z7
+	VPANDD       Z3, Z13, Z12
+	VPDPBUSD     Z14, Z12, Z11
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, BX
+	ADDQ         $0x00000100, DX
+	DECQ         DI
+	JNZ          gemvI8VNNIp2c1vloop
+
+gemvI8VNNIp2c1vodd:
+	TESTQ      $0x00000001, SI
+	JZ         gemvI8VNNIp2c1vend
+	MOVL       $0xffffffff, BX
+	KMOVD      BX, K1
+	VMOVDQU8.Z (AX), K1, Z12
+	VMOVDQU8.Z (AX)(CX*1), K1, Z13
+	VMOVDQU8.Z (DX), K1, Z14
+	VPANDD     Z0, Z12, Z15
+	VPDPBUSD   Z14, Z15, Z4
+	VPANDD     Z0, Z13, Z0
+	VPDPBUSD   Z14, Z0, Z8
+	VMOVDQU8.Z 32(DX), K1, Z0
+	VPANDD     Z1, Z12, Z14
+	VPDPBUSD   Z0, Z14, Z5
+	VPANDD     Z1, Z13, Z1
+	VPDPBUSD   Z0, Z1, Z9
+	VMOVDQU8.Z 64(DX), K1, Z0
+	VPANDD     Z2, Z12, Z1
+	VPDPBUSD   Z0, Z1, Z6
+	VPANDD     Z2, Z13, Z1
+	VPDPBUSD   Z0, Z1, Z10
+	VMOVDQU8.Z 96(DX), K1, Z0
+	VPANDD     Z3, Z12, Z1
+	VPDPBUSD   Z0, Z1, Z7
+	VPANDD     Z3, Z13, Z1
+	VPDPBUSD   Z0, Z1, Z11
+
+gemvI8VNNIp2c1vend:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VPSRAD        $0x06, Z8, Z8
+	VPSRAD        $0x04, Z9, Z9
+	VPSRAD        $0x02, Z10, Z10
+	VPADDD        Z9, Z8, Z8
+	VPADDD        Z11, Z10, Z10
+	VPADDD        Z10, Z8, Z8
+	MOVQ          out+48(FP), AX
+	MOVQ          ldo+56(FP), CX
+	SHLQ          $0x02, CX
+	LEAQ          (CX)(CX*2), DX
+	MOVQ          xsum+40(FP), DX
+	VPBROADCASTD  (DX), X0
+	VPUNPCKLDQ    Z8, Z4, Z1
+	VPUNPCKHDQ    Z8, Z4, Z2
+	VPADDD        Z2, Z1, Z1
+	VPUNPCKLDQ    Z4, Z4, Z2
+	VPUNPCKHDQ    Z4, Z4, Z3
+	VPADDD        Z3, Z2, Z2
+	VPUNPCKLQDQ   Z2, Z1, Z3
+	VPUNPCKHQDQ   Z2, Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y1, Y3, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (AX)
+	VPSHUFD       $0x01, X2, X0
+	VMOVD         X0, (AX)(CX*1)
+	XORL          AX, AX
+	VZEROUPPER
+	MOVL          AX, ret+64(FP)
+	RET
+
+// func gemvI8VNNIp1c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIp1c1v(SB), NOSPLIT, $0-68
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	LEAQ         (CX)(CX*2), DI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*1), CX
+	MOVL         $0xc0c0c0c0, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x30303030, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x0c0c0c0c, BX
+	VPBROADCASTD BX, Z2
+	MOVL         $0x03030303, BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         SI, BX
+	SHRQ         $0x01, BX
+	JZ           gemvI8VNNIp1c1vodd
+
+gemvI8VNNIp1c1vloop:
+	PREFETCHT0   (CX)
+	VMOVDQU64    (AX), Z8
+	VMOVDQU8     (DX), Z9
+	VINSERTI64X4 $0x01, 128(DX), Z9, Z9
+	VPANDD       Z0, Z8, Z10
+	VPDPBUSD     Z9, Z10, Z4
+	VMOVDQU8     32(DX), Z9
+	VINSERTI64X4 $0x01, 160(DX), Z9, Z9
+	VPANDD       Z1, Z8, Z10
+	VPDPBUSD     Z9, Z10, Z5
+	VMOVDQU8     64(DX), Z9
+	VINSERTI64X4 $0x01, 192(DX), Z9, Z9
+	VPANDD       Z2, Z8, Z10
+	VPDPBUSD     Z9, Z10, Z6
+	VMOVDQU8     96(DX), Z9
+	VINSERTI64X4 $0x01, 224(DX), Z9, Z9
+	VPANDD       Z3, Z8, Z8
+	VPDPBUSD     Z9, Z8, Z7
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x00000100, DX
+	DECQ         BX
+	JNZ          gemvI8VNNIp1c1vloop
+
+gemvI8VNNIp1c1vodd:
+	TESTQ      $0x00000001, SI
+	JZ         gemvI8VNNIp1c1vend
+	MOVL       $0xffffffff, CX
+	KMOVD      CX, K1
+	VMOVDQU8.Z (AX), K1, Z8
+	VMOVDQU8.Z (DX), K1, Z9
+	VPANDD     Z0, Z8, Z0
+	VPDPBUSD   Z9, Z0, Z4
+	VMOVDQU8.Z 32(DX), K1, Z0
+	VPANDD     Z1, Z8, Z1
+	VPDPBUSD   Z0, Z1, Z5
+	VMOVDQU8.Z 64(DX), K1, Z0
+	VPANDD     Z2, Z8, Z1
+	VPDPBUSD   Z0, Z1, Z6
+	VMOVDQU8.Z 96(DX), K1, Z0
+	VPANDD     Z3, Z8, Z1
+	VPDPBUSD   Z0, Z1, Z7
+
+gemvI8VNNIp1c1vend:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	MOVQ          out+48(FP), AX
+	MOVQ          ldo+56(FP), CX
+	SHLQ          $0x02, CX
+	LEAQ          (CX)(CX*2), CX
+	MOVQ          xsum+40(FP), CX
+	VPBROADCASTD  (CX), X0
+	VPUNPCKLDQ    Z4, Z4, Z1
+	VPUNPCKHDQ    Z4, Z4, Z2
+	VPADDD        Z2, Z1, Z1
+	VPUNPCKLDQ    Z4, Z4, Z2
+	VPUNPCKHDQ    Z4, Z4, Z3
+	VPADDD        Z3, Z2, Z2
+	VPUNPCKLQDQ   Z2, Z1, Z3
+	VPUNPCKHQDQ   Z2, Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y1, Y3, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (AX)
+	XORL          AX, AX
+	VZEROUPPER
+	MOVL          AX, ret+64(FP)
 	RET

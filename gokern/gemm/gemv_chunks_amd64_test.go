@@ -3,6 +3,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -41,5 +42,58 @@ func TestGemvChunks(t *testing.T) {
 				newGemvCase(t, 9*GroupValues, 3, 2, 0, 0, func(int, int) int8 { return 1 }, func(int, int) int8 { return -128 }).check(t, v.name, run)
 			}
 		})
+	}
+}
+
+// TestGemvPairs runs the VNNI one-column GEMV's pair tiles (runPairs:
+// tiles of 4, 2 and 1 rows, two groups a step), checking and unchecked,
+// whole and in runs of 2 and 4 groups as gemvI8VNNIKernel splits them
+// (even runs; an odd group only at the end), against direct sums: odd and
+// even group counts, 1 to 9 rows, padded strides, the largest sums (every
+// weight +1 or -1 against -128 or 127 over 301 groups), and a code 3 in
+// either group of a step or in an odd last group reported by the checking
+// tiles. Skipped, saying so, where the CPU lacks AVX-512 VNNI.
+func TestGemvPairs(t *testing.T) {
+	if !cpu.Usable(cpu.AVX512VNNI) {
+		t.Skipf("family %s is not usable on this CPU", cpu.AVX512VNNI)
+	}
+	rng := rand.New(rand.NewPCG(15, 5))
+	randVal := func(int, int) int8 { return int8(rng.IntN(3) - 1) }
+	randAct := func(_, i int) int8 { return int8(rng.IntN(256) - 128) }
+	pairs := func(tiles *gemvVNNITiles, chunk int) func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+		return func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+			return gemvChunked(w, ldw, x, k, ldx, xsum, out, min(chunk, k/GroupValues), tiles.runPairs)
+		}
+	}
+	for _, v := range []struct {
+		name  string
+		tiles *gemvVNNITiles
+	}{{"checked", &gemvVNNIChecked}, {"unchecked", &gemvVNNIValid}} {
+		for _, chunk := range []int{2, 4, 1 << 20} {
+			name := fmt.Sprintf("pairs %s, runs of %d groups", v.name, chunk)
+			for _, tc := range []struct{ ng, rows, wpad int }{{1, 1, 0}, {2, 3, 32}, {3, 4, 0}, {4, 5, 0}, {5, 7, 64}, {6, 8, 0}, {7, 9, 0}, {9, 2, 32}, {33, 6, 0}} {
+				newGemvCase(t, tc.ng*GroupValues, tc.rows, 1, tc.wpad, 0, randVal, randAct).check(t, name, pairs(v.tiles, chunk))
+			}
+			for _, w := range []int8{1, -1} {
+				for _, a := range []int8{-128, 127} {
+					newGemvCase(t, 301*GroupValues, 7, 1, 0, 0, func(int, int) int8 { return w }, func(int, int) int8 { return a }).
+						check(t, name, pairs(v.tiles, chunk))
+				}
+			}
+		}
+	}
+	for _, ng := range []int{1, 2, 3, 6} {
+		c := newGemvCase(t, ng*GroupValues, 5, 1, 32, 0, randVal, randAct)
+		for _, pos := range []int{0, 31, 96, 127, 128, 200, c.k - 1} {
+			if pos >= c.k {
+				continue
+			}
+			r := rng.IntN(c.rows)
+			bad := append([]byte(nil), c.w...)
+			bad[r*c.ldw+pos/128*32+pos%32] |= 3 << (6 - 2*(pos%128/32))
+			if pairs(&gemvVNNIChecked, 2)(bad, c.ldw, c.x, c.k, c.ldx, c.xsum, make([]int32, c.rows)) {
+				t.Errorf("pairs: %d groups: code 3 at %d of row %d not reported", ng, pos, r)
+			}
+		}
 	}
 }

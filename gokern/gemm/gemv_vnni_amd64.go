@@ -19,24 +19,59 @@ var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI,
 		gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
 	}})
 
-// gemvVNNITiles are one variant's tile kernels, named by rows x columns.
+// gemvVNNITiles are one variant's tile kernels, named by rows x columns;
+// p4c1, p2c1 and p1c1 (one column) take two groups a step.
 type gemvVNNITiles struct {
-	s4c4, r4c1, r2c1, r1c1, r2c2, r1c2, r2c4, r1c4 func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
+	s4c4, r4c1, r2c1, r1c1, r2c2, r1c2, r2c4, r1c4, p4c1, p2c1, p1c1 func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 }
 
 // gemvVNNIChecked check the codes (a code 3: a non-zero return);
 // gemvVNNIValid do not (codes known valid).
 var (
-	gemvVNNIChecked = gemvVNNITiles{gemvI8VNNIs4c4, gemvI8VNNIr4c1, gemvI8VNNIr2c1, gemvI8VNNIr1c1, gemvI8VNNIr2c2, gemvI8VNNIr1c2, gemvI8VNNIr2c4, gemvI8VNNIr1c4}
-	gemvVNNIValid   = gemvVNNITiles{gemvI8VNNIs4c4v, gemvI8VNNIr4c1v, gemvI8VNNIr2c1v, gemvI8VNNIr1c1v, gemvI8VNNIr2c2v, gemvI8VNNIr1c2v, gemvI8VNNIr2c4v, gemvI8VNNIr1c4v}
+	gemvVNNIChecked = gemvVNNITiles{gemvI8VNNIs4c4, gemvI8VNNIr4c1, gemvI8VNNIr2c1, gemvI8VNNIr1c1, gemvI8VNNIr2c2, gemvI8VNNIr1c2, gemvI8VNNIr2c4, gemvI8VNNIr1c4,
+		gemvI8VNNIp4c1, gemvI8VNNIp2c1, gemvI8VNNIp1c1}
+	gemvVNNIValid = gemvVNNITiles{gemvI8VNNIs4c4v, gemvI8VNNIr4c1v, gemvI8VNNIr2c1v, gemvI8VNNIr1c1v, gemvI8VNNIr2c2v, gemvI8VNNIr1c2v, gemvI8VNNIr2c4v, gemvI8VNNIr1c4v,
+		gemvI8VNNIp4c1v, gemvI8VNNIp2c1v, gemvI8VNNIp1c1v}
 )
 
 // gemvVNNIMaxGroups is the most groups one kernel call sums: its scaled
 // int32 lanes stay exact up to 16384.
 const gemvVNNIMaxGroups = 16384
 
+// gemvI8VNNIKernel runs tiles over k in runs of gemvChunk groups
+// (gemvChunked). One column (a linear layer on one vector) runs the pair
+// tiles (two groups a step), in runs of an even number of groups so that
+// only the last may end on an odd group: 4096 x 4096 from L3, one thread,
+// 0.115 -> 0.096 ms on Zen 4.
 func gemvI8VNNIKernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32, tiles *gemvVNNITiles) bool {
-	return gemvChunked(w, ldw, x, k, ldx, xsum, out, gemvChunk(k/GroupValues, len(xsum), gemvVNNIMaxGroups), tiles.run)
+	ng := k / GroupValues
+	if len(xsum) != 1 {
+		return gemvChunked(w, ldw, x, k, ldx, xsum, out, gemvChunk(ng, len(xsum), gemvVNNIMaxGroups), tiles.run)
+	}
+	chunk := gemvChunk(ng, 1, gemvVNNIMaxGroups)
+	chunk += chunk & 1 // even; at most gemvVNNIMaxGroups, itself even
+	return gemvChunked(w, ldw, x, k, ldx, xsum, out, chunk, tiles.runPairs)
+}
+
+// runPairs is run for one column with the pair tiles: the rows in tiles
+// of 4, then 2 and 1.
+func (tiles *gemvVNNITiles) runPairs(w []byte, ldw int, x []int8, ldx, ng int, xsum []int32, rows int, out []int32) uint32 {
+	var bad uint32
+	for r := 0; r < rows; {
+		pw, po := &w[r*ldw], &out[r]
+		switch {
+		case rows-r >= 4:
+			bad |= tiles.p4c1(pw, ldw, &x[0], ldx, ng, &xsum[0], po, 1)
+			r += 4
+		case rows-r >= 2:
+			bad |= tiles.p2c1(pw, ldw, &x[0], ldx, ng, &xsum[0], po, 1)
+			r += 2
+		default:
+			bad |= tiles.p1c1(pw, ldw, &x[0], ldx, ng, &xsum[0], po, 1)
+			r++
+		}
+	}
+	return bad
 }
 
 // run covers rows x ncol outputs (out[r*ncol+j], ncol = len(xsum))
