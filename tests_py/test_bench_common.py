@@ -38,6 +38,16 @@ def test_timeit_min_time(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(_common.timeit(lambda: None, repeat=3, min_time=0)) == 3  # an explicit value wins
 
 
+def test_paused_timeit_sleeps_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benches that alternate libraries pause PAUSE_S before each block, then time as timeit does."""
+    slept: list[float] = []
+    calls: list[str] = []
+    monkeypatch.setattr(_common.time, "sleep", lambda s: (slept.append(s), calls.append("sleep")))
+    ts = _common.paused_timeit(lambda: calls.append("call"), repeat=3, warmup=1, min_time=0)
+    assert slept == [_common.PAUSE_S] and _common.PAUSE_S > 0
+    assert calls == ["sleep", "call", "call", "call", "call"] and len(ts) == 3  # the pause before the warm-up
+
+
 def test_bench_sets_and_restores_min_time(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[float, int]] = []
 

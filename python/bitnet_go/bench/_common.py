@@ -55,6 +55,25 @@ def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_ti
     return out
 
 
+PAUSE_S = 0.01
+"""Pause before a block of timed calls that follows another library's block (:func:`paused_timeit`):
+a runtime's threads that spin on after its calls (OpenMP's, ours) go to sleep in it instead of
+taking the other's CPUs. Its settings are not touched."""
+
+
+def paused_timeit(
+    fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float | None = None
+) -> list[float]:
+    """:func:`timeit` after a pause of :data:`PAUSE_S`, for benches that alternate libraries.
+
+    Example:
+        >>> len(paused_timeit(lambda: None, repeat=2, min_time=0))
+        2
+    """
+    time.sleep(PAUSE_S)
+    return timeit(fn, repeat=repeat, warmup=warmup, min_time=min_time)
+
+
 SETTLE_BYTES = 24 << 20
 """Size of the buffer :func:`settle_allocator` allocates and frees (below glibc's 32 MiB cap)."""
 

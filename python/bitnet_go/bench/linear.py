@@ -62,7 +62,7 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info
-from ._common import Table, parse_int_list, restored_threads, timeit
+from ._common import PAUSE_S, Table, parse_int_list, restored_threads, timeit
 from .conv_cuda import run_linear
 
 SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008), (2560, 6912)]
@@ -81,9 +81,6 @@ SCALING_MIN_BYTES = 4 << 20
 
 PEER_ENV = "BITNET_CPP_PEER"
 """Environment variable naming ``libbitnet_cpp_peer.so`` when ``--bitnet-cpp`` is not given."""
-
-PAUSE_S = 0.01
-"""Pause between the two libraries' blocks of timed calls."""
 
 _BUILD_HINT = (
     "bitnet.cpp columns empty: build its kernel with tools/bitnet_cpp/build.sh BITNET_SRC "

@@ -5,7 +5,8 @@ same codes (uint8 activations, int8 per-channel weights), ours with a ternary we
 float32 on the dequantized operands. Shapes: the ResNet layers of the conv suite
 (:data:`bitnet_go.bench.conv.LAYERS`, batch 1) and LLM linear shapes at batch 1, 8, 64. The
 geometric means over the shapes close the table. A second table times the element-wise ops
-(:mod:`bitnet_go.bench.qops_elem`).
+(:mod:`bitnet_go.bench.qops_elem`). Each block of timed calls starts after a pause
+(``_common.PAUSE_S``), so that the previous library's spinning threads sleep first.
 
 Example::
 
@@ -25,7 +26,7 @@ import numpy as np
 import bitnet_go
 from bitnet_go import functional as F
 
-from ._common import Table, median, parse_int_list, restored_threads, spread_text, timeit, torch_or_none
+from ._common import Table, median, parse_int_list, paused_timeit, restored_threads, spread_text, torch_or_none
 from .conv import LAYERS
 from .qops_elem import add_arguments as add_elem_arguments
 from .qops_elem import run_elementwise
@@ -91,7 +92,7 @@ def _torch_q(torch: Any, q: bitnet_go.QuantizedTensor) -> Any:  # noqa: ANN401
 
 
 def _time(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    ts = timeit(fn, repeat=repeat)
+    ts = paused_timeit(fn, repeat=repeat)
     row[f"{key}_ms"] = median(ts) * 1e3
     row[f"{key}_range"] = spread_text(ts)
 

@@ -8,6 +8,10 @@ process with the same thread count for every library (torch's quantized engine `
   ``torch.quantize_per_tensor(q.dequantize(), ...)`` for requantize;
 - ``torch.add`` of two float32 tensors of the same element count: the speed target's yardstick.
 
+Each block of timed calls starts after a pause (``_common.PAUSE_S``), so that threads still
+spinning after the previous library's calls (OpenMP's, ours) sleep before the next block: in one
+run without it, our 2-thread add right after torch's float32 add took 0.39 ms, against 0.07-0.08.
+
 Reported: median ms with the range (min-max of the timed calls), our bandwidth (bytes of codes
 read and written: 3 per element for add, 2 for relu and requantize), ``torch.add``'s float32
 bandwidth (12 bytes per element), our bandwidth as a fraction of it (target: >= 0.5 for add,
@@ -33,7 +37,16 @@ import bitnet_go
 from bitnet_go import _qelem as qe
 from bitnet_go._quantized import PlainTensor
 
-from ._common import Table, median, parse_int_list, parse_sizes, restored_threads, spread_text, timeit, torch_or_none
+from ._common import (
+    Table,
+    median,
+    parse_int_list,
+    parse_sizes,
+    paused_timeit,
+    restored_threads,
+    spread_text,
+    torch_or_none,
+)
 
 OPS = ("add", "add_relu", "relu", "requantize")
 """The element-wise ops, in table order."""
@@ -58,7 +71,7 @@ def _codes(rng: np.random.Generator, n: int, scale: float, zp: int) -> PlainTens
 
 
 def _timed(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    ts = timeit(fn, repeat=repeat)
+    ts = paused_timeit(fn, repeat=repeat)
     row[f"{key}_ms"], row[f"{key}_spread"] = median(ts) * 1e3, spread_text(ts)
     row[f"{key}_min_ms"], row[f"{key}_max_ms"] = min(ts) * 1e3, max(ts) * 1e3
 
@@ -111,7 +124,7 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
                     f32_ms = None
                     if torch:
                         torch.set_num_threads(th)
-                        ts = timeit(partial(torch.add, fa, fb), repeat=args.repeat)
+                        ts = paused_timeit(partial(torch.add, fa, fb), repeat=args.repeat)
                         f32_ms, f32_spread = median(ts) * 1e3, spread_text(ts)
                     for op in ops:
                         table.start(f"{op} uint8 n={n} thr={th}")
