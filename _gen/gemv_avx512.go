@@ -35,15 +35,18 @@ import (
 // whose odd bits mark a pair of two ones).
 //
 // The 4x4 tile (gemvI8VNNIShifted) takes one accumulator per output
-// instead: see there.
+// instead, and the one-column pair tiles (gemvI8VNNIPairs) load two groups
+// a row as they are, with no broadcast: see there.
 
 // gemvVNNITiles are the (rows, columns) tiles generated with two
-// accumulators per output; the wrapper covers a call with the widest that
-// fit, 4x4 (gemvI8VNNIShifted) first.
+// accumulators per output; the wrapper covers a call of two or more
+// columns with the widest that fit, 4x4 (gemvI8VNNIShifted) first, and a
+// call of one column with the pair tiles.
 var gemvVNNITiles = [][2]int{{4, 1}, {2, 1}, {1, 1}, {2, 2}, {1, 2}, {2, 4}, {1, 4}}
 
-// Each tile prefetches (PREFETCHT0 per group and row) the group at the
-// same place in the next tile's rows, rows*ldw bytes on: rows stream from
+// Each tile prefetches (PREFETCHT0 per group and row; the pair tiles per
+// two groups, one cache line, and not in an odd last group's step) the
+// group at the same place in the next tile's rows, rows*ldw bytes on: rows stream from
 // L3 or memory, and the tiles of several columns consume them too slowly
 // for the hardware prefetchers to run far enough ahead, while a whole
 // tile's pass is enough time to bring the next tile's rows in.
@@ -51,7 +54,9 @@ var gemvVNNITiles = [][2]int{{4, 1}, {2, 1}, {1, 1}, {2, 2}, {1, 2}, {2, 4}, {1,
 // gemvAVX512 emits gokern/gemm/gemv_avx512_amd64.s: each tile with the
 // code-3 check, and without it (name suffix v, for codes known valid:
 // about 10-30% faster at one column, where the check is a fifth of the
-// vector work, 1-7% at 4 and 16).
+// vector work (measured on the r*c1 tiles, before the pair tiles took one
+// column over; the pair tiles': 4096 x 4096, 0.115 against 0.096 ms),
+// 1-7% at 4 and 16).
 var gemvAVX512 = func(c *build.Context) {
 	for _, check := range []bool{true, false} {
 		for _, t := range gemvVNNITiles {
@@ -79,8 +84,10 @@ var gemvAVX512 = func(c *build.Context) {
 // takes the factor out (every lane a multiple of it) and the four are
 // added. An odd last group is one more step over the low 32 bytes (masked
 // zeroing loads: nothing past the group is read). 4096 x 4096 from L3, one
-// thread: 0.115 -> 0.096 ms (r4c1v). |lane| <= 4*2*64*128 per step stays
-// below 2^31 for up to 16384 groups.
+// thread: 0.115 ms with the broadcasting r4c1v tile, 0.096 with p4c1v.
+// Loading the activations' low half with a masked 32-byte load (no
+// cache-line split at q = 1, 3) was slower: 0.107-0.117 ms. |lane| <=
+// 4*2*64*128 per step stays below 2^31 for up to 16384 groups.
 func gemvI8VNNIPairs(c *build.Context, rows int, check bool) {
 	t := gemvBegin(c, "gemvI8VNNIp", rows, 1, check)
 	var masks [4]reg.VecVirtual

@@ -92,6 +92,7 @@ func TestGemvI8MatchesDirect(t *testing.T) {
 		{6, 8, 1, 64, 0}, {2, 9, 1, 0, 0}, {40, 6, 1, 0, 0}, {1, 1, 2, 0, 3}, {3, 3, 2, 32, 0}, {2, 2, 3, 0, 1},
 		{5, 5, 4, 0, 0}, {1, 4, 5, 32, 7}, {2, 3, 6, 0, 0}, {3, 2, 7, 0, 5}, {2, 5, 8, 0, 0}, {1, 3, 9, 32, 0},
 		{4, 2, 13, 0, 64}, {2, 7, 16, 0, 0}, {1, 1, 17, 0, 1}, {33, 3, 5, 0, 0},
+		{129, 2, 1, 0, 0}, {257, 5, 1, 32, 0}, // one column in runs of an odd number of groups before rounding
 	} {
 		c := newGemvCase(t, tc.ng*GroupValues, tc.rows, tc.cols, tc.wpad, tc.xpad, randVal, randAct)
 		for _, g := range GemvFamilies() {

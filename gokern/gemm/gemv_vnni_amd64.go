@@ -49,7 +49,7 @@ func gemvI8VNNIKernel(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32
 		return gemvChunked(w, ldw, x, k, ldx, xsum, out, gemvChunk(ng, len(xsum), gemvVNNIMaxGroups), tiles.run)
 	}
 	chunk := gemvChunk(ng, 1, gemvVNNIMaxGroups)
-	chunk += chunk & 1 // even; at most gemvVNNIMaxGroups, itself even
+	chunk += chunk & 1 // even (at most gemvL1Bytes/GroupValues = 128, itself even)
 	return gemvChunked(w, ldw, x, k, ldx, xsum, out, chunk, tiles.runPairs)
 }
 

@@ -235,8 +235,8 @@ func gemvChunk(ng, ncol, most int) int {
 // layer on 64 samples 5% of its time in allocation).
 var gemvParts = &buf.List[int32]{MaxCap: 1 << 20, MaxCount: 16}
 
-// gemvChunked runs run, one family's int8 GEMV (gemvVNNITiles.run,
-// gemvI8AVX2Tiles.run), over k in runs of at most chunk groups: the first
+// gemvChunked runs run, one family's int8 GEMV (gemvVNNITiles.run and
+// runPairs, gemvI8AVX2Tiles.run), over k in runs of at most chunk groups: the first
 // with xsum and out, each later one with zeros (nothing more to subtract)
 // and a buffer then added to out. It returns false when a run saw a code
 // 3.

@@ -58,7 +58,9 @@ def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_ti
 PAUSE_S = 0.01
 """Pause before a block of timed calls that follows another library's block (:func:`paused_timeit`):
 a runtime's threads that spin on after its calls (OpenMP's, ours) go to sleep in it instead of
-taking the other's CPUs. Its settings are not touched."""
+taking the other's CPUs. Its settings are not touched. 10 ms was enough for PyPI torch's GNU
+OpenMP threads in our runs, and ours spin 200 us; an Intel OpenMP runtime spins 200 ms by default
+(``KMP_BLOCKTIME``), which this pause does not cover."""
 
 
 def paused_timeit(

@@ -51,7 +51,6 @@ import argparse
 import ctypes
 import os
 import struct
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -62,7 +61,7 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info
-from ._common import PAUSE_S, Table, parse_int_list, restored_threads, timeit
+from ._common import Table, parse_int_list, paused_timeit, restored_threads
 from .conv_cuda import run_linear
 
 SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008), (2560, 6912)]
@@ -244,8 +243,7 @@ def _alternate(fns: dict[str, Callable[[], object]], repeat: int, rounds: int) -
     out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(max(1, rounds)):
         for name, fn in fns.items():
-            time.sleep(PAUSE_S)
-            out[name] += timeit(fn, repeat=repeat, warmup=1, min_time=0.02)
+            out[name] += paused_timeit(fn, repeat=repeat, warmup=1, min_time=0.02)
     return out
 
 
