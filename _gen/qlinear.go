@@ -75,7 +75,16 @@ func hsumStoreY(c *build.Context, y reg.Register, m operand.Mem, evex bool) {
 	c.VMOVD(x, m)
 }
 
+// dotVNNI emits dot<rows>x<cols>VNNI: rows of activations against cols
+// weight rows, 64 codes of each a step, one VPDPBUSD per (row, channel)
+// into a ZMM accumulator; at the end each row's outputs, four adjacent
+// channels at a time, come from one hsum4 and one 16-byte store (against a
+// horizontal sum and store per output: 64 x 4096 x 4096, 1 thread,
+// 5.84-5.92 -> 5.67-5.72 ms). cols is a multiple of 4.
 func dotVNNI(c *build.Context, rows, cols int) {
+	if cols%4 != 0 {
+		panic("dotVNNI: cols must be a multiple of 4")
+	}
 	name := fmt.Sprintf("dot%dx%dVNNI", rows, cols)
 	declareNoescape(c, name, "func(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)",
 		fmt.Sprintf("%s sets c[i*%d+j] = sum_{k<64*kb} a[i*lda+k]*w[j*ldw+k] for i < %d, j < %d (kb >= 1); the weight rows' lines pf bytes ahead are prefetched (PREFETCHT1: a streamed weight's next rows).", name, cols, rows, cols))
@@ -114,12 +123,9 @@ func dotVNNI(c *build.Context, rows, cols int) {
 			c.ADDQ(operand.Imm(64), p)
 		}
 	})
-	for i, z := range acc {
-		y := z.AsY()
-		hi := c.YMM()
-		c.VEXTRACTI64X4(operand.Imm(1), z, hi)
-		c.VPADDD(hi, y, y)
-		hsumStoreY(c, y, mem(out, 4*i), true)
+	// four adjacent outputs (one row, four channels) a hsum4 and a store
+	for i := 0; i < len(acc); i += 4 {
+		c.VMOVDQU32(hsum4(c, acc[i:i+4]), mem(out, 4*i))
 	}
 	vzeroRet(c)
 }
