@@ -165,14 +165,14 @@ func gemvCols(cols int, widths []int, run func(j, w int) uint32) uint32 {
 	return bad
 }
 
-// gemvRows covers rows r0 .. rows-1 of codes (ldw bytes apart) and the ncol
+// gemvRows covers rows 0 .. rows-1 of codes (ldw bytes apart) and the ncol
 // columns of x (ldx apart) with kern calls of the widest of widths
 // (descending, the last 1) that fits (gemvCols), row r's results at
 // out[r*ncol:]; it ORs the kernels' code-3 flags.
-func gemvRows[T, A any](w []byte, ldw, r0, rows int, x []T, ldx, ncol int, out []A, widths []int,
+func gemvRows[T, A any](w []byte, ldw, rows int, x []T, ldx, ncol int, out []A, widths []int,
 	kern func(width int, pw *byte, px *T, po *A) uint32) uint32 {
 	var bad uint32
-	for r := r0; r < rows; r++ {
+	for r := range rows {
 		pw, o := &w[r*ldw], out[r*ncol:][:ncol]
 		bad |= gemvCols(ncol, widths, func(j, c int) uint32 { return kern(c, pw, &x[j*ldx], &o[j]) })
 	}
@@ -184,7 +184,7 @@ func gemvRows[T, A any](w []byte, ldw, r0, rows int, x []T, ldx, ncol int, out [
 func gemvF32AVX2Kernel(w []byte, ldw int, x []float32, k, ldx, ncol int, out []float32) bool {
 	rows := checkGemv(len(w), ldw, len(x), k, ldx, ncol, len(out))
 	ng := k / GroupValues
-	return gemvRows(w, ldw, 0, rows, x, ldx, ncol, out, []int{8, 4, 2, 1}, func(c int, pw *byte, px, po *float32) uint32 {
+	return gemvRows(w, ldw, rows, x, ldx, ncol, out, []int{8, 4, 2, 1}, func(c int, pw *byte, px, po *float32) uint32 {
 		switch c {
 		case 8:
 			return gemvF32AVX2x8(pw, px, ldx, ng, po)
