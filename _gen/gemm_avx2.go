@@ -573,13 +573,7 @@ func gemvI8AVX2(c *build.Context, ncol int, check bool) {
 		advance(groupValues)
 	})
 	for j, a := range acc32 {
-		hi := c.XMM()
-		c.VEXTRACTI128(operand.Imm(1), a, hi)
-		lo := a.AsX()
-		c.VPADDD(hi, lo, lo)
-		c.VPHADDD(lo, lo, lo)
-		c.VPHADDD(lo, lo, lo)
-		c.VMOVD(lo, mem(pout, 4*j))
+		hsumStoreY(c, a, mem(pout, 4*j), false)
 	}
 	gemvI8Return(c, check, three)
 }

@@ -108,10 +108,8 @@ func gemvI8VNNIPairs(c *build.Context, rows int, check bool) {
 		for r := range g {
 			g[r] = c.ZMM()
 			load(g[r], r)
-			if check { // three |= g & 2g: odd bits mark a code 3
-				d := c.ZMM()
-				c.VPADDB(g[r], g[r], d)
-				c.VPTERNLOGD(operand.Imm(0xF8), d, g[r], three)
+			if check {
+				orCode3(c, g[r], three, c.ZMM())
 			}
 		}
 		for q := range 4 {
@@ -388,11 +386,17 @@ func (t *gemvTile) loadRow(c *build.Context, r int) reg.VecVirtual {
 	g := c.ZMM()
 	c.VBROADCASTI64X4(t.rowMem(r), g)
 	if t.check {
-		d := c.YMM()
-		c.VPADDB(g.AsY(), g.AsY(), d)
-		c.VPTERNLOGD(operand.Imm(0xF8), d, g.AsY(), t.three) // three |= g & 2g
+		orCode3(c, g.AsY(), t.three, c.YMM())
 	}
 	return g
+}
+
+// orCode3 ORs into three the code-3 pairs of codes (three, codes and the
+// scratch register tmp of one width): codes & 2*codes (VPADDB doubling
+// each byte into tmp, VPTERNLOGD), whose odd bits mark a pair of two ones.
+func orCode3(c *build.Context, codes, three, tmp reg.Register) {
+	c.VPADDB(codes, codes, tmp)
+	c.VPTERNLOGD(operand.Imm(0xF8), tmp, codes, three) // three |= codes & tmp
 }
 
 // gemvReturn returns non-zero when an odd bit of three is set (a code 3

@@ -1106,8 +1106,10 @@ gemvI8AVX2x1loop:
 	JNZ          gemvI8AVX2x1block
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
+	VPSHUFD      $0x4e, X2, X0
+	VPADDD       X0, X2, X2
+	VPSHUFD      $0xb1, X2, X0
+	VPADDD       X0, X2, X2
 	VMOVD        X2, (SI)
 	MOVL         $0x55555555, AX
 	VMOVD        AX, X0
@@ -1193,13 +1195,17 @@ gemvI8AVX2x2loop:
 	JNZ          gemvI8AVX2x2block
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
+	VPSHUFD      $0x4e, X2, X0
+	VPADDD       X0, X2, X2
+	VPSHUFD      $0xb1, X2, X0
+	VPADDD       X0, X2, X2
 	VMOVD        X2, (SI)
 	VEXTRACTI128 $0x01, Y3, X0
 	VPADDD       X0, X3, X3
-	VPHADDD      X3, X3, X3
-	VPHADDD      X3, X3, X3
+	VPSHUFD      $0x4e, X3, X0
+	VPADDD       X0, X3, X3
+	VPSHUFD      $0xb1, X3, X0
+	VPADDD       X0, X3, X3
 	VMOVD        X3, 4(SI)
 	MOVL         $0x55555555, AX
 	VMOVD        AX, X0
@@ -1309,23 +1315,31 @@ gemvI8AVX2x4loop:
 	JNZ          gemvI8AVX2x4block
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
+	VPSHUFD      $0x4e, X2, X0
+	VPADDD       X0, X2, X2
+	VPSHUFD      $0xb1, X2, X0
+	VPADDD       X0, X2, X2
 	VMOVD        X2, (SI)
 	VEXTRACTI128 $0x01, Y3, X0
 	VPADDD       X0, X3, X3
-	VPHADDD      X3, X3, X3
-	VPHADDD      X3, X3, X3
+	VPSHUFD      $0x4e, X3, X0
+	VPADDD       X0, X3, X3
+	VPSHUFD      $0xb1, X3, X0
+	VPADDD       X0, X3, X3
 	VMOVD        X3, 4(SI)
 	VEXTRACTI128 $0x01, Y4, X0
 	VPADDD       X0, X4, X4
-	VPHADDD      X4, X4, X4
-	VPHADDD      X4, X4, X4
+	VPSHUFD      $0x4e, X4, X0
+	VPADDD       X0, X4, X4
+	VPSHUFD      $0xb1, X4, X0
+	VPADDD       X0, X4, X4
 	VMOVD        X4, 8(SI)
 	VEXTRACTI128 $0x01, Y5, X0
 	VPADDD       X0, X5, X5
-	VPHADDD      X5, X5, X5
-	VPHADDD      X5, X5, X5
+	VPSHUFD      $0x4e, X5, X0
+	VPADDD       X0, X5, X5
+	VPSHUFD      $0xb1, X5, X0
+	VPADDD       X0, X5, X5
 	VMOVD        X5, 12(SI)
 	MOVL         $0x55555555, AX
 	VMOVD        AX, X0
@@ -1544,8 +1558,10 @@ gemvI8AVX2x1vloop:
 	JNZ          gemvI8AVX2x1vblock
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
+	VPSHUFD      $0x4e, X2, X0
+	VPADDD       X0, X2, X2
+	VPSHUFD      $0xb1, X2, X0
+	VPADDD       X0, X2, X2
 	VMOVD        X2, (SI)
 	XORL         AX, AX
 	VZEROUPPER
@@ -1617,13 +1633,17 @@ gemvI8AVX2x2vloop:
 	JNZ          gemvI8AVX2x2vblock
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
+	VPSHUFD      $0x4e, X2, X0
+	VPADDD       X0, X2, X2
+	VPSHUFD      $0xb1, X2, X0
+	VPADDD       X0, X2, X2
 	VMOVD        X2, (SI)
 	VEXTRACTI128 $0x01, Y3, X0
 	VPADDD       X0, X3, X3
-	VPHADDD      X3, X3, X3
-	VPHADDD      X3, X3, X3
+	VPSHUFD      $0x4e, X3, X0
+	VPADDD       X0, X3, X3
+	VPSHUFD      $0xb1, X3, X0
+	VPADDD       X0, X3, X3
 	VMOVD        X3, 4(SI)
 	XORL         AX, AX
 	VZEROUPPER
@@ -1719,23 +1739,31 @@ gemvI8AVX2x4vloop:
 	JNZ          gemvI8AVX2x4vblock
 	VEXTRACTI128 $0x01, Y2, X0
 	VPADDD       X0, X2, X2
-	VPHADDD      X2, X2, X2
-	VPHADDD      X2, X2, X2
+	VPSHUFD      $0x4e, X2, X0
+	VPADDD       X0, X2, X2
+	VPSHUFD      $0xb1, X2, X0
+	VPADDD       X0, X2, X2
 	VMOVD        X2, (SI)
 	VEXTRACTI128 $0x01, Y3, X0
 	VPADDD       X0, X3, X3
-	VPHADDD      X3, X3, X3
-	VPHADDD      X3, X3, X3
+	VPSHUFD      $0x4e, X3, X0
+	VPADDD       X0, X3, X3
+	VPSHUFD      $0xb1, X3, X0
+	VPADDD       X0, X3, X3
 	VMOVD        X3, 4(SI)
 	VEXTRACTI128 $0x01, Y4, X0
 	VPADDD       X0, X4, X4
-	VPHADDD      X4, X4, X4
-	VPHADDD      X4, X4, X4
+	VPSHUFD      $0x4e, X4, X0
+	VPADDD       X0, X4, X4
+	VPSHUFD      $0xb1, X4, X0
+	VPADDD       X0, X4, X4
 	VMOVD        X4, 8(SI)
 	VEXTRACTI128 $0x01, Y5, X0
 	VPADDD       X0, X5, X5
-	VPHADDD      X5, X5, X5
-	VPHADDD      X5, X5, X5
+	VPSHUFD      $0x4e, X5, X0
+	VPADDD       X0, X5, X5
+	VPSHUFD      $0xb1, X5, X0
+	VPADDD       X0, X5, X5
 	VMOVD        X5, 12(SI)
 	XORL         AX, AX
 	VZEROUPPER
