@@ -622,7 +622,8 @@ def test_qtypes_give_identical_results(cfg: dict):
 
 
 def test_lut_algorithm():
-    """algorithm='lut' needs act_bits=8; the planner picks it for GEMV-like shapes (int8 only)."""
+    """algorithm='lut' needs act_bits=8; the planner picks it only for TL weights on linear-layer
+    shapes with the generic kernels (with SIMD kernels multiply-add is faster everywhere)."""
     rng = np.random.default_rng(9)
     x = rng.standard_normal((1, 8, 10, 10), dtype=np.float32)
     g3 = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 3, 3), dtype=np.float32))
@@ -631,21 +632,29 @@ def test_lut_algorithm():
     assert _conv2d(x, g3, act_bits=8, algorithm="lut")[1] == "lut"
     xv = rng.standard_normal((1, 1024, 1, 1), dtype=np.float32)
     wv = bitnet_go.quantize_conv_weight(rng.standard_normal((512, 1024, 1, 1), dtype=np.float32))
-    # the rule (gokern/conv preferLUT): TL1 / TL2 weights for N*Ho*Wo <= 32 (<= 1024 with the AVX2 LUT
-    # kernels), never I2_S, never below 16 output channels per group
+    # the rule (gokern/ops/conv2d preferLUT): TL1 / TL2 weights on the GEMV's shapes (1x1, one group,
+    # at most 8 positions a sample) with the generic LUT kernels only; never I2_S, never below 16
+    # output channels per group, never with the SIMD LUT kernels
+    generic = bitnet_go.cpu_features()["kernels"]["conv_lut"] == "generic"
+    linear_pick = "lut" if generic else "gemm1x1"
+    xb = rng.standard_normal((3, 1024, 2, 2), dtype=np.float32)  # 4 positions a sample
     for q in ("tl1", "tl2"):
-        assert _conv2d(xv, wv.to(q), act_bits=8)[1] == "lut"
+        assert _conv2d(xv, wv.to(q), act_bits=8)[1] == linear_pick, q
+        assert _conv2d(xb, wv.to(q), act_bits=8)[1] == linear_pick, q
         assert _conv2d(xv, wv.to(q))[1] == "gemm1x1"
     assert _conv2d(xv, wv, act_bits=8)[1] == "gemm1x1"
     assert _conv2d(x, g3.to("tl1"), act_bits=8)[1] == "im2col"  # O = 4
     g32 = bitnet_go.quantize_conv_weight(rng.standard_normal((32, 8, 3, 3), dtype=np.float32))
-    assert _conv2d(x[:, :, :7, :7], g32.to("tl2"), act_bits=8)[1] == "lut"  # 5x5 outputs
+    assert _conv2d(x[:, :, :7, :7], g32.to("tl2"), act_bits=8)[1] == "im2col"  # 5x5 outputs: not a GEMV
     assert _conv2d(x[:, :, :7, :7], g32, act_bits=8)[1] == "im2col"
-    xl = rng.standard_normal((1, 8, 36, 36), dtype=np.float32)
-    assert _conv2d(xl, g32.to("tl1"), act_bits=8)[1] == "im2col"  # 34x34 outputs
+    w1 = bitnet_go.quantize_conv_weight(rng.standard_normal((32, 8, 1, 1), dtype=np.float32))
+    assert _conv2d(x[:, :, :3, :3], w1.to("tl1"), act_bits=8)[1] == "gemm1x1"  # 9 positions: not a GEMV
     for q in ("i2_s", "tl1", "tl2"):
         np.testing.assert_array_equal(
             _conv2d(xv, wv.to(q), act_bits=8)[0], _conv2d(xv, wv, act_bits=8, algorithm="im2col")[0]
+        )
+        np.testing.assert_array_equal(
+            _conv2d(xb, wv.to(q), act_bits=8)[0], _conv2d(xb, wv, act_bits=8, algorithm="lut")[0]
         )
 
 

@@ -433,9 +433,12 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  #
             (``act_bits=8`` only, else ``ValueError``: lookup tables of the
             partial sums of pairs (TL1 / I2_S weights) or triples (TL2) of
             int8 activations, selected by the weight indices; with
-            ``act_bits=8`` the planner picks it for TL1 / TL2 weights and at
-            most 1024 output positions with the AVX2 kernels, 32 without:
-            GEMV-like and small-plane shapes). Every
+            ``act_bits=8`` the planner picks it only for TL1 / TL2 weights on
+            linear-layer shapes (1x1, at most 8 output positions a sample,
+            16 or more output channels) where no SIMD kernel family runs
+            (``cpu_features()["kernels"]["conv_lut"] == "generic"``): with
+            SIMD kernels the multiply-add algorithms on the weight's cached
+            I2_S conversion are faster on every shape measured). Every
             algorithm gives the same result (the same bits with
             ``act_bits=8``).
         check_finite: raise ``ValueError`` naming the first NaN/Inf of ``x``,

@@ -27,7 +27,7 @@ const (
 // few positions. Scale blocks of whole I2_S groups (and K a whole number of
 // groups) read the weight as it is; other block sizes (96, 100, ...) read
 // gemvRows' layout, each block padded to whole groups.
-func useGEMV(d *Dims, sc *scaler) bool {
+func useGEMV(d *Dims) bool {
 	return d.Groups == 1 && d.P <= gemvMaxP
 }
 

@@ -29,11 +29,7 @@ func TestGEMV(t *testing.T) {
 	} {
 		_ = par.SetThreads(1 + ci%2)
 		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, c.h, c.w), c.bs, ci%2 == 0)
-		sc, err := newScaler(&tc.d, tc.w, tc.bias)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkFamilies(t, tc, fmt.Sprintf("gemv=%v", useGEMV(&tc.d, sc)))
+		checkFamilies(t, tc, fmt.Sprintf("gemv=%v", useGEMV(&tc.d)))
 	}
 	// A code 3: the same error as the panel packing's.
 	tc := newCase(t, rng, pointwise(1, 256, 8, 1, 1), 0, false)
@@ -59,11 +55,7 @@ func TestGEMVRowsPastOneCall(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for ci, c := range []struct{ n, c, o, bs int }{{6, 128, 130, 128}, {3, 256, 257, 128}, {2, 384, 200, 0}, {1, 256, 129, 256}} {
 		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, ci%2 == 0)
-		sc, err := newScaler(&tc.d, tc.w, tc.bias)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !useGEMV(&tc.d, sc) {
+		if !useGEMV(&tc.d) {
 			t.Fatalf("%+v: not on the gemv path", c)
 		}
 		checkFamilies(t, tc, fmt.Sprintf("rows=%d", c.o))

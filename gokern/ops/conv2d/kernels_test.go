@@ -78,7 +78,7 @@ func TestConv2DInfoKernel(t *testing.T) {
 			fams("depthwise/generic", "depthwise_lanes/avx2", "depthwise_lanes/avx512", "depthwise_lanes/avx512vnni")},
 		{"depthwise x2", shape(1, 4, 7, 8, 3, 4), 8, Auto, ternary.I2S, Depthwise, own("depthwise")}, // multiplier 2: per channel
 		{"naive", shape(1, 4, 5, 4, 3, 1), 8, Naive, ternary.I2S, Naive, every("naive/generic")},
-		{"lut tl1", shape(1, 64, 2, 32, 1, 1), 8, Auto, ternary.TL1, LUT, simd("lut/generic", "lut16/avx2")},
+		{"lut tl1", shape(1, 64, 2, 32, 1, 1), 8, LUT, ternary.TL1, LUT, simd("lut/generic", "lut16/avx2")}, // on request (Auto: TestPreferLUT)
 	}
 	for _, off := range []string{"", "avx512vnni", "avx512", "avx2"} {
 		ks := selectKernels(cpu.ParseDisable(off))

@@ -321,16 +321,30 @@ func lutConv(d *Dims, lw *lutWeights, acts *activations, sc *scaler, out []float
 
 // preferLUT is the planner's rule for int8 activations (Auto): whether the
 // LUT algorithm, with the wide kernels k or (k generic) the 2-column Go
-// kernels, beats multiply-add for d with a weight in q (BenchmarkLUT):
+// kernels, beats multiply-add for d with a weight in q. Measured on the
+// 2-vCPU AMD EPYC Zen 4 (1 thread, medians of 15 calls, conv2d_with_info
+// with algorithm "lut" against "im2col" / "direct" on the same TL weight):
 //
 //   - I2_S: never. The LUT repacks the weight as TL1 on every call, and no
 //     rule was stable over the shapes measured. TQ2_0 and TQ1_0 are
 //     converted to I2_S first (asI2S) and follow it.
-//   - TL1 and TL2: the LUT kernels read TL rows as they are (multiply-add
-//     reads a conversion to I2_S, kept in the weight cache since this rule
-//     was measured; not re-measured): LUT when N*Ho*Wo <=
-//     1024 output positions with SIMD wide kernels, <= 32 with the generic
-//     ones.
+//   - TL1 and TL2 with SIMD LUT kernels (lut16/avx2): never. Multiply-add
+//     reads their conversion to I2_S, kept in the weight cache (asI2S), and
+//     beat the LUT on every shape measured, with the avx512vnni and with
+//     the avx2 multiply-add kernels: 2-5x on 3x3 layers of 49-392 output
+//     positions (3x3 512@7 N=1: lut 2.5 ms, implicit GEMM 0.66 ms), 9-55x
+//     on linear layers (4096x4096 N=8: 37 ms against 0.8 ms; 1024x1024
+//     N=1: 0.27 against 0.03 ms); within noise only on a 1x1 64@4 layer
+//     (16-19 us either way). The rule this replaces (LUT up to 1024 output
+//     positions) was measured when every call converted TL to I2_S.
+//   - TL1 and TL2 with the generic kernels (no SIMD family: other
+//     architectures, BITNET_GO_DISABLE=all): the shapes that run as the
+//     GEMV (1x1, stride 1, no padding, one group, at most gemvMaxP
+//     positions: linear layers), where the Go LUT took 0.31-0.56x the
+//     generic GEMV's time with TL1 and 0.44-0.82x with TL2 (4096x4096 N=1
+//     4.7 against 12.8 ms; one 100x300 N=3 TL2 layer 1.16x, within noise).
+//     On the other shapes measured (3x3 and 1x1 layers of 16 positions)
+//     im2col was 1.1-2.1x faster.
 //   - Never for fewer than 16 output channels per group (depthwise
 //     included): a table then serves too few rows. This guard is a
 //     heuristic, not a measurement.
@@ -338,8 +352,5 @@ func preferLUT(d *Dims, q ternary.QType, k *gemm.LUT16Kernels) bool {
 	if d.Og < 16 || (q != ternary.TL1 && q != ternary.TL2) {
 		return false
 	}
-	if k.Family != cpu.Generic {
-		return d.N*d.P <= 1024
-	}
-	return d.N*d.P <= 32
+	return k.Family == cpu.Generic && d.Pointwise() && useGEMV(d)
 }

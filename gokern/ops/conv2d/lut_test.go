@@ -227,11 +227,13 @@ func TestLUTFamilies(t *testing.T) {
 	})
 }
 
-// TestPreferLUT: the planner's position limits for TL weights, 1024 with the
-// AVX2 LUT kernels and 32 with the generic ones; never I2_S or Og < 16.
+// TestPreferLUT: the planner's rule for TL weights: never with the SIMD LUT
+// kernels; with the generic ones, the shapes the GEMV runs (1x1, stride 1,
+// no padding, one group, at most gemvMaxP positions); never I2_S or Og < 16.
 func TestPreferLUT(t *testing.T) {
-	shape := func(n, hw, o int) *Dims {
-		s := Shape{N: n, C: 64, H: hw, W: hw, O: o, WC: 64, KH: 1, KW: 1, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	shape := func(n, hw, o, k, groups int) *Dims {
+		s := Shape{N: n, C: 64, H: hw, W: hw, O: o, WC: 64 / groups, KH: k, KW: k, Groups: groups,
+			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, PadT: k / 2, PadL: k / 2, PadB: k / 2, PadR: k / 2}
 		d, err := s.Check()
 		if err != nil {
 			t.Fatal(err)
@@ -240,25 +242,24 @@ func TestPreferLUT(t *testing.T) {
 	}
 	for _, off := range []string{"", "avx2"} {
 		k, _ := gemm.LUT16Op.Select(cpu.ParseDisable(off))
-		limit := 32
-		if k.Family != cpu.Generic {
-			limit = 1024
-		}
+		generic := k.Family == cpu.Generic
 		for _, c := range []struct {
-			n, hw, o int
-			q        ternary.QType
-			want     bool
+			n, hw, o, k, groups int
+			q                   ternary.QType
+			gemv                bool // the generic kernels' choice
 		}{
-			{1, 1, 64, ternary.TL1, true},
-			{1, 1, 15, ternary.TL1, false},
-			{1, 1, 64, ternary.I2S, false},
-			{2, 4, 64, ternary.TL2, true},
-			{1, 6, 64, ternary.TL2, limit == 1024},
-			{4, 16, 64, ternary.TL1, limit == 1024},
-			{1, 33, 64, ternary.TL1, false},
+			{1, 1, 64, 1, 1, ternary.TL1, true},
+			{1, 1, 15, 1, 1, ternary.TL1, false},
+			{1, 1, 64, 1, 1, ternary.I2S, false},
+			{2, 2, 64, 1, 1, ternary.TL2, true},
+			{5, 2, 64, 1, 1, ternary.TL1, true},  // 4 positions a sample: the GEMV takes every sample
+			{1, 3, 64, 1, 1, ternary.TL2, false}, // 9 positions
+			{1, 1, 64, 3, 1, ternary.TL1, false}, // 3x3, padded: im2col
+			{1, 2, 64, 1, 2, ternary.TL1, false}, // two groups
 		} {
-			if got := preferLUT(shape(c.n, c.hw, c.o), c.q, k); got != c.want {
-				t.Errorf("disable=%q %+v: preferLUT = %v", off, c, got)
+			want := generic && c.gemv
+			if got := preferLUT(shape(c.n, c.hw, c.o, c.k, c.groups), c.q, k); got != want {
+				t.Errorf("disable=%q (LUT family %s) %+v: preferLUT = %v", off, k.Family, c, got)
 			}
 		}
 	}

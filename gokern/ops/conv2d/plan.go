@@ -195,7 +195,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 		kind = LUT
 	}
 	algo := kind // reported: the implicit float32 kernel as Im2col or Pointwise, as the int8 implicit GEMM is
-	if opt.Algo == Auto && opt.ActBits == 0 && (kind == Im2col || kind == Pointwise && !useGEMV(d, sc)) &&
+	if opt.Algo == Auto && opt.ActBits == 0 && (kind == Im2col || kind == Pointwise && !useGEMV(d)) &&
 		useImplicitF32(d, ks.directf) {
 		kind = implicitF32
 	}
@@ -241,7 +241,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		return kernelName("implicit_f32", ks.directf.Family), directConvF32(d, w, x, sc, out, ks.directf)
 	}
 	act8 := acts != nil
-	asGEMV := kind == Pointwise && useGEMV(d, sc)
+	asGEMV := kind == Pointwise && useGEMV(d)
 	var gw gemvWeight
 	if asGEMV {
 		var err error
