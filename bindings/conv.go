@@ -11,10 +11,15 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
 )
 
-// conv2dParams checks the caller's bng_conv2d_params (V1 or V2).
+// conv2dParams checks the caller's bng_conv2d_params (V1 or V2): a
+// weight_id below 2^63 (the numbers above are conv2d's own, for the
+// conversions it keeps).
 func conv2dParams(p *C.bng_conv2d_params) error {
 	if p == nil || (p.version != C.BNG_CONV2D_V1 && p.version != C.BNG_CONV2D_V2) {
 		return errs.Value("params: bng_conv2d_params is NULL or of a version other than %d or %d", C.BNG_CONV2D_V1, C.BNG_CONV2D_V2)
+	}
+	if id := convWeightID(p); id>>63 != 0 {
+		return errs.Value("params: weight_id must be below 2^63, got %d", id)
 	}
 	return nil
 }

@@ -658,6 +658,34 @@ def test_lut_algorithm():
         )
 
 
+def test_tl_weights_by_id():
+    """TL1 / TL2 / TQ weights made by bitnet_go (immutable codes with a weight_id) are found by the
+    number on later calls, their conversion to I2_S with them: calls that alternate between
+    weights of one shape (same shapes, other values) each give their own weight's result (the naive
+    oracle's), on the GEMV and on a 3x3 layer; a weight_id of 2^63 or more is refused
+    (those numbers are Go's own)."""
+    rng = np.random.default_rng(31)
+    for shape, xs, kw in (((96, 256, 1, 1), (3, 256, 1, 1), {}), ((24, 16, 3, 3), (2, 16, 9, 9), {"padding": 1})):
+        ws = [bitnet_go.quantize_conv_weight(rng.standard_normal(shape, dtype=np.float32)) for _ in range(2)]
+        x = rng.standard_normal(xs, dtype=np.float32)
+        for q in ("tl1", "tl2", "tq2_0"):
+            if q == "tq2_0" and shape[1] * shape[2] * shape[3] % 256:
+                continue
+            tws = [w.to(q) for w in ws]
+            # the oracle on the weight as it is (TL: the I2_S weight's bits; TQ: its own scale blocks)
+            refs = [bitnet_go.conv2d_quantized(x, tw, act_bits=8, algorithm="naive", **kw) for tw in tws]
+            for _ in range(3):
+                for tw, ref in zip(tws, refs):
+                    np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x, tw, act_bits=8, **kw), ref, err_msg=q)
+    w = ws[0].to("tl1")
+    out = np.empty((2, 24, 7, 7), np.float32)
+    for wid in (1 << 63, (1 << 64) - 1):
+        plan = ops.conv2d_plan(w.packed, w.scales, "tl1", w.block_size, w.shape, (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                               8, "auto", True, None, wid)  # fmt: skip
+        with pytest.raises(ValueError, match="weight_id must be below 2"):
+            ops.conv2d_run(plan, x, None, out)
+
+
 HUGE_RUNNER = """
 import pickle, sys
 from bitnet_go import diagnostics

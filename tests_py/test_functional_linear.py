@@ -161,10 +161,14 @@ def test_linear_ternary_matches_reference(case: int) -> None:
     w = bitnet_go.quantize_i2s(rng.standard_normal((n, k)).astype(np.float32), block_size=block)
     so, zo = 0.5, _zp(rng, case + 1, signed)
     bias = rng.standard_normal(n).astype(np.float32)
-    got = F.linear(x, w, bias, scale=so, zero_point=zo)
     s = w.scales if w.scales.size == n else w.scales[:1]
     want = _reference(xa, za, np.float32(0.03), w.values(), 0, s, bias, so, zo, signed, False)
-    np.testing.assert_array_equal(got.int_repr(), want)
+    # TL1 / TL2 copies of the weight go as their kept I2_S conversion: the same codes, every call
+    for q in ("i2_s", "tl1", "tl2"):
+        wq = w.to(q)
+        for _ in range(2):
+            got = F.linear(x, wq, bias, scale=so, zero_point=zo)
+            np.testing.assert_array_equal(got.int_repr(), want, err_msg=q)
 
 
 @pytest.mark.parametrize("case", range(6))

@@ -176,7 +176,7 @@ def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tu
         q, cs = _cached(w, lambda: Q(w.int_repr(), w.scales, w.zero_points, block_size=w.block_size))
         return q, None, False
     if isinstance(w, TernaryTensor):
-        if i2s and (hit := _ternary_i2s(w)) is not None:
+        if i2s and (hit := _ternary_i2s(_as_i2s(w))) is not None:
             return hit[0], hit[1], False
         q, cs = _ternary(w, k_dims, allow_groups)
         return q, (None if q.block_size else cs), False
@@ -209,6 +209,15 @@ def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> tuple[Q, np.n
 
 _I2S_GROUP = 128
 """Values per I2_S group: the GEMV kernels read rows of whole groups."""
+
+
+def _as_i2s(w: TernaryTensor) -> TernaryTensor:
+    """A TL1 / TL2 weight with immutable codes as an I2_S tensor of the same values and scales,
+    converted once and kept while its ``packed`` array lives (the GEMV kernels read I2_S; as int8
+    values the weight would move four times the bytes); any other weight as it is."""
+    if w.qtype not in ("tl1", "tl2") or not immutable(w.packed):
+        return w
+    return _derived.get(w.packed, "as_i2s", lambda: w.to("i2_s"))  # type: ignore[no-any-return]
 
 
 def _ternary_i2s(w: TernaryTensor) -> tuple[Q, np.ndarray | None] | None:

@@ -1,6 +1,7 @@
 package conv2d
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
@@ -19,6 +20,14 @@ import (
 // packing: for a 3x3 512->512 layer on 7x7 pixels, about a third of an
 // int8 call. A TL1/TL2 weight's conversion to I2_S is kept the same way
 // (asI2S), and with it the layouts derived from the conversion.
+//
+// A weight with an ID (Weights.ID: the caller's promise that the codes
+// never change) is found by its ID instead, without comparing its codes
+// and without a copy of them (buf.Cache.GetKept): the compare read the
+// whole weight on every call (4 MiB for a 4096x4096 TL1 weight, about
+// 0.1 ms). A kept conversion to I2_S gets an ID of its own (derivedID),
+// so that the layouts derived from it, and the GEMV's code-3 check
+// (gemm.CodesValid), skip the compare too.
 
 // layoutCache keeps up to buf.WeightCacheBytes (BITNET_GO_WEIGHT_CACHE_MB).
 var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: buf.WeightCacheBytes}
@@ -32,8 +41,18 @@ type layoutKey struct {
 	og, groups, k, cg, taps int
 	kind                    layoutKind
 	qtype                   ternary.QType
-	bl                      int // layoutGEMV: the scale block
+	bl                      int    // layoutGEMV: the scale block
+	id                      uint64 // the weight's ID (Weights.ID; 0: none, the codes are compared)
 }
+
+// derivedIDs counts the IDs derivedID has given out.
+var derivedIDs atomic.Uint64
+
+// derivedID returns a new ID for codes derived from a weight and kept
+// unchanged while they live (a kept conversion to I2_S). They have the top
+// bit set: callers number their weights from 1 up (Python's weight_id) and
+// never reach it.
+func derivedID() uint64 { return 1<<63 | derivedIDs.Add(1) }
 
 // layoutKind names the layouts kept.
 type layoutKind uint8
@@ -58,6 +77,7 @@ type weightLayout struct {
 	blen   int
 	nob    int
 	f32    []float32 // layoutDirectF32, layoutBlockedF32
+	id     uint64    // layoutI2S kept: the conversion's ID (derivedID)
 }
 
 // cachedLayout returns w's layout from the cache or from build, which packs
@@ -68,8 +88,12 @@ func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 		return l, err
 	}
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl}
-	return layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, w.ID}
+	get := layoutCache.Get
+	if w.ID != 0 {
+		get = layoutCache.GetKept
+	}
+	return get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
 		w.Packed = codes
 		return build(w)
 	})
@@ -87,9 +111,15 @@ func cachedScaled(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 	scales := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales))
 	n := len(w.Packed)
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n + len(scales),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl}
-	return layoutCache.GetParts(key, [][]byte{w.Packed, scales}, func(src []byte) (*weightLayout, int, error) {
-		w.Packed = src[:n]
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, w.ID}
+	parts := [][]byte{w.Packed, scales}
+	if w.ID != 0 { // the ID names the codes, not the scales: only they are compared
+		parts = parts[1:]
+	}
+	return layoutCache.GetParts(key, parts, func(src []byte) (*weightLayout, int, error) {
+		if w.ID == 0 {
+			w.Packed = src[:n]
+		}
 		return build(w)
 	})
 }

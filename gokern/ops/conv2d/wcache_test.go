@@ -1,6 +1,7 @@
 package conv2d
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -120,4 +121,110 @@ func mustLen(t *testing.T, q ternary.QType, n, rows int) int {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestLayoutCacheByID: a weight with an ID (the caller's promise that its
+// codes never change) is found by the ID without comparing its codes: the
+// layouts kept for an I2_S weight and a TL1 weight's conversion to I2_S
+// serve later calls even after the codes were (against the promise)
+// changed in place, which shows that no compare ran; the same weight
+// without an ID is repacked. A kept conversion carries an ID of its own
+// (derivedID, top bit set), one not kept (no cache) none, and every result
+// before the change matches the reference bit for bit, on the panels, the
+// implicit GEMM and the GEMV.
+func TestLayoutCacheByID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for ci, c := range []struct {
+		name   string
+		s      Shape
+		algo   Algo
+		direct bool // an I2_S weight is read as it is (the GEMV on whole groups)
+	}{
+		{"3x3 im2col", Shape{N: 2, C: 16, H: 9, W: 9, O: 20, WC: 16, KH: 3, KW: 3, Groups: 1,
+			StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}, Im2col, false},
+		{"gemv", Shape{N: 3, C: 256, H: 1, W: 1, O: 40, WC: 256, KH: 1, KW: 1, Groups: 1,
+			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}, Direct, true}, // Direct: not the LUT (TL, generic)
+	} {
+		for _, q := range []ternary.QType{ternary.I2S, ternary.TL1, ternary.TL2} {
+			layoutCache.Clear()
+			tc := newCase(t, rng, c.s, 0, true)
+			w := tc.w
+			if q != ternary.I2S {
+				w = withQType(t, tc, q)
+			}
+			w.ID = uint64(1000 + 10*ci + int(q)) // one ID per codes
+			want := ref8(tc)
+			out := make([]float32, tc.d.OutLen)
+			run := func(w Weights) {
+				t.Helper()
+				clear(out)
+				if _, err := Conv2D(tc.d, tc.x, w, tc.bias, out, Options{ActBits: 8, Algo: c.algo}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run(w)
+			checkExact(t, c.name+" "+fmt.Sprint(q)+" first", out, want)
+			if q != ternary.I2S {
+				conv, err := asI2S(&tc.d, w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if conv.ID>>63 != 1 || conv.converted {
+					t.Errorf("%s %v: kept conversion has ID %#x (converted %v), want a derived ID", c.name, q, conv.ID, conv.converted)
+				}
+			}
+			kept, _ := layoutCache.Len()
+			// change every code in place (0 <-> 2 in I2_S; TL: a zero weight becomes 1): with the
+			// ID nothing is compared, so the kept layouts still give the old result
+			orig := slices.Clone(w.Packed)
+			vals := make([]int8, tc.d.WLen)
+			for i := range vals {
+				vals[i] = 1
+			}
+			if err := ternary.PackQ(q, vals, tc.d.O, w.Packed); err != nil {
+				t.Fatal(err)
+			}
+			ones := *tc
+			ones.q = vals
+			ones.w.Packed = make([]byte, ternary.PackedLen(tc.d.WLen))
+			if err := ternary.Pack(vals, ones.w.Packed); err != nil {
+				t.Fatal(err)
+			}
+			run(w)
+			if q == ternary.I2S && c.direct { // no layout: the GEMV reads the codes as they are
+				checkExact(t, c.name+" "+fmt.Sprint(q)+" by ID, read directly", out, ref8(&ones))
+			} else {
+				checkExact(t, c.name+" "+fmt.Sprint(q)+" by ID", out, want)
+			}
+			if n, _ := layoutCache.Len(); n != kept {
+				t.Errorf("%s %v: %d layouts kept after the second call, want %d", c.name, q, n, kept)
+			}
+			// the same bytes without the ID: compared, repacked, the new values
+			noID := w
+			noID.ID = 0
+			run(noID)
+			checkExact(t, c.name+" "+fmt.Sprint(q)+" without ID", out, ref8(&ones))
+			copy(w.Packed, orig)
+		}
+	}
+	// no cache: the conversion is not kept and carries no ID
+	defer func(m int) { layoutCache.MaxBytes = m }(layoutCache.MaxBytes)
+	layoutCache.Clear()
+	layoutCache.MaxBytes = 0
+	tc := newCase(t, rng, Shape{N: 1, C: 128, H: 1, W: 1, O: 16, WC: 128, KH: 1, KW: 1, Groups: 1,
+		StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}, 0, false)
+	w := withQType(t, tc, ternary.TL1)
+	w.ID = 7
+	conv, err := asI2S(&tc.d, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conv.ID != 0 || !conv.converted {
+		t.Errorf("no cache: conversion has ID %#x (converted %v), want 0 (true)", conv.ID, conv.converted)
+	}
+	out := make([]float32, tc.d.OutLen)
+	if _, err := Conv2D(tc.d, tc.x, w, tc.bias, out, Options{ActBits: 8}); err != nil {
+		t.Fatal(err)
+	}
+	checkExact(t, "no cache", out, ref8(tc))
 }
