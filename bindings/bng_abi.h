@@ -71,12 +71,12 @@ typedef struct {
 	int64_t dilation[2];  /* h, w */
 	int64_t groups;
 	/* V2 only: */
-	uint64_t weight_id;   /* 0, or a number below 2^63 naming w's codes for the life of the process
-	                       * (the caller's promise: they never change, no other codes are ever
-	                       * passed with it). The layouts derived from them (a TL/TQ weight's
-	                       * conversion to i2_s included) are then kept under it and found
-	                       * without comparing the codes; once a GEMV has read an i2_s weight's
-	                       * codes and found no code 3, later calls skip that check. */
+	uint64_t weight_id;   /* 0, or a number below 2^63 (the numbers above are the library's own)
+	                       * naming an i2_s w's codes for the life of the process (the caller's
+	                       * promise: they never change, no other codes are ever passed with
+	                       * it). Once a GEMV has read them all and found no code 3, later calls
+	                       * skip that check. Layouts kept between calls are still found by
+	                       * comparing the codes. Ignored for other formats. */
 } bng_conv2d_params;
 
 #define BNG_OP_INFO_V1 1

@@ -659,10 +659,11 @@ def test_lut_algorithm():
 
 
 def test_tl_weights_by_id():
-    """TL1 / TL2 / TQ weights made by bitnet_go (immutable codes with a weight_id) are found by the
-    number on later calls, their conversion to I2_S with them: calls that alternate between
+    """TL1 / TL2 / TQ weights (each with a weight_id) keep their conversion to I2_S, and the layouts
+    derived from it under the conversion's own number: calls that alternate between
     weights of one shape (same shapes, other values) each give their own weight's result (the naive
-    oracle's), on the GEMV and on a 3x3 layer; a weight_id of 2^63 or more is refused
+    oracle's), on the GEMV and on a 3x3 layer, and one changed in place gives its new result; a
+    weight_id of 2^63 or more is refused
     (those numbers are Go's own)."""
     rng = np.random.default_rng(31)
     for shape, xs, kw in (((96, 256, 1, 1), (3, 256, 1, 1), {}), ((24, 16, 3, 3), (2, 16, 9, 9), {"padding": 1})):
@@ -677,6 +678,16 @@ def test_tl_weights_by_id():
             for _ in range(3):
                 for tw, ref in zip(tws, refs):
                     np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x, tw, act_bits=8, **kw), ref, err_msg=q)
+    # a TL weight changed in place (its read-only arrays made writable, as a user can): the new result
+    for q in ("tl1", "tl2"):
+        a, b = (bitnet_go.quantize_conv_weight(rng.standard_normal(shape, dtype=np.float32)).to(q) for _ in range(2))
+        want = bitnet_go.conv2d_quantized(x, b, act_bits=8, algorithm="naive", **kw)
+        bitnet_go.conv2d_quantized(x, a, act_bits=8, **kw)  # a's conversion and layouts kept
+        for dst, src in ((a.packed, b.packed), (a.scales, b.scales)):
+            dst.flags.writeable = True
+            dst[...] = src
+            dst.flags.writeable = False
+        np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x, a, act_bits=8, **kw), want, err_msg=q)
     w = ws[0].to("tl1")
     out = np.empty((2, 24, 7, 7), np.float32)
     for wid in (1 << 63, (1 << 64) - 1):

@@ -299,7 +299,7 @@ def conv2d_with_info(
         pads = _padding(padding, (kh, kw), st, dl)
         hit = pads, ops.conv2d_plan(w.packed, w.scales, w.qtype, w.block_size, w.shape, st, pads, dl, g,  # type: ignore[arg-type]
                                     act_bits, algorithm, check_finite, w._addrs,  # type: ignore[arg-type]
-                                    weight_id(w.packed))  # fmt: skip  # Go keeps the layouts under it
+                                    weight_id(w.packed))  # fmt: skip  # Go uses the number for i2_s codes only
         _keep_plan(w, key, hit)
     (pt, pl, pb, pr), plan = hit
     (sh, sw), (dh, dw) = plan.params.stride, plan.params.dilation
@@ -460,13 +460,11 @@ def conv2d_quantized(*args: Any, **kwargs: Any) -> np.ndarray | torch.Tensor:  #
     weight for the int8 implicit GEMM), per-thread tiles of at most about
     128 KiB (the im2col buffer never holds more than a tile), and with
     ``act_bits=8`` a one-byte copy of ``x``. The weight layouts are kept for
-    later calls with the same ``weight.packed`` array and bytes, up to
-    ``BITNET_GO_WEIGHT_CACHE_MB`` megabytes (default 256): found by the
-    array alone where no writable array can reach it (a weight made by
-    ``quantize_*`` or ``.to(...)``), else by comparing its bytes on every
-    call. A TL1 / TL2 / TQ weight's conversion to I2_S, which the kernels
-    read, is kept the same way. The float32 input is used in place when it is C-contiguous
-    float32.
+    later calls with the same ``weight.packed`` array and bytes (checked on
+    every call), up to ``BITNET_GO_WEIGHT_CACHE_MB`` megabytes (default
+    256). A TL1 / TL2 / TQ weight's conversion to I2_S, which the kernels
+    read, is kept the same way, and the layouts derived from it with it.
+    The float32 input is used in place when it is C-contiguous float32.
 
     GPU input (torch CUDA tensors, CuPy arrays, ``__cuda_array_interface__``
     objects): the convolution runs on ``x``'s device, on its framework's

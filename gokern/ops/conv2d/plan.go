@@ -165,7 +165,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if err := d.checkBuffers(x, out, bias); err != nil {
 		return Info{}, err
 	}
-	src := w // a TL/TQ weight's ID names its own bytes: asI2S finds the conversion by it
+	src := w // a TL/TQ weight's ID names its own bytes: asI2S replaces it with the conversion's
 	var err error
 	lut := wantLUT(d, opt, w.QType, ks.lut)
 	tl := w.QType == ternary.TL1 || w.QType == ternary.TL2

@@ -21,13 +21,14 @@ import (
 // int8 call. A TL1/TL2 weight's conversion to I2_S is kept the same way
 // (asI2S), and with it the layouts derived from the conversion.
 //
-// A weight with an ID (Weights.ID: the caller's promise that the codes
-// never change) is found by its ID instead, without comparing its codes
-// and without a copy of them (buf.Cache.GetKept): the compare read the
-// whole weight on every call (4 MiB for a 4096x4096 TL1 weight, about
-// 0.1 ms). A kept conversion to I2_S gets an ID of its own (derivedID),
-// so that the layouts derived from it, and the GEMV's code-3 check
-// (gemm.CodesValid), skip the compare too.
+// The caller's codes are compared on every call even where it numbers them
+// (Weights.ID): a user may make a tensor's read-only array writable and
+// change it, and conv2d has always given the new codes' result then
+// (tests_py test_weights_changed_in_place_are_repacked). A kept conversion
+// to I2_S is the library's own and never changes: it gets an ID of its own
+// (derivedID), under which the layouts derived from it are found without
+// comparing it again (buf.Cache.GetKept), and the GEMV's code-3 check
+// (gemm.CodesValid) is skipped once it has passed.
 
 // layoutCache keeps up to buf.WeightCacheBytes (BITNET_GO_WEIGHT_CACHE_MB).
 var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: buf.WeightCacheBytes}
@@ -42,7 +43,7 @@ type layoutKey struct {
 	kind                    layoutKind
 	qtype                   ternary.QType
 	bl                      int    // layoutGEMV: the scale block
-	id                      uint64 // the weight's ID (Weights.ID; 0: none, the codes are compared)
+	id                      uint64 // a derived ID (derivedID): the codes are not compared
 }
 
 // derivedIDs counts the IDs derivedID has given out.
@@ -53,6 +54,9 @@ var derivedIDs atomic.Uint64
 // bit set: callers number their weights from 1 up (Python's weight_id) and
 // never reach it.
 func derivedID() uint64 { return 1<<63 | derivedIDs.Add(1) }
+
+// isDerived reports whether id is one derivedID gave out.
+func isDerived(id uint64) bool { return id>>63 == 1 }
 
 // layoutKind names the layouts kept.
 type layoutKind uint8
@@ -88,10 +92,10 @@ func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 		return l, err
 	}
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, w.ID}
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, 0}
 	get := layoutCache.Get
-	if w.ID != 0 {
-		get = layoutCache.GetKept
+	if isDerived(w.ID) {
+		key.id, get = w.ID, layoutCache.GetKept
 	}
 	return get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
 		w.Packed = codes
@@ -111,13 +115,14 @@ func cachedScaled(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 	scales := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales))
 	n := len(w.Packed)
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n + len(scales),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, w.ID}
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, 0}
 	parts := [][]byte{w.Packed, scales}
-	if w.ID != 0 { // the ID names the codes, not the scales: only they are compared
-		parts = parts[1:]
+	own := isDerived(w.ID)
+	if own { // a kept conversion: only the caller's scales are compared
+		key.id, parts = w.ID, parts[1:]
 	}
 	return layoutCache.GetParts(key, parts, func(src []byte) (*weightLayout, int, error) {
-		if w.ID == 0 {
+		if !own {
 			w.Packed = src[:n]
 		}
 		return build(w)

@@ -123,27 +123,25 @@ func mustLen(t *testing.T, q ternary.QType, n, rows int) int {
 	return l
 }
 
-// TestLayoutCacheByID: a weight with an ID (the caller's promise that its
-// codes never change) is found by the ID without comparing its codes: the
-// layouts kept for an I2_S weight and a TL1 weight's conversion to I2_S
-// serve later calls even after the codes were (against the promise)
-// changed in place, which shows that no compare ran; the same weight
-// without an ID is repacked. A kept conversion carries an ID of its own
-// (derivedID, top bit set), one not kept (no cache) none, and every result
-// before the change matches the reference bit for bit, on the panels, the
-// implicit GEMM and the GEMV.
-func TestLayoutCacheByID(t *testing.T) {
+// TestLayoutCacheIDs: the caller's weight_id does not stop the compare of
+// the codes: an I2_S or TL weight with an ID whose bytes change in place
+// gives the new codes' result (on the panels, the implicit GEMM and the
+// GEMV). A kept TL conversion to I2_S carries an ID of its own (derivedID,
+// top bit set), under which its layouts are found without a compare:
+// changing the conversion's bytes behind the cache's back (only a test
+// does) leaves a 3x3 layer's result as it was. A conversion not kept (no
+// cache) carries no ID.
+func TestLayoutCacheIDs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for ci, c := range []struct {
-		name   string
-		s      Shape
-		algo   Algo
-		direct bool // an I2_S weight is read as it is (the GEMV on whole groups)
+		name string
+		s    Shape
+		algo Algo
 	}{
 		{"3x3 im2col", Shape{N: 2, C: 16, H: 9, W: 9, O: 20, WC: 16, KH: 3, KW: 3, Groups: 1,
-			StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}, Im2col, false},
+			StrideH: 1, StrideW: 1, PadT: 1, PadL: 1, PadB: 1, PadR: 1, DilH: 1, DilW: 1}, Im2col},
 		{"gemv", Shape{N: 3, C: 256, H: 1, W: 1, O: 40, WC: 256, KH: 1, KW: 1, Groups: 1,
-			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}, Direct, true}, // Direct: not the LUT (TL, generic)
+			StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}, Direct}, // Direct: not the LUT (TL, generic)
 	} {
 		for _, q := range []ternary.QType{ternary.I2S, ternary.TL1, ternary.TL2} {
 			layoutCache.Clear()
@@ -153,7 +151,7 @@ func TestLayoutCacheByID(t *testing.T) {
 				w = withQType(t, tc, q)
 			}
 			w.ID = uint64(1000 + 10*ci + int(q)) // one ID per codes
-			want := ref8(tc)
+			name := c.name + " " + fmt.Sprint(q)
 			out := make([]float32, tc.d.OutLen)
 			run := func(w Weights) {
 				t.Helper()
@@ -163,20 +161,36 @@ func TestLayoutCacheByID(t *testing.T) {
 				}
 			}
 			run(w)
-			checkExact(t, c.name+" "+fmt.Sprint(q)+" first", out, want)
+			checkExact(t, name+" first", out, ref8(tc))
+			kept, _ := layoutCache.Len()
+			run(w)
+			checkExact(t, name+" again", out, ref8(tc))
+			if n, _ := layoutCache.Len(); n != kept {
+				t.Errorf("%s: %d layouts kept after the second call, want %d", name, n, kept)
+			}
 			if q != ternary.I2S {
 				conv, err := asI2S(&tc.d, w)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if conv.ID>>63 != 1 || conv.converted {
-					t.Errorf("%s %v: kept conversion has ID %#x (converted %v), want a derived ID", c.name, q, conv.ID, conv.converted)
+				if !isDerived(conv.ID) || conv.converted {
+					t.Errorf("%s: kept conversion has ID %#x (converted %v), want a derived ID", name, conv.ID, conv.converted)
+				}
+				if c.algo == Im2col { // its layouts are found by the ID: a change to it is not seen
+					saved := slices.Clone(conv.Packed)
+					neg := make([]int8, tc.d.WLen)
+					for i, v := range tc.q {
+						neg[i] = -v
+					}
+					if err := ternary.Pack(neg, conv.Packed); err != nil {
+						t.Fatal(err)
+					}
+					run(w)
+					copy(conv.Packed, saved)
+					checkExact(t, name+" conversion changed behind the cache", out, ref8(tc))
 				}
 			}
-			kept, _ := layoutCache.Len()
-			// change every code in place (0 <-> 2 in I2_S; TL: a zero weight becomes 1): with the
-			// ID nothing is compared, so the kept layouts still give the old result
-			orig := slices.Clone(w.Packed)
+			// every code changed in place, the ID kept: compared, repacked, the new result
 			vals := make([]int8, tc.d.WLen)
 			for i := range vals {
 				vals[i] = 1
@@ -191,20 +205,7 @@ func TestLayoutCacheByID(t *testing.T) {
 				t.Fatal(err)
 			}
 			run(w)
-			if q == ternary.I2S && c.direct { // no layout: the GEMV reads the codes as they are
-				checkExact(t, c.name+" "+fmt.Sprint(q)+" by ID, read directly", out, ref8(&ones))
-			} else {
-				checkExact(t, c.name+" "+fmt.Sprint(q)+" by ID", out, want)
-			}
-			if n, _ := layoutCache.Len(); n != kept {
-				t.Errorf("%s %v: %d layouts kept after the second call, want %d", c.name, q, n, kept)
-			}
-			// the same bytes without the ID: compared, repacked, the new values
-			noID := w
-			noID.ID = 0
-			run(noID)
-			checkExact(t, c.name+" "+fmt.Sprint(q)+" without ID", out, ref8(&ones))
-			copy(w.Packed, orig)
+			checkExact(t, name+" changed in place", out, ref8(&ones))
 		}
 	}
 	// no cache: the conversion is not kept and carries no ID

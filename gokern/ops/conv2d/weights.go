@@ -17,15 +17,14 @@ type Weights struct {
 	BlockSize int
 	QType     ternary.QType // I2S, TL1, TL2, TQ2 or TQ1 (TL/TQ rows are the O output channels)
 	converted bool          // Packed converted to I2_S for this call (asI2S) and not kept: layouts not cached
-	// ID, where not 0, names the weight's codes (Packed, in its QType) for
-	// the life of the process (bng_conv2d_params' weight_id: the caller
-	// promises they never change and that no other codes are passed with
-	// it). The layouts derived from them, and a TL/TQ weight's conversion
-	// to I2_S, are then kept under it and found without comparing the codes
-	// (wcache.go). Once a GEMV has read an I2_S weight's codes and found no
-	// code 3 (gemm.MarkCodesValid), later GEMVs skip the check
-	// (GemvKernels.I8Valid). asI2S gives a converted weight the
-	// conversion's own ID (0 where it is not kept).
+	// ID, where not 0, names an I2_S weight's codes for the life of the
+	// process (bng_conv2d_params' weight_id: the caller promises they never
+	// change and that no other codes are passed with it). Once a GEMV has
+	// read them all and found no code 3 (gemm.MarkCodesValid), later GEMVs
+	// skip the check (GemvKernels.I8Valid). The layouts derived from the
+	// codes are still found by comparing them (wcache.go). asI2S gives a
+	// converted weight the kept conversion's own ID (derivedID; 0 where it
+	// is not kept), under which its layouts are found without a compare.
 	ID uint64
 }
 
@@ -49,16 +48,12 @@ func asI2S(d *Dims, w Weights) (Weights, error) {
 	}
 	kept := true // a hit: kept when it was built
 	key := layoutKey{addr: uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n: len(w.Packed),
-		og: d.Og, groups: d.Groups, k: d.K, kind: layoutI2S, qtype: w.QType, id: w.ID}
-	get, copied := layoutCache.Get, 1 // with an ID: no compare, no copy of the codes kept
-	if w.ID != 0 {
-		get, copied = layoutCache.GetKept, 0
-	}
-	l, err := get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
+		og: d.Og, groups: d.Groups, k: d.K, kind: layoutI2S, qtype: w.QType}
+	l, err := layoutCache.Get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
 		i2s, err := toI2S(d, w.QType, codes)
-		// buf.Cache's rule: kept when the copy (if any) and the value take
-		// at most half the budget
-		kept = layoutCache.MaxBytes > 0 && copied*len(codes)+len(i2s) <= layoutCache.MaxBytes/2
+		// buf.Cache's rule: kept when the copy and the value take at most
+		// half the budget
+		kept = layoutCache.MaxBytes > 0 && len(codes)+len(i2s) <= layoutCache.MaxBytes/2
 		var id uint64
 		if kept {
 			id = derivedID()
