@@ -176,7 +176,7 @@ def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tu
         q, cs = _cached(w, lambda: Q(w.int_repr(), w.scales, w.zero_points, block_size=w.block_size))
         return q, None, False
     if isinstance(w, TernaryTensor):
-        if i2s and (hit := _ternary_i2s(_as_i2s(w))) is not None:
+        if i2s and (hit := _ternary_i2s(w)) is not None:
             return hit[0], hit[1], False
         q, cs = _ternary(w, k_dims, allow_groups)
         return q, (None if q.block_size else cs), False
@@ -211,25 +211,24 @@ _I2S_GROUP = 128
 """Values per I2_S group: the GEMV kernels read rows of whole groups."""
 
 
-def _as_i2s(w: TernaryTensor) -> TernaryTensor:
-    """A TL1 / TL2 weight with immutable codes as an I2_S tensor of the same values and scales,
-    converted once and kept while its ``packed`` array lives (the GEMV kernels read I2_S; as int8
-    values the weight would move four times the bytes); any other weight as it is."""
-    if w.qtype not in ("tl1", "tl2") or not immutable(w.packed):
-        return w
-    return _derived.get(w.packed, "as_i2s", lambda: w.to("i2_s"))  # type: ignore[no-any-return]
-
-
 def _ternary_i2s(w: TernaryTensor) -> tuple[Q, np.ndarray | None] | None:
     """A 2-D I2_S weight with one scale or one per row and rows of whole I2_S groups as its own
     codes for ``bng_qlinear`` (Go's linear_gemv kernels read them as they are), with its row sums;
-    None for any other ternary weight (it goes as int8 values). ``codes`` is a placeholder of the
-    weight's shape (zero strides, no memory); the descriptor names the packed bytes and scales."""
-    if w.qtype != "i2_s" or w.ndim != 2 or w.shape[1] % _I2S_GROUP:
+    None for any other ternary weight (it goes as int8 values). A TL1 / TL2 weight with immutable
+    codes goes as its conversion to I2_S (the same values and scales, made once and kept while its
+    ``packed`` lives): as int8 values it would move four times the bytes. ``codes`` is a
+    placeholder of the weight's shape (zero strides, no memory); the descriptor names the packed
+    bytes and scales."""
+    if w.qtype not in ("i2_s", "tl1", "tl2") or w.ndim != 2 or w.shape[1] % _I2S_GROUP:
         return None
     k, b = w.shape[1], w.block_size
     if not (b is None or (b >= w.size and w.scales.size == 1) or b % k == 0):
         return None
+    if w.qtype != "i2_s":
+        if not immutable(w.packed):
+            return None
+        tl = w
+        w = _derived.get(tl.packed, "as_i2s", lambda: tl.to("i2_s"))
 
     def build() -> Q:
         desc = descriptor.host(w.packed, "i2_s", shape=w.shape, scales=w.scales, block_size=b)

@@ -84,6 +84,19 @@ type weightLayout struct {
 	id     uint64    // layoutI2S kept: the conversion's ID (derivedID)
 }
 
+// keyOf returns the key of w's layout of kind (n: the bytes it is kept
+// for), and whether w is a kept conversion (a derived ID, in the key), whose
+// codes are then not compared.
+func keyOf(d *Dims, w Weights, kind layoutKind, bl, n int) (layoutKey, bool) {
+	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n,
+		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, 0}
+	own := isDerived(w.ID)
+	if own {
+		key.id = w.ID
+	}
+	return key, own
+}
+
 // cachedLayout returns w's layout from the cache or from build, which packs
 // the codes it is given (a copy of w.Packed when the layout is kept).
 func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weights) (*weightLayout, int, error)) (*weightLayout, error) {
@@ -91,11 +104,10 @@ func cachedLayout(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 		l, _, err := build(w)
 		return l, err
 	}
-	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), len(w.Packed),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, 0}
+	key, own := keyOf(d, w, kind, bl, len(w.Packed))
 	get := layoutCache.Get
-	if isDerived(w.ID) {
-		key.id, get = w.ID, layoutCache.GetKept
+	if own {
+		get = layoutCache.GetKept
 	}
 	return get(key, w.Packed, func(codes []byte) (*weightLayout, int, error) {
 		w.Packed = codes
@@ -114,12 +126,10 @@ func cachedScaled(d *Dims, w Weights, kind layoutKind, bl int, build func(Weight
 	}
 	scales := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w.Scales))), 4*len(w.Scales))
 	n := len(w.Packed)
-	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n + len(scales),
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, 0}
+	key, own := keyOf(d, w, kind, bl, n+len(scales))
 	parts := [][]byte{w.Packed, scales}
-	own := isDerived(w.ID)
 	if own { // a kept conversion: only the caller's scales are compared
-		key.id, parts = w.ID, parts[1:]
+		parts = parts[1:]
 	}
 	return layoutCache.GetParts(key, parts, func(src []byte) (*weightLayout, int, error) {
 		if !own {
