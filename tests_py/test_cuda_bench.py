@@ -54,7 +54,7 @@ def test_runs_on_gpu(suite: str, capsys: pytest.CaptureFixture[str], tmp_path: P
     argv = ["bench", suite, "--device", "cuda", "--repeat", "3", "--conv-quick", "--conv-layers", "quick"]
     argv += ["--linear-shapes", "256x512,100x37", "--linear-batches", "1,3", "--json", str(tmp_path / "r.json")]
     assert main(argv) == 0
-    rows = json.loads((tmp_path / "r.json").read_text())[suite]
+    rows = json.loads((tmp_path / "r.json").read_text())["suites"][suite]
     assert len(rows) == (3 if suite == "conv" else 4)
     for r in rows:
         assert r["a8_ms"] > 0 and r["f32_ms"] > 0 and r["fp16_ms"] > 0 and r["copy_gbs"] > 0

@@ -52,7 +52,8 @@ set -x
     "$SRC/src/ggml-bitnet-mad.cpp" "$HERE/peer.cpp" \
     -o "$OUT/libbitnet_cpp_peer.so"
 set +x
-COMMIT=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || cat "$SRC/COMMIT" 2>/dev/null || echo unknown)
+# A COMMIT file names the commit of a copied source tree (which may lie inside another git work tree).
+COMMIT=$(cat "$SRC/COMMIT" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
 echo "$COMMIT" > "$OUT/bitnet_commit.txt"
 echo "built $OUT/libbitnet_cpp_peer.so (microsoft/BitNet $COMMIT, $CXX ${FLAGS[*]})"
 echo "run: BITNET_CPP_PEER=$OUT/libbitnet_cpp_peer.so python -m bitnet_go bench linear"
