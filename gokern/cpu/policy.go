@@ -220,7 +220,10 @@ type Measured struct {
 // generic 3.5x; cast_f16 avx2, generic 1.96x; cast_bf16 avx2, generic
 // 1.86x. Unlike Zen 4, whose cores split a ZMM instruction in two halves,
 // these cores run AVX-512 1.1x to 2.8x ahead of AVX2 on every op that has
-// both. quantize_tq was not timed there (it keeps avx2).
+// both. conv_gemm's workloads (float32 im2col) run the same ZMM float
+// kernel in both AVX-512 families, so the 1.28x between them is the
+// machine's noise; avx512vnni also brings VPDPBUSD to the int8 im2col
+// path. quantize_tq was not timed there (it keeps avx2).
 var Measurements = map[Kind]map[string]Measured{
 	"amd-zen4": {
 		"conv_gemm":        {Fastest: AVX512, Timed: []Family{AVX512VNNI, AVX512, AVX2, Generic}},
