@@ -6,6 +6,7 @@
 # Prepare here, where Go is (the library and the bitnet.cpp sources travel with the call):
 #   make lib
 #   tools/device/measure.sh prepare BITNET_SRC   # copies microsoft/BitNet's two kernel files into .device/
+#                                                # and builds the Go packages' test binaries into .device/gt
 # then run on the machine, from the repository root, carrying .device and python/bitnet_go/libbitnet_go.so:
 #   bash tools/device/measure.sh STEP ...
 #
@@ -13,8 +14,12 @@
 #   families [OPS...]  bench families per op, each in its own process (a killed op keeps the others)
 #   suites             bench linear (with bitnet.cpp's kernel built there -march=native), conv, qops
 #   gpu                the real-GPU tests and bench conv/linear --device cuda
+#   tests              the Go kernel tests (the binaries prepare built) and the pytest suite
 # BUDGET (seconds, default 540) bounds a step's total time: later parts are skipped, not cut.
 set -uo pipefail
+
+# The packages with kernels (each family against the generic oracle).
+GO_TEST_PKGS="gemm ops/conv2d ops/qelem ops/qlinear quant ternary cast cpu"
 
 if [[ ${1:-} == prepare ]]; then
     src=${2:?usage: $0 prepare BITNET_SRC}
@@ -24,10 +29,15 @@ if [[ ${1:-} == prepare ]]; then
     { cat "$src/COMMIT" 2> /dev/null || git -C "$src" rev-parse HEAD 2> /dev/null || echo unknown; } > .device/bitnet_src/COMMIT.new
     mv .device/bitnet_src/COMMIT.new .device/bitnet_src/COMMIT
     echo "prepared .device/bitnet_src (microsoft/BitNet $(cat .device/bitnet_src/COMMIT))"
+    mkdir -p .device/gt
+    for p in $GO_TEST_PKGS; do
+        go test -c -o ".device/gt/$(basename "$p").test" "./gokern/$p" || exit 1
+    done
+    echo "built the test binaries of $GO_TEST_PKGS into .device/gt"
     exit 0
 fi
 
-step=${1:?usage: $0 families [OPS...] | suites | gpu | prepare BITNET_SRC}
+step=${1:?usage: $0 families [OPS...] | suites | gpu | tests | prepare BITNET_SRC}
 shift
 OUT=${OUT:-/tmp/measure}
 R=/tmp/measure_res
@@ -87,6 +97,19 @@ gpu)
     part gpu_tests 200 $PY -m pytest tests_py/test_cuda.py tests_py/test_cuda_conv.py tests_py/test_cuda_bench.py -q -p no:cacheprovider -rs
     part conv_cuda 90 $PY -m bitnet_go bench conv --device cuda --repeat 20 --json "$R/conv_cuda.json"
     part linear_cuda 60 $PY -m bitnet_go bench linear --device cuda --repeat 20 --linear-batches 1 --json "$R/linear_cuda.json"
+    ;;
+tests)
+    root=$PWD
+    for p in $GO_TEST_PKGS; do
+        n=$(basename "$p")
+        if [[ -x .device/gt/$n.test ]]; then
+            (cd "gokern/$p" && part "go_$n" 120 "$root/.device/gt/$n.test" -test.count=1 -test.timeout 110s)
+        else
+            echo "go_$n: no test binary (run prepare here)"
+        fi
+    done
+    part pytest 400 $PY -m pytest tests_py -q -p no:cacheprovider -rfE
+    grep -hE "^(--- FAIL|FAIL|panic|FAILED|ERROR)" "$R"/go_*.txt "$R/pytest.txt" 2> /dev/null | head -30
     ;;
 *)
     echo "unknown step $step" >&2
