@@ -605,17 +605,36 @@ func unpackCodes(c *build.Context, wv, mask reg.VecVirtual, q int) reg.VecVirtua
 // no call, horizontal sum or code-3 reduction of its own. Each group and
 // row prefetches the same group of the next four rows (11008 x 4096 from
 // memory, one thread: 19 -> 27 GB/s).
+//
+// One shift a group and row instead of three: the codes of quarters 3 and
+// 2 (bits 0-1 and 2-3) are the bytes ANDed with 0x03 and 0x0C as they lie,
+// those of quarters 1 and 0 the same masks on the bytes shifted right by 4
+// (VPSRLW: the bits it brings in from the high byte land above the masks).
+// Quarters 2 and 0 so carry 4 times their codes: their products add into
+// int16 lanes of their own (acc4), the others into acc1. Per group and
+// lane acc4 gains at most 2 * 2 * 8*128 = 4096 in size (codes 0..2), so
+// gemvI8R4Block = 8 groups stay in [-32768, 32512]; each block ends with
+// 4*acc1 + acc4 (two VPMADDWD) added into the row's int32 sums, kept on the
+// stack (registers: 8 accumulators, 2 masks, the temporaries and the
+// code-3 bits fill the 16), and the sums are 4 times the result: one
+// VPSRAD by 2 at the end, exact.
 func gemvI8AVX2Rows4(c *build.Context, check bool) {
 	name, ret := gemvI8Name("gemvI8AVX2r4", check)
 	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ng int, out *int32) uint32",
 		name+" sets out[r] = sum (w_r(i)+1)*x[i] for the rows r < 4 at w + r*ldw over ng >= 1 I2_S groups; "+ret)
 	pw, ld, px, n, pout := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ng"), loadArg(c, "out")
 	ld3 := times3(c, ld)
-	mask := bcst32(c, 0x03030303)
-	ones16 := bcst32(c, 0x00010001)
-	acc32, acc16 := zeroY(c, 4), make([]reg.VecVirtual, 4)
-	for r := range acc16 {
-		acc16[r] = c.YMM()
+	sums := c.AllocLocal(4 * 32) // the rows' int32 sums, 4 times the result
+	{
+		z := zeroY(c, 1)[0]
+		for r := range 4 {
+			c.VMOVDQU(z, sums.Offset(32*r))
+		}
+	}
+	m3, m12 := bcst32(c, 0x03030303), bcst32(c, 0x0c0c0c0c)
+	acc1, acc4 := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
+	for r := range 4 {
+		acc1[r], acc4[r] = c.YMM(), c.YMM()
 	}
 	var three reg.VecVirtual
 	if check {
@@ -623,24 +642,60 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 	}
 	pn := c.GP64() // the next four rows
 	c.LEAQ(operand.Mem{Base: pw, Index: ld, Scale: 4}, pn)
-	gemvI8Loop(c, name, n, acc16, acc32, ones16, func() {
+	m := c.GP64()
+	c.Label(name + "block")
+	c.MOVQ(operand.U64(gemvI8R4Block), m)
+	c.CMPQ(n, m)
+	c.CMOVQLT(n, m) // m = min(n, gemvI8R4Block)
+	c.SUBQ(m, n)
+	for r := range 4 {
+		c.VPXOR(acc1[r], acc1[r], acc1[r])
+		c.VPXOR(acc4[r], acc4[r], acc4[r])
+	}
+	repeat(c, name+"loop", m, func() {
 		rows, next := rowAddrs(pw, ld, ld3, 0), rowAddrs(pn, ld, ld3, 0)
 		for r := range 4 {
 			c.PREFETCHT0(next[r])
-			wv := c.YMM()
+			wv, hi := c.YMM(), c.YMM()
 			c.VMOVDQU(rows[r], wv)
 			if check {
 				orThree(c, wv, three)
 			}
-			dotCodes(c, func(q int) reg.VecVirtual { return unpackCodes(c, wv, mask, q) }, func(q int) operand.Mem { return mem(px, 32*q) }, acc16[r])
+			c.VPSRLW(operand.Imm(4), wv, hi)
+			for _, t := range []struct {
+				src, mask reg.VecVirtual
+				q         int
+				acc       reg.VecVirtual
+			}{{wv, m3, 3, acc1[r]}, {wv, m12, 2, acc4[r]}, {hi, m3, 1, acc1[r]}, {hi, m12, 0, acc4[r]}} {
+				code, p := c.YMM(), c.YMM()
+				c.VPAND(t.mask, t.src, code)
+				c.VPMADDUBSW(mem(px, 32*t.q), code, p)
+				c.VPADDW(p, t.acc, t.acc)
+			}
 		}
 		c.ADDQ(operand.Imm(32), pw)
 		c.ADDQ(operand.Imm(32), pn)
 		c.ADDQ(operand.Imm(groupValues), px)
 	})
+	fours, ones := bcst32(c, 0x00040004), bcst32(c, 0x00010001)
+	for r := range 4 {
+		c.VPMADDWD(fours, acc1[r], acc1[r])
+		c.VPMADDWD(ones, acc4[r], acc4[r])
+		c.VPADDD(acc4[r], acc1[r], acc1[r])
+		c.VPADDD(sums.Offset(32*r), acc1[r], acc1[r])
+		c.VMOVDQU(acc1[r], sums.Offset(32*r))
+	}
+	c.TESTQ(n, n)
+	c.JNZ(operand.LabelRef(name + "block"))
+	var s [4]reg.VecVirtual
+	for r := range s {
+		s[r] = c.YMM()
+		c.VMOVDQU(sums.Offset(32*r), s[r])
+		c.VPSRAD(operand.Imm(2), s[r], s[r])
+	}
 	t0, t1 := c.YMM(), c.YMM()
-	c.VPHADDD(acc32[1], acc32[0], t0) // per lane: pairs of rows 0, 1
-	c.VPHADDD(acc32[3], acc32[2], t1)
+	c.VPHADDD(s[1], s[0], t0) // per lane: pairs of rows 0, 1
+	c.VPHADDD(s[3], s[2], t1)
 	c.VPHADDD(t1, t0, t0) // per lane: rows 0..3
 	hi := c.XMM()
 	c.VEXTRACTI128(operand.Imm(1), t0, hi)
@@ -648,6 +703,10 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 	c.VMOVDQU(hi, mem(pout, 0))
 	gemvI8Return(c, check, three)
 }
+
+// gemvI8R4Block is how many groups gemvI8AVX2Rows4 adds in int16 lanes
+// before widening them (see there).
+const gemvI8R4Block = 8
 
 // packPanelAVX2 writes ng*128 bytes of an A panel from four rows of I2_S
 // groups (32 bytes each, value 32q+j of a group in byte j at shift 6-2q):

@@ -1358,31 +1358,36 @@ gemvI8AVX2x4loop:
 
 // func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 // Requires: AVX, AVX2, CMOV, MMX+
-TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $0-44
+TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $128-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ng+24(FP), BX
 	MOVQ         out+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
+	VPXOR        Y0, Y0, Y0
+	VMOVDQU      Y0, (SP)
+	VMOVDQU      Y0, 32(SP)
+	VMOVDQU      Y0, 64(SP)
+	VMOVDQU      Y0, 96(SP)
 	MOVL         $0x03030303, R8
 	VMOVD        R8, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, R8
+	MOVL         $0x0c0c0c0c, R8
 	VMOVD        R8, X1
 	VPBROADCASTD X1, Y1
-	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
 	VPXOR        Y10, Y10, Y10
 	LEAQ         (AX)(CX*4), R8
 
 gemvI8AVX2r4block:
-	MOVQ    $0x0000000000000010, R9
+	MOVQ    $0x0000000000000008, R9
 	CMPQ    BX, R9
 	CMOVQLT BX, R9
 	SUBQ    R9, BX
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
 	VPXOR   Y8, Y8, Y8
@@ -1394,98 +1399,116 @@ gemvI8AVX2r4loop:
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
 	VPOR         Y12, Y10, Y10
-	VPSRLW       $0x06, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   (DX), Y12, Y12
-	VPADDW       Y12, Y6, Y6
 	VPSRLW       $0x04, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   32(DX), Y12, Y12
-	VPADDW       Y12, Y6, Y6
-	VPSRLW       $0x02, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   64(DX), Y12, Y12
-	VPADDW       Y12, Y6, Y6
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   96(DX), Y11, Y11
-	VPADDW       Y11, Y6, Y6
+	VPAND        Y0, Y11, Y13
+	VPMADDUBSW   96(DX), Y13, Y13
+	VPADDW       Y13, Y2, Y2
+	VPAND        Y1, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y3, Y3
+	VPAND        Y0, Y12, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y2, Y2
+	VPAND        Y1, Y12, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y3, Y3
 	PREFETCHT0   (R8)(CX*1)
 	VMOVDQU      (AX)(CX*1), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
 	VPOR         Y12, Y10, Y10
-	VPSRLW       $0x06, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   (DX), Y12, Y12
-	VPADDW       Y12, Y7, Y7
 	VPSRLW       $0x04, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   32(DX), Y12, Y12
-	VPADDW       Y12, Y7, Y7
-	VPSRLW       $0x02, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   64(DX), Y12, Y12
-	VPADDW       Y12, Y7, Y7
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   96(DX), Y11, Y11
-	VPADDW       Y11, Y7, Y7
+	VPAND        Y0, Y11, Y13
+	VPMADDUBSW   96(DX), Y13, Y13
+	VPADDW       Y13, Y4, Y4
+	VPAND        Y1, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y5, Y5
+	VPAND        Y0, Y12, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y4, Y4
+	VPAND        Y1, Y12, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y5, Y5
 	PREFETCHT0   (R8)(CX*2)
 	VMOVDQU      (AX)(CX*2), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
 	VPOR         Y12, Y10, Y10
-	VPSRLW       $0x06, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   (DX), Y12, Y12
-	VPADDW       Y12, Y8, Y8
 	VPSRLW       $0x04, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   32(DX), Y12, Y12
-	VPADDW       Y12, Y8, Y8
-	VPSRLW       $0x02, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   64(DX), Y12, Y12
-	VPADDW       Y12, Y8, Y8
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   96(DX), Y11, Y11
-	VPADDW       Y11, Y8, Y8
+	VPAND        Y0, Y11, Y13
+	VPMADDUBSW   96(DX), Y13, Y13
+	VPADDW       Y13, Y6, Y6
+	VPAND        Y1, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y7, Y7
+	VPAND        Y0, Y12, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y6, Y6
+	VPAND        Y1, Y12, Y11
+	VPMADDUBSW   (DX), Y11, Y11
+	VPADDW       Y11, Y7, Y7
 	PREFETCHT0   (R8)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y11
 	VPSRLW       $0x01, Y11, Y12
 	VPAND        Y11, Y12, Y12
 	VPOR         Y12, Y10, Y10
-	VPSRLW       $0x06, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   (DX), Y12, Y12
-	VPADDW       Y12, Y9, Y9
 	VPSRLW       $0x04, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   32(DX), Y12, Y12
-	VPADDW       Y12, Y9, Y9
-	VPSRLW       $0x02, Y11, Y12
-	VPAND        Y0, Y12, Y12
-	VPMADDUBSW   64(DX), Y12, Y12
-	VPADDW       Y12, Y9, Y9
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   96(DX), Y11, Y11
+	VPAND        Y0, Y11, Y13
+	VPMADDUBSW   96(DX), Y13, Y13
+	VPADDW       Y13, Y8, Y8
+	VPAND        Y1, Y11, Y11
+	VPMADDUBSW   64(DX), Y11, Y11
+	VPADDW       Y11, Y9, Y9
+	VPAND        Y0, Y12, Y11
+	VPMADDUBSW   32(DX), Y11, Y11
+	VPADDW       Y11, Y8, Y8
+	VPAND        Y1, Y12, Y11
+	VPMADDUBSW   (DX), Y11, Y11
 	VPADDW       Y11, Y9, Y9
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, R8
 	ADDQ         $0x80, DX
 	DECQ         R9
 	JNZ          gemvI8AVX2r4loop
-	VPMADDWD     Y1, Y6, Y6
-	VPADDD       Y6, Y2, Y2
-	VPMADDWD     Y1, Y7, Y7
-	VPADDD       Y7, Y3, Y3
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y4, Y4
-	VPMADDWD     Y1, Y9, Y9
-	VPADDD       Y9, Y5, Y5
+	MOVL         $0x00040004, R9
+	VMOVD        R9, X11
+	VPBROADCASTD X11, Y11
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X12
+	VPBROADCASTD X12, Y12
+	VPMADDWD     Y11, Y2, Y2
+	VPMADDWD     Y12, Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VPADDD       (SP), Y2, Y2
+	VMOVDQU      Y2, (SP)
+	VPMADDWD     Y11, Y4, Y4
+	VPMADDWD     Y12, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       32(SP), Y4, Y4
+	VMOVDQU      Y4, 32(SP)
+	VPMADDWD     Y11, Y6, Y6
+	VPMADDWD     Y12, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       64(SP), Y6, Y6
+	VMOVDQU      Y6, 64(SP)
+	VPMADDWD     Y11, Y8, Y8
+	VPMADDWD     Y12, Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	VPADDD       96(SP), Y8, Y8
+	VMOVDQU      Y8, 96(SP)
 	TESTQ        BX, BX
 	JNZ          gemvI8AVX2r4block
-	VPHADDD      Y3, Y2, Y0
-	VPHADDD      Y5, Y4, Y1
+	VMOVDQU      (SP), Y0
+	VPSRAD       $0x02, Y0, Y0
+	VMOVDQU      32(SP), Y1
+	VPSRAD       $0x02, Y1, Y1
+	VMOVDQU      64(SP), Y2
+	VPSRAD       $0x02, Y2, Y2
+	VMOVDQU      96(SP), Y3
+	VPSRAD       $0x02, Y3, Y3
+	VPHADDD      Y1, Y0, Y0
+	VPHADDD      Y3, Y2, Y1
 	VPHADDD      Y1, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
 	VPADDD       X1, X0, X1
@@ -1772,30 +1795,35 @@ gemvI8AVX2x4vloop:
 
 // func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 // Requires: AVX, AVX2, CMOV, MMX+
-TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $0-44
+TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $128-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ng+24(FP), BX
 	MOVQ         out+32(FP), SI
 	LEAQ         (CX)(CX*2), DI
+	VPXOR        Y0, Y0, Y0
+	VMOVDQU      Y0, (SP)
+	VMOVDQU      Y0, 32(SP)
+	VMOVDQU      Y0, 64(SP)
+	VMOVDQU      Y0, 96(SP)
 	MOVL         $0x03030303, R8
 	VMOVD        R8, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, R8
+	MOVL         $0x0c0c0c0c, R8
 	VMOVD        R8, X1
 	VPBROADCASTD X1, Y1
-	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
 	LEAQ         (AX)(CX*4), R8
 
 gemvI8AVX2r4vblock:
-	MOVQ    $0x0000000000000010, R9
+	MOVQ    $0x0000000000000008, R9
 	CMPQ    BX, R9
 	CMOVQLT BX, R9
 	SUBQ    R9, BX
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
 	VPXOR   Y8, Y8, Y8
@@ -1804,89 +1832,107 @@ gemvI8AVX2r4vblock:
 gemvI8AVX2r4vloop:
 	PREFETCHT0   (R8)
 	VMOVDQU      (AX), Y10
-	VPSRLW       $0x06, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   (DX), Y11, Y11
-	VPADDW       Y11, Y6, Y6
 	VPSRLW       $0x04, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   32(DX), Y11, Y11
-	VPADDW       Y11, Y6, Y6
-	VPSRLW       $0x02, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   64(DX), Y11, Y11
-	VPADDW       Y11, Y6, Y6
-	VPAND        Y0, Y10, Y10
-	VPMADDUBSW   96(DX), Y10, Y10
-	VPADDW       Y10, Y6, Y6
+	VPAND        Y0, Y10, Y12
+	VPMADDUBSW   96(DX), Y12, Y12
+	VPADDW       Y12, Y2, Y2
+	VPAND        Y1, Y10, Y10
+	VPMADDUBSW   64(DX), Y10, Y10
+	VPADDW       Y10, Y3, Y3
+	VPAND        Y0, Y11, Y10
+	VPMADDUBSW   32(DX), Y10, Y10
+	VPADDW       Y10, Y2, Y2
+	VPAND        Y1, Y11, Y10
+	VPMADDUBSW   (DX), Y10, Y10
+	VPADDW       Y10, Y3, Y3
 	PREFETCHT0   (R8)(CX*1)
 	VMOVDQU      (AX)(CX*1), Y10
-	VPSRLW       $0x06, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   (DX), Y11, Y11
-	VPADDW       Y11, Y7, Y7
 	VPSRLW       $0x04, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   32(DX), Y11, Y11
-	VPADDW       Y11, Y7, Y7
-	VPSRLW       $0x02, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   64(DX), Y11, Y11
-	VPADDW       Y11, Y7, Y7
-	VPAND        Y0, Y10, Y10
-	VPMADDUBSW   96(DX), Y10, Y10
-	VPADDW       Y10, Y7, Y7
+	VPAND        Y0, Y10, Y12
+	VPMADDUBSW   96(DX), Y12, Y12
+	VPADDW       Y12, Y4, Y4
+	VPAND        Y1, Y10, Y10
+	VPMADDUBSW   64(DX), Y10, Y10
+	VPADDW       Y10, Y5, Y5
+	VPAND        Y0, Y11, Y10
+	VPMADDUBSW   32(DX), Y10, Y10
+	VPADDW       Y10, Y4, Y4
+	VPAND        Y1, Y11, Y10
+	VPMADDUBSW   (DX), Y10, Y10
+	VPADDW       Y10, Y5, Y5
 	PREFETCHT0   (R8)(CX*2)
 	VMOVDQU      (AX)(CX*2), Y10
-	VPSRLW       $0x06, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   (DX), Y11, Y11
-	VPADDW       Y11, Y8, Y8
 	VPSRLW       $0x04, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   32(DX), Y11, Y11
-	VPADDW       Y11, Y8, Y8
-	VPSRLW       $0x02, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   64(DX), Y11, Y11
-	VPADDW       Y11, Y8, Y8
-	VPAND        Y0, Y10, Y10
-	VPMADDUBSW   96(DX), Y10, Y10
-	VPADDW       Y10, Y8, Y8
+	VPAND        Y0, Y10, Y12
+	VPMADDUBSW   96(DX), Y12, Y12
+	VPADDW       Y12, Y6, Y6
+	VPAND        Y1, Y10, Y10
+	VPMADDUBSW   64(DX), Y10, Y10
+	VPADDW       Y10, Y7, Y7
+	VPAND        Y0, Y11, Y10
+	VPMADDUBSW   32(DX), Y10, Y10
+	VPADDW       Y10, Y6, Y6
+	VPAND        Y1, Y11, Y10
+	VPMADDUBSW   (DX), Y10, Y10
+	VPADDW       Y10, Y7, Y7
 	PREFETCHT0   (R8)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y10
-	VPSRLW       $0x06, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   (DX), Y11, Y11
-	VPADDW       Y11, Y9, Y9
 	VPSRLW       $0x04, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   32(DX), Y11, Y11
-	VPADDW       Y11, Y9, Y9
-	VPSRLW       $0x02, Y10, Y11
-	VPAND        Y0, Y11, Y11
-	VPMADDUBSW   64(DX), Y11, Y11
-	VPADDW       Y11, Y9, Y9
-	VPAND        Y0, Y10, Y10
-	VPMADDUBSW   96(DX), Y10, Y10
+	VPAND        Y0, Y10, Y12
+	VPMADDUBSW   96(DX), Y12, Y12
+	VPADDW       Y12, Y8, Y8
+	VPAND        Y1, Y10, Y10
+	VPMADDUBSW   64(DX), Y10, Y10
+	VPADDW       Y10, Y9, Y9
+	VPAND        Y0, Y11, Y10
+	VPMADDUBSW   32(DX), Y10, Y10
+	VPADDW       Y10, Y8, Y8
+	VPAND        Y1, Y11, Y10
+	VPMADDUBSW   (DX), Y10, Y10
 	VPADDW       Y10, Y9, Y9
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, R8
 	ADDQ         $0x80, DX
 	DECQ         R9
 	JNZ          gemvI8AVX2r4vloop
-	VPMADDWD     Y1, Y6, Y6
-	VPADDD       Y6, Y2, Y2
-	VPMADDWD     Y1, Y7, Y7
-	VPADDD       Y7, Y3, Y3
-	VPMADDWD     Y1, Y8, Y8
-	VPADDD       Y8, Y4, Y4
-	VPMADDWD     Y1, Y9, Y9
-	VPADDD       Y9, Y5, Y5
+	MOVL         $0x00040004, R9
+	VMOVD        R9, X10
+	VPBROADCASTD X10, Y10
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X11
+	VPBROADCASTD X11, Y11
+	VPMADDWD     Y10, Y2, Y2
+	VPMADDWD     Y11, Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VPADDD       (SP), Y2, Y2
+	VMOVDQU      Y2, (SP)
+	VPMADDWD     Y10, Y4, Y4
+	VPMADDWD     Y11, Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPADDD       32(SP), Y4, Y4
+	VMOVDQU      Y4, 32(SP)
+	VPMADDWD     Y10, Y6, Y6
+	VPMADDWD     Y11, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPADDD       64(SP), Y6, Y6
+	VMOVDQU      Y6, 64(SP)
+	VPMADDWD     Y10, Y8, Y8
+	VPMADDWD     Y11, Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	VPADDD       96(SP), Y8, Y8
+	VMOVDQU      Y8, 96(SP)
 	TESTQ        BX, BX
 	JNZ          gemvI8AVX2r4vblock
-	VPHADDD      Y3, Y2, Y0
-	VPHADDD      Y5, Y4, Y1
+	VMOVDQU      (SP), Y0
+	VPSRAD       $0x02, Y0, Y0
+	VMOVDQU      32(SP), Y1
+	VPSRAD       $0x02, Y1, Y1
+	VMOVDQU      64(SP), Y2
+	VPSRAD       $0x02, Y2, Y2
+	VMOVDQU      96(SP), Y3
+	VPSRAD       $0x02, Y3, Y3
+	VPHADDD      Y1, Y0, Y0
+	VPHADDD      Y3, Y2, Y1
 	VPHADDD      Y1, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
 	VPADDD       X1, X0, X1
