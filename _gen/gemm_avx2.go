@@ -487,27 +487,35 @@ func gemvI8AVX2Kernels(c *build.Context) {
 const gemvI8Block = 16
 
 // gemvI8Loop emits the group loop of the int8 AVX2 GEMV kernels over n >= 1
-// groups (loop labels name+"block", name+"loop"): in blocks of at most
-// gemvI8Block groups, the int16 accumulators acc16 zeroed, group() once a
-// group (adding into acc16), then each acc16 widened into its int32
-// accumulator acc32 by one VPMADDWD by ones16 and one VPADDD. Against one
-// VPMADDWD and VPADDD per group and column, 4096 x 4096, one column: 1.3x
-// faster.
+// groups (int16Blocks of gemvI8Block groups): group() once a group (adding
+// into acc16), then each acc16 widened into its int32 accumulator acc32 by
+// one VPMADDWD by ones16 and one VPADDD. Against one VPMADDWD and VPADDD
+// per group and column, 4096 x 4096, one column: 1.3x faster.
 func gemvI8Loop(c *build.Context, name string, n reg.Register, acc16, acc32 []reg.VecVirtual, ones16 reg.VecVirtual, group func()) {
+	int16Blocks(c, name, n, gemvI8Block, acc16, group, func() {
+		for i, a := range acc16 {
+			c.VPMADDWD(ones16, a, a)
+			c.VPADDD(a, acc32[i], acc32[i])
+		}
+	})
+}
+
+// int16Blocks emits a loop over n >= 1 groups in blocks of at most block
+// groups (loop labels name+"block", name+"loop"): per block the int16
+// accumulators acc16 zeroed, group() once a group, then widen() (which
+// takes acc16 into wider sums before they can overflow).
+func int16Blocks(c *build.Context, name string, n reg.Register, block int, acc16 []reg.VecVirtual, group, widen func()) {
 	m := c.GP64()
 	c.Label(name + "block")
-	c.MOVQ(operand.U64(gemvI8Block), m)
+	c.MOVQ(operand.U64(uint64(block)), m)
 	c.CMPQ(n, m)
-	c.CMOVQLT(n, m) // m = min(n, gemvI8Block)
+	c.CMOVQLT(n, m) // m = min(n, block)
 	c.SUBQ(m, n)
 	for _, a := range acc16 {
 		c.VPXOR(a, a, a)
 	}
 	repeat(c, name+"loop", m, group)
-	for i, a := range acc16 {
-		c.VPMADDWD(ones16, a, a)
-		c.VPADDD(a, acc32[i], acc32[i])
-	}
+	widen()
 	c.TESTQ(n, n)
 	c.JNZ(operand.LabelRef(name + "block"))
 }
@@ -642,17 +650,7 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 	}
 	pn := c.GP64() // the next four rows
 	c.LEAQ(operand.Mem{Base: pw, Index: ld, Scale: 4}, pn)
-	m := c.GP64()
-	c.Label(name + "block")
-	c.MOVQ(operand.U64(gemvI8R4Block), m)
-	c.CMPQ(n, m)
-	c.CMOVQLT(n, m) // m = min(n, gemvI8R4Block)
-	c.SUBQ(m, n)
-	for r := range 4 {
-		c.VPXOR(acc1[r], acc1[r], acc1[r])
-		c.VPXOR(acc4[r], acc4[r], acc4[r])
-	}
-	repeat(c, name+"loop", m, func() {
+	int16Blocks(c, name, n, gemvI8R4Block, append(append([]reg.VecVirtual{}, acc1...), acc4...), func() {
 		rows, next := rowAddrs(pw, ld, ld3, 0), rowAddrs(pn, ld, ld3, 0)
 		for r := range 4 {
 			c.PREFETCHT0(next[r])
@@ -676,17 +674,16 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 		c.ADDQ(operand.Imm(32), pw)
 		c.ADDQ(operand.Imm(32), pn)
 		c.ADDQ(operand.Imm(groupValues), px)
+	}, func() {
+		fours, ones := bcst32(c, 0x00040004), bcst32(c, 0x00010001)
+		for r := range 4 {
+			c.VPMADDWD(fours, acc1[r], acc1[r])
+			c.VPMADDWD(ones, acc4[r], acc4[r])
+			c.VPADDD(acc4[r], acc1[r], acc1[r])
+			c.VPADDD(sums.Offset(32*r), acc1[r], acc1[r])
+			c.VMOVDQU(acc1[r], sums.Offset(32*r))
+		}
 	})
-	fours, ones := bcst32(c, 0x00040004), bcst32(c, 0x00010001)
-	for r := range 4 {
-		c.VPMADDWD(fours, acc1[r], acc1[r])
-		c.VPMADDWD(ones, acc4[r], acc4[r])
-		c.VPADDD(acc4[r], acc1[r], acc1[r])
-		c.VPADDD(sums.Offset(32*r), acc1[r], acc1[r])
-		c.VMOVDQU(acc1[r], sums.Offset(32*r))
-	}
-	c.TESTQ(n, n)
-	c.JNZ(operand.LabelRef(name + "block"))
 	var s [4]reg.VecVirtual
 	for r := range s {
 		s[r] = c.YMM()
