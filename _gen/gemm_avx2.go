@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
@@ -623,8 +624,9 @@ func unpackCodes(c *build.Context, wv, mask reg.VecVirtual, q int) reg.VecVirtua
 // lane acc4 gains at most 2 * 2 * 8*128 = 4096 in size (codes 0..2), so
 // gemvI8R4Block = 8 groups stay in [-32768, 32512]; each block ends with
 // 4*acc1 + acc4 (two VPMADDWD) added into the row's int32 sums, kept on the
-// stack (registers: 8 accumulators, 2 masks, the temporaries and the
-// code-3 bits fill the 16), and the sums are 4 times the result: one
+// stack with the two VPMADDWD factors (registers: 8 accumulators, 2 masks,
+// the temporaries and the code-3 bits fill the 16), and the sums are 4
+// times the result: one
 // VPSRAD by 2 at the end, exact.
 func gemvI8AVX2Rows4(c *build.Context, check bool) {
 	name, ret := gemvI8Name("gemvI8AVX2r4", check)
@@ -639,6 +641,10 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 			c.VMOVDQU(z, sums.Offset(32*r))
 		}
 	}
+	// the VPMADDWD factors of the block ends, in memory: no register is left for them
+	fours, ones := c.AllocLocal(32), c.AllocLocal(32)
+	c.VMOVDQU(bcst32(c, 0x00040004), fours)
+	c.VMOVDQU(bcst32(c, 0x00010001), ones)
 	m3, m12 := bcst32(c, 0x03030303), bcst32(c, 0x0c0c0c0c)
 	acc1, acc4 := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
 	for r := range 4 {
@@ -650,7 +656,7 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 	}
 	pn := c.GP64() // the next four rows
 	c.LEAQ(operand.Mem{Base: pw, Index: ld, Scale: 4}, pn)
-	int16Blocks(c, name, n, gemvI8R4Block, append(append([]reg.VecVirtual{}, acc1...), acc4...), func() {
+	int16Blocks(c, name, n, gemvI8R4Block, slices.Concat(acc1, acc4), func() {
 		rows, next := rowAddrs(pw, ld, ld3, 0), rowAddrs(pn, ld, ld3, 0)
 		for r := range 4 {
 			c.PREFETCHT0(next[r])
@@ -675,7 +681,6 @@ func gemvI8AVX2Rows4(c *build.Context, check bool) {
 		c.ADDQ(operand.Imm(32), pn)
 		c.ADDQ(operand.Imm(groupValues), px)
 	}, func() {
-		fours, ones := bcst32(c, 0x00040004), bcst32(c, 0x00010001)
 		for r := range 4 {
 			c.VPMADDWD(fours, acc1[r], acc1[r])
 			c.VPMADDWD(ones, acc4[r], acc4[r])

@@ -1358,7 +1358,7 @@ gemvI8AVX2x4loop:
 
 // func gemvI8AVX2r4(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 // Requires: AVX, AVX2, CMOV, MMX+
-TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $128-44
+TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $192-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -1370,6 +1370,14 @@ TEXT ·gemvI8AVX2r4(SB), NOSPLIT, $128-44
 	VMOVDQU      Y0, 32(SP)
 	VMOVDQU      Y0, 64(SP)
 	VMOVDQU      Y0, 96(SP)
+	MOVL         $0x00040004, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU      Y0, 128(SP)
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU      Y0, 160(SP)
 	MOVL         $0x03030303, R8
 	VMOVD        R8, X0
 	VPBROADCASTD X0, Y0
@@ -1471,29 +1479,23 @@ gemvI8AVX2r4loop:
 	ADDQ         $0x80, DX
 	DECQ         R9
 	JNZ          gemvI8AVX2r4loop
-	MOVL         $0x00040004, R9
-	VMOVD        R9, X11
-	VPBROADCASTD X11, Y11
-	MOVL         $0x00010001, R9
-	VMOVD        R9, X12
-	VPBROADCASTD X12, Y12
-	VPMADDWD     Y11, Y2, Y2
-	VPMADDWD     Y12, Y3, Y3
+	VPMADDWD     128(SP), Y2, Y2
+	VPMADDWD     160(SP), Y3, Y3
 	VPADDD       Y3, Y2, Y2
 	VPADDD       (SP), Y2, Y2
 	VMOVDQU      Y2, (SP)
-	VPMADDWD     Y11, Y4, Y4
-	VPMADDWD     Y12, Y5, Y5
+	VPMADDWD     128(SP), Y4, Y4
+	VPMADDWD     160(SP), Y5, Y5
 	VPADDD       Y5, Y4, Y4
 	VPADDD       32(SP), Y4, Y4
 	VMOVDQU      Y4, 32(SP)
-	VPMADDWD     Y11, Y6, Y6
-	VPMADDWD     Y12, Y7, Y7
+	VPMADDWD     128(SP), Y6, Y6
+	VPMADDWD     160(SP), Y7, Y7
 	VPADDD       Y7, Y6, Y6
 	VPADDD       64(SP), Y6, Y6
 	VMOVDQU      Y6, 64(SP)
-	VPMADDWD     Y11, Y8, Y8
-	VPMADDWD     Y12, Y9, Y9
+	VPMADDWD     128(SP), Y8, Y8
+	VPMADDWD     160(SP), Y9, Y9
 	VPADDD       Y9, Y8, Y8
 	VPADDD       96(SP), Y8, Y8
 	VMOVDQU      Y8, 96(SP)
@@ -1795,7 +1797,7 @@ gemvI8AVX2x4vloop:
 
 // func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 // Requires: AVX, AVX2, CMOV, MMX+
-TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $128-44
+TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $192-44
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
@@ -1807,6 +1809,14 @@ TEXT ·gemvI8AVX2r4v(SB), NOSPLIT, $128-44
 	VMOVDQU      Y0, 32(SP)
 	VMOVDQU      Y0, 64(SP)
 	VMOVDQU      Y0, 96(SP)
+	MOVL         $0x00040004, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU      Y0, 128(SP)
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU      Y0, 160(SP)
 	MOVL         $0x03030303, R8
 	VMOVD        R8, X0
 	VPBROADCASTD X0, Y0
@@ -1895,29 +1905,23 @@ gemvI8AVX2r4vloop:
 	ADDQ         $0x80, DX
 	DECQ         R9
 	JNZ          gemvI8AVX2r4vloop
-	MOVL         $0x00040004, R9
-	VMOVD        R9, X10
-	VPBROADCASTD X10, Y10
-	MOVL         $0x00010001, R9
-	VMOVD        R9, X11
-	VPBROADCASTD X11, Y11
-	VPMADDWD     Y10, Y2, Y2
-	VPMADDWD     Y11, Y3, Y3
+	VPMADDWD     128(SP), Y2, Y2
+	VPMADDWD     160(SP), Y3, Y3
 	VPADDD       Y3, Y2, Y2
 	VPADDD       (SP), Y2, Y2
 	VMOVDQU      Y2, (SP)
-	VPMADDWD     Y10, Y4, Y4
-	VPMADDWD     Y11, Y5, Y5
+	VPMADDWD     128(SP), Y4, Y4
+	VPMADDWD     160(SP), Y5, Y5
 	VPADDD       Y5, Y4, Y4
 	VPADDD       32(SP), Y4, Y4
 	VMOVDQU      Y4, 32(SP)
-	VPMADDWD     Y10, Y6, Y6
-	VPMADDWD     Y11, Y7, Y7
+	VPMADDWD     128(SP), Y6, Y6
+	VPMADDWD     160(SP), Y7, Y7
 	VPADDD       Y7, Y6, Y6
 	VPADDD       64(SP), Y6, Y6
 	VMOVDQU      Y6, 64(SP)
-	VPMADDWD     Y10, Y8, Y8
-	VPMADDWD     Y11, Y9, Y9
+	VPMADDWD     128(SP), Y8, Y8
+	VPMADDWD     160(SP), Y9, Y9
 	VPADDD       Y9, Y8, Y8
 	VPADDD       96(SP), Y8, Y8
 	VMOVDQU      Y8, 96(SP)
