@@ -34,6 +34,7 @@ var qlinearAVX512 = kernels(
 	func(c *build.Context) { dotVNNI(c, 4, 4) },
 	func(c *build.Context) { dotVNNI(c, 1, 8) },
 	tileVNNI,
+	requantAVX512,
 	cols16VNNI,
 )
 
@@ -291,49 +292,72 @@ func tileAVX2(c *build.Context) {
 	vzeroRet(c)
 }
 
-// requantAVX2 emits requantAVX2, Requant.Quant on 8 channels at a time:
+// requantAVX2 emits requantAVX2, Requant.Quant on rows of channels 8 at a
+// time (YMM); requantAVX512 the same 16 at a time (ZMM, the avx512vnni
+// family's Quant). Per row (its row sum broadcast) and block of channels:
 // raw = acc - colterm - zw*rowsum (VPMULLD, wrapping as int32 does), rf =
 // float32(raw) + biasq, v = rf*mult (two roundings, no FMA), v clamped to
 // [-2^30, 2^30] (NaN to -2^30: VMAXPS returns its second source then),
 // lrintf by VCVTPS2DQ (round to nearest even, the default MXCSR), + zo,
-// clamped to [lo, hi]. The codes overwrite acc.
-func requantAVX2(c *build.Context) {
-	name := "requantAVX2"
-	declareNoescape(c, name, "func(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)",
-		name+" replaces acc[j], j < n (a multiple of 8), by its output code (Requant.Quant; p: zo, lo, hi).")
-	n, acc, rowsum, ct, zw, bq, mult, p := loadArg(c, "n"), loadArg(c, "acc"), loadArg(c, "rowsum"), loadArg(c, "colterm"), loadArg(c, "zw"),
-		loadArg(c, "biasq"), loadArg(c, "mult"), loadArg(c, "p")
-	rs := c.YMM()
-	c.VMOVD(rowsum.(reg.GPVirtual).As32(), rs.AsX())
-	c.VPBROADCASTD(rs.AsX(), rs)
-	zo, lo, hi := c.YMM(), c.YMM(), c.YMM()
+// clamped to [lo, hi]. The codes overwrite acc. One call does a block of
+// rows (a conv's 64 output positions): the call, the constants' broadcasts
+// and the Go wrapper's checks were a third of the requantization's time
+// when a call did one row of 128 channels.
+func requantAVX2(c *build.Context) { requant(c, false) }
+
+func requantAVX512(c *build.Context) { requant(c, true) }
+
+// requant emits requantAVX2 or, wide, requantAVX512.
+func requant(c *build.Context, wide bool) {
+	name, lanes, vec := "requantAVX2", 8, c.YMM
+	mov := func(src, dst operand.Op) { c.VMOVDQU(src, dst) }
+	bcst := func(v uint32) reg.VecVirtual { return bcst32(c, v) }
+	if wide {
+		name, lanes, vec = "requantAVX512", 16, c.ZMM
+		mov = func(src, dst operand.Op) { c.VMOVDQU32(src, dst) }
+		bcst = func(v uint32) reg.VecVirtual { return bcstZ32(c, v) }
+	}
+	declareNoescape(c, name, "func(rows, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)",
+		fmt.Sprintf("%s replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of %d), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi).", name, lanes))
+	rows, n, acc, ld, rsum, ct, zw, bq, mult, p := loadArg(c, "rows"), loadArg(c, "n"), loadArg(c, "acc"), loadArg(c, "ld"), loadArg(c, "rowsum"),
+		loadArg(c, "colterm"), loadArg(c, "zw"), loadArg(c, "biasq"), loadArg(c, "mult"), loadArg(c, "p")
+	zo, lo, hi := vec(), vec(), vec()
 	c.VPBROADCASTD(mem(p, 0), zo)
 	c.VPBROADCASTD(mem(p, 4), lo)
 	c.VPBROADCASTD(mem(p, 8), hi)
-	fmin, fmax := bcst32(c, 0xCE800000), bcst32(c, 0x4E800000)
-	c.SHRQ(operand.Imm(3), n)
+	fmin, fmax := bcst(0xCE800000), bcst(0x4E800000)
+	c.SHLQ(operand.Imm(2), ld)
+	c.SHRQ(operand.Imm(uint64(bits(lanes))), n)
 	c.TESTQ(n, n)
 	c.JZ(operand.LabelRef(name + "_done"))
-	repeat(c, name+"_loop", n, func() {
-		a, t := c.YMM(), c.YMM()
-		c.VMOVDQU(mem(acc, 0), a)
-		c.VPMULLD(mem(zw, 0), rs, t)
-		c.VPSUBD(mem(ct, 0), a, a)
-		c.VPSUBD(t, a, a)
-		f := c.YMM()
-		c.VCVTDQ2PS(a, f)
-		c.VADDPS(mem(bq, 0), f, f)
-		c.VMULPS(mem(mult, 0), f, f)
-		c.VMAXPS(fmin, f, f)
-		c.VMINPS(fmax, f, f)
-		c.VCVTPS2DQ(f, a)
-		c.VPADDD(zo, a, a)
-		c.VPMAXSD(lo, a, a)
-		c.VPMINSD(hi, a, a)
-		c.VMOVDQU(a, mem(acc, 0))
-		for _, r := range []reg.Register{acc, ct, zw, bq, mult} {
-			c.ADDQ(operand.Imm(32), r)
-		}
+	j, cnt := c.GP64(), c.GP64()
+	at := func(base reg.Register) operand.Mem { return operand.Mem{Base: base, Index: j, Scale: 1} }
+	repeat(c, name+"_row", rows, func() {
+		rs := vec()
+		c.VPBROADCASTD(mem(rsum, 0), rs)
+		c.XORQ(j, j)
+		c.MOVQ(n, cnt)
+		repeat(c, name+"_loop", cnt, func() {
+			a, t := vec(), vec()
+			mov(at(acc), a)
+			c.VPMULLD(at(zw), rs, t)
+			c.VPSUBD(at(ct), a, a)
+			c.VPSUBD(t, a, a)
+			f := vec()
+			c.VCVTDQ2PS(a, f)
+			c.VADDPS(at(bq), f, f)
+			c.VMULPS(at(mult), f, f)
+			c.VMAXPS(fmin, f, f)
+			c.VMINPS(fmax, f, f)
+			c.VCVTPS2DQ(f, a)
+			c.VPADDD(zo, a, a)
+			c.VPMAXSD(lo, a, a)
+			c.VPMINSD(hi, a, a)
+			mov(a, at(acc))
+			c.ADDQ(operand.Imm(uint64(4*lanes)), j)
+		})
+		c.ADDQ(ld, acc)
+		c.ADDQ(operand.Imm(4), rsum)
 	})
 	c.Label(name + "_done")
 	vzeroRet(c)

@@ -459,25 +459,47 @@ func gemvI8Generic(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) b
 }
 
 // SumI8 returns the sum of x (GemvKernels.I8's xsum; sumI8Scalar is its
-// oracle). 32 bytes a step as four words: each byte biased by +128 (XOR
-// 0x80) to make it unsigned, each word's even and odd bytes added into
-// four 16-bit lanes, which hold 64 steps, and pairs of them summed
-// (2*64*2*255 < 2^16), before they are summed into s; the bias comes off
-// at the end, the last bytes one at a time.
+// oracle): the bytes biased by +128 (XOR 0x80) to make them unsigned,
+// summed by sumBytes, the bias taken off at the end.
 func SumI8(x []int8) int32 {
-	const bias, lanes = 0x8080808080808080, 0x00FF00FF00FF00FF
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 	n := len(b) &^ 31
+	s := sumBytes(b[:n], 0x80) - 128*int64(n)
+	for _, v := range x[n:] {
+		s += int64(v)
+	}
+	return int32(s)
+}
+
+// SumU8 returns the sum of the unsigned bytes x (the row sums of uint8
+// activations), as SumI8 sums int8 ones.
+func SumU8(x []byte) int32 {
+	n := len(x) &^ 31
+	s := sumBytes(x[:n], 0)
+	for _, v := range x[n:] {
+		s += int64(v)
+	}
+	return int32(s)
+}
+
+// sumBytes returns the sum of the bytes of b (a multiple of 32 long), each
+// XORed with flip, as unsigned values. 32 bytes a step as four words: each
+// word's even and odd bytes added into four 16-bit lanes, which hold 64
+// steps, and pairs of them summed (2*64*2*255 < 2^16), before they are
+// summed into the result.
+func sumBytes(b []byte, flip byte) int64 {
+	const lanes = 0x00FF00FF00FF00FF
+	f := uint64(flip) * 0x0101010101010101
 	var s int64
 	for len(b) >= 32 {
 		blk := b[:min(len(b)&^31, 32*64)] // 64 steps of 4 words: 128 a lane pair
 		b = b[len(blk):]
 		var l0, l1, l2, l3 uint64
 		for ; len(blk) >= 32; blk = blk[32:] {
-			v0 := binary.LittleEndian.Uint64(blk[0:8]) ^ bias
-			v1 := binary.LittleEndian.Uint64(blk[8:16]) ^ bias
-			v2 := binary.LittleEndian.Uint64(blk[16:24]) ^ bias
-			v3 := binary.LittleEndian.Uint64(blk[24:32]) ^ bias
+			v0 := binary.LittleEndian.Uint64(blk[0:8]) ^ f
+			v1 := binary.LittleEndian.Uint64(blk[8:16]) ^ f
+			v2 := binary.LittleEndian.Uint64(blk[16:24]) ^ f
+			v3 := binary.LittleEndian.Uint64(blk[24:32]) ^ f
 			l0 += v0&lanes + v0>>8&lanes
 			l1 += v1&lanes + v1>>8&lanes
 			l2 += v2&lanes + v2>>8&lanes
@@ -487,11 +509,7 @@ func SumI8(x []int8) int32 {
 		m := l2 + l3
 		s += int64(l&0xFFFF + l>>16&0xFFFF + l>>32&0xFFFF + l>>48 + m&0xFFFF + m>>16&0xFFFF + m>>32&0xFFFF + m>>48)
 	}
-	s -= 128 * int64(n)
-	for _, v := range x[n:] {
-		s += int64(v)
-	}
-	return int32(s)
+	return s
 }
 
 // sumI8Scalar is SumI8 one byte at a time: the oracle of its tests.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
@@ -209,28 +210,39 @@ func TestCodesValid(t *testing.T) {
 	}
 }
 
-// TestSumI8: SumI8 against the byte loop on lengths around its 32-byte
-// steps and its 64-step (2048-byte) blocks, at every offset of the slice,
-// on random bytes and on all -128 and all 127 (the lanes' largest sums).
+// TestSumI8: SumI8 and SumU8 against the byte loops on lengths around
+// their 32-byte steps and 64-step (2048-byte) blocks, at every offset of
+// the slice, on random bytes and on all 0x80 and all 0x7F (SumI8's extremes)
+// and all 0x00 and all 0xFF (SumU8's).
 func TestSumI8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 1))
 	for _, tc := range []struct {
 		name string
-		fill func(int) int8
+		fill func(int) byte
 	}{
-		{"random", func(int) int8 { return int8(rng.IntN(256) - 128) }},
-		{"all -128", func(int) int8 { return -128 }},
-		{"all 127", func(int) int8 { return 127 }},
+		{"random", func(int) byte { return byte(rng.IntN(256)) }},
+		{"all 0x80", func(int) byte { return 0x80 }},
+		{"all 0x7F", func(int) byte { return 0x7F }},
+		{"all 0x00", func(int) byte { return 0 }},
+		{"all 0xFF", func(int) byte { return 0xFF }},
 	} {
-		buf := make([]int8, 5000)
+		buf := make([]byte, 5000)
 		for i := range buf {
 			buf[i] = tc.fill(i)
 		}
 		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 1023, 1024, 2047, 2048, 2049, 2080, 4096, 4991} {
 			for off := range 8 {
 				x := buf[off : off+n]
-				if got, want := SumI8(x), sumI8Scalar(x); got != want {
+				xi := unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
+				if got, want := SumI8(xi), sumI8Scalar(xi); got != want {
 					t.Errorf("%s: n %d offset %d: SumI8 = %d, want %d", tc.name, n, off, got, want)
+				}
+				var want int32
+				for _, v := range x {
+					want += int32(v)
+				}
+				if got := SumU8(x); got != want {
+					t.Errorf("%s: n %d offset %d: SumU8 = %d, want %d", tc.name, n, off, got, want)
 				}
 			}
 		}

@@ -374,54 +374,60 @@ tile4x8AVX2_store:
 	VZEROUPPER
 	RET
 
-// func requantAVX2(n int, acc *int32, rowsum int, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+// func requantAVX2(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
 // Requires: AVX, AVX2
-TEXT ·requantAVX2(SB), NOSPLIT, $0-64
-	MOVQ         n+0(FP), AX
-	MOVQ         acc+8(FP), CX
-	MOVQ         rowsum+16(FP), DX
-	MOVQ         colterm+24(FP), BX
-	MOVQ         zw+32(FP), SI
-	MOVQ         biasq+40(FP), DI
-	MOVQ         mult+48(FP), R8
-	MOVQ         p+56(FP), R9
-	VMOVD        DX, X0
-	VPBROADCASTD X0, Y0
-	VPBROADCASTD (R9), Y1
-	VPBROADCASTD 4(R9), Y2
-	VPBROADCASTD 8(R9), Y3
-	MOVL         $0xce800000, DX
-	VMOVD        DX, X4
+TEXT ·requantAVX2(SB), NOSPLIT, $0-80
+	MOVQ         rows+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         acc+16(FP), DX
+	MOVQ         ld+24(FP), BX
+	MOVQ         rowsum+32(FP), SI
+	MOVQ         colterm+40(FP), DI
+	MOVQ         zw+48(FP), R8
+	MOVQ         biasq+56(FP), R9
+	MOVQ         mult+64(FP), R10
+	MOVQ         p+72(FP), R11
+	VPBROADCASTD (R11), Y0
+	VPBROADCASTD 4(R11), Y1
+	VPBROADCASTD 8(R11), Y2
+	MOVL         $0xce800000, R11
+	VMOVD        R11, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x4e800000, R11
+	VMOVD        R11, X4
 	VPBROADCASTD X4, Y4
-	MOVL         $0x4e800000, DX
-	VMOVD        DX, X5
-	VPBROADCASTD X5, Y5
-	SHRQ         $0x03, AX
-	TESTQ        AX, AX
+	SHLQ         $0x02, BX
+	SHRQ         $0x03, CX
+	TESTQ        CX, CX
 	JZ           requantAVX2_done
 
+requantAVX2_row:
+	VPBROADCASTD (SI), Y5
+	XORQ         R11, R11
+	MOVQ         CX, R12
+
 requantAVX2_loop:
-	VMOVDQU   (CX), Y6
-	VPMULLD   (SI), Y0, Y7
-	VPSUBD    (BX), Y6, Y6
+	VMOVDQU   (DX)(R11*1), Y6
+	VPMULLD   (R8)(R11*1), Y5, Y7
+	VPSUBD    (DI)(R11*1), Y6, Y6
 	VPSUBD    Y7, Y6, Y6
 	VCVTDQ2PS Y6, Y6
-	VADDPS    (DI), Y6, Y6
-	VMULPS    (R8), Y6, Y6
-	VMAXPS    Y4, Y6, Y6
-	VMINPS    Y5, Y6, Y6
+	VADDPS    (R9)(R11*1), Y6, Y6
+	VMULPS    (R10)(R11*1), Y6, Y6
+	VMAXPS    Y3, Y6, Y6
+	VMINPS    Y4, Y6, Y6
 	VCVTPS2DQ Y6, Y6
-	VPADDD    Y1, Y6, Y6
-	VPMAXSD   Y2, Y6, Y6
-	VPMINSD   Y3, Y6, Y6
-	VMOVDQU   Y6, (CX)
-	ADDQ      $0x20, CX
-	ADDQ      $0x20, BX
-	ADDQ      $0x20, SI
-	ADDQ      $0x20, DI
-	ADDQ      $0x20, R8
-	DECQ      AX
+	VPADDD    Y0, Y6, Y6
+	VPMAXSD   Y1, Y6, Y6
+	VPMINSD   Y2, Y6, Y6
+	VMOVDQU   Y6, (DX)(R11*1)
+	ADDQ      $0x20, R11
+	DECQ      R12
 	JNZ       requantAVX2_loop
+	ADDQ      BX, DX
+	ADDQ      $0x04, SI
+	DECQ      AX
+	JNZ       requantAVX2_row
 
 requantAVX2_done:
 	VZEROUPPER

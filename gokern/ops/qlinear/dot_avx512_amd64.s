@@ -333,6 +333,63 @@ tile8x32VNNI_store:
 	VZEROUPPER
 	RET
 
+// func requantAVX512(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+// Requires: AVX, AVX512F
+TEXT ·requantAVX512(SB), NOSPLIT, $0-80
+	MOVQ         rows+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         acc+16(FP), DX
+	MOVQ         ld+24(FP), BX
+	MOVQ         rowsum+32(FP), SI
+	MOVQ         colterm+40(FP), DI
+	MOVQ         zw+48(FP), R8
+	MOVQ         biasq+56(FP), R9
+	MOVQ         mult+64(FP), R10
+	MOVQ         p+72(FP), R11
+	VPBROADCASTD (R11), Z0
+	VPBROADCASTD 4(R11), Z1
+	VPBROADCASTD 8(R11), Z2
+	MOVL         $0xce800000, R11
+	VPBROADCASTD R11, Z3
+	MOVL         $0x4e800000, R11
+	VPBROADCASTD R11, Z4
+	SHLQ         $0x02, BX
+	SHRQ         $0x04, CX
+	TESTQ        CX, CX
+	JZ           requantAVX512_done
+
+requantAVX512_row:
+	VPBROADCASTD (SI), Z5
+	XORQ         R11, R11
+	MOVQ         CX, R12
+
+requantAVX512_loop:
+	VMOVDQU32 (DX)(R11*1), Z6
+	VPMULLD   (R8)(R11*1), Z5, Z7
+	VPSUBD    (DI)(R11*1), Z6, Z6
+	VPSUBD    Z7, Z6, Z6
+	VCVTDQ2PS Z6, Z6
+	VADDPS    (R9)(R11*1), Z6, Z6
+	VMULPS    (R10)(R11*1), Z6, Z6
+	VMAXPS    Z3, Z6, Z6
+	VMINPS    Z4, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z0, Z6, Z6
+	VPMAXSD   Z1, Z6, Z6
+	VPMINSD   Z2, Z6, Z6
+	VMOVDQU32 Z6, (DX)(R11*1)
+	ADDQ      $0x40, R11
+	DECQ      R12
+	JNZ       requantAVX512_loop
+	ADDQ      BX, DX
+	ADDQ      $0x04, SI
+	DECQ      AX
+	JNZ       requantAVX512_row
+
+requantAVX512_done:
+	VZEROUPPER
+	RET
+
 // func cols16VNNI(src *int32, lds int, out *byte, ldo int)
 // Requires: AVX, AVX512F, AVX512VL
 TEXT ·cols16VNNI(SB), NOSPLIT, $0-32

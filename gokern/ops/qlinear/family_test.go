@@ -1,6 +1,7 @@
 package qlinear
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -156,15 +157,15 @@ func refLinear(M, N, K int, x Act, w Weight, bias []float32, o Output) []byte {
 	return out
 }
 
-// TestQuantMatchesGeneric compares every family's Quant with the generic
-// one (Requant.Quant) on random products and channel parameters, with
-// extremes: wrapping raw values, huge, infinite and NaN multipliers and
-// biases, ReLU and int8 ranges.
+// TestQuantMatchesGeneric compares every family's Quant with Requant.Quant
+// on blocks of rows (strided, each with its row sum) of random products and
+// channel parameters, with extremes: wrapping raw values, huge, infinite
+// and NaN multipliers and biases, ReLU and int8 ranges.
 func TestQuantMatchesGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	specials := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3e9, -3e9, 0.5, -0.5, 2.5, 1 << 30}
 	for _, k := range families(t) {
-		for c := 0; c < 50; c++ {
+		for c := 0; c < 80; c++ {
 			N := 1 + r.IntN(70)
 			n0 := r.IntN(5)
 			rq := &Requant{ColTerm: make([]int32, n0+N), ZW: make([]int32, n0+N), BiasQ: make([]float32, n0+N), Mult: make([]float32, n0+N),
@@ -188,17 +189,32 @@ func TestQuantMatchesGeneric(t *testing.T) {
 					rq.BiasQ[i] = specials[r.IntN(len(specials))]
 				}
 			}
-			acc := make([]int32, N)
+			// rows of N products ld apart (the gaps must stay as they are)
+			rows := 1 + r.IntN(4)
+			ld := N + r.IntN(3)*(1+r.IntN(20))
+			acc := make([]int32, (rows-1)*ld+N)
 			for i := range acc {
 				acc[i] = int32(r.Uint32()) >> r.IntN(32)
 			}
-			rowsum := int32(r.Uint32()) >> r.IntN(32)
+			rowsums := make([]int32, rows)
+			for i := range rowsums {
+				rowsums[i] = int32(r.Uint32()) >> r.IntN(32)
+			}
 			got, want := append([]int32(nil), acc...), append([]int32(nil), acc...)
-			k.Quant(got, rowsum, n0, rq)
-			quantGeneric(want, rowsum, n0, rq)
+			k.Quant(got, ld, rowsums, n0, N, rq)
+			for i, rs := range rowsums {
+				for j := range N {
+					want[i*ld+j] = rq.Quant(rq.Raw(acc[i*ld+j], rs, n0+j), n0+j)
+				}
+			}
 			for i := range got {
 				if got[i] != want[i] {
-					t.Fatalf("%s case %d: code %d = %d, want %d (acc %d, mult %v, bias %v)", k.Family, c, i, got[i], want[i], acc[i], rq.Mult[n0+i], rq.BiasQ[n0+i])
+					what := "a gap between rows"
+					if j := i % ld; j < N {
+						what = fmt.Sprintf("mult %v, bias %v", rq.Mult[n0+j], rq.BiasQ[n0+j])
+					}
+					t.Fatalf("%s case %d (%d rows of %d, ld %d): value %d = %d, want %d (acc %d, %s)", k.Family, c, rows, N, ld,
+						i, got[i], want[i], acc[i], what)
 				}
 			}
 		}

@@ -121,9 +121,7 @@ func (g *gemm) task(k *Kernels, c []int32, tiles []byte, rs []int32, t0, p0 int)
 		g.epilogueCols(k, c, rs, m0, m1, n0, n1)
 		return
 	}
-	for m := m0; m < m1; m++ {
-		g.epilogue(k, c[(m-m0)*taskChans:(m-m0)*taskChans+n1-n0], rs[m-m0], m, n0)
-	}
+	g.epilogue(k, c, taskChans, rs, m0, m1, n0, n1-n0)
 }
 
 const (
@@ -211,30 +209,33 @@ func (g *gemm) tile(k *Kernels, m0, m1, n0, n1 int, c []int32) {
 		}
 	}
 	g.scalar(m0, m1, n, n1, n0, c)
-	for m := m0; m < m1; m++ {
-		g.epilogue(k, c[(m-m0)*chanBlock:(m-m0)*chanBlock+nc], g.RowSum[m], m, n0)
-	}
+	g.epilogue(k, c, chanBlock, g.RowSum[m0:], m0, m1, n0, nc)
 }
 
-// epilogue writes the outputs of row m (row sum rowsum), channels n0..
-// from their products row (overwritten).
-func (g *gemm) epilogue(k *Kernels, row []int32, rowsum int32, m, n0 int) {
-	o := g.off + m*g.rs + n0*g.cs
-	if g.OutF != nil {
-		g.R.RowFloat(row, rowsum, n0, g.OutF[o:], g.cs, g.accumulate)
-		return
+// epilogue writes the outputs of rows [m0, m1) (row sums rs[0:m1-m0]) x
+// channels [n0, n0+nc) from their products c (rows ldc apart, overwritten).
+func (g *gemm) epilogue(k *Kernels, c []int32, ldc int, rs []int32, m0, m1, n0, nc int) {
+	if g.OutF == nil {
+		k.Quant(c, ldc, rs[:m1-m0], n0, nc, g.R)
 	}
-	k.Quant(row, rowsum, n0, g.R)
-	out := g.Out[o:]
-	if g.cs == 1 {
-		out = out[:len(row)]
-		for j, v := range row {
-			out[j] = byte(v)
+	for m := m0; m < m1; m++ {
+		row := c[(m-m0)*ldc : (m-m0)*ldc+nc]
+		o := g.off + m*g.rs + n0*g.cs
+		if g.OutF != nil {
+			g.R.RowFloat(row, rs[m-m0], n0, g.OutF[o:], g.cs, g.accumulate)
+			continue
 		}
-		return
-	}
-	for j, v := range row {
-		out[j*g.cs] = byte(v)
+		out := g.Out[o:]
+		if g.cs == 1 {
+			out = out[:len(row)]
+			for j, v := range row {
+				out[j] = byte(v)
+			}
+			continue
+		}
+		for j, v := range row {
+			out[j*g.cs] = byte(v)
+		}
 	}
 }
 
@@ -244,10 +245,8 @@ func (g *gemm) epilogue(k *Kernels, row []int32, rowsum int32, m, n0 int) {
 // then written channel by channel, each a run of consecutive bytes.
 func (g *gemm) epilogueCols(k *Kernels, c, rs []int32, m0, m1, n0, n1 int) {
 	nc := n1 - n0
-	for m := m0; m < m1; m++ {
-		k.Quant(c[(m-m0)*taskChans:(m-m0)*taskChans+nc], rs[m-m0], n0, g.R)
-	}
 	nr := m1 - m0
+	k.Quant(c, taskChans, rs[:nr], n0, nc, g.R)
 	// blocks of 16 rows x 16 channels: Cols16 (rows [0, mc) of the
 	// channels [0, nc&^15))
 	mc := 0

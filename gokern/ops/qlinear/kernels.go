@@ -57,8 +57,9 @@
 //     row-major rows, the weight streamed once as given, the next channel
 //     block's rows prefetched (PREFETCHT1); K % KB tails in Go from K >=
 //     tailMinK, shorter rows copied padded.
-//   - Quant: the requantization of a row of products (Requant.Quant; avx2:
-//     8 channels at a time, VCVTPS2DQ's round to nearest even).
+//   - Quant: the requantization of a block of rows of products
+//     (Requant.Quant; avx2: 8 channels at a time, avx512vnni 16,
+//     VCVTPS2DQ's round to nearest even).
 //
 // Neither family has the int16 saturation of VPMADDUBSW: VPDPBUSD is exact
 // for every uint8 x int8, and VPMADDWD on widened operands too.
@@ -86,9 +87,11 @@ type Kernels struct {
 	Tile func(kq int, a []byte, w []int8, c []int32, ldc int, add bool)
 	// WideA: the activation tiles Tile reads hold int16 codes.
 	WideA bool
-	// Quant replaces acc[j] by the output code of channel n0+j
-	// (r.Quant(r.Raw(acc[j], rowsum, n0+j), n0+j)); r.BiasQ is not nil.
-	Quant func(acc []int32, rowsum int32, n0 int, r *Requant)
+	// Quant replaces acc[i*ld+j], i < len(rowsums), j < nc, by the output
+	// code of channel n0+j for row sum rowsums[i]
+	// (r.Quant(r.Raw(acc[i*ld+j], rowsums[i], n0+j), n0+j)); r.BiasQ is not
+	// nil. A block of rows a call: a conv task's 64 output positions.
+	Quant func(acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant)
 	// Cols16 sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16: the
 	// transposed store of 16 output positions x 16 channels of codes into
 	// a conv's NCHW planes (nil: gemm.epilogueCols's Go loop).
@@ -199,8 +202,11 @@ func dot1x8Generic(kb int, a []byte, w []int8, ldw int, c *[8]int32) {
 	}
 }
 
-func quantGeneric(acc []int32, rowsum int32, n0 int, r *Requant) {
-	for j, a := range acc {
-		acc[j] = r.Quant(r.Raw(a, rowsum, n0+j), n0+j)
+func quantGeneric(acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant) {
+	for i, rs := range rowsums {
+		row := acc[i*ld : i*ld+nc]
+		for j, a := range row {
+			row[j] = r.Quant(r.Raw(a, rs, n0+j), n0+j)
+		}
 	}
 }

@@ -63,7 +63,7 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = c[(MR-1)*ldc+NR-1]
 		tile8x32VNNI(kq, &a[0], &w[0], &c[0], ldc, b2i(add))
 	},
-	Quant:   quantAVX2,
+	Quant:   quantAVX512,
 	QuadRow: quadRowAsm,
 	Cols16: func(src []int32, lds int, out []byte, ldo int) {
 		_ = src[15*lds+15]
@@ -81,14 +81,41 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 })
 
 // quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.
-func quantAVX2(acc []int32, rowsum int32, n0 int, r *Requant) {
-	n := len(acc) &^ 7
-	if n > 0 {
-		_, _, _, _ = r.ColTerm[n0+n-1], r.ZW[n0+n-1], r.BiasQ[n0+n-1], r.Mult[n0+n-1]
-		p := [3]int32{r.ZO, r.Lo, r.Hi}
-		requantAVX2(n, &acc[0], int(rowsum), &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+func quantAVX2(acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant) {
+	if n := quantAsm(false, acc, ld, rowsums, n0, nc, r); n < nc {
+		quantGeneric(acc[n:], ld, rowsums, n0+n, nc-n, r)
 	}
-	quantGeneric(acc[n:], rowsum, n0+n, r)
+}
+
+// quantAVX512 runs requantAVX512 on the channels in blocks of 16, the rest
+// as quantAVX2 does.
+func quantAVX512(acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant) {
+	if n := quantAsm(true, acc, ld, rowsums, n0, nc, r); n < nc {
+		quantAVX2(acc[n:], ld, rowsums, n0+n, nc-n, r)
+	}
+}
+
+// quantAsm runs requantAVX512 (wide) or requantAVX2 on the whole blocks of
+// 16 or 8 of the nc channels, their bounds checked here, and returns how
+// many channels it did.
+func quantAsm(wide bool, acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant) int {
+	lanes := 8
+	if wide {
+		lanes = 16
+	}
+	n, rows := nc/lanes*lanes, len(rowsums)
+	if n == 0 || rows == 0 {
+		return 0
+	}
+	_ = acc[(rows-1)*ld+n-1]
+	_, _, _, _ = r.ColTerm[n0+n-1], r.ZW[n0+n-1], r.BiasQ[n0+n-1], r.Mult[n0+n-1]
+	p := [3]int32{r.ZO, r.Lo, r.Hi}
+	if wide {
+		requantAVX512(rows, n, &acc[0], ld, &rowsums[0], &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+	} else {
+		requantAVX2(rows, n, &acc[0], ld, &rowsums[0], &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+	}
+	return n
 }
 
 func b2i(b bool) int {

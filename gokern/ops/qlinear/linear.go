@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
 )
 
 // Act is a matrix of quantized activations: M x K codes, row-major.
@@ -84,11 +85,7 @@ func packAct(x Act, M, K, kp, lda int) ([]byte, []int32, int32) {
 	}
 	rs := make([]int32, M)
 	for m := range rs {
-		var s int32
-		for _, v := range a[m*lda : m*lda+K] {
-			s += int32(v)
-		}
-		rs[m] = s
+		rs[m] = mk.SumU8(a[m*lda : m*lda+K])
 	}
 	return a, rs, za
 }
@@ -129,11 +126,7 @@ func packWeight(w Weight, N, K, kp int) ([]int8, int, []int32) {
 	if cs == nil || w.Unsigned || w.Transposed {
 		cs = make([]int32, N)
 		for n := range cs {
-			var s int32
-			for _, v := range rows[n*ldw : n*ldw+K] {
-				s += int32(v)
-			}
-			cs[n] = s
+			cs[n] = mk.SumI8(rows[n*ldw : n*ldw+K])
 		}
 	}
 	return rows, ldw, cs

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/buf"
+	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
@@ -177,10 +178,7 @@ func (s *rowSrc) tile(k *Kernels, t int, dst []byte, rs []int32) {
 // putRow writes row (the codes of row r of a tile) to the tile dst (zeros)
 // and returns its sum.
 func putRow(dst, row []byte, r int, wide bool) int32 {
-	var s int32
-	for _, v := range row {
-		s += int32(v)
-	}
+	s := mk.SumU8(row)
 	K := len(row)
 	if wide {
 		for k, v := range row {

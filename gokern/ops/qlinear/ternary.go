@@ -118,6 +118,7 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 		res, rh := scratchInts.Sized(ternRows * (nb + 1))
 		defer scratchInts.Put(rh)
 		res, col := res[:ternRows*nb], res[ternRows*nb:]
+		var zero [1]int32 // the row sum: za*colsum is in the Requant's ColTerm
 		for r0 := lo; r0 < hi; r0 += ternRows {
 			r1 := min(hi, r0+ternRows)
 			for j0 := 0; j0 < M; j0 += ternBlockCols {
@@ -141,7 +142,7 @@ func linearTernary(k *Kernels, gk *mk.GemvKernels, M, N, K int, x Act, w Ternary
 							c[i] = res[i*nc+jj]
 						}
 					}
-					k.Quant(c, 0, r0, r)
+					k.Quant(c, len(c), zero[:], r0, len(c), r)
 					dst := out[(j0+jj)*N+r0 : (j0+jj)*N+r1]
 					for i, v := range c {
 						dst[i] = byte(v)
