@@ -295,14 +295,16 @@ func tileAVX2(c *build.Context) {
 // requantAVX2 emits requantAVX2, Requant.Quant on rows of channels 8 at a
 // time (YMM); requantAVX512 the same 16 at a time (ZMM, the avx512vnni
 // family's Quant). Per row (its row sum broadcast) and block of channels:
-// raw = acc - colterm - zw*rowsum (VPMULLD, wrapping as int32 does), rf =
-// float32(raw) + biasq, v = rf*mult (two roundings, no FMA), v clamped to
-// [-2^30, 2^30] (NaN to -2^30: VMAXPS returns its second source then),
-// lrintf by VCVTPS2DQ (round to nearest even, the default MXCSR), + zo,
-// clamped to [lo, hi]. The codes overwrite acc. One call does a block of
-// rows (a conv's 64 output positions): the call, the constants' broadcasts
-// and the Go wrapper's checks were a third of the requantization's time
-// when a call did one row of 128 channels.
+// raw = acc - colterm - zw*rowsum (VPMULLD, wrapping as int32 does; left
+// out where zwz says every zw is 0), rf = float32(raw) + biasq, v =
+// rf*mult (two roundings, no FMA), v capped at 2^30 (VMINPS with v as the
+// source a NaN passes through), lrintf by VCVTPS2DQ (round to nearest
+// even, the default MXCSR; NaN and values below -2^31 give INT32_MIN),
+// raised to lo-zo, + zo, lowered to hi: clamp(lrintf(v) + zo, lo, hi),
+// NaN giving lo, as Requant.Quant. The codes overwrite acc. One call does
+// a block of rows (a conv's 64 output positions): the call, the constants'
+// broadcasts and the Go wrapper's checks were a third of the
+// requantization's time when a call did one row of 128 channels.
 func requantAVX2(c *build.Context) { requant(c, false) }
 
 func requantAVX512(c *build.Context) { requant(c, true) }
@@ -317,48 +319,62 @@ func requant(c *build.Context, wide bool) {
 		mov = func(src, dst operand.Op) { c.VMOVDQU32(src, dst) }
 		bcst = func(v uint32) reg.VecVirtual { return bcstZ32(c, v) }
 	}
-	declareNoescape(c, name, "func(rows, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)",
-		fmt.Sprintf("%s replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of %d), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi).", name, lanes))
-	rows, n, acc, ld, rsum, ct, zw, bq, mult, p := loadArg(c, "rows"), loadArg(c, "n"), loadArg(c, "acc"), loadArg(c, "ld"), loadArg(c, "rowsum"),
-		loadArg(c, "colterm"), loadArg(c, "zw"), loadArg(c, "biasq"), loadArg(c, "mult"), loadArg(c, "p")
-	zo, lo, hi := vec(), vec(), vec()
+	declareNoescape(c, name, "func(rows, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, zwz int, biasq *float32, mult *float32, p *[3]int32)",
+		fmt.Sprintf("%s replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of %d), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi; zwz != 0: every zw[j] is 0).", name, lanes))
+	rows, n, acc, ld, rsum, ct, zw, zwz, bq, mult, p := loadArg(c, "rows"), loadArg(c, "n"), loadArg(c, "acc"), loadArg(c, "ld"), loadArg(c, "rowsum"),
+		loadArg(c, "colterm"), loadArg(c, "zw"), loadArg(c, "zwz"), loadArg(c, "biasq"), loadArg(c, "mult"), loadArg(c, "p")
+	zo, lozo, hi := vec(), vec(), vec()
 	c.VPBROADCASTD(mem(p, 0), zo)
-	c.VPBROADCASTD(mem(p, 4), lo)
+	c.VPBROADCASTD(mem(p, 4), lozo)
+	c.VPSUBD(zo, lozo, lozo) // lo - zo
 	c.VPBROADCASTD(mem(p, 8), hi)
-	fmin, fmax := bcst(0xCE800000), bcst(0x4E800000)
+	fmax := bcst(0x4E800000) // 2^30
 	c.SHLQ(operand.Imm(2), ld)
 	c.SHRQ(operand.Imm(uint64(bits(lanes))), n)
 	c.TESTQ(n, n)
 	c.JZ(operand.LabelRef(name + "_done"))
 	j, cnt := c.GP64(), c.GP64()
 	at := func(base reg.Register) operand.Mem { return operand.Mem{Base: base, Index: j, Scale: 1} }
-	repeat(c, name+"_row", rows, func() {
-		rs := vec()
-		c.VPBROADCASTD(mem(rsum, 0), rs)
-		c.XORQ(j, j)
-		c.MOVQ(n, cnt)
-		repeat(c, name+"_loop", cnt, func() {
-			a, t := vec(), vec()
-			mov(at(acc), a)
-			c.VPMULLD(at(zw), rs, t)
-			c.VPSUBD(at(ct), a, a)
-			c.VPSUBD(t, a, a)
-			f := vec()
-			c.VCVTDQ2PS(a, f)
-			c.VADDPS(at(bq), f, f)
-			c.VMULPS(at(mult), f, f)
-			c.VMAXPS(fmin, f, f)
-			c.VMINPS(fmax, f, f)
-			c.VCVTPS2DQ(f, a)
-			c.VPADDD(zo, a, a)
-			c.VPMAXSD(lo, a, a)
-			c.VPMINSD(hi, a, a)
-			mov(a, at(acc))
-			c.ADDQ(operand.Imm(uint64(4*lanes)), j)
+	rowLoop := func(withZW bool, label string) {
+		repeat(c, label+"_row", rows, func() {
+			rs := vec()
+			if withZW {
+				c.VPBROADCASTD(mem(rsum, 0), rs)
+			}
+			c.XORQ(j, j)
+			c.MOVQ(n, cnt)
+			repeat(c, label+"_loop", cnt, func() {
+				a := vec()
+				mov(at(acc), a)
+				c.VPSUBD(at(ct), a, a)
+				if withZW {
+					t := vec()
+					c.VPMULLD(at(zw), rs, t)
+					c.VPSUBD(t, a, a)
+				}
+				f := vec()
+				c.VCVTDQ2PS(a, f)
+				c.VADDPS(at(bq), f, f)
+				c.VMULPS(at(mult), f, f)
+				c.VMINPS(f, fmax, f) // (2^30 < f) ? 2^30 : f, NaN: f
+				c.VCVTPS2DQ(f, a)
+				c.VPMAXSD(lozo, a, a)
+				c.VPADDD(zo, a, a)
+				c.VPMINSD(hi, a, a)
+				mov(a, at(acc))
+				c.ADDQ(operand.Imm(uint64(4*lanes)), j)
+			})
+			c.ADDQ(ld, acc)
+			if withZW {
+				c.ADDQ(operand.Imm(4), rsum)
+			}
 		})
-		c.ADDQ(ld, acc)
-		c.ADDQ(operand.Imm(4), rsum)
-	})
+		c.JMP(operand.LabelRef(name + "_done"))
+	}
+	c.TESTQ(zwz, zwz)
+	c.JNZ(operand.LabelRef(name + "_nozw_row"))
+	rowLoop(true, name)
+	rowLoop(false, name+"_nozw")
 	c.Label(name + "_done")
 	vzeroRet(c)
 }

@@ -73,7 +73,7 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 			}
 			// channels of group g: its panels; the epilogue's per-channel
 			// slices start at g*og
-			rg := &Requant{ColTerm: r.ColTerm[g*og:], ZW: r.ZW[g*og:], Mult: r.Mult[g*og:], ZO: r.ZO, Lo: r.Lo, Hi: r.Hi}
+			rg := &Requant{ColTerm: r.ColTerm[g*og:], ZW: r.ZW[g*og:], Mult: r.Mult[g*og:], ZO: r.ZO, Lo: r.Lo, Hi: r.Hi, ZWZero: r.ZWZero}
 			if r.BiasQ != nil {
 				rg.BiasQ = r.BiasQ[g*og:]
 			}

@@ -19,10 +19,10 @@ func dot1x4AVX2(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 //go:noescape
 func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
 
-// requantAVX2 replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of 8), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi).
+// requantAVX2 replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of 8), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi; zwz != 0: every zw[j] is 0).
 //
 //go:noescape
-func requantAVX2(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+func requantAVX2(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, zwz int, biasq *float32, mult *float32, p *[3]int32)
 
 // quadRunAVX2 copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.
 //

@@ -374,9 +374,9 @@ tile4x8AVX2_store:
 	VZEROUPPER
 	RET
 
-// func requantAVX2(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+// func requantAVX2(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, zwz int, biasq *float32, mult *float32, p *[3]int32)
 // Requires: AVX, AVX2
-TEXT ·requantAVX2(SB), NOSPLIT, $0-80
+TEXT ·requantAVX2(SB), NOSPLIT, $0-88
 	MOVQ         rows+0(FP), AX
 	MOVQ         n+8(FP), CX
 	MOVQ         acc+16(FP), DX
@@ -384,50 +384,74 @@ TEXT ·requantAVX2(SB), NOSPLIT, $0-80
 	MOVQ         rowsum+32(FP), SI
 	MOVQ         colterm+40(FP), DI
 	MOVQ         zw+48(FP), R8
-	MOVQ         biasq+56(FP), R9
-	MOVQ         mult+64(FP), R10
-	MOVQ         p+72(FP), R11
-	VPBROADCASTD (R11), Y0
-	VPBROADCASTD 4(R11), Y1
-	VPBROADCASTD 8(R11), Y2
-	MOVL         $0xce800000, R11
-	VMOVD        R11, X3
+	MOVQ         zwz+56(FP), R9
+	MOVQ         biasq+64(FP), R10
+	MOVQ         mult+72(FP), R11
+	MOVQ         p+80(FP), R12
+	VPBROADCASTD (R12), Y0
+	VPBROADCASTD 4(R12), Y1
+	VPSUBD       Y0, Y1, Y1
+	VPBROADCASTD 8(R12), Y2
+	MOVL         $0x4e800000, R12
+	VMOVD        R12, X3
 	VPBROADCASTD X3, Y3
-	MOVL         $0x4e800000, R11
-	VMOVD        R11, X4
-	VPBROADCASTD X4, Y4
 	SHLQ         $0x02, BX
 	SHRQ         $0x03, CX
 	TESTQ        CX, CX
 	JZ           requantAVX2_done
+	TESTQ        R9, R9
+	JNZ          requantAVX2_nozw_row
 
 requantAVX2_row:
-	VPBROADCASTD (SI), Y5
-	XORQ         R11, R11
+	VPBROADCASTD (SI), Y4
+	XORQ         R9, R9
 	MOVQ         CX, R12
 
 requantAVX2_loop:
-	VMOVDQU   (DX)(R11*1), Y6
-	VPMULLD   (R8)(R11*1), Y5, Y7
-	VPSUBD    (DI)(R11*1), Y6, Y6
-	VPSUBD    Y7, Y6, Y6
-	VCVTDQ2PS Y6, Y6
-	VADDPS    (R9)(R11*1), Y6, Y6
-	VMULPS    (R10)(R11*1), Y6, Y6
-	VMAXPS    Y3, Y6, Y6
-	VMINPS    Y4, Y6, Y6
-	VCVTPS2DQ Y6, Y6
-	VPADDD    Y0, Y6, Y6
-	VPMAXSD   Y1, Y6, Y6
-	VPMINSD   Y2, Y6, Y6
-	VMOVDQU   Y6, (DX)(R11*1)
-	ADDQ      $0x20, R11
+	VMOVDQU   (DX)(R9*1), Y5
+	VPSUBD    (DI)(R9*1), Y5, Y5
+	VPMULLD   (R8)(R9*1), Y4, Y6
+	VPSUBD    Y6, Y5, Y5
+	VCVTDQ2PS Y5, Y5
+	VADDPS    (R10)(R9*1), Y5, Y5
+	VMULPS    (R11)(R9*1), Y5, Y5
+	VMINPS    Y5, Y3, Y5
+	VCVTPS2DQ Y5, Y5
+	VPMAXSD   Y1, Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPMINSD   Y2, Y5, Y5
+	VMOVDQU   Y5, (DX)(R9*1)
+	ADDQ      $0x20, R9
 	DECQ      R12
 	JNZ       requantAVX2_loop
 	ADDQ      BX, DX
 	ADDQ      $0x04, SI
 	DECQ      AX
 	JNZ       requantAVX2_row
+	JMP       requantAVX2_done
+
+requantAVX2_nozw_row:
+	XORQ R9, R9
+	MOVQ CX, R12
+
+requantAVX2_nozw_loop:
+	VMOVDQU   (DX)(R9*1), Y4
+	VPSUBD    (DI)(R9*1), Y4, Y4
+	VCVTDQ2PS Y4, Y4
+	VADDPS    (R10)(R9*1), Y4, Y4
+	VMULPS    (R11)(R9*1), Y4, Y4
+	VMINPS    Y4, Y3, Y4
+	VCVTPS2DQ Y4, Y4
+	VPMAXSD   Y1, Y4, Y4
+	VPADDD    Y0, Y4, Y4
+	VPMINSD   Y2, Y4, Y4
+	VMOVDQU   Y4, (DX)(R9*1)
+	ADDQ      $0x20, R9
+	DECQ      R12
+	JNZ       requantAVX2_nozw_loop
+	ADDQ      BX, DX
+	DECQ      AX
+	JNZ       requantAVX2_nozw_row
 
 requantAVX2_done:
 	VZEROUPPER

@@ -19,10 +19,10 @@ func dot1x8VNNI(kb int, a *byte, lda int, w *int8, ldw int, c *int32, pf int)
 //go:noescape
 func tile8x32VNNI(kq int, a *byte, w *int8, c *int32, ldc int, add int)
 
-// requantAVX512 replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of 16), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi).
+// requantAVX512 replaces acc[i*ld+j], i < rows (>= 1), j < n (a multiple of 16), by its output code for row sum rowsum[i] (Requant.Quant; p: zo, lo, hi; zwz != 0: every zw[j] is 0).
 //
 //go:noescape
-func requantAVX512(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+func requantAVX512(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, zwz int, biasq *float32, mult *float32, p *[3]int32)
 
 // cols16VNNI sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16.
 //

@@ -333,9 +333,9 @@ tile8x32VNNI_store:
 	VZEROUPPER
 	RET
 
-// func requantAVX512(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, biasq *float32, mult *float32, p *[3]int32)
+// func requantAVX512(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, zwz int, biasq *float32, mult *float32, p *[3]int32)
 // Requires: AVX, AVX512F
-TEXT ·requantAVX512(SB), NOSPLIT, $0-80
+TEXT ·requantAVX512(SB), NOSPLIT, $0-88
 	MOVQ         rows+0(FP), AX
 	MOVQ         n+8(FP), CX
 	MOVQ         acc+16(FP), DX
@@ -343,48 +343,73 @@ TEXT ·requantAVX512(SB), NOSPLIT, $0-80
 	MOVQ         rowsum+32(FP), SI
 	MOVQ         colterm+40(FP), DI
 	MOVQ         zw+48(FP), R8
-	MOVQ         biasq+56(FP), R9
-	MOVQ         mult+64(FP), R10
-	MOVQ         p+72(FP), R11
-	VPBROADCASTD (R11), Z0
-	VPBROADCASTD 4(R11), Z1
-	VPBROADCASTD 8(R11), Z2
-	MOVL         $0xce800000, R11
-	VPBROADCASTD R11, Z3
-	MOVL         $0x4e800000, R11
-	VPBROADCASTD R11, Z4
+	MOVQ         zwz+56(FP), R9
+	MOVQ         biasq+64(FP), R10
+	MOVQ         mult+72(FP), R11
+	MOVQ         p+80(FP), R12
+	VPBROADCASTD (R12), Z0
+	VPBROADCASTD 4(R12), Z1
+	VPSUBD       Z0, Z1, Z1
+	VPBROADCASTD 8(R12), Z2
+	MOVL         $0x4e800000, R12
+	VPBROADCASTD R12, Z3
 	SHLQ         $0x02, BX
 	SHRQ         $0x04, CX
 	TESTQ        CX, CX
 	JZ           requantAVX512_done
+	TESTQ        R9, R9
+	JNZ          requantAVX512_nozw_row
 
 requantAVX512_row:
-	VPBROADCASTD (SI), Z5
-	XORQ         R11, R11
+	VPBROADCASTD (SI), Z4
+	XORQ         R9, R9
 	MOVQ         CX, R12
 
 requantAVX512_loop:
-	VMOVDQU32 (DX)(R11*1), Z6
-	VPMULLD   (R8)(R11*1), Z5, Z7
-	VPSUBD    (DI)(R11*1), Z6, Z6
-	VPSUBD    Z7, Z6, Z6
-	VCVTDQ2PS Z6, Z6
-	VADDPS    (R9)(R11*1), Z6, Z6
-	VMULPS    (R10)(R11*1), Z6, Z6
-	VMAXPS    Z3, Z6, Z6
-	VMINPS    Z4, Z6, Z6
-	VCVTPS2DQ Z6, Z6
-	VPADDD    Z0, Z6, Z6
-	VPMAXSD   Z1, Z6, Z6
-	VPMINSD   Z2, Z6, Z6
-	VMOVDQU32 Z6, (DX)(R11*1)
-	ADDQ      $0x40, R11
+	VMOVDQU32 (DX)(R9*1), Z5
+	VPSUBD    (DI)(R9*1), Z5, Z5
+	VPMULLD   (R8)(R9*1), Z4, Z6
+	VPSUBD    Z6, Z5, Z5
+	VCVTDQ2PS Z5, Z5
+	VADDPS    (R10)(R9*1), Z5, Z5
+	VMULPS    (R11)(R9*1), Z5, Z5
+	VMINPS    Z5, Z3, Z5
+	VCVTPS2DQ Z5, Z5
+	VPMAXSD   Z1, Z5, Z5
+	VPADDD    Z0, Z5, Z5
+	VPMINSD   Z2, Z5, Z5
+	VMOVDQU32 Z5, (DX)(R9*1)
+	ADDQ      $0x40, R9
 	DECQ      R12
 	JNZ       requantAVX512_loop
 	ADDQ      BX, DX
 	ADDQ      $0x04, SI
 	DECQ      AX
 	JNZ       requantAVX512_row
+	JMP       requantAVX512_done
+
+requantAVX512_nozw_row:
+	XORQ R9, R9
+	MOVQ CX, R12
+
+requantAVX512_nozw_loop:
+	VMOVDQU32 (DX)(R9*1), Z4
+	VPSUBD    (DI)(R9*1), Z4, Z4
+	VCVTDQ2PS Z4, Z4
+	VADDPS    (R10)(R9*1), Z4, Z4
+	VMULPS    (R11)(R9*1), Z4, Z4
+	VMINPS    Z4, Z3, Z4
+	VCVTPS2DQ Z4, Z4
+	VPMAXSD   Z1, Z4, Z4
+	VPADDD    Z0, Z4, Z4
+	VPMINSD   Z2, Z4, Z4
+	VMOVDQU32 Z4, (DX)(R9*1)
+	ADDQ      $0x40, R9
+	DECQ      R12
+	JNZ       requantAVX512_nozw_loop
+	ADDQ      BX, DX
+	DECQ      AX
+	JNZ       requantAVX512_nozw_row
 
 requantAVX512_done:
 	VZEROUPPER

@@ -189,6 +189,10 @@ func TestQuantMatchesGeneric(t *testing.T) {
 					rq.BiasQ[i] = specials[r.IntN(len(specials))]
 				}
 			}
+			if c%4 == 2 { // symmetric weights: the kernels' path without zw*rowsum
+				clear(rq.ZW)
+				rq.ZWZero = true
+			}
 			// rows of N products ld apart (the gaps must stay as they are)
 			rows := 1 + r.IntN(4)
 			ld := N + r.IntN(3)*(1+r.IntN(20))

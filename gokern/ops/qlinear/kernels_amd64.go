@@ -110,10 +110,11 @@ func quantAsm(wide bool, acc []int32, ld int, rowsums []int32, n0, nc int, r *Re
 	_ = acc[(rows-1)*ld+n-1]
 	_, _, _, _ = r.ColTerm[n0+n-1], r.ZW[n0+n-1], r.BiasQ[n0+n-1], r.Mult[n0+n-1]
 	p := [3]int32{r.ZO, r.Lo, r.Hi}
+	zwz := b2i(r.ZWZero)
 	if wide {
-		requantAVX512(rows, n, &acc[0], ld, &rowsums[0], &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+		requantAVX512(rows, n, &acc[0], ld, &rowsums[0], &r.ColTerm[n0], &r.ZW[n0], zwz, &r.BiasQ[n0], &r.Mult[n0], &p)
 	} else {
-		requantAVX2(rows, n, &acc[0], ld, &rowsums[0], &r.ColTerm[n0], &r.ZW[n0], &r.BiasQ[n0], &r.Mult[n0], &p)
+		requantAVX2(rows, n, &acc[0], ld, &rowsums[0], &r.ColTerm[n0], &r.ZW[n0], zwz, &r.BiasQ[n0], &r.Mult[n0], &p)
 	}
 	return n
 }

@@ -194,8 +194,10 @@ func requantInto(r *Requant, N, K int, za int32, zw, cs []int32, sa float32, sw 
 	*r = Requant{ZW: zw, ColTerm: resize(r.ColTerm, N), Mult: r.Mult, Scale: r.Scale, BiasQ: r.BiasQ}
 	ct := r.ColTerm
 	cs, zw = cs[:len(ct)], zw[:len(ct)] // no bounds checks in the loop
+	r.ZWZero = true
 	for n := range ct {
 		ct[n] = za * (cs[n] - int32(K)*zw[n])
+		r.ZWZero = r.ZWZero && zw[n] == 0
 	}
 	so := float32(1)
 	if o != nil {

@@ -12,6 +12,9 @@ type Requant struct {
 	Mult    []float32 // float32(sa*sw(n)) / so
 	ZO      int32
 	Lo, Hi  int32 // the output range, Lo = max(zo, type's min) when ReLU is fused
+	// ZWZero: every ZW is 0 (symmetric weights), so the kernels may leave
+	// out zw*rowsum (false is always right).
+	ZWZero bool
 	// Float output (dynamic linear): out = float32(raw)*Scale(n) + Bias(n).
 	Scale []float32 // float32(sa*sw(n))
 	Bias  []float32
