@@ -68,8 +68,10 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 		for g := 0; g < s.Groups; g++ {
 			xg := x.Data[(n*s.C+g*cg)*s.H*s.W:]
 			var src actSrc = &im2colSrc{s: s, x: xg, cg: cg, ho: ho, wo: wo, pad: byte(za), flip: flip}
+			var qi *quadInput
 			if quads {
-				src = newQuadInput(k, s, xg, cg, ho, wo, byte(za), flip)
+				qi = newQuadInput(k, s, xg, cg, ho, wo, byte(za), flip)
+				src = qi
 			}
 			// channels of group g: its panels; the epilogue's per-channel
 			// slices start at g*og
@@ -81,12 +83,15 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 			if P >= fusedMinRows {
 				gm.Src = src
 				gm.run(k)
-				continue
+			} else {
+				var h *[]byte
+				gm.Tiles, gm.RowSum, h = packActs(k, src, pw.kq)
+				gm.run(k)
+				scratch.Put(h)
 			}
-			var h *[]byte
-			gm.Tiles, gm.RowSum, h = packActs(k, src, pw.kq)
-			gm.run(k)
-			scratch.Put(h)
+			if qi != nil {
+				qi.release()
+			}
 		}
 	}
 	if quads {

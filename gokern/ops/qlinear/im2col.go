@@ -44,14 +44,18 @@ func quadPerm(cg, kh, kw int) []int32 {
 
 // quadInput is the quad planes of one image and group (see above).
 type quadInput struct {
-	s      ConvShape
-	c4     int      // channel quads
-	hp     int      // padded rows
-	wq     int      // words of one phase of a row: ceil(padded columns / StrideW)
-	wrow   int      // words of a row: StrideW*wq
-	plane  int      // words of one quad's plane: hp*wrow
-	q      []uint32 // c4 planes
-	sum    []int32  // per position: the sum of the cg channels' codes
+	s     ConvShape
+	c4    int      // channel quads
+	hp    int      // padded rows
+	wq    int      // words of one phase of a row: ceil(padded columns / StrideW)
+	wrow  int      // words of a row: StrideW*wq
+	plane int      // words of one quad's plane: hp*wrow
+	q     []uint32 // c4 planes
+	sum   []int32  // per position: the sum of the cg channels' codes
+	// the scratch buffers behind q and sum (release puts them back)
+	qh     *[]byte
+	sumh   *[]int32
+	slack  []int32 // the words of a row no padded column maps to: zeroed, as a fresh buffer held them (no output reads them)
 	ho, wo int
 	d      []int // per (kh, kw): the offset of its word from an output's base
 	// for Kernels.QuadRun: per quad of a tile, its word's offset from the
@@ -61,15 +65,19 @@ type quadInput struct {
 }
 
 // newQuadInput rewrites x (cg channel planes of H x W codes, xored with
-// flip; padding holds pad) into quad planes, rows in parallel.
+// flip; padding holds pad) into quad planes, rows in parallel, in scratch
+// buffers (every word written: no allocation or clearing per call) that
+// release gives back.
 func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadInput {
 	c4 := (cg + 3) / 4
 	hp, wp := s.H+s.PadT+s.PadB, s.W+s.PadL+s.PadR
 	wq := (wp + s.StrideW - 1) / s.StrideW
 	q := &quadInput{s: s, c4: c4, hp: hp, wq: wq, wrow: s.StrideW * wq, ho: ho, wo: wo}
 	q.plane = hp * q.wrow
-	q.q = make([]uint32, c4*q.plane)
-	q.sum = make([]int32, q.plane)
+	var qb []byte
+	qb, q.qh = scratchBytes.Sized(4 * c4 * q.plane)
+	q.q = asWords(qb)
+	q.sum, q.sumh = scratchInts.Sized(q.plane)
 	q.d = make([]int, s.KH*s.KW)
 	for kh := 0; kh < s.KH; kh++ {
 		for kw := 0; kw < s.KW; kw++ {
@@ -87,8 +95,15 @@ func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip b
 	}
 	// each padded column's word in a row (its phase's run, then its place)
 	col := make([]int32, wp)
+	mapped := make([]bool, q.wrow)
 	for iw := range col {
 		col[iw] = int32((iw%s.StrideW)*wq + iw/s.StrideW)
+		mapped[col[iw]] = true
+	}
+	for j, m := range mapped {
+		if !m {
+			q.slack = append(q.slack, int32(j))
+		}
 	}
 	var padWord, flipWord uint32 // pad and flip in the 4 channels of a quad
 	for cc := 0; cc < 4; cc++ {
@@ -121,6 +136,9 @@ func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, p
 		n := min(4, cg-c*4)
 		mask := uint32(uint64(1)<<(8*n) - 1) // the quad's channels below cg
 		row := q.q[c*q.plane+ih*q.wrow : c*q.plane+(ih+1)*q.wrow]
+		for _, j := range q.slack {
+			row[j] = 0
+		}
 		pw := padWord & mask
 		if y < 0 || y >= s.H {
 			for _, j := range col {
@@ -249,4 +267,11 @@ func (q *quadInput) tile(k *Kernels, t int, dst []byte, rs []int32) {
 			dst[2*j], dst[2*j+1] = dst[j], 0
 		}
 	}
+}
+
+// release gives q's scratch buffers back; q is not used afterwards.
+func (q *quadInput) release() {
+	scratchBytes.Put(q.qh)
+	scratchInts.Put(q.sumh)
+	q.q, q.sum = nil, nil
 }

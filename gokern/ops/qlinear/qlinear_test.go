@@ -212,7 +212,8 @@ func refConv(s ConvShape, x Act, w Weight, bias []float32, o Output) []byte {
 // TestConvQuads runs convs of the channel-quad layout (im2col.go) with many
 // tiles: channel counts that do and do not fill quads, strides, dilations,
 // asymmetric padding, output rows not a multiple of MR wide, groups; every
-// family against refConv, twice (the kept panels).
+// family against refConv, twice (the kept panels), the scratch buffers the
+// quad planes are written into filled with other bytes first.
 func TestConvQuads(t *testing.T) {
 	defer par.SetMinWork(par.SetMinWork(1))
 	r := rand.New(rand.NewPCG(31, 32))
@@ -245,6 +246,7 @@ func TestConvQuads(t *testing.T) {
 				for rep := 0; rep < 2; rep++ {
 					ho, wo, _ := s.Out()
 					out := make([]byte, s.N*s.O*ho*wo)
+					poisonScratch(byte(0xA5 + rep))
 					info, err := Conv2D(k, s, x, w, nil, o, out)
 					if err != nil {
 						t.Fatal(err)
@@ -258,6 +260,28 @@ func TestConvQuads(t *testing.T) {
 			}
 		}
 	}
+}
+
+// poisonScratch leaves scratchBytes and scratchInts holding one buffer each,
+// every byte v: what a call takes from them must be written before it is
+// read.
+func poisonScratch(v byte) {
+	for range scratchBytes.MaxCount {
+		scratchBytes.Get()
+	}
+	for range scratchInts.MaxCount {
+		scratchInts.Get()
+	}
+	b := make([]byte, 1<<20)
+	for i := range b {
+		b[i] = v
+	}
+	ints := make([]int32, 1<<18)
+	for i := range ints {
+		ints[i] = int32(v) * 0x01010101
+	}
+	scratchBytes.Put(&b)
+	scratchInts.Put(&ints)
 }
 
 // TestKernelsMatchGeneric compares every family's micro-kernels with the
