@@ -120,8 +120,9 @@ func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip b
 }
 
 // quadRow writes padded row ih of every quad plane and its sums: with
-// stride 1 and full quads, the positions of 16 inputs at a time by
-// k.QuadRow, the rest in Go.
+// stride 1, full quads and rows of 16 inputs or more, the input positions
+// 16 at a time by k.QuadRow (the last 16 of a row as one more block), the
+// rest in Go.
 func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, padWord, flipWord uint32) {
 	s := q.s
 	y := ih - s.PadT
@@ -131,6 +132,11 @@ func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, p
 	if k.QuadRow != nil && s.StrideW == 1 && cg%4 == 0 && y >= 0 && y < s.H && s.W >= 16 {
 		w0 = s.W &^ 15
 		k.QuadRow(x[y*s.W:], hw, w0/16, q.c4, q.q[ih*q.wrow+s.PadL:], q.plane, flipWord, sums[s.PadL:])
+		if w0 < s.W { // the last 16 columns again: the same words and sums where they overlap
+			e := s.W - 16
+			k.QuadRow(x[y*s.W+e:], hw, 1, q.c4, q.q[ih*q.wrow+s.PadL+e:], q.plane, flipWord, sums[s.PadL+e:])
+			w0 = s.W
+		}
 	}
 	for c := 0; c < q.c4; c++ {
 		n := min(4, cg-c*4)
