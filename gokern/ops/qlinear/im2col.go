@@ -137,6 +137,9 @@ func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, p
 			k.QuadRow(x[y*s.W+e:], hw, 1, q.c4, q.q[ih*q.wrow+s.PadL+e:], q.plane, flipWord, sums[s.PadL+e:])
 			w0 = s.W
 		}
+		if w0 == s.W && s.PadL+s.PadR == 0 && len(q.slack) == 0 {
+			return // no padding and every input column written
+		}
 	}
 	for c := 0; c < q.c4; c++ {
 		n := min(4, cg-c*4)
