@@ -44,6 +44,7 @@ var qlinearAVX2 = kernels(
 	func(c *build.Context) { dotAVX2(c, 1, 4) },
 	tileAVX2,
 	requantAVX2,
+	cols8AVX2,
 	quadRunAVX2,
 	quadRowAVX2,
 )
@@ -418,6 +419,74 @@ func cols16VNNI(c *build.Context) {
 		c.VMOVDQU32(x[j], mem(out, 0))
 		if j+1 < 16 {
 			c.ADDQ(ldo, out)
+		}
+	}
+	vzeroRet(c)
+}
+
+// cols8AVX2 emits cols8AVX2, the avx2 family's transposed store of a
+// conv's NCHW outputs (Kernels.Cols16 runs it twice): 16 rows of 8 int32
+// codes (one row per output position, one column per channel) truncated to
+// bytes and stored as 16 bytes per channel, in 16 YMM registers:
+//
+//   - rows 2k and 2k+1 packed to words (VPACKSSDW: the codes fit int16),
+//     their low bytes kept (VPAND: int8 codes are negative) and pairs of
+//     those packed to bytes (VPACKUSWB): register m holds rows 4m..4m+3
+//     x channels 0-3 in its low 128-bit lane, x channels 4-7 in its high
+//     one, row-major;
+//   - each 4x4 byte block transposed in place (VPSHUFB): dword d of lane L
+//     is channel 4L+d's rows 4m..4m+3;
+//   - the four registers' dwords transposed (VPUNPCKLDQ/HDQ, then
+//     VPUNPCKLQDQ/HQDQ): register c holds channel c's 16 rows in its low
+//     lane and channel c+4's in its high one; two 16-byte stores.
+func cols8AVX2(c *build.Context) {
+	name := "cols8AVX2"
+	declareNoescape(c, name, "func(src *int32, lds int, out *byte, ldo int)",
+		name+" sets out[j*ldo+i] = byte(src[i*lds+j]) for i < 16, j < 8 (the codes in [-128, 255]).")
+	src, lds, out, ldo := loadArg(c, "src"), loadArg(c, "lds"), loadArg(c, "out"), loadArg(c, "ldo")
+	c.SHLQ(operand.Imm(2), lds)
+	low := bcst32(c, 0x00FF00FF)
+	x := xmmImm(c, 8, 0x0D0905010C080400)
+	c.VPINSRQ(operand.Imm(1), gpImm(c, 8, 0x0F0B07030E0A0602), x, x)
+	tr := c.YMM() // the 4x4 byte transpose in each lane
+	c.VINSERTI128(operand.Imm(1), x, x.AsY(), tr)
+	q := make([]reg.VecVirtual, 4)
+	for m := range q {
+		var w [2]reg.VecVirtual
+		for h := range w {
+			a := c.YMM()
+			c.VMOVDQU(mem(src, 0), a)
+			c.ADDQ(lds, src)
+			c.VPACKSSDW(mem(src, 0), a, a)
+			c.ADDQ(lds, src)
+			c.VPAND(low, a, a)
+			w[h] = a
+		}
+		c.VPACKUSWB(w[1], w[0], w[0])
+		c.VPSHUFB(tr, w[0], w[0])
+		q[m] = w[0]
+	}
+	lo01, hi01, lo23, hi23 := c.YMM(), c.YMM(), c.YMM(), c.YMM()
+	c.VPUNPCKLDQ(q[1], q[0], lo01)
+	c.VPUNPCKHDQ(q[1], q[0], hi01)
+	c.VPUNPCKLDQ(q[3], q[2], lo23)
+	c.VPUNPCKHDQ(q[3], q[2], hi23)
+	ch := make([]reg.VecVirtual, 4)
+	for k := range ch {
+		ch[k] = c.YMM()
+	}
+	c.VPUNPCKLQDQ(lo23, lo01, ch[0])
+	c.VPUNPCKHQDQ(lo23, lo01, ch[1])
+	c.VPUNPCKLQDQ(hi23, hi01, ch[2])
+	c.VPUNPCKHQDQ(hi23, hi01, ch[3])
+	o4 := c.GP64() // out + 4*ldo: channels 4-7
+	c.LEAQ(operand.Mem{Base: out, Index: ldo, Scale: 4}, o4)
+	for k, v := range ch {
+		c.VMOVDQU(v.AsX(), mem(out, 0))
+		c.VEXTRACTI128(operand.Imm(1), v, mem(o4, 0))
+		if k+1 < len(ch) {
+			c.ADDQ(ldo, out)
+			c.ADDQ(ldo, o4)
 		}
 	}
 	vzeroRet(c)

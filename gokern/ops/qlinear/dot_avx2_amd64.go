@@ -24,6 +24,11 @@ func tile4x8AVX2(kq int, a *byte, w *int8, c *int32, ldc int, add int)
 //go:noescape
 func requantAVX2(rows int, n int, acc *int32, ld int, rowsum *int32, colterm *int32, zw *int32, zwz int, biasq *float32, mult *float32, p *[3]int32)
 
+// cols8AVX2 sets out[j*ldo+i] = byte(src[i*lds+j]) for i < 16, j < 8 (the codes in [-128, 255]).
+//
+//go:noescape
+func cols8AVX2(src *int32, lds int, out *byte, ldo int)
+
 // quadRunAVX2 copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.
 //
 //go:noescape

@@ -457,6 +457,96 @@ requantAVX2_done:
 	VZEROUPPER
 	RET
 
+// func cols8AVX2(src *int32, lds int, out *byte, ldo int)
+// Requires: AVX, AVX2
+TEXT ·cols8AVX2(SB), NOSPLIT, $0-32
+	MOVQ         src+0(FP), AX
+	MOVQ         lds+8(FP), CX
+	MOVQ         out+16(FP), DX
+	MOVQ         ldo+24(FP), BX
+	SHLQ         $0x02, CX
+	MOVL         $0x00ff00ff, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVQ         $0x0d0905010c080400, SI
+	VMOVQ        SI, X1
+	MOVQ         $0x0f0b07030e0a0602, SI
+	VPINSRQ      $0x01, SI, X1, X1
+	VINSERTI128  $0x01, X1, Y1, Y1
+	VMOVDQU      (AX), Y2
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y2, Y2
+	ADDQ         CX, AX
+	VPAND        Y0, Y2, Y2
+	VMOVDQU      (AX), Y3
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y3, Y3
+	ADDQ         CX, AX
+	VPAND        Y0, Y3, Y3
+	VPACKUSWB    Y3, Y2, Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      (AX), Y3
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y3, Y3
+	ADDQ         CX, AX
+	VPAND        Y0, Y3, Y3
+	VMOVDQU      (AX), Y4
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y4, Y4
+	ADDQ         CX, AX
+	VPAND        Y0, Y4, Y4
+	VPACKUSWB    Y4, Y3, Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      (AX), Y4
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y4, Y4
+	ADDQ         CX, AX
+	VPAND        Y0, Y4, Y4
+	VMOVDQU      (AX), Y5
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y5, Y5
+	ADDQ         CX, AX
+	VPAND        Y0, Y5, Y5
+	VPACKUSWB    Y5, Y4, Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      (AX), Y5
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y5, Y5
+	ADDQ         CX, AX
+	VPAND        Y0, Y5, Y5
+	VMOVDQU      (AX), Y6
+	ADDQ         CX, AX
+	VPACKSSDW    (AX), Y6, Y6
+	ADDQ         CX, AX
+	VPAND        Y0, Y6, Y6
+	VPACKUSWB    Y6, Y5, Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPUNPCKLDQ   Y3, Y2, Y0
+	VPUNPCKHDQ   Y3, Y2, Y1
+	VPUNPCKLDQ   Y5, Y4, Y2
+	VPUNPCKHDQ   Y5, Y4, Y3
+	VPUNPCKLQDQ  Y2, Y0, Y4
+	VPUNPCKHQDQ  Y2, Y0, Y0
+	VPUNPCKLQDQ  Y3, Y1, Y2
+	VPUNPCKHQDQ  Y3, Y1, Y1
+	LEAQ         (DX)(BX*4), AX
+	VMOVDQU      X4, (DX)
+	VEXTRACTI128 $0x01, Y4, (AX)
+	ADDQ         BX, DX
+	ADDQ         BX, AX
+	VMOVDQU      X0, (DX)
+	VEXTRACTI128 $0x01, Y0, (AX)
+	ADDQ         BX, DX
+	ADDQ         BX, AX
+	VMOVDQU      X2, (DX)
+	VEXTRACTI128 $0x01, Y2, (AX)
+	ADDQ         BX, DX
+	ADDQ         BX, AX
+	VMOVDQU      X1, (DX)
+	VEXTRACTI128 $0x01, Y1, (AX)
+	VZEROUPPER
+	RET
+
 // func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
 // Requires: AVX, AVX2
 TEXT ·quadRunAVX2(SB), NOSPLIT, $0-64

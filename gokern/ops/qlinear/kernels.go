@@ -51,8 +51,9 @@
 //     (QuadRun: AVX2, offsets from a per-conv table, row sums from the
 //     per-position channel sums); 512 outputs and more pack their tiles
 //     task by task (gemm.runFused), and NCHW outputs are stored 16 outputs
-//     x 16 channels at a time (Cols16: VPMOVDB, a byte transpose in XMM
-//     registers).
+//     x 16 channels at a time (Cols16: avx512vnni VPMOVDB and a byte
+//     transpose in XMM registers; avx2 packs and a transpose in YMM
+//     registers, 8 channels at a time).
 //   - Dot4x4 / Dot1x8 (fewer than 64 rows: GEMV): dot products of
 //     row-major rows, the weight streamed once as given, the next channel
 //     block's rows prefetched (PREFETCHT1); K % KB tails in Go from K >=
@@ -93,8 +94,9 @@ type Kernels struct {
 	// nil. A block of rows a call: a conv task's 64 output positions.
 	Quant func(acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant)
 	// Cols16 sets out[j*ldo+i] = byte(src[i*lds+j]) for i, j < 16: the
-	// transposed store of 16 output positions x 16 channels of codes into
-	// a conv's NCHW planes (nil: gemm.epilogueCols's Go loop).
+	// transposed store of 16 output positions x 16 channels of codes
+	// (values in [-128, 255], as Quant leaves them) into a conv's NCHW
+	// planes (nil: gemm.epilogueCols's Go loop).
 	Cols16 func(src []int32, lds int, out []byte, ldo int)
 	// QuadRun packs a tile of 8 consecutive words of a conv's quad planes
 	// (im2col.go; not WideA): for i < len(offs), dst[32*i:][:32] = the 8

@@ -44,6 +44,12 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 	WideA:   true,
 	Quant:   quantAVX2,
 	QuadRow: quadRowAsm,
+	Cols16: func(src []int32, lds int, out []byte, ldo int) {
+		_ = src[15*lds+15]
+		_ = out[15*ldo+15]
+		cols8AVX2(&src[0], lds, &out[0], ldo)
+		cols8AVX2(&src[8], lds, &out[8*ldo], ldo)
+	},
 })
 
 var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
