@@ -46,6 +46,7 @@ var qlinearAVX2 = kernels(
 	requantAVX2,
 	cols8AVX2,
 	quadRunAVX2,
+	quadRunWideAVX2,
 	quadRowAVX2,
 )
 
@@ -496,21 +497,39 @@ func cols8AVX2(c *build.Context) {
 // whose 8 outputs are consecutive words of the quad planes
 // (gokern/ops/qlinear/im2col.go): per quad one 32-byte copy from src plus
 // its word offset, per (kh, kw) the 8 sums at sum plus its offset added
-// (VPADDD), the row sums stored to rs.
-func quadRunAVX2(c *build.Context) {
-	name := "quadRunAVX2"
+// (VPADDD), the row sums stored to rs. quadRunWideAVX2 is the same for the
+// avx2 family's int16 tiles (Kernels.WideA): each quad's 32 bytes
+// zero-extended to 64 (two VPMOVZXBW).
+func quadRunAVX2(c *build.Context) { quadRun(c, false) }
+
+func quadRunWideAVX2(c *build.Context) { quadRun(c, true) }
+
+// quadRun emits quadRunAVX2 or, wide, quadRunWideAVX2.
+func quadRun(c *build.Context, wide bool) {
+	name, step, what := "quadRunAVX2", 32, "copies src[offs[i]:][:8] to dst[32*i:]"
+	if wide {
+		name, step, what = "quadRunWideAVX2", 64, "writes the 32 bytes of src[offs[i]:][:8], each zero-extended to 16 bits, to dst[64*i:]"
+	}
 	declareNoescape(c, name, "func(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)",
-		name+" copies src[offs[i]:][:8] to dst[32*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.")
+		name+" "+what+" for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.")
 	n, src, offs, dst, nd, sum, doffs, rs := loadArg(c, "n"), loadArg(c, "src"), loadArg(c, "offs"), loadArg(c, "dst"),
 		loadArg(c, "nd"), loadArg(c, "sum"), loadArg(c, "doffs"), loadArg(c, "rs")
 	o := c.GP64()
 	repeat(c, name+"_copy", n, func() {
-		v := c.YMM()
 		c.MOVLQSX(mem(offs, 0), o)
-		c.VMOVDQU(operand.Mem{Base: src, Index: o, Scale: 4}, v)
-		c.VMOVDQU(v, mem(dst, 0))
+		if wide {
+			for h := 0; h < 2; h++ {
+				v := c.YMM()
+				c.VPMOVZXBW(operand.Mem{Base: src, Index: o, Scale: 4, Disp: 16 * h}, v)
+				c.VMOVDQU(v, mem(dst, 32*h))
+			}
+		} else {
+			v := c.YMM()
+			c.VMOVDQU(operand.Mem{Base: src, Index: o, Scale: 4}, v)
+			c.VMOVDQU(v, mem(dst, 0))
+		}
 		c.ADDQ(operand.Imm(4), offs)
-		c.ADDQ(operand.Imm(32), dst)
+		c.ADDQ(operand.Imm(uint64(step)), dst)
 	})
 	acc := c.YMM()
 	c.VPXOR(acc, acc, acc)

@@ -34,6 +34,11 @@ func cols8AVX2(src *int32, lds int, out *byte, ldo int)
 //go:noescape
 func quadRunAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
 
+// quadRunWideAVX2 writes the 32 bytes of src[offs[i]:][:8], each zero-extended to 16 bits, to dst[64*i:] for i < n (n >= 1) and sets rs[r] = sum over j < nd (nd >= 1) of sum[doffs[j]+r], r < 8.
+//
+//go:noescape
+func quadRunWideAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
+
 // quadRowAVX2 sets out[q*plane+i] = the word of x[(4q+j)*hw+i], j < 4, xored with flip (its low 32 bits), and sums[i] = the sum of the bytes of every out[q*plane+i], for i < 16*n16 (n16 >= 1), q < c4 (c4 >= 1).
 //
 //go:noescape

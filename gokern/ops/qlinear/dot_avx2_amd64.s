@@ -579,6 +579,40 @@ quadRunAVX2_sums:
 	VZEROUPPER
 	RET
 
+// func quadRunWideAVX2(n int, src *uint32, offs *int32, dst *byte, nd int, sum *int32, doffs *int32, rs *int32)
+// Requires: AVX, AVX2
+TEXT ·quadRunWideAVX2(SB), NOSPLIT, $0-64
+	MOVQ n+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ offs+16(FP), DX
+	MOVQ dst+24(FP), BX
+	MOVQ nd+32(FP), SI
+	MOVQ sum+40(FP), DI
+	MOVQ doffs+48(FP), R8
+	MOVQ rs+56(FP), R9
+
+quadRunWideAVX2_copy:
+	MOVLQSX   (DX), R10
+	VPMOVZXBW (CX)(R10*4), Y0
+	VMOVDQU   Y0, (BX)
+	VPMOVZXBW 16(CX)(R10*4), Y0
+	VMOVDQU   Y0, 32(BX)
+	ADDQ      $0x04, DX
+	ADDQ      $0x40, BX
+	DECQ      AX
+	JNZ       quadRunWideAVX2_copy
+	VPXOR     Y0, Y0, Y0
+
+quadRunWideAVX2_sums:
+	MOVLQSX (R8), R10
+	VPADDD  (DI)(R10*4), Y0, Y0
+	ADDQ    $0x04, R8
+	DECQ    SI
+	JNZ     quadRunWideAVX2_sums
+	VMOVDQU Y0, (R9)
+	VZEROUPPER
+	RET
+
 // func quadRowAVX2(x *byte, hw int, n16 int, c4 int, out *uint32, plane int, flip int, sums *int32)
 // Requires: AVX, AVX2
 TEXT ·quadRowAVX2(SB), NOSPLIT, $0-64

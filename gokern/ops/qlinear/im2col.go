@@ -228,8 +228,8 @@ func (q *quadInput) tile(k *Kernels, t int, dst []byte, rs []int32) {
 		clear(dst) // the rows past the last output
 	}
 	n := len(q.d) * q.c4 * MR // words of the tile
-	if run && !wide && k.QuadRun != nil {
-		k.QuadRun(q.q[base[0]:], q.offs, q.maxOff, dst[:4*n], q.sum[base[0]:], q.doffs, q.maxD, rs)
+	if run && k.QuadRun != nil {
+		k.QuadRun(q.q[base[0]:], q.offs, q.maxOff, dst[:tileBytes(k, len(q.d)*q.c4)], q.sum[base[0]:], q.doffs, q.maxD, rs)
 		return
 	}
 	words := asWords(dst[:4*n])
@@ -271,10 +271,16 @@ func (q *quadInput) tile(k *Kernels, t int, dst []byte, rs []int32) {
 		}
 	}
 	copy(rs, sums[:])
-	if wide { // int16 codes: widen in place from the end
-		for j := 4*n - 1; j >= 0; j-- {
-			dst[2*j], dst[2*j+1] = dst[j], 0
-		}
+	if wide {
+		widenInPlace(dst, 4*n)
+	}
+}
+
+// widenInPlace zero-extends the first n bytes of b to 16 bits each, in
+// place (b holds 2n): the int16 codes of a WideA tile.
+func widenInPlace(b []byte, n int) {
+	for j := n - 1; j >= 0; j-- {
+		b[2*j], b[2*j+1] = b[j], 0
 	}
 }
 

@@ -99,9 +99,11 @@ type Kernels struct {
 	// planes (nil: gemm.epilogueCols's Go loop).
 	Cols16 func(src []int32, lds int, out []byte, ldo int)
 	// QuadRun packs a tile of 8 consecutive words of a conv's quad planes
-	// (im2col.go; not WideA): for i < len(offs), dst[32*i:][:32] = the 8
-	// words at src[offs[i]:], and rs[r] = sum over j of sum[doffs[j]+r],
-	// r < 8 (offsets in [0, maxOff] and [0, maxDoff]; nil: Go).
+	// (im2col.go): for i < len(offs), dst[32*i:][:32] = the 8 words at
+	// src[offs[i]:] (WideA: dst[64*i:][:64] = their 32 bytes, each
+	// zero-extended to 16 bits), and rs[r] = sum over j of
+	// sum[doffs[j]+r], r < 8 (offsets in [0, maxOff] and [0, maxDoff];
+	// nil: Go).
 	QuadRun func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32)
 	// QuadRow writes n16*16 consecutive positions of c4 full quad planes
 	// (im2col.go): out[q*plane+i] = the word of the codes x[(4q+j)*hw+i],

@@ -44,6 +44,15 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 	WideA:   true,
 	Quant:   quantAVX2,
 	QuadRow: quadRowAsm,
+	QuadRun: func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
+		if len(offs) == 0 || len(doffs) == 0 {
+			quadRunGeneric(src, offs, maxOff, dst, sum, doffs, maxDoff, rs)
+			widenInPlace(dst, 32*len(offs))
+			return
+		}
+		_, _, _, _ = src[maxOff+7], dst[64*len(offs)-1], sum[maxDoff+7], rs[7]
+		quadRunWideAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
+	},
 	Cols16: func(src []int32, lds int, out []byte, ldo int) {
 		_ = src[15*lds+15]
 		_ = out[15*ldo+15]
