@@ -27,6 +27,7 @@ TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-56
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
+	PCALIGN $64
 dot4x2AVX2_loop:
 	PREFETCHT1   (BX)(R8*1)
 	PREFETCHT1   (SI)(R8*1)
@@ -203,6 +204,7 @@ TEXT ·dot1x4AVX2(SB), NOSPLIT, $0-56
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
+	PCALIGN $64
 dot1x4AVX2_loop:
 	PREFETCHT1   (DX)(DI*1)
 	PREFETCHT1   (R8)(DI*1)
@@ -316,6 +318,7 @@ TEXT ·tile4x8AVX2(SB), NOSPLIT, $0-48
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
+	PCALIGN $64
 tile4x8AVX2_loop:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
@@ -407,6 +410,7 @@ requantAVX2_row:
 	XORQ         R9, R9
 	MOVQ         CX, R12
 
+	PCALIGN $64
 requantAVX2_loop:
 	VMOVDQU   (DX)(R9*1), Y5
 	VPSUBD    (DI)(R9*1), Y5, Y5
@@ -434,6 +438,7 @@ requantAVX2_nozw_row:
 	XORQ R9, R9
 	MOVQ CX, R12
 
+	PCALIGN $64
 requantAVX2_nozw_loop:
 	VMOVDQU   (DX)(R9*1), Y4
 	VPSUBD    (DI)(R9*1), Y4, Y4
@@ -559,6 +564,7 @@ TEXT ·quadRunAVX2(SB), NOSPLIT, $0-64
 	MOVQ doffs+48(FP), R8
 	MOVQ rs+56(FP), R9
 
+	PCALIGN $64
 quadRunAVX2_copy:
 	MOVLQSX (DX), R10
 	VMOVDQU (CX)(R10*4), Y0
@@ -569,6 +575,7 @@ quadRunAVX2_copy:
 	JNZ     quadRunAVX2_copy
 	VPXOR   Y0, Y0, Y0
 
+	PCALIGN $64
 quadRunAVX2_sums:
 	MOVLQSX (R8), R10
 	VPADDD  (DI)(R10*4), Y0, Y0
@@ -591,6 +598,7 @@ TEXT ·quadRunWideAVX2(SB), NOSPLIT, $0-64
 	MOVQ doffs+48(FP), R8
 	MOVQ rs+56(FP), R9
 
+	PCALIGN $64
 quadRunWideAVX2_copy:
 	MOVLQSX   (DX), R10
 	VPMOVZXBW (CX)(R10*4), Y0
@@ -603,6 +611,7 @@ quadRunWideAVX2_copy:
 	JNZ       quadRunWideAVX2_copy
 	VPXOR     Y0, Y0, Y0
 
+	PCALIGN $64
 quadRunWideAVX2_sums:
 	MOVLQSX (R8), R10
 	VPADDD  (DI)(R10*4), Y0, Y0
@@ -644,6 +653,7 @@ quadRowAVX2_blocks:
 	MOVQ  SI, R11
 	MOVQ  BX, R12
 
+	PCALIGN $64
 quadRowAVX2_quads:
 	VMOVDQU    (R10), X7
 	VMOVDQU    (R10)(CX*1), X8
