@@ -63,7 +63,10 @@ func Conv2D(k *Kernels, s ConvShape, x Act, w Weight, bias []float32, o Output, 
 		za += 128
 		flip = 0x80
 	}
-	r := requant(s.O, K, za, zeroPointsInto(nil, w, s.O), pw.cs, x.Scale, w.Scales, bias, &o)
+	call, ch := getCall() // the epilogue's slices, kept from call to call
+	defer calls.Put(ch)
+	call.zw = zeroPointsInto(call.zw, w, s.O)
+	r := requantInto(&call.r, s.O, K, za, call.zw, pw.cs, x.Scale, w.Scales, bias, &o)
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
 			xg := x.Data[(n*s.C+g*cg)*s.H*s.W:]
