@@ -339,8 +339,9 @@ func requant(c *build.Context, wide bool) {
 	at := func(base reg.Register) operand.Mem { return operand.Mem{Base: base, Index: j, Scale: 1} }
 	rowLoop := func(withZW bool, label string) {
 		repeat(c, label+"_row", rows, func() {
-			rs := vec()
+			var rs reg.VecVirtual // the row sum, where zw*rowsum is done
 			if withZW {
+				rs = vec()
 				c.VPBROADCASTD(mem(rsum, 0), rs)
 			}
 			c.XORQ(j, j)

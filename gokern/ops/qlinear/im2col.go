@@ -52,10 +52,11 @@ type quadInput struct {
 	plane int      // words of one quad's plane: hp*wrow
 	q     []uint32 // c4 planes
 	sum   []int32  // per position: the sum of the cg channels' codes
-	// the scratch buffers behind q and sum (release puts them back)
+	// the scratch buffers behind q and sum (release puts them back); the
+	// few words of a row that no padded column maps to (stride phases of
+	// unequal length) keep stale bytes: no output reads them
 	qh     *[]byte
 	sumh   *[]int32
-	slack  []int32 // the words of a row no padded column maps to: zeroed, as a fresh buffer held them (no output reads them)
 	ho, wo int
 	d      []int // per (kh, kw): the offset of its word from an output's base
 	// for Kernels.QuadRun: per quad of a tile, its word's offset from the
@@ -66,7 +67,7 @@ type quadInput struct {
 
 // newQuadInput rewrites x (cg channel planes of H x W codes, xored with
 // flip; padding holds pad) into quad planes, rows in parallel, in scratch
-// buffers (every word written: no allocation or clearing per call) that
+// buffers (every word an output reads is written: no allocation or clearing per call) that
 // release gives back.
 func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadInput {
 	c4 := (cg + 3) / 4
@@ -95,15 +96,8 @@ func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip b
 	}
 	// each padded column's word in a row (its phase's run, then its place)
 	col := make([]int32, wp)
-	mapped := make([]bool, q.wrow)
 	for iw := range col {
 		col[iw] = int32((iw%s.StrideW)*wq + iw/s.StrideW)
-		mapped[col[iw]] = true
-	}
-	for j, m := range mapped {
-		if !m {
-			q.slack = append(q.slack, int32(j))
-		}
 	}
 	var padWord, flipWord uint32 // pad and flip in the 4 channels of a quad
 	for cc := 0; cc < 4; cc++ {
@@ -137,7 +131,7 @@ func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, p
 			k.QuadRow(x[y*s.W+e:], hw, 1, q.c4, q.q[ih*q.wrow+s.PadL+e:], q.plane, flipWord, sums[s.PadL+e:])
 			w0 = s.W
 		}
-		if w0 == s.W && s.PadL+s.PadR == 0 && len(q.slack) == 0 {
+		if w0 == s.W && s.PadL+s.PadR == 0 {
 			return // no padding and every input column written
 		}
 	}
@@ -145,9 +139,6 @@ func (q *quadInput) quadRow(k *Kernels, x []byte, ih, cg, hw int, col []int32, p
 		n := min(4, cg-c*4)
 		mask := uint32(uint64(1)<<(8*n) - 1) // the quad's channels below cg
 		row := q.q[c*q.plane+ih*q.wrow : c*q.plane+(ih+1)*q.wrow]
-		for _, j := range q.slack {
-			row[j] = 0
-		}
 		pw := padWord & mask
 		if y < 0 || y >= s.H {
 			for _, j := range col {

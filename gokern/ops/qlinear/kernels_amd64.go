@@ -44,15 +44,7 @@ var _ = KernelOp.Register(cpu.AVX2, &Kernels{Family: cpu.AVX2,
 	WideA:   true,
 	Quant:   quantAVX2,
 	QuadRow: quadRowAsm,
-	QuadRun: func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
-		if len(offs) == 0 || len(doffs) == 0 {
-			quadRunGeneric(src, offs, maxOff, dst, sum, doffs, maxDoff, rs)
-			widenInPlace(dst, 32*len(offs))
-			return
-		}
-		_, _, _, _ = src[maxOff+7], dst[64*len(offs)-1], sum[maxDoff+7], rs[7]
-		quadRunWideAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
-	},
+	QuadRun: quadRunAsm(true),
 	Cols16: func(src []int32, lds int, out []byte, ldo int) {
 		_ = src[15*lds+15]
 		_ = out[15*ldo+15]
@@ -85,15 +77,33 @@ var _ = KernelOp.Register(cpu.AVX512VNNI, &Kernels{Family: cpu.AVX512VNNI,
 		_ = out[15*ldo+15]
 		cols16VNNI(&src[0], lds, &out[0], ldo)
 	},
-	QuadRun: func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
+	QuadRun: quadRunAsm(false),
+})
+
+// quadRunAsm returns the QuadRun of quadRunWideAVX2 (wide: the int16 tiles
+// of a WideA family) or quadRunAVX2, its operands' bounds checked (empty
+// lists: the generic kernel, widened where wide).
+func quadRunAsm(wide bool) func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
+	step := 32
+	if wide {
+		step = 64
+	}
+	return func(src []uint32, offs []int32, maxOff int, dst []byte, sum []int32, doffs []int32, maxDoff int, rs []int32) {
 		if len(offs) == 0 || len(doffs) == 0 {
 			quadRunGeneric(src, offs, maxOff, dst, sum, doffs, maxDoff, rs)
+			if wide {
+				widenInPlace(dst, 32*len(offs))
+			}
 			return
 		}
-		_, _, _, _ = src[maxOff+7], dst[32*len(offs)-1], sum[maxDoff+7], rs[7]
-		quadRunAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
-	},
-})
+		_, _, _, _ = src[maxOff+7], dst[step*len(offs)-1], sum[maxDoff+7], rs[7]
+		if wide {
+			quadRunWideAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
+		} else {
+			quadRunAVX2(len(offs), &src[0], &offs[0], &dst[0], len(doffs), &sum[0], &doffs[0], &rs[0])
+		}
+	}
+}
 
 // quantAVX2 runs requantAVX2 on the channels in blocks of 8, the rest in Go.
 func quantAVX2(acc []int32, ld int, rowsums []int32, n0, nc int, r *Requant) {
