@@ -67,8 +67,8 @@ type quadInput struct {
 
 // newQuadInput rewrites x (cg channel planes of H x W codes, xored with
 // flip; padding holds pad) into quad planes, rows in parallel, in scratch
-// buffers (every word an output reads is written: no allocation or clearing per call) that
-// release gives back.
+// buffers that release gives back (every word an output reads is written:
+// no allocation or clearing per call).
 func newQuadInput(k *Kernels, s ConvShape, x []byte, cg, ho, wo int, pad, flip byte) *quadInput {
 	c4 := (cg + 3) / 4
 	hp, wp := s.H+s.PadT+s.PadB, s.W+s.PadL+s.PadR
