@@ -32,7 +32,7 @@ import numpy as np
 from ._core import descriptor, lib, ops
 from ._core.arrays import is_torch_tensor
 from ._quantized import PlainTensor, QuantizedTensor
-from .quantization._api import _as_params, check_dtype, per_tensor_output
+from .quantization._api import _as_params, check_dtype, per_tensor_over
 
 __all__ = ["add", "add_relu", "relu", "requantize"]
 
@@ -106,23 +106,26 @@ def _operand(q: object, name: str) -> _Operand:
     )
 
 
-def _output(dtype: str, shape: tuple[int, ...], scale: np.ndarray, zero_point: np.ndarray) -> _Operand:
-    """A new output operand: uninitialised codes, the given scale and zero point arrays."""
-    codes = np.empty(math.prod(shape), np.uint8)
+def _output(
+    dtype: str, shape: tuple[int, ...], scale: np.ndarray, zero_point: np.ndarray, codes: np.ndarray | None = None
+) -> _Operand:
+    """A new output operand: ``codes`` (default: new, uninitialised), the given scale and zero
+    point arrays."""
+    if codes is None:
+        codes = np.empty(math.prod(shape), np.uint8)
     desc = ops.grouped(codes, dtype, shape, None, None, scale, zero_point)
     return _Operand(dtype, shape, codes, scale, zero_point, desc)
 
 
 def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: object) -> _Operand:
     """:func:`_output` with the caller's scale and zero point (values checked by Go)."""
-    hit = per_tensor_output(dtype, shape, scale, zero_point)
+    codes = np.empty(math.prod(shape), np.uint8)
+    hit = per_tensor_over(codes, dtype, shape, scale, zero_point)
     if hit is not None:
-        codes = np.empty(math.prod(shape), np.uint8)
-        desc = descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes)
-        return _Operand(dtype, shape, codes, hit[0], hit[1], desc)
+        return _Operand(dtype, shape, codes, *hit)
     s = _as_params(scale, "scale", 1, np.float32, integer=False)
     z = _as_params(zero_point, "zero_point", 1, np.int32, integer=True)
-    return _output(dtype, shape, s, z)
+    return _output(dtype, shape, s, z, codes)
 
 
 def _result(o: _Operand) -> PlainTensor:

@@ -68,6 +68,7 @@ from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
 from ._ternary import TernaryTensor
+from .quantization._api import per_tensor_over
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
     import torch
@@ -133,13 +134,13 @@ def _plain(t: PlainTensor) -> Q:
 
 def _act(x: object, name: str) -> tuple[Q, bool]:
     """Quantized activations (per tensor, uint8 or int8) and whether they came from torch."""
-    if is_torch_tensor(x):
-        q = _torch_q(x, name)  # type: ignore[arg-type]
-        torch_in = True
-    elif isinstance(x, PlainTensor) and x.qtype in ("uint8", "int8"):
+    if isinstance(x, PlainTensor) and x.qtype in ("uint8", "int8"):  # first: the common case
         if x.on_device:
             raise ValueError(f"{name} is on {x.device}; bitnet_go.functional runs on the CPU: pass {name}.cpu()")
         q, torch_in = _plain(x), False
+    elif is_torch_tensor(x):
+        q = _torch_q(x, name)  # type: ignore[arg-type]
+        torch_in = True
     else:
         what = x.qtype if isinstance(x, QuantizedTensor) else type(x).__name__
         raise TypeError(f"{name} must be a uint8 or int8 quantized tensor (bitnet_go.quantize(..., 'uint8') or a torch "
@@ -153,6 +154,12 @@ def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tu
     """A weight as int8 codes with per-tensor, per-channel (axis 0) or per-block scales, its row
     sums when kept, and whether it came from torch. ``i2s``: an I2_S ternary weight that
     :func:`_ternary_i2s` takes is passed as its own codes."""
+    if isinstance(w, PlainTensor) and w.qtype == "int8" and not w.on_device:  # first: the common case
+        if w.axis not in (None, 0) or w.block_size:
+            raise ValueError(f"int8 weights must be per tensor or per output channel (axis 0), got axis={w.axis}, "
+                             f"block_size={w.block_size}")  # fmt: skip
+        q, cs = _cached(w, lambda: _plain(w))
+        return q, cs, False
     if is_torch_tensor(w):
         q = _torch_q(w, "weight")  # type: ignore[arg-type]
         if q.codes.dtype != np.int8:
@@ -162,12 +169,6 @@ def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tu
         return q, None, True
     if isinstance(w, QuantizedTensor) and w.on_device:
         raise ValueError(f"weight is on {w.device}; bitnet_go.functional runs on the CPU: pass weight.cpu()")
-    if isinstance(w, PlainTensor) and w.qtype == "int8":
-        if w.axis not in (None, 0) or w.block_size:
-            raise ValueError(f"int8 weights must be per tensor or per output channel (axis 0), got axis={w.axis}, "
-                             f"block_size={w.block_size}")  # fmt: skip
-        q, cs = _cached(w, lambda: _plain(w))
-        return q, cs, False
     if isinstance(w, PlainTensor) and w.qtype == "int4" and allow_groups:
         k = w.shape[-1] if w.ndim == 2 else 0
         if w.ndim != 2 or not w.block_size or k % w.block_size or w.axis is not None:
@@ -246,6 +247,22 @@ def _bias(bias: ArrayLike | None, n: int) -> np.ndarray | None:
     return np.ascontiguousarray(b)
 
 
+def _output(shape: tuple[int, ...], dtype: np.dtype, scale: object, zero_point: object) -> Q:
+    """A new output operand: uninitialised codes of ``shape`` and ``dtype`` (int8 or uint8) with
+    the caller's ``scale`` and ``zero_point`` (checked by :func:`_out_params`), and its descriptor,
+    kept by the result tensor. A Python float scale and int zero point take the arrays and
+    descriptor kept for the last calls with those values (an op called in a loop builds them once:
+    :func:`~bitnet_go.quantization._api.per_tensor_over`), at a third of the cost."""
+    codes = np.empty(shape, dtype)
+    if type(scale) is float and math.isfinite(scale) and type(zero_point) is int:
+        hit = per_tensor_over(codes, "int8" if codes.dtype == np.int8 else "uint8", shape, scale, zero_point)
+        if hit is not None:
+            return Q(codes, hit[0], hit[1], desc=hit[2])
+    s, z = _out_params(scale, zero_point, dtype)
+    q = Q(codes, s, z)
+    return q._replace(desc=qops.describe(q))
+
+
 def _out_params(scale: object, zero_point: object, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     if scale is None or zero_point is None:
         raise TypeError("scale and zero_point (the output's quantization) are required")
@@ -258,11 +275,10 @@ def _out_params(scale: object, zero_point: object, dtype: np.dtype) -> tuple[np.
     return np.float32([s]), np.int32([int(z)])
 
 
-def _result(
-    codes: np.ndarray, s: np.ndarray, z: np.ndarray, to_torch: bool, desc: descriptor.Tensor | None = None
-) -> QuantizedTensor | torch.Tensor:
-    """The op's output as the caller's kind; ``desc``: the descriptor the op wrote it through,
-    kept by the new tensor."""
+def _result(out: Q, to_torch: bool) -> QuantizedTensor | torch.Tensor:
+    """The op's output (:func:`_output`, written by Go) as the caller's kind; a bitnet_go tensor
+    keeps the descriptor the op wrote it through."""
+    codes, s, z, desc = out.codes, out.scales, out.zero_points, out.desc
     if to_torch:
         import torch
 
@@ -314,12 +330,9 @@ def linear(
     n = wq.codes.shape[0]
     if xq.codes.ndim == 0 or xq.codes.shape[-1] != wq.codes.shape[1]:
         raise ValueError(f"input must have shape (..., {wq.codes.shape[1]}), got {xq.codes.shape}")
-    s, z = _out_params(scale, zero_point, xq.codes.dtype)
-    out = np.empty((*xq.codes.shape[:-1], n), xq.codes.dtype)
-    oq = Q(out, s, z)
-    oq = oq._replace(desc=qops.describe(oq))  # kept by the output tensor
+    oq = _output((*xq.codes.shape[:-1], n), xq.codes.dtype, scale, zero_point)
     qops.linear(xq, wq, _bias(bias, n), cs, oq, relu=bool(relu))
-    return _result(out, s, z, tx or tw, oq.desc)
+    return _result(oq, tx or tw)
 
 
 def linear_dynamic(
@@ -389,10 +402,9 @@ def matmul(qa: object, qb: object, *, scale: float, zero_point: int) -> Quantize
     if aq.codes.ndim < 2 or bq.codes.ndim != aq.codes.ndim:
         raise ValueError(f"qa and qb must have the same number (>= 2) of dimensions, got {aq.codes.shape} and "
                          f"{bq.codes.shape}")  # fmt: skip
-    s, z = _out_params(scale, zero_point, aq.codes.dtype)
-    out = np.empty((*aq.codes.shape[:-1], bq.codes.shape[-1]), aq.codes.dtype)
-    qops.matmul(aq, bq, Q(out, s, z))
-    return _result(out, s, z, ta or tb)
+    oq = _output((*aq.codes.shape[:-1], bq.codes.shape[-1]), aq.codes.dtype, scale, zero_point)
+    qops.matmul(aq, bq, oq)
+    return _result(oq, ta or tb)
 
 
 def conv2d(
@@ -449,8 +461,7 @@ def conv2d(
     wo = (w_ + pad[1] + pad[3] - dw * (kw - 1) - 1) // sw + 1
     if ho < 1 or wo < 1:
         raise ValueError(f"the kernel {(kh, kw)} (dilation {(dh, dw)}) is larger than the padded input")
-    s, z = _out_params(scale, zero_point, xq.codes.dtype)
-    out = np.empty((n, o, ho, wo), xq.codes.dtype)
-    qops.conv2d(xq, wq, _bias(bias, o), Q(out, s, z), stride=(sh, sw), padding=pad, dilation=(dh, dw),
+    oq = _output((n, o, ho, wo), xq.codes.dtype, scale, zero_point)
+    qops.conv2d(xq, wq, _bias(bias, o), oq, stride=(sh, sw), padding=pad, dilation=(dh, dw),
                 groups=g, relu=bool(relu))  # fmt: skip
-    return _result(out, s, z, tx or tw)
+    return _result(oq, tx or tw)

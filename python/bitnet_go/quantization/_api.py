@@ -265,6 +265,25 @@ def per_tensor_output(
     return hit
 
 
+def per_tensor_over(
+    codes: np.ndarray, dtype: str, shape: tuple[int, ...], scale: object, zero_point: object
+) -> tuple[np.ndarray, np.ndarray, descriptor.Tensor] | None:
+    """:func:`per_tensor_output`'s arrays, and its descriptor over ``codes`` (a new C-contiguous
+    array of ``shape``'s element count, for an op to write): the output of an op called in a loop
+    with one Python float scale and int zero point. ``None`` where :func:`per_tensor_output` is.
+
+    Example:
+        >>> out = np.empty(3, np.uint8)
+        >>> s, z, t = per_tensor_over(out, "uint8", (3,), 0.5, 10)
+        >>> t.data == descriptor.address(out), t.nbytes, s is per_tensor_output("uint8", (3,), 0.5, 10)[0]
+        (True, 3, True)
+    """
+    hit = per_tensor_output(dtype, shape, scale, zero_point)
+    if hit is None:
+        return None
+    return hit[0], hit[1], descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes)
+
+
 def _as_params(v: object, name: str, count: int, dtype: type, *, integer: bool) -> np.ndarray:
     """``v`` (a scale or zero point: a number, or one per group) as ``count`` values of ``dtype``
     (a single value repeated): ``TypeError`` for other kinds of numbers, ``ValueError`` for another
@@ -358,11 +377,10 @@ def quantize(
         return _quantize_given(xa, dt, shape, ax, bs, out, scales, None, 0, 0, check_finite)
     qmin, qmax, custom = qrange(dt, reduce_range, quant_min, quant_max)
     if scale is not None:
-        hit = per_tensor_output(dt, shape, scale, 0 if zero_point is None else zero_point) if groups == 1 else None
+        hit = per_tensor_over(out, dt, shape, scale, 0 if zero_point is None else zero_point) if groups == 1 else None
         if hit is not None and not custom and not reduce_range:  # the common case: one float scale and int zero point
-            od = descriptor.with_data(hit[2], descriptor.address(out), out.nbytes)
-            ops.quantize_given_to(xa, od, 0, 0, check_finite)
-            return PlainTensor._trusted(dt, shape, ax, bs, out, hit[0], hit[1], od)
+            ops.quantize_given_to(xa, hit[2], 0, 0, check_finite)
+            return PlainTensor._trusted(dt, shape, ax, bs, out, *hit)
         scales = _as_params(scale, "scale", groups, np.float32, integer=False)
         zp = _as_params(0 if zero_point is None else zero_point, "zero_point", groups, np.int32, integer=True)
     elif zero_point is not None:
