@@ -258,13 +258,17 @@ func linearTernary(k *qlinear.Kernels, M, N, K int, xa qlinear.Act, wt, ct *qten
 	case len(wt.Scales) == 1 && (bs == 0 || bs >= N*K):
 		scales = wt.Scales
 	case bs > 0 && bs%K == 0:
+		per := bs / K // rows a scale covers
+		if want := (N + per - 1) / per; len(wt.Scales) < want {
+			return qlinear.Info{}, errs.Value("weight: %d scales for %d rows of %d values in blocks of %d", len(wt.Scales), N, K, bs)
+		}
+		if per == 1 { // one scale a row: the weight's own
+			scales = wt.Scales[:N]
+			break
+		}
 		scales = make([]float32, N)
 		for r := range scales {
-			i := r * K / bs
-			if i >= len(wt.Scales) {
-				return qlinear.Info{}, errs.Value("weight: %d scales for %d rows of %d values in blocks of %d", len(wt.Scales), N, K, bs)
-			}
-			scales[r] = wt.Scales[i]
+			scales[r] = wt.Scales[r/per]
 		}
 	default:
 		return qlinear.Info{}, errs.Value("weight: an i2_s weight needs one scale or one per row (block_size a multiple of %d), got %d scales, block_size %d", K, len(wt.Scales), bs)

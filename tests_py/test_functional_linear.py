@@ -145,7 +145,7 @@ def test_linear_int8_activations_match_reference(case: int) -> None:
     np.testing.assert_array_equal(got.int_repr(), want)
 
 
-@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("case", range(10))
 def test_linear_ternary_matches_reference(case: int) -> None:
     rng = np.random.default_rng(4000 + case)
     m, k, n = int(rng.integers(1, 6)), 128 * int(rng.integers(1, 3)), int(rng.integers(1, 30))
@@ -157,11 +157,12 @@ def test_linear_ternary_matches_reference(case: int) -> None:
     x = bitnet_go.quantize(
         (xa.astype(np.float32) - za) * 0.03, "int8" if signed else "uint8", scale=0.03, zero_point=za
     )
-    block = (None, k, k * n)[case % 3]
+    # one scale; one a row; one for the tensor as a block; one per 2 or 3 rows (the last block short)
+    block = (None, k, k * n, 2 * k, 3 * k)[case % 5]
     w = bitnet_go.quantize_i2s(rng.standard_normal((n, k)).astype(np.float32), block_size=block)
     so, zo = 0.5, _zp(rng, case + 1, signed)
     bias = rng.standard_normal(n).astype(np.float32)
-    s = w.scales if w.scales.size == n else w.scales[:1]
+    s = w.scales[:1] if w.scales.size == 1 else w.scales[np.arange(n) * k // (block or k * n)]
     want = _reference(xa, za, np.float32(0.03), w.values(), 0, s, bias, so, zo, signed, False)
     # TL1 / TL2 copies of the weight go as their kept I2_S conversion: the same codes, every call
     for q in ("i2_s", "tl1", "tl2"):

@@ -192,13 +192,7 @@ func requant(N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias 
 func requantInto(r *Requant, N, K int, za int32, zw, cs []int32, sa float32, sw []float32, bias []float32, o *Output) *Requant {
 	keep := r.BiasQ
 	*r = Requant{ZW: zw, ColTerm: resize(r.ColTerm, N), Mult: r.Mult, Scale: r.Scale, BiasQ: r.BiasQ}
-	ct := r.ColTerm
-	cs, zw = cs[:len(ct)], zw[:len(ct)] // no bounds checks in the loop
-	r.ZWZero = true
-	for n := range ct {
-		ct[n] = za * (cs[n] - int32(K)*zw[n])
-		r.ZWZero = r.ZWZero && zw[n] == 0
-	}
+	r.ZWZero = colTerms(r.ColTerm, cs, zw, za, int32(K))
 	so := float32(1)
 	if o != nil {
 		so = o.Scale
@@ -214,6 +208,22 @@ func requantInto(r *Requant, N, K int, za int32, zw, cs []int32, sa float32, sw 
 		clear(r.BiasQ)
 	}
 	return r
+}
+
+// colTerms sets ct[n] = za*(cs[n] - k*zw[n]) (the Requant's ColTerm) for n
+// < len(ct) and reports whether every zw[n] is 0. A function of its own:
+// inside requantInto the loop kept its values on the stack, and took 4 of
+// the 8.6 us of a 4096-channel epilogue.
+//
+//go:noinline
+func colTerms(ct, cs, zw []int32, za, k int32) bool {
+	cs, zw = cs[:len(ct)], zw[:len(ct)] // no bounds checks in the loop
+	var nz int32                        // the zero points ORed: no branch
+	for n, z := range zw {
+		ct[n] = za * (cs[n] - k*z)
+		nz |= z
+	}
+	return nz == 0
 }
 
 func kernelName(path string, k *Kernels) string { return path + "/" + string(k.Family) }

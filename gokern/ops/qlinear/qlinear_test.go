@@ -337,3 +337,63 @@ func TestChooseDynamic(t *testing.T) {
 	}
 	_ = fmt.Sprint(cpu.Generic)
 }
+
+// TestChannelParams: Requant.ChannelParams gives, bit for bit, torch's
+// per-channel arithmetic written out one channel at a time (atw = sa*sw,
+// mult = atw/so, biasQ = bias/atw, or bias*float32(1/atw) per tensor), and
+// no BiasQ without a bias; per tensor and per channel, odd counts.
+func TestChannelParams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct {
+		name       string
+		n, scales  int
+		bias, keep bool // keep: r's slices left from a longer call
+	}{
+		{"per tensor", 37, 1, false, false},
+		{"per tensor, bias", 37, 1, true, false},
+		{"per channel", 29, 29, false, false},
+		{"per channel, bias", 29, 29, true, true},
+		{"one channel", 1, 1, true, false},
+	} {
+		sa, so := rng.Float32()+0.01, rng.Float32()*3+0.01
+		sw := make([]float32, tc.scales)
+		for i := range sw {
+			sw[i] = rng.Float32()*0.1 + 1e-4
+		}
+		var bias []float32
+		if tc.bias {
+			bias = make([]float32, tc.n)
+			for i := range bias {
+				bias[i] = float32(rng.NormFloat64())
+			}
+		}
+		var r Requant
+		if tc.keep {
+			r.ChannelParams(tc.n+5, sa, make([]float32, tc.n+5), so, make([]float32, tc.n+5))
+		}
+		r.ChannelParams(tc.n, sa, sw, so, bias)
+		if len(r.Mult) != tc.n || len(r.Scale) != tc.n || (bias == nil) != (r.BiasQ == nil) {
+			t.Fatalf("%s: lengths %d %d %d", tc.name, len(r.Mult), len(r.Scale), len(r.BiasQ))
+		}
+		for i := range tc.n {
+			s := sw[0]
+			if tc.scales > 1 {
+				s = sw[i]
+			}
+			atw := sa * s
+			if r.Scale[i] != atw || r.Mult[i] != atw/so {
+				t.Errorf("%s: channel %d: scale %v mult %v, want %v %v", tc.name, i, r.Scale[i], r.Mult[i], atw, atw/so)
+			}
+			if bias == nil {
+				continue
+			}
+			want := bias[i] / atw
+			if tc.scales == 1 {
+				want = bias[i] * float32(1.0/float64(atw))
+			}
+			if math.Float32bits(r.BiasQ[i]) != math.Float32bits(want) {
+				t.Errorf("%s: channel %d: biasQ %v, want %v", tc.name, i, r.BiasQ[i], want)
+			}
+		}
+	}
+}
