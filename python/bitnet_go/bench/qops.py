@@ -172,6 +172,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             vals = [r[key] for r in sub if r.get(key)]
             if vals:
                 parts.append(f"{key} {math.exp(sum(map(math.log, vals)) / len(vals)):.2f}x")
+        # the ternary target names linear ("they move a quarter of the bytes"): its rows apart
+        vals = [r["ternary_vs_i8"] for r in sub if r.get("ternary_vs_i8") and r["op"] == "linear"]
+        if vals and len(vals) < len(sub):
+            gm = math.exp(sum(map(math.log, vals)) / len(vals))
+            parts.append(f"ternary_vs_i8 over the {len(vals)} linear rows {gm:.2f}x")
         print(f"geomean over {len(sub)} shapes, {th} thread(s): " + ", ".join(parts))
     return rows + run_elementwise(args)
 
