@@ -177,6 +177,9 @@ func bng_qlinear(x, w, bias, colsums, out *C.bng_tensor, p *C.bng_qops_params, a
 			return errs.Value("weight must have 2 dimensions (out_features, in_features), got shape %v", wt.Shape)
 		}
 		N, K := wt.Shape[0], wt.Shape[1]
+		if K < 1 { // no product to take (and no row count to take from x's length)
+			return errs.Value("weight: in_features must be >= 1, got shape %v", wt.Shape)
+		}
 		if len(xt.Shape) < 1 || xt.Shape[len(xt.Shape)-1] != K {
 			return errs.Value("x must have shape (..., %d) for a weight of shape %v, got %v", K, wt.Shape, xt.Shape)
 		}
@@ -388,6 +391,9 @@ func bng_qconv2d(x, w, bias, out *C.bng_tensor, p *C.bng_qops_params, info *C.bn
 			StrideH: int(p.stride[0]), StrideW: int(p.stride[1]),
 			PadT: int(p.padding[0]), PadL: int(p.padding[1]), PadB: int(p.padding[2]), PadR: int(p.padding[3]),
 			DilH: int(p.dilation[0]), DilW: int(p.dilation[1])}
+		if s.C < 1 || s.KH < 1 || s.KW < 1 { // no product to take
+			return errs.Value("x must have at least one channel and the weight a kernel of at least 1x1, got shapes %v and %v", xt.Shape, wt.Shape)
+		}
 		if s.Groups < 1 || s.C%s.Groups != 0 || wt.Shape[1] != s.C/s.Groups {
 			return errs.Value("weight: shape %v does not match x's %d channels in %d groups", wt.Shape, s.C, s.Groups)
 		}

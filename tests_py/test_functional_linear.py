@@ -212,13 +212,18 @@ def test_matmul(case: int, fbgemm: object) -> None:
     rng = np.random.default_rng(6000 + case)
     signed = case % 2 == 1
     b, m, k, n = int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 100)), int(rng.integers(1, 20))
-    qa = _tq_act(rng, (b, m, k), signed, _zp(rng, case, signed))
-    qb = _tq_act(rng, (b, k, n), signed, _zp(rng, case + 1, signed))
+    # batch dimensions: equal, or broadcasting as torch.matmul's (a 1, a missing dimension)
+    ba, bb = ((b,), (b,), (b, 1), (3,), (2, 1))[case % 5], ((b,), (1,), (1, 3), (), (2,))[case % 5]
+    qa = _tq_act(rng, (*ba, m, k), signed, _zp(rng, case, signed))
+    qb = _tq_act(rng, (*bb, k, n), signed, _zp(rng, case + 1, signed))
     so, zo = float(rng.uniform(0.1, 2)), _zp(rng, case + 2, signed)
     got = F.matmul(qa, qb, scale=so, zero_point=zo).int_repr().numpy()
-    want = np.stack([_reference(qa.int_repr().numpy()[i], qa.q_zero_point(), np.float32(qa.q_scale()),
-                                qb.int_repr().numpy()[i].T, qb.q_zero_point(), np.float32(qb.q_scale()), None, so, zo,
-                                signed, False) for i in range(b)])  # fmt: skip
+    batch = np.broadcast_shapes(ba, bb)
+    a = np.broadcast_to(qa.int_repr().numpy(), (*batch, m, k)).reshape(-1, m, k)
+    bm = np.broadcast_to(qb.int_repr().numpy(), (*batch, k, n)).reshape(-1, k, n)
+    want = np.stack([_reference(a[i], qa.q_zero_point(), np.float32(qa.q_scale()), bm[i].T, qb.q_zero_point(),
+                                np.float32(qb.q_scale()), None, so, zo, signed, False)
+                     for i in range(len(a))]).reshape(*batch, m, n)  # fmt: skip
     np.testing.assert_array_equal(got, want)
     # torch dequantizes and multiplies in float32: at most one code apart
     t = torch.ops.quantized.matmul(qa, qb, so, zo).int_repr().numpy().astype(np.int64)
@@ -361,3 +366,119 @@ def test_weights_kept_by_id_stay_exact(case: int) -> None:
     check(view, ws[2])
     codes[0, :] ^= 0x55
     check(view, ws[2])
+
+
+def _conv_reference(xq, za, sa, wq, zw, sw, bias, so, zo, pad, groups):  # noqa: ANN001, ANN202 (test helper)
+    """conv2d (stride 1, no dilation) as one :func:`_reference` linear per group over NumPy im2col
+    columns, padded positions holding the input zero point."""
+    n, c, h, w_ = xq.shape
+    o, cg, kh, kw = wq.shape
+    xp = np.full((n, c, h + 2 * pad, w_ + 2 * pad), za, np.int64)
+    xp[:, :, pad : pad + h, pad : pad + w_] = xq
+    ho, wo = h + 2 * pad - kh + 1, w_ + 2 * pad - kw + 1
+    og = o // groups
+    out = np.empty((n, o, ho, wo), xq.dtype)
+    sw, zw = np.broadcast_to(sw, (o,)), np.broadcast_to(zw, (o,))
+    for g in range(groups):
+        cols = np.stack([xp[:, g * cg : (g + 1) * cg, i : i + ho, j : j + wo] for i in range(kh) for j in range(kw)], 2)
+        cols = cols.transpose(0, 3, 4, 1, 2).reshape(n * ho * wo, cg * kh * kw)  # (c, i, j) as the weight's rows
+        ws = slice(g * og, (g + 1) * og)
+        sws = sw[ws] if np.unique(sw).size > 1 else sw[:1]
+        r = _reference(cols, za, sa, wq[ws].reshape(og, -1), zw[ws], sws, None if bias is None else bias[ws], so, zo,
+                       xq.dtype == np.int8, False)  # fmt: skip
+        out[:, ws] = r.reshape(n, ho, wo, og).transpose(0, 3, 1, 2)
+    return out
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_conv2d_depthwise_matches_reference(case: int) -> None:
+    """groups = channels (fbgemm's depthwise kernel in torch adds int16 pairs with saturation and can
+    differ: the reference is the exact formula), channels a multiple of 8 or not, padding."""
+    rng = np.random.default_rng(9000 + case)
+    c = (8, 16, 24, 6, 13, 32)[case % 6]
+    pad, kk = case % 2, (3, 5, 1)[case % 3]
+    h = int(rng.integers(kk, 10))
+    za = _zp(rng, case)
+    xq = rng.integers(0, 256, (int(rng.integers(1, 3)), c, h, h)).astype(np.uint8)
+    x = bitnet_go.quantize((xq.astype(np.float32) - za) * 0.05, "uint8", scale=0.05, zero_point=za)
+    wv = rng.standard_normal((c, 1, kk, kk)).astype(np.float32)
+    w = bitnet_go.quantize(wv, "int8", axis=0) if case % 2 else bitnet_go.quantize(wv, "int8", scale=0.02, zero_point=0)
+    bias = None if case % 4 == 3 else rng.standard_normal(c).astype(np.float32)
+    so, zo = float(rng.uniform(0.05, 0.5)), int(rng.integers(0, 256))
+    got = F.conv2d(x, w, bias, padding=pad, groups=c, scale=so, zero_point=zo)
+    want = _conv_reference(xq, za, np.float32(0.05), w.int_repr(), w.zero_points, w.scales, bias, so, zo, pad, c)
+    np.testing.assert_array_equal(got.int_repr(), want)
+
+
+def _bad(kind: type[Exception], match: str, fn: object) -> None:
+    with pytest.raises(kind, match=match):
+        fn()  # type: ignore[operator]
+
+
+def test_arguments_checked_with_clear_errors() -> None:
+    x = bitnet_go.quantize(np.ones((2, 4), np.float32), "uint8", scale=0.1, zero_point=0)
+    w = bitnet_go.quantize(np.ones((3, 4), np.float32), "int8", scale=0.1, zero_point=0)
+    xc = bitnet_go.quantize(np.ones((1, 6, 5, 5), np.float32), "uint8", scale=0.1, zero_point=0)
+    wc = bitnet_go.quantize(np.ones((6, 2, 3, 3), np.float32), "int8", scale=0.1, zero_point=0)
+    for scale in ([0.1], np.float32([0.1]), "0.1", True):
+        _bad(TypeError, "scale must be a number", lambda s=scale: F.linear(x, w, scale=s, zero_point=0))
+    for scale in (float("nan"), float("inf"), -1.0):
+        _bad(ValueError, "scale must be finite and > 0", lambda s=scale: F.linear(x, w, scale=s, zero_point=0))
+    for zp in (1.0, "3", True):
+        _bad(TypeError, "zero_point must be an int", lambda z=zp: F.linear(x, w, scale=0.1, zero_point=z))
+    _bad(ValueError, "zero_point must fit in int32", lambda: F.linear(x, w, scale=0.1, zero_point=2**40))
+    # numpy scalars and 0-d arrays are numbers
+    assert F.linear(x, w, scale=np.float32(0.1), zero_point=np.int64(3)).zero_point[0] == 3
+    assert F.linear(x, w, scale=np.array(0.1), zero_point=np.array(3)).zero_point[0] == 3
+    _bad(TypeError, "relu must be a bool", lambda: F.linear(x, w, scale=0.1, zero_point=0, relu="False"))
+    for g in (3.7, "3", None):
+        _bad(TypeError, "groups must be an int", lambda g=g: F.conv2d(xc, wc, groups=g, scale=0.1, zero_point=0))
+    w0 = bitnet_go.quantize(np.float32(1.0), "int8", scale=0.1, zero_point=0)
+    _bad(ValueError, "weight must have 2 dimensions, got a 0-d", lambda: F.linear(x, w0, scale=0.1, zero_point=0))
+    t0 = bitnet_go.quantize_i2s(np.float32(1.0))
+    _bad(ValueError, "weight must have 4 dimensions, got a 0-d", lambda: F.conv2d(xc, t0, scale=0.1, zero_point=0))
+    _bad(ValueError, "got a 0-d array", lambda: F.linear_dynamic(np.float32(1.0), w))
+    tb = bitnet_go.quantize_i2s(np.ones((2, 3, 3, 3), np.float32), block_size=9)
+    _bad(TypeError, "conv2d takes one scale per tensor or per output channel",
+         lambda: F.conv2d(bitnet_go.quantize(np.ones((1, 3, 5, 5), np.float32), "uint8", scale=0.1, zero_point=0), tb,
+                          scale=0.1, zero_point=0))  # fmt: skip
+    a3 = bitnet_go.quantize(np.ones((2, 3, 5), np.float32), "uint8", scale=0.1, zero_point=0)
+    b3 = bitnet_go.quantize(np.ones((3, 5, 4), np.float32), "uint8", scale=0.1, zero_point=0)
+    _bad(ValueError, r"qa's batch dimensions \(2,\) and qb's \(3,\) do not broadcast",
+         lambda: F.matmul(a3, b3, scale=0.1, zero_point=0))  # fmt: skip
+    _bad(ValueError, "one value", lambda: F.add(x, x, scale=np.float32([0.1, 0.2]), zero_point=0))
+
+
+@pytest.mark.needs("torch")
+def test_empty_and_zero_width_operands_are_refused_clearly(fbgemm: object) -> None:
+    """Operands with no input features or channels, and element-wise results with no elements (a
+    bitnet_go tensor holds at least one): ValueErrors, never Go's panics. torch batch dimensions of
+    0 in linear and conv2d give torch's empty result."""
+    q = torch.quantize_per_tensor
+    _bad(ValueError, "in_features must be >= 1",
+         lambda: F.linear(q(torch.zeros(2, 0), 0.1, 0, torch.quint8), q(torch.zeros(3, 0), 0.1, 0, torch.qint8),
+                          scale=0.1, zero_point=5))  # fmt: skip
+    _bad(
+        ValueError,
+        "in_features must be >= 1",
+        lambda: F.linear_dynamic(torch.zeros(2, 0), q(torch.zeros(3, 0), 0.1, 0, torch.qint8)),
+    )
+    for wshape in ((6, 0, 3, 3), (6, 0, 1, 1)):
+        _bad(ValueError, "at least one channel",
+             lambda s=wshape: F.conv2d(q(torch.zeros(1, 0, 9, 9), 0.1, 0, torch.quint8),
+                                       q(torch.zeros(*s), 0.1, 0, torch.qint8), scale=0.1, zero_point=0))  # fmt: skip
+    x1, w0 = q(torch.zeros(1, 1, 5, 5), 0.1, 0, torch.quint8), q(torch.zeros(1, 1, 0, 3), 0.1, 0, torch.qint8)
+    _bad(ValueError, "kernel of at least 1x1", lambda: F.conv2d(x1, w0, scale=0.1, zero_point=0))
+    e = q(torch.zeros(0, 4), 0.1, 3, torch.quint8)
+    _bad(ValueError, "qx has no elements", lambda: F.relu(e))
+    _bad(ValueError, "has no elements", lambda: F.add(e, e, scale=0.1, zero_point=0))
+    _bad(ValueError, "has no elements",
+         lambda: F.add(q(torch.zeros(0), 0.1, 3, torch.quint8), q(torch.zeros(1), 0.1, 3, torch.quint8), scale=0.1,
+                       zero_point=0))  # fmt: skip
+    _bad(ValueError, "q has no elements", lambda: F.requantize(e, 0.2, 0))
+    got = F.linear(q(torch.zeros(0, 4), 0.1, 3, torch.quint8), q(torch.ones(2, 4), 0.1, 0, torch.qint8), scale=0.1,
+                   zero_point=5)  # fmt: skip
+    assert isinstance(got, torch.Tensor) and tuple(got.shape) == (0, 2)
+    got = F.conv2d(q(torch.zeros(0, 2, 5, 5), 0.1, 0, torch.quint8), q(torch.ones(3, 2, 3, 3), 0.1, 0, torch.qint8),
+                   scale=0.1, zero_point=0)  # fmt: skip
+    assert isinstance(got, torch.Tensor) and tuple(got.shape) == (0, 3, 3, 3)

@@ -128,6 +128,13 @@ def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: o
     return _output(dtype, shape, s, z, codes)
 
 
+def _nonempty(shape: tuple[int, ...], what: str) -> None:
+    """``ValueError`` for a result of ``shape`` with no elements (a torch operand with a zero
+    dimension): a bitnet_go tensor holds at least one element."""
+    if not math.prod(shape):
+        raise ValueError(f"{what} has no elements (shape {shape}); the result, a bitnet_go tensor, needs at least one")
+
+
 def _result(o: _Operand) -> PlainTensor:
     """The output as a tensor (Go wrote and checked it), keeping its descriptor for the next op."""
     return PlainTensor._trusted(o.dtype, o.shape, None, None, o.codes, o.scale, o.zero_point, o.desc)
@@ -144,6 +151,7 @@ def _add(qa: object, qb: object, scale: object, zero_point: object, relu: bool) 
             shape = tuple(np.broadcast_shapes(a.shape, b.shape))
         except ValueError:
             raise ValueError(f"qa's shape {a.shape} and qb's shape {b.shape} do not broadcast") from None
+    _nonempty(shape, "qa + qb")
     out = _new_output(a.dtype, shape, scale, zero_point)
     lib.call("bng_qadd", _byref(a.desc), _byref(b.desc), _byref(out.desc), _byref(_PARAMS[1 if relu else 0]), None)
     return _result(out)
@@ -199,6 +207,7 @@ def relu(qx: object) -> PlainTensor:
         (array([4, 5, 8], dtype=uint8), array([4], dtype=int32))
     """
     x = _operand(qx, "qx")
+    _nonempty(x.shape, "qx")
     if x.desc.n_zero_points == 1:  # the output's descriptor is x's with other codes (x's scale and zero point)
         codes = np.empty(x.codes.size, np.uint8)
         out = _Operand(x.dtype, x.shape, codes, x.scale, x.zero_point,
@@ -228,6 +237,7 @@ def requantize(q: object, scale: float, zero_point: int, dtype: str | None = Non
         ('int8', array([-2,  0,  4], dtype=int8))
     """
     x = _operand(q, "q")
+    _nonempty(x.shape, "q")
     dt = x.dtype if dtype is None else check_dtype(dtype, DTYPES)
     out = _new_output(dt, x.shape, scale, zero_point)
     lib.call("bng_requantize", _byref(x.desc), _byref(out.desc), _byref(_PARAMS[0]))

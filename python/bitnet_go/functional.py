@@ -36,6 +36,20 @@ int32 per block and then in float32 over the blocks, in order:
 ``y = sum_g float32(raw_g) * float32(sa*sw_g)`` (each product rounded), ``y +=
 bias``, ``out = clamp(lrintf(y / so) + zo)``.
 
+Where this exact result and torch's differ (all found by comparing with an int64
+NumPy reference of the formula above, which this module matches):
+
+- ``|(acc + bias/(sa*sw)) * (sa*sw/so)| >= 2**31`` (a tiny output scale, an
+  infinite bias): the code is clamped to qmin or qmax by the sign; torch's
+  ``lrintf`` gives INT_MIN there, so a large positive value becomes qmin.
+- depthwise :func:`conv2d` (``groups`` = channels): torch's fbgemm depthwise
+  kernel differs on a few outputs of some inputs (8 to 32 channels, 8x8, 3x3,
+  padding 1, input zero point 128: up to 48 codes, a few outputs in one case
+  of two), as an int16 saturation of its VPMADDUBSW pairs would; this
+  module's int32 sums have none.
+- :func:`matmul`: torch dequantizes and multiplies in float32, so it can differ
+  by one code near a rounding boundary.
+
 torch tensors in, torch tensors out: when an operand is a torch quantized
 tensor the result is a torch quantized tensor (``quint8``/``qint8`` per
 tensor); otherwise it is a :class:`bitnet_go.QuantizedTensor`. torch's codes
@@ -56,6 +70,7 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,7 +78,7 @@ from numpy.typing import ArrayLike
 
 from ._conv import IntPair, _padding, _pair
 from ._core import descriptor, qops
-from ._core.arrays import Derived, as_float32, immutable, is_torch_tensor, new_weight_id
+from ._core.arrays import Derived, as_float32, check_int, immutable, is_torch_tensor, new_weight_id
 from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
@@ -154,6 +169,8 @@ def _weight(w: object, k_dims: int, allow_groups: bool, i2s: bool = False) -> tu
     """A weight as int8 codes with per-tensor, per-channel (axis 0) or per-block scales, its row
     sums when kept, and whether it came from torch. ``i2s``: an I2_S ternary weight that
     :func:`_ternary_i2s` takes is passed as its own codes."""
+    if isinstance(w, QuantizedTensor) and not w.shape:
+        raise ValueError(f"weight must have {k_dims + 1} dimensions, got a 0-d tensor")
     if isinstance(w, PlainTensor) and w.qtype == "int8" and not w.on_device:  # first: the common case
         if w.axis not in (None, 0) or w.block_size:
             raise ValueError(f"int8 weights must be per tensor or per output channel (axis 0), got axis={w.axis}, "
@@ -202,8 +219,10 @@ def _ternary(w: TernaryTensor, k_dims: int, allow_groups: bool) -> tuple[Q, np.n
             return Q(vals, s, np.zeros(rows, np.int32), axis=0)
         if allow_groups and k % b == 0:
             return Q(vals, w.scales, np.zeros(w.scales.size, np.int32), block_size=b)
-        raise TypeError(f"ternary weight: block_size {b} neither covers whole rows nor divides a row of {k} "
-                        f"values{'' if allow_groups else ' (conv2d takes per-tensor or per-row scales)'}")  # fmt: skip
+        if not allow_groups:
+            raise TypeError(f"ternary weight: conv2d takes one scale per tensor or per output channel; block_size "
+                            f"{b} does not cover whole rows of {k} values")  # fmt: skip
+        raise TypeError(f"ternary weight: block_size {b} neither covers whole rows nor divides a row of {k} values")
 
     return _cached(w, build)
 
@@ -264,15 +283,35 @@ def _output(shape: tuple[int, ...], dtype: np.dtype, scale: object, zero_point: 
 
 
 def _out_params(scale: object, zero_point: object, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The output's scale and zero point as float32 and int32 arrays of one element: ``scale`` a
+    real number (Python or numpy, or a 0-d array or tensor; not a bool, string or sequence),
+    finite and > 0, ``zero_point`` an integer (``operator.index``: not a bool or float) in int32
+    (its dtype's range is Go's to check)."""
     if scale is None or zero_point is None:
         raise TypeError("scale and zero_point (the output's quantization) are required")
+    number = isinstance(scale, (int, float, np.integer, np.floating)) or getattr(scale, "ndim", None) == 0
+    if not number or isinstance(scale, (bool, np.bool_)):
+        raise TypeError(f"scale must be a number, got {type(scale).__name__} {scale!r}")
     s = float(scale)  # type: ignore[arg-type]
     if not (s > 0 and math.isfinite(s)):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
-    z = zero_point
-    if isinstance(z, bool) or not isinstance(z, (int, np.integer)):
-        raise TypeError(f"zero_point must be an int, got {zero_point!r}")
-    return np.float32([s]), np.int32([int(z)])
+    try:
+        if isinstance(zero_point, (bool, np.bool_)):
+            raise TypeError
+        z = operator.index(zero_point)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"zero_point must be an int, got {type(zero_point).__name__} {zero_point!r}") from None
+    if not -(2**31) <= z < 2**31:
+        raise ValueError(f"zero_point must fit in int32 (and the output dtype's range), got {z}")
+    return np.float32([s]), np.int32([z])
+
+
+def _flag(v: object, name: str) -> bool:
+    """A bool argument: Python or numpy bools, and the ints 0 and 1 (a string such as ``"False"``
+    is no flag: ``TypeError``)."""
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+        return bool(v)
+    raise TypeError(f"{name} must be a bool, got {type(v).__name__} {v!r}")
 
 
 def _result(out: Q, to_torch: bool) -> QuantizedTensor | torch.Tensor:
@@ -331,7 +370,7 @@ def linear(
     if xq.codes.ndim == 0 or xq.codes.shape[-1] != wq.codes.shape[1]:
         raise ValueError(f"input must have shape (..., {wq.codes.shape[1]}), got {xq.codes.shape}")
     oq = _output((*xq.codes.shape[:-1], n), xq.codes.dtype, scale, zero_point)
-    qops.linear(xq, wq, _bias(bias, n), cs, oq, relu=bool(relu))
+    qops.linear(xq, wq, _bias(bias, n), cs, oq, relu=_flag(relu, "relu"))
     return _result(oq, tx or tw)
 
 
@@ -367,7 +406,10 @@ def linear_dynamic(
     """
     from ._conv import as_input_kind
 
-    x = np.ascontiguousarray(as_float32(input, "input"))
+    x = as_float32(input, "input")
+    if x.ndim == 0:
+        raise ValueError("input must have shape (..., in_features), got a 0-d array")
+    x = np.ascontiguousarray(x)
     wq, cs, _ = _weight(weight, 1, False)
     if wq.codes.ndim != 2:
         raise ValueError(f"weight must have 2 dimensions (out_features, in_features), got shape {wq.codes.shape}")
@@ -377,12 +419,13 @@ def linear_dynamic(
     out = np.empty((*x.shape[:-1], n), np.float32)
     if out.size:
         qops.linear(Q(x, None, None), wq, _bias(bias, n), cs, Q(out, None, None), relu=False,
-                    reduce_range=bool(reduce_range))  # fmt: skip
+                    reduce_range=_flag(reduce_range, "reduce_range"))  # fmt: skip
     return as_input_kind(out, input)
 
 
 def matmul(qa: object, qb: object, *, scale: float, zero_point: int) -> QuantizedTensor | torch.Tensor:
-    """``torch.ops.quantized.matmul``: ``qa @ qb`` (..., M, K) x (..., K, N), requantized.
+    """``torch.ops.quantized.matmul``: ``qa @ qb`` (..., M, K) x (..., K, N), requantized; the batch
+    dimensions (...) broadcast as ``torch.matmul``'s do.
 
     Both operands per tensor and of one dtype (uint8 or int8); the product is exact in int32 and
     requantized as :func:`linear` does (torch computes it in float32 after dequantizing, so torch's
@@ -399,9 +442,16 @@ def matmul(qa: object, qb: object, *, scale: float, zero_point: int) -> Quantize
     bq, tb = _act(qb, "qb")
     if aq.codes.dtype != bq.codes.dtype:
         raise TypeError(f"qa and qb must have one dtype, got {aq.codes.dtype} and {bq.codes.dtype}")
-    if aq.codes.ndim < 2 or bq.codes.ndim != aq.codes.ndim:
-        raise ValueError(f"qa and qb must have the same number (>= 2) of dimensions, got {aq.codes.shape} and "
-                         f"{bq.codes.shape}")  # fmt: skip
+    if aq.codes.ndim < 2 or bq.codes.ndim < 2:
+        raise ValueError(f"qa and qb must have at least 2 dimensions, got {aq.codes.shape} and {bq.codes.shape}")
+    ba, bb = aq.codes.shape[:-2], bq.codes.shape[:-2]
+    if ba != bb:  # batch dimensions broadcast, as torch.matmul's: the codes repeated where they do
+        try:
+            batch = np.broadcast_shapes(ba, bb)
+        except ValueError:
+            raise ValueError(f"qa's batch dimensions {ba} and qb's {bb} do not broadcast") from None
+        aq, bq = (q._replace(codes=np.ascontiguousarray(np.broadcast_to(q.codes, (*batch, *q.codes.shape[-2:]))),
+                             desc=None) for q in (aq, bq))  # fmt: skip
     oq = _output((*aq.codes.shape[:-1], bq.codes.shape[-1]), aq.codes.dtype, scale, zero_point)
     qops.matmul(aq, bq, oq)
     return _result(oq, ta or tb)
@@ -452,7 +502,7 @@ def conv2d(
     dh, dw = _pair(dilation, "dilation", 1)
     kh, kw = wq.codes.shape[2:]
     pad = _padding(padding, (kh, kw), (sh, sw), (dh, dw))
-    g = int(groups)
+    g = check_int(groups, "groups")
     n, c, h, w_ = xq.codes.shape
     o = wq.codes.shape[0]
     if g < 1 or c % g or o % g or wq.codes.shape[1] != c // g:
@@ -463,5 +513,5 @@ def conv2d(
         raise ValueError(f"the kernel {(kh, kw)} (dilation {(dh, dw)}) is larger than the padded input")
     oq = _output((n, o, ho, wo), xq.codes.dtype, scale, zero_point)
     qops.conv2d(xq, wq, _bias(bias, o), oq, stride=(sh, sw), padding=pad, dilation=(dh, dw),
-                groups=g, relu=bool(relu))  # fmt: skip
+                groups=g, relu=_flag(relu, "relu"))  # fmt: skip
     return _result(oq, tx or tw)

@@ -304,6 +304,8 @@ def _as_params(v: object, name: str, count: int, dtype: type, *, integer: bool) 
     if a.size == 1 and count > 1:
         a = np.repeat(a, count)
     if a.size != count:
+        if count == 1:
+            raise ValueError(f"{name} must be one value (per tensor), got {a.size}")
         raise ValueError(f"{name} must have 1 or {count} entries (one per channel/group), got {a.size}")
     if integer and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
         raise ValueError(f"{name} must fit in int32, got {a.min()}..{a.max()}")
