@@ -150,7 +150,7 @@ def test_the_fast_paths_give_what_the_general_ones_give() -> None:
         (dict(scale=0.5, zero_point=1.5), TypeError, "zero_point must be integers, got dtype float64"),
         (dict(scale=0.5, zero_point=2**31), ValueError, "zero_point must fit in int32, got 2147483648..2147483648"),
         (dict(scale=[0.5, 0.5], zero_point=0), ValueError,
-         "scale must have 1 or 1 entries (one per channel/group), got 2"),
+         "scale must be one value (per tensor), got 2"),
         (dict(scale=0.0, zero_point=0), ValueError, "scales[0] must be finite and > 0, got 0"),
         (dict(scale=-0.0, zero_point=0), ValueError, "scales[0] must be finite and > 0, got -0"),
         (dict(scale=float("nan"), zero_point=0), ValueError, "scales[0] must be finite and > 0, got NaN"),

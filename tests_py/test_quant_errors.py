@@ -29,7 +29,7 @@ X = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
         (dict(dtype="int4", scale=0.1, zero_point=8), ValueError, "zero.?point"),
         (dict(dtype="int8", scale=0.1, zero_point=0.5), TypeError, "zero_point must be integers"),
         (dict(dtype="int8", scale="a"), TypeError, "scale must be real numbers"),
-        (dict(dtype="int8", scale=[0.1, 0.2]), ValueError, "scale must have 1 or 1 entries"),
+        (dict(dtype="int8", scale=[0.1, 0.2]), ValueError, "scale must be one value \\(per tensor\\), got 2"),
         (dict(dtype="int8", scale=[0.1, 0.2], axis=0), ValueError, "scale must have 1 or 3 entries"),
         (dict(dtype="int8", zero_point=3), ValueError, "zero_point is given without scale"),
         (dict(dtype="binary", zero_point=3), ValueError, "no zero point"),
