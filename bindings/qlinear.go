@@ -78,6 +78,28 @@ func checkZero(t *qtensor.Tensor, z int32) error {
 	return nil
 }
 
+// checkZeros is checkZero for every zero point of zs (one pass for the
+// range, the message for the first outside it; 4096 per-channel zero
+// points one call each took 1.3% of a 4096 x 4096 batch-1 linear).
+func checkZeros(t *qtensor.Tensor, zs []int32) error {
+	if len(zs) == 0 {
+		return nil
+	}
+	lo, hi := zs[0], zs[0]
+	for _, z := range zs {
+		lo, hi = min(lo, z), max(hi, z)
+	}
+	if checkZero(t, lo) == nil && checkZero(t, hi) == nil {
+		return nil
+	}
+	for _, z := range zs {
+		if err := checkZero(t, z); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // qout reads the output tensor's quantization.
 func qout(t *qtensor.Tensor, relu bool) (qlinear.Output, error) {
 	a, err := qact(t)
@@ -105,10 +127,8 @@ func qweight(t, ct *qtensor.Tensor, n int, id uint64) (qlinear.Weight, error) {
 	if len(t.Scales) != want || len(t.ZeroPoints) != want {
 		return qlinear.Weight{}, errs.Value("weight: want %d scales and zero points, got %d and %d", want, len(t.Scales), len(t.ZeroPoints))
 	}
-	for _, z := range t.ZeroPoints {
-		if err := checkZero(t, z); err != nil {
-			return qlinear.Weight{}, err
-		}
+	if err := checkZeros(t, t.ZeroPoints); err != nil {
+		return qlinear.Weight{}, err
 	}
 	data, err := codes(t)
 	if err != nil {
@@ -307,10 +327,8 @@ func linearGrouped(k *qlinear.Kernels, M, N, K int, xa qlinear.Act, wt *qtensor.
 	if len(zeros) == 0 {
 		zeros = make([]int32, N*G)
 	}
-	for _, z := range zeros {
-		if err := checkZero(wt, z); err != nil {
-			return qlinear.Info{}, err
-		}
+	if err := checkZeros(wt, zeros); err != nil {
+		return qlinear.Info{}, err
 	}
 	data, err := codes(wt)
 	if err != nil {

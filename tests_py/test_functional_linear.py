@@ -482,3 +482,26 @@ def test_empty_and_zero_width_operands_are_refused_clearly(fbgemm: object) -> No
     got = F.conv2d(q(torch.zeros(0, 2, 5, 5), 0.1, 0, torch.quint8), q(torch.ones(3, 2, 3, 3), 0.1, 0, torch.qint8),
                    scale=0.1, zero_point=0)  # fmt: skip
     assert isinstance(got, torch.Tensor) and tuple(got.shape) == (0, 3, 3, 3)
+
+
+@pytest.mark.parametrize("bad_at", [0, 5, 11])
+def test_weight_zero_points_outside_int8_are_named(bad_at: int) -> None:
+    """Go checks every weight zero point (per channel, per group) and names the first outside int8."""
+    from bitnet_go._core import qops
+
+    rng = np.random.default_rng(bad_at)
+    x = qops.Q(rng.integers(0, 256, (2, 32)).astype(np.uint8), np.float32([0.1]), np.int32([3]))
+    out = qops.Q(np.empty((2, 12), np.uint8), np.float32([0.5]), np.int32([0]))
+    codes = rng.integers(-128, 128, (12, 32)).astype(np.int8)
+    zp = rng.integers(-128, 128, 12).astype(np.int32)
+    zp[bad_at] = 200
+    w = qops.Q(codes, np.full(12, 0.02, np.float32), zp, axis=0)
+    with pytest.raises(ValueError, match="zero point 200 is outside int8's range"):
+        qops.linear(x, w, None, None, out, relu=False)
+    zg = np.zeros(24, np.int32)  # two groups of 16 per row
+    zg[2 * bad_at + 1] = -129
+    wg = qops.Q(codes, np.full(24, 0.02, np.float32), zg, block_size=16)
+    with pytest.raises(ValueError, match="zero point -129 is outside int8's range"):
+        qops.linear(x, wg, None, None, out, relu=False)
+    zp[bad_at] = 7  # all in range: the call runs
+    qops.linear(x, w._replace(zero_points=zp), None, None, out, relu=False)
