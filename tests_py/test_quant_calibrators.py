@@ -166,3 +166,38 @@ def test_zeros_and_empty() -> None:
     assert cal.compute_amax() == 0.0
     cal.update(np.float32([1.0, -2.0]))
     assert cal.counts.sum() == 12
+
+
+@pytest.mark.parametrize("cls", [PercentileCalibrator, EntropyCalibrator, MSECalibrator])
+@pytest.mark.parametrize("seed", range(3))
+def test_growth_stays_bounded(cls: type, seed: int) -> None:
+    """A batch far past the first one's range doubles the bin width (pairs of bins summed) instead
+    of appending bins without end (a million times the range once took gigabytes): at most
+    MAX_BINS bins, no count lost, and the counts are the histogram of every value seen at the
+    final width."""
+    from bitnet_go.quantization._calibrators import MAX_BINS
+
+    rng = np.random.default_rng(seed)
+    num_bins = int(rng.choice([16, 1000, 2048]))
+    cal = cls(num_bins=num_bins)
+    batches = [rng.standard_normal(1000).astype(np.float32) * f for f in (1.0, 1e3, 1e6, 1e9)]
+    for b in batches:
+        cal.update(b)
+        assert cal.counts.size <= MAX_BINS
+    a = np.abs(np.concatenate(batches))
+    assert cal.counts.sum() == a.size
+    w = cal.bin_width
+    assert w > np.abs(batches[0]).max() / num_bins  # it doubled
+    want = np.bincount(np.minimum((a / np.float32(w)).astype(np.int64), cal.counts.size - 1), minlength=cal.counts.size)
+    # values within a float32 rounding of an edge may fall either side of it
+    assert np.abs(np.cumsum(cal.counts - want)).max() <= max(2, a.size // 10000)
+    if cls is PercentileCalibrator:  # the entropy and MSE searches are quadratic in the bins
+        assert 0 < cal.compute_amax() <= cal.counts.size * w
+
+
+def test_growth_past_the_limit_with_a_fixed_width_is_refused() -> None:
+    cal = PercentileCalibrator(num_bins=16, bin_width=0.01)
+    cal.update(np.float32([1.0, -2.0]))
+    with pytest.raises(ValueError, match="give a larger bin_width"):
+        cal.update(np.float32([1e6]))
+    assert cal.counts.sum() == 2  # the refused batch left nothing behind
