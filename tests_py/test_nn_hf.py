@@ -122,3 +122,18 @@ def test_bfloat16_scale_and_errors() -> None:
         bnn.from_hf_packed(bad, torch.ones(1), 8)
     with pytest.raises(ValueError, match="one scale"):
         bnn.to_hf_packed(bitnet_go.quantize_i2s(np.ones((4, 8), np.float32), block_size=8))
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        (np.array([[5], [0], [0], [0]], np.int8), r"-1, 0 or 1, got 5 at index \(0, 0\)"),
+        (np.array([[0, 1], [-2, 0]], np.int64), r"got -2 at index \(1, 0\)"),
+        (np.array([[0.6]], np.float32), "integers"),
+        (np.array(1, np.int8), "at least 1 dimension"),
+    ],
+)
+def test_pack_refuses_non_ternary_values(values: np.ndarray, match: str) -> None:
+    """A value outside -1..1 would spill into its neighbours' bits; floats would be truncated."""
+    with pytest.raises(ValueError, match=match):
+        bnn.pack_hf(values)

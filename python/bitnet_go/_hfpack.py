@@ -91,6 +91,12 @@ def pack_hf(values: np.ndarray) -> np.ndarray:
         '0b100100'
     """
     v = np.asarray(values)
+    if v.ndim < 1 or v.dtype.kind not in "iub":
+        raise ValueError(f"values must be integers of at least 1 dimension, got dtype {v.dtype}, shape {v.shape}")
+    bad = np.flatnonzero((v < -1) | (v > 1))
+    if bad.size:  # a code past 2 bits would spill into the next value's
+        idx = tuple(int(i) for i in np.unravel_index(int(bad[0]), v.shape))
+        raise ValueError(f"values must be -1, 0 or 1, got {v[idx]} at index {idx}")
     out = v.shape[0]
     rows = math.ceil(out / VALUES_PER_BYTE)
     codes = np.zeros((VALUES_PER_BYTE * rows, *v.shape[1:]), np.uint8)
