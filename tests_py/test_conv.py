@@ -411,6 +411,10 @@ def _bad_cases():
         ("object bias", dict(ok, bias=np.array([None] * 6)), TypeError, r"bias must be a real numeric array"),
         ("act_bits 4", dict(ok, act_bits=4), ValueError, r"act_bits must be None .* or 8"),
         ("act_bits bool", dict(ok, act_bits=True), ValueError, r"act_bits must be None"),
+        ("act_bits float", dict(ok, act_bits=8.0), ValueError, r"act_bits must be None .* got 8.0"),
+        ("act_bits complex", dict(ok, act_bits=8 + 0j), ValueError, r"act_bits must be None"),
+        ("act_bits array", dict(ok, act_bits=np.array(8)), ValueError, r"act_bits must be None"),
+        ("act_bits arrays", dict(ok, act_bits=np.array([8, 8])), ValueError, r"act_bits must be None"),
         ("algorithm", dict(ok, algorithm="winograd"), ValueError, r"algorithm must be one of"),
         ("empty C", dict(ok, x=np.zeros((1, 0, 6, 6), np.float32)), ValueError, r"at least one channel"),
     ]  # fmt: skip

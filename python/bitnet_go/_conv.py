@@ -158,7 +158,9 @@ def _geometry(
     stride: object, dilation: object, groups: object, act_bits: object, algorithm: object
 ) -> tuple[int, tuple[int, int], tuple[int, int]]:
     """Check ``act_bits`` and ``algorithm``; ``groups``, ``stride`` and ``dilation`` as ints."""
-    if act_bits is not None and (isinstance(act_bits, (bool, np.bool_)) or act_bits != 8):
+    if act_bits is not None and (
+        isinstance(act_bits, (bool, np.bool_)) or not isinstance(act_bits, (int, np.integer)) or act_bits != 8
+    ):  # an int: 8.0, 8+0j and arrays equal to 8 are refused
         raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}")
