@@ -406,3 +406,30 @@ def test_frozen_bias_follows_torch_writes_in_any_dtype() -> None:
     with torch.no_grad():
         layer.bias.add_(1.0)
     torch.testing.assert_close(layer(x), y0 + 1.0)
+
+
+@pytest.mark.parametrize("cast", ["half", "bfloat16", "double", "to_float64", "half_then_float"])
+def test_frozen_layers_survive_dtype_casts(cast: str) -> None:
+    """model.half() / .double() / .to(dtype) cast the float parameters; the frozen weight_scale
+    keeps its float32 values (the kernels take float32 scales; a trip through float16 would
+    round them), and the forward runs in the input's dtype."""
+    torch.manual_seed(7)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Flatten(), torch.nn.Linear(4 * 5 * 5, 6))
+    x = torch.randn(2, 3, 5, 5)
+    q, _ = bnn.convert(m, progress=False)
+    want = q(x)
+    scales = [b.clone() for n, b in q.named_buffers() if n.endswith("weight_scale")]
+    dt = {"half": torch.float16, "bfloat16": torch.bfloat16, "double": torch.float64, "to_float64": torch.float64}
+    if cast == "half_then_float":
+        q2, xin, tol = q.half().float(), x, 2e-2  # the float16 trip rounds the biases, not the scales
+    elif cast == "to_float64":
+        q2, xin, tol = q.to(torch.float64), x.double(), 1e-6
+    else:
+        q2 = getattr(q, cast)()
+        # float16/bfloat16 inputs move some int8 activation codes by one: loose bounds
+        xin, tol = x.to(dt[cast]), {"half": 2e-2, "bfloat16": 8e-2, "double": 1e-6}[cast]
+    got = q2(xin)
+    assert got.dtype == xin.dtype
+    after = [b for n, b in q2.named_buffers() if n.endswith("weight_scale")]
+    assert all(a.dtype == torch.float32 and torch.equal(a, s) for a, s in zip(after, scales, strict=True))
+    assert ((got.float() - want).abs().max() / want.abs().max()).item() < tol

@@ -178,6 +178,17 @@ class _Frozen:
             self._set_frozen(self.ternary_weight())
         return self
 
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # noqa: ANN401 (torch's signature)
+        """``nn.Module._apply`` (``.to()``, ``.half()``, ``.cuda()``, ...), except that the frozen
+        ``weight_scale`` keeps its float32 values, moved to the device the others went to: the
+        kernels take float32 scales, and a cast to float16 and back would have rounded them."""
+        scale = self._buffers.get("weight_scale")  # type: ignore[attr-defined]
+        out = super()._apply(fn, recurse)  # type: ignore[misc]
+        moved = self._buffers.get("weight_scale")  # type: ignore[attr-defined]
+        if scale is not None and moved is not None and moved.dtype != scale.dtype:
+            self._buffers["weight_scale"] = scale.to(device=moved.device)  # type: ignore[attr-defined]
+        return out
+
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:  # noqa: ANN401
         # a frozen state dict loads into a training-mode layer: it becomes frozen
         if prefix + "weight_packed" in state_dict and not self.frozen:
