@@ -90,3 +90,25 @@ def test_other_inputs() -> None:
         obs.update(X.T)
     with pytest.raises(ValueError, match="NaN|Inf|finite"):
         MinMaxObserver().update(np.float32([1, np.nan]))
+
+
+@pytest.mark.parametrize("flag", ["no", None, 1, 0.0])
+def test_check_finite_is_a_bool_everywhere(flag: object) -> None:
+    """quantize, quantize_i2s (and the TL/TQ quantizers), conv2d_quantized and linear_quantized
+    take check_finite as quantize does: a bool (numpy's too); "no" had turned the check on and
+    None off."""
+    x = np.ones((2, 128), np.float32)
+    w = bitnet_go.quantize_i2s(np.ones((3, 2, 1, 1), np.float32))
+    wl = bitnet_go.quantize_i2s(np.ones((3, 2), np.float32))
+    calls = [
+        lambda: bitnet_go.quantize(x, "int8", check_finite=flag),
+        lambda: bitnet_go.quantize_i2s(x, check_finite=flag),
+        lambda: bitnet_go.quantize_tl1(x, check_finite=flag),
+        lambda: bitnet_go.quantize_tq2_0(np.ones((2, 256), np.float32), check_finite=flag),
+        lambda: bitnet_go.conv2d_quantized(np.ones((1, 2, 3, 3), np.float32), w, check_finite=flag),
+        lambda: bitnet_go.linear_quantized(np.ones((1, 2), np.float32), wl, check_finite=flag),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match="check_finite must be a bool"):
+            call()
+    assert bitnet_go.quantize_i2s(x, check_finite=np.bool_(False)).shape == (2, 128)

@@ -9,7 +9,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core import ops
-from ._core.arrays import MAX_ELEMENTS, Derived, as_float32, check_int, fits_int64, is_torch_tensor, weight_id
+from ._core.arrays import (
+    MAX_ELEMENTS,
+    Derived,
+    as_float32,
+    check_bool,
+    check_int,
+    fits_int64,
+    is_torch_tensor,
+    weight_id,
+)
 from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
@@ -194,7 +203,7 @@ def plan_key(
     check_finite: object,
 ) -> tuple[object, ...] | None:
     """The key a conv2d plan is kept under (:data:`TernaryTensor._plans`), or None when an
-    argument is not plain (:func:`_plain`; ``check_finite`` a bool or an int): such a call is
+    argument is not plain (:func:`_plain`; ``check_finite`` a bool): such a call is
     checked and planned afresh.
 
     Example:
@@ -202,7 +211,7 @@ def plan_key(
         (True, None)
     """
     key = (stride, padding, dilation, groups, act_bits, algorithm, check_finite)
-    if type(check_finite) not in (bool, int) or not all(map(_plain, key[:6])):
+    if type(check_finite) is not bool or not all(map(_plain, key[:6])):
         return None
     return key
 
@@ -274,6 +283,8 @@ def conv2d_with_info(
     """
     on_gpu = is_cuda_array(x)
     w = _check_weight(weight, device_ok=on_gpu)
+    if type(check_finite) is not bool:  # the common case costs one test: numpy bools pass, others are refused
+        check_finite = check_bool(check_finite, "check_finite")
     if on_gpu:
         g, st, dl = _geometry(stride, dilation, groups, act_bits, algorithm)
         return _conv2d_gpu(x, w, bias, st, padding, dl, g, act_bits, check_finite)

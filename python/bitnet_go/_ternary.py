@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core import ops
-from ._core.arrays import as_float32, check_int, check_positive_int, fits_int64, is_torch_tensor
+from ._core.arrays import as_float32, check_bool, check_int, check_positive_int, fits_int64, is_torch_tensor
 from ._core.devices import DeviceArray, device_index, is_cuda_array, resolve_device, touch_driver
 from ._core.params import parameters_of
 from ._core.types import Device, Method, QType
@@ -711,6 +711,7 @@ def quantize_i2s(
     """
     bs = check_positive_int(block_size, "block_size", allow_none=True)
     m = _check_method(method)
+    check_finite = check_bool(check_finite, "check_finite")
     dev = resolve_device(x, device)
     if dev != "cpu" and is_cuda_array(x):
         shape, packed, scales = _gpu_quantize(x, bs, m, check_finite, dev)
@@ -779,6 +780,7 @@ def _quantize_tq(qtype: str, x: ArrayLike, *, method: Method = "absmax", check_f
     """:func:`quantize_tq2_0` and :func:`quantize_tq1_0` for ``qtype``."""
     if method != "absmax":
         raise ValueError(f"quantize_{qtype} quantizes with method='absmax' (llama.cpp's rule) only, got {method!r}")
+    check_finite = check_bool(check_finite, "check_finite")
     a = as_float32(x, "x")
     if a.size == 0:
         raise ValueError(f"x must have at least one element, got shape {a.shape}")

@@ -78,7 +78,7 @@ from numpy.typing import ArrayLike
 
 from ._conv import IntPair, _padding, _pair
 from ._core import descriptor, qops
-from ._core.arrays import Derived, as_float32, check_int, immutable, is_torch_tensor, new_weight_id
+from ._core.arrays import Derived, as_float32, check_bool, check_int, immutable, is_torch_tensor, new_weight_id
 from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
@@ -306,14 +306,6 @@ def _out_params(scale: object, zero_point: object, dtype: np.dtype) -> tuple[np.
     return np.float32([s]), np.int32([z])
 
 
-def _flag(v: object, name: str) -> bool:
-    """A bool argument: Python or numpy bools, and the ints 0 and 1 (a string such as ``"False"``
-    is no flag: ``TypeError``)."""
-    if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
-        return bool(v)
-    raise TypeError(f"{name} must be a bool, got {type(v).__name__} {v!r}")
-
-
 def _result(out: Q, to_torch: bool) -> QuantizedTensor | torch.Tensor:
     """The op's output (:func:`_output`, written by Go) as the caller's kind; a bitnet_go tensor
     keeps the descriptor the op wrote it through."""
@@ -370,7 +362,7 @@ def linear(
     if xq.codes.ndim == 0 or xq.codes.shape[-1] != wq.codes.shape[1]:
         raise ValueError(f"input must have shape (..., {wq.codes.shape[1]}), got {xq.codes.shape}")
     oq = _output((*xq.codes.shape[:-1], n), xq.codes.dtype, scale, zero_point)
-    qops.linear(xq, wq, _bias(bias, n), cs, oq, relu=_flag(relu, "relu"))
+    qops.linear(xq, wq, _bias(bias, n), cs, oq, relu=check_bool(relu, "relu"))
     return _result(oq, tx or tw)
 
 
@@ -419,7 +411,7 @@ def linear_dynamic(
     out = np.empty((*x.shape[:-1], n), np.float32)
     if out.size:
         qops.linear(Q(x, None, None), wq, _bias(bias, n), cs, Q(out, None, None), relu=False,
-                    reduce_range=_flag(reduce_range, "reduce_range"))  # fmt: skip
+                    reduce_range=check_bool(reduce_range, "reduce_range"))  # fmt: skip
     return as_input_kind(out, input)
 
 
@@ -513,5 +505,5 @@ def conv2d(
         raise ValueError(f"the kernel {(kh, kw)} (dilation {(dh, dw)}) is larger than the padded input")
     oq = _output((n, o, ho, wo), xq.codes.dtype, scale, zero_point)
     qops.conv2d(xq, wq, _bias(bias, o), oq, stride=(sh, sw), padding=pad, dilation=(dh, dw),
-                groups=g, relu=_flag(relu, "relu"))  # fmt: skip
+                groups=g, relu=check_bool(relu, "relu"))  # fmt: skip
     return _result(oq, tx or tw)

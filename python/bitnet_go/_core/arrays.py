@@ -113,6 +113,19 @@ def check_int(v: object, name: str, *, or_none: bool = False) -> int:
     return int(v)  # type: ignore[arg-type]
 
 
+def check_bool(v: object, name: str) -> bool:
+    """``v`` if it is a bool (Python or NumPy), else ``TypeError`` (an int, a string such as
+    ``"no"`` or None is not taken for one).
+
+    Example:
+        >>> check_bool(np.bool_(True), "check_finite")
+        True
+    """
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__} {v!r}")
+    return bool(v)
+
+
 def fits_int64(v: int) -> bool:
     """Whether ``v`` can cross the C ABI as an int64 (the Go side checks its range).
 

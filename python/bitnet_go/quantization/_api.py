@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core import descriptor, ops
-from .._core.arrays import as_float32, as_host, check_int
+from .._core.arrays import as_float32, as_host, check_bool, check_int
 from .._core.types import CODE_RANGES, INT_DTYPES, PLAIN_DTYPES
 from .._quantized import PlainTensor, QuantizedTensor
 
@@ -56,18 +56,6 @@ def check_dtype(dtype: object, allowed: tuple[str, ...] = PLAIN_DTYPES, name: st
     if dtype not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {dtype!r}")
     return dtype
-
-
-def check_bool(v: object, name: str) -> bool:
-    """``v`` if it is a bool (Python or NumPy), else ``TypeError``.
-
-    Example:
-        >>> check_bool(np.bool_(True), "check_finite")
-        True
-    """
-    if not isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
-    return bool(v)
 
 
 def qrange(
