@@ -112,3 +112,26 @@ def test_check_finite_is_a_bool_everywhere(flag: object) -> None:
         with pytest.raises(TypeError, match="check_finite must be a bool"):
             call()
     assert bitnet_go.quantize_i2s(x, check_finite=np.bool_(False)).shape == (2, 128)
+
+
+def test_observer_argument_checked() -> None:
+    """An observer without calculate_qparams() is a TypeError (it was an AttributeError); an
+    observer with a scale or zero point given too is refused (the scale had silently won)."""
+    from bitnet_go.quantization import MinMaxObserver
+
+    x = np.float32([-1.0, 0.5, 2.0])
+    with pytest.raises(TypeError, match="observer must have a calculate_qparams"):
+        bitnet_go.quantize(x, "uint8", observer=3)
+    obs = MinMaxObserver(dtype="uint8")
+    obs(x)
+    for kw in (dict(scale=0.1), dict(scale=0.1, zero_point=3), dict(zero_point=3)):
+        with pytest.raises(ValueError, match="not both"):
+            bitnet_go.quantize(x, "uint8", observer=obs, **kw)
+    assert (
+        bitnet_go.quantize(x, "uint8", observer=obs).int_repr().tolist()
+        == bitnet_go.quantize(
+            x, "uint8", scale=float(obs.calculate_qparams()[0][0]), zero_point=int(obs.calculate_qparams()[1][0])
+        )
+        .int_repr()
+        .tolist()
+    )

@@ -351,6 +351,12 @@ def quantize(
     if xa.size == 0:
         raise ValueError(f"x must have at least one element, got shape {xa.shape}")
     check_bool(check_finite, "check_finite")
+    if observer is not None:
+        if scale is not None or zero_point is not None:
+            raise ValueError("give scale (and zero_point) or observer, not both")
+        if not callable(getattr(observer, "calculate_qparams", None)):
+            raise TypeError(f"observer must have a calculate_qparams() method (a bitnet_go.quantization or "
+                            f"torch.ao observer), got {type(observer).__name__}")  # fmt: skip
     shape = tuple(xa.shape)
     ax, bs, groups = _groups(shape, axis, group_size)
     out = np.empty(ops.packed_bytes(dt, xa.size), np.uint8)
