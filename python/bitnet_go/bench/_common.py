@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -98,6 +99,18 @@ def settle_allocator() -> None:
     """
     buf = np.ones(SETTLE_BYTES, np.uint8)
     del buf
+
+
+def geomean(values: Iterable[float]) -> float:
+    """The geometric mean of the positive finite ``values`` (NaN when there are none): the
+    benches' ratio summaries.
+
+    Example:
+        >>> round(geomean([2.0, 8.0, float("nan")]), 6)
+        4.0
+    """
+    v = [x for x in values if x > 0 and math.isfinite(x)]
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
 
 
 def median(ts: Sequence[float]) -> float:

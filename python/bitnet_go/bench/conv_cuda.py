@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -49,7 +48,7 @@ import bitnet_go
 
 from .. import cuda
 from ..diagnostics import conv2d_with_info, cuda_time_conv2d, cuda_time_copy
-from ._common import Table, parse_int_list
+from ._common import Table, geomean, parse_int_list
 from .quantize_cuda import _events_ms
 
 DEFAULT_BATCHES = "1,32"
@@ -113,11 +112,6 @@ def read_bytes(n: int, c: int, h: int, w: int, o: int, k: int, groups: int, n_sc
     packed = 32 * ((weight + 127) // 128)
     x = n * c * h * w
     return packed + 4 * n_scales + 2 * 4 * x + x + (4 * o if bias else 0)
-
-
-def _geomean(v: list[float]) -> float:
-    v = [x for x in v if x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
 
 
 def _measure(
@@ -205,13 +199,13 @@ def _summary(rows: list[dict[str, Any]], linear: bool) -> None:
     if linear:
         b1 = [r for r in rows if r["n"] == 1]
         if b1:
-            g16 = _geomean([r["fp16_over_a8"] for r in b1])
+            g16 = geomean([r["fp16_over_a8"] for r in b1])
             copy = min(r["of_copy"] for r in b1)
             print(f"batch 1: torch fp16 / ours geomean {_met(g16, TARGET_LINEAR_FP16)}; "
                   f"lowest of copy {_met(copy, TARGET_LINEAR_COPY)}")  # fmt: skip
         return
-    g16 = _geomean([r["fp16_over_a8"] for r in rows])
-    g32 = _geomean([r["fp32_over_a8"] for r in rows])
+    g16 = geomean([r["fp16_over_a8"] for r in rows])
+    g32 = geomean([r["fp32_over_a8"] for r in rows])
     print(f"geomean torch fp16 / ours {_met(g16, TARGET_FP16)}, torch fp32 / ours {_met(g32, TARGET_FP32)}")
 
 

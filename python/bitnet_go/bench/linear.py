@@ -61,7 +61,7 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info
-from ._common import Table, parse_int_list, paused_timeit, restored_threads
+from ._common import Table, geomean, parse_int_list, paused_timeit, restored_threads
 from .conv_cuda import run_linear
 
 SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008), (2560, 6912)]
@@ -334,8 +334,7 @@ def _summary(rows: list[dict[str, Any]]) -> None:
     for th in sorted({r["threads"] for r in rows}):
         sub = [r for r in rows if r["threads"] == th and r.get("x_peer")]
         if sub:
-            gm = float(np.exp(np.mean(np.log([r["x_peer"] for r in sub]))))
-            gmin = float(np.exp(np.mean(np.log([r["x_peer_min"] for r in sub]))))
+            gm, gmin = geomean(r["x_peer"] for r in sub), geomean(r["x_peer_min"] for r in sub)
             line = (f"bench linear: {th} thread(s): x bnc geomean {gm:.2f} over {len(sub)} rows "
                     f"(>= {TARGET_X_PEER}); of the fastest calls {gmin:.2f}")  # fmt: skip
             big = [r for r in sub if th > 1 and r["weight_bytes"] >= SCALING_MIN_BYTES and r.get("ours_scaling")]

@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -26,7 +25,7 @@ import numpy as np
 import bitnet_go
 from bitnet_go import functional as F
 
-from ._common import Table, median, parse_int_list, paused_timeit, restored_threads, spread_text, torch_or_none
+from ._common import Table, geomean, median, parse_int_list, paused_timeit, restored_threads, spread_text, torch_or_none
 from .conv import LAYERS
 from .qops_elem import add_arguments as add_elem_arguments
 from .qops_elem import run_elementwise
@@ -171,12 +170,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for key in ("vs_torch_i8", "vs_torch_f32", "ternary_vs_i8"):
             vals = [r[key] for r in sub if r.get(key)]
             if vals:
-                parts.append(f"{key} {math.exp(sum(map(math.log, vals)) / len(vals)):.2f}x")
+                parts.append(f"{key} {geomean(vals):.2f}x")
         # the ternary target names linear ("they move a quarter of the bytes"): its rows apart
         vals = [r["ternary_vs_i8"] for r in sub if r.get("ternary_vs_i8") and r["op"] == "linear"]
         if vals and len(vals) < len(sub):
-            gm = math.exp(sum(map(math.log, vals)) / len(vals))
-            parts.append(f"ternary_vs_i8 over the {len(vals)} linear rows {gm:.2f}x")
+            parts.append(f"ternary_vs_i8 over the {len(vals)} linear rows {geomean(vals):.2f}x")
         print(f"geomean over {len(sub)} shapes, {th} thread(s): " + ", ".join(parts))
     return rows + run_elementwise(args)
 
