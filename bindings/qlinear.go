@@ -11,6 +11,7 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	"github.com/bitnet-go/bitnet_go/gokern/ops/qlinear"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
+	"github.com/bitnet-go/bitnet_go/gokern/quant"
 )
 
 // The quantized linear, matmul and conv2d exports (bitnet_go.functional):
@@ -68,14 +69,7 @@ func codes(t *qtensor.Tensor) ([]byte, error) {
 
 // checkZero checks that a zero point is a code of t's dtype.
 func checkZero(t *qtensor.Tensor, z int32) error {
-	lo, hi := int32(0), int32(255)
-	if t.DType == qtensor.I8 {
-		lo, hi = -128, 127
-	}
-	if z < lo || z > hi {
-		return errs.Value("%s: zero point %d is outside %s's range [%d, %d]", t.Name, z, t.DType, lo, hi)
-	}
-	return nil
+	return quant.CheckZeroPoint(t.Name, "'s zero point", z, t.DType)
 }
 
 // checkZeros is checkZero for every zero point of zs (one pass for the

@@ -49,8 +49,8 @@ func TestQuantizeGeneralArguments(t *testing.T) {
 		{"cuda", out(qtensor.U4, 3, -1, []float32{1}, nil), quantMethodGiven, 0, 0, 2, errs.KindType, "out: uint4 quantization runs on the CPU only"},
 		{"scales", out(qtensor.I8, 6, 0, []float32{1}, nil), quantMethodGiven, 0, 0, 0, errs.KindValue, "scales must have 2 entries (one per channel along axis 0), got 1"},
 		{"bytes", out(qtensor.I4, 4, -1, []float32{1}, nil), quantMethodGiven, 0, 0, 0, errs.KindValue, "out must have 3 bytes for 6 int4 values, got 4"},
-		{"scale value", out(qtensor.I8, 6, -1, []float32{-1}, nil), quantMethodGiven, 0, 0, 0, errs.KindValue, "scales[0] must be finite and > 0, got -1"},
-		{"zp value", out(qtensor.I4, 3, -1, []float32{1}, []int32{8}), quantMethodGiven, 0, 0, 0, errs.KindValue, "zero_points[0] must be in [quant_min, quant_max] = [-8, 7], got 8"},
+		{"scale value", out(qtensor.I8, 6, -1, []float32{-1}, nil), quantMethodGiven, 0, 0, 0, errs.KindValue, "scale must be finite and > 0, got -1"},
+		{"zp value", out(qtensor.I4, 3, -1, []float32{1}, []int32{8}), quantMethodGiven, 0, 0, 0, errs.KindValue, "zero_point must be in [quant_min, quant_max] = [-8, 7], got 8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := quantizeGeneral(xt, tc.o, tc.method, true, tc.qmin, tc.qmax, tc.runOn)

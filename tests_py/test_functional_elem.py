@@ -285,15 +285,25 @@ def test_errors() -> None:
     for scale in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="scale must be finite and > 0"):
             add(u8, u8, scale=scale, zero_point=0)
-    with pytest.raises(ValueError, match=r"zero point must be in \[0, 255\]"):
+    with pytest.raises(ValueError, match=r"^zero_point must be in uint8's range \[0, 255\], got 300$"):
         add(u8, u8, scale=1.0, zero_point=300)
-    with pytest.raises(ValueError, match=r"zero point must be in \[-128, 127\]"):
+    with pytest.raises(ValueError, match=r"^zero_point must be in int8's range \[-128, 127\], got 128$"):
         requantize(u8, 1.0, 128, "int8")
+    # scale and zero_point are one number each, as in bitnet_go.functional's other ops (torch's
+    # float scale and int zero point): a one-element list or array is refused as linear refuses it
+    for scale in ([1.0], np.float32([1.0])):
+        with pytest.raises(TypeError, match="^scale must be a number"):
+            add(u8, u8, scale=scale, zero_point=0)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="^scale must be a number"):
+            requantize(u8, scale, 0)  # type: ignore[arg-type]
+    for zp in (3.0, [3], True):
+        with pytest.raises(TypeError, match="^zero_point must be an int"):
+            add_relu(u8, u8, scale=1.0, zero_point=zp)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="dtype"):
         requantize(u8, 1.0, 0, "int4")
-    with pytest.raises(TypeError, match="scale must be real numbers"):
+    with pytest.raises(TypeError, match="scale must be a number"):
         add(u8, u8, scale="1", zero_point=0)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="zero_point must be integers"):
+    with pytest.raises(TypeError, match="zero_point must be an int, got float 1.5"):
         add(u8, u8, scale=1.0, zero_point=1.5)  # type: ignore[arg-type]
 
 

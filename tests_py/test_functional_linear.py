@@ -259,7 +259,7 @@ def test_errors() -> None:
                  zero_point=0)  # fmt: skip
     with pytest.raises(ValueError, match="scale"):
         F.linear(x, w, scale=0.0, zero_point=0)
-    with pytest.raises(ValueError, match="zero point"):
+    with pytest.raises(ValueError, match=r"zero_point must be in uint8.s range \[0, 255\], got 300"):
         F.linear(x, w, scale=1.0, zero_point=300)
     with pytest.raises(ValueError, match="bias"):
         F.linear(x, w, np.zeros(2, np.float32), scale=1.0, zero_point=0)
@@ -426,7 +426,7 @@ def test_arguments_checked_with_clear_errors() -> None:
         _bad(ValueError, "scale must be finite and > 0", lambda s=scale: F.linear(x, w, scale=s, zero_point=0))
     for zp in (1.0, "3", True):
         _bad(TypeError, "zero_point must be an int", lambda z=zp: F.linear(x, w, scale=0.1, zero_point=z))
-    _bad(ValueError, "zero_point must fit in int32", lambda: F.linear(x, w, scale=0.1, zero_point=2**40))
+    _bad(ValueError, "got 1099511627776", lambda: F.linear(x, w, scale=0.1, zero_point=2**40))
     # numpy scalars and 0-d arrays are numbers
     assert F.linear(x, w, scale=np.float32(0.1), zero_point=np.int64(3)).zero_point[0] == 3
     assert F.linear(x, w, scale=np.array(0.1), zero_point=np.array(3)).zero_point[0] == 3
@@ -446,7 +446,7 @@ def test_arguments_checked_with_clear_errors() -> None:
     b3 = bitnet_go.quantize(np.ones((3, 5, 4), np.float32), "uint8", scale=0.1, zero_point=0)
     _bad(ValueError, r"qa's batch dimensions \(2,\) and qb's \(3,\) do not broadcast",
          lambda: F.matmul(a3, b3, scale=0.1, zero_point=0))  # fmt: skip
-    _bad(ValueError, "one value", lambda: F.add(x, x, scale=np.float32([0.1, 0.2]), zero_point=0))
+    _bad(TypeError, "scale must be a number", lambda: F.add(x, x, scale=np.float32([0.1, 0.2]), zero_point=0))
 
 
 @pytest.mark.needs("torch")
@@ -496,12 +496,12 @@ def test_weight_zero_points_outside_int8_are_named(bad_at: int) -> None:
     zp = rng.integers(-128, 128, 12).astype(np.int32)
     zp[bad_at] = 200
     w = qops.Q(codes, np.full(12, 0.02, np.float32), zp, axis=0)
-    with pytest.raises(ValueError, match="zero point 200 is outside int8's range"):
+    with pytest.raises(ValueError, match=r"zero point must be in int8's range \[-128, 127\], got 200"):
         qops.linear(x, w, None, None, out, relu=False)
     zg = np.zeros(24, np.int32)  # two groups of 16 per row
     zg[2 * bad_at + 1] = -129
     wg = qops.Q(codes, np.full(24, 0.02, np.float32), zg, block_size=16)
-    with pytest.raises(ValueError, match="zero point -129 is outside int8's range"):
+    with pytest.raises(ValueError, match=r"zero point must be in int8's range \[-128, 127\], got -129"):
         qops.linear(x, wg, None, None, out, relu=False)
     zp[bad_at] = 7  # all in range: the call runs
     qops.linear(x, w._replace(zero_points=zp), None, None, out, relu=False)

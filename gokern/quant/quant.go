@@ -47,6 +47,28 @@ func Range(d qtensor.DType) (qmin, qmax int32, ok bool) {
 	return 0, 0, false
 }
 
+// CheckScale returns a ValueError unless s, a quantized tensor's scale, is
+// finite and > 0. The message calls it owner+what (e.g. "out" and "'s
+// scale"), joined only for an error: a call allocates nothing. Every op
+// that takes scales checks them here, so that one wording reaches users.
+func CheckScale(owner, what string, s float32) error {
+	if !(s > 0) || !qtensor.Finite(s) {
+		return errs.Value("%s%s must be finite and > 0, got %v", owner, what, s)
+	}
+	return nil
+}
+
+// CheckZeroPoint returns a ValueError unless z, a zero point of dtype d
+// (int8, uint8, int4 or uint4), is one of d's codes; the message calls it
+// owner+what, as CheckScale's.
+func CheckZeroPoint(owner, what string, z int32, d qtensor.DType) error {
+	lo, hi, _ := Range(d)
+	if z < lo || z > hi {
+		return errs.Value("%s%s must be in %s's range [%d, %d], got %d", owner, what, d, lo, hi, z)
+	}
+	return nil
+}
+
 // QRange resolves a requested range: both 0 means the dtype's full range;
 // otherwise it must satisfy qmin < qmax inside the dtype's range.
 func QRange(d qtensor.DType, qmin, qmax int32) (int32, int32, error) {

@@ -228,11 +228,11 @@ func TestQuantizeErrors(t *testing.T) {
 		chk  bool
 		want string
 	}{
-		{"zero scale", Spec{DType: qtensor.I8, Groups: g1, Scales: []float32{0}, QMin: -128, QMax: 127}, 4, false, "scales[0] must be finite and > 0, got 0"},
-		{"nan scale", Spec{DType: qtensor.I8, Groups: g2, Scales: []float32{1, nan}, QMin: -128, QMax: 127}, 4, false, "scales[1] must be finite and > 0, got NaN"},
-		{"inf scale", Spec{DType: qtensor.I8, Groups: g1, Scales: []float32{inf}, QMin: -128, QMax: 127}, 4, false, "scales[0] must be finite and > 0, got +Inf"},
-		{"zp range", Spec{DType: qtensor.U8, Groups: g1, Scales: []float32{1}, ZeroPoints: []int32{256}, QMin: 0, QMax: 255}, 4, false, "zero_points[0] must be in [quant_min, quant_max] = [0, 255], got 256"},
-		{"zp custom range", Spec{DType: qtensor.U8, Groups: g1, Scales: []float32{1}, ZeroPoints: []int32{200}, QMin: 0, QMax: 127}, 4, false, "zero_points[0] must be in [quant_min, quant_max] = [0, 127], got 200"},
+		{"zero scale", Spec{DType: qtensor.I8, Groups: g1, Scales: []float32{0}, QMin: -128, QMax: 127}, 4, false, "scale must be finite and > 0, got 0"},
+		{"nan scale", Spec{DType: qtensor.I8, Groups: g2, Scales: []float32{1, nan}, QMin: -128, QMax: 127}, 4, false, "scale[1] must be finite and > 0, got NaN"},
+		{"inf scale", Spec{DType: qtensor.I8, Groups: g1, Scales: []float32{inf}, QMin: -128, QMax: 127}, 4, false, "scale must be finite and > 0, got +Inf"},
+		{"zp range", Spec{DType: qtensor.U8, Groups: g1, Scales: []float32{1}, ZeroPoints: []int32{256}, QMin: 0, QMax: 255}, 4, false, "zero_point must be in [quant_min, quant_max] = [0, 255], got 256"},
+		{"zp custom range", Spec{DType: qtensor.U8, Groups: g1, Scales: []float32{1}, ZeroPoints: []int32{200}, QMin: 0, QMax: 127}, 4, false, "zero_point must be in [quant_min, quant_max] = [0, 127], got 200"},
 		{"scale count", Spec{DType: qtensor.I8, Groups: g2, Scales: []float32{1}, QMin: -128, QMax: 127}, 4, false, "scales must have 2 entries (one per channel along axis 1), got 1"},
 		{"zp count", Spec{DType: qtensor.I8, Groups: g2, Scales: []float32{1, 1}, ZeroPoints: []int32{0}, QMin: -128, QMax: 127}, 4, false, "zero_points must have 2 entries"},
 		{"bytes", Spec{DType: qtensor.I4, Groups: g1, Scales: []float32{1}, QMin: -8, QMax: 7}, 3, false, "out must have 2 bytes for 4 int4 values, got 3"},
@@ -540,4 +540,37 @@ func toBytes(v []int8) []byte {
 		b[i] = byte(x)
 	}
 	return b
+}
+
+// TestCheckScaleAndZeroPoint: the one scale and zero point check every op
+// uses, its message naming owner+what.
+func TestCheckScaleAndZeroPoint(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // "" for no error
+	}{
+		{"scale ok", CheckScale("x", "'s scale", 0.25), ""},
+		{"smallest subnormal ok", CheckScale("x", "'s scale", math.SmallestNonzeroFloat32), ""},
+		{"zero scale", CheckScale("x", "'s scale", 0), "x's scale must be finite and > 0, got 0"},
+		{"negative scale", CheckScale("scale[2]", "", -1), "scale[2] must be finite and > 0, got -1"},
+		{"nan scale", CheckScale("out", "'s scale", nan), "out's scale must be finite and > 0, got NaN"},
+		{"inf scale", CheckScale("out", "'s scale", inf), "out's scale must be finite and > 0, got +Inf"},
+		{"u8 lowest", CheckZeroPoint("out", "'s zero point", 0, qtensor.U8), ""},
+		{"u8 highest", CheckZeroPoint("out", "'s zero point", 255, qtensor.U8), ""},
+		{"u8 above", CheckZeroPoint("out", "'s zero point", 256, qtensor.U8), "out's zero point must be in uint8's range [0, 255], got 256"},
+		{"u8 below", CheckZeroPoint("out", "'s zero point", -1, qtensor.U8), "out's zero point must be in uint8's range [0, 255], got -1"},
+		{"i8 lowest", CheckZeroPoint("w", "'s zero point", -128, qtensor.I8), ""},
+		{"i8 below", CheckZeroPoint("w", "'s zero point", -129, qtensor.I8), "w's zero point must be in int8's range [-128, 127], got -129"},
+		{"i4 above", CheckZeroPoint("zero_point", "", 8, qtensor.I4), "zero_point must be in int4's range [-8, 7], got 8"},
+		{"u4 highest", CheckZeroPoint("zero_point", "", 15, qtensor.U4), ""},
+	} {
+		switch {
+		case tc.want == "" && tc.err != nil:
+			t.Errorf("%s: unexpected error %v", tc.name, tc.err)
+		case tc.want != "" && (tc.err == nil || tc.err.Error() != tc.want || errs.KindOf(tc.err) != errs.KindValue):
+			t.Errorf("%s: err = %v, want ValueError %q", tc.name, tc.err, tc.want)
+		}
+	}
 }

@@ -75,15 +75,25 @@ func (s *Spec) check(n int, packed int) error {
 func (s *Spec) checkParams() error {
 	for i, v := range s.Scales {
 		if !(v > 0) || !qtensor.Finite(v) {
-			return errs.Value("scales[%d] must be finite and > 0, got %v", i, v)
+			return CheckScale(paramName("scale", i, len(s.Scales)), "", v)
 		}
 	}
 	for i, z := range s.ZeroPoints {
 		if z < s.QMin || z > s.QMax {
-			return errs.Value("zero_points[%d] must be in [quant_min, quant_max] = [%d, %d], got %d", i, s.QMin, s.QMax, z)
+			return errs.Value("%s must be in [quant_min, quant_max] = [%d, %d], got %d",
+				paramName("zero_point", i, len(s.ZeroPoints)), s.QMin, s.QMax, z)
 		}
 	}
 	return nil
+}
+
+// paramName names entry i of n scales or zero points in messages as the
+// Python API's argument ("scale" for one per tensor, "scale[3]" else).
+func paramName(name string, i, n int) string {
+	if n == 1 {
+		return name
+	}
+	return name + "[" + strconv.Itoa(i) + "]"
 }
 
 // describe names the grouping for messages.

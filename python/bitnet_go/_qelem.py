@@ -32,7 +32,7 @@ import numpy as np
 from ._core import descriptor, lib, ops
 from ._core.arrays import is_torch_tensor
 from ._quantized import PlainTensor, QuantizedTensor
-from .quantization._api import _as_params, check_dtype, per_tensor_over
+from .quantization._api import check_dtype, out_params, per_tensor_over
 
 __all__ = ["add", "add_relu", "relu", "requantize"]
 
@@ -118,13 +118,13 @@ def _output(
 
 
 def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: object) -> _Operand:
-    """:func:`_output` with the caller's scale and zero point (values checked by Go)."""
+    """:func:`_output` with the caller's scale and zero point (a number each, checked by
+    :func:`~bitnet_go.quantization._api.out_params` as for :mod:`bitnet_go.functional`'s other ops)."""
     codes = np.empty(math.prod(shape), np.uint8)
     hit = per_tensor_over(codes, dtype, shape, scale, zero_point)
     if hit is not None:
         return _Operand(dtype, shape, codes, *hit)
-    s = _as_params(scale, "scale", 1, np.float32, integer=False)
-    z = _as_params(zero_point, "zero_point", 1, np.int32, integer=True)
+    s, z = out_params(scale, zero_point, dtype)
     return _output(dtype, shape, s, z, codes)
 
 

@@ -70,7 +70,6 @@ Example:
 from __future__ import annotations
 
 import math
-import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -83,7 +82,7 @@ from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
 from ._ternary import TernaryTensor
-from .quantization._api import per_tensor_over
+from .quantization._api import out_params, per_tensor_over
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
     import torch
@@ -268,42 +267,19 @@ def _bias(bias: ArrayLike | None, n: int) -> np.ndarray | None:
 
 def _output(shape: tuple[int, ...], dtype: np.dtype, scale: object, zero_point: object) -> Q:
     """A new output operand: uninitialised codes of ``shape`` and ``dtype`` (int8 or uint8) with
-    the caller's ``scale`` and ``zero_point`` (checked by :func:`_out_params`), and its descriptor,
-    kept by the result tensor. A Python float scale and int zero point take the arrays and
-    descriptor kept for the last calls with those values (an op called in a loop builds them once:
+    the caller's ``scale`` and ``zero_point`` (checked by
+    :func:`~bitnet_go.quantization._api.out_params`), and its descriptor, kept by the result
+    tensor. A Python float scale and int zero point take the arrays and descriptor kept for the
+    last calls with those values (an op called in a loop builds them once:
     :func:`~bitnet_go.quantization._api.per_tensor_over`), at a third of the cost."""
     codes = np.empty(shape, dtype)
-    if type(scale) is float and math.isfinite(scale) and type(zero_point) is int:
-        hit = per_tensor_over(codes, "int8" if codes.dtype == np.int8 else "uint8", shape, scale, zero_point)
-        if hit is not None:
-            return Q(codes, hit[0], hit[1], desc=hit[2])
-    s, z = _out_params(scale, zero_point, dtype)
+    name = "int8" if codes.dtype == np.int8 else "uint8"
+    hit = per_tensor_over(codes, name, shape, scale, zero_point)
+    if hit is not None:
+        return Q(codes, hit[0], hit[1], desc=hit[2])
+    s, z = out_params(scale, zero_point, name)
     q = Q(codes, s, z)
     return q._replace(desc=qops.describe(q))
-
-
-def _out_params(scale: object, zero_point: object, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The output's scale and zero point as float32 and int32 arrays of one element: ``scale`` a
-    real number (Python or numpy, or a 0-d array or tensor; not a bool, string or sequence),
-    finite and > 0, ``zero_point`` an integer (``operator.index``: not a bool or float) in int32
-    (its dtype's range is Go's to check)."""
-    if scale is None or zero_point is None:
-        raise TypeError("scale and zero_point (the output's quantization) are required")
-    number = isinstance(scale, (int, float, np.integer, np.floating)) or getattr(scale, "ndim", None) == 0
-    if not number or isinstance(scale, (bool, np.bool_)):
-        raise TypeError(f"scale must be a number, got {type(scale).__name__} {scale!r}")
-    s = float(scale)  # type: ignore[arg-type]
-    if not (s > 0 and math.isfinite(s)):
-        raise ValueError(f"scale must be finite and > 0, got {scale!r}")
-    try:
-        if isinstance(zero_point, (bool, np.bool_)):
-            raise TypeError
-        z = operator.index(zero_point)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"zero_point must be an int, got {type(zero_point).__name__} {zero_point!r}") from None
-    if not -(2**31) <= z < 2**31:
-        raise ValueError(f"zero_point must fit in int32 (and the output dtype's range), got {z}")
-    return np.float32([s]), np.int32([z])
 
 
 def _result(out: Q, to_torch: bool) -> QuantizedTensor | torch.Tensor:

@@ -43,8 +43,7 @@ type Operand struct {
 // check validates an operand: its dtype, byte count, scale (finite, > 0)
 // and zero point (in the dtype's range).
 func (o *Operand) check() error {
-	lo, hi, ok := quant.Range(o.DType)
-	if !ok || (o.DType != qtensor.I8 && o.DType != qtensor.U8) {
+	if o.DType != qtensor.I8 && o.DType != qtensor.U8 {
 		return errs.Type("%s: dtype must be int8 or uint8, got %s", o.Name, o.DType)
 	}
 	n := 1
@@ -54,13 +53,10 @@ func (o *Operand) check() error {
 	if len(o.Data) != n {
 		return errs.Value("%s: %d bytes do not hold its %d values (shape %v)", o.Name, len(o.Data), n, o.Shape)
 	}
-	if !(o.Scale > 0) || !qtensor.Finite(o.Scale) {
-		return errs.Value("%s: scale must be finite and > 0, got %v", o.Name, o.Scale)
+	if err := quant.CheckScale(o.Name, "'s scale", o.Scale); err != nil {
+		return err
 	}
-	if o.ZeroPoint < lo || o.ZeroPoint > hi {
-		return errs.Value("%s: zero point must be in [%d, %d] for %s, got %d", o.Name, lo, hi, o.DType, o.ZeroPoint)
-	}
-	return nil
+	return quant.CheckZeroPoint(o.Name, "'s zero point", o.ZeroPoint, o.DType)
 }
 
 // Kernel returns the name of the family ks belongs to, "generic" when none

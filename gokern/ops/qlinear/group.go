@@ -2,6 +2,7 @@ package qlinear
 
 import (
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
+	"github.com/bitnet-go/bitnet_go/gokern/quant"
 )
 
 // LinearGrouped computes out = the quantized x·wᵀ + bias for weights with
@@ -26,7 +27,7 @@ func LinearGrouped(k *Kernels, M, N, K, G int, x Act, w []byte, scales []float32
 		return Info{}, err
 	}
 	for _, s := range scales {
-		if err := checkScale("weight scales", s); err != nil {
+		if err := quant.CheckScale("weight scales", "", s); err != nil {
 			return Info{}, err
 		}
 	}

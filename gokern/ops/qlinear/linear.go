@@ -5,6 +5,8 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
+	"github.com/bitnet-go/bitnet_go/gokern/quant"
 )
 
 // Act is a matrix of quantized activations: M x K codes, row-major.
@@ -144,29 +146,21 @@ func outRange(o Output) (lo, hi int32) {
 	return lo, hi
 }
 
-// checkScale reports a scale that is not finite and positive.
-func checkScale(name string, s float32) error {
-	if !(s > 0) || math.IsInf(float64(s), 0) {
-		return errs.Value("%s must be finite and > 0, got %v", name, s)
-	}
-	return nil
-}
-
 // checkParams checks the scales of the operands.
 func checkParams(x Act, w Weight, o *Output, N int) error {
-	if err := checkScale("x's scale", x.Scale); err != nil {
+	if err := quant.CheckScale("x's scale", "", x.Scale); err != nil {
 		return err
 	}
 	if o != nil {
-		if err := checkScale("the output scale", o.Scale); err != nil {
+		if err := quant.CheckScale("the output scale", "", o.Scale); err != nil {
 			return err
 		}
-		lo, hi := int32(0), int32(255)
+		dt := qtensor.U8
 		if o.Signed {
-			lo, hi = -128, 127
+			dt = qtensor.I8
 		}
-		if o.Zero < lo || o.Zero > hi {
-			return errs.Value("the output zero point must be in [%d, %d], got %d", lo, hi, o.Zero)
+		if err := quant.CheckZeroPoint("the output zero point", "", o.Zero, dt); err != nil {
+			return err
 		}
 	}
 	if len(w.Scales) != 1 && len(w.Scales) != N {
@@ -177,7 +171,7 @@ func checkParams(x Act, w Weight, o *Output, N int) error {
 	}
 	for _, s := range w.Scales {
 		if !(s > 0) || s > math.MaxFloat32 { // checkScale's test, inlined: thousands of scales a call
-			return checkScale("weight scales", s)
+			return quant.CheckScale("weight scales", "", s)
 		}
 	}
 	return nil

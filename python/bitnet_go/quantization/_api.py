@@ -4,6 +4,7 @@ quantization with torch's and torchao's exact semantics (the heavy work in Go)."
 from __future__ import annotations
 
 import math
+import operator
 from typing import TYPE_CHECKING, Literal, Protocol, Union, get_args
 
 import numpy as np
@@ -226,8 +227,8 @@ def per_tensor_output(
     dtype: str, shape: tuple[int, ...], scale: object, zero_point: object
 ) -> tuple[np.ndarray, np.ndarray, descriptor.Tensor] | None:
     """The read-only scale and zero point arrays, and the descriptor without data, of a new
-    ``dtype`` tensor of ``shape`` quantized per tensor with a Python float ``scale`` (> 0) and
-    int ``zero_point`` (int32): kept for the next call with the same values (an op called in a
+    ``dtype`` tensor of ``shape`` quantized per tensor with a Python float ``scale`` (finite, > 0)
+    and int ``zero_point`` (one of ``dtype``'s codes): kept for the next call with the same values (an op called in a
     loop builds them once; tensors made with them share the read-only arrays). ``None`` for any
     other kind of value, which takes :func:`_as_params`' way (and its checks).
 
@@ -236,12 +237,13 @@ def per_tensor_output(
         >>> s, z, t.n_scales, per_tensor_output("uint8", (3,), 0.5, 10)[0] is s
         (array([0.5], dtype=float32), array([10], dtype=int32), 1, True)
     """
-    if type(scale) is not float or type(zero_point) is not int or not scale > 0:
+    if type(scale) is not float or type(zero_point) is not int or not 0 < scale < math.inf:
         return None
     key = (dtype, shape, scale, zero_point)
     hit = _OUTPUTS.get(key)
     if hit is None:
-        if not -(2**31) <= zero_point < 2**31:
+        lo, hi = CODE_RANGES[dtype]
+        if not lo <= zero_point <= hi:  # the checked way says why
             return None
         sa, za = np.array((scale,), np.float32), np.array((zero_point,), np.int32)
         t = descriptor.tensor(descriptor.DTYPES[dtype], shape or (1,), 0, 0, -1, 0, descriptor.address(sa), 1,
@@ -270,6 +272,41 @@ def per_tensor_over(
     if hit is None:
         return None
     return hit[0], hit[1], descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes)
+
+
+def out_params(scale: object, zero_point: object, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """The scale and zero point of an op's per-tensor ``dtype`` output (``"int8"``/``"uint8"``) as
+    float32 and int32 arrays of one element, checked as torch's quantized ops take them: ``scale``
+    a real number (Python or numpy, or a 0-d array or tensor; not a bool, string or sequence),
+    finite and > 0; ``zero_point`` an integer (``operator.index``: not a bool or float) in
+    ``dtype``'s range. ``TypeError``/``ValueError`` naming the argument otherwise.
+
+    Example:
+        >>> out_params(0.5, 3, "uint8")
+        (array([0.5], dtype=float32), array([3], dtype=int32))
+        >>> out_params(0.5, 300, "uint8")
+        Traceback (most recent call last):
+        ...
+        ValueError: zero_point must be in uint8's range [0, 255], got 300
+    """
+    if scale is None or zero_point is None:
+        raise TypeError("scale and zero_point (the output's quantization) are required")
+    number = isinstance(scale, (int, float, np.integer, np.floating)) or getattr(scale, "ndim", None) == 0
+    if not number or isinstance(scale, (bool, np.bool_)):
+        raise TypeError(f"scale must be a number, got {type(scale).__name__} {scale!r}")
+    s = float(scale)  # type: ignore[arg-type]
+    if not (s > 0 and math.isfinite(s)):
+        raise ValueError(f"scale must be finite and > 0, got {scale!r}")
+    try:
+        if isinstance(zero_point, (bool, np.bool_)):
+            raise TypeError
+        z = operator.index(zero_point)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"zero_point must be an int, got {type(zero_point).__name__} {zero_point!r}") from None
+    lo, hi = DTYPE_RANGES[dtype]
+    if not lo <= z <= hi:
+        raise ValueError(f"zero_point must be in {dtype}'s range [{lo}, {hi}], got {z}")
+    return np.float32([s]), np.int32([z])
 
 
 def _as_params(v: object, name: str, count: int, dtype: type, *, integer: bool) -> np.ndarray:
