@@ -28,18 +28,35 @@ class Converted(NamedTuple):
     bytes_after: int
 
 
-def _matcher(sel: Selector, default: bool) -> Callable[[str, nn.Module], bool]:
+def _matcher(sel: Selector, default: bool, arg: str) -> Callable[[str, nn.Module], bool]:
+    """The predicate of ``include`` / ``exclude`` (``arg``, for the message); None: always ``default``."""
     if sel is None:
         return lambda name, m: default
     if callable(sel):
         return sel
+    accepts = "None, a glob pattern (str), an iterable of them or a callable (name, module) -> bool"
+    if isinstance(sel, (bytes, bytearray)) or not isinstance(sel, (str, Iterable)):
+        raise TypeError(f"{arg} must be {accepts}, got {type(sel).__name__} {sel!r}")
     patterns = [sel] if isinstance(sel, str) else list(sel)
     for p in patterns:
         if not isinstance(p, str):
-            raise TypeError(
-                f"include/exclude must be glob patterns (str), an iterable of them or a callable, got {p!r}"
-            )
+            raise TypeError(f"{arg} must be {accepts}; it holds {type(p).__name__} {p!r}")
     return lambda name, m: any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _check_materialized(name: str, m: nn.Module) -> None:
+    """A ``ValueError`` naming the layer unless its weight and bias hold data (not on the meta device)
+    and the weight has at least one element (the quantizer's absmean needs one)."""
+    layer = f"layer {name!r}" if name else f"the model (a bare {type(m).__name__})"
+    tensors = [*m.parameters(recurse=False), *m.buffers(recurse=False)]
+    if any(t.is_meta for t in tensors):
+        raise ValueError(
+            f"{layer} has parameters on the meta device (no data): load the weights first "
+            "(e.g. load_state_dict(..., assign=True) or to_empty() then load), then convert"
+        )
+    w: torch.Tensor = m.weight  # type: ignore[assignment]
+    if w.numel() == 0:
+        raise ValueError(f"{layer} has an empty weight, shape {tuple(w.shape)}: a ternary layer needs at least one")
 
 
 def _bytes(*tensors: torch.Tensor | None) -> int:
@@ -99,6 +116,13 @@ def convert(
         ``(model, report)``: the converted model and one :class:`Converted`
         a replaced layer, in ``named_modules()`` order.
 
+    Raises:
+        TypeError: ``model`` is not an ``nn.Module``, or ``include`` /
+            ``exclude`` is none of the forms above.
+        ValueError: a selected layer has its parameters on the meta device
+            (load the weights first) or an empty weight; checked for every
+            selected layer before any is replaced.
+
     Interrupting (``KeyboardInterrupt``, e.g. a notebook's stop button)
     propagates at once: layers replaced so far stay converted, the others are
     untouched (with ``inplace=False`` that is the copy, which is dropped, and
@@ -117,10 +141,12 @@ def convert(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    inc, exc = _matcher(include, True), _matcher(exclude, False)
+    inc, exc = _matcher(include, True, "include"), _matcher(exclude, False, "exclude")
     if not inplace:
         model = copy.deepcopy(model)
     todo = [(n, m) for n, m in model.named_modules() if convertible(m) and inc(n, m) and not exc(n, m)]
+    for name, m in todo:  # before any is replaced: a bad layer leaves the model as it was
+        _check_materialized(name, m)
     report: list[Converted] = []
     for name, m in _progress(todo, progress, "bitnet_go.nn.convert", "layer"):
         w = m.weight

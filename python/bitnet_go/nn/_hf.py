@@ -6,11 +6,42 @@ import numpy as np
 import torch
 
 from .. import _hfpack
+from .._core.arrays import check_positive_int
 from .._hfpack import ScaleMode, pack_hf, unpack_hf
 from .._ternary import TernaryTensor
 from ._layers import BitLinear
 
 __all__ = ["ScaleMode", "bitlinear_from_hf", "from_hf_packed", "pack_hf", "to_hf_packed", "unpack_hf"]
+
+
+def _check_scale_mode(scale_mode: object) -> ScaleMode:
+    """``scale_mode`` checked: a str (``TypeError``, which an array would otherwise escape with numpy's
+    truth-value error), ``"divide"`` or ``"multiply"`` (``ValueError``)."""
+    if not isinstance(scale_mode, str):
+        raise TypeError(f"scale_mode must be a str, 'divide' or 'multiply', got {type(scale_mode).__name__}")
+    return _hfpack.check_mode(scale_mode)
+
+
+def _bias_values(bias: object, out_features: int) -> torch.Tensor:
+    """``bias`` as a tensor of shape ``(out_features,)``: a torch tensor (any device), a numpy array or
+    anything ``torch.as_tensor`` takes, of a real dtype and finite; otherwise a ``TypeError`` or
+    ``ValueError`` naming bias and the expected shape."""
+    if isinstance(bias, bool):  # BitLinear's own bias argument is a flag; this one holds the values
+        raise TypeError(f"bias must be None or the bias values, shape ({out_features},), not the bool {bias}")
+    try:
+        b = bias.detach() if isinstance(bias, torch.Tensor) else torch.as_tensor(bias)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(
+            f"bias must be a tensor of shape (out_features,) = ({out_features},) (torch, numpy or a sequence "
+            f"of numbers), got {type(bias).__name__}"
+        ) from e
+    if b.is_complex() or b.dtype == torch.bool:
+        raise TypeError(f"bias must be real numbers, shape ({out_features},), got dtype {b.dtype}")
+    if tuple(b.shape) != (out_features,):
+        raise ValueError(f"bias must have shape (out_features,) = ({out_features},), got {tuple(b.shape)}")
+    if not bool(torch.isfinite(b).all()):
+        raise ValueError(f"bias must be finite, got NaN or Inf at index {int(torch.nonzero(~torch.isfinite(b))[0])}")
+    return b
 
 
 def from_hf_packed(
@@ -53,7 +84,8 @@ def from_hf_packed(
         >>> bool(torch.equal(packed, w)), scale.item()
         (True, 2.0)
     """
-    return _hfpack.from_hf_packed(weight_uint8, weight_scale, out_features, scale_mode=scale_mode)
+    n = check_positive_int(out_features, "out_features")
+    return _hfpack.from_hf_packed(weight_uint8, weight_scale, n, scale_mode=_check_scale_mode(scale_mode))  # type: ignore[arg-type]
 
 
 def to_hf_packed(t: TernaryTensor, *, scale_mode: ScaleMode = "divide") -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,7 +105,7 @@ def to_hf_packed(t: TernaryTensor, *, scale_mode: ScaleMode = "divide") -> tuple
     """
     if not isinstance(t, TernaryTensor):
         raise TypeError(f"t must be a TernaryTensor, got {type(t).__name__}")
-    mode = _hfpack.check_mode(scale_mode)
+    mode = _check_scale_mode(scale_mode)
     host = t.cpu()
     if host.scales.shape[0] != 1:
         raise ValueError(
@@ -89,12 +121,17 @@ def bitlinear_from_hf(
     weight_uint8: torch.Tensor,
     weight_scale: torch.Tensor,
     out_features: int,
-    bias: torch.Tensor | None = None,
+    bias: torch.Tensor | np.ndarray | None = None,
     *,
     scale_mode: ScaleMode = "divide",
     act_bits: int | None = 8,
 ) -> BitLinear:
     """A frozen :class:`BitLinear` from a transformers BitNet layer's state (see :func:`from_hf_packed`).
+
+    ``bias``: None (a layer without bias) or the bias values, of shape exactly
+    ``(out_features,)``, real and finite: a torch tensor, a numpy array or
+    anything ``torch.as_tensor`` takes (copied into the layer's float32 bias).
+    Others are a ``TypeError`` or ``ValueError`` naming ``bias``.
 
     Example:
         >>> import torch
@@ -106,9 +143,10 @@ def bitlinear_from_hf(
     t = from_hf_packed(weight_uint8, weight_scale, out_features, scale_mode=scale_mode)
     if t.ndim != 2:
         raise ValueError(f"a linear weight has 2 dimensions, got shape {t.shape}")
-    layer = BitLinear(t.shape[1], t.shape[0], bias is not None, act_bits=act_bits)
+    b = None if bias is None else _bias_values(bias, t.shape[0])
+    layer = BitLinear(t.shape[1], t.shape[0], b is not None, act_bits=act_bits)
     layer._set_frozen(t)
-    if bias is not None:
+    if b is not None:
         with torch.no_grad():
-            layer.bias.copy_(bias.detach())  # type: ignore[union-attr]
+            layer.bias.copy_(b)  # type: ignore[union-attr]
     return layer

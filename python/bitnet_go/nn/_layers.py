@@ -10,7 +10,7 @@ import torch.nn.functional as F  # noqa: N812 (torch's own spelling)
 from torch import nn
 
 from .._conv import conv2d_quantized
-from .._core.arrays import as_float32, vouched_weight_id
+from .._core.arrays import as_float32, check_int, vouched_weight_id
 from .._linear import linear_quantized
 from .._ternary import TernaryTensor, quantize_i2s
 
@@ -29,6 +29,39 @@ def _check_act_bits(act_bits: object) -> int | None:
     raise ValueError(f"act_bits must be None (float32 activations) or 8, got {act_bits!r}")
 
 
+def _check_tensor(x: object, name: str) -> torch.Tensor:
+    """``x`` if it is a ``torch.Tensor``, else a ``TypeError`` naming ``name``."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def _check_block_size(block_size: object, numel: int) -> int | None:
+    """``block_size`` for a tensor of ``numel`` elements: None, or an int >= 1 that divides ``numel``."""
+    if block_size is None:
+        return None
+    b = check_int(block_size, "block_size", or_none=True)
+    if b < 1 or numel % b:
+        raise ValueError(f"block_size must be None or a positive int that divides w.numel() = {numel}, got {b}")
+    return b
+
+
+def _check_start_dim(start_dim: object, ndim: int) -> int:
+    """``start_dim`` for a tensor of ``ndim`` dimensions, in ``[-ndim, ndim]`` (negative: counted from
+    the end, as ``torch.flatten``; ``ndim``: each element a sample), returned non-negative."""
+    d = check_int(start_dim, "start_dim")
+    if not -ndim <= d <= ndim:
+        raise ValueError(f"start_dim must be in [{-ndim}, {ndim}] for x with ndim={ndim}, got {d}")
+    return d + ndim if d < 0 else d
+
+
+def _check_size(v: object, name: str) -> None:
+    """A layer size (features, channels): an int >= 1. ``nn.Linear`` / ``nn.Conv2d`` allow 0, but a
+    weight of no elements has no absmean scale to quantize with."""
+    if check_int(v, name) < 1:
+        raise ValueError(f"{name} must be >= 1 (a ternary layer needs at least one weight), got {v!r}")
+
+
 def absmean_scale(w: torch.Tensor, block_size: int | None = None) -> torch.Tensor:
     """The absmean scale of ``w`` as :func:`bitnet_go.quantize_i2s` computes it (no gradient).
 
@@ -37,11 +70,21 @@ def absmean_scale(w: torch.Tensor, block_size: int | None = None) -> torch.Tenso
     tensor: ``max(mean|w|, 1e-5)``, the mean taken in float64 and rounded
     once to float32. Returns a 1-D float32 tensor of the block scales.
 
+    ``w`` must be a ``torch.Tensor`` with at least one element (``TypeError``,
+    ``ValueError``); a ``block_size`` that is not an int (a bool, a float) is a
+    ``TypeError``, one < 1 or not dividing ``w.numel()`` a ``ValueError``.
+
     Example:
         >>> import torch
         >>> absmean_scale(torch.tensor([[0.5, -1.5], [0.0, 0.0]]), 2)
         tensor([1.0000e+00, 1.0000e-05])
     """
+    w = _check_tensor(w, "w")
+    if w.numel() == 0:
+        raise ValueError(
+            f"w must have at least one element (the mean of nothing is undefined), got shape {tuple(w.shape)}"
+        )
+    block_size = _check_block_size(block_size, w.numel())
     a = w.detach().abs().to(torch.float64).reshape(-1 if block_size is None else (-1, block_size))
     m = a.mean(dim=-1).to(torch.float32).clamp_min(EPS_WEIGHT)
     return m.reshape(-1)
@@ -56,6 +99,7 @@ def ternary_fake_quant(w: torch.Tensor, block_size: int | None = None) -> torch.
     (straight-through estimator). Written ``q + (w - w.detach())`` rather
     than ``w + (q - w).detach()``: the same gradient, and a forward value
     that is ``q`` exactly (the other form can be 1 ulp off).
+    ``w`` and ``block_size`` are checked as :func:`absmean_scale` does.
 
     Example:
         >>> import torch
@@ -73,10 +117,15 @@ def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
     """``x`` fake-quantized to int8 per sample (absmax), with a straight-through gradient.
 
     A sample is ``x[i, ...]`` over the dimensions from ``start_dim`` on (for
-    ``start_dim=0``, the whole tensor): scale ``a = 127 / max(max|x_n|, 1e-5)``,
+    ``start_dim=0``, the whole tensor; for ``start_dim=x.ndim``, each element):
+    scale ``a = 127 / max(max|x_n|, 1e-5)``,
     ``q = clamp(round_half_even(x * a), -128, 127) / a``, the activation
     quantization of ``act_bits=8`` in the kernels. Backward: the identity
     (``q + (x - x.detach())``, as :func:`ternary_fake_quant`).
+
+    ``x`` must be a ``torch.Tensor`` (``TypeError``) and ``start_dim`` an int
+    (``TypeError``; a bool is not one) in ``[-x.ndim, x.ndim]`` (``ValueError``),
+    a negative one counted from the end as in ``torch.flatten``.
 
     Example:
         >>> import torch
@@ -84,8 +133,9 @@ def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
         tensor([[1.0000, 0.3307],
                 [0.0000, 2.0000]])
     """
+    x = _check_tensor(x, "x")
     xd = x.detach()
-    dims = tuple(range(start_dim, x.ndim))
+    dims = tuple(range(_check_start_dim(start_dim, x.ndim), x.ndim))
     m = xd.abs().amax(dim=dims, keepdim=True) if dims else xd.abs()
     a = 127.0 / m.clamp_min(EPS_ACT)
     q = torch.clamp(torch.round(xd * a), -128, 127) / a
@@ -116,6 +166,8 @@ class _Frozen:
         (no copy; on the buffers' device: a CUDA layer's tensor is on its GPU), or ``quantize_i2s``
         of the master weight of a training-mode layer (on the CPU)."""
         if not self.frozen:
+            if self.weight.is_meta:  # type: ignore[attr-defined]
+                raise ValueError("the weight is on the meta device (no data): load the weights before freezing")
             w = self.weight.detach().cpu()  # type: ignore[attr-defined]
             return quantize_i2s(w, block_size=self._block_size(), method="absmean", device="cpu")
         # Built once per state of the buffers (forward calls this every time): a buffer that
@@ -251,7 +303,8 @@ class BitLinear(_Frozen, nn.Linear):
     ``ValueError`` (move the input or the layer).
 
     Args:
-        in_features, out_features, bias: as ``nn.Linear``.
+        in_features, out_features, bias: as ``nn.Linear``, except that the
+            sizes must be ints >= 1 (a layer of no weights has no scale).
         act_bits: 8 (W1.58A8, BitNet) or None (float activations).
         block_size: None (one weight scale, BitNet b1.58) or a divisor of
             ``in_features`` (``in_features``: one scale per output feature).
@@ -280,6 +333,8 @@ class BitLinear(_Frozen, nn.Linear):
         device: Any = None,  # noqa: ANN401 (as nn.Linear)
         dtype: torch.dtype | None = None,
     ) -> None:
+        _check_size(in_features, "in_features")
+        _check_size(out_features, "out_features")
         if block_size is not None and (type(block_size) is not int or block_size < 1 or in_features % block_size):
             raise ValueError(f"block_size must be None or a divisor of in_features={in_features}, got {block_size!r}")
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
@@ -296,7 +351,7 @@ class BitLinear(_Frozen, nn.Linear):
             return _out_like(y, x)  # type: ignore[arg-type]
         w = ternary_fake_quant(self.weight, self.block_size)
         if self.act_bits == 8:
-            x = int8_fake_quant(x, x.ndim - 1)
+            x = int8_fake_quant(x, max(x.ndim - 1, 0))  # one sample a row (a 0-d x: F.linear refuses it)
         return F.linear(x, w, self.bias)
 
     @classmethod
@@ -342,7 +397,9 @@ class BitConv2d(_Frozen, nn.Conv2d):
     forward runs :func:`bitnet_go.conv2d_quantized` on CPU tensors, or on
     CUDA tensors on their GPU (``conv.to("cuda")`` moves the packed buffers;
     see :class:`BitLinear` for the device rules and for writing the
-    buffers). Only ``padding_mode="zeros"``.
+    buffers). Only ``padding_mode="zeros"``. The arguments are ``nn.Conv2d``'s,
+    except that ``in_channels``, ``out_channels`` and ``kernel_size`` must be
+    >= 1 (a layer of no weights has no scale).
 
     Example:
         >>> import torch
@@ -370,10 +427,16 @@ class BitConv2d(_Frozen, nn.Conv2d):
         device: Any = None,  # noqa: ANN401 (as nn.Conv2d)
         dtype: torch.dtype | None = None,
     ) -> None:
+        _check_size(in_channels, "in_channels")
+        _check_size(out_channels, "out_channels")
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
             device=device, dtype=dtype,
         )  # fmt: skip
+        if min(self.kernel_size) < 1:
+            raise ValueError(
+                f"kernel_size must be >= 1 (a ternary layer needs at least one weight), got {kernel_size!r}"
+            )
         self.act_bits = _check_act_bits(act_bits)
         self.block_size = None
 
