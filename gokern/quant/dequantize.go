@@ -31,7 +31,7 @@ func (k *DequantizeKernels) Dequantize(src []byte, s *Spec, out []float32) error
 	if lo, hi, ok := Range(s.DType); ok {
 		for i, z := range s.ZeroPoints {
 			if z < lo || z > hi {
-				return errs.Value("zero_points[%d] must be in [%d, %d] for %s, got %d", i, lo, hi, s.DType, z)
+				return CheckZeroPoint(paramName("zero_point", i, len(s.ZeroPoints)), "", z, s.DType)
 			}
 		}
 	}

@@ -47,7 +47,9 @@ type QParamsSpec struct {
 //
 // A group with mn = +Inf and mx = -Inf (an observer that saw nothing) gets
 // scale 1 and zero point 0 (torch.ao). Any other non-finite bound, or
-// mn > mx, is a ValueError.
+// mn > mx, is a ValueError; messages call them min and max (min[i] and
+// max[i] for more than one group), as bitnet_go.choose_qparams and torch
+// do.
 func ChooseQParams(mn, mx []float32, p *QParamsSpec, scales []float32, zps []int32) error {
 	if len(mn) != len(mx) {
 		return errs.Value("mn and mx must have the same number of entries, got %d and %d", len(mn), len(mx))
@@ -76,10 +78,11 @@ func ChooseQParams(mn, mx []float32, p *QParamsSpec, scales []float32, zps []int
 			continue
 		}
 		if !qtensor.Finite(lo) || !qtensor.Finite(hi) {
-			return errs.Value("mn[%d] and mx[%d] must be finite (or +inf and -inf for a group that saw no values), got %v and %v", i, i, lo, hi)
+			return errs.Value("%s and %s must be finite (or +inf and -inf for a group that saw no values), got %v and %v",
+				paramName("min", i, len(mn)), paramName("max", i, len(mx)), lo, hi)
 		}
 		if lo > hi {
-			return errs.Value("mn[%d] = %v is greater than mx[%d] = %v", i, lo, i, hi)
+			return errs.Value("%s = %v is greater than %s = %v", paramName("min", i, len(mn)), lo, paramName("max", i, len(mx)), hi)
 		}
 		scales[i], zps[i] = qparams(lo, hi, p.Mapping, p.DType, qmin, qmax, custom, p.Eps)
 	}

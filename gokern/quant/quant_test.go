@@ -479,7 +479,7 @@ func TestChooseQParams(t *testing.T) {
 		p      QParamsSpec
 		want   string
 	}{
-		{2, 1, QParamsSpec{DType: qtensor.I8, Eps: eps}, "mn[0] = 2 is greater than mx[0] = 1"},
+		{2, 1, QParamsSpec{DType: qtensor.I8, Eps: eps}, "min = 2 is greater than max = 1"},
 		{nan, 1, QParamsSpec{DType: qtensor.I8, Eps: eps}, "must be finite"},
 		{-inf, 1, QParamsSpec{DType: qtensor.I8, Eps: eps}, "must be finite"},
 		{0, 1, QParamsSpec{DType: qtensor.I8, Eps: 0}, "eps must be finite and > 0"},
@@ -491,6 +491,20 @@ func TestChooseQParams(t *testing.T) {
 		err := ChooseQParams([]float32{tc.mn}, []float32{tc.mx}, &tc.p, make([]float32, 1), make([]int32, 1))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v %+v: err %v, want %q", tc.mn, tc.mx, tc.p, err, tc.want)
+		}
+	}
+	// one per group: the message names the group
+	p := QParamsSpec{DType: qtensor.U8, Eps: eps}
+	for _, tc := range []struct {
+		mn, mx []float32
+		want   string
+	}{
+		{[]float32{0, nan, 0}, []float32{1, 1, 1}, "min[1] and max[1] must be finite (or +inf and -inf for a group that saw no values), got NaN and 1"},
+		{[]float32{0, 0, 3}, []float32{1, 1, 2}, "min[2] = 3 is greater than max[2] = 2"},
+	} {
+		err := ChooseQParams(tc.mn, tc.mx, &p, make([]float32, 3), make([]int32, 3))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v %v: err %v, want %q", tc.mn, tc.mx, err, tc.want)
 		}
 	}
 }
@@ -571,6 +585,40 @@ func TestCheckScaleAndZeroPoint(t *testing.T) {
 			t.Errorf("%s: unexpected error %v", tc.name, tc.err)
 		case tc.want != "" && (tc.err == nil || tc.err.Error() != tc.want || errs.KindOf(tc.err) != errs.KindValue):
 			t.Errorf("%s: err = %v, want ValueError %q", tc.name, tc.err, tc.want)
+		}
+	}
+}
+
+// TestDequantizeZeroPointErrors: a zero point outside the dtype's codes is
+// a ValueError naming it as the Python API does.
+func TestDequantizeZeroPointErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    qtensor.DType
+		axis int // -1: per tensor; 0: per channel of a 2 x 2 tensor
+		zps  []int32
+		want string // "" for no error
+	}{
+		{"u8 per tensor", qtensor.U8, -1, []int32{256}, "zero_point must be in uint8's range [0, 255], got 256"},
+		{"i8 per channel", qtensor.I8, 0, []int32{0, -129}, "zero_point[1] must be in int8's range [-128, 127], got -129"},
+		{"i4 per tensor", qtensor.I4, -1, []int32{8}, "zero_point must be in int4's range [-8, 7], got 8"},
+		{"u4 in range", qtensor.U4, -1, []int32{15}, ""},
+	} {
+		n := 4
+		g, err := NewGroups([]int{2, 2}, tc.axis, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Spec{DType: tc.d, Groups: g, ZeroPoints: tc.zps}
+		for range g.Count {
+			s.Scales = append(s.Scales, 0.5)
+		}
+		err = Dequantize(make([]byte, PackedLen(tc.d, n)), s, make([]float32, n))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", tc.name, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want || errs.KindOf(err) != errs.KindValue):
+			t.Errorf("%s: err = %v, want ValueError %q", tc.name, err, tc.want)
 		}
 	}
 }
