@@ -135,3 +135,85 @@ def test_observer_argument_checked() -> None:
         .int_repr()
         .tolist()
     )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(scale=1.0), dict(zero_point=3), dict(axis=0), dict(observer=MinMaxObserver("int8")), dict(scheme="symmetric"),
+     dict(mapping="asymmetric"), dict(reduce_range=True), dict(quant_min=-1), dict(quant_max=1), dict(eps=1e-3)],
+    ids=lambda k: next(iter(k)),
+)  # fmt: skip
+def test_ternary_refuses_what_it_cannot_use(kwargs: dict) -> None:
+    """dtype='ternary' is quantize_i2s: an argument it would drop is named, not ignored."""
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=f"dtype='ternary' .* only, got {name} "):
+        bitnet_go.quantize(X, "ternary", **kwargs)
+    t = bitnet_go.quantize(X, "ternary", group_size=4)  # what it takes still works
+    assert t.qtype == "i2_s" and t.block_size == 4
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_observer_ch_axis_is_the_axis(seed: int) -> None:
+    """A per-channel observer's scales go along its ch_axis: the default axis, and a conflicting
+    axis is refused (it applied the scales along the wrong axis, silently)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((5, 7)) * rng.uniform(0.1, 50, 7)).astype(np.float32)
+    o = PerChannelMinMaxObserver(ch_axis=1, dtype="int8", scheme="symmetric")
+    o.update(x)
+    q = bitnet_go.quantize(x, "int8", observer=o)
+    s, z = o.calculate_qparams()
+    want = bitnet_go.quantize(x, "int8", scale=s, zero_point=z, axis=1)
+    assert q.axis == 1 and np.array_equal(q.int_repr(), want.int_repr())
+    assert np.array_equal(bitnet_go.quantize(x, "int8", observer=o, axis=-1).int_repr(), want.int_repr())
+    with pytest.raises(ValueError, match="axis=0 but observer's ch_axis is 1"):
+        bitnet_go.quantize(x, "int8", observer=o, axis=0)
+
+
+@pytest.mark.needs("torch")
+@pytest.mark.filterwarnings("ignore:.*quantized tensor creation functions.*are deprecated")  # torch 2.15
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_torch_ao_observer(seed: int, per_channel: bool, dtype: str) -> None:
+    """A torch.ao observer (dtype torch.qint8/quint8) gives torch's own quantization, bit for bit."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(1, 9)), int(rng.integers(1, 33)))
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    tdt = torch.qint8 if dtype == "int8" else torch.quint8
+    ao = torch.ao.quantization
+    obs = ao.PerChannelMinMaxObserver(ch_axis=1, dtype=tdt) if per_channel else ao.MinMaxObserver(dtype=tdt)
+    obs(torch.from_numpy(x))
+    s, z = obs.calculate_qparams()
+    if per_channel:
+        ref = torch.quantize_per_channel(torch.from_numpy(x), s, z, 1, tdt)
+    else:
+        ref = torch.quantize_per_tensor(torch.from_numpy(x), float(s), int(z), tdt)
+    q = bitnet_go.quantize(x, dtype, observer=obs)
+    assert np.array_equal(q.int_repr(), ref.int_repr().numpy())
+    other = "uint8" if dtype == "int8" else "int8"
+    with pytest.raises(ValueError, match=f"observer's dtype torch.q.*is not dtype '{other}'"):
+        bitnet_go.quantize(x, other, observer=obs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (dict(scheme="zzz"), ValueError, "scheme must be one of"),
+        (dict(mapping="zzz"), ValueError, "mapping must be one of"),
+        (dict(eps="zz"), TypeError, "eps must be a float, got str"),
+    ],
+)
+def test_settings_checked_with_a_given_scale(kwargs: dict, exc: type, match: str) -> None:
+    """scheme, mapping and eps are unused with a given scale, but a bad value is still an error."""
+    with pytest.raises(exc, match=match):
+        bitnet_go.quantize(X, "int8", scale=0.1, **kwargs)
+
+
+def test_range_too_wide_for_a_scale() -> None:
+    """x's range overflowing float32's scale is named as that (it was 'scales[0] must be finite')."""
+    with pytest.raises(ValueError, match=r"x's range \[.*\] is too wide for a float32 scale"):
+        bitnet_go.quantize(np.float32([3e38, -3e38]), "int8")
+    with pytest.raises(ValueError, match=r"\(group 1\) is too wide"):
+        bitnet_go.quantize(np.float32([[1, 2], [3e38, -3e38]]), "int8", axis=0)

@@ -360,17 +360,19 @@ def quantize(
     reciprocal multiplied, as FBGEMM and torchao do; ties to even): bit for bit
     ``torch.quantize_per_tensor``/``quantize_per_channel`` and torchao's ``quantize_affine``.
     With ``scale`` (and ``zero_point``, default 0) given they are used; otherwise they come from
-    ``observer.calculate_qparams()``, or from the tensor's min and max per tensor, per channel
-    (``axis``) or per group (``group_size`` consecutive elements along the last axis, which it
-    must divide) through :func:`choose_qparams` (``scheme``, ``mapping``, ``reduce_range``,
-    ``quant_min``/``quant_max``, ``eps``). ``quant_min``/``quant_max`` also clamp a quantization
-    with a given scale. ``dtype="binary"``: +1 for ``x >= 0`` (also -0.0), -1 otherwise, with
-    ``scale = mean|x|`` per tensor/channel/group unless given (XNOR-Net; a group of zeros gets
-    scale 0), no zero point. ``dtype="ternary"``: :func:`bitnet_go.quantize_i2s` (``group_size``
-    is its ``block_size``). ``check_finite``: NaN or Inf in ``x`` is a ``ValueError``; without
-    it +Inf gives qmax, -Inf qmin, and NaN what torch gives: int8/uint8 per tensor qmax (qmin for
-    a zero point >= 128: FBGEMM's int32 sum wraps), per channel or group, and int4/uint4 always,
-    0 clamped into the range (torch's quint4x2 and torchao).
+    ``observer.calculate_qparams()`` (a per-channel observer's along its ``ch_axis``, the default
+    ``axis`` then; a torch.ao observer's ``torch.qint8``/``torch.quint8`` is int8/uint8), or from
+    the tensor's min and max per tensor, per channel (``axis``) or per group (``group_size``
+    consecutive elements along the last axis, which it must divide) through
+    :func:`choose_qparams` (``scheme``, ``mapping``, ``reduce_range``, ``quant_min``/``quant_max``,
+    ``eps``). ``quant_min``/``quant_max`` also clamp a quantization with a given scale.
+    ``dtype="binary"``: +1 for ``x >= 0`` (also -0.0), -1 otherwise, with ``scale = mean|x|`` per
+    tensor/channel/group unless given (XNOR-Net; a group of zeros gets scale 0), no zero point.
+    ``dtype="ternary"``: :func:`bitnet_go.quantize_i2s` (``group_size`` is its ``block_size``; the
+    arguments it has no use for are a ``ValueError``). ``check_finite``: NaN or Inf in ``x`` is a
+    ``ValueError``; without it +Inf gives qmax, -Inf qmin, and NaN what torch gives: int8/uint8 per
+    tensor qmax (qmin for a zero point >= 128: FBGEMM's int32 sum wraps), per channel or group, and
+    int4/uint4 always, 0 clamped into the range (torch's quint4x2 and torchao).
 
     Example:
         >>> import bitnet_go
@@ -381,6 +383,9 @@ def quantize(
     if isinstance(dtype, str) and dtype == "ternary":
         from .._ternary import quantize_i2s
 
+        _ternary_only(scale=scale, zero_point=zero_point, axis=axis, observer=observer, mapping=mapping,
+                      quant_min=quant_min, quant_max=quant_max, eps=eps, scheme=scheme != "affine" or None,
+                      reduce_range=reduce_range is not False or None)  # fmt: skip
         t: TernaryTensor = quantize_i2s(x, block_size=group_size, check_finite=check_finite)
         return t
     dt = check_dtype(dtype, PLAIN_DTYPES + ("ternary",))
@@ -394,7 +399,13 @@ def quantize(
         if not callable(getattr(observer, "calculate_qparams", None)):
             raise TypeError(f"observer must have a calculate_qparams() method (a bitnet_go.quantization or "
                             f"torch.ao observer), got {type(observer).__name__}")  # fmt: skip
+    if scheme != "affine" or mapping is not None:  # checked even where unused (a given scale)
+        mapping_code(scheme, mapping)
+    if eps is not None:
+        _eps(eps, TORCH_EPS)
     shape = tuple(xa.shape)
+    if observer is not None:
+        axis = _observer_axis(observer, axis, len(shape))
     ax, bs, groups = _groups(shape, axis, group_size)
     out = np.empty(ops.packed_bytes(dt, xa.size), np.uint8)
     if dt == "binary":
@@ -419,8 +430,9 @@ def quantize(
     elif zero_point is not None:
         raise ValueError("zero_point is given without scale: give both, or neither")
     elif observer is not None:
-        if getattr(observer, "dtype", dt) != dt:
-            raise ValueError(f"observer's dtype {observer.dtype!r} is not dtype {dt!r}")
+        odt = getattr(observer, "dtype", dt)
+        if _TORCH_QDTYPES.get(str(odt), odt) != dt:
+            raise ValueError(f"observer's dtype {odt!r} is not dtype {dt!r}")
         s, z = observer.calculate_qparams()
         scales = _as_params(s, "scale", groups, np.float32, integer=False)
         zp = _as_params(z, "zero_point", groups, np.int32, integer=True)
@@ -432,8 +444,46 @@ def quantize(
         if code == "symmetric":  # the one check qrange adds for a scheme (uint8 with reduce_range)
             qrange(dt, reduce_range, quant_min, quant_max, symmetric=True)
         scales, zp = _qparams(mn, mx, dt, code, eps_v, qmin, qmax, custom, reduce_range)
+        wide = np.flatnonzero(~np.isfinite(scales))
+        if wide.size:  # choose_qparams gives torch's inf scale; quantizing with it is refused
+            i = int(wide[0])
+            where = "" if groups == 1 else f" (group {i})"
+            raise ValueError(f"x's range [{mn[i]}, {mx[i]}]{where} is too wide for a float32 scale: "
+                             f"(max - min) / (qmax - qmin) overflows to inf; scale x down first")  # fmt: skip
     return _quantize_given(xa, dt, shape, ax, bs, out, scales, zp, *_abi_range(qmin, qmax, custom, reduce_range),
                            check_finite)  # fmt: skip
+
+
+_TORCH_QDTYPES = {"torch.qint8": "int8", "torch.quint8": "uint8", "torch.quint4x2": "uint4"}
+"""torch.ao observers' dtypes as this module names them."""
+
+
+def _ternary_only(**given: object) -> None:
+    """``ValueError`` naming the arguments of :func:`quantize` given (not None) with
+    ``dtype="ternary"``, which takes only ``group_size`` and ``check_finite``."""
+    bad = [k for k, v in given.items() if v is not None]
+    if bad:
+        raise ValueError(
+            f"dtype='ternary' is quantize_i2s's absmean quantization: it takes group_size and check_finite "
+            f"only, got {', '.join(bad)} (call bitnet_go.quantize_i2s, or quantize to int8/int4 for those)"
+        )
+
+
+def _observer_axis(observer: object, axis: object, ndim: int) -> object:
+    """The channel axis to quantize along with ``observer``'s qparams: its ``ch_axis`` (torch.ao's
+    and this module's per-channel observers) where ``axis`` is None; ``ValueError`` where both are
+    given and differ (the scales would be applied along the wrong axis). Observers without
+    ``ch_axis`` leave ``axis`` as it is."""
+    ch = getattr(observer, "ch_axis", None)
+    if ch is None or isinstance(ch, bool) or not isinstance(ch, (int, np.integer)):
+        return axis
+    if axis is None:
+        return int(ch)
+    a = check_int(axis, "axis")
+    if ndim and (a % ndim) != (int(ch) % ndim):
+        raise ValueError(f"axis={a} but observer's ch_axis is {int(ch)}: its scales are per channel along "
+                         f"axis {int(ch)} (pass axis={int(ch)}, or leave axis out)")  # fmt: skip
+    return axis
 
 
 def _quantize_given(
