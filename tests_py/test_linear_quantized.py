@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,25 @@ def test_int8_gemv_checks_codes_once_per_weight(case: int) -> None:
         for _ in range(2):
             with pytest.raises(ValueError, match="code 3"):
                 bitnet_go.linear_quantized(x, b, act_bits=8)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("act_bits", [8, None])
+def test_errors_in_linear_terms(seed: int, act_bits: int | None) -> None:
+    """Messages name x's own index, out_features and in_features, not the 1x1 convolution's."""
+    rng = np.random.default_rng(seed)
+    lead = tuple(int(d) for d in rng.integers(1, 6, int(rng.integers(1, 4))))
+    t = _weight(8, 32, seed)
+    x = rng.standard_normal((*lead, 32)).astype(np.float32)
+    where = tuple(int(rng.integers(0, d)) for d in x.shape)
+    x[where] = [np.nan, np.inf, -np.inf][seed % 3]
+    with pytest.raises(ValueError, match=rf"^x contains NaN or Inf \(first at index {re.escape(str(where))}, "):
+        bitnet_go.linear_quantized(x, t, act_bits=act_bits)
+    for bias in (np.zeros(7, np.float32), torch.zeros(1), [[0.0] * 8]):
+        with pytest.raises(ValueError, match=r"^bias must have shape \(out_features,\) = \(8,\), got "):
+            bitnet_go.linear_quantized(np.zeros((2, 32), np.float32), t, bias, act_bits=act_bits)
+    with pytest.raises(ValueError, match=r"^bias must have shape \(out_features,\)"):  # checked with no rows too
+        bitnet_go.linear_quantized(np.zeros((0, 32), np.float32), t, np.zeros(7, np.float32), act_bits=act_bits)
+    wide = bitnet_go.quantize_i2s(np.ones((8, 32), np.float32), block_size=64)  # valid for the tensor, not per row
+    with pytest.raises(ValueError, match="^weight's block_size=64 must divide in_features=32"):
+        bitnet_go.linear_quantized(np.zeros((2, 32), np.float32), wide, act_bits=act_bits)

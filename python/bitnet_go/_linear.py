@@ -104,15 +104,37 @@ def linear_quantized(
             f"x must have shape (..., in_features) = (..., {in_features}) for a weight of shape {w.shape}, "
             f"got shape {a.shape}"
         )
+    _check_linear_shapes(w, bias, out_features, in_features)
     lead = a.shape[:-1]
     n = math.prod(lead)
-    if n == 0:  # no rows: nothing to compute, but the bias is still checked
-        if bias is not None and as_float32(bias, "bias").shape != (out_features,):
-            raise ValueError(f"bias must have shape (out_features,) = ({out_features},), got {np.shape(bias)}")
+    if n == 0:  # no rows: nothing to compute (the bias was checked)
         return as_input_kind(np.zeros((*lead, out_features), np.float32), x)
-    out, _ = conv2d_with_info(a.reshape(n, in_features, 1, 1), w._as_1x1(), bias, act_bits=act_bits,
-                              check_finite=check_finite)  # fmt: skip
+    try:
+        out, _ = conv2d_with_info(a.reshape(n, in_features, 1, 1), w._as_1x1(), bias, act_bits=act_bits,
+                                  check_finite=check_finite)  # fmt: skip
+    except ValueError as e:
+        if str(e).startswith("x contains NaN or Inf"):  # the 1x1 convolution's index, as x's
+            raise ValueError(_non_finite(a)) from None
+        raise
     return as_input_kind(out.reshape(*lead, out_features), x)
+
+
+def _check_linear_shapes(w: TernaryTensor, bias: object, out_features: int, in_features: int) -> None:
+    """What :func:`linear_quantized` checks in its own terms before the 1x1 convolution would in
+    its (O, K): the bias's shape and the weight's block size."""
+    if bias is not None and tuple(np.shape(bias)) != (out_features,):
+        raise ValueError(f"bias must have shape (out_features,) = ({out_features},), got {tuple(np.shape(bias))}")
+    b = w.block_size
+    if b is not None and in_features % b:
+        raise ValueError(f"weight's block_size={b} must divide in_features={in_features} (its scales are per block "
+                         f"of a row), or be None; quantize the weight again with such a block_size")  # fmt: skip
+
+
+def _non_finite(a: np.ndarray) -> str:
+    """The message for NaN or Inf in ``x`` (a float32 array that holds one), at ``x``'s index."""
+    i = int(np.flatnonzero(~np.isfinite(a))[0])
+    idx = tuple(int(k) for k in np.unravel_index(i, a.shape))
+    return f"x contains NaN or Inf (first at index {idx}, value {a.flat[i]}); pass check_finite=False to skip the check"
 
 
 def _linear_gpu(x: object, w: TernaryTensor, bias: object, act_bits: int | None, check_finite: bool) -> object:
@@ -125,6 +147,7 @@ def _linear_gpu(x: object, w: TernaryTensor, bias: object, act_bits: int | None,
             f"x must have shape (..., in_features) = (..., {in_features}) for a weight of shape {w.shape}, "
             f"got shape {shape}"
         )
+    _check_linear_shapes(w, bias, out_features, in_features)
     lead = shape[:-1]
     n = math.prod(lead)
     if n == 0:
