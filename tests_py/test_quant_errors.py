@@ -217,3 +217,19 @@ def test_range_too_wide_for_a_scale() -> None:
         bitnet_go.quantize(np.float32([3e38, -3e38]), "int8")
     with pytest.raises(ValueError, match=r"\(group 1\) is too wide"):
         bitnet_go.quantize(np.float32([[1, 2], [3e38, -3e38]]), "int8", axis=0)
+
+
+@pytest.mark.filterwarnings("error")  # numpy's overflow warning in the float32 cast must not leak
+def test_float64_beyond_float32() -> None:
+    """A float64 value beyond float32's range becomes Inf as torch's .float() makes it, quietly:
+    refused under check_finite, quantized to the range's end without it; an eps that rounds to
+    float32 0 is named as given."""
+    x = np.array([1e39, 1.0, -1e39])
+    with pytest.raises(ValueError, match=r"non-finite value \(\+Inf\) at flat index 0"):
+        bitnet_go.quantize_i2s(x)
+    q = bitnet_go.quantize(x, "int8", scale=0.5, zero_point=0, check_finite=False)
+    assert q.int_repr().tolist() == [127, 2, -128]
+    with pytest.raises(ValueError, match=r"eps must be finite and > 0 in float32, got 1e-50"):
+        bitnet_go.choose_qparams(-1.0, 1.0, "int8", eps=1e-50)
+    s, _ = bitnet_go.choose_qparams(0.0, 0.0, "int8", eps=1e-40)  # a float32 subnormal is an eps
+    assert s[0] == np.float32(1e-40)

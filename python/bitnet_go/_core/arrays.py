@@ -66,7 +66,8 @@ def as_float32(x: ArrayLike, name: str) -> np.ndarray:
     """Return ``x`` as a C-contiguous float32 ndarray, copying only if needed.
 
     Accepts anything :func:`numpy.asarray` accepts, CPU torch tensors included,
-    of a real dtype (bool, integers, floats). Complex, object and string input,
+    of a real dtype (bool, integers, floats; a float64 beyond float32's range
+    becomes +-Inf without a warning, as ``torch.Tensor.float()``). Complex, object and string input,
     and masked arrays (``numpy.ma``: the mask would be ignored), are a
     ``TypeError``; a torch tensor on another device is a ``ValueError`` (see :func:`as_host`).
 
@@ -78,7 +79,10 @@ def as_float32(x: ArrayLike, name: str) -> np.ndarray:
     check_real(a, name)
     if a.size > MAX_ELEMENTS:
         raise ValueError(f"{name} has {a.size} elements, more than the supported {MAX_ELEMENTS}")
-    return np.asarray(a, dtype=np.float32, order="C")  # copies only if needed; keeps 0-d shape
+    if a.dtype == np.float32:
+        return np.asarray(a, order="C")  # copies only if needed; keeps 0-d shape
+    with np.errstate(over="ignore"):  # a float64 beyond float32's range is +-Inf, as torch's .float() gives it
+        return np.asarray(a, dtype=np.float32, order="C")
 
 
 @functools.cache

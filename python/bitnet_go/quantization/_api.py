@@ -127,6 +127,8 @@ def _eps(eps: object, default: float) -> float:
         return default
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.floating, np.integer)):
         raise TypeError(f"eps must be a float, got {type(eps).__name__}")
+    if eps > 0 and np.float32(eps) == 0:  # Go checks the float32 it gets: 0 would be reported as given
+        raise ValueError(f"eps must be finite and > 0 in float32, got {eps!r} (below float32's smallest, 1.4e-45)")
     return float(eps)
 
 
