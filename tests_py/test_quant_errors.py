@@ -233,3 +233,21 @@ def test_float64_beyond_float32() -> None:
         bitnet_go.choose_qparams(-1.0, 1.0, "int8", eps=1e-50)
     s, _ = bitnet_go.choose_qparams(0.0, 0.0, "int8", eps=1e-40)  # a float32 subnormal is an eps
     assert s[0] == np.float32(1e-40)
+
+
+@pytest.mark.parametrize(
+    ("x", "axis", "match"),
+    [
+        ([np.nan, 1.0], None, r"its range, min=nan, max=nan, gives no scale"),
+        ([np.inf, 1.0], None, r"its range, min=1.0, max=inf, gives no scale"),
+        ([[1.0, 2.0], [-np.inf, 1.0]], 0, r"its range of group 1, min=-inf, max=1.0, gives no scale"),
+    ],
+)
+def test_no_scale_from_a_range_with_nan_or_inf(x: list, axis: int | None, match: str) -> None:
+    """check_finite=False with the scale computed from x: a range holding NaN/Inf is named (it was
+    Go's 'mn[0] and mx[0] must be finite'); with a given scale the same x quantizes."""
+    xa = np.float32(x)
+    with pytest.raises(ValueError, match=match):
+        bitnet_go.quantize(xa, "int8", axis=axis, check_finite=False)
+    q = bitnet_go.quantize(xa, "int8", scale=0.5, zero_point=0, check_finite=False)
+    assert q.shape == xa.shape

@@ -372,7 +372,8 @@ def quantize(
     tensor/channel/group unless given (XNOR-Net; a group of zeros gets scale 0), no zero point.
     ``dtype="ternary"``: :func:`bitnet_go.quantize_i2s` (``group_size`` is its ``block_size``; the
     arguments it has no use for are a ``ValueError``). ``check_finite``: NaN or Inf in ``x`` is a
-    ``ValueError``; without it +Inf gives qmax, -Inf qmin, and NaN what torch gives: int8/uint8 per
+    ``ValueError``; without it (and with a given ``scale`` or an ``observer``: a range holding NaN
+    or Inf gives no scale, a ``ValueError``) +Inf gives qmax, -Inf qmin, and NaN what torch gives: int8/uint8 per
     tensor qmax (qmin for a zero point >= 128: FBGEMM's int32 sum wraps), per channel or group, and
     int4/uint4 always, 0 clamped into the range (torch's quint4x2 and torchao).
 
@@ -441,6 +442,12 @@ def quantize(
     else:
         mn, mx = np.empty(groups, np.float32), np.empty(groups, np.float32)
         ops.minmax(xa, ax, bs, check_finite, mn, mx)
+        bad = np.flatnonzero(~(np.isfinite(mn) & np.isfinite(mx)))
+        if bad.size:  # NaN or Inf with check_finite=False: the range gives no scale
+            i = int(bad[0])
+            where = "" if groups == 1 else f" of group {i}"
+            raise ValueError(f"x holds NaN or Inf: its range{where}, min={mn[i]}, max={mx[i]}, gives no scale; "
+                             f"pass scale (and zero_point) or an observer to quantize it so")  # fmt: skip
         code = mapping_code(scheme, mapping)
         eps_v = _eps(eps, TORCHAO_EPS if mapping is not None else TORCH_EPS)
         if code == "symmetric":  # the one check qrange adds for a scheme (uint8 with reduce_range)
