@@ -231,3 +231,18 @@ def test_existing_behaviour_kept() -> None:
         t.shape = (15,)  # type: ignore[misc]
     with pytest.raises(TypeError):
         t[0]  # not indexable (yet)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int4", "uint4", "binary"])
+def test_plain_to_device(dtype: str) -> None:
+    """A plain tensor's .to('cpu') is itself (it was an AttributeError); a GPU or a dtype is a
+    ValueError saying what to use instead."""
+    q = bitnet_go.quantize(np.linspace(-1, 1, 8, dtype=np.float32), dtype)
+    assert q.to("cpu") is q
+    with pytest.raises(ValueError, match=f"^{dtype} tensors stay on the host: the GPU kernels take ternary"):
+        q.to("cuda:0")
+    with pytest.raises(ValueError, match="^to\\(\\) moves a tensor between devices; for another dtype use"):
+        q.to("int8")
+    for bad in ("gpu", 0, None):
+        with pytest.raises(ValueError, match="^device must be 'cpu'"):
+            q.to(bad)  # type: ignore[arg-type]

@@ -656,6 +656,30 @@ class PlainTensor(QuantizedTensor):
         ops.dequantize_to(self._descriptor(), out)
         return out
 
+    def to(self, device: str) -> PlainTensor:
+        """This tensor on ``device``: ``"cpu"`` is :meth:`cpu` (``self``: these tensors live on the
+        host). The GPU kernels take ternary weights only (:meth:`TernaryTensor.to
+        <bitnet_go.TernaryTensor.to>`), so ``"cuda"``/``"cuda:N"`` is a ``ValueError``, as is a
+        dtype: requantize with :func:`bitnet_go.functional.requantize` (int8/uint8) or
+        ``bitnet_go.quantize(q.dequantize(), dtype, ...)``.
+
+        Example:
+            >>> import bitnet_go
+            >>> q = bitnet_go.quantize([0.0, 1.0], "int8", scale=0.5)
+            >>> q.to("cpu") is q
+            True
+        """
+        if isinstance(device, str) and device == "cpu":
+            return self.cpu()
+        if isinstance(device, str) and (device == "cuda" or device.startswith("cuda:")):
+            raise ValueError(f"{self.qtype} tensors stay on the host: the GPU kernels take ternary weights only "
+                             f"(bitnet_go.quantize_i2s(w).to({device!r}))")  # fmt: skip
+        if isinstance(device, str) and device in PLAIN_DTYPES + TERNARY_QTYPES + ("ternary",):
+            raise ValueError(f"to() moves a tensor between devices; for another dtype use "
+                             f"bitnet_go.functional.requantize (int8/uint8) or bitnet_go.quantize(q.dequantize(), "
+                             f"{device!r}, ...), got {device!r}")  # fmt: skip
+        raise ValueError(f"device must be 'cpu' (these tensors live on the host), got {device!r}")
+
     def __repr__(self) -> str:
         where = (f"axis={self.axis}" if self.axis is not None
                  else f"group_size={self.block_size}" if self.block_size else "per_tensor")  # fmt: skip
