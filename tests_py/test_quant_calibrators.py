@@ -178,7 +178,7 @@ def test_growth_stays_bounded(cls: type, seed: int) -> None:
     from bitnet_go.quantization._calibrators import MAX_BINS
 
     rng = np.random.default_rng(seed)
-    num_bins = int(rng.choice([16, 1000, 2048]))
+    num_bins = int(rng.choice([16 if cls is PercentileCalibrator else 200, 1000, 2048]))  # MSE/entropy: >= 129
     cal = cls(num_bins=num_bins)
     batches = [rng.standard_normal(1000).astype(np.float32) * f for f in (1.0, 1e3, 1e6, 1e9)]
     for b in batches:

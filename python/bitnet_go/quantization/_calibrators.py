@@ -4,13 +4,14 @@ percentile, entropy (KL divergence) and MSE over a histogram of ``|x|``."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core import ops
-from .._core.arrays import as_float32, check_int
+from .._core.arrays import as_float32, check_bool, check_int
 from ._base import Collector, unit_qparams
 
 if TYPE_CHECKING:
@@ -19,11 +20,67 @@ if TYPE_CHECKING:
 _F = np.float32
 
 
+def check_float(v: object, name: str) -> float:
+    """``v`` as a Python float: a real number (an int or a float, Python's or NumPy's); anything
+    else, a bool, None or a str included, is a ``TypeError`` naming ``name``, an int too large
+    for a float a ``ValueError``.
+
+    Example:
+        >>> check_float(np.float32(0.5), "percentile")
+        0.5
+        >>> check_float("a", "eps")
+        Traceback (most recent call last):
+        TypeError: eps must be a real number, got str 'a'
+    """
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
+    try:
+        return float(v)
+    except OverflowError:  # a Python int past float's range
+        raise ValueError(f"{name} is too large for a float, got {v}") from None
+
+
+def check_positive_float32(v: object, name: str) -> float:
+    """``v`` as a Python float (:func:`check_float`, unrounded) that is finite and > 0 in float32
+    too, the type it is used in (``ValueError`` otherwise: ``1e-50`` is 0 there, ``1e39`` infinite).
+
+    Example:
+        >>> check_positive_float32(0.25, "bin_width")
+        0.25
+        >>> check_positive_float32(1e-50, "eps")
+        Traceback (most recent call last):
+        ValueError: eps must be finite and > 0 (in float32, as it is used), got 1e-50
+    """
+    f = check_float(v, name)
+    with np.errstate(over="ignore"):
+        f32 = _F(f)
+    if not (np.isfinite(f32) and f32 > 0):
+        raise ValueError(f"{name} must be finite and > 0 (in float32, as it is used), got {v!r}")
+    return f
+
+
+def check_state_keys(state: object, keys: Iterable[str], owner: str) -> None:
+    """``KeyError`` naming every one of ``keys`` that the saved ``state`` (a dict) lacks, and
+    ``owner``, the class restoring it. Anything but a dict, and a state another kind of collector
+    saved (its ``"kind"`` is not ``owner``), are left to the state's other checks, which say so.
+
+    Example:
+        >>> check_state_keys({"kind": "MinMaxObserver"}, ["kind", "min_val", "max_val"], "MinMaxObserver")
+        Traceback (most recent call last):
+        KeyError: "MinMaxObserver.load_state_dict: state lacks key(s) ['min_val', 'max_val'] (state_dict() saves them)"
+    """
+    if isinstance(state, dict) and state.get("kind", owner) == owner:
+        missing = [k for k in keys if k not in state]
+        if missing:
+            raise KeyError(f"{owner}.load_state_dict: state lacks key(s) {missing} (state_dict() saves them)")
+
+
 class CalibratorSettings(TypedDict, total=False):
     """The keyword settings every histogram calibrator takes: ``num_bits`` (2 to 16) and
-    ``unsigned`` give the integer type the qparams are for, ``num_bins`` the bins over the first
-    batch's max ``|x|`` (or of ``bin_width`` each, fixed), ``check_finite`` whether NaN/Inf in a
-    batch is a ``ValueError``."""
+    ``unsigned`` (a bool) give the integer type the qparams are for, ``num_bins`` the bins over
+    the first batch's max ``|x|`` (at least what the method searches: 129 for MSE, ``start_bin``
+    for entropy), ``bin_width`` (finite, > 0) fixes the bins' width instead, ``check_finite`` (a
+    bool) whether NaN/Inf in a batch is a ``ValueError``."""
 
     num_bits: int
     unsigned: bool
@@ -57,15 +114,25 @@ class _HistogramCalibrator(Collector):
         self.num_bits = check_int(num_bits, "num_bits")
         if not 2 <= self.num_bits <= 16:
             raise ValueError(f"num_bits must be in [2, 16], got {num_bits}")
-        self.unsigned = bool(unsigned)
+        self.unsigned = check_bool(unsigned, "unsigned")
         self.num_bins = check_int(num_bins, "num_bins")
-        if self.num_bins < 1:
-            raise ValueError(f"num_bins must be >= 1, got {num_bins}")
-        if bin_width is not None and not (math.isfinite(bin_width) and bin_width > 0):
-            raise ValueError(f"bin_width must be finite and > 0, got {bin_width!r}")
-        self._fixed_width = None if bin_width is None else float(_F(bin_width))
-        self.check_finite = bool(check_finite)
+        least = self._min_bins()
+        if self.num_bins < least:
+            raise ValueError(f"num_bins must be >= {least} for {type(self).__name__}{self._min_bins_why()}, "
+                             f"got {num_bins}")  # fmt: skip
+        if bin_width is not None:
+            bin_width = float(_F(check_positive_float32(bin_width, "bin_width")))
+        self._fixed_width = bin_width
+        self.check_finite = check_bool(check_finite, "check_finite")
         self.reset()
+
+    def _min_bins(self) -> int:
+        """The fewest bins the method's search works on (its candidates start at a bin)."""
+        return 1
+
+    def _min_bins_why(self) -> str:
+        """Why :meth:`_min_bins` is what it is, for the error message ("" if nothing to say)."""
+        return ""
 
     @property
     def dtype(self) -> str:
@@ -130,6 +197,11 @@ class _HistogramCalibrator(Collector):
         """The clipping value the method picks (0.0 before any non-zero data)."""
         if self.bin_width is None or not self.counts.any():
             return 0.0
+        least = self._min_bins()
+        if self.counts.size < least:  # a fixed bin_width's histogram covers only up to max|x|
+            raise ValueError(f"{type(self).__name__}'s histogram has {self.counts.size} bins of width "
+                             f"{self.bin_width:g}, fewer than the {least} its search needs{self._min_bins_why()}: "
+                             f"give a bin_width of at most max|x| / {least}")  # fmt: skip
         return ops.calibrate(self.counts, self.method, self.bin_width, **self._calib_args())
 
     def _calib_args(self) -> dict[str, Any]:
@@ -177,12 +249,22 @@ class _HistogramCalibrator(Collector):
         return {**self._config(), "counts": self.counts.copy(), "bin_width": self.bin_width, "zeros": self._zeros}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved (settings must match)."""
+        """Restore what :meth:`state_dict` saved (settings must match; a missing key is a
+        ``KeyError`` naming it, a wrong value a ``TypeError`` or ``ValueError``)."""
+        check_state_keys(state, [*self._config(), "counts", "bin_width", "zeros"], type(self).__name__)
         self._check_state(state)
         counts = np.asarray(state["counts"])
         if counts.dtype != np.int64 or counts.ndim != 1 or (counts.size and counts.min() < 0):
             raise ValueError("state's counts must be a 1-D int64 array of counts >= 0")
-        self.counts, self.bin_width, self._zeros = counts.copy(), state["bin_width"], int(state["zeros"])
+        width = state["bin_width"]
+        if width is not None:
+            width = check_positive_float32(width, "state's bin_width")
+        elif counts.size:
+            raise ValueError("state's counts must be empty when its bin_width is None (no width known yet)")
+        zeros = check_int(state["zeros"], "state's zeros")
+        if zeros < 0:
+            raise ValueError(f"state's zeros must be >= 0, got {zeros}")
+        self.counts, self.bin_width, self._zeros = counts.copy(), width, zeros
 
 
 class PercentileCalibrator(_HistogramCalibrator):
@@ -198,7 +280,7 @@ class PercentileCalibrator(_HistogramCalibrator):
     method = "percentile"
 
     def __init__(self, percentile: float = 99.99, **settings: Unpack[CalibratorSettings]) -> None:
-        p = float(percentile)
+        p = check_float(percentile, "percentile")
         if not 0 < p <= 100:
             raise ValueError(f"percentile must be in (0, 100], got {percentile!r}")
         self.percentile = p
@@ -210,7 +292,8 @@ class PercentileCalibrator(_HistogramCalibrator):
 
 class EntropyCalibrator(_HistogramCalibrator):
     """amax minimising the KL divergence between the clipped histogram and its ``2**(bits-1)``-level
-    quantization (TensorRT's entropy calibration; the last minimum over i from ``start_bin``).
+    quantization (TensorRT's entropy calibration; the last minimum over i from ``start_bin`` to the
+    number of bins, so ``num_bins`` must be at least ``start_bin``, and 2).
 
     Example:
         >>> from bitnet_go.quantization import EntropyCalibrator
@@ -228,13 +311,25 @@ class EntropyCalibrator(_HistogramCalibrator):
             raise ValueError(f"start_bin must be >= 1, got {start_bin}")
         super().__init__(**settings)
 
+    def _min_bins(self) -> int:
+        return max(self.start_bin, 2)
+
+    def _min_bins_why(self) -> str:
+        return f" (amax is tried at the edges of bins start_bin={self.start_bin} to the last; 2 bins at least)"
+
     def _calib_args(self) -> dict[str, Any]:
         return {**super()._calib_args(), "start_bin": self.start_bin}
 
 
+MSE_START_BIN = 128
+"""The first candidate bin of :class:`MSECalibrator`'s search: pytorch-quantization's ``start_bin``
+default, which ``ops.calibrate`` passes when given none (not a setting here)."""
+
+
 class MSECalibrator(_HistogramCalibrator):
     """amax minimising the histogram-weighted mean squared fake-quantization error over the bin
-    centres (pytorch-quantization's ``mse`` method).
+    centres (pytorch-quantization's ``mse`` method): candidates from bin :data:`MSE_START_BIN`
+    (128) up, so ``num_bins`` must be at least 129.
 
     Example:
         >>> from bitnet_go.quantization import MSECalibrator
@@ -244,3 +339,9 @@ class MSECalibrator(_HistogramCalibrator):
     """
 
     method = "mse"
+
+    def _min_bins(self) -> int:
+        return MSE_START_BIN + 1
+
+    def _min_bins_why(self) -> str:
+        return f" (amax is tried at the centres of bins {MSE_START_BIN} and up, as in pytorch-quantization)"

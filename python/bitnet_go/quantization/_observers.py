@@ -19,6 +19,7 @@ from .._core.arrays import as_float32, check_int
 from . import _torchmath as tm
 from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_bool, check_dtype, choose_qparams, mapping_code, qrange
 from ._base import Collector, check_state_array, unit_qparams
+from ._calibrators import check_float, check_positive_float32, check_state_keys
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -27,10 +28,18 @@ _F = np.float32
 _INF = _F(np.inf)
 
 
+def _check_first(v: object, name: str, owner: str) -> None:
+    """``TypeError`` for a str passed as ``name``, ``owner``'s first parameter: a number there, as
+    in torch, where a dtype such as ``"int8"`` given first would land."""
+    if isinstance(v, str):
+        raise TypeError(f"{name} must be a number, got str {v!r}: {owner}'s first argument is {name}, "
+                        f"as in torch; give the dtype by keyword (dtype={v!r})")  # fmt: skip
+
+
 class ObserverSettings(TypedDict, total=False):
     """The keyword settings every observer takes: ``reduce_range``, ``quant_min``/``quant_max``
-    and ``eps`` as in :func:`bitnet_go.choose_qparams`; ``check_finite``: NaN/Inf in a batch is
-    a ``ValueError``."""
+    and ``eps`` (finite and > 0 in float32) as in :func:`bitnet_go.choose_qparams`;
+    ``check_finite`` (a bool): NaN/Inf in a batch is a ``ValueError``."""
 
     reduce_range: bool
     quant_min: int | None
@@ -62,7 +71,7 @@ class _Observer(Collector):
                                                    symmetric=self.scheme == "symmetric")  # fmt: skip
         self.reduce_range = bool(reduce_range)
         self._custom = (quant_min, quant_max) if quant_min is not None else None
-        self.eps = float(eps)
+        self.eps = check_positive_float32(eps, "eps")
         self.check_finite = check_bool(check_finite, "check_finite")
         self.reset()
 
@@ -79,12 +88,26 @@ class _Observer(Collector):
         return np.array([self.min_val], _F), np.array([self.max_val], _F)
 
     def calculate_qparams(self) -> tuple[np.ndarray, np.ndarray]:
-        """(scales float32, zero_points int32), one per group; (1.0, 0) before any data, as torch."""
+        """(scales float32, zero_points int32), one per group; (1.0, 0) before any data, as torch.
+        A ``ValueError`` after NaN/Inf data (taken with ``check_finite=False``)."""
         if not self._seen():
             return unit_qparams()
+        self._check_finite_range()
         qmin, qmax = self._custom if self._custom else (None, None)
         return choose_qparams(*self._range(), self.dtype, self.scheme, eps=self.eps,  # type: ignore[arg-type]
                               reduce_range=self.reduce_range, quant_min=qmin, quant_max=qmax)  # fmt: skip
+
+    def _check_finite_range(self) -> None:
+        """``ValueError`` naming ``min_val``/``max_val`` where they are not finite (a group that saw
+        nothing, +inf and -inf, passes: it gets (1.0, 0), as in torch)."""
+        mn, mx = np.atleast_1d(self.min_val), np.atleast_1d(self.max_val)
+        bad = np.flatnonzero(~(np.isfinite(mn) & np.isfinite(mx)) & ~((mn == _INF) & (mx == -_INF)))
+        if bad.size:
+            i = int(bad[0])
+            at = f"[{i}]" if np.ndim(self.min_val) else ""
+            seen = f"min_val{at}={mn[i]!s}, max_val{at}={mx[i]!s}"
+            raise ValueError(f"{type(self).__name__} saw NaN/Inf ({seen}): qparams need a finite range "
+                             f"(check_finite=True refuses such a batch in update)")  # fmt: skip
 
     def _config(self) -> dict[str, Any]:
         qmin, qmax = self._custom if self._custom else (None, None)
@@ -100,11 +123,18 @@ class _Observer(Collector):
         return {**self._config(), **{k: np.array(getattr(self, k), _F) for k in self._state_shapes(vars(self))}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved (settings must match)."""
+        """Restore what :meth:`state_dict` saved (settings must match; a missing key is a
+        ``KeyError`` naming it, an array of the wrong dtype a ``TypeError``, of the wrong shape a
+        ``ValueError``)."""
+        check_state_keys(state, [*self._config(), *self._state_shapes(vars(self))], type(self).__name__)
         self._check_state(state)
         arrays = {k: check_state_array(state[k], k, _F, shape) for k, shape in self._state_shapes(state).items()}
+        self._check_loaded(arrays)
         for k, a in arrays.items():
             setattr(self, k, a if a.ndim else _F(a))
+
+    def _check_loaded(self, arrays: dict[str, np.ndarray]) -> None:
+        """Check the values of a state's arrays (of the right dtypes and shapes) before they are taken."""
 
     def _x(self, x: ArrayLike) -> np.ndarray:
         return as_float32(x, "x")
@@ -165,9 +195,11 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         self, averaging_constant: float = 0.01, dtype: QDtype = "uint8", scheme: Scheme = "affine",
         **settings: Unpack[ObserverSettings],
     ) -> None:  # fmt: skip
-        c = float(averaging_constant)
-        if not 0 < c <= 1:
-            raise ValueError(f"averaging_constant must be in (0, 1], got {averaging_constant!r}")
+        _check_first(averaging_constant, "averaging_constant", type(self).__name__)
+        c = check_float(averaging_constant, "averaging_constant")
+        if not (0 < c <= 1 and _F(c) > 0):
+            raise ValueError(f"averaging_constant must be in (0, 1] (and not 0 in float32, the average's type), "
+                             f"got {averaging_constant!r}")  # fmt: skip
         self.averaging_constant = c
         super().__init__(dtype, scheme, **settings)
 
@@ -208,6 +240,7 @@ class PerChannelMinMaxObserver(_Observer):
         self, ch_axis: int = 0, dtype: QDtype = "uint8", scheme: Scheme = "affine",
         **settings: Unpack[ObserverSettings],
     ) -> None:  # fmt: skip
+        _check_first(ch_axis, "ch_axis", type(self).__name__)
         self.ch_axis = check_int(ch_axis, "ch_axis")
         super().__init__(dtype, scheme, **settings)
 
@@ -286,6 +319,7 @@ class HistogramObserver(_Observer):
     def __init__(
         self, bins: int = 2048, dtype: QDtype = "uint8", scheme: Scheme = "affine", **settings: Unpack[ObserverSettings]
     ) -> None:
+        _check_first(bins, "bins", type(self).__name__)
         self.bins = check_int(bins, "bins")
         if self.bins < 1:
             raise ValueError(f"bins must be >= 1, got {bins}")
@@ -303,12 +337,40 @@ class HistogramObserver(_Observer):
     def _state_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         return {"histogram": (self.bins,), **super()._state_shapes(state)}
 
+    def _check_loaded(self, arrays: dict[str, np.ndarray]) -> None:
+        """The counts finite and >= 0; min_val and max_val +inf and -inf (nothing seen) or a range
+        update could have found (finite, min <= max, a span within float32's)."""
+        h, mn, mx = arrays["histogram"], arrays["min_val"], arrays["max_val"]
+        if not np.all(np.isfinite(h) & (h >= 0)):
+            raise ValueError("state's histogram must hold finite counts >= 0")
+        if mn == _INF and mx == -_INF:
+            return
+        if not (np.isfinite(mn) and np.isfinite(mx) and mn <= mx):
+            raise ValueError(f"state's min_val and max_val must be finite with min_val <= max_val (or +inf and "
+                             f"-inf: nothing seen), got {mn!s} and {mx!s}")  # fmt: skip
+        self._check_span(mn, mx)
+
+    def _check_span(self, lo: np.float32, hi: np.float32) -> None:
+        """``ValueError`` unless the range [lo, hi] to bin is narrower than float32's largest value
+        (the bins' width, ``(hi - lo) / bins``, is float32 arithmetic, as torch's)."""
+        with np.errstate(over="ignore"):
+            span = _F(_F(hi) - _F(lo))
+        if not np.isfinite(span):
+            raise ValueError(f"{type(self).__name__}'s observed range overflows float32: min_val={lo!s}, "
+                             f"max_val={hi!s}, and max_val - min_val is past {np.finfo(_F).max!s}, the largest "
+                             f"float32 (no histogram spans it)")  # fmt: skip
+
     # -- torch.histc
 
     def _histc(self, x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
         """``torch.histc(x, bins, min=lo, max=hi)`` as float32 counts."""
         if lo == hi:  # torch widens an empty range by 1 each side (in float64), then to float32
             lo, hi = _F(float(lo) - 1.0), _F(float(hi) + 1.0)
+        if lo == hi:  # x (every value) so large that float32 has no room around it: the middle bin, where
+            # torch's histc puts x = 1e8 or 3e38 (Go refuses lo == hi); no qparams depend on the bin
+            counts = np.zeros(self.bins, _F)
+            counts[self.bins // 2] = x.size
+            return counts
         edges = tm.linspace_f32(float(lo), float(hi), self.bins + 1)  # its first and last edge bound the bins
         counts = np.zeros(self.bins, np.int64)
         ops.histogram(x, float(edges[0]), float(edges[-1]), False, False, counts)
@@ -334,10 +396,12 @@ class HistogramObserver(_Observer):
             ops.minmax(xa, None, None, False, mn, mx)
             x_min, x_max = mn[0], mx[0]
         if not self._seen():
+            self._check_span(x_min, x_max)
             self.min_val, self.max_val = x_min, x_max
             self.histogram = self._histc(xa, x_min, x_max)
             return
         new_min, new_max = min(self.min_val, x_min), max(self.max_val, x_max)
+        self._check_span(new_min, new_max)
         update = self._histc(xa, new_min, new_max)
         if new_min == self.min_val and new_max == self.max_val:
             self.histogram = (self.histogram + update).astype(_F)
@@ -439,7 +503,10 @@ class HistogramObserver(_Observer):
 
     def _range(self) -> tuple[np.ndarray, np.ndarray]:
         """The [min, max] torch's search picks (so ``calculate_qparams`` gives torch's qparams)."""
-        mn, mx = self._non_linear_param_search()
+        # A zero-width range (constant data: a zero bin width) or a wide one (float32 products
+        # past its range) has inf/NaN intermediates, as torch's has, without its warnings
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            mn, mx = self._non_linear_param_search()
         return np.array([mn], _F), np.array([mx], _F)
 
     def merge(self, other: HistogramObserver) -> HistogramObserver:
@@ -451,6 +518,7 @@ class HistogramObserver(_Observer):
             self.histogram, self.min_val, self.max_val = other.histogram.copy(), other.min_val, other.max_val
             return self
         new_min, new_max = min(self.min_val, other.min_val), max(self.max_val, other.max_val)
+        self._check_span(new_min, new_max)
         mine = self._combine(self.histogram, self.min_val, self.max_val, np.zeros(self.bins, _F), new_min, new_max)
         theirs = self._combine(other.histogram, other.min_val, other.max_val, np.zeros(self.bins, _F), new_min, new_max)
         self.histogram = (mine + theirs).astype(_F)
