@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from ._convert import convert_checkpoint
 from ._formats import FORMATS
@@ -47,12 +48,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
+def _one_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:
+    """A warning as the CLI prints it: ``bitnet-go convert: warning: <message>`` (no source line).
+
+    Example:
+        >>> _one_line(UserWarning("include pattern 'x' matches no tensor"), UserWarning, "f.py", 1)
+        "bitnet-go convert: warning: include pattern 'x' matches no tensor\\n"
+    """
+    return f"bitnet-go convert: warning: {message}\n"
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``convert`` with parsed arguments; errors are one line on stderr and exit status 1 (130 for Ctrl-C)."""
+    """Run ``convert`` with parsed arguments; errors are one line on stderr and exit status 1 (130 for Ctrl-C),
+    warnings (an ``--include`` pattern that matches no tensor, ``--no-tokenizer``) one line on stderr each."""
     to = args.to or ("gguf" if (args.output or "").endswith(".gguf") else "safetensors")
     if not args.dry_run and not args.output:
         print("bitnet-go convert: -o OUT is required (or --dry-run)", file=sys.stderr)
         return 2
+    old_format, warnings.formatwarning = warnings.formatwarning, _one_line  # type: ignore[assignment]
+    try:
+        return _run(args, to)
+    finally:
+        warnings.formatwarning = old_format
+
+
+def _run(args: argparse.Namespace, to: str) -> int:
     try:
         items = convert_checkpoint(
             args.input,

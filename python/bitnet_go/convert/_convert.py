@@ -6,17 +6,19 @@ import fnmatch
 import io
 import json
 import math
+import os
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from .._core.arrays import MAX_ELEMENTS, check_bool, check_int
 from .._core.ops import num_blocks, packed_len, quantize
-from .._core.runtime import get_num_threads, set_num_threads
+from .._core.runtime import cpu_features, get_num_threads, set_num_threads
 from .._core.types import Method
 from .._hfpack import ScaleMode, scale_from_hf, ternary_from_values, unpack_hf
 from .._progress import progress as _progress
@@ -24,7 +26,7 @@ from .._ternary import TernaryTensor, _check_method, quantize_i2s
 from . import _gguf, _tl_gguf, _tokenizer
 from ._formats import TQ_BLOCK, TQ_FORMATS, Parts, check_format, check_gguf_format, gguf_payload, layout, pack_as
 from ._gguf import ConfigError
-from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, to_float16, to_float32
+from ._reader import FLOAT_DTYPES, Checkpoint, PathLike, is_json_int, to_float16, to_float32
 from ._writer import atomic_output, write_safetensors_header
 
 Target = Literal["safetensors", "gguf"]
@@ -109,8 +111,10 @@ def plan(
     """What each tensor of ``ck`` becomes (see :func:`convert_checkpoint`), in the checkpoint's order."""
     entries = ck.entries
     scale_names = {n for n in entries if n.endswith(".weight_scale") and n[: -len("_scale")] in entries}
-    if to == "gguf":
-        _gguf.arch_of(ck.config, qtype)  # a config it cannot map fails here, before any tensor
+    arch = ""
+    if to == "gguf":  # a config it cannot map fails here, before any tensor
+        arch = _gguf.arch_of(ck.config, qtype)
+        _gguf.heads(ck.config or {}, arch)
     out: list[Planned] = []
     for name, e in entries.items():
         if name in scale_names and entries[name[: -len("_scale")]].dtype == "U8":
@@ -128,6 +132,13 @@ def plan(
                 f"{', '.join(FLOAT_DTYPES)}); leave it as it is with --exclude (exclude=[...])"
             )
         note = ""
+        if chosen and math.prod(shape) == 0:
+            if include:  # as for a TQ shape below: asked for by name an error, by the default rule left as it is
+                raise ValueError(
+                    f"{e.file}: tensor {name!r} of shape {list(shape)} matches --include, but it is empty: "
+                    "there are no values to quantize; exclude it (--exclude, exclude=[...]) to copy it as it is"
+                )
+            chosen, note = False, "empty: no values to quantize"
         if chosen and qtype in TQ_FORMATS and not _gguf.tq_fits(shape):
             if include:  # asked for by name: an error; by the default rule: left as it is, as llama.cpp does
                 raise ValueError(
@@ -138,6 +149,8 @@ def plan(
             chosen, note = False, f"{qtype} needs the last dimension a multiple of {TQ_BLOCK}"
         dtype = "U8 (transformers-packed ternary)" if packed_hf else e.dtype
         out_name = _gguf.tensor_name(name) if to == "gguf" else name
+        if to == "gguf" and (perm := _gguf.permutation(name, arch, ck.config or {})) is not None:
+            _gguf.check_permutable(shape, perm[1], f"{e.file}: tensor {name!r} of shape {list(shape)}")
         if chosen and to == "gguf" and qtype in TQ_FORMATS and out_name in _gguf.TQ_F16:
             chosen, note = False, "llama.cpp keeps it F16 under TQ formats"
         if chosen:
@@ -171,11 +184,38 @@ def _ternary(
     perm: tuple[int, int] | None,
 ) -> TernaryTensor:
     """Planned tensor ``p`` quantized (or, packed by transformers, unpacked) and packed as ``p.to``; a value the
-    quantizer refuses (NaN, Inf) is a ValueError naming the file and tensor."""
+    quantizer refuses (NaN, Inf) or any other ``ValueError`` is a ValueError naming the file and tensor."""
+    where = f"{ck.entries[p.name].file}: tensor {p.name!r}"
     try:
         return _ternary_of(ck, p, method, block_size, mode, perm)
-    except ValueError as e:
-        raise ValueError(f"{ck.entries[p.name].file}: tensor {p.name!r}: {e}") from None
+    except ValueError as err:
+        bad = None if p.scale_of is not None else _non_finite(ck, p.name)
+        if bad is None:
+            raise ValueError(f"{where}: {err}") from err
+        raise ValueError(
+            f"{where}: x contains {bad}; only finite values can be quantized: fix the checkpoint, or leave the "
+            "tensor as it is with --exclude (exclude=[...])"
+        ) from err
+
+
+def _non_finite(ck: Checkpoint, name: str) -> str | None:
+    """The first value of float tensor ``name`` that is not finite as float32 (what the quantizer reads),
+    described with its flat index (C order, as stored), or None if every value is finite.
+
+    Only called once quantizing failed: the tensor is read again, not checked on the way.
+    """
+    dtype = ck.entries[name].dtype
+    stored = ck.array(name).reshape(-1)
+    with np.errstate(over="ignore"):  # F64 beyond float32's range: Inf, as the quantizer reads it
+        values = to_float32(stored, dtype)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size == 0:
+        return None
+    i = int(bad[0])
+    if dtype == "F64" and math.isfinite(stored[i]):
+        return f"a value ({float(stored[i])!r}) beyond float32's range at flat index {i}"
+    v = float(values[i])
+    return f"a non-finite value ({'NaN' if math.isnan(v) else '+Inf' if v > 0 else '-Inf'}) at flat index {i}"
 
 
 def _ternary_of(
@@ -439,14 +479,17 @@ def convert_checkpoint(
             metadata; read back with :func:`load_checkpoint`) or ``"gguf"``
             (what bitnet.cpp's / llama.cpp's converters write; needs
             ``config.json`` and the ``gguf`` package).
-        include: glob patterns: quantize exactly the float tensors whose name
-            matches one (default: every 2-D+ ``*.weight`` except ``lm_head``,
-            norms and ``embed_tokens``).
+        include: glob patterns: quantize exactly the float tensors whose
+            whole name matches one (default: every 2-D+ ``*.weight`` except
+            ``lm_head``, norms and ``embed_tokens``). A pattern that matches no
+            tensor is a ``UserWarning`` (the conversion goes on without it).
         exclude: glob patterns of tensors then left as they are.
         method: ``"absmean"`` or ``"absmax"`` (see ``quantize_i2s``).
-        block_size: elements per scale (safetensors output only; GGUF formats
-            have their own scales: one per tensor, TQ one per 256 values).
-        threads: Go threads for the quantizer (default: as set).
+        block_size: elements per scale, an int from 1 to 2**60 (NumPy integers
+            too; safetensors output only; GGUF formats have their own scales:
+            one per tensor, TQ one per 256 values).
+        threads: Go threads for the quantizer, an int from 1 to
+            ``cpu_features()["max_threads"]`` (default: as set).
         dry_run: only plan: return what would be converted and the output's
             size, write nothing.
         progress: None: a tqdm bar where tqdm is installed; True: the bar or
@@ -463,18 +506,32 @@ def convert_checkpoint(
             ``bitnet_go.convert._tl_gguf``). Needed for those, ignored otherwise.
         force: replace an existing ``out``.
 
+    ``dry_run``, ``tokenizer``, ``force`` and ``progress`` (unless None) must be
+    bools: a string such as ``"no"`` is a ``TypeError``, as is an argument of
+    the wrong type; a number out of range is a ``ValueError`` naming the
+    argument (and its CLI option).
+
     Returns:
         A :class:`Conversion`: one :class:`Planned` per tensor, in the
         checkpoint's order (those a GGUF file leaves out are not listed), with
         the output's size in bytes (``.size``, also for a dry run).
 
     Bad input is a ``ValueError`` naming the file and tensor, raised before
-    anything is written: a truncated file, a header that is not JSON, offsets
-    outside the file or overlapping, a dtype that cannot be read or, for a
-    tensor selected for quantization, is not a float, a shape the format
-    cannot hold (TQ1_0/TQ2_0: the last dimension a multiple of 256; a tensor
-    that the default rule selects is left as it is instead, as llama.cpp's
-    converter does, and the dry run says so).
+    anything is written: a truncated file, a header that is not JSON, a
+    tensor entry whose dtype, shape or data_offsets are malformed (not a
+    dtype name, not lists of ints), offsets outside the file or overlapping,
+    a dtype that cannot be read or, for a tensor selected for quantization,
+    is not a float, a shape the format cannot hold (TQ1_0/TQ2_0: the last
+    dimension a multiple of 256) or an empty tensor (no values to quantize);
+    for the last two, a tensor that the default rule selects is left as it is
+    instead, as llama.cpp's converter does, and the dry run says so. A
+    ``model.safetensors.index.json`` whose ``weight_map`` is not an object of
+    file names is a ``ValueError`` naming it; for GGUF, a ``config.json`` key
+    the metadata needs that is missing or out of range (a count that is not an
+    integer >= 1, heads that do not divide ``hidden_size`` or that key/value
+    heads do not divide) a :class:`ConfigError` naming the key. A NaN or Inf
+    in a weight is found while quantizing: a ``ValueError`` naming the file,
+    tensor and index, the output not written (the temporary file removed).
 
     Transformers-packed BitNet weights (uint8, four values per byte along
     dim 0, with a ``weight_scale``) are unpacked, not re-quantized: their
@@ -499,20 +556,30 @@ def convert_checkpoint(
         >>> t.packed.tobytes() == bitnet_go.quantize_i2s(w).packed.tobytes()
         True
     """
+    _check_path(src, "src")
+    if out is not None:
+        _check_path(out, "out")
     fmt = check_format(qtype)
     if to not in ("safetensors", "gguf"):
         raise ValueError(f"to must be 'safetensors' or 'gguf', got {to!r}")
     m = _check_method(method)
+    block_size = _check_count_option(block_size, "block_size", MAX_ELEMENTS)
     if block_size is not None and to == "gguf":
         raise ValueError(
             "block_size applies to safetensors output: GGUF formats have their own scales "
             "(I2_S/TL1/TL2 one per tensor, TQ1_0/TQ2_0 one per 256 values)"
         )
-    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
-        raise ValueError(f"block_size must be None or an int >= 1, got {block_size!r}")
-    for name, pats in (("include", include), ("exclude", exclude)):
-        if isinstance(pats, str) or not all(isinstance(p, str) for p in pats):
-            raise TypeError(f"{name} must be a sequence of glob patterns (str), got {pats!r}")
+    threads = _check_count_option(threads, "threads", cpu_features()["max_threads"])
+    dry_run = check_bool(dry_run, "dry_run")
+    tokenizer = check_bool(tokenizer, "tokenizer")
+    force = check_bool(force, "force")
+    if progress is not None:
+        progress = check_bool(progress, "progress")
+    include, exclude = _check_patterns(include, "include"), _check_patterns(exclude, "exclude")
+    if tokenizer_pre is not None and not isinstance(tokenizer_pre, str):
+        raise TypeError(f"tokenizer_pre must be None or a str, got {type(tokenizer_pre).__name__} {tokenizer_pre!r}")
+    if kernel_config is not None:
+        _check_path(kernel_config, "kernel_config")
     if to == "gguf":
         check_gguf_format(fmt, kernel_config)
         try:
@@ -531,6 +598,7 @@ def convert_checkpoint(
         set_num_threads(threads)
     try:
         with Checkpoint.open(src) as ck:
+            _warn_unmatched(ck, include)
             items = plan(ck, fmt, to, include, exclude)
             if not dry_run:
                 _check_not_an_input(ck, Path(out))  # type: ignore[arg-type]
@@ -561,6 +629,69 @@ def convert_checkpoint(
             return done
     finally:
         set_num_threads(old_threads)
+
+
+def _check_path(v: object, name: str) -> None:
+    """Refuse argument ``name`` unless it is a path (a ``str`` or ``os.PathLike``): a TypeError naming it.
+
+    Example:
+        >>> _check_path(None, "src")
+        Traceback (most recent call last):
+        TypeError: src must be a path (str or os.PathLike), got NoneType None
+    """
+    if not isinstance(v, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(v).__name__} {v!r}")
+
+
+def _check_count_option(v: object, name: str, hi: int) -> int | None:
+    """Argument ``name`` (the CLI's ``--name``, dashed): None, or an int (NumPy integers too, not a bool) from 1 to
+    ``hi``, as a Python int; else a TypeError (the type) or ValueError (the range) naming both.
+
+    Example:
+        >>> _check_count_option(np.int64(4), "block_size", 2**60)
+        4
+        >>> _check_count_option(0, "threads", 1024)
+        Traceback (most recent call last):
+        ValueError: threads (--threads) must be between 1 and 1024, got 0
+    """
+    if v is None:
+        return None
+    what = f"{name} (--{name.replace('_', '-')})"
+    n = check_int(v, what, or_none=True)
+    if not 1 <= n <= hi:
+        raise ValueError(f"{what} must be between 1 and {hi}, got {n}")
+    return n
+
+
+def _check_patterns(v: object, name: str) -> tuple[str, ...]:
+    """Argument ``name`` (``include``/``exclude``) as a tuple of glob patterns: an iterable of ``str``, not one
+    ``str``; else a TypeError naming it.
+
+    Example:
+        >>> _check_patterns(["*.q_proj.*"], "include")
+        ('*.q_proj.*',)
+        >>> _check_patterns("*.weight", "include")
+        Traceback (most recent call last):
+        TypeError: include must be a sequence of glob patterns (str), got '*.weight'
+    """
+    pats = None if isinstance(v, str) or not isinstance(v, Iterable) else tuple(v)
+    if pats is None or not all(isinstance(p, str) for p in pats):
+        raise TypeError(f"{name} must be a sequence of glob patterns (str), got {v!r}")
+    return pats
+
+
+def _warn_unmatched(ck: Checkpoint, include: Sequence[str]) -> None:
+    """A ``UserWarning`` for each ``include`` pattern that matches no tensor name of ``ck`` (a typo would
+    otherwise quietly quantize nothing)."""
+    names = list(ck.entries)
+    for pat in include:
+        if not any(fnmatch.fnmatchcase(n, pat) for n in names):
+            such = f", such as {names[0]!r}" if names else ""
+            warnings.warn(
+                f"include pattern {pat!r} (--include) matches no tensor of the checkpoint ({len(names)} tensors"
+                f"{such}); a pattern matches whole names, e.g. '*.q_proj.weight'",
+                stacklevel=3,
+            )
 
 
 def _check_not_an_input(ck: Checkpoint, out: Path) -> None:
@@ -612,12 +743,10 @@ def load_checkpoint(path: PathLike) -> dict[str, TernaryTensor | np.ndarray]:
         >>> bitnet_go.load_checkpoint(os.path.join(d, "o.safetensors"))["fc.weight"]
         TernaryTensor(qtype='i2_s', shape=(4, 8), block_size=None, method='absmean', scales=1, nbytes=36, ...)
     """
+    _check_path(path, "path")
     ck = Checkpoint.open(path)
     try:
-        try:
-            quantized = json.loads(ck.metadata.get(META_KEY, "{}"))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: metadata {META_KEY} is not JSON ({e})") from None
+        quantized = _quantized_metadata(path, ck.metadata.get(META_KEY, "{}"))
         out: dict[str, TernaryTensor | np.ndarray] = {}
         parts = set()
         for name, info in quantized.items():
@@ -625,10 +754,13 @@ def load_checkpoint(path: PathLike) -> dict[str, TernaryTensor | np.ndarray]:
             for n in (pk, sc):
                 if n not in ck.entries:
                     raise ValueError(f"{path}: quantized tensor {name!r} has no {n!r}")
-            out[name] = TernaryTensor._make(
-                info["qtype"], tuple(info["shape"]), info.get("block_size"), info.get("method"),
-                _aligned(ck.array(pk)), _aligned(ck.array(sc)),
-            )  # fmt: skip
+            try:
+                out[name] = TernaryTensor._make(
+                    info["qtype"], tuple(info["shape"]), info.get("block_size"), info.get("method"),
+                    _aligned(ck.array(pk)), _aligned(ck.array(sc)),
+                )  # fmt: skip
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{path}: quantized tensor {name!r} ({pk!r}, {sc!r}): {err}") from err
             parts.update((pk, sc))
         for name, e in ck.entries.items():
             if name not in parts:
@@ -637,6 +769,48 @@ def load_checkpoint(path: PathLike) -> dict[str, TernaryTensor | np.ndarray]:
         return out
     finally:
         ck.close()
+
+
+_META_FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
+    "qtype": (True, lambda v: isinstance(v, str), "a string"),
+    "shape": (True, lambda v: isinstance(v, list) and all(is_json_int(d) and d >= 0 for d in v), "a list of ints >= 0"),
+    "block_size": (False, lambda v: v is None or (is_json_int(v) and v >= 1), "an int >= 1 or null"),
+    "method": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
+}
+"""Each key of a quantized tensor's entry in :data:`META_KEY`: (required, check, what the check wants)."""
+
+
+def _quantized_metadata(path: PathLike, text: str) -> dict[str, dict[str, Any]]:
+    """The metadata :data:`META_KEY` of file ``path`` (JSON ``text``), checked: an object mapping each quantized
+    tensor's name to an object with ``qtype`` (a str), ``shape`` (a list of ints >= 0) and, optionally,
+    ``block_size`` (an int >= 1 or null) and ``method`` (a str or null); else a ValueError naming the file, the
+    tensor and the key.
+
+    Example:
+        >>> _quantized_metadata("x.safetensors", '{"w": {"qtype": "i2_s", "shape": [4, 8]}}')
+        {'w': {'qtype': 'i2_s', 'shape': [4, 8]}}
+        >>> _quantized_metadata("x.safetensors", '{"w": {"shape": [4, 8]}}')
+        Traceback (most recent call last):
+        ValueError: x.safetensors: metadata bitnet_go.quantized: tensor 'w' has no 'qtype'
+    """
+    where = f"{path}: metadata {META_KEY}"
+    try:
+        quantized = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where} is not JSON ({e})") from None
+    if not isinstance(quantized, dict):
+        kind = type(quantized).__name__
+        raise ValueError(f"{where} must be a JSON object mapping tensor names to their format, got {kind}")
+    for name, info in quantized.items():
+        if not isinstance(info, dict):
+            raise ValueError(f"{where}: tensor {name!r} must map to an object (qtype, shape, ...), got {info!r}")
+        for key, (required, ok, what) in _META_FIELDS.items():
+            if key not in info:
+                if required:
+                    raise ValueError(f"{where}: tensor {name!r} has no {key!r}")
+            elif not ok(info[key]):
+                raise ValueError(f"{where}: tensor {name!r}: {key!r} must be {what}, got {info[key]!r}")
+    return quantized
 
 
 def _aligned(a: np.ndarray) -> np.ndarray:

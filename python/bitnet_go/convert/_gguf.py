@@ -23,9 +23,9 @@ lets ``gguf.GGUFReader`` read them back for the length of a ``with`` block.
 
 from __future__ import annotations
 
-import json
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ._formats import BITNET_CPP_FORMATS, TQ_BLOCK
+from ._reader import is_json_int, load_json_object
 
 TYPE_IDS = {"F32": 0, "F16": 1, "TQ1_0": 34, "TQ2_0": 35, "I2_S": 36, "TL1": 38, "TL2": 39}
 """GGML tensor type ids (ggml.h; I2_S/TL1/TL2 as bitnet.cpp's ggml defines them)."""
@@ -74,8 +75,16 @@ _BLOCK = {
 _LAYER = re.compile(r"model\.layers\.(\d+)\.(.+)")
 
 
+UINT32_MAX = 2**32 - 1
+"""GGUF stores the model's sizes and counts as uint32."""
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""GGUF stores rope_theta, the norm epsilons and the rope scaling factor as float32."""
+
+
 class ConfigError(ValueError):
-    """``config.json`` lacks what the GGUF metadata needs (the message names the key)."""
+    """``config.json`` lacks what the GGUF metadata needs, or holds a value it cannot use (the message names
+    the key)."""
 
 
 def arch_of(config: dict[str, Any] | None, qtype: str) -> str:
@@ -163,10 +172,11 @@ def tq_fits(shape: tuple[int, ...]) -> bool:
 
 def permutation(name: str, arch: str, config: dict[str, Any]) -> tuple[int, int] | None:
     """``(n_head, n_head_kv)`` for the q/k projections whose rows a ``llama`` GGUF stores permuted
-    (llama.cpp's rotary embedding pairs a head's first and second halves differently); None otherwise.
+    (llama.cpp's rotary embedding pairs a head's first and second halves differently); None otherwise. The
+    config's heads are checked by :func:`heads` (a :class:`ConfigError` naming the key).
 
     Example:
-        >>> cfg = {"num_attention_heads": 4, "num_key_value_heads": 2}
+        >>> cfg = {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2}
         >>> permutation("model.layers.0.self_attn.k_proj.weight", "llama", cfg)
         (4, 2)
         >>> permutation("model.layers.0.self_attn.v_proj.weight", "llama", cfg) is None
@@ -174,9 +184,26 @@ def permutation(name: str, arch: str, config: dict[str, Any]) -> tuple[int, int]
     """
     if arch != "llama" or not name.endswith(("q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias")):
         return None
-    n_head = int(_find(config, ["num_attention_heads"], f"{arch}.attention.head_count"))
-    kv = config.get("num_key_value_heads")
-    return (n_head, n_head) if "q_proj" in name else (n_head, int(kv) if kv is not None else n_head)
+    n_head, kv = heads(config, arch)
+    return (n_head, n_head) if "q_proj" in name else (n_head, kv if kv is not None else n_head)
+
+
+def check_permutable(shape: Sequence[int], n_head_kv: int, where: str) -> None:
+    """Refuse a q/k projection of ``shape`` whose rows do not split into ``n_head_kv`` heads of two equal
+    halves (what :func:`permute_rows` needs): a ``ValueError`` starting with ``where``.
+
+    Example:
+        >>> check_permutable((8, 4), 2, "w")
+        >>> check_permutable((6, 4), 2, "w")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: w: its 6 rows do not split into 2 heads of two equal halves...
+    """
+    if not shape or shape[0] % (2 * n_head_kv):
+        rows = shape[0] if shape else 0
+        raise ValueError(
+            f"{where}: its {rows} rows do not split into {n_head_kv} heads of two equal halves, as llama.cpp's "
+            "rotary embedding reorders them (config.json num_attention_heads / num_key_value_heads)"
+        )
 
 
 def permute_rows(w: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
@@ -187,75 +214,168 @@ def permute_rows(w: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
         >>> permute_rows(np.arange(4), 1, 1).tolist()
         [0, 2, 1, 3]
     """
-    heads = n_head_kv if n_head_kv != n_head else n_head
+    check_permutable(w.shape, n_head_kv, "cannot permute")
     rows = w.shape[0]
-    if rows % (2 * heads):
-        raise ValueError(f"cannot permute {rows} rows into {heads} heads of two halves")
-    out = w.reshape(heads, 2, rows // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    out = w.reshape(n_head_kv, 2, rows // n_head_kv // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
     return np.ascontiguousarray(out)
 
 
-def _find(config: dict[str, Any], keys: list[str], what: str, optional: bool = False) -> Any:  # noqa: ANN401
+def heads(config: dict[str, Any], arch: str) -> tuple[int, int | None]:
+    """``config.json``'s attention heads and key/value heads (None when it has no ``num_key_value_heads``),
+    checked: counts (see :func:`_check_count`); the key/value heads dividing the heads (grouped-query
+    attention shares each among an equal number of heads); and, without a ``head_dim``, the heads dividing
+    ``hidden_size`` (the head size derived from them). A :class:`ConfigError` naming the key otherwise.
+
+    Example:
+        >>> heads({"hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 2}, "llama")
+        (8, 2)
+        >>> heads({"hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 3}, "llama")
+        Traceback (most recent call last):
+        bitnet_go.convert._gguf.ConfigError: config.json: 'num_key_value_heads' (3) must divide the number of \
+attention heads (8): each key/value head serves an equal group of heads
+    """
+    n_head = _count(config, ["num_attention_heads", "n_head"], f"{arch}.attention.head_count")
+    kv = _count_or_none(config, ["num_key_value_heads"], f"{arch}.attention.head_count_kv")
+    if kv is not None and n_head % kv:
+        raise ConfigError(
+            f"config.json: 'num_key_value_heads' ({kv}) must divide the number of attention heads ({n_head}): "
+            "each key/value head serves an equal group of heads"
+        )
+    if _count_or_none(config, ["head_dim"], f"{arch}.attention.key_length") is None:
+        embd_key, v = _require(config, ["hidden_size", "n_embd"], f"{arch}.embedding_length")
+        n_embd = _check_count(embd_key, v, f"{arch}.embedding_length")
+        if n_embd % n_head:
+            raise ConfigError(
+                f"config.json: {embd_key!r} ({n_embd}) is not a multiple of the number of attention heads "
+                f"({n_head}), so the head size is not whole (a model whose heads have another size gives 'head_dim')"
+            )
+    return n_head, kv
+
+
+def _find(config: dict[str, Any], keys: list[str]) -> tuple[str, Any] | None:
+    """The first of ``keys`` that ``config`` has, and its value (None if it has none)."""
     for k in keys:
         if k in config:
-            return config[k]
-    if optional:
-        return None
-    names = " or ".join(repr(k) for k in keys)
-    raise ConfigError(f"config.json has no {names} (needed for GGUF key {what})")
+            return k, config[k]
+    return None
+
+
+def _require(config: dict[str, Any], keys: list[str], what: str) -> tuple[str, Any]:
+    """:func:`_find`, a missing key a :class:`ConfigError` naming the keys and the GGUF key ``what`` that needs one."""
+    found = _find(config, keys)
+    if found is None:
+        names = " or ".join(repr(k) for k in keys)
+        raise ConfigError(f"config.json has no {names} (needed for GGUF key {what})")
+    return found
+
+
+def _count(config: dict[str, Any], keys: list[str], what: str) -> int:
+    """The first of ``keys`` in ``config`` (required), checked by :func:`_check_count`."""
+    return _check_count(*_require(config, keys, what), what)
+
+
+def _count_or_none(config: dict[str, Any], keys: list[str], what: str) -> int | None:
+    """The first of ``keys`` in ``config``, checked by :func:`_check_count`; None if none is there or it is null."""
+    found = _find(config, keys)
+    return None if found is None or found[1] is None else _check_count(*found, what)
+
+
+def _check_count(key: str, v: object, what: str) -> int:
+    """``v``, the value of ``config.json``'s ``key``, checked as a size or count: a JSON integer from 1 to
+    :data:`UINT32_MAX` (GGUF key ``what`` stores it as uint32); ``4.5``, ``0``, ``-4``, ``null`` or ``true``
+    is a :class:`ConfigError` naming the key.
+
+    Example:
+        >>> _check_count("n_head", 4, "llama.attention.head_count")
+        4
+        >>> _check_count("n_head", 4.5, "llama.attention.head_count")
+        Traceback (most recent call last):
+        bitnet_go.convert._gguf.ConfigError: config.json: 'n_head' must be an integer from 1 to 4294967295 \
+(for GGUF key llama.attention.head_count), got 4.5
+    """
+    if not is_json_int(v) or not 1 <= v <= UINT32_MAX:  # type: ignore[operator]
+        raise ConfigError(f"config.json: {key!r} must be an integer from 1 to {UINT32_MAX} (for GGUF key {what}), "
+                          f"got {v!r}")  # fmt: skip
+    return v  # type: ignore[return-value]
+
+
+def _number(v: object, key: str, what: str, positive: bool) -> float:
+    """``v``, the value of ``config.json``'s ``key``, checked as a real number GGUF key ``what`` can store as
+    float32: finite, at most :data:`FLOAT32_MAX` in size, and > 0 (``positive``) or >= 0; a
+    :class:`ConfigError` naming the key otherwise.
+
+    Example:
+        >>> _number(1e-5, "rms_norm_eps", "llama.attention.layer_norm_rms_epsilon", positive=False)
+        1e-05
+        >>> _number("1e4", "rope_theta", "llama.rope.freq_base", positive=True)
+        Traceback (most recent call last):
+        bitnet_go.convert._gguf.ConfigError: config.json: 'rope_theta' must be a number > 0 \
+(for GGUF key llama.rope.freq_base, a float32), got '1e4'
+    """
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) <= FLOAT32_MAX
+    if not ok or v < 0 or (positive and v == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ConfigError(f"config.json: {key!r} must be a number {bound} (for GGUF key {what}, a float32), got {v!r}")
+    return float(v)  # type: ignore[arg-type]
 
 
 def add_metadata(writer: Any, config: dict[str, Any], arch: str, qtype: str, root: Path) -> None:  # noqa: ANN401
     """The model's hyperparameters as GGUF keys, from ``config.json``, as the matching converter writes them.
 
-    A required key missing from the config is a :class:`ConfigError` naming it.
+    A required key missing from the config, or a value the key cannot hold (a
+    size or count that is not an integer from 1 to 2**32 - 1, a float that is
+    not a finite number in range, heads as :func:`heads` refuses them), is a
+    :class:`ConfigError` naming it.
     """
     a = arch
     writer.add_name(root.name)
     if qtype not in BITNET_CPP_FORMATS:  # llama.cpp's converter also writes these
         writer.add_type("model")
         writer.add_quantization_version(2)
-    writer.add_block_count(int(_find(config, ["n_layers", "num_hidden_layers", "n_layer"], f"{a}.block_count")))
+    writer.add_block_count(_count(config, ["n_layers", "num_hidden_layers", "n_layer"], f"{a}.block_count"))
     ctx_keys = ["max_position_embeddings", "n_ctx"] + ([] if qtype in BITNET_CPP_FORMATS else ["n_positions"])
-    if (n_ctx := _find(config, ctx_keys, "", optional=True)) is not None:
-        writer.add_context_length(int(n_ctx))
-    n_embd = int(_find(config, ["hidden_size", "n_embd"], f"{a}.embedding_length"))
+    if (n_ctx := _count_or_none(config, ctx_keys, f"{a}.context_length")) is not None:
+        writer.add_context_length(n_ctx)
+    n_embd = _count(config, ["hidden_size", "n_embd"], f"{a}.embedding_length")
     writer.add_embedding_length(n_embd)
-    if (n_ff := _find(config, ["intermediate_size", "n_inner"], "", optional=True)) is not None:
-        writer.add_feed_forward_length(int(n_ff))
-    n_head = int(_find(config, ["num_attention_heads", "n_head"], f"{a}.attention.head_count"))
+    if (n_ff := _count_or_none(config, ["intermediate_size", "n_inner"], f"{a}.feed_forward_length")) is not None:
+        writer.add_feed_forward_length(n_ff)
+    n_head, kv = heads(config, a)
     writer.add_head_count(n_head)
-    if (kv := config.get("num_key_value_heads")) is not None:
-        writer.add_head_count_kv(int(kv))
+    if kv is not None:
+        writer.add_head_count_kv(kv)
     if (theta := config.get("rope_theta")) is not None:
-        writer.add_rope_freq_base(float(theta))
+        writer.add_rope_freq_base(_number(theta, "rope_theta", f"{a}.rope.freq_base", positive=True))
     if (eps := config.get("rms_norm_eps")) is not None:
-        writer.add_layer_norm_rms_eps(float(eps))
-    if (eps := _find(config, ["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"], "", optional=True)) is not None:
-        writer.add_layer_norm_eps(float(eps))
-    if (n := config.get("num_local_experts")) is not None:
-        writer.add_expert_count(int(n))
-    if (n := config.get("num_experts_per_tok")) is not None:
-        writer.add_expert_used_count(int(n))
-    head_dim = config.get("head_dim")
+        rms = f"{a}.attention.layer_norm_rms_epsilon"
+        writer.add_layer_norm_rms_eps(_number(eps, "rms_norm_eps", rms, positive=False))
+    found = _find(config, ["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"])
+    if found is not None and found[1] is not None:
+        writer.add_layer_norm_eps(_number(found[1], found[0], f"{a}.attention.layer_norm_epsilon", positive=False))
+    if (n := _count_or_none(config, ["num_local_experts"], f"{a}.expert_count")) is not None:
+        writer.add_expert_count(n)
+    if (n := _count_or_none(config, ["num_experts_per_tok"], f"{a}.expert_used_count")) is not None:
+        writer.add_expert_used_count(n)
+    head_dim = _count_or_none(config, ["head_dim"], f"{a}.attention.key_length")
     if head_dim is not None and qtype not in BITNET_CPP_FORMATS:
-        writer.add_key_length(int(head_dim))
-        writer.add_value_length(int(head_dim))
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
     writer.add_file_type(FILE_TYPES[qtype])
     if arch == "bitnet":  # llama.cpp's BitnetModel
         writer.add_rope_scaling_type(_rope_linear())
         writer.add_rope_scaling_factor(1.0)
         return
-    writer.add_vocab_size(int(_find(config, ["vocab_size"], f"{a}.vocab_size")))
-    writer.add_rope_dimension_count(int(head_dim) if head_dim is not None else n_embd // n_head)
+    writer.add_vocab_size(_count(config, ["vocab_size"], f"{a}.vocab_size"))
+    writer.add_rope_dimension_count(head_dim if head_dim is not None else n_embd // n_head)
     if arch == "llama" and qtype in BITNET_CPP_FORMATS:
         rs = config.get("rope_scaling")
         if isinstance(rs, dict) and "factor" in rs and rs.get("type") == "linear":
             writer.add_rope_scaling_type(_rope_linear())
-            writer.add_rope_scaling_factor(float(rs["factor"]))
+            factor = _number(rs["factor"], "rope_scaling.factor", f"{a}.rope.scaling.factor", positive=True)
+            writer.add_rope_scaling_factor(factor)
         tc = root / "tokenizer_config.json"
         if tc.is_file():
-            tok = json.loads(tc.read_text())
+            tok = load_json_object(tc)
             if "add_prefix_space" in tok:
                 writer.add_add_space_prefix(bool(tok["add_prefix_space"]))
 

@@ -11,6 +11,7 @@ import json
 import math
 import mmap
 import os
+import reprlib
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,7 +68,9 @@ class Entry:
 
 
 def read_header(path: PathLike) -> tuple[dict[str, Entry], dict[str, str]]:
-    """The tensors and the ``__metadata__`` of one safetensors file, checked against the file's size.
+    """The tensors and the ``__metadata__`` of one safetensors file, checked against the file's size: a header
+    that is not a JSON object, an entry :func:`_entry` refuses or tensors whose bytes overlap are a
+    ``ValueError`` naming the file (and the tensor).
 
     Example:
         >>> import tempfile, os
@@ -99,26 +102,58 @@ def read_header(path: PathLike) -> tuple[dict[str, Entry], dict[str, str]]:
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
         raise ValueError(f"{p}: __metadata__ must map strings to strings")
     start = 8 + n
-    entries: dict[str, Entry] = {}
-    for name, info in header.items():
-        try:
-            dtype, shape, (b, e) = info["dtype"], tuple(int(d) for d in info["shape"]), info["data_offsets"]
-        except (TypeError, KeyError, ValueError) as err:
-            raise ValueError(f"{p}: tensor {name!r}: malformed header entry {info!r} ({err})") from None
-        if dtype not in DTYPES:
-            raise ValueError(
-                f"{p}: tensor {name!r} has dtype {dtype}, which is not supported (supported: "
-                f"{', '.join(DTYPES)}; F8 and other dtypes numpy cannot read are not)"
-            )
-        want = math.prod(shape) * DTYPES[dtype].itemsize
-        if any(d < 0 for d in shape) or not (0 <= b <= e) or e - b != want or start + e > size:
-            raise ValueError(
-                f"{p}: tensor {name!r} ({dtype}, shape {list(shape)}) has data_offsets [{b}, {e}]: "
-                f"expected {want} bytes within the file's {size - start} data bytes"
-            )
-        entries[name] = Entry(name, dtype, shape, p, start + b, start + e)
+    entries = {name: _entry(p, name, info, start, size) for name, info in header.items()}
     _check_disjoint(p, entries, start)
     return entries, dict(meta)
+
+
+def is_json_int(v: object) -> bool:
+    """Whether ``v`` is an integer as ``json.loads`` reads one: an int, not a bool (``true``) or a float (``4.0``).
+
+    Example:
+        >>> is_json_int(4), is_json_int(4.0), is_json_int(True), is_json_int(None)
+        (True, False, False, False)
+    """
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _entry(p: Path, name: str, info: object, start: int, size: int) -> Entry:
+    """Header entry ``name`` of file ``p`` (data from byte ``start`` of ``size``) checked and made an
+    :class:`Entry`: an object with ``dtype`` (a name in :data:`DTYPES`), ``shape`` (a list of ints >= 0) and
+    ``data_offsets`` (two ints ``[begin, end]``, the shape's bytes, within the file); a ``ValueError`` naming
+    the file and the tensor otherwise.
+
+    Example:
+        >>> e = _entry(Path("x.safetensors"), "w", {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, 16, 24)
+        >>> e.shape, e.begin, e.end
+        ((2,), 16, 24)
+        >>> _entry(Path("x.safetensors"), "w", {"dtype": "F32", "shape": [2], "data_offsets": [0.0, 8.0]}, 16, 24)
+        Traceback (most recent call last):
+        ValueError: x.safetensors: tensor 'w': data_offsets must be two ints [begin, end], got [0.0, 8.0]
+    """
+    where = f"{p}: tensor {name!r}"
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+        raise ValueError(f"{where}: malformed header entry {info!r} (an object with dtype, shape and data_offsets)")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str):
+        raise ValueError(f"{where}: dtype must be a string such as 'F32', got {dtype!r}")
+    if dtype not in DTYPES:
+        raise ValueError(
+            f"{where} has dtype {dtype}, which is not supported (supported: "
+            f"{', '.join(DTYPES)}; F8 and other dtypes numpy cannot read are not)"
+        )
+    if not isinstance(shape, list) or not all(is_json_int(d) and d >= 0 for d in shape):
+        raise ValueError(f"{where}: shape must be a list of ints >= 0, got {shape!r}")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(is_json_int(o) for o in offsets):
+        raise ValueError(f"{where}: data_offsets must be two ints [begin, end], got {offsets!r}")
+    b, e = offsets
+    want = math.prod(shape) * DTYPES[dtype].itemsize
+    if not (0 <= b <= e) or e - b != want or start + e > size:
+        raise ValueError(
+            f"{where} ({dtype}, shape {shape}) has data_offsets [{b}, {e}]: "
+            f"expected {want} bytes within the file's {size - start} data bytes"
+        )
+    return Entry(name, dtype, tuple(shape), p, start + b, start + e)
 
 
 def _check_disjoint(p: Path, entries: dict[str, Entry], start: int) -> None:
@@ -152,16 +187,12 @@ def find_files(path: PathLike) -> tuple[list[Path], dict[str, Any] | None]:
         raise FileNotFoundError(f"{p}: no such file or directory")
     if p.is_file():
         cfg = p.parent / "config.json"
-        return [p], _load_config(cfg) if cfg.is_file() else None
+        return [p], load_json_object(cfg) if cfg.is_file() else None
     cfg_path = p / "config.json"
-    config = _load_config(cfg_path) if cfg_path.is_file() else None
+    config = load_json_object(cfg_path) if cfg_path.is_file() else None
     index = p / INDEX_NAME
     if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (KeyError, TypeError, json.JSONDecodeError) as e:
-            raise ValueError(f"{index}: expected a JSON object with a 'weight_map' ({e})") from None
-        files = sorted({p / f for f in weight_map.values()})
+        files = sorted({p / f for f in _shard_names(index)})
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
             raise FileNotFoundError(f"{index} names shards that do not exist: {missing}")
@@ -175,14 +206,46 @@ def find_files(path: PathLike) -> tuple[list[Path], dict[str, Any] | None]:
     return files, config
 
 
-def _load_config(path: Path) -> dict[str, Any]:
+def _shard_names(index: Path) -> set[str]:
+    """The shard file names ``model.safetensors.index.json`` names: its ``weight_map`` must be a non-empty
+    object mapping each tensor name to a file name (a string); a ``ValueError`` naming the index otherwise.
+
+    Example:
+        >>> import tempfile
+        >>> index = Path(tempfile.mkdtemp()) / INDEX_NAME
+        >>> _ = index.write_text('{"weight_map": {"a": "1.safetensors", "b": "1.safetensors"}}')
+        >>> _shard_names(index)
+        {'1.safetensors'}
+        >>> _ = index.write_text('{"weight_map": {"a": 5}}')
+        >>> _shard_names(index)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: .../model.safetensors.index.json: weight_map must map each tensor name to its file name ...
+    """
+    data = load_json_object(index)
+    weight_map = data.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ValueError(
+            f"{index}: expected a 'weight_map' object mapping tensor names to shard file names, "
+            f"got {reprlib.repr(weight_map)}"
+        )
+    for name, file in weight_map.items():
+        if not isinstance(file, str) or not file:
+            raise ValueError(
+                f"{index}: weight_map must map each tensor name to its file name (a string), "
+                f"but {name!r} maps to {file!r}"
+            )
+    return set(weight_map.values())
+
+
+def load_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in file ``path``; a ``ValueError`` naming the file when it is not JSON or not an object."""
     try:
-        config = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(config).__name__}")
-    return config
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 @dataclass
