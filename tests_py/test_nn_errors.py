@@ -291,3 +291,27 @@ def test_bitlinear_from_hf_bias_accepted(bias: object) -> None:
 def test_bitlinear_from_hf_bias_refused(bias: object, exc: type, match: str) -> None:
     with pytest.raises(exc, match=match):
         bnn.bitlinear_from_hf(PACKED, SCALE, 8, bias=bias)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("scale", "mode", "match"),
+    [
+        (0.0, "divide", r"^weight_scale must be finite and > 0, got 0.0$"),
+        (-2.0, "multiply", r"^weight_scale must be finite and > 0, got -2.0$"),
+        (float("nan"), "multiply", r"^weight_scale must be finite and > 0, got nan$"),
+        (float("inf"), "divide", r"^weight_scale must be finite and > 0, got inf$"),
+        (1e-45, "divide", r"too small for scale_mode='divide': its reciprocal overflows float32"),
+    ],
+)
+@pytest.mark.filterwarnings("error")  # no numpy divide/overflow warning on the way
+def test_hf_weight_scale_checked(scale: float, mode: str, match: str) -> None:
+    """A weight_scale of 0, below 0, NaN or Inf (or one whose reciprocal overflows) is refused
+    by name; 0 used to reach 'scales contain NaN or Inf' after a numpy warning, -2 was taken."""
+    from bitnet_go.nn import from_hf_packed
+
+    w = torch.full((2, 16), 0b01_01_01_01, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=match):
+        from_hf_packed(w, torch.tensor([scale]), 8, scale_mode=mode)
+    assert from_hf_packed(w, torch.tensor([2.0]), 8, scale_mode=mode).scales.tolist() == [
+        2.0 if mode == "multiply" else 0.5
+    ]

@@ -125,8 +125,16 @@ def scale_from_hf(weight_scale: object, scale_mode: ScaleMode) -> np.ndarray:
     sa = as_float32(weight_scale, "weight_scale").reshape(-1)  # type: ignore[arg-type]
     if sa.size != 1:
         raise ValueError(f"weight_scale must hold one value, got {sa.size}")
-    s = sa.copy() if mode == "multiply" else np.array([1.0 / np.float64(sa[0])], np.float32)
-    return s.astype(np.float32)
+    v = float(sa[0])
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"weight_scale must be finite and > 0, got {v}")
+    if mode == "multiply":
+        return sa.astype(np.float32)  # a copy
+    with np.errstate(over="ignore"):
+        s = np.array([1.0 / np.float64(v)], np.float32)
+    if not np.isfinite(s[0]):
+        raise ValueError(f"weight_scale={v} is too small for scale_mode='divide': its reciprocal overflows float32")
+    return s
 
 
 def ternary_from_values(values: np.ndarray, scale: np.ndarray) -> TernaryTensor:
