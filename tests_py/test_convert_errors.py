@@ -251,31 +251,30 @@ METADATA = [
 ]
 
 
-@pytest.mark.parametrize(("meta", "message"), METADATA, ids=[str(c[0])[:60] for c in METADATA])
-def test_load_checkpoint_checks_its_metadata(tmp_path: Path, meta: object, message: str) -> None:
-    f = _good_file(tmp_path / "m", 10)
+def _converted(tmp_path: Path, seed: int) -> tuple[Path, dict, bytes]:
+    """A converted checkpoint's path, its header (to edit) and its data bytes."""
     out = tmp_path / "o.safetensors"
-    convert_checkpoint(f, out, progress=False)
+    convert_checkpoint(_good_file(tmp_path / "m", seed), out, progress=False)
     raw = out.read_bytes()
     n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8 : 8 + n])
+    return out, json.loads(raw[8 : 8 + n]), raw[8 + n :]
+
+
+@pytest.mark.parametrize(("meta", "message"), METADATA, ids=[str(c[0])[:60] for c in METADATA])
+def test_load_checkpoint_checks_its_metadata(tmp_path: Path, meta: object, message: str) -> None:
+    out, header, data = _converted(tmp_path, 10)
     header["__metadata__"][META_KEY] = meta if isinstance(meta, str) else json.dumps(meta)
-    _raw_safetensors(out, header, raw[8 + n :])
+    _raw_safetensors(out, header, data)
     with pytest.raises(ValueError, match=re.escape(f"{out}: ") + ".*" + re.escape(message)):
         load_checkpoint(out)
 
 
 def test_load_checkpoint_wrong_packed_dtype(tmp_path: Path) -> None:
     """A packed tensor stored in another dtype: TernaryTensor's own refusal, with the file and tensor named."""
-    f = _good_file(tmp_path / "m", 11)
-    out = tmp_path / "o.safetensors"
-    convert_checkpoint(f, out, progress=False)
-    raw = out.read_bytes()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8 : 8 + n])
+    out, header, data = _converted(tmp_path, 11)
     packed = header[W_NAME + "_packed"]
     packed.update(dtype="F32", shape=[packed["shape"][0] // 4])
-    _raw_safetensors(out, header, raw[8 + n :])
+    _raw_safetensors(out, header, data)
     with pytest.raises(ValueError, match=re.escape(f"{out}: quantized tensor {W_NAME!r} ('{W_NAME}_packed'") + ".*"
                        "packed must be"):  # fmt: skip
         load_checkpoint(out)
