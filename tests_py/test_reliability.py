@@ -397,6 +397,45 @@ def test_good_env_values_do_not_warn():
     assert "problem" not in got["s"]["BITNET_GO_NUM_THREADS"]
 
 
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        (dict(BITNET_GO_DISABLE="avx-512,avx2"), "BITNET_GO_DISABLE: 'avx-512' ignored (not a kernel family"),
+        (dict(BITNET_GO_DISPATCH="bestfirst"), "BITNET_GO_DISPATCH: 'bestfirst' ignored (give measured or best-first)"),
+    ],
+)
+def test_bad_family_settings_warn_once(env, want):
+    """Names the Go side ignores in BITNET_GO_DISABLE / BITNET_GO_DISPATCH warn as the numeric
+    settings do (they were visible only in cpu_features())."""
+    got = json.loads(_ok(run_py(ENV_CODE, **env)))
+    assert len(got["warnings"]) == 1 and want in got["warnings"][0], got
+
+
+def test_setting_warning_points_at_the_callers_line(tmp_path):
+    """The warning names the user's line that loaded the library, not a line of bitnet_go."""
+    script = tmp_path / "user.py"
+    script.write_text(
+        "import warnings\nwarnings.simplefilter('always')\nimport bitnet_go\nbitnet_go.get_num_threads()\n"
+    )
+    r = subprocess.run([PY, str(script)], capture_output=True, text=True, timeout=120,
+                       env=_env(BITNET_GO_NUM_THREADS="abc"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"{script}:4: RuntimeWarning: bitnet_go: BITNET_GO_NUM_THREADS" in r.stderr, r.stderr
+
+
+def test_relative_library_path_loads(tmp_path):
+    """BITNET_GO_LIBRARY=./lib.so is the file in the current directory (ctypes searched the
+    system paths for the bare name 'lib.so' and failed)."""
+    import shutil
+
+    import bitnet_go._core.lib as lib
+
+    shutil.copy(lib.library_path(), tmp_path / "mylib.so")
+    r = subprocess.run([PY, "-c", "import bitnet_go; print(bitnet_go.get_num_threads())"], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path, env=_env(BITNET_GO_LIBRARY="./mylib.so"))  # fmt: skip
+    assert r.returncode == 0 and r.stdout.strip().isdigit(), r.stderr
+
+
 def _libm() -> str:
     import ctypes.util
 

@@ -94,8 +94,8 @@ def library_path() -> Path:
         True
     """
     env = os.environ.get(ENV_LIBRARY)
-    if env:
-        return Path(env)
+    if env:  # absolute: ctypes takes a bare name ("./lib.so" becomes "lib.so") as one to search for
+        return Path(env).expanduser().absolute()
     return Path(__file__).resolve().parent.parent / LIBNAME  # in the package directory, beside _core/
 
 
@@ -286,10 +286,35 @@ def features() -> dict[str, Any]:
 
 
 def _warn_settings() -> None:
-    """Warn once per process (at load) about each refused environment value."""
-    for s in features()["settings"]:
-        if s.get("problem"):
-            warnings.warn(f"bitnet_go: {s['problem']}", RuntimeWarning, stacklevel=4)
+    """Warn once per process (at load) about each refused environment value: the numeric ones
+    (``settings``), and the kernel family names of ``BITNET_GO_DISABLE`` and the
+    ``BITNET_GO_DISPATCH`` mode that the Go side ignored."""
+    f = features()
+    problems = [s["problem"] for s in f["settings"] if s.get("problem")]
+    if f.get("disable_ignored"):
+        problems.append(
+            f"BITNET_GO_DISABLE: {', '.join(map(repr, f['disable_ignored']))} ignored (not a kernel family: "
+            f"give a comma list of avx512vnni, avx512, avx2, or all)"
+        )
+    if f.get("dispatch_ignored"):
+        problems.append(
+            f"BITNET_GO_DISPATCH: {f['dispatch_ignored']!r} ignored (give measured or best-first); "
+            f"{f['dispatch']!r} in effect"
+        )
+    for problem in problems:
+        warnings.warn(f"bitnet_go: {problem}", RuntimeWarning, stacklevel=_outside_package())
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+def _outside_package() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn`, called from :func:`_warn_settings`, that names the
+    first frame outside the bitnet_go package: the user's line that made the first call."""
+    frame, level = sys._getframe(2), 2  # _warn_settings' caller is level 2
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def __getattr__(name: str) -> ctypes.CDLL:
