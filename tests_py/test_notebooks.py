@@ -72,5 +72,10 @@ def test_notebook_runs(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     t0 = time.perf_counter()
     client.execute()  # raises CellExecutionError with the cell and its traceback on a failure
     _spent[name] = time.perf_counter() - t0
+    stderr = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stderr"
+    )  # fmt: skip
+    assert "IProgress not found" not in stderr, f"{name}: tqdm's widget warning (ipywidgets missing): {stderr[:300]}"
     total = sum(_spent.values())
     assert total < BUDGET_S, f"the notebooks took {total:.0f} s so far ({_spent}), over {BUDGET_S:.0f} s"

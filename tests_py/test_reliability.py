@@ -545,3 +545,23 @@ def test_gpu_array_to_cpu_conv_is_a_clear_error():
         bitnet_go.conv2d_quantized(np.ones((1, 1, 2, 2), np.float32), w, bias=_FakeCudaArray())
     with pytest.raises(ValueError, match=r"x is a GPU array but device='cpu'"):
         bitnet_go.quantize_i2s(_FakeCudaArray(), device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("args", "exc", "match"),
+    [
+        ((2**70,), ValueError, r"^n must fit in int64, got 1180591620717411303424$"),
+        ((10, 2**70), ValueError, r"^block_size must fit in int64"),
+        ((1.5,), TypeError, r"^n must be an int, got float 1.5"),
+        ((True,), TypeError, r"^n must be an int, got bool True"),
+        ((10, "a"), TypeError, r"^block_size must be an int"),
+        ((0,), ValueError, r"at least one element"),
+    ],
+)
+def test_cuda_plan_arguments(args: tuple, exc: type, match: str) -> None:
+    """diagnostics.cuda_plan names its arguments (a huge n was Go's 'cannot unmarshal number')."""
+    from bitnet_go import diagnostics
+
+    with pytest.raises(exc, match=match):
+        diagnostics.cuda_plan(*args)
+    assert diagnostics.cuda_plan(1 << 20, 128)["passes"] == 1

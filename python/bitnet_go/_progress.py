@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
@@ -36,8 +37,11 @@ def progress(
     if show is False:
         yield from items
         return
-    try:
-        from tqdm.auto import tqdm  # optional: notebooks render it as a bar
+    try:  # optional: notebooks render tqdm.auto's bar, which needs ipywidgets (else it warns "IProgress not found")
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm.std import tqdm
     except ImportError:
         tqdm = None
     n = len(items)

@@ -29,6 +29,7 @@ from typing import TypedDict, cast
 
 from ._conv import conv2d_with_info
 from ._core import lib, ops
+from ._core.arrays import check_int
 from ._core.devices import DeviceArray, framework_of, touch_driver
 from ._core.ops import ConvInfo
 from ._core.types import Method
@@ -135,7 +136,12 @@ def cuda_plan(n: int, block_size: int | None = None) -> CudaPlan:
         >>> diagnostics.cuda_plan(1 << 20, 128)["passes"], diagnostics.cuda_plan(1 << 20)["passes"]
         (1, 2)
     """
-    return cast(CudaPlan, request("cuda_plan", n=n, block_size=block_size or 0))
+    n_ = check_int(n, "n")
+    b = check_int(block_size, "block_size", or_none=True) if block_size is not None else 0
+    for name, v in (("n", n_), ("block_size", b)):
+        if not -(2**63) <= v < 2**63:  # what Go's int64 takes; the value itself is Go's to check
+            raise ValueError(f"{name} must fit in int64, got {v}")
+    return cast(CudaPlan, request("cuda_plan", n=n_, block_size=b))
 
 
 def cuda_time_quantize(
