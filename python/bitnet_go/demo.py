@@ -13,7 +13,7 @@ import numpy as np
 
 import bitnet_go
 
-from .bench._common import median, spread_text, timeit, torch_or_none, torch_quantize
+from .bench._common import median, parse_dims, spread_text, timeit, torch_or_none, torch_quantize
 
 
 def expected_for_normal() -> tuple[float, float]:
@@ -40,10 +40,12 @@ def expected_for_normal() -> tuple[float, float]:
 
 _LABEL = {-1: "-1", 0: " 0", 1: "+1"}
 
+_NO_TORCH = "demo: torch is not installed; the comparison with PyTorch is skipped (pip install 'bitnet_go[bench]')"
+
 
 def main(args: argparse.Namespace) -> int:
-    """Run the demo; returns the process exit code."""
-    shape = tuple(int(v) for v in args.shape.split(","))
+    """Run the demo (``args.shape``: ``"4096,4096"``, ``args.block_size``: None or a count); returns the exit status."""
+    shape = parse_dims(args.shape)
     rng = np.random.default_rng(0)
     w = rng.standard_normal(shape, dtype=np.float32) * 0.02
     feats = bitnet_go.cpu_features()
@@ -86,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
         f"\nspeed: bitnet_go {ours * 1e3:.2f} ms (range {spread_text(ts_ours)} ms over 7 calls, "
         f"{w.nbytes / ours / 1e9:.1f} GB/s of float32 read)"
     )
-    torch = torch_or_none()
+    torch = torch_or_none(_NO_TORCH)
     if torch is not None:
         torch.set_num_threads(bitnet_go.get_num_threads())
         wt = torch.from_numpy(w)

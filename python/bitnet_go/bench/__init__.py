@@ -4,9 +4,18 @@ Each suite is a module of this package with two functions:
 
 - ``add_arguments(parser: argparse.ArgumentParser) -> None``: its own options
   (the common ones, ``--threads``, ``--repeat``, ``--min-time``, ``--json``, ``--plot``, are
-  added by the command);
+  added by the command), each with a ``type=`` that refuses a bad value
+  (:func:`bitnet_go.bench._common.cli_type`);
 - ``run(args: argparse.Namespace) -> list[dict]``: runs, prints its table as it
-  goes, and returns the rows (written by ``--json``).
+  goes, and returns the rows (written by ``--json``);
+
+and optionally:
+
+- ``check_args(args: argparse.Namespace) -> None``: raises ValueError (``--option: why``)
+  for what depends on several options or on files, before any suite runs;
+- ``QUICK``: the options ``--quick`` sets where the command line does not;
+- ``DEVICES``: the ``--device`` values it runs on (without it: ``("cpu",)``);
+- ``plot(rows: list[dict], path: str) -> None``: draws ``--plot``.
 
 Example:
     >>> from bitnet_go.bench import SUITES

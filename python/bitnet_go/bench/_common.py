@@ -1,7 +1,9 @@
-"""Shared benchmark helpers: timing, tables, machine facts, JSON output."""
+"""Shared benchmark helpers: timing, tables, machine facts, JSON output, and the command line's
+value parsers (``parse_*``, with :func:`cli_type` turning one into an argparse ``type=``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -11,9 +13,10 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -123,8 +126,12 @@ def median(ts: Sequence[float]) -> float:
     return float(statistics.median(ts))
 
 
-def torch_or_none() -> ModuleType | None:
-    """Import torch if installed (``pip install bitnet_go[bench]``), else None.
+NO_TORCH = "bench: torch is not installed; PyTorch columns are left empty (pip install 'bitnet_go[bench]')"
+"""What :func:`torch_or_none` prints by default when torch is missing."""
+
+
+def torch_or_none(missing: str = NO_TORCH) -> ModuleType | None:
+    """Import torch if installed (``pip install bitnet_go[bench]``), else print ``missing`` and return None.
 
     Example:
         >>> torch_or_none() is None or hasattr(torch_or_none(), "tensor")
@@ -139,29 +146,9 @@ def torch_or_none() -> ModuleType | None:
     try:
         import torch
     except ImportError:
-        print("bench: torch is not installed; PyTorch columns are left empty (pip install 'bitnet_go[bench]')")
+        print(missing)
         return None
     return torch
-
-
-_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def parse_sizes(s: str) -> list[int]:
-    """Parse ``"1M,16M,1000"`` into element counts (K/M/G are powers of 1024).
-
-    Example:
-        >>> parse_sizes("1M,3")
-        [1048576, 3]
-    """
-    out = []
-    for tok in s.split(","):
-        tok = tok.strip().upper()
-        if not tok:
-            continue
-        mult = _SUFFIX.get(tok[-1], 1)
-        out.append(int(tok[:-1] if mult > 1 else tok) * mult)
-    return out
 
 
 def torch_quantize(
@@ -192,16 +179,6 @@ def torch_quantize(
         r = blocks / scale[:, None]
         q = (r > 0.5).float() - (r < -0.5).float()
     return q.reshape(-1)[:n], scale
-
-
-def parse_int_list(s: str) -> list[int]:
-    """Parse ``"1,2,4"`` into ``[1, 2, 4]``.
-
-    Example:
-        >>> parse_int_list("1, 2")
-        [1, 2]
-    """
-    return [int(v) for v in s.split(",") if v.strip()]
 
 
 def fmt(v: object, spec: str) -> str:
@@ -294,12 +271,39 @@ def _term_width() -> int:
         return 100
 
 
+_UNFINISHED: list[Table] = []
+"""Tables made since :func:`forget_tables` and not printed yet (see :func:`unfinished_tables`)."""
+
+
+def forget_tables() -> None:
+    """Forget the unfinished tables: ``bench`` calls this before each suite.
+
+    Example:
+        >>> forget_tables(); unfinished_tables()
+        []
+    """
+    _UNFINISHED.clear()
+
+
+def unfinished_tables() -> list[Table]:
+    """The tables made since :func:`forget_tables` whose ``done`` was not called: a suite that
+    stopped early (Ctrl-C, an error), whose rows so far ``bench`` keeps.
+
+    Example:
+        >>> forget_tables()
+        >>> t = Table("T", [("a", "A", "d")])
+        >>> unfinished_tables() == [t]
+        True
+    """
+    return list(_UNFINISHED)
+
+
 class Table:
     """A suite's rows: a progress line (stderr) per measurement, the table once at the end, with its legend.
 
     ``columns`` are (key, heading, format spec[, explanation]); ``total`` is the number of
     measurements (rows) the suite will make, for ``[k/total]``; ``notes`` are printed
-    under the legend.
+    under the legend. Until ``done``, the table is one of :func:`unfinished_tables`.
 
     Example:
         >>> t = Table("T", [("a", "A", ".1f", "a number")], total=1)
@@ -326,6 +330,7 @@ class Table:
         self.rows: list[dict[str, Any]] = []
         self._started = False
         self._t0 = time.perf_counter()
+        _UNFINISHED.append(self)
 
     def _prefix(self) -> str:
         k = len(self.rows) + 1
@@ -346,6 +351,8 @@ class Table:
 
     def done(self) -> list[dict[str, Any]]:
         """Print the whole table and its legend once; returns the rows."""
+        if self in _UNFINISHED:
+            _UNFINISHED.remove(self)
         progress("", end=True)
         print_table(self.rows, self.columns, title=self.title, notes=self.notes)
         return self.rows
@@ -403,8 +410,13 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def write_json(path: str | os.PathLike[str], suites: dict[str, list[dict[str, Any]]]) -> None:
-    """Write raw results with machine facts to ``path``.
+def write_json(
+    path: str | os.PathLike[str],
+    suites: dict[str, list[dict[str, Any]]],
+    unfinished: dict[str, Any] | None = None,
+) -> None:
+    """Write raw results with machine facts to ``path``: ``suites`` (name -> rows) and, when a
+    suite stopped early, ``unfinished`` (its name, why, and the rows it had measured).
 
     Example:
         >>> import tempfile, os
@@ -412,6 +424,285 @@ def write_json(path: str | os.PathLike[str], suites: dict[str, list[dict[str, An
         >>> write_json(p, {"quantize": []})
         bench: wrote ...b.json
     """
-    doc = {"machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "suites": suites}
+    doc: dict[str, Any] = {"machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "suites": suites}
+    if unfinished is not None:
+        doc["unfinished"] = unfinished
     Path(path).write_text(json.dumps(doc, indent=2, default=str))
     print(f"bench: wrote {path}")
+
+
+# ------------------------------------------------------------------ command-line values
+#
+# One parser per kind of value. Each raises ValueError with a one-line message naming the
+# bad value; cli_type turns it into an argparse ``type=``, so that argparse refuses the
+# option by name (exit status 2) before anything runs. The suites parse the same text
+# again with the same function when they run.
+
+MAX_THREADS = 1024
+"""The most threads ``--threads`` takes: :func:`bitnet_go.set_num_threads`'s bound
+(``cpu_features()["max_threads"]``)."""
+
+MAX_ELEMENTS = 1 << 30
+"""The largest element count a size or shape option takes: 1G elements, 4 GiB of float32
+before any copy a benchmark makes (``--sizes 100G`` would ask for 400 GiB)."""
+
+MAX_BATCH = 1 << 16
+"""The largest batch size a batch option takes."""
+
+_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+_T = TypeVar("_T")
+
+
+def size_text(n: int) -> str:
+    """``n`` with the largest K/M/G suffix that divides it: how the size options write sizes.
+
+    Example:
+        >>> size_text(1 << 30), size_text(3 << 20), size_text(1000)
+        ('1G', '3M', '1000')
+    """
+    for suffix, mult in reversed(_SUFFIX.items()):
+        if n and n % mult == 0:
+            return f"{n // mult}{suffix}"
+    return str(n)
+
+
+def _values(text: str) -> list[str]:
+    """The comma-separated values of ``text``, stripped, empty ones skipped; at least one."""
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    if not out:
+        raise ValueError(f"no value given ({text!r})")
+    return out
+
+
+def _check_range(v: int, tok: str, minimum: int, maximum: int | None, unit: str = "") -> int:
+    if v < minimum or (maximum is not None and v > maximum):
+        hi = "" if maximum is None else f" to {size_text(maximum) if unit else maximum}"
+        want = f"{minimum}{hi}" if maximum is not None else f"at least {minimum}"
+        raise ValueError(f"{tok!r} is out of range: want {want}{' ' + unit if unit else ''}")
+    return v
+
+
+def parse_int(text: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """One whole number (``int()``'s syntax) in [minimum, maximum].
+
+    Example:
+        >>> parse_int(" 3"), parse_int("0", minimum=0)
+        (3, 0)
+        >>> parse_int("0")
+        Traceback (most recent call last):
+        ValueError: '0' is out of range: want at least 1
+    """
+    tok = text.strip()
+    try:
+        v = int(tok)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number") from None
+    return _check_range(v, tok, minimum, maximum)
+
+
+def parse_int_list(s: str, *, minimum: int = 1, maximum: int | None = None) -> list[int]:
+    """Parse ``"1,2,4"`` into ``[1, 2, 4]``: whole numbers in [minimum, maximum], empty values skipped.
+
+    Raises ValueError naming the first bad value, or when there is none.
+
+    Example:
+        >>> parse_int_list("1, 2")
+        [1, 2]
+        >>> parse_int_list("1,abc")
+        Traceback (most recent call last):
+        ValueError: 'abc' is not a whole number
+    """
+    return [parse_int(tok, minimum=minimum, maximum=maximum) for tok in _values(s)]
+
+
+def parse_threads(s: str) -> list[int]:
+    """Parse ``--threads``: thread counts from 1 to :data:`MAX_THREADS`.
+
+    Example:
+        >>> parse_threads("1,2")
+        [1, 2]
+        >>> parse_threads("0")
+        Traceback (most recent call last):
+        ValueError: '0' is out of range: want 1 to 1024
+    """
+    return parse_int_list(s, maximum=MAX_THREADS)
+
+
+def parse_batches(s: str) -> list[int]:
+    """Parse a batch-size list (``--linear-batches``, ``--conv-batches``): 1 to :data:`MAX_BATCH` each.
+
+    Example:
+        >>> parse_batches("1,8,64")
+        [1, 8, 64]
+    """
+    return parse_int_list(s, maximum=MAX_BATCH)
+
+
+def _size(tok: str, minimum: int, maximum: int | None, unit: str) -> int:
+    t = tok.strip().upper()
+    mult = _SUFFIX.get(t[-1:], 1)
+    try:
+        v = int(t[:-1] if mult > 1 else t) * mult
+    except ValueError:
+        raise ValueError(
+            f"{tok!r} is not a size: want a whole number with an optional K, M or G (1024, 4K, 16M)"
+        ) from None
+    return _check_range(v, tok, minimum, maximum, unit)
+
+
+def parse_sizes(s: str, *, minimum: int = 1, maximum: int | None = MAX_ELEMENTS, unit: str = "elements") -> list[int]:
+    """Parse ``"1M,16M,1000"`` into counts (K/M/G are powers of 1024) in [minimum, maximum].
+
+    Empty values are skipped; raises ValueError naming the first bad value, or when there is none.
+
+    Example:
+        >>> parse_sizes("1M,3")
+        [1048576, 3]
+        >>> parse_sizes("100G")
+        Traceback (most recent call last):
+        ValueError: '100G' is out of range: want 1 to 1G elements
+    """
+    return [_size(tok, minimum, maximum, unit) for tok in _values(s)]
+
+
+def parse_size(s: str, *, minimum: int = 1, maximum: int | None = MAX_ELEMENTS, unit: str = "elements") -> int:
+    """Parse one size (``--quant-obs-size``, ``--families-size``, ...) as :func:`parse_sizes` does.
+
+    Example:
+        >>> parse_size("4K")
+        4096
+        >>> parse_size("1M,4M")
+        Traceback (most recent call last):
+        ValueError: one size wanted, got 2 ('1M,4M')
+    """
+    vals = _values(s)
+    if len(vals) != 1:
+        raise ValueError(f"one size wanted, got {len(vals)} ({s!r})")
+    return _size(vals[0], minimum, maximum, unit)
+
+
+def parse_shapes(s: str) -> list[tuple[int, int]]:
+    """Parse ``"4096x4096,2560x6912"`` into ``[(rows, k), ...]``, each at most :data:`MAX_ELEMENTS` in all.
+
+    Example:
+        >>> parse_shapes("4096x4096, 2560X6912")
+        [(4096, 4096), (2560, 6912)]
+        >>> parse_shapes("abc")
+        Traceback (most recent call last):
+        ValueError: 'abc' is not a shape: want ROWSxK such as 4096x4096
+    """
+    out = []
+    for tok in _values(s):
+        parts = tok.lower().split("x")
+        if len(parts) != 2:
+            raise ValueError(f"{tok!r} is not a shape: want ROWSxK such as 4096x4096")
+        try:
+            rows, k = (parse_int(v) for v in parts)
+        except ValueError as e:
+            raise ValueError(f"{tok!r}: {e}") from None
+        _check_range(rows * k, tok, 1, MAX_ELEMENTS, "elements")
+        out.append((rows, k))
+    return out
+
+
+def parse_dims(s: str) -> tuple[int, ...]:
+    """Parse a tensor shape written ``"4096,4096"``: positive sizes, at most :data:`MAX_ELEMENTS` in all.
+
+    Example:
+        >>> parse_dims("64, 128")
+        (64, 128)
+        >>> parse_dims("4,,4")
+        Traceback (most recent call last):
+        ValueError: '4,,4' has an empty dimension
+    """
+    toks = s.split(",")
+    if any(not t.strip() for t in toks):
+        raise ValueError(f"{s!r} has an empty dimension")
+    dims = tuple(parse_int(t) for t in toks)
+    _check_range(math.prod(dims), s, 1, MAX_ELEMENTS, "elements")
+    return dims
+
+
+def parse_block_sizes(s: str) -> list[int | None]:
+    """Parse ``"none,128"`` into ``[None, 128]`` (``none`` or 0: one scale per tensor).
+
+    Example:
+        >>> parse_block_sizes("none, 128")
+        [None, 128]
+    """
+    out: list[int | None] = []
+    for tok in _values(s):
+        out.append(None if tok.lower() in ("none", "0") else parse_int(tok, maximum=MAX_ELEMENTS))
+    return out
+
+
+def parse_names(s: str, valid: Sequence[str], what: str = "name") -> list[str]:
+    """Parse ``"a,b"`` into names, each one of ``valid``.
+
+    Example:
+        >>> parse_names("qdq", ["qdq", "observers"], "part")
+        ['qdq']
+        >>> parse_names("foo", ["qdq", "observers"], "part")
+        Traceback (most recent call last):
+        ValueError: unknown part 'foo' (choose from qdq, observers)
+    """
+    out = _values(s)
+    for name in out:
+        if name not in valid:
+            raise ValueError(f"unknown {what} {name!r} (choose from {', '.join(valid)})")
+    return out
+
+
+def cli_type(parse: Callable[[str], _T], *, keep_text: bool = True) -> Callable[[str], Any]:
+    """An argparse ``type=`` that checks an option's text with ``parse`` (a ValueError becomes
+    argparse's error naming the option, exit status 2).
+
+    It returns the text itself (the suites parse it when they run, so ``QUICK`` presets and
+    namespaces built by hand work alike), or with ``keep_text=False`` what ``parse`` returns.
+
+    Example:
+        >>> import argparse
+        >>> p = argparse.ArgumentParser()
+        >>> _ = p.add_argument("--threads", type=cli_type(parse_threads))
+        >>> p.parse_args(["--threads", "1,2"]).threads
+        '1,2'
+        >>> cli_type(parse_threads)("0")
+        Traceback (most recent call last):
+        argparse.ArgumentTypeError: '0' is out of range: want 1 to 1024
+    """
+
+    def check(text: str) -> Any:  # noqa: ANN401 (the text, or what parse returns)
+        try:
+            value = parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text if keep_text else value
+
+    return check
+
+
+positive_int = cli_type(parse_int, keep_text=False)
+"""argparse ``type=`` of a whole number of at least 1 (``--repeat``, ``--linear-rounds``, ...)."""
+
+block_size_arg = cli_type(partial(parse_int, maximum=MAX_ELEMENTS), keep_text=False)
+"""argparse ``type=`` of ``--block-size`` (``bench quantize``, ``demo``): 1 to :data:`MAX_ELEMENTS`."""
+
+
+def check_output_path(path: str) -> None:
+    """Raise ValueError unless a file can be written at ``path``: its directory exists and is
+    writable, and ``path`` is not a directory (checked before a benchmark runs, not after).
+
+    Example:
+        >>> check_output_path("/nonexistent/d/x.json")
+        Traceback (most recent call last):
+        ValueError: directory '/nonexistent/d' does not exist
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{path!r} is a directory")
+    parent = p.parent
+    if not parent.is_dir():
+        raise ValueError(f"directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"{path!r} is not writable")

@@ -66,8 +66,10 @@ from ..diagnostics import conv2d_with_info, peak_rates
 from . import conv_cuda
 from ._common import (
     Table,
+    cli_type,
     median,
-    parse_int_list,
+    parse_batches,
+    parse_threads,
     print_table,
     progress,
     restored_threads,
@@ -122,11 +124,21 @@ QUICK_DW_LAYERS: list[tuple[str, int, int, int, int]] = [
 QUICK: dict[str, object] = {"conv_quick": True, "conv_no_mem": True}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
+DEVICES = ("cpu", "cuda")
+"""``--device`` values this suite runs on (``cuda``: :func:`bitnet_go.bench.conv_cuda.run_conv`)."""
+
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the conv suite."""
-    g.add_argument("--conv-quick", action="store_true", help="tiny layers, batch 1 (a smoke test)")
-    g.add_argument("--conv-batches", default="1,8", help="batch sizes (default 1,8)")
+    g.add_argument(
+        "--conv-quick", action="store_true", help="tiny layers, batch 1 unless --conv-batches is given (a smoke test)"
+    )
+    g.add_argument(
+        "--conv-batches",
+        type=cli_type(parse_batches),
+        default=None,
+        help="batch sizes (default 1,8; 1 with --conv-quick)",
+    )
     g.add_argument("--conv-layers", default="", help="comma-separated layer name prefixes (default: all)")
     g.add_argument(
         "--conv-naive-gflop", type=float, default=0.25, help="run naive where the call is at most this many GFLOP"
@@ -136,6 +148,59 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
         "--conv-depthwise", action="store_true", help="the depthwise table (groups = C) instead of the ResNet layers"
     )
     conv_cuda.add_arguments(g)  # --device cuda (the GPU suite: bench/conv_cuda.py)
+
+
+def _layer_set(args: argparse.Namespace) -> tuple[str, list[Any]]:
+    """The layers the options pick before ``--conv-layers`` filters them, and what a message calls that set."""
+    quick = getattr(args, "conv_quick", False)
+    if getattr(args, "conv_depthwise", False) and getattr(args, "device", "cpu") != "cuda":
+        return ("--conv-depthwise --conv-quick", QUICK_DW_LAYERS) if quick else ("--conv-depthwise", DW_LAYERS)
+    return ("--conv-quick", QUICK_LAYERS) if quick else ("the suite", LAYERS)
+
+
+def select_layers(args: argparse.Namespace) -> list[Any]:
+    """The layers the suite runs: those of :func:`_layer_set` whose names start with a ``--conv-layers`` prefix.
+
+    Raises ValueError (``--conv-layers: ...``, listing the layers) for a prefix that matches none.
+
+    Example:
+        >>> import argparse
+        >>> [ly[0] for ly in select_layers(argparse.Namespace(conv_quick=True, conv_layers="quick1x1"))]
+        ['quick1x1 16->8 @10']
+        >>> select_layers(argparse.Namespace(conv_quick=True, conv_layers="conv3x3"))
+        Traceback (most recent call last):
+        ValueError: --conv-layers: no layer of --conv-quick starts with 'conv3x3' (its layers: quick3x3 8->8 @12, ...)
+    """
+    what, layers = _layer_set(args)
+    prefixes = [p.strip() for p in (getattr(args, "conv_layers", "") or "").split(",") if p.strip()]
+    for p in prefixes:
+        if not any(ly[0].startswith(p) for ly in layers):
+            names = ", ".join(ly[0] for ly in layers)
+            raise ValueError(f"--conv-layers: no layer of {what} starts with {p!r} (its layers: {names})")
+    return [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)] if prefixes else list(layers)
+
+
+def _batches(args: argparse.Namespace) -> list[int]:
+    """``--conv-batches``, else 1 with ``--conv-quick`` and 1, 8 without."""
+    text = getattr(args, "conv_batches", None)
+    if text:
+        return parse_batches(text)
+    return [1] if getattr(args, "conv_quick", False) else [1, 8]
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse (ValueError, ``--option: why``) a ``--conv-layers`` prefix that matches no layer, and
+    ``--conv-depthwise`` with ``--device cuda`` (the GPU suite has no depthwise table).
+
+    Example:
+        >>> import argparse
+        >>> check_args(argparse.Namespace(conv_depthwise=True, device="cuda"))
+        Traceback (most recent call last):
+        ValueError: --conv-depthwise: the GPU suite (--device cuda) has no depthwise table
+    """
+    if getattr(args, "conv_depthwise", False) and getattr(args, "device", "cpu") == "cuda":
+        raise ValueError("--conv-depthwise: the GPU suite (--device cuda) has no depthwise table")
+    select_layers(args)
 
 
 def gflop(n: int, c: int, o: int, k: int, ho: int, wo: int, groups: int = 1) -> float:
@@ -248,21 +313,17 @@ def _ran(x: np.ndarray, w: bitnet_go.TernaryTensor, **kw: int | None) -> str:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its table; returns the rows."""
-    torch = torch_or_none()
-    quick = getattr(args, "conv_quick", False)
-    layers = QUICK_LAYERS if quick else LAYERS
-    prefixes = [p.strip() for p in getattr(args, "conv_layers", "").split(",") if p.strip()]
-    if prefixes:
-        layers = [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)]
     if getattr(args, "device", "cpu") == "cuda":
-        return conv_cuda.run_conv(args, layers)
+        return conv_cuda.run_conv(args, select_layers(args))
+    torch = torch_or_none()
     if getattr(args, "conv_depthwise", False):
         return run_depthwise(args, torch)
-    batches = [1] if quick else parse_int_list(getattr(args, "conv_batches", "1,8"))
+    layers = select_layers(args)
+    batches = _batches(args)
     naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
     do_mem = not getattr(args, "conv_no_mem", False)
     repeat = max(1, args.repeat)
-    threads = parse_int_list(args.threads)
+    threads = parse_threads(args.threads)
     table = Table(_TITLE, _COLUMNS, total=len(layers) * len(batches) * len(threads), notes=_NOTES)
     rng = np.random.default_rng(0)
     progress("bench conv: measuring one core's peak rates (a few seconds) ...")
@@ -356,14 +417,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def run_depthwise(args: argparse.Namespace, torch: ModuleType | None) -> list[dict[str, Any]]:
     """The ``--conv-depthwise`` table: depthwise layers, ours vs torch fp32 and int8; returns the rows."""
-    quick = getattr(args, "conv_quick", False)
-    layers = QUICK_DW_LAYERS if quick else DW_LAYERS
-    prefixes = [p.strip() for p in getattr(args, "conv_layers", "").split(",") if p.strip()]
-    if prefixes:
-        layers = [ly for ly in layers if any(ly[0].startswith(p) for p in prefixes)]
-    batches = [1] if quick else parse_int_list(getattr(args, "conv_batches", "1,8"))
+    layers = select_layers(args)
+    batches = _batches(args)
     repeat = max(1, args.repeat)
-    threads = parse_int_list(args.threads)
+    threads = parse_threads(args.threads)
     table = Table(_DW_TITLE, _DW_COLUMNS, total=len(layers) * len(batches) * len(threads))
     rng = np.random.default_rng(0)
     with restored_threads(torch):

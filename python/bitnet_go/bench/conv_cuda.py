@@ -48,7 +48,7 @@ import bitnet_go
 
 from .. import cuda
 from ..diagnostics import conv2d_with_info, cuda_time_conv2d, cuda_time_copy
-from ._common import Table, geomean, parse_int_list
+from ._common import Table, cli_type, geomean, parse_batches
 from .quantize_cuda import _events_ms
 
 DEFAULT_BATCHES = "1,32"
@@ -73,7 +73,10 @@ COPY_BYTES = 64 << 20
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the GPU conv benchmark (added to the conv suite's group; ``--device`` is the quantize suite's)."""
     g.add_argument(
-        "--cuda-batches", default=DEFAULT_BATCHES, help=f"batch sizes with --device cuda (default {DEFAULT_BATCHES})"
+        "--cuda-batches",
+        type=cli_type(parse_batches),
+        default=DEFAULT_BATCHES,
+        help=f"batch sizes with --device cuda (default {DEFAULT_BATCHES}; 1 with --conv-quick unless set to others)",
     )
 
 
@@ -212,11 +215,13 @@ def _summary(rows: list[dict[str, Any]], linear: bool) -> None:
 def run_conv(args: argparse.Namespace, layers: list[tuple[str, int, int, int, int, int, int]]) -> list[dict[str, Any]]:
     """``bench conv --device cuda`` on the conv suite's ``layers`` (name, C, O, k, stride, padding, H = W).
 
-    Returns the rows ([] without a GPU, saying why). Batches: ``--cuda-batches`` (1 with ``--conv-quick``).
+    Returns the rows ([] without a GPU, saying why). Batches: ``--cuda-batches``; with ``--conv-quick``
+    1 unless ``--cuda-batches`` differs from its default.
     """
     cases = [(ly[0], (ly[1], ly[2], ly[3], ly[4], ly[5], ly[6])) for ly in layers]
-    quick = getattr(args, "conv_quick", False)
-    batches = [1] if quick else parse_int_list(getattr(args, "cuda_batches", DEFAULT_BATCHES))
+    text = getattr(args, "cuda_batches", None) or DEFAULT_BATCHES
+    quick = getattr(args, "conv_quick", False) and text == DEFAULT_BATCHES
+    batches = [1] if quick else parse_batches(text)
     return _run(args, "conv", cases, batches)  # type: ignore[arg-type]
 
 

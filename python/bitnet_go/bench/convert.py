@@ -49,7 +49,18 @@ import numpy as np
 
 import bitnet_go
 
-from ._common import Table, median, parse_int_list, parse_sizes, restored_threads, spread_text, timeit
+from ._common import (
+    Table,
+    cli_type,
+    median,
+    parse_size,
+    parse_threads,
+    positive_int,
+    restored_threads,
+    size_text,
+    spread_text,
+    timeit,
+)
 
 QUICK: dict[str, object] = {"convert_floats": "1M", "convert_size": "4M", "convert_repeat": 1}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
@@ -58,11 +69,82 @@ WRAPPER = Path(__file__).resolve().parents[3] / "tools" / "bitnet_cpp_convert" /
 """``tools/bitnet_cpp_convert/run_converter.py`` of a source checkout (``--bitnet-wrapper`` elsewhere)."""
 
 
+MAX_CHECKPOINT_BYTES = 16 << 30
+"""The largest ``--convert-size``: 16G bytes of bf16 (a 7B-parameter model's size) on disk, read and converted."""
+
+TQ_ROW = 256
+"""``--convert-floats`` is a multiple of this (a TQ row holds whole 256-value blocks), or 0."""
+
+
+def parse_floats(s: str) -> int:
+    """``--convert-floats``: 0 (skip), or a multiple of :data:`TQ_ROW` up to ``MAX_ELEMENTS``.
+
+    Example:
+        >>> parse_floats("16M"), parse_floats("0")
+        (16777216, 0)
+        >>> parse_floats("1000")
+        Traceback (most recent call last):
+        ValueError: '1000' is not a multiple of 256 (TQ quantizes whole blocks of 256 values)
+    """
+    n = parse_size(s, minimum=0)
+    if n % TQ_ROW:
+        raise ValueError(f"{s!r} is not a multiple of {TQ_ROW} (TQ quantizes whole blocks of {TQ_ROW} values)")
+    return n
+
+
+def parse_checkpoint_size(s: str) -> int:
+    """``--convert-size``: bytes, 0 (skip) to :data:`MAX_CHECKPOINT_BYTES`.
+
+    Example:
+        >>> parse_checkpoint_size("1G")
+        1073741824
+    """
+    return parse_size(s, minimum=0, maximum=MAX_CHECKPOINT_BYTES, unit="bytes")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse (ValueError, ``--option: why``) paths that would fail only after our measurements:
+    ``--convert-dir`` not a writable directory, and with ``--bitnet-converter`` that file, the
+    wrapper's and the Python that runs them.
+
+    Example:
+        >>> import argparse
+        >>> check_args(argparse.Namespace(convert_size="4M", convert_dir=None, bitnet_converter="/nonexistent.py"))
+        Traceback (most recent call last):
+        ValueError: --bitnet-converter: '/nonexistent.py' is not a file
+    """
+    if parse_checkpoint_size(args.convert_size) == 0:
+        return
+    d = args.convert_dir
+    if d is not None and not (os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)):
+        raise ValueError(f"--convert-dir: {d!r} is not a writable directory")
+    if args.bitnet_converter is None:
+        return
+    for option in ("--bitnet-converter", "--bitnet-wrapper"):
+        path = getattr(args, option[2:].replace("-", "_"))
+        if not Path(path).expanduser().is_file():
+            raise ValueError(f"{option}: {path!r} is not a file")
+    if shutil.which(args.bitnet_python) is None:
+        raise ValueError(f"--bitnet-python: {args.bitnet_python!r} is not an executable")
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the convert suite."""
-    g.add_argument("--convert-floats", default="16M", help="floats quantized by the TQ rows (default 16M; 0: skip)")
-    g.add_argument("--convert-size", default="1G", help="bytes of the generated bf16 checkpoint (default 1G; 0: skip)")
-    g.add_argument("--convert-repeat", type=int, default=3, help="timed runs of each checkpoint step (default 3)")
+    g.add_argument(
+        "--convert-floats",
+        type=cli_type(parse_floats),
+        default="16M",
+        help="floats quantized by the TQ rows, a multiple of 256 (default 16M; 0: skip)",
+    )
+    g.add_argument(
+        "--convert-size",
+        type=cli_type(parse_checkpoint_size),
+        default="1G",
+        help=f"bytes of the generated bf16 checkpoint (default 1G, at most {size_text(MAX_CHECKPOINT_BYTES)}; 0: skip)",
+    )
+    g.add_argument(
+        "--convert-repeat", type=positive_int, default=3, help="timed runs of each checkpoint step (default 3)"
+    )
     g.add_argument("--convert-dir", default=None, metavar="DIR", help="where to generate it (default: a temp dir)")
     g.add_argument("--bitnet-converter", default=None, metavar="PATH",
                    help="bitnet.cpp's utils/convert-hf-to-gguf-bitnet.py: time it on the same checkpoint")  # fmt: skip
@@ -75,10 +157,10 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its tables; returns the rows (``part``: ``"tq"`` or ``"checkpoint"``)."""
-    threads = parse_int_list(args.threads)
-    n = parse_sizes(args.convert_floats)[0]
+    threads = parse_threads(args.threads)
+    n = parse_floats(args.convert_floats)
     rows = _tq_rows(n, threads, args.repeat) if n > 0 else []
-    if parse_sizes(args.convert_size)[0] > 0:
+    if parse_checkpoint_size(args.convert_size) > 0:
         rows += _checkpoint_rows(args, threads)
     return rows
 
@@ -239,7 +321,7 @@ def _checkpoint_rows(args: argparse.Namespace, threads: list[int]) -> list[dict[
     except ImportError:
         print("bench convert: the gguf package is not installed; the checkpoint table is skipped")
         return []
-    size = parse_sizes(args.convert_size)[0]
+    size = parse_checkpoint_size(args.convert_size)
     repeat = max(1, args.convert_repeat)
     base = Path(tempfile.mkdtemp(prefix="bitnet_go_bench_convert_", dir=args.convert_dir))
     rows: list[dict[str, Any]] = []

@@ -72,7 +72,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._common import Table, parse_int_list, parse_sizes, progress
+from ._common import Table, cli_type, parse_size, parse_threads, positive_int, progress
 
 FAMILIES = ("avx512vnni", "avx512", "avx2", "generic")
 """Every kernel family, best first (the order ``BITNET_GO_DISABLE`` is written against)."""
@@ -179,14 +179,45 @@ QUICK: dict[str, object] = {
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the families suite."""
     g.add_argument("--families-ops", default="", help="comma-separated ops to time (default: every registered op)")
-    g.add_argument("--families-rounds", type=int, default=3, help="rounds over the families (default 3)")
+    g.add_argument("--families-rounds", type=positive_int, default=3, help="rounds over the families (default 3)")
     g.add_argument(
-        "--families-size", default="", help="elements of the element-wise ops' input (default 16M, 4M with quick)"
+        "--families-size",
+        type=cli_type(parse_size),
+        default=None,
+        help="elements of the element-wise ops' input (default 16M, 4M with quick)",
     )
     g.add_argument("--families-quick", action="store_true", help="smaller workloads (4M elements, fewer layers)")
     g.add_argument(
         "--families-max-s", type=float, default=2.0, help="fewer calls where one takes longer than this / --repeat"
     )
+
+
+def selected_ops(args: argparse.Namespace) -> list[str]:
+    """The ops ``--families-ops`` names ([]: every registered op); ValueError for an op not registered.
+
+    Example:
+        >>> import argparse
+        >>> selected_ops(argparse.Namespace(families_ops="quantize_i2s")), selected_ops(argparse.Namespace())
+        (['quantize_i2s'], [])
+        >>> selected_ops(argparse.Namespace(families_ops="nosuch"))
+        Traceback (most recent call last):
+        ValueError: --families-ops: unknown op 'nosuch' (registered: ...)
+    """
+    import bitnet_go
+
+    ops = [op.strip() for op in (getattr(args, "families_ops", "") or "").split(",") if op.strip()]
+    if not ops:
+        return []
+    registered = sorted(bitnet_go.cpu_features()["kernels"])
+    for op in ops:
+        if op not in registered:
+            raise ValueError(f"--families-ops: unknown op {op!r} (registered: {', '.join(registered)})")
+    return ops
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse (ValueError) a ``--families-ops`` op that is not registered (see :func:`selected_ops`)."""
+    selected_ops(args)
 
 
 def workloads(op: str, quick: bool, size: int) -> list[dict[str, Any]]:
@@ -482,10 +513,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     import bitnet_go
 
     feats = bitnet_go.cpu_features()
-    ops = [op.strip() for op in getattr(args, "families_ops", "").split(",") if op.strip()]
-    unknown = [op for op in ops if op not in feats["kernels"]]
-    if unknown:
-        raise SystemExit(f"bench families: unknown ops {unknown}; registered: {sorted(feats['kernels'])}")
+    ops = selected_ops(args)
     quick = getattr(args, "families_quick", False)
     cid = feats["cpu_id"]
     print(
@@ -494,11 +522,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     )
     rows = measure(
         ops or None,
-        threads=parse_int_list(args.threads),
+        threads=parse_threads(args.threads),
         rounds=getattr(args, "families_rounds", 3),
         repeat=max(1, args.repeat),
         quick=quick,
-        size=parse_sizes(getattr(args, "families_size", "") or ("4M" if quick else "16M"))[0],
+        size=parse_size(getattr(args, "families_size", None) or ("4M" if quick else "16M")),
         max_s=getattr(args, "families_max_s", 2.0),
     )
     if rows:

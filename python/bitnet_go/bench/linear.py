@@ -61,7 +61,19 @@ import numpy as np
 import bitnet_go
 
 from ..diagnostics import conv2d_with_info
-from ._common import Table, geomean, parse_int_list, paused_timeit, restored_threads
+from ._common import (
+    MAX_ELEMENTS,
+    Table,
+    cli_type,
+    geomean,
+    parse_batches,
+    parse_shapes,
+    parse_threads,
+    paused_timeit,
+    positive_int,
+    restored_threads,
+    size_text,
+)
 from .conv_cuda import run_linear
 
 SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008), (2560, 6912)]
@@ -111,16 +123,27 @@ _COLUMNS = [
 QUICK: dict[str, object] = {"linear_shapes": "128x128", "linear_batches": "1", "linear_rounds": 1}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
+DEVICES = ("cpu", "cuda")
+"""``--device`` values this suite runs on (``cuda``: :func:`bitnet_go.bench.conv_cuda.run_linear`)."""
+
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the linear suite."""
     g.add_argument(
         "--linear-shapes",
+        type=cli_type(parse_shapes),
         default=",".join(f"{r}x{k}" for r, k in SHAPES),
         help="weight shapes rows x k (default: 4096x4096,11008x4096,4096x11008,2560x6912); k a multiple of 128",
     )
-    g.add_argument("--linear-batches", default=",".join(map(str, BATCHES)), help="batch sizes N (default 1,8,64)")
-    g.add_argument("--linear-rounds", type=int, default=3, help="alternating rounds of timed blocks (default 3)")
+    g.add_argument(
+        "--linear-batches",
+        type=cli_type(parse_batches),
+        default=",".join(map(str, BATCHES)),
+        help="batch sizes N (default 1,8,64)",
+    )
+    g.add_argument(
+        "--linear-rounds", type=positive_int, default=3, help="alternating rounds of timed blocks (default 3)"
+    )
     g.add_argument(
         "--bitnet-cpp",
         metavar="PATH",
@@ -129,20 +152,34 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
     )
 
 
-def parse_shapes(s: str) -> list[tuple[int, int]]:
-    """Parse ``"4096x4096,2560x6912"`` into ``[(rows, k), ...]``.
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse (ValueError, ``--option: why``) what would fail only once the suite runs: on the CPU a
+    ``k`` off bitnet.cpp's group of 128, an input over :data:`MAX_ELEMENTS`, a ``--bitnet-cpp`` that
+    does not load.
 
     Example:
-        >>> parse_shapes("4096x4096, 2560X6912")
-        [(4096, 4096), (2560, 6912)]
+        >>> import argparse
+        >>> a = argparse.Namespace(linear_shapes="128x100", linear_batches="1", bitnet_cpp=None, device="cpu")
+        >>> check_args(a)
+        Traceback (most recent call last):
+        ValueError: --linear-shapes: k must be a multiple of 128 (bitnet.cpp's I2_S group), got 128x100
     """
-    out = []
-    for tok in s.split(","):
-        tok = tok.strip().lower()
-        if tok:
-            rows, k = tok.split("x")
-            out.append((int(rows), int(k)))
-    return out
+    shapes, batches = parse_shapes(args.linear_shapes), parse_batches(args.linear_batches)
+    for rows, k in shapes:
+        if max(batches) * k > MAX_ELEMENTS:
+            raise ValueError(
+                f"--linear-batches: batch {max(batches)} of {rows}x{k} is over {size_text(MAX_ELEMENTS)} input elements"
+            )
+    if getattr(args, "device", "cpu") == "cuda":
+        return
+    for rows, k in shapes:
+        if k % 128:
+            raise ValueError(f"--linear-shapes: k must be a multiple of 128 (bitnet.cpp's I2_S group), got {rows}x{k}")
+    if args.bitnet_cpp is not None:
+        try:
+            Peer(args.bitnet_cpp)
+        except (OSError, AttributeError) as e:
+            raise ValueError(f"--bitnet-cpp: cannot load {args.bitnet_cpp} ({e})") from None
 
 
 def gop(n: int, rows: int, k: int) -> float:
@@ -271,12 +308,12 @@ def _target(row: dict[str, Any], weight_bytes: int) -> None:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite; returns its rows (one per shape, batch size and thread count)."""
     if getattr(args, "device", "cpu") == "cuda":
-        return run_linear(args, parse_shapes(args.linear_shapes), parse_int_list(args.linear_batches))
+        return run_linear(args, parse_shapes(args.linear_shapes), parse_batches(args.linear_batches))
     peer = load_peer(args.bitnet_cpp)
     if peer is not None:
         print(f"bench linear: bitnet.cpp peer {peer.path} (microsoft/BitNet {peer.commit}, {peer.config})")
-    threads = parse_int_list(args.threads)
-    shapes, batches = parse_shapes(args.linear_shapes), parse_int_list(args.linear_batches)
+    threads = parse_threads(args.threads)
+    shapes, batches = parse_shapes(args.linear_shapes), parse_batches(args.linear_batches)
     table = Table(_TITLE, _COLUMNS, total=len(shapes) * len(batches) * len(threads))
     with restored_threads(None):
         for rows, k in shapes:

@@ -25,9 +25,21 @@ import numpy as np
 import bitnet_go
 from bitnet_go import functional as F
 
-from ._common import Table, geomean, median, parse_int_list, paused_timeit, restored_threads, spread_text, torch_or_none
+from ._common import (
+    Table,
+    cli_type,
+    geomean,
+    median,
+    parse_batches,
+    parse_threads,
+    paused_timeit,
+    restored_threads,
+    spread_text,
+    torch_or_none,
+)
 from .conv import LAYERS
 from .qops_elem import add_arguments as add_elem_arguments
+from .qops_elem import check_args as check_elem_args
 from .qops_elem import run_elementwise
 
 LINEAR_SHAPES: list[tuple[int, int]] = [(4096, 4096), (11008, 4096), (4096, 11008)]
@@ -42,29 +54,51 @@ QUICK: dict[str, object] = {"qops_quick": True, "qelem_sizes": "4K"}
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the qops suite."""
-    g.add_argument("--qops-quick", action="store_true", help="tiny shapes (a smoke test)")
-    g.add_argument("--qops-batches", default="1,8,64",
-                   help="linear batch sizes (default 1,8,64; 'none' skips the linear layers)")  # fmt: skip
+    g.add_argument("--qops-quick", action="store_true", help="tiny shapes, batch 1 unless --qops-batches is given")
+    g.add_argument(
+        "--qops-batches",
+        type=cli_type(parse_qops_batches),
+        default=None,
+        help="linear batch sizes (default 1,8,64, 1 with --qops-quick; 'none' skips the linear layers)",
+    )
     g.add_argument("--qops-no-conv", action="store_true", help="skip the conv layers")
     add_elem_arguments(g)
 
 
-def _batches(text: str) -> list[int]:
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse (ValueError, ``--option: why``) what ``--qelem-ops`` names that is not an element-wise op."""
+    check_elem_args(args)
+
+
+def parse_qops_batches(text: str) -> list[int]:
     """The linear batch sizes of ``--qops-batches``: positive counts, or none for ``none``.
+
+    Example:
+        >>> parse_qops_batches("1,8"), parse_qops_batches("none")
+        ([1, 8], [])
+        >>> parse_qops_batches("0")
+        Traceback (most recent call last):
+        ValueError: wants positive counts like 1,8,64 or 'none', got '0'
+    """
+    if text.strip().lower() == "none":
+        return []
+    try:
+        return parse_batches(text)
+    except ValueError:
+        raise ValueError(f"wants positive counts like 1,8,64 or 'none', got {text!r}") from None
+
+
+def _batches(text: str) -> list[int]:
+    """:func:`parse_qops_batches`, refusing a bad value with SystemExit (``run`` given a hand-made namespace).
 
     Example:
         >>> _batches("1,8"), _batches("none")
         ([1, 8], [])
     """
-    if text.strip().lower() == "none":
-        return []
     try:
-        batches = parse_int_list(text)
-    except ValueError:
-        batches = []
-    if not batches or min(batches) < 1:
-        raise SystemExit(f"bench qops: --qops-batches wants positive counts like 1,8,64 or 'none', got {text!r}")
-    return batches
+        return parse_qops_batches(text)
+    except ValueError as e:
+        raise SystemExit(f"bench qops: --qops-batches {e}") from None
 
 
 def _codes(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> bitnet_go.QuantizedTensor:
@@ -111,10 +145,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     torch = torch_or_none()
     quick = getattr(args, "qops_quick", False)
     lin = QUICK_LINEAR if quick else LINEAR_SHAPES
-    batches = [1] if quick else _batches(getattr(args, "qops_batches", "1,8,64"))
+    text = getattr(args, "qops_batches", None)
+    batches = _batches(text) if text is not None else ([1] if quick else [1, 8, 64])
     convs = [] if getattr(args, "qops_no_conv", False) else (QUICK_CONV if quick else LAYERS)
     convs = [c for c in convs if not c[0].startswith("gemv")]
-    threads = parse_int_list(args.threads)
+    threads = parse_threads(args.threads)
     repeat = max(1, args.repeat)
     rng = np.random.default_rng(0)
     table = Table(_TITLE, _COLUMNS, total=(len(lin) * len(batches) + len(convs)) * len(threads), notes=_NOTES)

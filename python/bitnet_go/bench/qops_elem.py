@@ -39,9 +39,11 @@ from bitnet_go._quantized import PlainTensor
 
 from ._common import (
     Table,
+    cli_type,
     median,
-    parse_int_list,
+    parse_names,
     parse_sizes,
+    parse_threads,
     paused_timeit,
     restored_threads,
     spread_text,
@@ -60,8 +62,25 @@ TARGET_OF_F32_ADD = 0.5
 
 def add_arguments(parser: argparse._ActionsContainer) -> None:
     """Options of the element-wise part (``--qelem-*``)."""
-    parser.add_argument("--qelem-sizes", default="1M,16M", help="element counts (default 1M,16M)")
+    parser.add_argument(
+        "--qelem-sizes", type=cli_type(parse_sizes), default="1M,16M", help="element counts (default 1M,16M)"
+    )
     parser.add_argument("--qelem-ops", default=",".join(OPS), help="add,add_relu,relu,requantize (default all)")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse (ValueError, ``--qelem-ops: why``) an op not in :data:`OPS` (``run_elementwise``: SystemExit).
+
+    Example:
+        >>> import argparse
+        >>> check_args(argparse.Namespace(qelem_ops="add,mul"))
+        Traceback (most recent call last):
+        ValueError: --qelem-ops: unknown element-wise op 'mul' (choose from add, add_relu, relu, requantize)
+    """
+    try:
+        parse_names(args.qelem_ops, OPS, "element-wise op")
+    except ValueError as e:
+        raise ValueError(f"--qelem-ops: {e}") from None
 
 
 def _codes(rng: np.random.Generator, n: int, scale: float, zp: int) -> PlainTensor:
@@ -86,9 +105,9 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
     torch = torch_or_none()
     ops = [o.strip() for o in args.qelem_ops.split(",") if o.strip()]
     bad = [o for o in ops if o not in OPS]
-    if bad:
+    if bad or not ops:
         raise SystemExit(f"bench qops: unknown element-wise ops {bad}; known: {list(OPS)}")
-    sizes, threads = parse_sizes(args.qelem_sizes), parse_int_list(args.threads)
+    sizes, threads = parse_sizes(args.qelem_sizes), parse_threads(args.threads)
     table = Table(_TITLE, _COLUMNS, total=len(sizes) * len(threads) * len(ops), notes=_NOTES)
     rng = np.random.default_rng(0)
     sa, za, sb, zb, so, zo = 0.05, 128, 0.03, 100, 0.07, 120

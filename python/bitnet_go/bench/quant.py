@@ -54,7 +54,19 @@ import numpy as np
 import bitnet_go
 from bitnet_go import quantization as bq
 
-from ._common import Table, median, parse_int_list, parse_sizes, restored_threads, timeit, torch_or_none
+from ._common import (
+    Table,
+    cli_type,
+    median,
+    parse_names,
+    parse_size,
+    parse_sizes,
+    parse_threads,
+    positive_int,
+    restored_threads,
+    timeit,
+    torch_or_none,
+)
 
 DTYPES = ("int8", "uint8", "int4")
 """Element types of the quantize/dequantize part."""
@@ -79,13 +91,41 @@ QUICK: dict[str, object] = {"quant_sizes": "4K", "quant_obs_size": "4K", "quant_
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
 
+PARTS = ("qdq", "observers")
+"""``--quant-parts``: quantize/dequantize, and the observers."""
+
+
+def _dtypes(s: str) -> list[str]:
+    return parse_names(s, DTYPES, "dtype")
+
+
+def _parts(s: str) -> list[str]:
+    return parse_names(s, PARTS, "part")
+
+
 def add_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the quant suite."""
-    g.add_argument("--quant-sizes", default="16M", help="quantize/dequantize element counts (default 16M: 4096x4096)")
-    g.add_argument("--quant-dtypes", default=",".join(DTYPES), help="int8,uint8,int4 (default all)")
-    g.add_argument("--quant-obs-size", default="64M", help="observer elements in all (default 64M)")
-    g.add_argument("--quant-obs-batches", type=int, default=4, help="batches the observer elements come in (default 4)")
-    g.add_argument("--quant-parts", default="qdq,observers", help="qdq (quantize/dequantize), observers (default both)")
+    g.add_argument(
+        "--quant-sizes",
+        type=cli_type(parse_sizes),
+        default="16M",
+        help="quantize/dequantize element counts (default 16M: 4096x4096)",
+    )
+    g.add_argument(
+        "--quant-dtypes", type=cli_type(_dtypes), default=",".join(DTYPES), help="int8,uint8,int4 (default all)"
+    )
+    g.add_argument(
+        "--quant-obs-size", type=cli_type(parse_size), default="64M", help="observer elements in all (default 64M)"
+    )
+    g.add_argument(
+        "--quant-obs-batches", type=positive_int, default=4, help="batches the observer elements come in (default 4)"
+    )
+    g.add_argument(
+        "--quant-parts",
+        type=cli_type(_parts),
+        default=",".join(PARTS),
+        help="qdq (quantize/dequantize), observers (default both)",
+    )
 
 
 def shape_2d(n: int) -> tuple[int, int]:
@@ -236,7 +276,7 @@ def _run_qdq(
     torch: ModuleType | None, ao: AoFns | None, args: argparse.Namespace, table: Table, eng: str | None
 ) -> None:
     rng = np.random.default_rng(0)
-    dtypes = [d.strip() for d in args.quant_dtypes.split(",") if d.strip()]
+    dtypes = _dtypes(args.quant_dtypes)
     for n in parse_sizes(args.quant_sizes):
         shape = shape_2d(n)
         x = rng.standard_normal(shape, dtype=np.float32)
@@ -246,7 +286,7 @@ def _run_qdq(
         for dtype in dtypes:
             for per_channel in (False, True):
                 case = _Case(torch, ao, x, dtype, per_channel)
-                for th in parse_int_list(args.threads):
+                for th in parse_threads(args.threads):
                     bitnet_go.set_num_threads(th)
                     if torch:
                         torch.set_num_threads(th)
@@ -306,7 +346,7 @@ def _observe(make: Callable[[], Any], batches: list[Any]) -> tuple[Any, Any]:
 
 def _run_observers(torch: ModuleType | None, args: argparse.Namespace, table: Table) -> None:
     rng = np.random.default_rng(1)
-    total = parse_sizes(args.quant_obs_size)[0]
+    total = parse_size(args.quant_obs_size)
     nb = max(1, args.quant_obs_batches)
     shape = shape_2d(max(1, total // nb))
     # batches of different spread, so the histogram's range grows (torch re-bins then, as we do)
@@ -320,7 +360,7 @@ def _run_observers(torch: ModuleType | None, args: argparse.Namespace, table: Ta
                 s1, z1 = _observe(ours_make, batches)
                 s2, z2 = _observe(torch_make, tbatches)
             same = bool(np.array_equal(s1, s2.numpy().astype(np.float32)) and np.array_equal(z1, z2.numpy()))
-        for th in parse_int_list(args.threads):
+        for th in parse_threads(args.threads):
             table.start(f"{name} {nb} batches of {shape[0]}x{shape[1]} thr={th}")
             bitnet_go.set_num_threads(th)
             row: dict[str, Any] = {
@@ -348,9 +388,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the suite and print its table; returns the rows."""
     torch = torch_or_none()
     ao = torchao_or_none() if torch else None
-    parts = {p.strip() for p in args.quant_parts.split(",") if p.strip()}
-    nth = len(parse_int_list(args.threads))
-    ndt = len([d for d in args.quant_dtypes.split(",") if d.strip()])
+    parts = set(_parts(args.quant_parts))
+    nth = len(parse_threads(args.threads))
+    ndt = len(_dtypes(args.quant_dtypes))
     total = ("qdq" in parts) * len(parse_sizes(args.quant_sizes)) * ndt * 2 * nth * len(QDQ_OPS)
     total += ("observers" in parts) * len(_observers(None)) * nth
     table = Table(_TITLE, _COLUMNS, total=total, notes=_NOTES)

@@ -27,9 +27,11 @@ import bitnet_go
 
 from ._common import (
     Table,
+    block_size_arg,
+    cli_type,
     median,
-    parse_int_list,
     parse_sizes,
+    parse_threads,
     restored_threads,
     spread_text,
     timeit,
@@ -41,13 +43,25 @@ from .quantize_cuda import add_cuda_arguments, run_cuda
 QUICK: dict[str, object] = {"sizes": "1M"}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
+DEVICES = ("cpu", "cuda")
+"""``--device`` values this suite runs on (``cuda``: :mod:`bitnet_go.bench.quantize_cuda`)."""
+
 
 def add_arguments(g: argparse._ArgumentGroup) -> None:
-    """Options of the quantize suite."""
-    g.add_argument("--sizes", default="1M,16M,64M", help="element counts (default 1M,16M,64M)")
-    g.add_argument("--block-size", type=int, default=None, help="elements per scale (default: one per tensor)")
+    """Options of the quantize suite (and ``--device``, which every suite reads)."""
+    g.add_argument(
+        "--sizes", type=cli_type(parse_sizes), default="1M,16M,64M", help="element counts (default 1M,16M,64M)"
+    )
+    g.add_argument(
+        "--block-size", type=block_size_arg, default=None, help="elements per scale (default: one per tensor)"
+    )
     g.add_argument("--method", default="absmean", choices=["absmean", "absmax"])
-    g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: GPU benchmark (bitnet_go.cuda)")
+    g.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="cuda: GPU benchmarks (bitnet_go.cuda) of the quantize, conv and linear suites; the others run on the CPU",
+    )
     add_cuda_arguments(g)
 
 
@@ -56,7 +70,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if getattr(args, "device", "cpu") == "cuda":
         return run_cuda(args)
     torch = torch_or_none()
-    sizes, threads = parse_sizes(args.sizes), parse_int_list(args.threads)
+    sizes, threads = parse_sizes(args.sizes), parse_threads(args.threads)
     table = Table(_TITLE, _COLUMNS, total=len(sizes) * len(threads), notes=_NOTES)
     rng = np.random.default_rng(0)
     with restored_threads(torch):

@@ -41,7 +41,7 @@ import bitnet_go
 
 from .. import cuda
 from ..diagnostics import cuda_plan, cuda_time_copy, cuda_time_quantize
-from ._common import Table, median, parse_sizes, spread_text, timeit, torch_quantize
+from ._common import Table, cli_type, median, parse_block_sizes, parse_sizes, spread_text, timeit, torch_quantize
 
 if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
     import torch
@@ -52,27 +52,18 @@ DEFAULT_BLOCK_SIZES = "none,128"
 
 def add_cuda_arguments(g: argparse._ArgumentGroup) -> None:
     """Options of the GPU benchmark (added to the quantize suite's group)."""
-    g.add_argument("--cuda-sizes", default=DEFAULT_SIZES, help=f"GPU element counts (default {DEFAULT_SIZES})")
+    g.add_argument(
+        "--cuda-sizes",
+        type=cli_type(parse_sizes),
+        default=DEFAULT_SIZES,
+        help=f"GPU element counts (default {DEFAULT_SIZES})",
+    )
     g.add_argument(
         "--cuda-block-sizes",
+        type=cli_type(parse_block_sizes),
         default=None,
         help=f"GPU block sizes, 'none' for one scale (default: --block-size if given, else {DEFAULT_BLOCK_SIZES})",
     )
-
-
-def parse_block_sizes(s: str) -> list[int | None]:
-    """Parse ``"none,128"`` into ``[None, 128]``.
-
-    Example:
-        >>> parse_block_sizes("none, 128")
-        [None, 128]
-    """
-    out: list[int | None] = []
-    for tok in s.split(","):
-        tok = tok.strip().lower()
-        if tok:
-            out.append(None if tok in ("none", "0") else int(tok))
-    return out
 
 
 def _events_ms(torch: ModuleType, fn: Callable[[], object], repeat: int) -> float:
