@@ -889,7 +889,8 @@ def test_progress_lines_without_tqdm(
         return real(*a, **k)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_convert, "quantize_i2s", noisy)
-    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    for mod in ("tqdm.auto", "tqdm.std"):  # as if tqdm were not installed
+        monkeypatch.setitem(sys.modules, mod, None)
     convert_checkpoint(tmp_path / "x.safetensors", tmp_path / "y.safetensors", progress=True)
     mb = [sum(a.nbytes for a in list(tensors.values())[:i]) / 1e6 for i in range(4)]  # done before each; total
     assert capsys.readouterr().err.splitlines() == [

@@ -353,7 +353,8 @@ def test_convert_progress(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     pytest.importorskip("tqdm")
     bnn.convert(model)  # the bar (on stderr)
     assert "bitnet_go.nn.convert" in capsys.readouterr().err
-    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    for mod in ("tqdm.auto", "tqdm.std"):  # as if tqdm were not installed
+        monkeypatch.setitem(sys.modules, mod, None)
     bnn.convert(model)
     assert capsys.readouterr().err == ""
     bnn.convert(model, progress=True)
