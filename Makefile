@@ -95,8 +95,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzConvShape$$' -fuzztime $(FUZZTIME) ./gokern/ops/conv2d
 
 lint: venv
-	"$(PY)" -m ruff check python tests_py tests_go setup.py
-	"$(PY)" -m ruff format --check python tests_py tests_go setup.py
+	"$(PY)" -m ruff check python tests_py tests_go setup.py examples
+	"$(PY)" -m ruff format --check python tests_py tests_go setup.py examples
 
 # The whole suite on the default family, then the parity tests again on the
 # generic Go kernels alone (every SIMD family switched off).
