@@ -132,7 +132,8 @@ def test_bitlinear_frozen_equals_training_forward(block_size: int | None, act_bi
     # the packed weight is the training forward's weight, exactly
     assert torch.equal(torch.from_numpy(t.dequantize()), fake)
     assert t.block_size == block_size and t.method == "absmean"
-    yf = layer(x)
+    with torch.no_grad():
+        yf = layer(x)
     assert yf.shape == y.shape and not yf.requires_grad
     torch.testing.assert_close(yf, y, rtol=1e-5, atol=1e-5)
     assert layer.freeze() is layer  # twice: no-op
@@ -434,3 +435,98 @@ def test_frozen_layers_survive_dtype_casts(cast: str) -> None:
     after = [b for n, b in q2.named_buffers() if n.endswith("weight_scale")]
     assert all(a.dtype == torch.float32 and torch.equal(a, s) for a, s in zip(after, scales, strict=True))
     assert ((got.float() - want).abs().max() / want.abs().max()).item() < tol
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("act_bits", [8, None])
+@pytest.mark.parametrize("kind", ["linear", "conv", "conv_same_unbatched"])
+def test_frozen_layers_pass_gradients(seed: int, act_bits: int | None, kind: str) -> None:
+    """A frozen layer's gradients to its input and bias are the training-mode layer's
+    (straight-through), so a model with frozen layers trains the layers around them (the
+    gradients were silently cut); the packed weight gets none."""
+    torch.manual_seed(seed)
+    if kind == "linear":
+        layer, x = bnn.BitLinear(64, 24, act_bits=act_bits), torch.randn(3, 5, 64)
+    elif kind == "conv":
+        layer, x = bnn.BitConv2d(6, 8, 3, stride=2, padding=1, act_bits=act_bits), torch.randn(2, 6, 9, 9)
+    else:
+        layer, x = bnn.BitConv2d(6, 8, (2, 3), padding="same", dilation=2, act_bits=act_bits), torch.randn(6, 7, 8)
+    gy = torch.randn_like(layer(x))
+    xt = x.clone().requires_grad_(True)
+    layer(xt).backward(gy)
+    want_x, want_b = xt.grad, layer.bias.grad.clone()
+    layer.bias.grad = None
+    layer.freeze()
+    xf = x.clone().requires_grad_(True)
+    y = layer(xf)
+    assert y.grad_fn is not None
+    y.backward(gy)
+    torch.testing.assert_close(xf.grad, want_x, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer.bias.grad, want_b, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        assert not layer(xf).requires_grad
+
+
+def test_frozen_layers_refuse_tracing() -> None:
+    """torch.jit.trace of a frozen layer recorded its output as a constant (a later input gave the
+    first input's output): now an error; torch.fx tracing too. The training mode traces with fx."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(bnn.BitLinear(16, 8, act_bits=None), torch.nn.ReLU(), bnn.BitLinear(8, 4))
+    gm = torch.fx.symbolic_trace(model)
+    x = torch.randn(3, 16)
+    torch.testing.assert_close(gm(x), model(x))
+    frozen, _ = bnn.convert(model, progress=False)
+    with pytest.raises(RuntimeError, match="torch.jit.trace would record its output as a constant"):
+        torch.jit.trace(frozen, x)
+    with pytest.raises(TypeError, match="cannot be symbolically traced"):
+        torch.fx.symbolic_trace(frozen)
+
+
+def test_inference_mode_and_shared_layers() -> None:
+    """Layers frozen under torch.inference_mode run (they raised about version counters); a module
+    used twice is converted at both places into one frozen module."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32))
+    x = torch.randn(4, 32)
+    with torch.inference_mode():
+        q, _ = bnn.convert(model, progress=False)
+        y = q(x)
+    torch.testing.assert_close(q(x), y)
+    shared = torch.nn.Linear(8, 8)
+    q, report = bnn.convert(torch.nn.Sequential(shared, torch.nn.ReLU(), shared), progress=False)
+    assert type(q[0]).__name__ == "BitLinear" and q[0] is q[2] and [r.name for r in report] == ["0"]
+
+
+def test_failed_frozen_load_keeps_the_float_weight() -> None:
+    """A frozen state dict lacking weight_scale fails a strict load and leaves a training-mode
+    layer as it was (it was frozen with a zero weight and its float weight dropped)."""
+    torch.manual_seed(0)
+    layer = bnn.BitLinear(32, 8)
+    w = layer.weight.detach().clone()
+    sd = copy.deepcopy(layer).freeze().state_dict()
+    del sd["weight_scale"]
+    with pytest.raises(RuntimeError, match="weight"):
+        layer.load_state_dict(sd)
+    assert not layer.frozen and torch.equal(layer.weight, w)
+
+
+def test_bfloat16_training_matches_frozen_codes() -> None:
+    """In bfloat16 the training forward's ternary codes are the packed ones (w / s was taken in
+    bfloat16 and flipped about 20 of 16384 codes)."""
+    torch.manual_seed(0)
+    layer = bnn.BitLinear(256, 64).bfloat16()
+    fake = bnn.ternary_fake_quant(layer.weight.detach())
+    t = layer.ternary_weight()
+    assert torch.equal(fake.float(), torch.from_numpy(t.dequantize()).to(torch.bfloat16).float())
+
+
+def test_bitconv2d_padding_mode_and_nan_message() -> None:
+    with pytest.raises(ValueError, match="padding_mode must be 'zeros'"):
+        bnn.BitConv2d(3, 4, 3, padding_mode="reflect")
+    assert bnn.BitConv2d(3, 4, 3, padding_mode="zeros").padding_mode == "zeros"
+    layer = bnn.BitLinear(16, 4).freeze()
+    x = torch.zeros(2, 16)
+    x[1, 3] = float("nan")
+    with pytest.raises(ValueError, match="a frozen BitLinear quantizes only finite inputs") as info:
+        layer(x)
+    assert "check_finite" not in str(info.value)

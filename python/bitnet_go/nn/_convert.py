@@ -114,7 +114,9 @@ def convert(
 
     Returns:
         ``(model, report)``: the converted model and one :class:`Converted`
-        a replaced layer, in ``named_modules()`` order.
+        a replaced layer, in ``named_modules()`` order. A layer used at
+        several places (one module shared) is selected by its first name,
+        replaced by one frozen module at every place, and reported once.
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``, or ``include`` /
@@ -145,6 +147,10 @@ def convert(
     if not inplace:
         model = copy.deepcopy(model)
     todo = [(n, m) for n, m in model.named_modules() if convertible(m) and inc(n, m) and not exc(n, m)]
+    # every place a layer sits (a module used twice is one layer: one frozen module for both places)
+    places: dict[int, list[str]] = {}
+    for n, m in model.named_modules(remove_duplicate=False):
+        places.setdefault(id(m), []).append(n)
     for name, m in todo:  # before any is replaced: a bad layer leaves the model as it was
         _check_materialized(name, m)
     report: list[Converted] = []
@@ -153,11 +159,12 @@ def convert(
         before = _bytes(w, m.bias)  # type: ignore[arg-type]
         new = _frozen_of(m)
         after = _bytes(new.weight_packed, new.weight_scale, new.bias)  # type: ignore[arg-type]
-        if name == "":
-            model = new
-        else:
-            parent_name, _, attr = name.rpartition(".")
-            setattr(model.get_submodule(parent_name), attr, new)
+        for place in places[id(m)]:
+            if place == "":
+                model = new
+            else:
+                parent_name, _, attr = place.rpartition(".")
+                setattr(model.get_submodule(parent_name), attr, new)
         report.append(Converted(name, type(m).__name__, tuple(w.shape), before, after))  # type: ignore[union-attr]
     return model, report
 

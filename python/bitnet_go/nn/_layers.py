@@ -30,8 +30,9 @@ def _check_act_bits(act_bits: object) -> int | None:
 
 
 def _check_tensor(x: object, name: str) -> torch.Tensor:
-    """``x`` if it is a ``torch.Tensor``, else a ``TypeError`` naming ``name``."""
-    if not isinstance(x, torch.Tensor):
+    """``x`` if it is a ``torch.Tensor`` (or a ``torch.fx.Proxy``, which stands for one while
+    ``torch.fx.symbolic_trace`` records a model), else a ``TypeError`` naming ``name``."""
+    if not isinstance(x, (torch.Tensor, torch.fx.Proxy)):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     return x
 
@@ -53,6 +54,12 @@ def _check_start_dim(start_dim: object, ndim: int) -> int:
     if not -ndim <= d <= ndim:
         raise ValueError(f"start_dim must be in [{-ndim}, {ndim}] for x with ndim={ndim}, got {d}")
     return d + ndim if d < 0 else d
+
+
+def _version(t: torch.Tensor) -> int:
+    """``t``'s version counter (moved by in-place writes through torch), or -1 for a tensor made
+    under ``torch.inference_mode``, which has none (such tensors cannot be written outside it)."""
+    return -1 if t.is_inference() else t._version
 
 
 def _check_size(v: object, name: str) -> None:
@@ -80,11 +87,14 @@ def absmean_scale(w: torch.Tensor, block_size: int | None = None) -> torch.Tenso
         tensor([1.0000e+00, 1.0000e-05])
     """
     w = _check_tensor(w, "w")
-    if w.numel() == 0:
+    if isinstance(w, torch.fx.Proxy):  # symbolic tracing: sizes are unknown, the checks run on real tensors
+        pass
+    elif w.numel() == 0:
         raise ValueError(
             f"w must have at least one element (the mean of nothing is undefined), got shape {tuple(w.shape)}"
         )
-    block_size = _check_block_size(block_size, w.numel())
+    if not isinstance(w, torch.fx.Proxy):
+        block_size = _check_block_size(block_size, w.numel())
     a = w.detach().abs().to(torch.float64).reshape(-1 if block_size is None else (-1, block_size))
     m = a.mean(dim=-1).to(torch.float32).clamp_min(EPS_WEIGHT)
     return m.reshape(-1)
@@ -108,8 +118,8 @@ def ternary_fake_quant(w: torch.Tensor, block_size: int | None = None) -> torch.
     """
     s = absmean_scale(w, block_size)
     wf = w.reshape(s.numel(), -1)
-    s2 = s.to(w.dtype)[:, None]
-    q = (torch.clamp(torch.round(wf.detach() / s2), -1, 1) * s2).reshape(w.shape)
+    s2 = s[:, None]  # float32: the codes as quantize_i2s computes them from a float32 copy of w
+    q = (torch.clamp(torch.round(wf.detach().to(torch.float32) / s2), -1, 1) * s2).to(w.dtype).reshape(w.shape)
     return q + (w - w.detach())
 
 
@@ -135,7 +145,11 @@ def int8_fake_quant(x: torch.Tensor, start_dim: int) -> torch.Tensor:
     """
     x = _check_tensor(x, "x")
     xd = x.detach()
-    dims = tuple(range(_check_start_dim(start_dim, x.ndim), x.ndim))
+    if isinstance(x, torch.fx.Proxy):  # symbolic tracing: a start_dim from the end needs no rank
+        d = check_int(start_dim, "start_dim")
+        dims = tuple(range(d, 0)) if d < 0 else tuple(range(d, x.ndim))
+    else:
+        dims = tuple(range(_check_start_dim(start_dim, x.ndim), x.ndim))
     m = xd.abs().amax(dim=dims, keepdim=True) if dims else xd.abs()
     a = 127.0 / m.clamp_min(EPS_ACT)
     q = torch.clamp(torch.round(xd * a), -128, 127) / a
@@ -177,7 +191,7 @@ class _Frozen:
         # (the checked codes, the kernels' layouts) without comparing the codes on each call;
         # writes that bypass torch (through a numpy or DLPack view of a buffer) are not seen.
         packed, scale = self.weight_packed, self.weight_scale
-        key = (packed.data_ptr(), scale.data_ptr(), packed._version, scale._version)
+        key = (packed.data_ptr(), scale.data_ptr(), _version(packed), _version(scale))
         cached = self.__dict__.get("_ternary_cache")
         if cached is None or cached[0] != key:
             on_gpu = self.weight_packed.is_cuda
@@ -223,8 +237,15 @@ class _Frozen:
         The float weight is dropped; the layer keeps ``weight_packed``
         (uint8) and ``weight_scale`` (float32) buffers, which ``state_dict()``
         holds, on the device the weight was on. The forward then runs the
-        kernels (CPU or CUDA tensors, see the class) and gives no gradients.
-        Returns ``self``; a frozen layer is returned as it is.
+        kernels (CPU or CUDA tensors, see the class); where autograd needs
+        them it passes the training mode's gradients to the input
+        (straight-through, the dequantized weight) and to the bias, none to
+        the packed weight, so layers around it still train. Run inference
+        under ``torch.no_grad()``/``torch.inference_mode()``: with gradients
+        on, recording the graph costs about 14 us a call (a 128x128 layer,
+        Zen 4). ``torch.jit.trace`` and ``torch.fx`` tracing of a frozen layer
+        are a clear error (the kernels run outside torch). Returns ``self``; a
+        frozen layer is returned as it is.
         """
         if not self.frozen:
             self._set_frozen(self.ternary_weight())
@@ -243,7 +264,8 @@ class _Frozen:
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:  # noqa: ANN401
         # a frozen state dict loads into a training-mode layer: it becomes frozen
-        if prefix + "weight_packed" in state_dict and not self.frozen:
+        # (both buffers: a state dict lacking one fails the load with the layer as it was)
+        if prefix + "weight_packed" in state_dict and prefix + "weight_scale" in state_dict and not self.frozen:
             self._set_frozen(None)
         super()._load_from_state_dict(state_dict, prefix, *args)  # type: ignore[misc]
 
@@ -266,7 +288,7 @@ class _Frozen:
         b = self.bias  # type: ignore[attr-defined]
         if b is None or b.is_cuda:
             return None if b is None else b.detach()
-        key = (b.data_ptr(), b._version, b.dtype)
+        key = (b.data_ptr(), _version(b), b.dtype)
         cached = self.__dict__.get("_bias_cache")
         if cached is None or cached[0] != key:
             cached = self.__dict__["_bias_cache"] = (key, as_float32(b.detach(), "bias"))
@@ -275,6 +297,52 @@ class _Frozen:
 
 def _out_like(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return y.to(x.dtype) if x.dtype.is_floating_point and x.dtype != y.dtype else y
+
+
+class _FrozenFunction(torch.autograd.Function):
+    """A frozen layer's forward (the kernels) with the gradients of the training-mode forward: to
+    the input, ``grad_y`` through the dequantized ternary weight (the fake-quantized weight of
+    training mode, bit for bit; the int8 activations straight-through, as
+    :func:`int8_fake_quant`), and to the bias, ``grad_y`` summed. The packed weight gets none."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, bias: torch.Tensor | None, layer: _Frozen) -> torch.Tensor:  # noqa: ANN401
+        ctx.layer, ctx.x_shape, ctx.has_bias = layer, x.shape, bias is not None
+        return layer._kernel_forward(x)
+
+    @staticmethod
+    def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:  # noqa: ANN401
+        layer = ctx.layer
+        gx = gb = None
+        if ctx.needs_input_grad[0]:
+            w = torch.from_numpy(np.asarray(layer.ternary_weight().cpu().dequantize())).to(gy.device, gy.dtype)
+            gx = layer._input_grad(gy, w, ctx.x_shape)
+        if ctx.has_bias and ctx.needs_input_grad[1]:
+            gb = gy.sum(dim=[d for d in range(gy.ndim) if d != layer._channel_dim(gy)])
+        return gx, gb, None
+
+
+def _frozen_forward(layer: Any, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN401 (BitLinear or BitConv2d)
+    """A frozen layer's forward: the kernels, with gradients where the input or the bias needs
+    them; a clear error where torch traces (the kernels run outside torch: a trace would record
+    their output as a constant)."""
+    if torch.jit.is_tracing():
+        raise RuntimeError(
+            f"a frozen {type(layer).__name__} runs bitnet_go's kernels outside torch, so torch.jit.trace would "
+            f"record its output as a constant: trace the training-mode model instead"
+        )
+    if isinstance(x, torch.fx.Proxy):
+        raise TypeError(f"a frozen {type(layer).__name__} cannot be symbolically traced (torch.fx): its kernels run "
+                        f"outside torch; trace the training-mode model, or mark the layer a leaf")  # fmt: skip
+    try:
+        if torch.is_grad_enabled() and (x.requires_grad or (layer.bias is not None and layer.bias.requires_grad)):
+            return _FrozenFunction.apply(x, layer.bias, layer)  # type: ignore[no-any-return]
+        return layer._kernel_forward(x)  # type: ignore[no-any-return]
+    except ValueError as e:
+        if "pass check_finite=False" in str(e):  # the layer has no such option
+            raise ValueError(f"{str(e).split('; pass check_finite=False')[0]}: a frozen "
+                             f"{type(layer).__name__} quantizes only finite inputs") from None  # fmt: skip
+        raise
 
 
 class BitLinear(_Frozen, nn.Linear):
@@ -344,14 +412,24 @@ class BitLinear(_Frozen, nn.Linear):
     def _weight_shape(self) -> tuple[int, ...]:
         return (self.out_features, self.in_features)
 
+    def _kernel_forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = linear_quantized(x.detach(), self.ternary_weight(), self._bias_arg(), act_bits=self.act_bits)
+        return _out_like(y, x)  # type: ignore[arg-type]
+
+    def _input_grad(self, gy: torch.Tensor, w: torch.Tensor, x_shape: torch.Size) -> torch.Tensor:
+        return gy @ w
+
+    def _channel_dim(self, gy: torch.Tensor) -> int:
+        return gy.ndim - 1
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``F.linear`` with the quantized weight (and int8 activations with ``act_bits=8``)."""
         if self.frozen:
-            y = linear_quantized(x, self.ternary_weight(), self._bias_arg(), act_bits=self.act_bits)
-            return _out_like(y, x)  # type: ignore[arg-type]
+            return _frozen_forward(self, x)
         w = ternary_fake_quant(self.weight, self.block_size)
         if self.act_bits == 8:
-            x = int8_fake_quant(x, max(x.ndim - 1, 0))  # one sample a row (a 0-d x: F.linear refuses it)
+            # one sample a row (a 0-d x: F.linear refuses it; under torch.fx the last dimension)
+            x = int8_fake_quant(x, -1 if isinstance(x, torch.fx.Proxy) else max(x.ndim - 1, 0))
         return F.linear(x, w, self.bias)
 
     @classmethod
@@ -422,11 +500,14 @@ class BitConv2d(_Frozen, nn.Conv2d):
         dilation: IntPair = 1,
         groups: int = 1,
         bias: bool = True,
+        padding_mode: str = "zeros",
         *,
         act_bits: int | None = 8,
         device: Any = None,  # noqa: ANN401 (as nn.Conv2d)
         dtype: torch.dtype | None = None,
     ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f"padding_mode must be 'zeros' (the kernels pad with zeros), got {padding_mode!r}")
         _check_size(in_channels, "in_channels")
         _check_size(out_channels, "out_channels")
         super().__init__(
@@ -443,17 +524,31 @@ class BitConv2d(_Frozen, nn.Conv2d):
     def _weight_shape(self) -> tuple[int, ...]:
         return (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
 
+    def _kernel_forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = conv2d_quantized(
+            x.detach(), self.ternary_weight(), self._bias_arg(), stride=self.stride, padding=self.padding,
+            dilation=self.dilation, groups=self.groups, act_bits=self.act_bits,
+        )  # fmt: skip
+        return _out_like(y, x)  # type: ignore[arg-type]
+
+    def _input_grad(self, gy: torch.Tensor, w: torch.Tensor, x_shape: torch.Size) -> torch.Tensor:
+        # F.conv2d is linear in x: its gradient anywhere is the one at 0 (padding "same" included)
+        with torch.enable_grad():
+            x0 = torch.zeros(x_shape, dtype=gy.dtype, device=gy.device, requires_grad=True)
+            y0 = F.conv2d(x0, w, None, self.stride, self.padding, self.dilation, self.groups)
+            (g,) = torch.autograd.grad(y0, x0, gy)
+        return g
+
+    def _channel_dim(self, gy: torch.Tensor) -> int:
+        return 0 if gy.ndim == 3 else 1
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``F.conv2d`` with the quantized weight (and int8 activations with ``act_bits=8``)."""
         if self.frozen:
-            y = conv2d_quantized(
-                x, self.ternary_weight(), self._bias_arg(), stride=self.stride, padding=self.padding,
-                dilation=self.dilation, groups=self.groups, act_bits=self.act_bits,
-            )  # fmt: skip
-            return _out_like(y, x)  # type: ignore[arg-type]
+            return _frozen_forward(self, x)
         w = ternary_fake_quant(self.weight)
         if self.act_bits == 8:
-            x = int8_fake_quant(x, 1 if x.ndim == 4 else 0)
+            x = int8_fake_quant(x, -3)  # one sample per image: C, H, W (batched or not)
         return F.conv2d(x, w, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     @classmethod
