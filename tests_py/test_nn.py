@@ -530,3 +530,20 @@ def test_bitconv2d_padding_mode_and_nan_message() -> None:
     with pytest.raises(ValueError, match="a frozen BitLinear quantizes only finite inputs") as info:
         layer(x)
     assert "check_finite" not in str(info.value)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_frozen_layer_hints(strict: bool) -> None:
+    """A frozen layer's missing .weight says where the weight is; a float state dict loaded into a
+    frozen model is an error naming the way (with strict=False it kept the old packed weight)."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(bnn.BitLinear(16, 8))
+    sd = m.state_dict()
+    f, _ = bnn.convert(m, progress=False)
+    with pytest.raises(AttributeError, match="a frozen BitLinear has no float weight: it is packed I2_S"):
+        f[0].weight  # noqa: B018
+    assert not hasattr(f[0], "weight") and hasattr(f[0], "weight_packed")
+    before = f[0].weight_packed.clone()
+    with pytest.raises(RuntimeError, match=r"0\.weight: a float \(training-mode\) weight for a frozen BitLinear"):
+        f.load_state_dict(sd, strict=strict)
+    assert torch.equal(f[0].weight_packed, before)

@@ -267,7 +267,26 @@ class _Frozen:
         # (both buffers: a state dict lacking one fails the load with the layer as it was)
         if prefix + "weight_packed" in state_dict and prefix + "weight_scale" in state_dict and not self.frozen:
             self._set_frozen(None)
+        if self.frozen and prefix + "weight" in state_dict and prefix + "weight_packed" not in state_dict:
+            # a float weight cannot go into packed buffers: an error also with strict=False (the
+            # layer would keep its old weight silently); error_msgs is load_state_dict's list
+            args[-1].append(
+                f"{prefix}weight: a float (training-mode) weight for a frozen {type(self).__name__}: load it into "
+                f"a training-mode model, then freeze() it (or bitnet_go.nn.convert the model)"
+            )
+            return
         super()._load_from_state_dict(state_dict, prefix, *args)  # type: ignore[misc]
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 (nn.Module's)
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]
+        except AttributeError:
+            if name == "weight" and "weight_packed" in self.__dict__.get("_buffers", {}):
+                raise AttributeError(
+                    f"a frozen {type(self).__name__} has no float weight: it is packed I2_S (weight_packed, "
+                    f"weight_scale); ternary_weight() gives it as a TernaryTensor, .dequantize() as floats"
+                ) from None
+            raise
 
     def _take_float(self, module: nn.Module, freeze: bool) -> Any:  # noqa: ANN401 (self, the subclass)
         """Copy ``module``'s float weight and bias into this new layer (``from_float``'s last
