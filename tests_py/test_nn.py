@@ -547,3 +547,17 @@ def test_frozen_layer_hints(strict: bool) -> None:
     with pytest.raises(RuntimeError, match=r"0\.weight: a float \(training-mode\) weight for a frozen BitLinear"):
         f.load_state_dict(sd, strict=strict)
     assert torch.equal(f[0].weight_packed, before)
+
+
+def test_frozen_meta_shapes_and_channels_last() -> None:
+    """A frozen model on the meta device gives meta outputs of the right shape (it raised about
+    numpy); a frozen BitConv2d keeps channels_last input's layout, as nn.Conv2d does."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(bnn.BitConv2d(3, 8, 3, padding=1), torch.nn.Flatten(), bnn.BitLinear(8 * 6 * 6, 4))
+    f, _ = bnn.convert(m, progress=False)
+    y = copy.deepcopy(f).to("meta")(torch.empty(2, 3, 6, 6, device="meta"))
+    assert y.is_meta and y.shape == (2, 4)
+    x = torch.randn(2, 3, 6, 6).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        y = f[0](x)
+        assert y.is_contiguous(memory_format=torch.channels_last) and torch.equal(y, f[0](x.contiguous()))

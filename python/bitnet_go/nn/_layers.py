@@ -353,6 +353,8 @@ def _frozen_forward(layer: Any, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN40
     if isinstance(x, torch.fx.Proxy):
         raise TypeError(f"a frozen {type(layer).__name__} cannot be symbolically traced (torch.fx): its kernels run "
                         f"outside torch; trace the training-mode model, or mark the layer a leaf")  # fmt: skip
+    if x.is_meta:  # shapes only (a model built on the meta device): the float op on a meta weight of the shape
+        return layer._meta_forward(x, torch.empty(layer._weight_shape(), dtype=x.dtype, device="meta"))
     try:
         if torch.is_grad_enabled() and (x.requires_grad or (layer.bias is not None and layer.bias.requires_grad)):
             return _FrozenFunction.apply(x, layer.bias, layer)  # type: ignore[no-any-return]
@@ -437,6 +439,9 @@ class BitLinear(_Frozen, nn.Linear):
 
     def _input_grad(self, gy: torch.Tensor, w: torch.Tensor, x_shape: torch.Size) -> torch.Tensor:
         return gy @ w
+
+    def _meta_forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, w, None if self.bias is None else self.bias.to("meta", x.dtype))
 
     def _channel_dim(self, gy: torch.Tensor) -> int:
         return gy.ndim - 1
@@ -548,7 +553,14 @@ class BitConv2d(_Frozen, nn.Conv2d):
             x.detach(), self.ternary_weight(), self._bias_arg(), stride=self.stride, padding=self.padding,
             dilation=self.dilation, groups=self.groups, act_bits=self.act_bits,
         )  # fmt: skip
-        return _out_like(y, x)  # type: ignore[arg-type]
+        y = _out_like(y, x)  # type: ignore[arg-type]
+        if x.ndim == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
+            y = y.contiguous(memory_format=torch.channels_last)  # as nn.Conv2d keeps channels_last
+        return y
+
+    def _meta_forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        bias = None if self.bias is None else self.bias.to("meta", x.dtype)
+        return F.conv2d(x, w, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def _input_grad(self, gy: torch.Tensor, w: torch.Tensor, x_shape: torch.Size) -> torch.Tensor:
         # F.conv2d is linear in x: its gradient anywhere is the one at 0 (padding "same" included)
