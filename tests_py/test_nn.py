@@ -561,3 +561,26 @@ def test_frozen_meta_shapes_and_channels_last() -> None:
     with torch.no_grad():
         y = f[0](x)
         assert y.is_contiguous(memory_format=torch.channels_last) and torch.equal(y, f[0](x.contiguous()))
+
+
+def test_freeze_bakes_a_parametrized_weight() -> None:
+    """freeze()/convert() of a layer whose weight is under torch.nn.utils.parametrize packs the
+    weight the parametrization gives (it raised an AttributeError about weight_packed)."""
+    from torch.nn.utils import parametrize
+
+    class Double(torch.nn.Module):
+        def forward(self, w: torch.Tensor) -> torch.Tensor:
+            return w * 2.0
+
+    torch.manual_seed(0)
+    layer = bnn.BitLinear(16, 4)
+    parametrize.register_parametrization(layer, "weight", Double())
+    x = torch.randn(3, 16)
+    with torch.no_grad():
+        want = layer(x)
+        m, _ = bnn.convert(torch.nn.Sequential(layer), progress=False)
+        assert parametrize.is_parametrized(layer)  # convert works on a copy
+        torch.testing.assert_close(m[0](x), want, rtol=1e-5, atol=1e-5)
+        layer.freeze()
+        assert layer.frozen and not parametrize.is_parametrized(layer)
+        torch.testing.assert_close(layer(x), want, rtol=1e-5, atol=1e-5)

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 (torch's own spelling)
 from torch import nn
+from torch.nn.utils import parametrize
 
 from .._conv import conv2d_quantized
 from .._core.arrays import as_float32, check_int, vouched_weight_id
@@ -245,11 +246,30 @@ class _Frozen:
         on, recording the graph costs about 14 us a call (a 128x128 layer,
         Zen 4). ``torch.jit.trace`` and ``torch.fx`` tracing of a frozen layer
         are a clear error (the kernels run outside torch). Returns ``self``; a
-        frozen layer is returned as it is.
+        frozen layer is returned as it is. A weight under a
+        ``torch.nn.utils.parametrize`` parametrization is packed as the
+        parametrization gives it (the parametrization is dropped).
         """
         if not self.frozen:
+            if parametrize.is_parametrized(self, "weight"):  # type: ignore[arg-type]
+                self._unparametrize()
             self._set_frozen(self.ternary_weight())
         return self
+
+    def _unparametrize(self) -> None:
+        """Make the weight the parametrization gives a plain parameter again (freezing packs it).
+        Not ``remove_parametrizations``: it edits the class torch made for the module, which a
+        ``deepcopy`` (``convert``'s) shares with the original."""
+        names = list(self.parametrizations.keys())  # type: ignore[attr-defined]
+        if names != ["weight"]:
+            raise ValueError(f"freeze() packs a parametrized weight, but parametrizations of {names} are "
+                             f"registered: remove the others first (torch.nn.utils.parametrize)")  # fmt: skip
+        with torch.no_grad():
+            w = self.weight.detach().clone()  # type: ignore[attr-defined]
+        base = next(c for c in type(self).__mro__ if not getattr(c, "__module__", "").startswith("torch.nn.utils"))
+        self.__class__ = base
+        del self._modules["parametrizations"]  # type: ignore[attr-defined]
+        self.weight = nn.Parameter(w)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # noqa: ANN401 (torch's signature)
         """``nn.Module._apply`` (``.to()``, ``.half()``, ``.cuda()``, ...), except that the frozen
