@@ -47,12 +47,16 @@ func Range(d qtensor.DType) (qmin, qmax int32, ok bool) {
 	return 0, 0, false
 }
 
+// ValidScale reports whether s is a usable scale: finite and > 0 (NaN is
+// not). Loops over many scales test it and call CheckScale for the message.
+func ValidScale(s float32) bool { return s > 0 && qtensor.Finite(s) }
+
 // CheckScale returns a ValueError unless s, a quantized tensor's scale, is
 // finite and > 0. The message calls it owner+what (e.g. "out" and "'s
 // scale"), joined only for an error: a call allocates nothing. Every op
 // that takes scales checks them here, so that one wording reaches users.
 func CheckScale(owner, what string, s float32) error {
-	if !(s > 0) || !qtensor.Finite(s) {
+	if !ValidScale(s) {
 		return errs.Value("%s%s must be finite and > 0, got %v", owner, what, s)
 	}
 	return nil

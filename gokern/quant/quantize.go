@@ -74,7 +74,7 @@ func (s *Spec) check(n int, packed int) error {
 // point lies in [QMin, QMax].
 func (s *Spec) checkParams() error {
 	for i, v := range s.Scales {
-		if !(v > 0) || !qtensor.Finite(v) {
+		if !ValidScale(v) {
 			return CheckScale(paramName("scale", i, len(s.Scales)), "", v)
 		}
 	}

@@ -1,8 +1,6 @@
 package qlinear
 
 import (
-	"math"
-
 	"github.com/bitnet-go/bitnet_go/gokern/errs"
 	mk "github.com/bitnet-go/bitnet_go/gokern/gemm"
 	"github.com/bitnet-go/bitnet_go/gokern/qtensor"
@@ -170,7 +168,7 @@ func checkParams(x Act, w Weight, o *Output, N int) error {
 		return errs.Value("weight: %d zero points for %d scales", len(w.Zeros), len(w.Scales))
 	}
 	for _, s := range w.Scales {
-		if !(s > 0) || s > math.MaxFloat32 { // checkScale's test, inlined: thousands of scales a call
+		if !quant.ValidScale(s) { // thousands of scales a call: the message only for a bad one
 			return quant.CheckScale("weight scales", "", s)
 		}
 	}
