@@ -31,15 +31,15 @@ import numpy as np
 
 from ._core import descriptor, lib, ops
 from ._core.arrays import is_torch_tensor
+from ._core.types import TORCH_QDTYPES
 from ._quantized import PlainTensor, QuantizedTensor
-from .quantization._api import check_dtype, out_params, per_tensor_over
+from .quantization._api import check_dtype, per_tensor_out
 
 __all__ = ["add", "add_relu", "relu", "requantize"]
 
 DTYPES: tuple[str, ...] = ("int8", "uint8")
 """The element types the element-wise ops take."""
 
-_TORCH_DTYPES = {"torch.quint8": "uint8", "torch.qint8": "int8"}
 _TORCH_SCHEMES = ("torch.per_tensor_affine", "torch.per_tensor_symmetric")
 
 _T = ctypes.POINTER(descriptor.Tensor)
@@ -88,8 +88,8 @@ def _operand(q: object, name: str) -> _Operand:
         zp = q.zero_points if q.zero_points is not None else np.zeros(1, np.int32)
         return _Operand(q.qtype, q.shape, q.packed, q.scales, zp, q._descriptor())  # type: ignore[attr-defined]
     if is_torch_tensor(q) and getattr(q, "is_quantized", False):
-        dt = _TORCH_DTYPES.get(str(q.dtype))  # type: ignore[attr-defined]
-        if dt is None:
+        dt = TORCH_QDTYPES.get(str(q.dtype))  # type: ignore[attr-defined]
+        if dt not in DTYPES:
             raise TypeError(f"{name} must be a torch.quint8 or torch.qint8 tensor, got {q.dtype}")  # type: ignore[attr-defined]
         if str(q.qscheme()) not in _TORCH_SCHEMES:  # type: ignore[attr-defined]
             raise ValueError(f"{name} must be quantized per tensor, got {q.qscheme()}")  # type: ignore[attr-defined]
@@ -121,11 +121,7 @@ def _new_output(dtype: str, shape: tuple[int, ...], scale: object, zero_point: o
     """:func:`_output` with the caller's scale and zero point (a number each, checked by
     :func:`~bitnet_go.quantization._api.out_params` as for :mod:`bitnet_go.functional`'s other ops)."""
     codes = np.empty(math.prod(shape), np.uint8)
-    hit = per_tensor_over(codes, dtype, shape, scale, zero_point)
-    if hit is not None:
-        return _Operand(dtype, shape, codes, *hit)
-    s, z = out_params(scale, zero_point, dtype)
-    return _output(dtype, shape, s, z, codes)
+    return _Operand(dtype, shape, codes, *per_tensor_out(codes, dtype, shape, scale, zero_point))
 
 
 def _nonempty(shape: tuple[int, ...], what: str) -> None:

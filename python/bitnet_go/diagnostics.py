@@ -29,7 +29,7 @@ from typing import TypedDict, cast
 
 from ._conv import conv2d_with_info
 from ._core import lib, ops
-from ._core.arrays import check_int
+from ._core.arrays import check_int, fits_int64
 from ._core.devices import DeviceArray, framework_of, touch_driver
 from ._core.ops import ConvInfo
 from ._core.types import Method
@@ -139,7 +139,7 @@ def cuda_plan(n: int, block_size: int | None = None) -> CudaPlan:
     n_ = check_int(n, "n")
     b = check_int(block_size, "block_size", or_none=True) if block_size is not None else 0
     for name, v in (("n", n_), ("block_size", b)):
-        if not -(2**63) <= v < 2**63:  # what Go's int64 takes; the value itself is Go's to check
+        if not fits_int64(v):  # the value itself is Go's to check
             raise ValueError(f"{name} must fit in int64, got {v}")
     return cast(CudaPlan, request("cuda_plan", n=n_, block_size=b))
 

@@ -82,7 +82,7 @@ from ._core.qops import Q
 from ._qelem import add, add_relu, relu, requantize
 from ._quantized import PlainTensor, QuantizedTensor
 from ._ternary import TernaryTensor
-from .quantization._api import out_params, per_tensor_over
+from .quantization._api import per_tensor_out
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
     import torch
@@ -267,19 +267,12 @@ def _bias(bias: ArrayLike | None, n: int) -> np.ndarray | None:
 
 def _output(shape: tuple[int, ...], dtype: np.dtype, scale: object, zero_point: object) -> Q:
     """A new output operand: uninitialised codes of ``shape`` and ``dtype`` (int8 or uint8) with
-    the caller's ``scale`` and ``zero_point`` (checked by
-    :func:`~bitnet_go.quantization._api.out_params`), and its descriptor, kept by the result
-    tensor. A Python float scale and int zero point take the arrays and descriptor kept for the
-    last calls with those values (an op called in a loop builds them once:
-    :func:`~bitnet_go.quantization._api.per_tensor_over`), at a third of the cost."""
+    the caller's ``scale`` and ``zero_point`` and its descriptor, kept by the result tensor
+    (:func:`~bitnet_go.quantization._api.per_tensor_out`: checked, and built once for an op
+    called in a loop with one Python float scale and int zero point)."""
     codes = np.empty(shape, dtype)
-    name = "int8" if codes.dtype == np.int8 else "uint8"
-    hit = per_tensor_over(codes, name, shape, scale, zero_point)
-    if hit is not None:
-        return Q(codes, hit[0], hit[1], desc=hit[2])
-    s, z = out_params(scale, zero_point, name)
-    q = Q(codes, s, z)
-    return q._replace(desc=qops.describe(q))
+    s, z, desc = per_tensor_out(codes, "int8" if codes.dtype == np.int8 else "uint8", shape, scale, zero_point)
+    return Q(codes, s, z, desc=desc)
 
 
 def _result(out: Q, to_torch: bool) -> QuantizedTensor | torch.Tensor:

@@ -130,6 +130,45 @@ def check_bool(v: object, name: str) -> bool:
     return bool(v)
 
 
+def check_float(v: object, name: str) -> float:
+    """``v`` as a Python float: a real number (an int or a float, Python's or NumPy's); anything
+    else, a bool, None or a str included, is a ``TypeError`` naming ``name``, an int too large
+    for a float a ``ValueError``.
+
+    Example:
+        >>> check_float(np.float32(0.5), "percentile")
+        0.5
+        >>> check_float("a", "eps")
+        Traceback (most recent call last):
+        TypeError: eps must be a real number, got str 'a'
+    """
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
+    try:
+        return float(v)
+    except OverflowError:  # a Python int past float's range
+        raise ValueError(f"{name} is too large for a float, got {v}") from None
+
+
+def check_positive_float32(v: object, name: str) -> float:
+    """``v`` as a Python float (:func:`check_float`, unrounded) that is finite and > 0 in float32
+    too, the type it is used in (``ValueError`` otherwise: ``1e-50`` is 0 there, ``1e39`` infinite).
+
+    Example:
+        >>> check_positive_float32(0.25, "bin_width")
+        0.25
+        >>> check_positive_float32(1e-50, "eps")
+        Traceback (most recent call last):
+        ValueError: eps must be finite and > 0 (in float32, as it is used), got 1e-50
+    """
+    f = check_float(v, name)
+    with np.errstate(over="ignore"):
+        f32 = np.float32(f)
+    if not (np.isfinite(f32) and f32 > 0):
+        raise ValueError(f"{name} must be finite and > 0 (in float32, as it is used), got {v!r}")
+    return f
+
+
 def fits_int64(v: int) -> bool:
     """Whether ``v`` can cross the C ABI as an int64 (the Go side checks its range).
 

@@ -29,6 +29,9 @@ CODE_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "uint8": (0, 255
                                            "binary": (-1, 1), "ternary": (-1, 1)}  # fmt: skip
 """Lowest and highest code of each element type (binary has no code 0)."""
 
+TORCH_QDTYPES: dict[str, str] = {"torch.qint8": "int8", "torch.quint8": "uint8", "torch.quint4x2": "uint4"}
+"""torch's quantized dtypes (as ``str(dtype)``, so torch need not be imported) by this package's names."""
+
 VALUES_PER_BYTE: dict[str, int] = {"int8": 1, "uint8": 1, "int4": 2, "uint4": 2, "binary": 8}
 """How many values of a plain element type one byte of ``packed`` holds."""
 

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 
 from .._core import descriptor, ops
 from .._core.arrays import as_float32, as_host, check_bool, check_int
-from .._core.types import CODE_RANGES, INT_DTYPES, PLAIN_DTYPES
+from .._core.types import CODE_RANGES, INT_DTYPES, PLAIN_DTYPES, TORCH_QDTYPES
 from .._quantized import PlainTensor, QuantizedTensor
 
 if TYPE_CHECKING:
@@ -276,6 +276,26 @@ def per_tensor_over(
     return hit[0], hit[1], descriptor.with_data(hit[2], descriptor.address(codes), codes.nbytes)
 
 
+def per_tensor_out(
+    codes: np.ndarray, dtype: str, shape: tuple[int, ...], scale: object, zero_point: object
+) -> tuple[np.ndarray, np.ndarray, descriptor.Tensor]:
+    """The scale and zero point arrays and the descriptor of an op's new per-tensor output over
+    ``codes``: :func:`per_tensor_over`'s kept ones for a Python float scale and int zero point,
+    else :func:`out_params`' checked arrays and a new descriptor (every ``bitnet_go.functional``
+    op's output takes this way).
+
+    Example:
+        >>> s, z, t = per_tensor_out(np.empty(3, np.uint8), "uint8", (3,), np.float32(0.5), np.int64(10))
+        >>> s, z, t.n_scales
+        (array([0.5], dtype=float32), array([10], dtype=int32), 1)
+    """
+    hit = per_tensor_over(codes, dtype, shape, scale, zero_point)
+    if hit is not None:
+        return hit
+    s, z = out_params(scale, zero_point, dtype)
+    return s, z, ops.grouped(codes, dtype, shape, None, None, s, z)
+
+
 def out_params(scale: object, zero_point: object, dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """The scale and zero point of an op's per-tensor ``dtype`` output (``"int8"``/``"uint8"``) as
     float32 and int32 arrays of one element, checked as torch's quantized ops take them: ``scale``
@@ -434,7 +454,7 @@ def quantize(
         raise ValueError("zero_point is given without scale: give both, or neither")
     elif observer is not None:
         odt = getattr(observer, "dtype", dt)
-        if _TORCH_QDTYPES.get(str(odt), odt) != dt:
+        if TORCH_QDTYPES.get(str(odt), odt) != dt:
             raise ValueError(f"observer's dtype {odt!r} is not dtype {dt!r}")
         s, z = observer.calculate_qparams()
         scales = _as_params(s, "scale", groups, np.float32, integer=False)
@@ -461,10 +481,6 @@ def quantize(
                              f"(max - min) / (qmax - qmin) overflows to inf; scale x down first")  # fmt: skip
     return _quantize_given(xa, dt, shape, ax, bs, out, scales, zp, *_abi_range(qmin, qmax, custom, reduce_range),
                            check_finite)  # fmt: skip
-
-
-_TORCH_QDTYPES = {"torch.qint8": "int8", "torch.quint8": "uint8", "torch.quint4x2": "uint4"}
-"""torch.ao observers' dtypes as this module names them."""
 
 
 def _ternary_only(**given: object) -> None:

@@ -15,11 +15,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core import ops
-from .._core.arrays import as_float32, check_int
+from .._core.arrays import as_float32, check_float, check_int, check_positive_float32
 from . import _torchmath as tm
 from ._api import INT_DTYPES, TORCH_EPS, QDtype, Scheme, check_bool, check_dtype, choose_qparams, mapping_code, qrange
 from ._base import Collector, check_state_array, unit_qparams
-from ._calibrators import check_float, check_positive_float32, check_state_keys
+from ._calibrators import check_state_keys
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
