@@ -32,8 +32,8 @@ func loop(b *testing.B, f func() error) {
 // BenchmarkLinear times Linear on LLM shapes with the dispatched kernels.
 func BenchmarkLinear(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	for i, sh := range [][3]int{{1, 4096, 4096}, {1, 4096, 11008}, {4, 4096, 4096}, {8, 11008, 4096}, {8, 4096, 4096}, {16, 4096, 4096}, {32, 4096, 4096},
-		{64, 4096, 4096}, {64, 11008, 4096}, {128, 4096, 4096}, {256, 4096, 4096}} {
+	for i, sh := range [][3]int{{1, 4096, 4096}, {1, 4096, 11008}, {8, 4096, 11008}, {4, 4096, 4096}, {8, 11008, 4096}, {8, 4096, 4096}, {16, 4096, 4096}, {32, 4096, 4096},
+		{64, 4096, 4096}, {64, 11008, 4096}, {64, 4096, 11008}, {128, 4096, 4096}, {256, 4096, 4096}} {
 		M, N, K := sh[0], sh[1], sh[2]
 		x := Act{Data: randCodes(r, M*K), Scale: 0.02, Zero: 128}
 		// an ID as bitnet_go.functional passes for a quantized tensor's weight

@@ -101,25 +101,54 @@ func TestLinearMatchesReference(t *testing.T) {
 			if signed {
 				o.Zero -= 128
 			}
-			out := make([]byte, M*N)
-			if _, err := Linear(k, M, N, K, x, w, bias, o, out); err != nil {
-				t.Fatal(err)
+			checkLinear(t, k, fmt.Sprintf("case %d", c), M, N, K, x, w, bias, o)
+		}
+	}
+}
+
+// checkLinear runs Linear and compares every output with the int64
+// reference.
+func checkLinear(t *testing.T, k *Kernels, name string, M, N, K int, x Act, w Weight, bias []float32, o Output) {
+	t.Helper()
+	out := make([]byte, M*N)
+	if _, err := Linear(k, M, N, K, x, w, bias, o, out); err != nil {
+		t.Fatal(err)
+	}
+	for m := 0; m < M; m++ {
+		for n := 0; n < N; n++ {
+			zw := int64(w.Zeros[0])
+			if len(w.Zeros) > 1 {
+				zw = int64(w.Zeros[n])
 			}
-			for m := 0; m < M; m++ {
-				for n := 0; n < N; n++ {
-					zw := int64(w.Zeros[0])
-					if perChan {
-						zw = int64(w.Zeros[n])
-					}
-					var raw int64
-					for i := 0; i < K; i++ {
-						raw += (code(x.Data[m*K+i], signed) - int64(x.Zero)) * (int64(int8(w.Data[n*K+i])) - zw)
-					}
-					if want := refOut(raw, bias, n, x.Scale, w.Scales, o); out[m*N+n] != want {
-						t.Fatalf("%s case %d (M=%d N=%d K=%d): out[%d,%d] = %d, want %d", k.Family, c, M, N, K, m, n, out[m*N+n], want)
-					}
-				}
+			var raw int64
+			for i := 0; i < K; i++ {
+				raw += (code(x.Data[m*K+i], x.Signed) - int64(x.Zero)) * (int64(int8(w.Data[n*K+i])) - zw)
 			}
+			if want := refOut(raw, bias, n, x.Scale, w.Scales, o); out[m*N+n] != want {
+				t.Fatalf("%s %s (M=%d N=%d K=%d): out[%d,%d] = %d, want %d", k.Family, name, M, N, K, m, n, out[m*N+n], want)
+			}
+		}
+	}
+}
+
+// TestLinearKPasses: k past dotKBlocks blocks runs the 4-row dot kernels in
+// passes whose sums add up (balanced passes, the K % KB tail after them,
+// channels past a multiple of 4, rows past a multiple of 4, two tasks of
+// channels).
+func TestLinearKPasses(t *testing.T) {
+	defer par.SetMinWork(par.SetMinWork(1))
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct{ M, N, K int }{
+		{4, 4, dotKBlocks*KB + KB},           // two passes of 33 blocks
+		{5, 7, 2 * dotKBlocks * KB},          // two full passes
+		{8, 70, 3*dotKBlocks*KB + 2*KB + 13}, // four passes and a tail
+		{7, 9, 2*dotKBlocks*KB + 1},          // the tail alone past two passes
+	} {
+		for _, k := range families(t) {
+			x := Act{Data: randCodes(r, tc.M*tc.K), Scale: 0.02, Zero: int32(r.IntN(256))}
+			w := Weight{Data: randCodes(r, tc.N*tc.K), Scales: []float32{0.003}, Zeros: []int32{int32(r.IntN(256)) - 128}}
+			o := Output{Scale: 0.5 + r.Float32()*8, Zero: int32(r.IntN(256))}
+			checkLinear(t, k, "k passes", tc.M, tc.N, tc.K, x, w, nil, o)
 		}
 	}
 }
