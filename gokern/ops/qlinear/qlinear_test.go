@@ -106,27 +106,17 @@ func TestLinearMatchesReference(t *testing.T) {
 	}
 }
 
-// checkLinear runs Linear and compares every output with the int64
-// reference.
+// checkLinear runs Linear and compares every output with refLinear.
 func checkLinear(t *testing.T, k *Kernels, name string, M, N, K int, x Act, w Weight, bias []float32, o Output) {
 	t.Helper()
 	out := make([]byte, M*N)
 	if _, err := Linear(k, M, N, K, x, w, bias, o, out); err != nil {
 		t.Fatal(err)
 	}
-	for m := 0; m < M; m++ {
-		for n := 0; n < N; n++ {
-			zw := int64(w.Zeros[0])
-			if len(w.Zeros) > 1 {
-				zw = int64(w.Zeros[n])
-			}
-			var raw int64
-			for i := 0; i < K; i++ {
-				raw += (code(x.Data[m*K+i], x.Signed) - int64(x.Zero)) * (int64(int8(w.Data[n*K+i])) - zw)
-			}
-			if want := refOut(raw, bias, n, x.Scale, w.Scales, o); out[m*N+n] != want {
-				t.Fatalf("%s %s (M=%d N=%d K=%d): out[%d,%d] = %d, want %d", k.Family, name, M, N, K, m, n, out[m*N+n], want)
-			}
+	want := refLinear(M, N, K, x, w, bias, o)
+	for i := range out {
+		if out[i] != want[i] {
+			t.Fatalf("%s %s (M=%d N=%d K=%d): out[%d,%d] = %d, want %d", k.Family, name, M, N, K, i/N, i%N, out[i], want[i])
 		}
 	}
 }
