@@ -20,7 +20,7 @@ import (
 // gemmAVX2 emits gokern/gemm/micro_avx2_amd64.s.
 var gemmAVX2 = kernels(microF32AVX2, prepI8AVX2, microI8AVX2, quantI8AVX2,
 	forEach(gemvColsF32, gemvF32AVX2), gemvI8AVX2Kernels,
-	packPanelAVX2, foldI32AVX2, foldF32AVX2, implicitI8AVX2, tileRowsAVX2, quantU8x8AVX2,
+	packPanelAVX2, foldI32AVX2, foldF32AVX2, foldI32ScalesAVX2, foldF32ScalesAVX2, implicitI8AVX2, tileRowsAVX2, quantU8x8AVX2,
 	quantU8x4AVX2, sfenceAVX2)
 
 // rowAddrs returns the memory operands of rows 0..3 of a tile at p with a
@@ -766,7 +766,7 @@ func packPanelAVX2(c *build.Context) {
 // order: bit for bit the generic result. mode&4 stores with VMOVNTPS (dst
 // 32-byte aligned; the caller fences).
 func foldI32AVX2(c *build.Context) {
-	fold(c, "foldI32AVX2", true)
+	fold(c, "foldI32AVX2", true, false)
 }
 
 // sfenceAVX2 is SFENCE: the non-temporal stores before it are visible
@@ -780,30 +780,58 @@ func sfenceAVX2(c *build.Context) {
 // foldF32AVX2 is foldI32AVX2 for float32 sums: t = src[i] * sc (VMULPS),
 // then the same adds.
 func foldF32AVX2(c *build.Context) {
-	fold(c, "foldF32AVX2", false)
+	fold(c, "foldF32AVX2", false, false)
 }
 
-// fold emits foldI32AVX2 (ints) or foldF32AVX2: one loop per mode.
-func fold(c *build.Context, name string, ints bool) {
+// foldI32ScalesAVX2 is foldI32AVX2 with a scale per element and no bias:
+// t = (float32(src[i]) / a) * sc[i], then t = dst[i] + t when mode is 1;
+// the per-channel scales of one scale block (FoldI32Scales).
+func foldI32ScalesAVX2(c *build.Context) {
+	fold(c, "foldI32ScalesAVX2", true, true)
+}
+
+// foldF32ScalesAVX2 is foldI32ScalesAVX2 for float32 sums: t = src[i] *
+// sc[i], then the same add.
+func foldF32ScalesAVX2(c *build.Context) {
+	fold(c, "foldF32ScalesAVX2", false, true)
+}
+
+// fold emits foldI32AVX2 (ints) or foldF32AVX2, or with scales their
+// Scales forms (a scale per element read from sc, no bias): one loop per
+// mode.
+func fold(c *build.Context, name string, ints, scales bool) {
+	kind, args := "float32", "sc, bias float32"
 	if ints {
-		declareNoescape(c, name, "func(dst *float32, src *int32, n int, a, sc, bias float32, mode int)",
-			name+" folds n (a positive multiple of 8) int32 sums into dst (mode: 1 add to dst, 2 add bias).")
+		kind, args = "int32", "a, sc, bias float32"
+	}
+	if scales {
+		args = "sc *float32, n int"
+		if ints {
+			args += ", a float32"
+		}
+		declareNoescape(c, name, "func(dst *float32, src *"+kind+", "+args+", mode int)",
+			name+" folds n (a positive multiple of 8) "+kind+" sums into dst with a scale each (mode: 1 add to dst).")
 	} else {
-		declareNoescape(c, name, "func(dst *float32, src *float32, n int, sc, bias float32, mode int)",
-			name+" folds n (a positive multiple of 8) float32 sums into dst (mode: 1 add to dst, 2 add bias).")
+		declareNoescape(c, name, "func(dst *float32, src *"+kind+", n int, "+args+", mode int)",
+			name+" folds n (a positive multiple of 8) "+kind+" sums into dst (mode: 1 add to dst, 2 add bias).")
 	}
 	pd, ps, n, mode := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "n"), loadArg(c, "mode")
 	va, vs, vb := c.YMM(), c.YMM(), c.YMM()
 	if ints {
 		c.VBROADCASTSS(paramAddr(c, "a"), va)
 	}
-	c.VBROADCASTSS(paramAddr(c, "sc"), vs)
-	c.VBROADCASTSS(paramAddr(c, "bias"), vb)
-	done := name + "done"
+	var psc reg.Register
 	modes := 4
-	if ints {
-		modes = 8 // 4..7: the same with non-temporal stores
+	if scales {
+		psc, modes = loadArg(c, "sc"), 2
+	} else {
+		c.VBROADCASTSS(paramAddr(c, "sc"), vs)
+		c.VBROADCASTSS(paramAddr(c, "bias"), vb)
+		if ints {
+			modes = 8 // 4..7: the same with non-temporal stores
+		}
 	}
+	done := name + "done"
 	for m := range modes {
 		c.CMPQ(mode, operand.Imm(uint64(m)))
 		c.JE(operand.LabelRef(fmt.Sprintf("%s%d", name, m)))
@@ -813,11 +841,19 @@ func fold(c *build.Context, name string, ints bool) {
 		l := fmt.Sprintf("%s%d", name, m)
 		c.Label(l)
 		t := c.YMM()
-		if ints {
+		switch {
+		case ints:
 			c.VCVTDQ2PS(mem(ps, 0), t)
 			c.VDIVPS(va, t, t)
-			c.VMULPS(vs, t, t)
-		} else {
+			if scales {
+				c.VMULPS(mem(psc, 0), t, t)
+			} else {
+				c.VMULPS(vs, t, t)
+			}
+		case scales:
+			c.VMOVUPS(mem(ps, 0), t)
+			c.VMULPS(mem(psc, 0), t, t)
+		default:
 			c.VMULPS(mem(ps, 0), vs, t)
 		}
 		if m&1 != 0 {
@@ -833,6 +869,9 @@ func fold(c *build.Context, name string, ints bool) {
 		}
 		c.ADDQ(operand.Imm(32), ps)
 		c.ADDQ(operand.Imm(32), pd)
+		if scales {
+			c.ADDQ(operand.Imm(32), psc)
+		}
 		c.SUBQ(operand.Imm(8), n)
 		c.JNZ(operand.LabelRef(l))
 		c.JMP(operand.LabelRef(done))

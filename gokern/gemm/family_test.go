@@ -364,8 +364,9 @@ func TestGemvMatchesGeneric(t *testing.T) {
 }
 
 // TestFoldMatchesGeneric: every family's FoldI32, FoldI32Stream (at every
-// alignment of dst) and FoldF32 bit for bit against the generic ones, every
-// mode, lengths around the SIMD width, signed zeros among the float32 sums.
+// alignment of dst), FoldF32, FoldI32Scales and FoldF32Scales bit for bit
+// against the generic ones (themselves against the formulas), every mode,
+// lengths around the SIMD width, signed zeros among the float32 sums.
 func TestFoldMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	same := func(what string, got, want []float32) {
@@ -389,6 +390,33 @@ func TestFoldMatchesGeneric(t *testing.T) {
 			}
 		}
 		a, sc, bias := float32(127)/float32(rng.Float64()*3+0.01), float32(rng.Float64()+0.05), float32(rng.NormFloat64())
+		scs := make([]float32, n) // a scale per element (FoldI32Scales, FoldF32Scales)
+		for i := range scs {
+			scs[i] = float32(rng.Float64()*2 + 0.001)
+		}
+		for _, add := range []bool{false, true} {
+			want := append([]float32(nil), init...)
+			foldI32ScalesGeneric(want, src, a, scs, add)
+			wantF := append([]float32(nil), init...)
+			foldF32ScalesGeneric(wantF, srcF, scs, add)
+			for i := range src { // the formulas, independently
+				e, eF := float32(float32(float32(src[i])/a)*scs[i]), srcF[i]*scs[i]
+				if add {
+					e, eF = init[i]+e, init[i]+eF
+				}
+				if math.Float32bits(e) != math.Float32bits(want[i]) || math.Float32bits(eF) != math.Float32bits(wantF[i]) {
+					t.Fatalf("fold*ScalesGeneric n=%d add=%v [%d]: %v %v, want %v %v", n, add, i, want[i], wantF[i], e, eF)
+				}
+			}
+			for _, ks := range Families() {
+				got := append([]float32(nil), init...)
+				ks.FoldI32Scales(got, src, a, scs, add)
+				same(fmt.Sprintf("%s: FoldI32Scales n=%d add=%v", ks.Family, n, add), got, want)
+				got = append(got[:0], init...)
+				ks.FoldF32Scales(got, srcF, scs, add)
+				same(fmt.Sprintf("%s: FoldF32Scales n=%d add=%v", ks.Family, n, add), got, wantF)
+			}
+		}
 		for mode := range 4 {
 			add, addBias := mode&1 != 0, mode&2 != 0
 			want := append([]float32(nil), init...)

@@ -143,6 +143,12 @@ type Kernels struct {
 	// FoldF32 is FoldI32 for float32 sums: t = src[i] * sc, then the same
 	// adds (the float32 path's fold).
 	FoldF32 func(dst []float32, src []float32, sc, bias float32, add, addBias bool)
+	// FoldI32Scales is FoldI32 with a scale per element (len(sc) >=
+	// len(dst)) and no bias: t = (float32(src[i]) / a) * sc[i], then t =
+	// dst[i] + t when add (one scale block of channels with a scale each).
+	FoldI32Scales func(dst []float32, src []int32, a float32, sc []float32, add bool)
+	// FoldF32Scales is FoldI32Scales for float32 sums: t = src[i] * sc[i].
+	FoldF32Scales func(dst []float32, src []float32, sc []float32, add bool)
 }
 
 // GroupValues is the number of values of one I2_S group (32 bytes).
@@ -151,7 +157,7 @@ const GroupValues = 128
 var (
 	genericSet = &Kernels{Family: cpu.Generic, I8Family: cpu.Generic, Base: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
 		GemvF32: gemvF32Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic,
-		FoldI32Stream: foldI32Generic, Fence: func() {}}
+		FoldI32Stream: foldI32Generic, Fence: func() {}, FoldI32Scales: foldI32ScalesGeneric, FoldF32Scales: foldF32ScalesGeneric}
 
 	// KernelOp is the registry's op "conv_gemm": one Kernels set per
 	// family. A convolution takes one set (KernelOp.Get()) and uses it
@@ -539,6 +545,30 @@ func foldI32Generic(dst []float32, src []int32, a, sc, bias float32, add, addBia
 		}
 		if addBias {
 			t = t + bias
+		}
+		dst[j] = t
+	}
+}
+
+// foldI32ScalesGeneric is the generic FoldI32Scales.
+func foldI32ScalesGeneric(dst []float32, src []int32, a float32, sc []float32, add bool) {
+	src, sc = src[:len(dst)], sc[:len(dst)]
+	for j, acc := range src {
+		t := float32(float32(float32(acc)/a) * sc[j])
+		if add {
+			t = dst[j] + t
+		}
+		dst[j] = t
+	}
+}
+
+// foldF32ScalesGeneric is the generic FoldF32Scales.
+func foldF32ScalesGeneric(dst []float32, src []float32, sc []float32, add bool) {
+	src, sc = src[:len(dst)], sc[:len(dst)]
+	for j, v := range src {
+		t := float32(v * sc[j])
+		if add {
+			t = dst[j] + t
 		}
 		dst[j] = t
 	}

@@ -41,7 +41,8 @@ func withMicro(fam cpu.Family, wide, vnni bool) *Kernels {
 		PanelI8: func(kc int) int { return panelI8(kc, nrI8) },
 		GemvF32: gemvF32AVX2Kernel, packPanel: packPanelAVX2Kernel,
 		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel,
-		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2}
+		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2,
+		FoldI32Scales: foldI32ScalesAVX2Kernel, FoldF32Scales: foldF32ScalesAVX2Kernel}
 	if vnni {
 		k.I8Family = fam
 	}
@@ -370,7 +371,26 @@ func foldF32AVX2Kernel(dst []float32, src []float32, sc, bias float32, add, addB
 	foldF32Generic(dst[n:], src[n:], sc, bias, add, addBias)
 }
 
-// foldMode is the fold kernels' mode: 1 add to dst, 2 add the bias.
+func foldI32ScalesAVX2Kernel(dst []float32, src []int32, a float32, sc []float32, add bool) {
+	src, sc = src[:len(dst)], sc[:len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		foldI32ScalesAVX2(unsafe.SliceData(dst), unsafe.SliceData(src), unsafe.SliceData(sc), n, a, foldMode(add, false))
+	}
+	foldI32ScalesGeneric(dst[n:], src[n:], a, sc[n:], add)
+}
+
+func foldF32ScalesAVX2Kernel(dst []float32, src []float32, sc []float32, add bool) {
+	src, sc = src[:len(dst)], sc[:len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		foldF32ScalesAVX2(unsafe.SliceData(dst), unsafe.SliceData(src), unsafe.SliceData(sc), n, foldMode(add, false))
+	}
+	foldF32ScalesGeneric(dst[n:], src[n:], sc[n:], add)
+}
+
+// foldMode is the fold kernels' mode: 1 add to dst, 2 add the bias (the
+// Scales kernels' add: 1 or 0).
 func foldMode(add, addBias bool) int {
 	mode := 0
 	if add {

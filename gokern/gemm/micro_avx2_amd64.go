@@ -99,6 +99,16 @@ func foldI32AVX2(dst *float32, src *int32, n int, a float32, sc float32, bias fl
 //go:noescape
 func foldF32AVX2(dst *float32, src *float32, n int, sc float32, bias float32, mode int)
 
+// foldI32ScalesAVX2 folds n (a positive multiple of 8) int32 sums into dst with a scale each (mode: 1 add to dst).
+//
+//go:noescape
+func foldI32ScalesAVX2(dst *float32, src *int32, sc *float32, n int, a float32, mode int)
+
+// foldF32ScalesAVX2 folds n (a positive multiple of 8) float32 sums into dst with a scale each (mode: 1 add to dst).
+//
+//go:noescape
+func foldF32ScalesAVX2(dst *float32, src *float32, sc *float32, n int, mode int)
+
 // implicitI8AVX2 computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).
 //
 //go:noescape

@@ -2241,6 +2241,89 @@ foldF32AVX2done:
 	VZEROUPPER
 	RET
 
+// func foldI32ScalesAVX2(dst *float32, src *int32, sc *float32, n int, a float32, mode int)
+// Requires: AVX
+TEXT ·foldI32ScalesAVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         mode+40(FP), BX
+	VBROADCASTSS a+32(FP), Y0
+	MOVQ         sc+16(FP), SI
+	CMPQ         BX, $0x00
+	JE           foldI32ScalesAVX20
+	CMPQ         BX, $0x01
+	JE           foldI32ScalesAVX21
+	JMP          foldI32ScalesAVX2done
+
+foldI32ScalesAVX20:
+	VCVTDQ2PS (CX), Y1
+	VDIVPS    Y0, Y1, Y1
+	VMULPS    (SI), Y1, Y1
+	VMOVUPS   Y1, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	ADDQ      $0x20, SI
+	SUBQ      $0x08, DX
+	JNZ       foldI32ScalesAVX20
+	JMP       foldI32ScalesAVX2done
+
+foldI32ScalesAVX21:
+	VCVTDQ2PS (CX), Y1
+	VDIVPS    Y0, Y1, Y1
+	VMULPS    (SI), Y1, Y1
+	VADDPS    (AX), Y1, Y1
+	VMOVUPS   Y1, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	ADDQ      $0x20, SI
+	SUBQ      $0x08, DX
+	JNZ       foldI32ScalesAVX21
+
+foldI32ScalesAVX2done:
+	VZEROUPPER
+	RET
+
+// func foldF32ScalesAVX2(dst *float32, src *float32, sc *float32, n int, mode int)
+// Requires: AVX
+TEXT ·foldF32ScalesAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ mode+32(FP), BX
+	MOVQ sc+16(FP), SI
+	CMPQ BX, $0x00
+	JE   foldF32ScalesAVX20
+	CMPQ BX, $0x01
+	JE   foldF32ScalesAVX21
+	JMP  foldF32ScalesAVX2done
+
+foldF32ScalesAVX20:
+	VMOVUPS (CX), Y0
+	VMULPS  (SI), Y0, Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, SI
+	SUBQ    $0x08, DX
+	JNZ     foldF32ScalesAVX20
+	JMP     foldF32ScalesAVX2done
+
+foldF32ScalesAVX21:
+	VMOVUPS (CX), Y0
+	VMULPS  (SI), Y0, Y0
+	VADDPS  (AX), Y0, Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, SI
+	SUBQ    $0x08, DX
+	JNZ     foldF32ScalesAVX21
+
+foldF32ScalesAVX2done:
+	VZEROUPPER
+	RET
+
 // func implicitI8AVX2(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
 // Requires: AVX, AVX2
 TEXT ·implicitI8AVX2(SB), NOSPLIT, $0-56

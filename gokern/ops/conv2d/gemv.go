@@ -128,7 +128,7 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, sc *scaler, out []float32,
 	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A,
 	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32,
-	foldRun func(s *scaler, dst []float32, src []A, lo, b int, a float32)) error {
+	foldRun func(s *scaler, dst []float32, src []A, lo, b int, a float32, bs []float32)) error {
 	k, cols := d.K, d.N*d.P
 	kp, blp, packed := gw.kp, gw.blp, gw.packed
 	// Columns are copied ldx = kp plus one cache line apart: at kp*size a
@@ -184,6 +184,7 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		res, rh := scratch[A]((hi - lo) * min(cols, gemvBlockCols))
 		defer gemvScratch.Put(rh)
 		var col []A
+		var scb [gemvRows]float32 // block b's scales of a call's rows (foldRun)
 		if runs && cols > 1 {
 			var ch *[]byte
 			col, ch = scratch[A](gemvRows * gemvBlockCols)
@@ -214,13 +215,14 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 							transposeTo(col, src, m, nc)
 							src = col
 						}
+						bs := sc.blockScales(scb[:m], r0, b)
 						for jj := range nc {
 							n := j0 + jj
 							var a float32
 							if acts != nil {
 								a = acts.a[n]
 							}
-							foldRun(sc, out[n*d.O+r0:n*d.O+r1], src[jj*m:][:m], r0, b, a)
+							foldRun(sc, out[n*d.O+r0:n*d.O+r1], src[jj*m:][:m], r0, b, a, bs)
 						}
 					}
 				}

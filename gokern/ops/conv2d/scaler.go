@@ -122,40 +122,43 @@ func (s *scaler) add1(y, t float32, o, b int) float32 {
 }
 
 // foldRunI32 folds block b's sums src of channels lo .. lo+len(dst)-1 into
-// dst (a run of channels of one column): fold1I32 per element, with one
-// FoldI32 over the run where one scale serves every channel (the bias then
-// added after it, the same operation).
-func (s *scaler) foldRunI32(dst []float32, src []int32, lo, b int, a float32) {
+// dst (a run of channels of one column): fold1I32 per element, as one
+// FoldI32 over the run where one scale serves every channel, else one
+// FoldI32Scales with the run's scales of block b, bs (blockScales; the
+// bias then added after it, the same operation).
+func (s *scaler) foldRunI32(dst []float32, src []int32, lo, b int, a float32, bs []float32) {
 	src = src[:len(dst)]
 	if !s.perRow {
 		s.ks.FoldI32(dst, src, a, s.scales[0], 0, b > 0, false)
 	} else {
-		for i, acc := range src {
-			t := float32(float32(float32(acc)/a) * s.scales[(lo+i)*s.nb+b])
-			if b > 0 {
-				t = dst[i] + t
-			}
-			dst[i] = t
-		}
+		s.ks.FoldI32Scales(dst, src, a, bs, b > 0)
 	}
 	s.biasRun(dst, lo, b)
 }
 
-// foldRunF32 is foldRunI32 for float32 sums (fold1F32, FoldF32).
-func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32) {
+// foldRunF32 is foldRunI32 for float32 sums (fold1F32, FoldF32,
+// FoldF32Scales).
+func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32, bs []float32) {
 	src = src[:len(dst)]
 	if !s.perRow {
 		s.ks.FoldF32(dst, src, s.scales[0], 0, b > 0, false)
 	} else {
-		for i, v := range src {
-			t := float32(v * s.scales[(lo+i)*s.nb+b])
-			if b > 0 {
-				t = dst[i] + t
-			}
-			dst[i] = t
-		}
+		s.ks.FoldF32Scales(dst, src, bs, b > 0)
 	}
 	s.biasRun(dst, lo, b)
+}
+
+// blockScales fills buf with block b's scales of channels lo ..
+// lo+len(buf)-1 (a column of the row-major channel x block scales) and
+// returns it, or returns nil where one scale serves every channel.
+func (s *scaler) blockScales(buf []float32, lo, b int) []float32 {
+	if !s.perRow {
+		return nil
+	}
+	for i := range buf {
+		buf[i] = s.scales[(lo+i)*s.nb+b]
+	}
+	return buf
 }
 
 // biasRun adds the bias of channels lo .. lo+len(dst)-1 to dst after the
