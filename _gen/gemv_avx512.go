@@ -67,6 +67,80 @@ var gemvAVX512 = func(c *build.Context) {
 			gemvI8VNNIPairs(c, rows, check)
 		}
 	}
+	for _, cols := range []int{4, 1} {
+		gemvI8VNNIBlocks(c, cols)
+	}
+}
+
+// gemvI8VNNIBlocks emits gemvI8VNNIb4c<cols>v (cols 4 or 1; codes known
+// valid): gemvI8VNNIShifted's arithmetic over nb blocks of gpb groups in a
+// row, each block's sums stored apart, out[b*ldb+r*ldo+j] = the sum over
+// block b's values of (w_r(i)+1)*x[j*ldx+i], minus xsum[b*xsb+j], for
+// r < 4, j < cols: the block sums of weights with a scale per block
+// (block_size < K) in one call a tile, where one call a block spent more
+// time starting and ending the tile than in its loop (two groups a block:
+// the masks, the argument loads and Go's call, against 64 VPDPBUSD).
+// Per block: the accumulators zeroed, the loop, one VPSRAVD each, and
+// gemvStore's sums (four rows of one column in one hsum4 for cols 1).
+// |lane| <= 2*4*8*128 per group: exact for gpb up to 16384.
+func gemvI8VNNIBlocks(c *build.Context, cols int) {
+	name := fmt.Sprintf("gemvI8VNNIb4c%dv", cols)
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)",
+		fmt.Sprintf("%s sets out[b*ldb+r*ldo+j] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < %d, row r at w + r*ldw; the codes must be valid (no code 3: not checked).", name, cols))
+	pw, ldw, px, ldx := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx")
+	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
+	pn := c.GP64()
+	c.LEAQ(operand.Mem{Base: pw, Index: ldw, Scale: 4}, pn)
+	t := &gemvTile{name: name, pw: pw, px: px, pn: pn,
+		rowMem:  func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] },
+		nextMem: func(r int) operand.Mem { return rowAddrs(pn, ldw, ldw3, 0)[r] },
+		colMem:  func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] },
+	}
+	m := halves(c, 0x0C0C0C0C, 0x03030303)
+	sh := halves(c, 2, 0)
+	po, ps, nb := loadArg(c, "out"), loadArg(c, "xsum"), loadArg(c, "nb")
+	c.Label(name + "block")
+	acc := zeroZ(c, 4*cols) // acc[r*cols+j]
+	t.n = loadArg(c, "gpb")
+	shiftedLoop(c, t, m, 4, cols, acc)
+	for _, z := range acc {
+		c.VPSRAVD(sh, z, z)
+	}
+	ldo := loadArg(c, "ldo")
+	c.SHLQ(operand.Imm(2), ldo)
+	ldo3 := times3(c, ldo)
+	rowOut := func(r int) operand.Mem { return rowAddrs(po, ldo, ldo3, 0)[r] }
+	if cols == 4 { // a row's four outputs in one hsum4, adjacent
+		xs := c.XMM()
+		c.VMOVDQU32(mem(ps, 0), xs)
+		for r := range 4 {
+			v := hsum4(c, acc[4*r:4*r+4])
+			c.VPSUBD(xs, v, v)
+			c.VMOVDQU32(v, rowOut(r))
+		}
+	} else { // the four rows in one hsum4, a lane each
+		xs := c.XMM()
+		c.VPBROADCASTD(mem(ps, 0), xs)
+		v := hsum4(c, acc)
+		c.VPSUBD(xs, v, v)
+		for r := range 4 {
+			u := v
+			if r > 0 {
+				u = c.XMM()
+				c.VPSHUFD(operand.Imm(uint64(r)), v, u)
+			}
+			c.VMOVD(u, rowOut(r))
+		}
+	}
+	step := loadArg(c, "ldb")
+	c.SHLQ(operand.Imm(2), step)
+	c.ADDQ(step, po)
+	step = loadArg(c, "xsb")
+	c.SHLQ(operand.Imm(2), step)
+	c.ADDQ(step, ps)
+	c.DECQ(nb)
+	c.JNZ(operand.LabelRef(name + "block"))
+	vzeroRet(c)
 }
 
 // gemvI8VNNIPairs emits gemvI8VNNIp<rows>c1 (suffix v without check): what
@@ -190,6 +264,19 @@ func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
 	m := halves(c, 0x0C0C0C0C, 0x03030303)
 	acc := zeroZ(c, rows*cols) // acc[r*cols+j]
 	t.zeroCheck(c)
+	shiftedLoop(c, t, m, rows, cols, acc)
+	s := halves(c, 2, 0)
+	for _, z := range acc {
+		c.VPSRAVD(s, z, z)
+	}
+	gemvStore(c, acc, rows, cols)
+	gemvReturn(c, check, t.three)
+}
+
+// shiftedLoop emits gemvI8VNNIShifted's loop over t.n groups (label
+// t.name+"loop"): per row the broadcast group shifted and masked with m
+// into a and b, per column two VPDPBUSD into acc[r*cols+j].
+func shiftedLoop(c *build.Context, t *gemvTile, m reg.VecVirtual, rows, cols int, acc []reg.VecVirtual) {
 	repeat(c, t.name+"loop", t.n, func() {
 		var a, b [4]reg.VecVirtual
 		for r := range rows {
@@ -210,12 +297,6 @@ func gemvI8VNNIShifted(c *build.Context, rows, cols int, check bool) {
 		}
 		t.advance(c)
 	})
-	s := halves(c, 2, 0)
-	for _, z := range acc {
-		c.VPSRAVD(s, z, z)
-	}
-	gemvStore(c, acc, rows, cols)
-	gemvReturn(c, check, t.three)
 }
 
 // halves returns a ZMM holding lo in each 32-bit lane of its low 256 bits

@@ -27,6 +27,43 @@ type GemvKernels struct {
 	// CodesValid), which it does not check; a family without a faster
 	// way runs I8.
 	I8Valid func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32)
+	// I8ValidBlocks, where a family has it (else Blocks runs I8Valid a
+	// block at a time), is Blocks' arithmetic for codes known valid in one
+	// call.
+	I8ValidBlocks BlocksFunc
+}
+
+// BlocksFunc is I8 over nb >= 1 blocks of gpb >= 1 groups each (row r's k
+// = nb*gpb*GroupValues values from w[r*ldw]; at most 16384 groups a block),
+// each block's sums apart: out[(b*rows+r)*ncol+j] = the sum over block b's
+// values of w_r(i)*x[j*ldx+i], minus xsum[b*xsb+j] (column j's sum over
+// the block), for rows = len(out)/(nb*ncol). It returns false where a row
+// holds a code 3. The block sums of weights with a scale per block.
+type BlocksFunc func(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool
+
+// Blocks returns the family's BlocksFunc: I8ValidBlocks for codes known
+// valid where the family has it, else I8 (or I8Valid) called a block at a
+// time.
+func (g *GemvKernels) Blocks(valid bool) BlocksFunc {
+	if valid && g.I8ValidBlocks != nil {
+		return g.I8ValidBlocks
+	}
+	i8 := g.I8
+	if valid {
+		i8 = func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+			g.I8Valid(w, ldw, x, k, ldx, xsum, out)
+			return true
+		}
+	}
+	return func(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool {
+		rows := len(out) / (nb * ncol)
+		ok := true
+		for b := range nb {
+			ok = i8(w[b*gpb*GroupValues/4:], ldw, x[b*gpb*GroupValues:], gpb*GroupValues, ldx,
+				xsum[b*xsb:][:ncol], out[b*rows*ncol:][:rows*ncol]) && ok
+		}
+		return ok
+	}
 }
 
 // GemvOp is the registry's op "linear_gemv"; gemvI8Generic is its oracle.

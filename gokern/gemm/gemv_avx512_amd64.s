@@ -2813,3 +2813,310 @@ gemvI8VNNIp1c1vend:
 	VZEROUPPER
 	MOVL          AX, ret+64(FP)
 	RET
+
+// func gemvI8VNNIb4c4v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIb4c4v(SB), NOSPLIT, $0-88
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*4), R8
+	MOVL         $0x0c0c0c0c, R9
+	VPBROADCASTD R9, Z0
+	MOVL         $0x03030303, R9
+	VPBROADCASTD R9, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x00000002, R9
+	VPBROADCASTD R9, Z1
+	MOVL         $0x00000000, R9
+	VPBROADCASTD R9, Y18
+	VINSERTI64X4 $0x01, Y18, Z1, Z1
+	MOVQ         out+64(FP), R9
+	MOVQ         xsum+48(FP), R10
+	MOVQ         nb+40(FP), R11
+
+gemvI8VNNIb4c4vblock:
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	MOVQ   gpb+32(FP), R12
+
+gemvI8VNNIb4c4vloop:
+	PREFETCHT0      (R8)
+	VBROADCASTI64X4 (AX), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT0      (R8)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z20
+	VPSRLW          $0x04, Z20, Z21
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT0      (R8)(CX*2)
+	VBROADCASTI64X4 (AX)(CX*2), Z22
+	VPSRLW          $0x04, Z22, Z23
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT0      (R8)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z24
+	VPSRLW          $0x04, Z24, Z25
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU8        (DX), Z26
+	VMOVDQU8        64(DX), Z27
+	VPDPBUSD        Z26, Z19, Z2
+	VPDPBUSD        Z27, Z18, Z2
+	VPDPBUSD        Z26, Z21, Z6
+	VPDPBUSD        Z27, Z20, Z6
+	VPDPBUSD        Z26, Z23, Z10
+	VPDPBUSD        Z27, Z22, Z10
+	VPDPBUSD        Z26, Z25, Z14
+	VPDPBUSD        Z27, Z24, Z14
+	VMOVDQU8        (DX)(BX*1), Z26
+	VMOVDQU8        64(DX)(BX*1), Z27
+	VPDPBUSD        Z26, Z19, Z3
+	VPDPBUSD        Z27, Z18, Z3
+	VPDPBUSD        Z26, Z21, Z7
+	VPDPBUSD        Z27, Z20, Z7
+	VPDPBUSD        Z26, Z23, Z11
+	VPDPBUSD        Z27, Z22, Z11
+	VPDPBUSD        Z26, Z25, Z15
+	VPDPBUSD        Z27, Z24, Z15
+	VMOVDQU8        (DX)(BX*2), Z26
+	VMOVDQU8        64(DX)(BX*2), Z27
+	VPDPBUSD        Z26, Z19, Z4
+	VPDPBUSD        Z27, Z18, Z4
+	VPDPBUSD        Z26, Z21, Z8
+	VPDPBUSD        Z27, Z20, Z8
+	VPDPBUSD        Z26, Z23, Z12
+	VPDPBUSD        Z27, Z22, Z12
+	VPDPBUSD        Z26, Z25, Z16
+	VPDPBUSD        Z27, Z24, Z16
+	VMOVDQU8        (DX)(DI*1), Z26
+	VMOVDQU8        64(DX)(DI*1), Z27
+	VPDPBUSD        Z26, Z19, Z5
+	VPDPBUSD        Z27, Z18, Z5
+	VPDPBUSD        Z26, Z21, Z9
+	VPDPBUSD        Z27, Z20, Z9
+	VPDPBUSD        Z26, Z23, Z13
+	VPDPBUSD        Z27, Z22, Z13
+	VPDPBUSD        Z26, Z25, Z17
+	VPDPBUSD        Z27, Z24, Z17
+	ADDQ            $0x20, AX
+	ADDQ            $0x20, R8
+	ADDQ            $0x00000080, DX
+	DECQ            R12
+	JNZ             gemvI8VNNIb4c4vloop
+	VPSRAVD         Z1, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPSRAVD         Z1, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	VPSRAVD         Z1, Z6, Z6
+	VPSRAVD         Z1, Z7, Z7
+	VPSRAVD         Z1, Z8, Z8
+	VPSRAVD         Z1, Z9, Z9
+	VPSRAVD         Z1, Z10, Z10
+	VPSRAVD         Z1, Z11, Z11
+	VPSRAVD         Z1, Z12, Z12
+	VPSRAVD         Z1, Z13, Z13
+	VPSRAVD         Z1, Z14, Z14
+	VPSRAVD         Z1, Z15, Z15
+	VPSRAVD         Z1, Z16, Z16
+	VPSRAVD         Z1, Z17, Z17
+	MOVQ            ldo+72(FP), R12
+	SHLQ            $0x02, R12
+	LEAQ            (R12)(R12*2), R13
+	VMOVDQU32       (R10), X18
+	VPUNPCKLDQ      Z3, Z2, Z19
+	VPUNPCKHDQ      Z3, Z2, Z20
+	VPADDD          Z20, Z19, Z19
+	VPUNPCKLDQ      Z5, Z4, Z20
+	VPUNPCKHDQ      Z5, Z4, Z21
+	VPADDD          Z21, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHQDQ     Z20, Z19, Z19
+	VPADDD          Z19, Z21, Z21
+	VEXTRACTI64X4   $0x01, Z21, Y19
+	VPADDD          Y19, Y21, Y19
+	VEXTRACTI32X4   $0x01, Y19, X20
+	VPADDD          X20, X19, X20
+	VPSUBD          X18, X20, X20
+	VMOVDQU32       X20, (R9)
+	VPUNPCKLDQ      Z7, Z6, Z19
+	VPUNPCKHDQ      Z7, Z6, Z20
+	VPADDD          Z20, Z19, Z19
+	VPUNPCKLDQ      Z9, Z8, Z20
+	VPUNPCKHDQ      Z9, Z8, Z21
+	VPADDD          Z21, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHQDQ     Z20, Z19, Z19
+	VPADDD          Z19, Z21, Z21
+	VEXTRACTI64X4   $0x01, Z21, Y19
+	VPADDD          Y19, Y21, Y19
+	VEXTRACTI32X4   $0x01, Y19, X20
+	VPADDD          X20, X19, X20
+	VPSUBD          X18, X20, X20
+	VMOVDQU32       X20, (R9)(R12*1)
+	VPUNPCKLDQ      Z11, Z10, Z19
+	VPUNPCKHDQ      Z11, Z10, Z20
+	VPADDD          Z20, Z19, Z19
+	VPUNPCKLDQ      Z13, Z12, Z20
+	VPUNPCKHDQ      Z13, Z12, Z21
+	VPADDD          Z21, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHQDQ     Z20, Z19, Z19
+	VPADDD          Z19, Z21, Z21
+	VEXTRACTI64X4   $0x01, Z21, Y19
+	VPADDD          Y19, Y21, Y19
+	VEXTRACTI32X4   $0x01, Y19, X20
+	VPADDD          X20, X19, X20
+	VPSUBD          X18, X20, X20
+	VMOVDQU32       X20, (R9)(R12*2)
+	VPUNPCKLDQ      Z15, Z14, Z19
+	VPUNPCKHDQ      Z15, Z14, Z20
+	VPADDD          Z20, Z19, Z19
+	VPUNPCKLDQ      Z17, Z16, Z20
+	VPUNPCKHDQ      Z17, Z16, Z21
+	VPADDD          Z21, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHQDQ     Z20, Z19, Z19
+	VPADDD          Z19, Z21, Z21
+	VEXTRACTI64X4   $0x01, Z21, Y19
+	VPADDD          Y19, Y21, Y19
+	VEXTRACTI32X4   $0x01, Y19, X20
+	VPADDD          X20, X19, X20
+	VPSUBD          X18, X20, X20
+	VMOVDQU32       X20, (R9)(R13*1)
+	MOVQ            ldb+80(FP), R12
+	SHLQ            $0x02, R12
+	ADDQ            R12, R9
+	MOVQ            xsb+56(FP), R12
+	SHLQ            $0x02, R12
+	ADDQ            R12, R10
+	DECQ            R11
+	JNZ             gemvI8VNNIb4c4vblock
+	VZEROUPPER
+	RET
+
+// func gemvI8VNNIb4c1v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·gemvI8VNNIb4c1v(SB), NOSPLIT, $0-88
+	MOVQ         w+0(FP), AX
+	MOVQ         ldw+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         ldx+24(FP), BX
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), BX
+	LEAQ         (AX)(CX*4), BX
+	MOVL         $0x0c0c0c0c, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x03030303, DI
+	VPBROADCASTD DI, Y1
+	VINSERTI64X4 $0x01, Y1, Z0, Z0
+	MOVL         $0x00000002, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x00000000, DI
+	VPBROADCASTD DI, Y6
+	VINSERTI64X4 $0x01, Y6, Z1, Z1
+	MOVQ         out+64(FP), DI
+	MOVQ         xsum+48(FP), R8
+	MOVQ         nb+40(FP), R9
+
+gemvI8VNNIb4c1vblock:
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   gpb+32(FP), R10
+
+gemvI8VNNIb4c1vloop:
+	PREFETCHT0      (BX)
+	VBROADCASTI64X4 (AX), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT0      (BX)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT0      (BX)(CX*2)
+	VBROADCASTI64X4 (AX)(CX*2), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT0      (BX)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU8        (DX), Z14
+	VMOVDQU8        64(DX), Z15
+	VPDPBUSD        Z14, Z7, Z2
+	VPDPBUSD        Z15, Z6, Z2
+	VPDPBUSD        Z14, Z9, Z3
+	VPDPBUSD        Z15, Z8, Z3
+	VPDPBUSD        Z14, Z11, Z4
+	VPDPBUSD        Z15, Z10, Z4
+	VPDPBUSD        Z14, Z13, Z5
+	VPDPBUSD        Z15, Z12, Z5
+	ADDQ            $0x20, AX
+	ADDQ            $0x20, BX
+	ADDQ            $0x00000080, DX
+	DECQ            R10
+	JNZ             gemvI8VNNIb4c1vloop
+	VPSRAVD         Z1, Z2, Z2
+	VPSRAVD         Z1, Z3, Z3
+	VPSRAVD         Z1, Z4, Z4
+	VPSRAVD         Z1, Z5, Z5
+	MOVQ            ldo+72(FP), R10
+	SHLQ            $0x02, R10
+	LEAQ            (R10)(R10*2), R11
+	VPBROADCASTD    (R8), X6
+	VPUNPCKLDQ      Z3, Z2, Z7
+	VPUNPCKHDQ      Z3, Z2, Z8
+	VPADDD          Z8, Z7, Z7
+	VPUNPCKLDQ      Z5, Z4, Z8
+	VPUNPCKHDQ      Z5, Z4, Z9
+	VPADDD          Z9, Z8, Z8
+	VPUNPCKLQDQ     Z8, Z7, Z9
+	VPUNPCKHQDQ     Z8, Z7, Z7
+	VPADDD          Z7, Z9, Z9
+	VEXTRACTI64X4   $0x01, Z9, Y7
+	VPADDD          Y7, Y9, Y7
+	VEXTRACTI32X4   $0x01, Y7, X8
+	VPADDD          X8, X7, X8
+	VPSUBD          X6, X8, X8
+	VMOVD           X8, (DI)
+	VPSHUFD         $0x01, X8, X6
+	VMOVD           X6, (DI)(R10*1)
+	VPSHUFD         $0x02, X8, X6
+	VMOVD           X6, (DI)(R10*2)
+	VPSHUFD         $0x03, X8, X6
+	VMOVD           X6, (DI)(R11*1)
+	MOVQ            ldb+80(FP), R10
+	SHLQ            $0x02, R10
+	ADDQ            R10, DI
+	MOVQ            xsb+56(FP), R10
+	SHLQ            $0x02, R10
+	ADDQ            R10, R8
+	DECQ            R9
+	JNZ             gemvI8VNNIb4c1vblock
+	VZEROUPPER
+	RET

@@ -305,3 +305,61 @@ func TestGemvRefusesPartialGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestGemvBlocks: every family's Blocks, codes checked and known valid,
+// against the directly computed sums of each block, over odd row and
+// column counts (tiles of 4 and the rest), one to four blocks of one to
+// three groups, xsum rows wider than the columns (xsb), and a code 3 in
+// the last block for the checked form.
+func TestGemvBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, tc := range []struct{ rows, cols, nb, gpb int }{
+		{1, 1, 1, 1}, {4, 1, 2, 1}, {4, 4, 3, 2}, {5, 3, 2, 1}, {9, 7, 4, 3}, {8, 5, 1, 2}, {3, 4, 2, 2},
+	} {
+		k := tc.nb * tc.gpb * GroupValues
+		c := newGemvCase(t, k, tc.rows, tc.cols, 3, 64,
+			func(int, int) int8 { return int8(rng.IntN(3) - 1) }, func(int, int) int8 { return int8(rng.IntN(256) - 128) })
+		bk := tc.gpb * GroupValues
+		xsb := tc.cols + 2
+		xsum := make([]int32, (tc.nb-1)*xsb+tc.cols)
+		want := make([]int32, tc.nb*tc.rows*tc.cols)
+		vals := make([]int8, k)
+		for r := range tc.rows {
+			if err := ternary.Unpack(c.w[r*c.ldw:][:k/4], vals); err != nil {
+				t.Fatal(err)
+			}
+			for b := range tc.nb {
+				for j := range tc.cols {
+					var s int32
+					for i := b * bk; i < (b+1)*bk; i++ {
+						s += int32(vals[i]) * int32(c.x[j*c.ldx+i])
+					}
+					want[(b*tc.rows+r)*tc.cols+j] = s
+				}
+			}
+		}
+		for b := range tc.nb {
+			for j := range tc.cols {
+				xsum[b*xsb+j] = SumI8(c.x[j*c.ldx+b*bk:][:bk])
+			}
+		}
+		for _, g := range GemvFamilies() {
+			for _, valid := range []bool{false, true} {
+				got := make([]int32, len(want))
+				if !g.Blocks(valid)(c.w, c.ldw, c.x, c.ldx, tc.gpb, tc.nb, xsum, xsb, tc.cols, got) {
+					t.Fatalf("%s %+v valid=%v: reported a code 3", g.Family, tc, valid)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s %+v valid=%v: out[%d] = %d, want %d", g.Family, tc, valid, i, got[i], want[i])
+					}
+				}
+			}
+			bad := append([]byte(nil), c.w...)
+			bad[(tc.rows-1)*c.ldw+k/4-1] |= 3 // a code 3 in the last row's last block
+			if g.Blocks(false)(bad, c.ldw, c.x, c.ldx, tc.gpb, tc.nb, xsum, xsb, tc.cols, make([]int32, len(want))) {
+				t.Fatalf("%s %+v: a code 3 not reported", g.Family, tc)
+			}
+		}
+	}
+}

@@ -17,7 +17,42 @@ var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI,
 	},
 	I8Valid: func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) {
 		gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
-	}})
+	},
+	I8ValidBlocks: gemvI8VNNIBlocks,
+})
+
+// gemvI8VNNIBlocks is the family's I8ValidBlocks: rows in tiles of 4 with
+// gemvI8VNNIb4c4v over columns in fours and gemvI8VNNIb4c1v over the rest,
+// every block in one call a tile; the last rows % 4 rows, and blocks of
+// more than gemvVNNIMaxGroups groups, a block at a time with I8Valid.
+func gemvI8VNNIBlocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool {
+	if gpb < 1 || nb < 1 || ncol < 1 || len(xsum) < (nb-1)*xsb+ncol {
+		panic("gemm: bad blocks for a GEMV")
+	}
+	rows := len(out) / (nb * ncol)
+	bk := gpb * GroupValues // values a block
+	checkGemv(len(w), ldw, len(x), nb*bk, ldx, ncol, rows*ncol)
+	r4 := rows &^ 3
+	if gpb > gemvVNNIMaxGroups {
+		r4 = 0
+	}
+	for r := 0; r < r4; r += 4 {
+		j := 0
+		for ; j+4 <= ncol; j += 4 {
+			gemvI8VNNIb4c4v(&w[r*ldw], ldw, &x[j*ldx], ldx, gpb, nb, &xsum[j], xsb, &out[r*ncol+j], ncol, rows*ncol)
+		}
+		for ; j < ncol; j++ {
+			gemvI8VNNIb4c1v(&w[r*ldw], ldw, &x[j*ldx], ldx, gpb, nb, &xsum[j], xsb, &out[r*ncol+j], ncol, rows*ncol)
+		}
+	}
+	if r4 < rows { // block b's last rows are adjacent in out
+		for b := range nb {
+			gemvI8VNNIKernel(w[r4*ldw+b*bk/4:], ldw, x[b*bk:], bk, ldx, xsum[b*xsb:][:ncol],
+				out[(b*rows+r4)*ncol:(b+1)*rows*ncol], &gemvVNNIValid)
+		}
+	}
+	return true
+}
 
 // gemvVNNITiles are one variant's tile kernels, named by rows x columns;
 // p4c1, p2c1 and p1c1 (one column) take two groups a step.

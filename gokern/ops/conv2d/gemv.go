@@ -97,6 +97,10 @@ func scratch[E any](n int) ([]E, *[]byte) {
 // gemvKernel is the shape of gemm.GemvKernels.I8 (GemvF32 adapted: no xsum).
 type gemvKernel[T elem, A accum] func(w []byte, ldw int, x []T, k, ldx int, xsum, out []A) bool
 
+// gemvBlocks is the shape of gemm.BlocksFunc (int8 only: the float32
+// path has none).
+type gemvBlocks[T elem, A accum] func(w []byte, ldw int, x []T, ldx, gpb, nb int, xsum []A, xsb, ncol int, out []A) bool
+
 // validOnly adapts a GemvKernels.I8Valid (no check: codes known valid) to
 // gemvKernel.
 func validOnly(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32)) gemvKernel[int8, int32] {
@@ -126,7 +130,7 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 // columns' activation sums per block. A code 3 gives PackA's error, for
 // the first one in the tensor.
 func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, sc *scaler, out []float32,
-	kern gemvKernel[T, A], order func(dst, x []T), sum func([]T) A,
+	kern gemvKernel[T, A], blocks gemvBlocks[T, A], order func(dst, x []T), sum func([]T) A,
 	fold1 func(s *scaler, y float32, acc A, o, b int, a float32) float32,
 	foldRun func(s *scaler, dst []float32, src []A, lo, b int, a float32, bs []float32)) error {
 	k, cols := d.K, d.N*d.P
@@ -179,9 +183,21 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 	runs := d.P == 1
 	chunks := par.ChunksWork(d.O, kp*cols)
 	bad := make([]int, len(chunks)-1)
+	blocked := blocks != nil && runs && sc.nb > 1
 	par.Run(chunks, func(ci, lo, hi int) {
 		bad[ci] = -1
-		res, rh := scratch[A]((hi - lo) * min(cols, gemvBlockCols))
+		markBad := func() { // a kernel saw a code 3: find the first row with one
+			for o := lo; o < hi && bad[ci] < 0; o++ {
+				if gemm.Code3(packed[o*kp/4:(o+1)*kp/4]) >= 0 {
+					bad[ci] = o
+				}
+			}
+		}
+		nres := (hi - lo) * min(cols, gemvBlockCols)
+		if blocked { // every block of one call's rows
+			nres = gemvRows * min(cols, gemvBlockCols) * sc.nb
+		}
+		res, rh := scratch[A](nres)
 		defer gemvScratch.Put(rh)
 		var col []A
 		var scb [gemvRows]float32 // block b's scales of a call's rows (foldRun)
@@ -190,8 +206,44 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			col, ch = scratch[A](gemvRows * gemvBlockCols)
 			defer gemvScratch.Put(ch)
 		}
+		// foldRuns folds block b's sums src (rows r0 .. r1-1 x columns j0
+		// .. j0+nc-1, row-major) while they are in L1.
+		foldRuns := func(src []A, r0, r1, j0, nc, b int) {
+			m := r1 - r0
+			if nc > 1 {
+				transposeTo(col, src, m, nc)
+				src = col
+			}
+			bs := sc.blockScales(scb[:m], r0, b)
+			for jj := range nc {
+				n := j0 + jj
+				var a float32
+				if acts != nil {
+					a = acts.a[n]
+				}
+				foldRun(sc, out[n*d.O+r0:n*d.O+r1], src[jj*m:][:m], r0, b, a, bs)
+			}
+		}
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
+			if blocked { // one call a run of rows for all its blocks, then their folds in order
+				for r0 := lo; r0 < hi; r0 += gemvRows {
+					if par.Stopped() {
+						return
+					}
+					r1 := min(hi, r0+gemvRows)
+					m := r1 - r0
+					rb := res[:sc.nb*m*nc]
+					if !blocks(packed[r0*kp/4:], kp/4, xt[j0*ldx:], ldx, blp/gemm.GroupValues, sc.nb, xsum[j0:], cols, nc, rb) {
+						markBad()
+						return
+					}
+					for b := range sc.nb {
+						foldRuns(rb[b*m*nc:][:m*nc], r0, r1, j0, nc, b)
+					}
+				}
+				continue
+			}
 			for b := range sc.nb {
 				// gemvRows rows per kernel call: a step between checks
 				// of par.Stopped.
@@ -202,28 +254,11 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 					r1 := min(hi, r0+gemvRows)
 					w0 := r0*kp + b*blp
 					if !kern(packed[w0/4:], kp/4, xt[j0*ldx+b*blp:], blp, ldx, xsum[b*cols+j0:][:nc], res[(r0-lo)*nc:(r1-lo)*nc]) {
-						for o := lo; o < hi && bad[ci] < 0; o++ {
-							if gemm.Code3(packed[o*kp/4:(o+1)*kp/4]) >= 0 {
-								bad[ci] = o
-							}
-						}
+						markBad()
 						return
 					}
-					if runs { // fold the call's rows while they are in L1
-						src, m := res[(r0-lo)*nc:(r1-lo)*nc], r1-r0
-						if nc > 1 {
-							transposeTo(col, src, m, nc)
-							src = col
-						}
-						bs := sc.blockScales(scb[:m], r0, b)
-						for jj := range nc {
-							n := j0 + jj
-							var a float32
-							if acts != nil {
-								a = acts.a[n]
-							}
-							foldRun(sc, out[n*d.O+r0:n*d.O+r1], src[jj*m:][:m], r0, b, a, bs)
-						}
+					if runs {
+						foldRuns(res[(r0-lo)*nc:(r1-lo)*nc], r0, r1, j0, nc, b)
 					}
 				}
 				if runs {

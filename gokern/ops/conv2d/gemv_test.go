@@ -150,7 +150,8 @@ func withCode3(w Weights, p int) Weights {
 }
 
 // TestGEMVWeightIDs: an I2_S weight with an ID runs its first int8 GEMV
-// with the code-3 check and, found valid, the later ones without it
+// with the code-3 check and, found valid, the later ones without it (with
+// scale blocks: in one call for every block where the family has it)
 // (gemm.CodesValid; on a family with unchecked kernels a code 3 slipped in
 // under the number then goes unseen), every call bit-exact with the
 // reference; a weight
@@ -160,7 +161,10 @@ func TestGEMVWeightIDs(t *testing.T) {
 	keepThreads(t)
 	rng := rand.New(rand.NewPCG(11, 12))
 	const base = 1 << 40 // numbers no other test gives
-	for i, c := range []struct{ n, c, o, bs int }{{1, 256, 9, 0}, {2, 384, 13, 128}, {1, 200, 6, 0}, {3, 512, 33, 512}} {
+	// bs < c: blocks, whose later calls run the family's BlocksFunc (4x4
+	// and 4x1 tiles, the last rows a block at a time)
+	for i, c := range []struct{ n, c, o, bs int }{{1, 256, 9, 0}, {2, 384, 13, 128}, {1, 200, 6, 0}, {3, 512, 33, 512},
+		{8, 256, 70, 128}, {5, 768, 9, 256}, {1, 512, 131, 128}} {
 		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, i%2 == 0)
 		want8 := ref8(tc)
 		w := tc.w

@@ -262,13 +262,14 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 			if valid {
 				kern = validOnly(ks.gemv.I8Valid)
 			}
-			err := gemv(d, gw, acts.q, acts, sc, out, kern, nil, gemm.SumI8, (*scaler).fold1I32, (*scaler).foldRunI32)
+			blocks := gemvBlocks[int8, int32](ks.gemv.Blocks(valid))
+			err := gemv(d, gw, acts.q, acts, sc, out, kern, blocks, nil, gemm.SumI8, (*scaler).fold1I32, (*scaler).foldRunI32)
 			if err == nil && !valid {
 				gemm.MarkCodesValid(w.ID) // every code read (an interrupted call panics in par.Run)
 			}
 			return kernelName("gemv", ks.gemv.Family), err
 		}
-		return kernelName("gemv", g.Base), gemv(d, gw, x, nil, sc, out, gemvF32(g), gemm.GemvOrder, nil, (*scaler).fold1F32, (*scaler).foldRunF32)
+		return kernelName("gemv", g.Base), gemv(d, gw, x, nil, sc, out, gemvF32(g), nil, gemm.GemvOrder, nil, (*scaler).fold1F32, (*scaler).foldRunF32)
 	}
 	if implicit {
 		wl, err := implicitWeights(d, w, newImplicitGeom(d), g)
