@@ -74,19 +74,20 @@ var gemvAVX512 = func(c *build.Context) {
 
 // gemvI8VNNIBlocks emits gemvI8VNNIb4c<cols>v (cols 4 or 1; codes known
 // valid): gemvI8VNNIShifted's arithmetic over nb blocks of gpb groups in a
-// row, each block's sums stored apart, out[b*ldb+r*ldo+j] = the sum over
-// block b's values of (w_r(i)+1)*x[j*ldx+i], minus xsum[b*xsb+j], for
-// r < 4, j < cols: the block sums of weights with a scale per block
-// (block_size < K) in one call a tile, where one call a block spent more
-// time starting and ending the tile than in its loop (two groups a block:
-// the masks, the argument loads and Go's call, against 64 VPDPBUSD).
-// Per block: the accumulators zeroed, the loop, one VPSRAVD each, and
-// gemvStore's sums (four rows of one column in one hsum4 for cols 1).
-// |lane| <= 2*4*8*128 per group: exact for gpb up to 16384.
+// row, each block's sums stored apart, column by column,
+// out[b*ldb+j*ldc+r] = the sum over block b's values of
+// (w_r(i)+1)*x[j*ldx+i], minus xsum[b*xsb+j], for r < 4, j < cols: the
+// block sums of weights with a scale per block (block_size < K) in one call
+// a tile, where one call a block spent more time starting and ending the
+// tile than in its loop (two groups a block: the masks, the argument loads
+// and Go's call, against 64 VPDPBUSD). Per block: the accumulators zeroed,
+// the loop, one VPSRAVD each, and per column one hsum4 of its four rows and
+// one 16-byte store (the folds read a column's rows in order: no
+// transposition). |lane| <= 2*4*8*128 per group: exact for gpb up to 16384.
 func gemvI8VNNIBlocks(c *build.Context, cols int) {
 	name := fmt.Sprintf("gemvI8VNNIb4c%dv", cols)
-	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)",
-		fmt.Sprintf("%s sets out[b*ldb+r*ldo+j] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < %d, row r at w + r*ldw; the codes must be valid (no code 3: not checked).", name, cols))
+	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)",
+		fmt.Sprintf("%s sets out[b*ldb+j*ldc+r] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < %d, row r at w + r*ldw; the codes must be valid (no code 3: not checked).", name, cols))
 	pw, ldw, px, ldx := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx")
 	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
 	pn := c.GP64()
@@ -106,31 +107,15 @@ func gemvI8VNNIBlocks(c *build.Context, cols int) {
 	for _, z := range acc {
 		c.VPSRAVD(sh, z, z)
 	}
-	ldo := loadArg(c, "ldo")
-	c.SHLQ(operand.Imm(2), ldo)
-	ldo3 := times3(c, ldo)
-	rowOut := func(r int) operand.Mem { return rowAddrs(po, ldo, ldo3, 0)[r] }
-	if cols == 4 { // a row's four outputs in one hsum4, adjacent
+	ldc := loadArg(c, "ldc")
+	c.SHLQ(operand.Imm(2), ldc)
+	ldc3 := times3(c, ldc)
+	for j := range cols { // column j's four rows: one hsum4, one store
 		xs := c.XMM()
-		c.VMOVDQU32(mem(ps, 0), xs)
-		for r := range 4 {
-			v := hsum4(c, acc[4*r:4*r+4])
-			c.VPSUBD(xs, v, v)
-			c.VMOVDQU32(v, rowOut(r))
-		}
-	} else { // the four rows in one hsum4, a lane each
-		xs := c.XMM()
-		c.VPBROADCASTD(mem(ps, 0), xs)
-		v := hsum4(c, acc)
+		c.VPBROADCASTD(mem(ps, 4*j), xs)
+		v := hsum4(c, []reg.VecVirtual{acc[j], acc[cols+j], acc[2*cols+j], acc[3*cols+j]})
 		c.VPSUBD(xs, v, v)
-		for r := range 4 {
-			u := v
-			if r > 0 {
-				u = c.XMM()
-				c.VPSHUFD(operand.Imm(uint64(r)), v, u)
-			}
-			c.VMOVD(u, rowOut(r))
-		}
+		c.VMOVDQU32(v, rowAddrs(po, ldc, ldc3, 0)[j])
 	}
 	step := loadArg(c, "ldb")
 	c.SHLQ(operand.Imm(2), step)

@@ -114,12 +114,12 @@ func gemvI8VNNIp2c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, ou
 //go:noescape
 func gemvI8VNNIp1c1v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
 
-// gemvI8VNNIb4c4v sets out[b*ldb+r*ldo+j] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < 4, row r at w + r*ldw; the codes must be valid (no code 3: not checked).
+// gemvI8VNNIb4c4v sets out[b*ldb+j*ldc+r] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < 4, row r at w + r*ldw; the codes must be valid (no code 3: not checked).
 //
 //go:noescape
-func gemvI8VNNIb4c4v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)
+func gemvI8VNNIb4c4v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)
 
-// gemvI8VNNIb4c1v sets out[b*ldb+r*ldo+j] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < 1, row r at w + r*ldw; the codes must be valid (no code 3: not checked).
+// gemvI8VNNIb4c1v sets out[b*ldb+j*ldc+r] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < 1, row r at w + r*ldw; the codes must be valid (no code 3: not checked).
 //
 //go:noescape
-func gemvI8VNNIb4c1v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)
+func gemvI8VNNIb4c1v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)

@@ -2814,7 +2814,7 @@ gemvI8VNNIp1c1vend:
 	MOVL          AX, ret+64(FP)
 	RET
 
-// func gemvI8VNNIb4c4v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)
+// func gemvI8VNNIb4c4v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIb4c4v(SB), NOSPLIT, $0-88
 	MOVQ         w+0(FP), AX
@@ -2939,15 +2939,15 @@ gemvI8VNNIb4c4vloop:
 	VPSRAVD         Z1, Z15, Z15
 	VPSRAVD         Z1, Z16, Z16
 	VPSRAVD         Z1, Z17, Z17
-	MOVQ            ldo+72(FP), R12
+	MOVQ            ldc+72(FP), R12
 	SHLQ            $0x02, R12
 	LEAQ            (R12)(R12*2), R13
-	VMOVDQU32       (R10), X18
-	VPUNPCKLDQ      Z3, Z2, Z19
-	VPUNPCKHDQ      Z3, Z2, Z20
+	VPBROADCASTD    (R10), X18
+	VPUNPCKLDQ      Z6, Z2, Z19
+	VPUNPCKHDQ      Z6, Z2, Z20
 	VPADDD          Z20, Z19, Z19
-	VPUNPCKLDQ      Z5, Z4, Z20
-	VPUNPCKHDQ      Z5, Z4, Z21
+	VPUNPCKLDQ      Z14, Z10, Z20
+	VPUNPCKHDQ      Z14, Z10, Z21
 	VPADDD          Z21, Z20, Z20
 	VPUNPCKLQDQ     Z20, Z19, Z21
 	VPUNPCKHQDQ     Z20, Z19, Z19
@@ -2958,11 +2958,12 @@ gemvI8VNNIb4c4vloop:
 	VPADDD          X20, X19, X20
 	VPSUBD          X18, X20, X20
 	VMOVDQU32       X20, (R9)
-	VPUNPCKLDQ      Z7, Z6, Z19
-	VPUNPCKHDQ      Z7, Z6, Z20
+	VPBROADCASTD    4(R10), X18
+	VPUNPCKLDQ      Z7, Z3, Z19
+	VPUNPCKHDQ      Z7, Z3, Z20
 	VPADDD          Z20, Z19, Z19
-	VPUNPCKLDQ      Z9, Z8, Z20
-	VPUNPCKHDQ      Z9, Z8, Z21
+	VPUNPCKLDQ      Z15, Z11, Z20
+	VPUNPCKHDQ      Z15, Z11, Z21
 	VPADDD          Z21, Z20, Z20
 	VPUNPCKLQDQ     Z20, Z19, Z21
 	VPUNPCKHQDQ     Z20, Z19, Z19
@@ -2973,11 +2974,12 @@ gemvI8VNNIb4c4vloop:
 	VPADDD          X20, X19, X20
 	VPSUBD          X18, X20, X20
 	VMOVDQU32       X20, (R9)(R12*1)
-	VPUNPCKLDQ      Z11, Z10, Z19
-	VPUNPCKHDQ      Z11, Z10, Z20
+	VPBROADCASTD    8(R10), X18
+	VPUNPCKLDQ      Z8, Z4, Z19
+	VPUNPCKHDQ      Z8, Z4, Z20
 	VPADDD          Z20, Z19, Z19
-	VPUNPCKLDQ      Z13, Z12, Z20
-	VPUNPCKHDQ      Z13, Z12, Z21
+	VPUNPCKLDQ      Z16, Z12, Z20
+	VPUNPCKHDQ      Z16, Z12, Z21
 	VPADDD          Z21, Z20, Z20
 	VPUNPCKLQDQ     Z20, Z19, Z21
 	VPUNPCKHQDQ     Z20, Z19, Z19
@@ -2988,11 +2990,12 @@ gemvI8VNNIb4c4vloop:
 	VPADDD          X20, X19, X20
 	VPSUBD          X18, X20, X20
 	VMOVDQU32       X20, (R9)(R12*2)
-	VPUNPCKLDQ      Z15, Z14, Z19
-	VPUNPCKHDQ      Z15, Z14, Z20
+	VPBROADCASTD    12(R10), X18
+	VPUNPCKLDQ      Z9, Z5, Z19
+	VPUNPCKHDQ      Z9, Z5, Z20
 	VPADDD          Z20, Z19, Z19
-	VPUNPCKLDQ      Z17, Z16, Z20
-	VPUNPCKHDQ      Z17, Z16, Z21
+	VPUNPCKLDQ      Z17, Z13, Z20
+	VPUNPCKHDQ      Z17, Z13, Z21
 	VPADDD          Z21, Z20, Z20
 	VPUNPCKLQDQ     Z20, Z19, Z21
 	VPUNPCKHQDQ     Z20, Z19, Z19
@@ -3014,7 +3017,7 @@ gemvI8VNNIb4c4vloop:
 	VZEROUPPER
 	RET
 
-// func gemvI8VNNIb4c1v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldo int, ldb int)
+// func gemvI8VNNIb4c1v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIb4c1v(SB), NOSPLIT, $0-88
 	MOVQ         w+0(FP), AX
@@ -3085,9 +3088,9 @@ gemvI8VNNIb4c1vloop:
 	VPSRAVD         Z1, Z3, Z3
 	VPSRAVD         Z1, Z4, Z4
 	VPSRAVD         Z1, Z5, Z5
-	MOVQ            ldo+72(FP), R10
+	MOVQ            ldc+72(FP), R10
 	SHLQ            $0x02, R10
-	LEAQ            (R10)(R10*2), R11
+	LEAQ            (R10)(R10*2), R10
 	VPBROADCASTD    (R8), X6
 	VPUNPCKLDQ      Z3, Z2, Z7
 	VPUNPCKHDQ      Z3, Z2, Z8
@@ -3103,13 +3106,7 @@ gemvI8VNNIb4c1vloop:
 	VEXTRACTI32X4   $0x01, Y7, X8
 	VPADDD          X8, X7, X8
 	VPSUBD          X6, X8, X8
-	VMOVD           X8, (DI)
-	VPSHUFD         $0x01, X8, X6
-	VMOVD           X6, (DI)(R10*1)
-	VPSHUFD         $0x02, X8, X6
-	VMOVD           X6, (DI)(R10*2)
-	VPSHUFD         $0x03, X8, X6
-	VMOVD           X6, (DI)(R11*1)
+	VMOVDQU32       X8, (DI)
 	MOVQ            ldb+80(FP), R10
 	SHLQ            $0x02, R10
 	ADDQ            R10, DI

@@ -334,7 +334,7 @@ func TestGemvBlocks(t *testing.T) {
 					for i := b * bk; i < (b+1)*bk; i++ {
 						s += int32(vals[i]) * int32(c.x[j*c.ldx+i])
 					}
-					want[(b*tc.rows+r)*tc.cols+j] = s
+					want[(b*tc.cols+j)*tc.rows+r] = s
 				}
 			}
 		}

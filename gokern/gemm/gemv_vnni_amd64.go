@@ -30,8 +30,7 @@ func gemvI8VNNIBlocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int3
 		panic("gemm: bad blocks for a GEMV")
 	}
 	rows := len(out) / (nb * ncol)
-	bk := gpb * GroupValues // values a block
-	checkGemv(len(w), ldw, len(x), nb*bk, ldx, ncol, rows*ncol)
+	checkGemv(len(w), ldw, len(x), nb*gpb*GroupValues, ldx, ncol, rows*ncol)
 	r4 := rows &^ 3
 	if gpb > gemvVNNIMaxGroups {
 		r4 = 0
@@ -39,17 +38,17 @@ func gemvI8VNNIBlocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int3
 	for r := 0; r < r4; r += 4 {
 		j := 0
 		for ; j+4 <= ncol; j += 4 {
-			gemvI8VNNIb4c4v(&w[r*ldw], ldw, &x[j*ldx], ldx, gpb, nb, &xsum[j], xsb, &out[r*ncol+j], ncol, rows*ncol)
+			gemvI8VNNIb4c4v(&w[r*ldw], ldw, &x[j*ldx], ldx, gpb, nb, &xsum[j], xsb, &out[j*rows+r], rows, ncol*rows)
 		}
 		for ; j < ncol; j++ {
-			gemvI8VNNIb4c1v(&w[r*ldw], ldw, &x[j*ldx], ldx, gpb, nb, &xsum[j], xsb, &out[r*ncol+j], ncol, rows*ncol)
+			gemvI8VNNIb4c1v(&w[r*ldw], ldw, &x[j*ldx], ldx, gpb, nb, &xsum[j], xsb, &out[j*rows+r], rows, ncol*rows)
 		}
 	}
-	if r4 < rows { // block b's last rows are adjacent in out
-		for b := range nb {
-			gemvI8VNNIKernel(w[r4*ldw+b*bk/4:], ldw, x[b*bk:], bk, ldx, xsum[b*xsb:][:ncol],
-				out[(b*rows+r4)*ncol:(b+1)*rows*ncol], &gemvVNNIValid)
+	if r4 < rows {
+		valid := func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+			return gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
 		}
+		blocksByCalls(valid, w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out, r4)
 	}
 	return true
 }

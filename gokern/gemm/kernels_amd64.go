@@ -5,7 +5,6 @@ package gemm
 import (
 	"unsafe"
 
-	"github.com/bitnet-go/bitnet_go/gokern/buf"
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 )
 
@@ -230,11 +229,6 @@ func gemvChunk(ng, ncol, most int) int {
 	}
 	return chunk
 }
-
-// gemvParts keeps gemvChunked's partial sums from call to call (conv2d's
-// calls: 64 rows x 16 columns; a fresh 4 KB a call cost a 2560 x 6912
-// layer on 64 samples 5% of its time in allocation).
-var gemvParts = &buf.List[int32]{MaxCap: 1 << 20, MaxCount: 16}
 
 // gemvChunked runs run, one family's int8 GEMV (gemvVNNITiles.run and
 // runPairs, gemvI8AVX2Tiles.run), over k in runs of at most chunk groups: the first

@@ -140,3 +140,30 @@ func BenchmarkConvI8(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGEMVBlocks times a 4096 x 4096 linear layer (int8 activations,
+// codes known valid: a weight ID, as Python's calls pass) with one scale,
+// and with a scale per block of 256 (TQ2_0's) and 128 values per output
+// channel, at 1, 8 and 64 samples, on -threads threads.
+func BenchmarkGEMVBlocks(b *testing.B) {
+	keepThreads(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, bs := range []int{0, 256, 128} {
+		for _, n := range []int{1, 8, 64} {
+			tc := newCase(b, rng, pointwise(n, 4096, 4096, 1, 1), bs, false)
+			tc.w.ID = 1<<40 + uint64(i) // found valid by the first call
+			out := make([]float32, tc.d.OutLen)
+			b.Run(fmt.Sprintf("bs=%d/N=%d", bs, n), func(b *testing.B) {
+				if err := par.SetThreads(*benchThreads); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := Conv2D(tc.d, tc.x, tc.w, nil, out, Options{ActBits: 8}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(2*float64(tc.d.OutLen)*float64(tc.d.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			})
+		}
+	}
+}

@@ -207,13 +207,9 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			defer gemvScratch.Put(ch)
 		}
 		// foldRuns folds block b's sums src (rows r0 .. r1-1 x columns j0
-		// .. j0+nc-1, row-major) while they are in L1.
+		// .. j0+nc-1, column by column) while they are in L1.
 		foldRuns := func(src []A, r0, r1, j0, nc, b int) {
 			m := r1 - r0
-			if nc > 1 {
-				transposeTo(col, src, m, nc)
-				src = col
-			}
 			bs := sc.blockScales(scb[:m], r0, b)
 			for jj := range nc {
 				n := j0 + jj
@@ -238,7 +234,7 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 						markBad()
 						return
 					}
-					for b := range sc.nb {
+					for b := range sc.nb { // column by column already
 						foldRuns(rb[b*m*nc:][:m*nc], r0, r1, j0, nc, b)
 					}
 				}
@@ -258,7 +254,12 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 						return
 					}
 					if runs {
-						foldRuns(res[(r0-lo)*nc:(r1-lo)*nc], r0, r1, j0, nc, b)
+						src := res[(r0-lo)*nc : (r1-lo)*nc]
+						if nc > 1 {
+							transposeTo(col, src, r1-r0, nc)
+							src = col
+						}
+						foldRuns(src, r0, r1, j0, nc, b)
 					}
 				}
 				if runs {
