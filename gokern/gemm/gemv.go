@@ -41,10 +41,10 @@ type GemvKernels struct {
 var gemvParts = &buf.List[int32]{MaxCap: 1 << 20, MaxCount: 16}
 
 // BlocksFunc is I8 over nb >= 1 blocks of gpb >= 1 groups each (row r's k
-// = nb*gpb*GroupValues values from w[r*ldw]; at most 16384 groups a block),
-// each block's sums apart and column by column: out[(b*ncol+j)*rows+r] =
+// = nb*gpb*GroupValues values from w[r*ldw]), each block's sums apart and column by column: out[(b*ncol+j)*rows+r] =
 // the sum over block b's values of w_r(i)*x[j*ldx+i], minus xsum[b*xsb+j]
-// (column j's sum over the block), for rows = len(out)/(nb*ncol). It
+// (column j's sum over the block), for rows = len(out)/(nb*ncol) (len(out)
+// a multiple of nb*ncol). It
 // returns false where a row holds a code 3. The block sums of weights with
 // a scale per block, in the order their folds read them.
 type BlocksFunc func(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool
@@ -58,10 +58,7 @@ func (g *GemvKernels) Blocks(valid bool) BlocksFunc {
 	}
 	i8 := g.I8
 	if valid {
-		i8 = func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
-			g.I8Valid(w, ldw, x, k, ldx, xsum, out)
-			return true
-		}
+		i8 = validAsChecked(g.I8Valid)
 	}
 	return func(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool {
 		return blocksByCalls(i8, w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out, 0)
@@ -92,6 +89,14 @@ func blocksByCalls(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []
 
 // GemvOp is the registry's op "linear_gemv"; gemvI8Generic is its oracle.
 var GemvOp = cpu.NewOp("linear_gemv", &GemvKernels{Family: cpu.Generic, I8: gemvI8Generic, I8Valid: checkedOnly(gemvI8Generic)})
+
+// validAsChecked is I8Valid in I8's shape (returning true).
+func validAsChecked(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32)) func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+	return func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+		i8(w, ldw, x, k, ldx, xsum, out)
+		return true
+	}
+}
 
 // checkedOnly is an I8Valid that runs the checking I8.
 func checkedOnly(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool) func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) {

@@ -308,13 +308,15 @@ func TestGemvRefusesPartialGroups(t *testing.T) {
 
 // TestGemvBlocks: every family's Blocks, codes checked and known valid,
 // against the directly computed sums of each block, over odd row and
-// column counts (tiles of 4 and the rest), one to four blocks of one to
-// three groups, xsum rows wider than the columns (xsb), and a code 3 in
-// the last block for the checked form.
+// column counts (tiles of 4 and the rest), one to forty blocks of one to
+// three groups (and one past gemvVNNIMaxGroups), xsum rows wider than the
+// columns (xsb), and a code 3 in the last block for the checked form.
 func TestGemvBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, tc := range []struct{ rows, cols, nb, gpb int }{
 		{1, 1, 1, 1}, {4, 1, 2, 1}, {4, 4, 3, 2}, {5, 3, 2, 1}, {9, 7, 4, 3}, {8, 5, 1, 2}, {3, 4, 2, 2},
+		{4, 5, 40, 1},    // many blocks
+		{4, 1, 1, 16385}, // a block past gemvVNNIMaxGroups: a block at a time
 	} {
 		k := tc.nb * tc.gpb * GroupValues
 		c := newGemvCase(t, k, tc.rows, tc.cols, 3, 64,

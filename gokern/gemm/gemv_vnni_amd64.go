@@ -16,17 +16,25 @@ var _ = GemvOp.Register(cpu.AVX512VNNI, &GemvKernels{Family: cpu.AVX512VNNI,
 		return gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIChecked)
 	},
 	I8Valid: func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) {
-		gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
+		gemvI8VNNIValid(w, ldw, x, k, ldx, xsum, out)
 	},
 	I8ValidBlocks: gemvI8VNNIBlocks,
 })
 
+// gemvI8VNNIValid is the family's I8Valid, returning true (the shape of I8).
+func gemvI8VNNIValid(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
+	return gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
+}
+
 // gemvI8VNNIBlocks is the family's I8ValidBlocks: rows in tiles of 4 with
 // gemvI8VNNIb4c4v over columns in fours and gemvI8VNNIb4c1v over the rest,
 // every block in one call a tile; the last rows % 4 rows, and blocks of
-// more than gemvVNNIMaxGroups groups, a block at a time with I8Valid.
+// more than gemvVNNIMaxGroups groups, a block at a time with I8Valid. Not
+// split into runs of blocks whose activations fit L1 as gemvChunked splits
+// rows: 4096 x 11008 in blocks of 256 or 128, 1 to 64 samples, ran the
+// same either way (BenchmarkGEMVBlocks, Zen 4, 2 rounds).
 func gemvI8VNNIBlocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool {
-	if gpb < 1 || nb < 1 || ncol < 1 || len(xsum) < (nb-1)*xsb+ncol {
+	if gpb < 1 || nb < 1 || ncol < 1 || len(xsum) < (nb-1)*xsb+ncol || len(out)%(nb*ncol) != 0 {
 		panic("gemm: bad blocks for a GEMV")
 	}
 	rows := len(out) / (nb * ncol)
@@ -45,10 +53,7 @@ func gemvI8VNNIBlocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int3
 		}
 	}
 	if r4 < rows {
-		valid := func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool {
-			return gemvI8VNNIKernel(w, ldw, x, k, ldx, xsum, out, &gemvVNNIValid)
-		}
-		blocksByCalls(valid, w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out, r4)
+		blocksByCalls(gemvI8VNNIValid, w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out, r4)
 	}
 	return true
 }

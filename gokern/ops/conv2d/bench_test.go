@@ -141,29 +141,34 @@ func BenchmarkConvI8(b *testing.B) {
 	}
 }
 
-// BenchmarkGEMVBlocks times a 4096 x 4096 linear layer (int8 activations,
-// codes known valid: a weight ID, as Python's calls pass) with one scale,
-// and with a scale per block of 256 (TQ2_0's) and 128 values per output
-// channel, at 1, 8 and 64 samples, on -threads threads.
+// BenchmarkGEMVBlocks times 4096-channel linear layers over 4096 and
+// 11008 inputs (int8 activations, codes known valid: a weight ID, as
+// Python's calls pass) with one scale, and with a scale per block of 256
+// (TQ2_0's) and 128 values per output channel, at 1, 8 and 64 samples, on
+// -threads threads.
 func BenchmarkGEMVBlocks(b *testing.B) {
 	keepThreads(b)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i, bs := range []int{0, 256, 128} {
-		for _, n := range []int{1, 8, 64} {
-			tc := newCase(b, rng, pointwise(n, 4096, 4096, 1, 1), bs, false)
-			tc.w.ID = 1<<40 + uint64(i) // found valid by the first call
-			out := make([]float32, tc.d.OutLen)
-			b.Run(fmt.Sprintf("bs=%d/N=%d", bs, n), func(b *testing.B) {
-				if err := par.SetThreads(*benchThreads); err != nil {
-					b.Fatal(err)
-				}
-				for b.Loop() {
-					if _, err := Conv2D(tc.d, tc.x, tc.w, nil, out, Options{ActBits: 8}); err != nil {
+	id := uint64(1 << 41) // numbers no test gives
+	for _, k := range []int{4096, 11008} {
+		for _, bs := range []int{0, 256, 128} {
+			for _, n := range []int{1, 8, 64} {
+				tc := newCase(b, rng, pointwise(n, k, 4096, 1, 1), bs, false)
+				id++
+				tc.w.ID = id // found valid by the first call
+				out := make([]float32, tc.d.OutLen)
+				b.Run(fmt.Sprintf("k=%d/bs=%d/N=%d", k, bs, n), func(b *testing.B) {
+					if err := par.SetThreads(*benchThreads); err != nil {
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(2*float64(tc.d.OutLen)*float64(tc.d.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
-			})
+					for b.Loop() {
+						if _, err := Conv2D(tc.d, tc.x, tc.w, nil, out, Options{ActBits: 8}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(2*float64(tc.d.OutLen)*float64(tc.d.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+				})
+			}
 		}
 	}
 }

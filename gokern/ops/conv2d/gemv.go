@@ -118,7 +118,9 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 }
 
 // gemv computes a pointwise convolution (useGEMV) with one Gemv call per
-// (block of columns, thread's run of output channels, scale block), folded
+// (block of columns, thread's run of output channels, scale block) (with
+// several scale blocks, P 1 and blocks given (int8): one blocks call per
+// block of columns and run of channels, for all its scale blocks), folded
 // into out by fold1 (the scaler's one-element arithmetic, as the GEMM
 // algorithms' folds), or, where P is 1 (a linear layer: a column's
 // channels are adjacent in out), by foldRun over each column's run of
@@ -207,7 +209,7 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			defer gemvScratch.Put(ch)
 		}
 		// foldRuns folds block b's sums src (rows r0 .. r1-1 x columns j0
-		// .. j0+nc-1, column by column) while they are in L1.
+		// .. j0+nc-1, column by column), just computed (in L1 or L2).
 		foldRuns := func(src []A, r0, r1, j0, nc, b int) {
 			m := r1 - r0
 			bs := sc.blockScales(scb[:m], r0, b)

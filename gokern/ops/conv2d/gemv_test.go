@@ -162,9 +162,10 @@ func TestGEMVWeightIDs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	const base = 1 << 40 // numbers no other test gives
 	// bs < c: blocks, whose later calls run the family's BlocksFunc (4x4
-	// and 4x1 tiles, the last rows a block at a time)
+	// and 4x1 tiles, the last rows a block at a time; 20 samples: a second
+	// block of columns; 96: blocks padded to whole groups)
 	for i, c := range []struct{ n, c, o, bs int }{{1, 256, 9, 0}, {2, 384, 13, 128}, {1, 200, 6, 0}, {3, 512, 33, 512},
-		{8, 256, 70, 128}, {5, 768, 9, 256}, {1, 512, 131, 128}} {
+		{8, 256, 70, 128}, {5, 768, 9, 256}, {1, 512, 131, 128}, {20, 384, 9, 128}, {6, 384, 9, 96}} {
 		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, i%2 == 0)
 		want8 := ref8(tc)
 		w := tc.w
@@ -182,8 +183,9 @@ func TestGEMVWeightIDs(t *testing.T) {
 		}
 		// the later calls ran unchecked: other codes under the number (which
 		// callers promise never to pass), with a code 3, go unreported
-		// (read as they are: K whole groups; padded layouts unpack them)
-		if c.c%128 == 0 && gemm.GemvOp.Get().Family == cpu.AVX512VNNI {
+		// (read as they are: K and the scale blocks whole groups; padded
+		// layouts unpack them)
+		if c.c%128 == 0 && c.bs%128 == 0 && gemm.GemvOp.Get().Family == cpu.AVX512VNNI {
 			broken := withCode3(w, c.c/2)
 			if _, err := Conv2D(tc.d, tc.x, broken, tc.bias, make([]float32, tc.d.OutLen), Options{ActBits: 8}); err != nil {
 				t.Errorf("%v: a weight recorded as valid was checked: %v", tc, err)

@@ -133,8 +133,8 @@ const (
 	// to the next. Measured (BenchmarkLinear, avx512vnni, Zen 4, 1 thread,
 	// 3 rounds alternating, ms): 8 x 4096 x 11008 3.08-3.39 -> 2.50-2.54,
 	// 64 x 4096 x 11008 16.0-16.4 -> 15.0-15.4; k <= 4096 is one pass, as
-	// before (at most 3 KiB a pass, i.e. two passes of 2 KiB there: 8 x 4096 x 4096
-	// 0.78-0.82 -> 0.84-0.94).
+	// before. A 3 KiB cap, which makes k = 4096 two passes of 2 KiB, was
+	// slower there: 8 x 4096 x 4096 0.78-0.82 -> 0.84-0.94.
 	dotKBlocks = 64
 )
 

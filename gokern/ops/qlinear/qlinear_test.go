@@ -129,7 +129,7 @@ func TestLinearKPasses(t *testing.T) {
 	defer par.SetMinWork(par.SetMinWork(1))
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct{ M, N, K int }{
-		{4, 4, dotKBlocks*KB + KB},           // two passes of 33 blocks
+		{4, 4, dotKBlocks*KB + KB},           // two passes, of 33 and 32 blocks
 		{5, 7, 2 * dotKBlocks * KB},          // two full passes
 		{8, 70, 3*dotKBlocks*KB + 2*KB + 13}, // four passes and a tail
 		{7, 9, 2*dotKBlocks*KB + 1},          // the tail alone past two passes
