@@ -479,6 +479,9 @@ func gemvI8AVX2Kernels(c *build.Context) {
 		}
 		gemvI8AVX2Rows4(c, check)
 	}
+	for _, ncol := range []int{4, 1} {
+		gemvI8AVX2Blocks(c, ncol)
+	}
 }
 
 // gemvI8Block is how many groups the int8 AVX2 GEMV kernels add in int16
@@ -564,27 +567,75 @@ func gemvI8AVX2(c *build.Context, ncol int, check bool) {
 		three = zeroY(c, 1)[0]
 	}
 	gemvI8Loop(c, name, n, acc16, acc32, ones16, func() {
-		c.PREFETCHT0(operand.Mem{Base: pw, Index: pf, Scale: 1})
-		wv := c.YMM()
-		c.VMOVDQU(mem(pw, 0), wv)
-		if check {
-			orThree(c, wv, three)
-		}
-		for q := range 4 {
-			code := unpackCodes(c, wv, mask, q)
-			for j := range ncol {
-				p := c.YMM()
-				c.VPMADDUBSW(colMem(j, 32*q), code, p)
-				c.VPADDW(p, acc16[j], acc16[j])
-			}
-		}
-		c.ADDQ(operand.Imm(32), pw)
-		advance(groupValues)
+		gemvI8Group(c, pw, pf, mask, three, colMem, acc16, advance)
 	})
 	for j, a := range acc32 {
 		hsumStoreY(c, a, mem(pout, 4*j), false)
 	}
 	gemvI8Return(c, check, three)
+}
+
+// gemvI8Group emits one group of gemvI8AVX2's loop: the 32 bytes of codes
+// at pw (prefetching pf bytes on; checked for 3 into three where three is
+// not nil), four vectors of codes, per column and q a VPMADDUBSW into the
+// column's int16 lanes acc16[j]; then the pointers advanced.
+func gemvI8Group(c *build.Context, pw, pf reg.Register, mask, three reg.VecVirtual, colMem func(j, disp int) operand.Mem,
+	acc16 []reg.VecVirtual, advance func(bytes int)) {
+	c.PREFETCHT0(operand.Mem{Base: pw, Index: pf, Scale: 1})
+	wv := c.YMM()
+	c.VMOVDQU(mem(pw, 0), wv)
+	if three != nil {
+		orThree(c, wv, three)
+	}
+	for q := range 4 {
+		code := unpackCodes(c, wv, mask, q)
+		for j := range acc16 {
+			p := c.YMM()
+			c.VPMADDUBSW(colMem(j, 32*q), code, p)
+			c.VPADDW(p, acc16[j], acc16[j])
+		}
+	}
+	c.ADDQ(operand.Imm(32), pw)
+	advance(groupValues)
+}
+
+// gemvI8AVX2Blocks emits gemvI8AVX2b<ncol>v (ncol 4 or 1; codes known
+// valid): gemvI8AVX2's sums over nb blocks of ng groups of one row, each
+// block's stored apart, out[b*ldb+j*ldc] = the sum over block b's values of
+// (w(i)+1)*x[j*ldx+i] for j < ncol (the caller subtracts the columns'
+// sums): one call a row and block of columns for every block of a weight
+// with a scale per block, where one call a block spent about as long
+// starting and ending as in its loop.
+func gemvI8AVX2Blocks(c *build.Context, ncol int) {
+	name := fmt.Sprintf("gemvI8AVX2b%dv", ncol)
+	declareNoescape(c, name, "func(w *byte, pf int, x *int8, ldx int, ng int, nb int, out *int32, ldc int, ldb int)",
+		fmt.Sprintf("%s sets out[b*ldb+j*ldc] = sum over block b (groups b*ng .. b*ng+ng-1, ng >= 1) of (w(i)+1)*x[j*ldx+i] for b < nb (>= 1), j < %d, prefetching the codes pf bytes on (the next row's); the codes must be valid (no code 3: not checked).", name, ncol))
+	pw, n, pout, colMem, advance := gemvArgs(c, ncol, 1)
+	pf, nb := loadArg(c, "pf"), loadArg(c, "nb")
+	ldc := loadArg(c, "ldc")
+	c.SHLQ(operand.Imm(2), ldc)
+	ldc3 := times3(c, ldc)
+	mask := bcst32(c, 0x03030303)
+	ones16 := bcst32(c, 0x00010001)
+	acc16 := make([]reg.VecVirtual, ncol)
+	for j := range acc16 {
+		acc16[j] = c.YMM()
+	}
+	c.Label(name + "blk")
+	acc32 := zeroY(c, ncol)
+	gemvI8Loop(c, name, n, acc16, acc32, ones16, func() {
+		gemvI8Group(c, pw, pf, mask, nil, colMem, acc16, advance)
+	})
+	for j, a := range acc32 {
+		hsumStoreY(c, a, rowAddrs(pout, ldc, ldc3, 0)[j], false)
+	}
+	step := loadArg(c, "ldb")
+	c.SHLQ(operand.Imm(2), step)
+	c.ADDQ(step, pout)
+	c.Load(c.Param("ng"), n)
+	c.DECQ(nb)
+	c.JNZ(operand.LabelRef(name + "blk"))
+	vzeroRet(c)
 }
 
 // gemvI8Return returns the code-3 flag (threeFlag) with check, else 0.

@@ -84,6 +84,16 @@ func gemvI8AVX2x4v(w *byte, pf int, x *int8, ldx int, ng int, out *int32) uint32
 //go:noescape
 func gemvI8AVX2r4v(w *byte, ldw int, x *int8, ng int, out *int32) uint32
 
+// gemvI8AVX2b4v sets out[b*ldb+j*ldc] = sum over block b (groups b*ng .. b*ng+ng-1, ng >= 1) of (w(i)+1)*x[j*ldx+i] for b < nb (>= 1), j < 4, prefetching the codes pf bytes on (the next row's); the codes must be valid (no code 3: not checked).
+//
+//go:noescape
+func gemvI8AVX2b4v(w *byte, pf int, x *int8, ldx int, ng int, nb int, out *int32, ldc int, ldb int)
+
+// gemvI8AVX2b1v sets out[b*ldb+j*ldc] = sum over block b (groups b*ng .. b*ng+ng-1, ng >= 1) of (w(i)+1)*x[j*ldx+i] for b < nb (>= 1), j < 1, prefetching the codes pf bytes on (the next row's); the codes must be valid (no code 3: not checked).
+//
+//go:noescape
+func gemvI8AVX2b1v(w *byte, pf int, x *int8, ldx int, ng int, nb int, out *int32, ldc int, ldb int)
+
 // packPanelAVX2 packs ng >= 1 I2_S groups of four rows into an A panel; nonzero return: a code 3.
 //
 //go:noescape

@@ -1946,6 +1946,209 @@ gemvI8AVX2r4vloop:
 	MOVL         AX, ret+40(FP)
 	RET
 
+// func gemvI8AVX2b4v(w *byte, pf int, x *int8, ldx int, ng int, nb int, out *int32, ldc int, ldb int)
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2b4v(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+48(FP), SI
+	LEAQ         (DX)(DX*2), DI
+	MOVQ         pf+8(FP), R8
+	MOVQ         nb+40(FP), R9
+	MOVQ         ldc+56(FP), R10
+	SHLQ         $0x02, R10
+	LEAQ         (R10)(R10*2), R11
+	MOVL         $0x03030303, R12
+	VMOVD        R12, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, R12
+	VMOVD        R12, X1
+	VPBROADCASTD X1, Y1
+
+gemvI8AVX2b4vblk:
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+
+gemvI8AVX2b4vblock:
+	MOVQ    $0x0000000000000010, R12
+	CMPQ    BX, R12
+	CMOVQLT BX, R12
+	SUBQ    R12, BX
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+
+gemvI8AVX2b4vloop:
+	PREFETCHT0   (AX)(R8*1)
+	VMOVDQU      (AX), Y10
+	VPSRLW       $0x06, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   (CX), Y11, Y12
+	VPADDW       Y12, Y2, Y2
+	VPMADDUBSW   (CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y3, Y3
+	VPMADDUBSW   (CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y4, Y4
+	VPMADDUBSW   (CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y5, Y5
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   32(CX), Y11, Y12
+	VPADDW       Y12, Y2, Y2
+	VPMADDUBSW   32(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y3, Y3
+	VPMADDUBSW   32(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y4, Y4
+	VPMADDUBSW   32(CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y5, Y5
+	VPSRLW       $0x02, Y10, Y11
+	VPAND        Y0, Y11, Y11
+	VPMADDUBSW   64(CX), Y11, Y12
+	VPADDW       Y12, Y2, Y2
+	VPMADDUBSW   64(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y3, Y3
+	VPMADDUBSW   64(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y4, Y4
+	VPMADDUBSW   64(CX)(DI*1), Y11, Y11
+	VPADDW       Y11, Y5, Y5
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   96(CX), Y10, Y11
+	VPADDW       Y11, Y2, Y2
+	VPMADDUBSW   96(CX)(DX*1), Y10, Y11
+	VPADDW       Y11, Y3, Y3
+	VPMADDUBSW   96(CX)(DX*2), Y10, Y11
+	VPADDW       Y11, Y4, Y4
+	VPMADDUBSW   96(CX)(DI*1), Y10, Y10
+	VPADDW       Y10, Y5, Y5
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000080, CX
+	DECQ         R12
+	JNZ          gemvI8AVX2b4vloop
+	VPMADDWD     Y1, Y2, Y2
+	VPADDD       Y2, Y6, Y6
+	VPMADDWD     Y1, Y3, Y3
+	VPADDD       Y3, Y7, Y7
+	VPMADDWD     Y1, Y4, Y4
+	VPADDD       Y4, Y8, Y8
+	VPMADDWD     Y1, Y5, Y5
+	VPADDD       Y5, Y9, Y9
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2b4vblock
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X2, X6, X6
+	VPSHUFD      $0x4e, X6, X2
+	VPADDD       X2, X6, X6
+	VPSHUFD      $0xb1, X6, X2
+	VPADDD       X2, X6, X6
+	VMOVD        X6, (SI)
+	VEXTRACTI128 $0x01, Y7, X2
+	VPADDD       X2, X7, X7
+	VPSHUFD      $0x4e, X7, X2
+	VPADDD       X2, X7, X7
+	VPSHUFD      $0xb1, X7, X2
+	VPADDD       X2, X7, X7
+	VMOVD        X7, (SI)(R10*1)
+	VEXTRACTI128 $0x01, Y8, X2
+	VPADDD       X2, X8, X8
+	VPSHUFD      $0x4e, X8, X2
+	VPADDD       X2, X8, X8
+	VPSHUFD      $0xb1, X8, X2
+	VPADDD       X2, X8, X8
+	VMOVD        X8, (SI)(R10*2)
+	VEXTRACTI128 $0x01, Y9, X2
+	VPADDD       X2, X9, X9
+	VPSHUFD      $0x4e, X9, X2
+	VPADDD       X2, X9, X9
+	VPSHUFD      $0xb1, X9, X2
+	VPADDD       X2, X9, X9
+	VMOVD        X9, (SI)(R11*1)
+	MOVQ         ldb+64(FP), BX
+	SHLQ         $0x02, BX
+	ADDQ         BX, SI
+	MOVQ         ng+32(FP), BX
+	DECQ         R9
+	JNZ          gemvI8AVX2b4vblk
+	VZEROUPPER
+	RET
+
+// func gemvI8AVX2b1v(w *byte, pf int, x *int8, ldx int, ng int, nb int, out *int32, ldc int, ldb int)
+// Requires: AVX, AVX2, CMOV, MMX+
+TEXT ·gemvI8AVX2b1v(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         x+16(FP), CX
+	MOVQ         ldx+24(FP), DX
+	MOVQ         ng+32(FP), BX
+	MOVQ         out+48(FP), SI
+	LEAQ         (DX)(DX*2), DX
+	MOVQ         pf+8(FP), DX
+	MOVQ         nb+40(FP), DI
+	MOVQ         ldc+56(FP), R8
+	SHLQ         $0x02, R8
+	LEAQ         (R8)(R8*2), R8
+	MOVL         $0x03030303, R8
+	VMOVD        R8, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, R8
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
+
+gemvI8AVX2b1vblk:
+	VPXOR Y3, Y3, Y3
+
+gemvI8AVX2b1vblock:
+	MOVQ    $0x0000000000000010, R8
+	CMPQ    BX, R8
+	CMOVQLT BX, R8
+	SUBQ    R8, BX
+	VPXOR   Y2, Y2, Y2
+
+gemvI8AVX2b1vloop:
+	PREFETCHT0   (AX)(DX*1)
+	VMOVDQU      (AX), Y4
+	VPSRLW       $0x06, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   (CX), Y5, Y5
+	VPADDW       Y5, Y2, Y2
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   32(CX), Y5, Y5
+	VPADDW       Y5, Y2, Y2
+	VPSRLW       $0x02, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   64(CX), Y5, Y5
+	VPADDW       Y5, Y2, Y2
+	VPAND        Y0, Y4, Y4
+	VPMADDUBSW   96(CX), Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000080, CX
+	DECQ         R8
+	JNZ          gemvI8AVX2b1vloop
+	VPMADDWD     Y1, Y2, Y2
+	VPADDD       Y2, Y3, Y3
+	TESTQ        BX, BX
+	JNZ          gemvI8AVX2b1vblock
+	VEXTRACTI128 $0x01, Y3, X2
+	VPADDD       X2, X3, X3
+	VPSHUFD      $0x4e, X3, X2
+	VPADDD       X2, X3, X3
+	VPSHUFD      $0xb1, X3, X2
+	VPADDD       X2, X3, X3
+	VMOVD        X3, (SI)
+	MOVQ         ldb+64(FP), BX
+	SHLQ         $0x02, BX
+	ADDQ         BX, SI
+	MOVQ         ng+32(FP), BX
+	DECQ         DI
+	JNZ          gemvI8AVX2b1vblk
+	VZEROUPPER
+	RET
+
 // func packPanelAVX2(panel *byte, r0 *byte, r1 *byte, r2 *byte, r3 *byte, ng int) uint32
 // Requires: AVX, AVX2
 TEXT ·packPanelAVX2(SB), NOSPLIT, $0-52
