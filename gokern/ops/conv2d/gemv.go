@@ -21,6 +21,10 @@ const (
 	gemvMaxP      = 8
 	gemvBlockCols = 16
 	gemvRows      = 64 // rows per kernel call (par.Stopped is checked between calls)
+	// gemvMaxBlocks is the most scale blocks of one blocks call (their sums
+	// kept for the folds: 256 KB a task at 64 rows x 16 columns; a K of
+	// 2^24 in blocks of 128 would have wanted 512 MB)
+	gemvMaxBlocks = 64
 )
 
 // useGEMV reports whether the pointwise shape d runs as gemv: one group and
@@ -196,8 +200,8 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 			}
 		}
 		nres := (hi - lo) * min(cols, gemvBlockCols)
-		if blocked { // every block of one call's rows
-			nres = gemvRows * min(cols, gemvBlockCols) * sc.nb
+		if blocked { // the blocks of one call's rows
+			nres = gemvRows * min(cols, gemvBlockCols) * min(sc.nb, gemvMaxBlocks)
 		}
 		res, rh := scratch[A](nres)
 		defer gemvScratch.Put(rh)
@@ -224,20 +228,24 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		}
 		for j0 := 0; j0 < cols; j0 += gemvBlockCols {
 			nc := min(gemvBlockCols, cols-j0)
-			if blocked { // one call a run of rows for all its blocks, then their folds in order
+			if blocked { // one call a run of rows for its blocks (up to gemvMaxBlocks), then their folds in order
 				for r0 := lo; r0 < hi; r0 += gemvRows {
 					if par.Stopped() {
 						return
 					}
 					r1 := min(hi, r0+gemvRows)
 					m := r1 - r0
-					rb := res[:sc.nb*m*nc]
-					if !blocks(packed[r0*kp/4:], kp/4, xt[j0*ldx:], ldx, blp/gemm.GroupValues, sc.nb, xsum[j0:], cols, nc, rb) {
-						markBad()
-						return
-					}
-					for b := range sc.nb { // column by column already
-						foldRuns(rb[b*m*nc:][:m*nc], r0, r1, j0, nc, b)
+					for b0 := 0; b0 < sc.nb; b0 += gemvMaxBlocks {
+						nb := min(gemvMaxBlocks, sc.nb-b0)
+						rb := res[:nb*m*nc]
+						if !blocks(packed[r0*kp/4+b0*blp/4:], kp/4, xt[j0*ldx+b0*blp:], ldx, blp/gemm.GroupValues, nb,
+							xsum[b0*cols+j0:], cols, nc, rb) {
+							markBad()
+							return
+						}
+						for b := range nb { // column by column already
+							foldRuns(rb[b*m*nc:][:m*nc], r0, r1, j0, nc, b0+b)
+						}
 					}
 				}
 				continue

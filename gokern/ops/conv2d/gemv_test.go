@@ -165,7 +165,8 @@ func TestGEMVWeightIDs(t *testing.T) {
 	// and 4x1 tiles, the last rows a block at a time; 20 samples: a second
 	// block of columns; 96: blocks padded to whole groups)
 	for i, c := range []struct{ n, c, o, bs int }{{1, 256, 9, 0}, {2, 384, 13, 128}, {1, 200, 6, 0}, {3, 512, 33, 512},
-		{8, 256, 70, 128}, {5, 768, 9, 256}, {1, 512, 131, 128}, {20, 384, 9, 128}, {6, 384, 9, 96}} {
+		{8, 256, 70, 128}, {5, 768, 9, 256}, {1, 512, 131, 128}, {20, 384, 9, 128}, {6, 384, 9, 96},
+		{2, 70 * 128, 5, 128}} { // 70 blocks: two blocks calls (gemvMaxBlocks)
 		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, i%2 == 0)
 		want8 := ref8(tc)
 		w := tc.w
