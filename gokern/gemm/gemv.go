@@ -65,12 +65,23 @@ func (g *GemvKernels) Blocks(valid bool) BlocksFunc {
 	}
 }
 
+// blocksRows checks a BlocksFunc's arguments (a panic: the callers' bug)
+// and returns its rows.
+func blocksRows(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) int {
+	if gpb < 1 || nb < 1 || ncol < 1 || len(xsum) < (nb-1)*xsb+ncol || len(out)%(nb*ncol) != 0 {
+		panic("gemm: bad blocks for a GEMV")
+	}
+	rows := len(out) / (nb * ncol)
+	checkGemv(len(w), ldw, len(x), nb*gpb*GroupValues, ldx, ncol, rows*ncol)
+	return rows
+}
+
 // blocksByCalls computes rows r0.. of a BlocksFunc's result with i8, a
 // block at a time: each block's rows x ncol sums into a buffer, then into
 // out column by column.
 func blocksByCalls(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32) bool,
 	w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32, r0 int) bool {
-	rows := len(out) / (nb * ncol)
+	rows := blocksRows(w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out)
 	m, bk := rows-r0, gpb*GroupValues
 	part, h := gemvParts.Sized(m * ncol)
 	defer gemvParts.Put(h)

@@ -24,11 +24,7 @@ var _ = GemvOp.Register(cpu.AVX2, &GemvKernels{Family: cpu.AVX2,
 // activations stay in L1 while the block's rows go by); then each block's
 // column sums subtracted.
 func gemvI8AVX2Blocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool {
-	if gpb < 1 || nb < 1 || ncol < 1 || len(xsum) < (nb-1)*xsb+ncol || len(out)%(nb*ncol) != 0 {
-		panic("gemm: bad blocks for a GEMV")
-	}
-	rows := len(out) / (nb * ncol)
-	checkGemv(len(w), ldw, len(x), nb*gpb*GroupValues, ldx, ncol, rows*ncol)
+	rows := blocksRows(w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out)
 	for rb := 0; rb < rows; rb += gemvI8AVX2Rows {
 		re := min(rows, rb+gemvI8AVX2Rows)
 		j := 0

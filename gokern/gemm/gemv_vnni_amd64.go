@@ -34,11 +34,7 @@ func gemvI8VNNIValid(w []byte, ldw int, x []int8, k, ldx int, xsum, out []int32)
 // rows: 4096 x 11008 in blocks of 256 or 128, 1 to 64 samples, ran the
 // same either way (BenchmarkGEMVBlocks, Zen 4, 2 rounds).
 func gemvI8VNNIBlocks(w []byte, ldw int, x []int8, ldx, gpb, nb int, xsum []int32, xsb, ncol int, out []int32) bool {
-	if gpb < 1 || nb < 1 || ncol < 1 || len(xsum) < (nb-1)*xsb+ncol || len(out)%(nb*ncol) != 0 {
-		panic("gemm: bad blocks for a GEMV")
-	}
-	rows := len(out) / (nb * ncol)
-	checkGemv(len(w), ldw, len(x), nb*gpb*GroupValues, ldx, ncol, rows*ncol)
+	rows := blocksRows(w, ldw, x, ldx, gpb, nb, xsum, xsb, ncol, out)
 	r4 := rows &^ 3
 	if gpb > gemvVNNIMaxGroups {
 		r4 = 0

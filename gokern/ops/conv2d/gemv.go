@@ -206,8 +206,8 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		res, rh := scratch[A](nres)
 		defer gemvScratch.Put(rh)
 		var col []A
-		var scb [gemvRows]float32 // block b's scales of a call's rows (foldRun)
-		if runs && cols > 1 {
+		var scb [gemvRows]float32         // block b's scales of a call's rows (foldRun)
+		if runs && cols > 1 && !blocked { // the transposition's (block sums come column by column)
 			var ch *[]byte
 			col, ch = scratch[A](gemvRows * gemvBlockCols)
 			defer gemvScratch.Put(ch)
