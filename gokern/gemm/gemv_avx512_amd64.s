@@ -888,93 +888,64 @@ gemvI8VNNIs4c4loop:
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIs4c4loop
-	MOVL            $0x00000002, AX
-	VPBROADCASTD    AX, Z0
-	MOVL            $0x00000000, AX
-	VPBROADCASTD    AX, Y1
-	VINSERTI64X4    $0x01, Y1, Z0, Z0
-	VPSRAVD         Z0, Z2, Z2
-	VPSRAVD         Z0, Z3, Z3
-	VPSRAVD         Z0, Z4, Z4
-	VPSRAVD         Z0, Z5, Z5
-	VPSRAVD         Z0, Z6, Z6
-	VPSRAVD         Z0, Z7, Z7
-	VPSRAVD         Z0, Z8, Z8
-	VPSRAVD         Z0, Z9, Z9
-	VPSRAVD         Z0, Z10, Z10
-	VPSRAVD         Z0, Z11, Z11
-	VPSRAVD         Z0, Z12, Z12
-	VPSRAVD         Z0, Z13, Z13
-	VPSRAVD         Z0, Z14, Z14
-	VPSRAVD         Z0, Z15, Z15
-	VPSRAVD         Z0, Z16, Z16
-	VPSRAVD         Z0, Z17, Z17
+	VPUNPCKLDQ      Z3, Z2, Z0
+	VPUNPCKHDQ      Z3, Z2, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z5, Z4, Z1
+	VPUNPCKHDQ      Z5, Z4, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z2
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z2, Z2
+	VPUNPCKLDQ      Z7, Z6, Z0
+	VPUNPCKHDQ      Z7, Z6, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z9, Z8, Z1
+	VPUNPCKHDQ      Z9, Z8, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z3
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z3, Z3
+	VPUNPCKLDQ      Z11, Z10, Z0
+	VPUNPCKHDQ      Z11, Z10, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z13, Z12, Z1
+	VPUNPCKHDQ      Z13, Z12, Z4
+	VPADDD          Z4, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z4
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z4, Z4
+	VPUNPCKLDQ      Z15, Z14, Z0
+	VPUNPCKHDQ      Z15, Z14, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z17, Z16, Z1
+	VPUNPCKHDQ      Z17, Z16, Z5
+	VPADDD          Z5, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z5
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z5, Z5
+	VSHUFI64X2      $0x44, Z3, Z2, Z0
+	VSHUFI64X2      $0xee, Z3, Z2, Z1
+	VPSRAD          $0x02, Z0, Z0
+	VPADDD          Z1, Z0, Z0
+	VSHUFI64X2      $0x44, Z5, Z4, Z1
+	VSHUFI64X2      $0xee, Z5, Z4, Z2
+	VPSRAD          $0x02, Z1, Z1
+	VPADDD          Z2, Z1, Z1
+	VSHUFI64X2      $0x88, Z1, Z0, Z2
+	VSHUFI64X2      $0xdd, Z1, Z0, Z0
+	VPADDD          Z0, Z2, Z2
+	MOVQ            xsum+40(FP), AX
+	VBROADCASTI32X4 (AX), Z0
+	VPSUBD          Z0, Z2, Z2
 	MOVQ            out+48(FP), AX
 	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), DX
-	MOVQ            xsum+40(FP), BX
-	VMOVDQU32       (BX), X0
-	VPUNPCKLDQ      Z3, Z2, Z1
-	VPUNPCKHDQ      Z3, Z2, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z5, Z4, Z2
-	VPUNPCKHDQ      Z5, Z4, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
 	VMOVDQU32       X2, (AX)
-	VPUNPCKLDQ      Z7, Z6, Z1
-	VPUNPCKHDQ      Z7, Z6, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z9, Z8, Z2
-	VPUNPCKHDQ      Z9, Z8, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
-	VMOVDQU32       X2, (AX)(CX*1)
-	VPUNPCKLDQ      Z11, Z10, Z1
-	VPUNPCKHDQ      Z11, Z10, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z13, Z12, Z2
-	VPUNPCKHDQ      Z13, Z12, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
-	VMOVDQU32       X2, (AX)(CX*2)
-	VPUNPCKLDQ      Z15, Z14, Z1
-	VPUNPCKHDQ      Z15, Z14, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z17, Z16, Z2
-	VPUNPCKHDQ      Z17, Z16, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
-	VMOVDQU32       X2, (AX)(DX*1)
+	VEXTRACTI32X4   $0x01, Z2, (AX)(CX*1)
+	VEXTRACTI32X4   $0x02, Z2, (AX)(CX*2)
+	VEXTRACTI32X4   $0x03, Z2, (AX)(DX*1)
 	MOVL            $0xaaaaaaaa, AX
 	VPBROADCASTD    AX, Y0
 	VPTESTMD        Y0, Y18, K1
@@ -2188,7 +2159,7 @@ gemvI8VNNIr1c4vloop:
 	RET
 
 // func gemvI8VNNIs4c4v(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIs4c4v(SB), NOSPLIT, $0-68
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -2286,93 +2257,64 @@ gemvI8VNNIs4c4vloop:
 	ADDQ            $0x00000080, DX
 	DECQ            SI
 	JNZ             gemvI8VNNIs4c4vloop
-	MOVL            $0x00000002, AX
-	VPBROADCASTD    AX, Z0
-	MOVL            $0x00000000, AX
-	VPBROADCASTD    AX, Y1
-	VINSERTI64X4    $0x01, Y1, Z0, Z0
-	VPSRAVD         Z0, Z2, Z2
-	VPSRAVD         Z0, Z3, Z3
-	VPSRAVD         Z0, Z4, Z4
-	VPSRAVD         Z0, Z5, Z5
-	VPSRAVD         Z0, Z6, Z6
-	VPSRAVD         Z0, Z7, Z7
-	VPSRAVD         Z0, Z8, Z8
-	VPSRAVD         Z0, Z9, Z9
-	VPSRAVD         Z0, Z10, Z10
-	VPSRAVD         Z0, Z11, Z11
-	VPSRAVD         Z0, Z12, Z12
-	VPSRAVD         Z0, Z13, Z13
-	VPSRAVD         Z0, Z14, Z14
-	VPSRAVD         Z0, Z15, Z15
-	VPSRAVD         Z0, Z16, Z16
-	VPSRAVD         Z0, Z17, Z17
+	VPUNPCKLDQ      Z3, Z2, Z0
+	VPUNPCKHDQ      Z3, Z2, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z5, Z4, Z1
+	VPUNPCKHDQ      Z5, Z4, Z2
+	VPADDD          Z2, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z2
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z2, Z2
+	VPUNPCKLDQ      Z7, Z6, Z0
+	VPUNPCKHDQ      Z7, Z6, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z9, Z8, Z1
+	VPUNPCKHDQ      Z9, Z8, Z3
+	VPADDD          Z3, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z3
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z3, Z3
+	VPUNPCKLDQ      Z11, Z10, Z0
+	VPUNPCKHDQ      Z11, Z10, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z13, Z12, Z1
+	VPUNPCKHDQ      Z13, Z12, Z4
+	VPADDD          Z4, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z4
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z4, Z4
+	VPUNPCKLDQ      Z15, Z14, Z0
+	VPUNPCKHDQ      Z15, Z14, Z1
+	VPADDD          Z1, Z0, Z0
+	VPUNPCKLDQ      Z17, Z16, Z1
+	VPUNPCKHDQ      Z17, Z16, Z5
+	VPADDD          Z5, Z1, Z1
+	VPUNPCKLQDQ     Z1, Z0, Z5
+	VPUNPCKHQDQ     Z1, Z0, Z0
+	VPADDD          Z0, Z5, Z5
+	VSHUFI64X2      $0x44, Z3, Z2, Z0
+	VSHUFI64X2      $0xee, Z3, Z2, Z1
+	VPSRAD          $0x02, Z0, Z0
+	VPADDD          Z1, Z0, Z0
+	VSHUFI64X2      $0x44, Z5, Z4, Z1
+	VSHUFI64X2      $0xee, Z5, Z4, Z2
+	VPSRAD          $0x02, Z1, Z1
+	VPADDD          Z2, Z1, Z1
+	VSHUFI64X2      $0x88, Z1, Z0, Z2
+	VSHUFI64X2      $0xdd, Z1, Z0, Z0
+	VPADDD          Z0, Z2, Z2
+	MOVQ            xsum+40(FP), AX
+	VBROADCASTI32X4 (AX), Z0
+	VPSUBD          Z0, Z2, Z2
 	MOVQ            out+48(FP), AX
 	MOVQ            ldo+56(FP), CX
 	SHLQ            $0x02, CX
 	LEAQ            (CX)(CX*2), DX
-	MOVQ            xsum+40(FP), BX
-	VMOVDQU32       (BX), X0
-	VPUNPCKLDQ      Z3, Z2, Z1
-	VPUNPCKHDQ      Z3, Z2, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z5, Z4, Z2
-	VPUNPCKHDQ      Z5, Z4, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
 	VMOVDQU32       X2, (AX)
-	VPUNPCKLDQ      Z7, Z6, Z1
-	VPUNPCKHDQ      Z7, Z6, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z9, Z8, Z2
-	VPUNPCKHDQ      Z9, Z8, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
-	VMOVDQU32       X2, (AX)(CX*1)
-	VPUNPCKLDQ      Z11, Z10, Z1
-	VPUNPCKHDQ      Z11, Z10, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z13, Z12, Z2
-	VPUNPCKHDQ      Z13, Z12, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
-	VMOVDQU32       X2, (AX)(CX*2)
-	VPUNPCKLDQ      Z15, Z14, Z1
-	VPUNPCKHDQ      Z15, Z14, Z2
-	VPADDD          Z2, Z1, Z1
-	VPUNPCKLDQ      Z17, Z16, Z2
-	VPUNPCKHDQ      Z17, Z16, Z3
-	VPADDD          Z3, Z2, Z2
-	VPUNPCKLQDQ     Z2, Z1, Z3
-	VPUNPCKHQDQ     Z2, Z1, Z1
-	VPADDD          Z1, Z3, Z3
-	VEXTRACTI64X4   $0x01, Z3, Y1
-	VPADDD          Y1, Y3, Y1
-	VEXTRACTI32X4   $0x01, Y1, X2
-	VPADDD          X2, X1, X2
-	VPSUBD          X0, X2, X2
-	VMOVDQU32       X2, (AX)(DX*1)
+	VEXTRACTI32X4   $0x01, Z2, (AX)(CX*1)
+	VEXTRACTI32X4   $0x02, Z2, (AX)(CX*2)
+	VEXTRACTI32X4   $0x03, Z2, (AX)(DX*1)
 	XORL            AX, AX
 	VZEROUPPER
 	MOVL            AX, ret+64(FP)
@@ -2815,7 +2757,7 @@ gemvI8VNNIp1c1vend:
 	RET
 
 // func gemvI8VNNIb4c4v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
 TEXT ·gemvI8VNNIb4c4v(SB), NOSPLIT, $0-88
 	MOVQ         w+0(FP), AX
 	MOVQ         ldw+8(FP), CX
@@ -2829,11 +2771,7 @@ TEXT ·gemvI8VNNIb4c4v(SB), NOSPLIT, $0-88
 	MOVL         $0x03030303, R9
 	VPBROADCASTD R9, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x00000002, R9
-	VPBROADCASTD R9, Z1
-	MOVL         $0x00000000, R9
-	VPBROADCASTD R9, Y18
-	VINSERTI64X4 $0x01, Y18, Z1, Z1
+	VPMOVZXBD    gemvQuadIdx<>+0(SB), Z1
 	MOVQ         out+64(FP), R9
 	MOVQ         xsum+48(FP), R10
 	MOVQ         nb+40(FP), R11
@@ -2859,90 +2797,73 @@ gemvI8VNNIb4c4vblock:
 
 gemvI8VNNIb4c4vloop:
 	PREFETCHT0      (R8)
-	VBROADCASTI64X4 (AX), Z18
-	VPSRLW          $0x04, Z18, Z19
-	VPANDD          Z0, Z19, Z19
-	VPANDD          Z0, Z18, Z18
-	PREFETCHT0      (R8)(CX*1)
-	VBROADCASTI64X4 (AX)(CX*1), Z20
-	VPSRLW          $0x04, Z20, Z21
-	VPANDD          Z0, Z21, Z21
+	VBROADCASTI64X4 (AX), Z19
+	VPSRLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z20, Z20
-	PREFETCHT0      (R8)(CX*2)
-	VBROADCASTI64X4 (AX)(CX*2), Z22
-	VPSRLW          $0x04, Z22, Z23
-	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z19, Z19
+	PREFETCHT0      (R8)(CX*1)
+	VBROADCASTI64X4 (AX)(CX*1), Z21
+	VPSRLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT0      (R8)(SI*1)
-	VBROADCASTI64X4 (AX)(SI*1), Z24
-	VPSRLW          $0x04, Z24, Z25
-	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z21, Z21
+	PREFETCHT0      (R8)(CX*2)
+	VBROADCASTI64X4 (AX)(CX*2), Z23
+	VPSRLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z24, Z24
-	VMOVDQU8        (DX), Z26
-	VMOVDQU8        64(DX), Z27
-	VPDPBUSD        Z26, Z19, Z2
-	VPDPBUSD        Z27, Z18, Z2
-	VPDPBUSD        Z26, Z21, Z6
-	VPDPBUSD        Z27, Z20, Z6
-	VPDPBUSD        Z26, Z23, Z10
-	VPDPBUSD        Z27, Z22, Z10
-	VPDPBUSD        Z26, Z25, Z14
-	VPDPBUSD        Z27, Z24, Z14
-	VMOVDQU8        (DX)(BX*1), Z26
-	VMOVDQU8        64(DX)(BX*1), Z27
-	VPDPBUSD        Z26, Z19, Z3
-	VPDPBUSD        Z27, Z18, Z3
-	VPDPBUSD        Z26, Z21, Z7
-	VPDPBUSD        Z27, Z20, Z7
-	VPDPBUSD        Z26, Z23, Z11
-	VPDPBUSD        Z27, Z22, Z11
-	VPDPBUSD        Z26, Z25, Z15
-	VPDPBUSD        Z27, Z24, Z15
-	VMOVDQU8        (DX)(BX*2), Z26
-	VMOVDQU8        64(DX)(BX*2), Z27
-	VPDPBUSD        Z26, Z19, Z4
-	VPDPBUSD        Z27, Z18, Z4
-	VPDPBUSD        Z26, Z21, Z8
-	VPDPBUSD        Z27, Z20, Z8
-	VPDPBUSD        Z26, Z23, Z12
-	VPDPBUSD        Z27, Z22, Z12
-	VPDPBUSD        Z26, Z25, Z16
-	VPDPBUSD        Z27, Z24, Z16
-	VMOVDQU8        (DX)(DI*1), Z26
-	VMOVDQU8        64(DX)(DI*1), Z27
-	VPDPBUSD        Z26, Z19, Z5
-	VPDPBUSD        Z27, Z18, Z5
-	VPDPBUSD        Z26, Z21, Z9
-	VPDPBUSD        Z27, Z20, Z9
-	VPDPBUSD        Z26, Z23, Z13
-	VPDPBUSD        Z27, Z22, Z13
-	VPDPBUSD        Z26, Z25, Z17
-	VPDPBUSD        Z27, Z24, Z17
+	VPANDD          Z0, Z23, Z23
+	PREFETCHT0      (R8)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z25
+	VPSRLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z26, Z26
+	VPANDD          Z0, Z25, Z25
+	VMOVDQU8        (DX), Z27
+	VMOVDQU8        64(DX), Z28
+	VPDPBUSD        Z27, Z20, Z2
+	VPDPBUSD        Z28, Z19, Z2
+	VPDPBUSD        Z27, Z22, Z6
+	VPDPBUSD        Z28, Z21, Z6
+	VPDPBUSD        Z27, Z24, Z10
+	VPDPBUSD        Z28, Z23, Z10
+	VPDPBUSD        Z27, Z26, Z14
+	VPDPBUSD        Z28, Z25, Z14
+	VMOVDQU8        (DX)(BX*1), Z27
+	VMOVDQU8        64(DX)(BX*1), Z28
+	VPDPBUSD        Z27, Z20, Z3
+	VPDPBUSD        Z28, Z19, Z3
+	VPDPBUSD        Z27, Z22, Z7
+	VPDPBUSD        Z28, Z21, Z7
+	VPDPBUSD        Z27, Z24, Z11
+	VPDPBUSD        Z28, Z23, Z11
+	VPDPBUSD        Z27, Z26, Z15
+	VPDPBUSD        Z28, Z25, Z15
+	VMOVDQU8        (DX)(BX*2), Z27
+	VMOVDQU8        64(DX)(BX*2), Z28
+	VPDPBUSD        Z27, Z20, Z4
+	VPDPBUSD        Z28, Z19, Z4
+	VPDPBUSD        Z27, Z22, Z8
+	VPDPBUSD        Z28, Z21, Z8
+	VPDPBUSD        Z27, Z24, Z12
+	VPDPBUSD        Z28, Z23, Z12
+	VPDPBUSD        Z27, Z26, Z16
+	VPDPBUSD        Z28, Z25, Z16
+	VMOVDQU8        (DX)(DI*1), Z27
+	VMOVDQU8        64(DX)(DI*1), Z28
+	VPDPBUSD        Z27, Z20, Z5
+	VPDPBUSD        Z28, Z19, Z5
+	VPDPBUSD        Z27, Z22, Z9
+	VPDPBUSD        Z28, Z21, Z9
+	VPDPBUSD        Z27, Z24, Z13
+	VPDPBUSD        Z28, Z23, Z13
+	VPDPBUSD        Z27, Z26, Z17
+	VPDPBUSD        Z28, Z25, Z17
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, R8
 	ADDQ            $0x00000080, DX
 	DECQ            R12
 	JNZ             gemvI8VNNIb4c4vloop
-	VPSRAVD         Z1, Z2, Z2
-	VPSRAVD         Z1, Z3, Z3
-	VPSRAVD         Z1, Z4, Z4
-	VPSRAVD         Z1, Z5, Z5
-	VPSRAVD         Z1, Z6, Z6
-	VPSRAVD         Z1, Z7, Z7
-	VPSRAVD         Z1, Z8, Z8
-	VPSRAVD         Z1, Z9, Z9
-	VPSRAVD         Z1, Z10, Z10
-	VPSRAVD         Z1, Z11, Z11
-	VPSRAVD         Z1, Z12, Z12
-	VPSRAVD         Z1, Z13, Z13
-	VPSRAVD         Z1, Z14, Z14
-	VPSRAVD         Z1, Z15, Z15
-	VPSRAVD         Z1, Z16, Z16
-	VPSRAVD         Z1, Z17, Z17
 	MOVQ            ldc+72(FP), R12
 	SHLQ            $0x02, R12
 	LEAQ            (R12)(R12*2), R13
-	VPBROADCASTD    (R10), X18
 	VPUNPCKLDQ      Z6, Z2, Z19
 	VPUNPCKHDQ      Z6, Z2, Z20
 	VPADDD          Z20, Z19, Z19
@@ -2952,60 +2873,51 @@ gemvI8VNNIb4c4vloop:
 	VPUNPCKLQDQ     Z20, Z19, Z21
 	VPUNPCKHQDQ     Z20, Z19, Z19
 	VPADDD          Z19, Z21, Z21
-	VEXTRACTI64X4   $0x01, Z21, Y19
-	VPADDD          Y19, Y21, Y19
-	VEXTRACTI32X4   $0x01, Y19, X20
-	VPADDD          X20, X19, X20
-	VPSUBD          X18, X20, X20
-	VMOVDQU32       X20, (R9)
-	VPBROADCASTD    4(R10), X18
 	VPUNPCKLDQ      Z7, Z3, Z19
 	VPUNPCKHDQ      Z7, Z3, Z20
 	VPADDD          Z20, Z19, Z19
 	VPUNPCKLDQ      Z15, Z11, Z20
-	VPUNPCKHDQ      Z15, Z11, Z21
-	VPADDD          Z21, Z20, Z20
-	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHDQ      Z15, Z11, Z22
+	VPADDD          Z22, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z22
 	VPUNPCKHQDQ     Z20, Z19, Z19
-	VPADDD          Z19, Z21, Z21
-	VEXTRACTI64X4   $0x01, Z21, Y19
-	VPADDD          Y19, Y21, Y19
-	VEXTRACTI32X4   $0x01, Y19, X20
-	VPADDD          X20, X19, X20
-	VPSUBD          X18, X20, X20
-	VMOVDQU32       X20, (R9)(R12*1)
-	VPBROADCASTD    8(R10), X18
+	VPADDD          Z19, Z22, Z22
 	VPUNPCKLDQ      Z8, Z4, Z19
 	VPUNPCKHDQ      Z8, Z4, Z20
 	VPADDD          Z20, Z19, Z19
 	VPUNPCKLDQ      Z16, Z12, Z20
-	VPUNPCKHDQ      Z16, Z12, Z21
-	VPADDD          Z21, Z20, Z20
-	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHDQ      Z16, Z12, Z23
+	VPADDD          Z23, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z23
 	VPUNPCKHQDQ     Z20, Z19, Z19
-	VPADDD          Z19, Z21, Z21
-	VEXTRACTI64X4   $0x01, Z21, Y19
-	VPADDD          Y19, Y21, Y19
-	VEXTRACTI32X4   $0x01, Y19, X20
-	VPADDD          X20, X19, X20
-	VPSUBD          X18, X20, X20
-	VMOVDQU32       X20, (R9)(R12*2)
-	VPBROADCASTD    12(R10), X18
+	VPADDD          Z19, Z23, Z23
 	VPUNPCKLDQ      Z9, Z5, Z19
 	VPUNPCKHDQ      Z9, Z5, Z20
 	VPADDD          Z20, Z19, Z19
 	VPUNPCKLDQ      Z17, Z13, Z20
-	VPUNPCKHDQ      Z17, Z13, Z21
-	VPADDD          Z21, Z20, Z20
-	VPUNPCKLQDQ     Z20, Z19, Z21
+	VPUNPCKHDQ      Z17, Z13, Z24
+	VPADDD          Z24, Z20, Z20
+	VPUNPCKLQDQ     Z20, Z19, Z24
 	VPUNPCKHQDQ     Z20, Z19, Z19
+	VPADDD          Z19, Z24, Z24
+	VSHUFI64X2      $0x44, Z22, Z21, Z19
+	VSHUFI64X2      $0xee, Z22, Z21, Z20
+	VPSRAD          $0x02, Z19, Z19
+	VPADDD          Z20, Z19, Z19
+	VSHUFI64X2      $0x44, Z24, Z23, Z20
+	VSHUFI64X2      $0xee, Z24, Z23, Z21
+	VPSRAD          $0x02, Z20, Z20
+	VPADDD          Z21, Z20, Z20
+	VSHUFI64X2      $0x88, Z20, Z19, Z21
+	VSHUFI64X2      $0xdd, Z20, Z19, Z19
 	VPADDD          Z19, Z21, Z21
-	VEXTRACTI64X4   $0x01, Z21, Y19
-	VPADDD          Y19, Y21, Y19
-	VEXTRACTI32X4   $0x01, Y19, X20
-	VPADDD          X20, X19, X20
-	VPSUBD          X18, X20, X20
-	VMOVDQU32       X20, (R9)(R13*1)
+	VMOVDQU32       (R10), X18
+	VPERMD          Z18, Z1, Z18
+	VPSUBD          Z18, Z21, Z21
+	VMOVDQU32       X21, (R9)
+	VEXTRACTI32X4   $0x01, Z21, (R9)(R12*1)
+	VEXTRACTI32X4   $0x02, Z21, (R9)(R12*2)
+	VEXTRACTI32X4   $0x03, Z21, (R9)(R13*1)
 	MOVQ            ldb+80(FP), R12
 	SHLQ            $0x02, R12
 	ADDQ            R12, R9
@@ -3016,6 +2928,16 @@ gemvI8VNNIb4c4vloop:
 	JNZ             gemvI8VNNIb4c4vblock
 	VZEROUPPER
 	RET
+
+DATA gemvQuadIdx<>+0(SB)/4, $0x00000000
+DATA gemvQuadIdx<>+4(SB)/4, $0x01010101
+DATA gemvQuadIdx<>+8(SB)/4, $0x02020202
+DATA gemvQuadIdx<>+12(SB)/4, $0x03030303
+DATA gemvQuadIdx<>+16(SB)/4, $0x00000000
+DATA gemvQuadIdx<>+20(SB)/4, $0x00000000
+DATA gemvQuadIdx<>+24(SB)/4, $0x00000000
+DATA gemvQuadIdx<>+28(SB)/4, $0x00000000
+GLOBL gemvQuadIdx<>(SB), RODATA|NOPTR, $32
 
 // func gemvI8VNNIb4c1v(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
@@ -3032,11 +2954,6 @@ TEXT ·gemvI8VNNIb4c1v(SB), NOSPLIT, $0-88
 	MOVL         $0x03030303, DI
 	VPBROADCASTD DI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x00000002, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x00000000, DI
-	VPBROADCASTD DI, Y6
-	VINSERTI64X4 $0x01, Y6, Z1, Z1
 	MOVQ         out+64(FP), DI
 	MOVQ         xsum+48(FP), R8
 	MOVQ         nb+40(FP), R9
@@ -3050,63 +2967,60 @@ gemvI8VNNIb4c1vblock:
 
 gemvI8VNNIb4c1vloop:
 	PREFETCHT0      (BX)
-	VBROADCASTI64X4 (AX), Z6
-	VPSRLW          $0x04, Z6, Z7
-	VPANDD          Z0, Z7, Z7
+	VBROADCASTI64X4 (AX), Z1
+	VPSRLW          $0x04, Z1, Z6
 	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z1, Z1
 	PREFETCHT0      (BX)(CX*1)
-	VBROADCASTI64X4 (AX)(CX*1), Z8
-	VPSRLW          $0x04, Z8, Z9
-	VPANDD          Z0, Z9, Z9
+	VBROADCASTI64X4 (AX)(CX*1), Z7
+	VPSRLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z7, Z7
 	PREFETCHT0      (BX)(CX*2)
-	VBROADCASTI64X4 (AX)(CX*2), Z10
-	VPSRLW          $0x04, Z10, Z11
-	VPANDD          Z0, Z11, Z11
+	VBROADCASTI64X4 (AX)(CX*2), Z9
+	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z10, Z10
+	VPANDD          Z0, Z9, Z9
 	PREFETCHT0      (BX)(SI*1)
-	VBROADCASTI64X4 (AX)(SI*1), Z12
-	VPSRLW          $0x04, Z12, Z13
-	VPANDD          Z0, Z13, Z13
+	VBROADCASTI64X4 (AX)(SI*1), Z11
+	VPSRLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z12, Z12
-	VMOVDQU8        (DX), Z14
-	VMOVDQU8        64(DX), Z15
-	VPDPBUSD        Z14, Z7, Z2
-	VPDPBUSD        Z15, Z6, Z2
-	VPDPBUSD        Z14, Z9, Z3
-	VPDPBUSD        Z15, Z8, Z3
-	VPDPBUSD        Z14, Z11, Z4
-	VPDPBUSD        Z15, Z10, Z4
-	VPDPBUSD        Z14, Z13, Z5
-	VPDPBUSD        Z15, Z12, Z5
+	VPANDD          Z0, Z11, Z11
+	VMOVDQU8        (DX), Z13
+	VMOVDQU8        64(DX), Z14
+	VPDPBUSD        Z13, Z6, Z2
+	VPDPBUSD        Z14, Z1, Z2
+	VPDPBUSD        Z13, Z8, Z3
+	VPDPBUSD        Z14, Z7, Z3
+	VPDPBUSD        Z13, Z10, Z4
+	VPDPBUSD        Z14, Z9, Z4
+	VPDPBUSD        Z13, Z12, Z5
+	VPDPBUSD        Z14, Z11, Z5
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
 	DECQ            R10
 	JNZ             gemvI8VNNIb4c1vloop
-	VPSRAVD         Z1, Z2, Z2
-	VPSRAVD         Z1, Z3, Z3
-	VPSRAVD         Z1, Z4, Z4
-	VPSRAVD         Z1, Z5, Z5
 	MOVQ            ldc+72(FP), R10
 	SHLQ            $0x02, R10
 	LEAQ            (R10)(R10*2), R10
-	VPBROADCASTD    (R8), X6
-	VPUNPCKLDQ      Z3, Z2, Z7
-	VPUNPCKHDQ      Z3, Z2, Z8
+	VPBROADCASTD    (R8), X1
+	VPUNPCKLDQ      Z3, Z2, Z6
+	VPUNPCKHDQ      Z3, Z2, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLDQ      Z5, Z4, Z7
+	VPUNPCKHDQ      Z5, Z4, Z8
 	VPADDD          Z8, Z7, Z7
-	VPUNPCKLDQ      Z5, Z4, Z8
-	VPUNPCKHDQ      Z5, Z4, Z9
-	VPADDD          Z9, Z8, Z8
-	VPUNPCKLQDQ     Z8, Z7, Z9
-	VPUNPCKHQDQ     Z8, Z7, Z7
-	VPADDD          Z7, Z9, Z9
-	VEXTRACTI64X4   $0x01, Z9, Y7
-	VPADDD          Y7, Y9, Y7
-	VEXTRACTI32X4   $0x01, Y7, X8
-	VPADDD          X8, X7, X8
-	VPSUBD          X6, X8, X8
-	VMOVDQU32       X8, (DI)
+	VPUNPCKLQDQ     Z7, Z6, Z8
+	VPUNPCKHQDQ     Z7, Z6, Z6
+	VPADDD          Z6, Z8, Z8
+	VEXTRACTI64X4   $0x01, Z8, Y6
+	VPSRAD          $0x02, Y8, Y7
+	VPADDD          Y6, Y7, Y6
+	VEXTRACTI32X4   $0x01, Y6, X7
+	VPADDD          X7, X6, X7
+	VPSUBD          X1, X7, X7
+	VMOVDQU32       X7, (DI)
 	MOVQ            ldb+80(FP), R10
 	SHLQ            $0x02, R10
 	ADDQ            R10, DI

@@ -315,7 +315,8 @@ func TestGemvBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, tc := range []struct{ rows, cols, nb, gpb int }{
 		{1, 1, 1, 1}, {4, 1, 2, 1}, {4, 4, 3, 2}, {5, 3, 2, 1}, {9, 7, 4, 3}, {8, 5, 1, 2}, {3, 4, 2, 2},
-		{4, 5, 40, 1},    // many blocks
+		{4, 5, 40, 1},                              // many blocks
+		{4, 4, 1, 1}, {9, 6, 1, 5}, {13, 8, 1, 40}, // one block (a scale a row) on several columns; 40 groups: k split for L1
 		{4, 1, 1, 16385}, // a block past gemvVNNIMaxGroups: a block at a time
 	} {
 		k := tc.nb * tc.gpb * GroupValues
@@ -361,6 +362,33 @@ func TestGemvBlocks(t *testing.T) {
 			bad[(tc.rows-1)*c.ldw+k/4-1] |= 3 // a code 3 in the last row's last block
 			if g.Blocks(false)(bad, c.ldw, c.x, c.ldx, tc.gpb, tc.nb, xsum, xsb, tc.cols, make([]int32, len(want))) {
 				t.Fatalf("%s %+v: a code 3 not reported", g.Family, tc)
+			}
+		}
+	}
+}
+
+// TestTranspose: shapes of conv2d's kernel-call blocks and blocksByCalls'
+// parts, four-column runs and their tails, column strides of rows and
+// more, against the definition t[j*ldt+i] = m[i*nc+j]; nothing else of t
+// written.
+func TestTranspose(t *testing.T) {
+	for _, tc := range []struct{ rows, nc, ldt int }{{1, 1, 1}, {3, 2, 3}, {5, 4, 5}, {7, 7, 7}, {2, 9, 2}, {64, 16, 64}, {63, 13, 63},
+		{3, 5, 7}, {60, 4, 64}, {1, 6, 4}, {61, 16, 64}} {
+		m := make([]int32, tc.rows*tc.nc)
+		for i := range m {
+			m[i] = int32(i*7 + 1)
+		}
+		got := make([]int32, (tc.nc-1)*tc.ldt+tc.rows+3) // room past the block
+		Transpose(got, tc.ldt, m, tc.rows, tc.nc)
+		want := make([]int32, len(got)) // 0 where no column lies
+		for i := range tc.rows {
+			for j := range tc.nc {
+				want[j*tc.ldt+i] = m[i*tc.nc+j]
+			}
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("rows=%d nc=%d ldt=%d: t[%d] = %d, want %d", tc.rows, tc.nc, tc.ldt, i, got[i], want[i])
 			}
 		}
 	}

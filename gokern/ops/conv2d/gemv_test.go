@@ -218,28 +218,3 @@ func TestGEMVWeightIDs(t *testing.T) {
 		t.Error("a TL1 weight's ID recorded as valid I2_S codes")
 	}
 }
-
-// TestTransposeTo: every shape of a kernel call's block, four-column runs
-// and their tail, against the definition t[j*rows+i] = m[i*nc+j].
-func TestTransposeTo(t *testing.T) {
-	for _, tc := range []struct{ rows, nc int }{{1, 1}, {3, 2}, {5, 4}, {7, 7}, {2, 9}, {64, 16}, {63, 13}} {
-		m := make([]int32, tc.rows*tc.nc)
-		for i := range m {
-			m[i] = int32(i*7 + 1)
-		}
-		got := make([]int32, len(m)+3) // room past the block: must stay 0
-		transposeTo(got, m, tc.rows, tc.nc)
-		for i := range tc.rows {
-			for j := range tc.nc {
-				if got[j*tc.rows+i] != m[i*tc.nc+j] {
-					t.Fatalf("rows=%d nc=%d: t[%d] = %d, want m[%d] = %d", tc.rows, tc.nc, j*tc.rows+i, got[j*tc.rows+i], i*tc.nc+j, m[i*tc.nc+j])
-				}
-			}
-		}
-		for i := len(m); i < len(got); i++ {
-			if got[i] != 0 {
-				t.Fatalf("rows=%d nc=%d: wrote t[%d] past the block", tc.rows, tc.nc, i)
-			}
-		}
-	}
-}
