@@ -565,3 +565,32 @@ def test_cuda_plan_arguments(args: tuple, exc: type, match: str) -> None:
     with pytest.raises(exc, match=match):
         diagnostics.cuda_plan(*args)
     assert diagnostics.cuda_plan(1 << 20, 128)["passes"] == 1
+
+
+@pytest.mark.parametrize("act_bits", [None, 8])
+def test_threads_calling_one_layer_keep_their_own_operands(act_bits):
+    """Python threads running one layer at once, each on inputs of one shape (the descriptors
+    of a call's input, output and bias are kept per thread and re-pointed each call): every
+    result equals the same call made alone. Seeded per thread."""
+    import threading
+
+    rng = np.random.default_rng(1234)
+    w = bitnet_go.quantize_i2s(rng.standard_normal((48, 40, 1, 1), dtype=np.float32))
+    bias = rng.standard_normal(48, dtype=np.float32)
+    xs = [np.random.default_rng(t).standard_normal((3, 40, 1, 1), dtype=np.float32) for t in range(4)]
+    want = [bitnet_go.conv2d_quantized(x, w, bias, act_bits=act_bits) for x in xs]
+    bad: list[str] = []
+
+    def work(t: int) -> None:
+        for i in range(300):
+            got = bitnet_go.conv2d_quantized(xs[t], w, bias, act_bits=act_bits)
+            if not np.array_equal(got, want[t]):
+                bad.append(f"thread {t}, call {i}")
+                return
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad, bad

@@ -313,7 +313,7 @@ def conv2d_with_info(
                                     weight_id(w.packed))  # fmt: skip  # Go uses the number for i2_s codes only
         _keep_plan(w, key, hit)
     (pt, pl, pb, pr), plan = hit
-    (sh, sw), (dh, dw) = plan.params.stride, plan.params.dilation
+    (sh, sw), (dh, dw) = plan.stride, plan.dilation
     # the output size, to allocate it; below 1, Go reports the geometry
     ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1

@@ -300,6 +300,10 @@ class ConvPlan(NamedTuple):
     """The geometry, ``act_bits``, algorithm, ``check_finite`` and the weight's number."""
     weight: descriptor.Tensor
     """The weight's descriptor (its arrays must outlive the plan's calls)."""
+    stride: tuple[int, int]
+    """``params``' stride as Python ints (reading a ctypes array field costs a microsecond a call)."""
+    dilation: tuple[int, int]
+    """``params``' dilation as Python ints."""
 
 
 def conv2d_plan(
@@ -344,7 +348,7 @@ def conv2d_plan(
         wt = _host(packed, qtype, shape=weight_shape, scales=scales, block_size=block_size)
     else:
         wt = _weight(weight_addrs, packed.nbytes, scales.size, qtype, weight_shape, block_size)
-    return ConvPlan(p, wt)
+    return ConvPlan(p, wt, (int(stride[0]), int(stride[1])), (int(dilation[0]), int(dilation[1])))
 
 
 @functools.lru_cache(maxsize=64)
@@ -366,8 +370,8 @@ def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.n
         (ConvInfo(algorithm='naive', kernel='naive/generic'), array([[[[9.]]]], dtype=float32))
     """
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
-    bt = None if bias is None else _byref(_host(bias, "float32"))
-    xt, ot = _host(x, "float32"), _host(out, "float32")
+    bt = None if bias is None else _byref(descriptor.host_kept(bias, "float32", 2))
+    xt, ot = descriptor.host_kept(x, "float32", 0), descriptor.host_kept(out, "float32", 1)
     lib.call("bng_conv2d", _byref(xt), _byref(plan.weight), bt, _byref(ot), _byref(plan.params), _byref(info))
     return _conv_info(info.algorithm, info.kernel)
 
