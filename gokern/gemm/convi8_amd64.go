@@ -10,14 +10,32 @@ import (
 
 // The conv_i8 sets (convi8.go): the AVX2 implicit GEMM (VPMADDUBSW into
 // int16, _gen/implicit_avx2.go) and the avx512vnni one (VPDPBUSD on ZMM,
-// _gen/implicit_vnni.go); both write their input with the AVX2 quantizers
-// and turn their tiles into rows with tileRowsAVX2.
+// _gen/implicit_vnni.go); the avx512vnni one writes 8-channel runs of its
+// input with quantU8x8AVX512 (16 pixels a block), the rest as AVX2 does,
+// and both turn their tiles into rows with tileRowsAVX2.
 var (
 	_ = ConvI8Op.Register(cpu.AVX2, &ConvI8{Family: cpu.AVX2, Implicit: implicitI8AVX2Kernel,
 		QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
 	_ = ConvI8Op.Register(cpu.AVX512VNNI, &ConvI8{Family: cpu.AVX512VNNI, Implicit: implicitI8VNNIKernel,
-		QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+		QuantU8x8: quantU8x8AVX512Kernel, QuantU8x4: quantU8x4AVX2Kernel})
 )
+
+// quantU8x8AVX512Kernel runs quantU8x8AVX512 over the row's whole blocks
+// of 16 pixels (prefetching as quantU8x8AVX2Kernel does); a partial last
+// block is done again from pixel w-16 (rewriting some pixels with the same
+// bytes), and rows narrower than 16 pixels go through quantU8x8AVX2Kernel.
+func quantU8x8AVX512Kernel(dst []byte, src []float32, hw, w, cp int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, 8, 8)
+	if w < 16 {
+		quantU8x8AVX2Kernel(dst, src, hw, w, cp, a)
+		return
+	}
+	pf := quantPrefetch * 4 * hw
+	quantU8x8AVX512(unsafe.SliceData(dst), unsafe.SliceData(src), hw, w/16, cp, a, pf)
+	if w%16 != 0 {
+		quantU8x8AVX512(&dst[(w-16)*cp], &src[w-16], hw, 1, cp, a, pf)
+	}
+}
 
 // implicitTileFn is the shape of the implicit kernels' assembly: ntile
 // tiles of ImplicitOC channels x ImplicitPix pixels, pixel-major sums into t.

@@ -241,7 +241,7 @@ func TestQuantI8MatchesGeneric(t *testing.T) {
 
 // TestQuantU8MatchesGeneric checks every family's QuantU8x8 and QuantU8x4
 // (1 to 4 channels) byte for byte against Quant8 (the special values of
-// TestQuantI8MatchesGeneric, ties, NaN), on row widths around the 8-pixel
+// TestQuantI8MatchesGeneric, ties, NaN), on row widths around the 8- and 16-pixel
 // blocks, padded channel and pixel strides and misaligned buffers; bytes
 // they must not write keep their stale value.
 func TestQuantU8MatchesGeneric(t *testing.T) {
@@ -251,7 +251,7 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 	for _, ks := range ConvI8Families() {
 		for _, nc := range []int{8, 1, 2, 3, 4} {
 			width := min(8, (nc+3)&^3)
-			for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 28, 56, 61} {
+			for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 28, 31, 32, 33, 47, 56, 61} {
 				for _, a := range []float32{1, 0.37, 3e4} {
 					hw, cp, off := w+rng.IntN(3)*rng.IntN(20), width+rng.IntN(3)*rng.IntN(9), rng.IntN(4)
 					src := make([]float32, (nc-1)*hw+w+off)[off:]

@@ -8,3 +8,8 @@ package gemm
 //
 //go:noescape
 func implicitI8VNNI(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
+
+// quantU8x8AVX512 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 16*nblk (nblk >= 1), prefetching the rows pf bytes ahead.
+//
+//go:noescape
+func quantU8x8AVX512(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)

@@ -122,3 +122,124 @@ ivonex:
 	JNZ       ivtile
 	VZEROUPPER
 	RET
+
+// func quantU8x8AVX512(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·quantU8x8AVX512(SB), NOSPLIT, $0-56
+	MOVQ            dst+0(FP), AX
+	MOVQ            src+8(FP), CX
+	MOVQ            hw+16(FP), DX
+	MOVQ            nblk+24(FP), BX
+	MOVQ            cp+32(FP), SI
+	MOVQ            pf+48(FP), DI
+	SHLQ            $0x02, DX
+	LEAQ            (DX)(DX*2), R8
+	LEAQ            (SI)(SI*2), R9
+	MOVL            $0x42fe0000, R10
+	VPBROADCASTD    R10, Z1
+	MOVL            $0x80808080, R10
+	VPBROADCASTD    R10, Z2
+	VBROADCASTSS    a+40(FP), Z0
+	VBROADCASTI32X4 qu8tr512<>+0(SB), Z3
+
+qu8blk512:
+	LEAQ          (CX)(DI*1), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    (R10)(DX*1)
+	PREFETCHT0    (R10)(DX*2)
+	PREFETCHT0    (R10)(R8*1)
+	LEAQ          (R10)(DX*4), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    (R10)(DX*1)
+	PREFETCHT0    (R10)(DX*2)
+	PREFETCHT0    (R10)(R8*1)
+	LEAQ          (CX)(DX*4), R10
+	VMULPS        (CX), Z0, Z4
+	VCMPPS        $0x07, Z4, Z4, K1
+	VMINPS.Z      Z1, Z4, K1, Z4
+	VCVTPS2DQ     Z4, Z4
+	VMULPS        (CX)(DX*1), Z0, Z5
+	VCMPPS        $0x07, Z5, Z5, K1
+	VMINPS.Z      Z1, Z5, K1, Z5
+	VCVTPS2DQ     Z5, Z5
+	VMULPS        (CX)(DX*2), Z0, Z6
+	VCMPPS        $0x07, Z6, Z6, K1
+	VMINPS.Z      Z1, Z6, K1, Z6
+	VCVTPS2DQ     Z6, Z6
+	VMULPS        (CX)(R8*1), Z0, Z7
+	VCMPPS        $0x07, Z7, Z7, K1
+	VMINPS.Z      Z1, Z7, K1, Z7
+	VCVTPS2DQ     Z7, Z7
+	VMULPS        (R10), Z0, Z8
+	VCMPPS        $0x07, Z8, Z8, K1
+	VMINPS.Z      Z1, Z8, K1, Z8
+	VCVTPS2DQ     Z8, Z8
+	VMULPS        (R10)(DX*1), Z0, Z9
+	VCMPPS        $0x07, Z9, Z9, K1
+	VMINPS.Z      Z1, Z9, K1, Z9
+	VCVTPS2DQ     Z9, Z9
+	VMULPS        (R10)(DX*2), Z0, Z10
+	VCMPPS        $0x07, Z10, Z10, K1
+	VMINPS.Z      Z1, Z10, K1, Z10
+	VCVTPS2DQ     Z10, Z10
+	VMULPS        (R10)(R8*1), Z0, Z11
+	VCMPPS        $0x07, Z11, Z11, K1
+	VMINPS.Z      Z1, Z11, K1, Z11
+	VCVTPS2DQ     Z11, Z11
+	VPACKSSDW     Z5, Z4, Z4
+	VPACKSSDW     Z7, Z6, Z6
+	VPACKSSWB     Z6, Z4, Z4
+	VPSHUFB       Z3, Z4, Z4
+	VPXORD        Z2, Z4, Z4
+	VPACKSSDW     Z9, Z8, Z8
+	VPACKSSDW     Z11, Z10, Z10
+	VPACKSSWB     Z10, Z8, Z8
+	VPSHUFB       Z3, Z8, Z8
+	VPXORD        Z2, Z8, Z8
+	VPUNPCKLDQ    Z8, Z4, Z5
+	VPUNPCKHDQ    Z8, Z4, Z4
+	LEAQ          (AX)(SI*2), R10
+	VMOVQ         X5, (AX)
+	VPEXTRQ       $0x01, X5, (AX)(SI*1)
+	VMOVQ         X4, (R10)
+	VPEXTRQ       $0x01, X4, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	VEXTRACTI32X4 $0x01, Z5, X6
+	VEXTRACTI32X4 $0x01, Z4, X7
+	LEAQ          (AX)(SI*2), R10
+	VMOVQ         X6, (AX)
+	VPEXTRQ       $0x01, X6, (AX)(SI*1)
+	VMOVQ         X7, (R10)
+	VPEXTRQ       $0x01, X7, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	VEXTRACTI32X4 $0x02, Z5, X6
+	VEXTRACTI32X4 $0x02, Z4, X7
+	LEAQ          (AX)(SI*2), R10
+	VMOVQ         X6, (AX)
+	VPEXTRQ       $0x01, X6, (AX)(SI*1)
+	VMOVQ         X7, (R10)
+	VPEXTRQ       $0x01, X7, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	VEXTRACTI32X4 $0x03, Z5, X5
+	VEXTRACTI32X4 $0x03, Z4, X4
+	LEAQ          (AX)(SI*2), R10
+	VMOVQ         X5, (AX)
+	VPEXTRQ       $0x01, X5, (AX)(SI*1)
+	VMOVQ         X4, (R10)
+	VPEXTRQ       $0x01, X4, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	ADDQ          $0x40, CX
+	DECQ          BX
+	JNZ           qu8blk512
+	VZEROUPPER
+	RET
+
+DATA qu8tr512<>+0(SB)/4, $0x0c080400
+DATA qu8tr512<>+4(SB)/4, $0x0d090501
+DATA qu8tr512<>+8(SB)/4, $0x0e0a0602
+DATA qu8tr512<>+12(SB)/4, $0x0f0b0703
+DATA qu8tr512<>+16(SB)/4, $0x00000000
+DATA qu8tr512<>+20(SB)/4, $0x00000000
+DATA qu8tr512<>+24(SB)/4, $0x00000000
+DATA qu8tr512<>+28(SB)/4, $0x00000000
+GLOBL qu8tr512<>(SB), RODATA|NOPTR, $32
