@@ -162,28 +162,54 @@ func tileRowsAVX2(c *build.Context) {
 	vzeroRet(c)
 }
 
-// quantU8 holds the constants of the implicit-layout quantizers.
+// quantU8 holds the constants of the implicit-layout quantizers, in YMM
+// registers (the AVX2 kernels) or ZMM (wide: quantU8x8AVX512).
 type quantU8 struct {
 	c                *build.Context
-	va, lo, hi, flip reg.VecVirtual
+	wide             bool
+	va, lo, hi, flip reg.VecVirtual // lo: AVX2 only
 	tr               reg.VecVirtual
 }
 
-func newQuantU8(c *build.Context) *quantU8 {
-	q := &quantU8{c: c, va: c.YMM(), tr: c.YMM()}
+func newQuantU8(c *build.Context, wide bool) *quantU8 {
+	vec, bcst := c.YMM, func(v uint32) reg.VecVirtual { return bcst32(c, v) }
+	if wide {
+		vec, bcst = c.ZMM, func(v uint32) reg.VecVirtual { return bcstZ32(c, v) }
+	}
+	q := &quantU8{c: c, wide: wide, va: vec(), tr: vec()}
 	c.VBROADCASTSS(paramAddr(c, "a"), q.va)
-	q.lo = bcst32(c, 0xc3000000) // -128.0
-	q.hi = bcst32(c, 0x42fe0000) // 127.0
-	q.flip = bcst32(c, 0x80808080)
-	c.VMOVDQU(vconst(c, "qu8tr", [8]uint32{0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703,
-		0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703}), q.tr)
+	if !wide {
+		q.lo = bcst(0xc3000000) // -128.0
+	}
+	q.hi = bcst(0x42fe0000) // 127.0
+	q.flip = bcst(0x80808080)
+	tr := vconst(c, "qu8tr", [8]uint32{0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703,
+		0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703})
+	if wide {
+		c.VBROADCASTI32X4(tr, q.tr)
+	} else {
+		c.VMOVDQU(tr, q.tr)
+	}
 	return q
 }
 
-// quant returns 8 floats at m quantized as quantI8AVX2 does (VMULPS, NaN
-// cleared, clamp, VCVTPS2DQ), as int32.
+// quant returns the floats at m (8, or 16 wide) quantized as quantI8AVX2
+// does, as int32: VMULPS, NaN cleared, clamp, VCVTPS2DQ. Wide, in four
+// operations for six: VCMPPS marks the lanes not NaN, a zeroing VMINPS at
+// 127 clears the others, and the clamp at -128 is left to the signed
+// saturation of quad's packs (VCVTPS2DQ gives INT32_MIN below -2^31,
+// which saturates to -128 as well; rounding before the clamp gives the
+// same code: -128.5 rounds to -128).
 func (q *quantU8) quant(m operand.Mem) reg.VecVirtual {
 	c := q.c
+	if q.wide {
+		v, k := c.ZMM(), c.K()
+		c.VMULPS(m, q.va, v)
+		c.VCMPPS(operand.Imm(7), v, v, k) // ordered: not NaN
+		c.VMINPS_Z(q.hi, v, k, v)
+		c.VCVTPS2DQ(v, v)
+		return v
+	}
 	v, k := c.YMM(), c.YMM()
 	c.VMULPS(m, q.va, v)
 	c.VCMPPS(operand.Imm(7), v, v, k) // ordered: not NaN
@@ -194,17 +220,48 @@ func (q *quantU8) quant(m operand.Mem) reg.VecVirtual {
 	return v
 }
 
-// quad packs four channels' int32 (8 pixels each) into v[0]: per lane the
-// 4 pixels' dwords of channel bytes (lane 1: pixels 4-7), plus 128.
-// VPACKSSDW and VPACKSSWB leave them channel-major, a 4x4 byte transpose
-// (VPSHUFB) makes them pixel-major.
+// quantRows8 prefetches the 8 channel rows (channel i at ps + i*ld, ld3 =
+// 3*ld) pf bytes ahead, later channels a later call reads (with 8 rows a
+// call, and hundreds of rows per output row of the layout, the hardware
+// prefetchers do not follow the streams), and returns each row's next
+// register of pixels quantized (ps4: a scratch register).
+func (q *quantU8) quantRows8(ps, pf, ld, ld3, ps4 reg.Register) [8]reg.VecVirtual {
+	c := q.c
+	pfb := c.GP64()
+	c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
+	for i := range 8 {
+		if i == 4 {
+			c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
+		}
+		c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
+	}
+	c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
+	var v [8]reg.VecVirtual
+	for i := range v {
+		base := ps
+		if i >= 4 {
+			base = ps4
+		}
+		v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
+	}
+	return v
+}
+
+// quad packs four channels' int32 (8 pixels each; 16 wide) into v[0]: per
+// 128-bit lane the 4 pixels' dwords of channel bytes (lane j: pixels
+// 4j..4j+3), plus 128. VPACKSSDW and VPACKSSWB leave them channel-major, a
+// 4x4 byte transpose (VPSHUFB) makes them pixel-major.
 func (q *quantU8) quad(v []reg.VecVirtual) {
 	c := q.c
 	c.VPACKSSDW(v[1], v[0], v[0])
 	c.VPACKSSDW(v[3], v[2], v[2])
 	c.VPACKSSWB(v[2], v[0], v[0])
 	c.VPSHUFB(q.tr, v[0], v[0])
-	c.VPXOR(q.flip, v[0], v[0])
+	if q.wide {
+		c.VPXORD(q.flip, v[0], v[0])
+	} else {
+		c.VPXOR(q.flip, v[0], v[0])
+	}
 }
 
 // quantU8x8AVX2 quantizes 8 channels x 8 pixels per block into the
@@ -219,29 +276,10 @@ func quantU8x8AVX2(c *build.Context) {
 	c.SHLQ(operand.Imm(2), ld)
 	ld3, cp3 := times3(c, ld), times3(c, cp)
 	ps4, pd4 := c.GP64(), c.GP64()
-	q := newQuantU8(c)
+	q := newQuantU8(c, false)
 	repeat(c, "qu8blk", n, func() {
-		// The 8 rows' data pf bytes ahead (later channels, read by a later
-		// call): with 8 rows a call, and hundreds of rows per output row of the
-		// layout, the hardware prefetchers do not follow the streams.
-		pfb := c.GP64()
-		c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
-		for i := range 8 {
-			if i == 4 {
-				c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
-			}
-			c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
-		}
-		c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
+		v := q.quantRows8(ps, pf, ld, ld3, ps4)
 		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
-		var v [8]reg.VecVirtual
-		for i := range v {
-			base := ps
-			if i >= 4 {
-				base = ps4
-			}
-			v[i] = q.quant(rowAddrs(base, ld, ld3, 0)[i%4])
-		}
 		q.quad(v[:4])
 		q.quad(v[4:])
 		l, u := c.YMM(), c.YMM()
@@ -282,7 +320,7 @@ func quantU8x4AVX2(c *build.Context) {
 	c.SUBQ(mem(po, 0), off[2])
 	cp3 := times3(c, cp)
 	pd4 := c.GP64()
-	q := newQuantU8(c)
+	q := newQuantU8(c, false)
 	repeat(c, "qu4blk", n, func() {
 		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
 		var v [4]reg.VecVirtual

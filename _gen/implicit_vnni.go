@@ -80,15 +80,10 @@ func implicitI8VNNI(c *build.Context) {
 
 // quantU8x8AVX512 is quantU8x8AVX2 (_gen/implicit_avx2.go) on ZMM, 16
 // pixels a block: per channel one load of 16 pixels, quantized in four
-// operations (VMULPS; VCMPPS for the lanes not NaN; VMINPS at 127 that
-// zeroes the NaN lanes; VCVTPS2DQ, ties to even) where the AVX2 kernel
-// takes six: the clamp at -128 is left to the signed saturation of the
-// packs (VCVTPS2DQ gives INT32_MIN below -2^31, which saturates to -128
-// as well; rounding first gives the same code as clamping first: -128.5
-// rounds to -128), then quantU8.quad's packing and 4x4 byte transpose per
-// 128-bit lane, VPUNPCKL/HDQ joining the two quads into a qword per pixel,
-// and 16 qword stores cp bytes apart. Its results are quantU8x8AVX2's, bit
-// for bit (TestQuantU8Families).
+// operations where the AVX2 kernel takes six (quantU8.quant), then
+// quantU8.quad per four channels, VPUNPCKL/HDQ joining the two quads into a
+// qword per pixel, and 16 qword stores cp bytes apart. Its results are
+// quantU8x8AVX2's, bit for bit (TestQuantU8MatchesGeneric).
 func quantU8x8AVX512(c *build.Context) {
 	declareNoescape(c, "quantU8x8AVX512", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
 		"quantU8x8AVX512 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 16*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
@@ -96,44 +91,11 @@ func quantU8x8AVX512(c *build.Context) {
 	c.SHLQ(operand.Imm(2), ld)
 	ld3, cp3 := times3(c, ld), times3(c, cp)
 	ps4, pd4 := c.GP64(), c.GP64()
-	va, hi, flip, tr := c.ZMM(), bcstZ32(c, 0x42fe0000), bcstZ32(c, 0x80808080), c.ZMM() // hi: 127.0
-	c.VBROADCASTSS(paramAddr(c, "a"), va)
-	c.VBROADCASTI32X4(vconst(c, "qu8tr512", [8]uint32{0x0c080400, 0x0d090501, 0x0e0a0602, 0x0f0b0703}), tr)
-	quant := func(m operand.Mem) reg.VecVirtual {
-		v, k := c.ZMM(), c.K()
-		c.VMULPS(m, va, v)
-		c.VCMPPS(operand.Imm(7), v, v, k) // ordered: not NaN
-		c.VMINPS_Z(hi, v, k, v)
-		c.VCVTPS2DQ(v, v)
-		return v
-	}
-	quad := func(v []reg.VecVirtual) { // quantU8.quad on ZMM
-		c.VPACKSSDW(v[1], v[0], v[0])
-		c.VPACKSSDW(v[3], v[2], v[2])
-		c.VPACKSSWB(v[2], v[0], v[0])
-		c.VPSHUFB(tr, v[0], v[0])
-		c.VPXORD(flip, v[0], v[0])
-	}
+	q := newQuantU8(c, true)
 	repeat(c, "qu8blk512", n, func() {
-		pfb := c.GP64() // as quantU8x8AVX2: the rows pf bytes ahead
-		c.LEAQ(operand.Mem{Base: ps, Index: pf, Scale: 1}, pfb)
-		for i := range 8 {
-			if i == 4 {
-				c.LEAQ(operand.Mem{Base: pfb, Index: ld, Scale: 4}, pfb)
-			}
-			c.PREFETCHT0(rowAddrs(pfb, ld, ld3, 0)[i%4])
-		}
-		c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 4}, ps4)
-		var v [8]reg.VecVirtual
-		for i := range v {
-			base := ps
-			if i >= 4 {
-				base = ps4
-			}
-			v[i] = quant(rowAddrs(base, ld, ld3, 0)[i%4])
-		}
-		quad(v[:4])
-		quad(v[4:])
+		v := q.quantRows8(ps, pf, ld, ld3, ps4)
+		q.quad(v[:4])
+		q.quad(v[4:])
 		l, u := c.ZMM(), c.ZMM()
 		c.VPUNPCKLDQ(v[4], v[0], l) // per 128-bit lane j: pixels 4j, 4j+1
 		c.VPUNPCKHDQ(v[4], v[0], u) // pixels 4j+2, 4j+3

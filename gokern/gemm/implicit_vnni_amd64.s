@@ -135,12 +135,12 @@ TEXT ·quantU8x8AVX512(SB), NOSPLIT, $0-56
 	SHLQ            $0x02, DX
 	LEAQ            (DX)(DX*2), R8
 	LEAQ            (SI)(SI*2), R9
-	MOVL            $0x42fe0000, R10
-	VPBROADCASTD    R10, Z1
-	MOVL            $0x80808080, R10
-	VPBROADCASTD    R10, Z2
 	VBROADCASTSS    a+40(FP), Z0
-	VBROADCASTI32X4 qu8tr512<>+0(SB), Z3
+	MOVL            $0x42fe0000, R10
+	VPBROADCASTD    R10, Z2
+	MOVL            $0x80808080, R10
+	VPBROADCASTD    R10, Z3
+	VBROADCASTI32X4 qu8tr<>+0(SB), Z1
 
 qu8blk512:
 	LEAQ          (CX)(DI*1), R10
@@ -156,46 +156,46 @@ qu8blk512:
 	LEAQ          (CX)(DX*4), R10
 	VMULPS        (CX), Z0, Z4
 	VCMPPS        $0x07, Z4, Z4, K1
-	VMINPS.Z      Z1, Z4, K1, Z4
+	VMINPS.Z      Z2, Z4, K1, Z4
 	VCVTPS2DQ     Z4, Z4
 	VMULPS        (CX)(DX*1), Z0, Z5
 	VCMPPS        $0x07, Z5, Z5, K1
-	VMINPS.Z      Z1, Z5, K1, Z5
+	VMINPS.Z      Z2, Z5, K1, Z5
 	VCVTPS2DQ     Z5, Z5
 	VMULPS        (CX)(DX*2), Z0, Z6
 	VCMPPS        $0x07, Z6, Z6, K1
-	VMINPS.Z      Z1, Z6, K1, Z6
+	VMINPS.Z      Z2, Z6, K1, Z6
 	VCVTPS2DQ     Z6, Z6
 	VMULPS        (CX)(R8*1), Z0, Z7
 	VCMPPS        $0x07, Z7, Z7, K1
-	VMINPS.Z      Z1, Z7, K1, Z7
+	VMINPS.Z      Z2, Z7, K1, Z7
 	VCVTPS2DQ     Z7, Z7
 	VMULPS        (R10), Z0, Z8
 	VCMPPS        $0x07, Z8, Z8, K1
-	VMINPS.Z      Z1, Z8, K1, Z8
+	VMINPS.Z      Z2, Z8, K1, Z8
 	VCVTPS2DQ     Z8, Z8
 	VMULPS        (R10)(DX*1), Z0, Z9
 	VCMPPS        $0x07, Z9, Z9, K1
-	VMINPS.Z      Z1, Z9, K1, Z9
+	VMINPS.Z      Z2, Z9, K1, Z9
 	VCVTPS2DQ     Z9, Z9
 	VMULPS        (R10)(DX*2), Z0, Z10
 	VCMPPS        $0x07, Z10, Z10, K1
-	VMINPS.Z      Z1, Z10, K1, Z10
+	VMINPS.Z      Z2, Z10, K1, Z10
 	VCVTPS2DQ     Z10, Z10
 	VMULPS        (R10)(R8*1), Z0, Z11
 	VCMPPS        $0x07, Z11, Z11, K1
-	VMINPS.Z      Z1, Z11, K1, Z11
+	VMINPS.Z      Z2, Z11, K1, Z11
 	VCVTPS2DQ     Z11, Z11
 	VPACKSSDW     Z5, Z4, Z4
 	VPACKSSDW     Z7, Z6, Z6
 	VPACKSSWB     Z6, Z4, Z4
-	VPSHUFB       Z3, Z4, Z4
-	VPXORD        Z2, Z4, Z4
+	VPSHUFB       Z1, Z4, Z4
+	VPXORD        Z3, Z4, Z4
 	VPACKSSDW     Z9, Z8, Z8
 	VPACKSSDW     Z11, Z10, Z10
 	VPACKSSWB     Z10, Z8, Z8
-	VPSHUFB       Z3, Z8, Z8
-	VPXORD        Z2, Z8, Z8
+	VPSHUFB       Z1, Z8, Z8
+	VPXORD        Z3, Z8, Z8
 	VPUNPCKLDQ    Z8, Z4, Z5
 	VPUNPCKHDQ    Z8, Z4, Z4
 	LEAQ          (AX)(SI*2), R10
@@ -234,12 +234,12 @@ qu8blk512:
 	VZEROUPPER
 	RET
 
-DATA qu8tr512<>+0(SB)/4, $0x0c080400
-DATA qu8tr512<>+4(SB)/4, $0x0d090501
-DATA qu8tr512<>+8(SB)/4, $0x0e0a0602
-DATA qu8tr512<>+12(SB)/4, $0x0f0b0703
-DATA qu8tr512<>+16(SB)/4, $0x00000000
-DATA qu8tr512<>+20(SB)/4, $0x00000000
-DATA qu8tr512<>+24(SB)/4, $0x00000000
-DATA qu8tr512<>+28(SB)/4, $0x00000000
-GLOBL qu8tr512<>(SB), RODATA|NOPTR, $32
+DATA qu8tr<>+0(SB)/4, $0x0c080400
+DATA qu8tr<>+4(SB)/4, $0x0d090501
+DATA qu8tr<>+8(SB)/4, $0x0e0a0602
+DATA qu8tr<>+12(SB)/4, $0x0f0b0703
+DATA qu8tr<>+16(SB)/4, $0x0c080400
+DATA qu8tr<>+20(SB)/4, $0x0d090501
+DATA qu8tr<>+24(SB)/4, $0x0e0a0602
+DATA qu8tr<>+28(SB)/4, $0x0f0b0703
+GLOBL qu8tr<>(SB), RODATA|NOPTR, $32

@@ -2848,7 +2848,6 @@ qu8blk:
 	PREFETCHT0   (R10)(DX*2)
 	PREFETCHT0   (R10)(R8*1)
 	LEAQ         (CX)(DX*4), R10
-	LEAQ         (AX)(SI*4), R11
 	VMULPS       (CX), Y0, Y5
 	VCMPPS       $0x07, Y5, Y5, Y6
 	VANDPS       Y6, Y5, Y5
@@ -2897,6 +2896,7 @@ qu8blk:
 	VMAXPS       Y2, Y12, Y12
 	VMINPS       Y3, Y12, Y12
 	VCVTPS2DQ    Y12, Y12
+	LEAQ         (AX)(SI*4), R10
 	VPACKSSDW    Y6, Y5, Y5
 	VPACKSSDW    Y8, Y7, Y7
 	VPACKSSWB    Y7, Y5, Y5
@@ -2915,12 +2915,12 @@ qu8blk:
 	VPEXTRQ      $0x01, X6, (AX)(SI*1)
 	VMOVQ        X5, (AX)(SI*2)
 	VPEXTRQ      $0x01, X5, (AX)(R9*1)
-	VMOVQ        X7, (R11)
-	VPEXTRQ      $0x01, X7, (R11)(SI*1)
-	VMOVQ        X8, (R11)(SI*2)
-	VPEXTRQ      $0x01, X8, (R11)(R9*1)
+	VMOVQ        X7, (R10)
+	VPEXTRQ      $0x01, X7, (R10)(SI*1)
+	VMOVQ        X8, (R10)(SI*2)
+	VPEXTRQ      $0x01, X8, (R10)(R9*1)
 	ADDQ         $0x20, CX
-	LEAQ         (R11)(SI*4), AX
+	LEAQ         (R10)(SI*4), AX
 	DECQ         BX
 	JNZ          qu8blk
 	VZEROUPPER
