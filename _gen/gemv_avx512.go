@@ -92,15 +92,7 @@ func gemvI8VNNIBlocks(c *build.Context, cols int) {
 	name := fmt.Sprintf("gemvI8VNNIb4c%dv", cols)
 	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, gpb int, nb int, xsum *int32, xsb int, out *int32, ldc int, ldb int)",
 		fmt.Sprintf("%s sets out[b*ldb+j*ldc+r] = sum over block b (groups b*gpb .. b*gpb+gpb-1, 1 <= gpb <= 16384) of (w_r(i)+1)*x[j*ldx+i] - xsum[b*xsb+j] for b < nb (>= 1), r < 4, j < %d, row r at w + r*ldw; the codes must be valid (no code 3: not checked).", name, cols))
-	pw, ldw, px, ldx := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx")
-	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
-	pn := c.GP64()
-	c.LEAQ(operand.Mem{Base: pw, Index: ldw, Scale: 4}, pn)
-	t := &gemvTile{name: name, pw: pw, px: px, pn: pn,
-		rowMem:  func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] },
-		nextMem: func(r int) operand.Mem { return rowAddrs(pn, ldw, ldw3, 0)[r] },
-		colMem:  func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] },
-	}
+	t := newGemvTile(c, name, 4, false)
 	m := halves(c, 0x0C0C0C0C, 0x03030303)
 	var quads reg.VecVirtual // xsum[j] to lane j's four rows
 	if cols == 4 {
@@ -444,15 +436,24 @@ func gemvBegin(c *build.Context, prefix string, rows, cols int, check bool) *gem
 	}
 	declareNoescape(c, name, "func(w *byte, ldw int, x *int8, ldx int, ng int, xsum *int32, out *int32, ldo int) uint32",
 		fmt.Sprintf("%s sets out[r*ldo+j] = sum (w_r(i)+1)*x[j*ldx+i] - xsum[j] for r < %d, j < %d over 1 <= ng <= 16384 I2_S groups, row r at w + r*ldw; %s", name, rows, cols, ret))
-	pw, ldw, px, ldx, n := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx"), loadArg(c, "ng")
+	t := newGemvTile(c, name, rows, check)
+	t.n = loadArg(c, "ng")
+	return t
+}
+
+// newGemvTile loads a tile function's arguments w, ldw, x and ldx (the
+// function declared) and returns its gemvTile for rows rows (1, 2 or 4),
+// the count t.n left to the caller.
+func newGemvTile(c *build.Context, name string, rows int, check bool) *gemvTile {
+	pw, ldw, px, ldx := loadArg(c, "w"), loadArg(c, "ldw"), loadArg(c, "x"), loadArg(c, "ldx")
 	ldw3, ldx3 := times3(c, ldw), times3(c, ldx)
 	if rows != 1 && rows != 2 && rows != 4 {
-		panic("gemvBegin: tiles have 1, 2 or 4 rows")
+		panic("newGemvTile: tiles have 1, 2 or 4 rows")
 	}
 	pn := c.GP64()
 	c.LEAQ(operand.Mem{Base: pw, Index: ldw, Scale: uint8(rows)}, pn)
 	return &gemvTile{
-		name: name, check: check, pw: pw, px: px, n: n, pn: pn,
+		name: name, check: check, pw: pw, px: px, pn: pn,
 		rowMem:  func(r int) operand.Mem { return rowAddrs(pw, ldw, ldw3, 0)[r] },
 		nextMem: func(r int) operand.Mem { return rowAddrs(pn, ldw, ldw3, 0)[r] },
 		colMem:  func(j, disp int) operand.Mem { return rowAddrs(px, ldx, ldx3, disp)[j] },

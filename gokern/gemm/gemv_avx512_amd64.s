@@ -11,10 +11,10 @@ TEXT ·gemvI8VNNIr4c1(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*4), BX
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -54,8 +54,8 @@ gemvI8VNNIr4c1loop:
 	VPTERNLOGD      $0xf8, Y16, Y15, Y10
 	VPANDD          Z0, Z15, Z16
 	VPANDD          Z1, Z15, Z15
-	PREFETCHT0      (BX)(DI*1)
-	VBROADCASTI64X4 (AX)(DI*1), Z17
+	PREFETCHT0      (BX)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z17
 	VPADDB          Y17, Y17, Y18
 	VPTERNLOGD      $0xf8, Y18, Y17, Y10
 	VPANDD          Z0, Z17, Z18
@@ -73,7 +73,7 @@ gemvI8VNNIr4c1loop:
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            DI
 	JNZ             gemvI8VNNIr4c1loop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -139,10 +139,10 @@ TEXT ·gemvI8VNNIr2c1(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*2), BX
+	MOVQ         ng+32(FP), SI
 	MOVL         $0xc0c0c0c0, DI
 	VPBROADCASTD DI, Z0
 	MOVL         $0x30303030, DI
@@ -237,19 +237,19 @@ TEXT ·gemvI8VNNIr1c1(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*1), CX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Y1
+	MOVQ         ng+32(FP), BX
+	MOVL         $0xc0c0c0c0, SI
+	VPBROADCASTD SI, Z0
+	MOVL         $0x30303030, SI
+	VPBROADCASTD SI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Y5
+	MOVL         $0x0c0c0c0c, SI
+	VPBROADCASTD SI, Z1
+	MOVL         $0x03030303, SI
+	VPBROADCASTD SI, Y5
 	VINSERTI64X4 $0x01, Y5, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -267,7 +267,7 @@ gemvI8VNNIr1c1loop:
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            BX
 	JNZ             gemvI8VNNIr1c1loop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -318,10 +318,10 @@ TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
-	LEAQ         (AX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
+	LEAQ         (AX)(CX*2), SI
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -343,13 +343,13 @@ TEXT ·gemvI8VNNIr2c2(SB), NOSPLIT, $0-68
 	VPXORD       Y10, Y10, Y10
 
 gemvI8VNNIr2c2loop:
-	PREFETCHT0      (DI)
+	PREFETCHT0      (SI)
 	VBROADCASTI64X4 (AX), Z11
 	VPADDB          Y11, Y11, Y12
 	VPTERNLOGD      $0xf8, Y12, Y11, Y10
 	VPANDD          Z0, Z11, Z12
 	VPANDD          Z1, Z11, Z11
-	PREFETCHT0      (DI)(CX*1)
+	PREFETCHT0      (SI)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z13
 	VPADDB          Y13, Y13, Y14
 	VPTERNLOGD      $0xf8, Y14, Y13, Y10
@@ -368,9 +368,9 @@ gemvI8VNNIr2c2loop:
 	VPDPBUSD        Z15, Z14, Z8
 	VPDPBUSD        Z16, Z13, Z9
 	ADDQ            $0x20, AX
-	ADDQ            $0x20, DI
+	ADDQ            $0x20, SI
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            DI
 	JNZ             gemvI8VNNIr2c2loop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -436,10 +436,10 @@ TEXT ·gemvI8VNNIr1c2(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
 	LEAQ         (AX)(CX*1), CX
+	MOVQ         ng+32(FP), SI
 	MOVL         $0xc0c0c0c0, DI
 	VPBROADCASTD DI, Z0
 	MOVL         $0x30303030, DI
@@ -526,10 +526,10 @@ TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
-	LEAQ         (AX)(CX*2), R8
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
+	LEAQ         (AX)(CX*2), DI
+	MOVQ         ng+32(FP), R8
 	MOVL         $0xc0c0c0c0, R9
 	VPBROADCASTD R9, Z0
 	MOVL         $0x30303030, R9
@@ -559,13 +559,13 @@ TEXT ·gemvI8VNNIr2c4(SB), NOSPLIT, $0-68
 	VPXORD       Y18, Y18, Y18
 
 gemvI8VNNIr2c4loop:
-	PREFETCHT0      (R8)
+	PREFETCHT0      (DI)
 	VBROADCASTI64X4 (AX), Z19
 	VPADDB          Y19, Y19, Y20
 	VPTERNLOGD      $0xf8, Y20, Y19, Y18
 	VPANDD          Z0, Z19, Z20
 	VPANDD          Z1, Z19, Z19
-	PREFETCHT0      (R8)(CX*1)
+	PREFETCHT0      (DI)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z21
 	VPADDB          Y21, Y21, Y22
 	VPTERNLOGD      $0xf8, Y22, Y21, Y18
@@ -589,16 +589,16 @@ gemvI8VNNIr2c4loop:
 	VPDPBUSD        Z24, Z19, Z7
 	VPDPBUSD        Z23, Z22, Z14
 	VPDPBUSD        Z24, Z21, Z15
-	VMOVDQU8        (DX)(DI*1), Z23
-	VMOVDQU8        64(DX)(DI*1), Z24
+	VMOVDQU8        (DX)(SI*1), Z23
+	VMOVDQU8        64(DX)(SI*1), Z24
 	VPDPBUSD        Z23, Z20, Z8
 	VPDPBUSD        Z24, Z19, Z9
 	VPDPBUSD        Z23, Z22, Z16
 	VPDPBUSD        Z24, Z21, Z17
 	ADDQ            $0x20, AX
-	ADDQ            $0x20, R8
+	ADDQ            $0x20, DI
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            R8
 	JNZ             gemvI8VNNIr2c4loop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -685,10 +685,10 @@ TEXT ·gemvI8VNNIr1c4(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
 	LEAQ         (AX)(CX*1), CX
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -722,12 +722,12 @@ gemvI8VNNIr1c4loop:
 	VPDPBUSD        64(DX)(BX*1), Z11, Z5
 	VPDPBUSD        (DX)(BX*2), Z12, Z6
 	VPDPBUSD        64(DX)(BX*2), Z11, Z7
-	VPDPBUSD        (DX)(DI*1), Z12, Z8
-	VPDPBUSD        64(DX)(DI*1), Z11, Z9
+	VPDPBUSD        (DX)(SI*1), Z12, Z8
+	VPDPBUSD        64(DX)(SI*1), Z11, Z9
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            DI
 	JNZ             gemvI8VNNIr1c4loop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -787,10 +787,10 @@ TEXT ·gemvI8VNNIs4c4(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), R8
-	LEAQ         (AX)(CX*4), R9
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*4), R8
+	MOVQ         ng+32(FP), R9
 	MOVL         $0x0c0c0c0c, R10
 	VPBROADCASTD R10, Z0
 	MOVL         $0x03030303, R10
@@ -815,29 +815,29 @@ TEXT ·gemvI8VNNIs4c4(SB), NOSPLIT, $0-68
 	VPXORD       Y18, Y18, Y18
 
 gemvI8VNNIs4c4loop:
-	PREFETCHT0      (R9)
+	PREFETCHT0      (R8)
 	VBROADCASTI64X4 (AX), Z1
 	VPADDB          Y1, Y1, Y19
 	VPTERNLOGD      $0xf8, Y19, Y1, Y18
 	VPSRLW          $0x04, Z1, Z19
 	VPANDD          Z0, Z19, Z19
 	VPANDD          Z0, Z1, Z1
-	PREFETCHT0      (R9)(CX*1)
+	PREFETCHT0      (R8)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z20
 	VPADDB          Y20, Y20, Y21
 	VPTERNLOGD      $0xf8, Y21, Y20, Y18
 	VPSRLW          $0x04, Z20, Z21
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z20, Z20
-	PREFETCHT0      (R9)(CX*2)
+	PREFETCHT0      (R8)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z22
 	VPADDB          Y22, Y22, Y23
 	VPTERNLOGD      $0xf8, Y23, Y22, Y18
 	VPSRLW          $0x04, Z22, Z23
 	VPANDD          Z0, Z23, Z23
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT0      (R9)(DI*1)
-	VBROADCASTI64X4 (AX)(DI*1), Z24
+	PREFETCHT0      (R8)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z24
 	VPADDB          Y24, Y24, Y25
 	VPTERNLOGD      $0xf8, Y25, Y24, Y18
 	VPSRLW          $0x04, Z24, Z25
@@ -873,8 +873,8 @@ gemvI8VNNIs4c4loop:
 	VPDPBUSD        Z27, Z22, Z12
 	VPDPBUSD        Z26, Z25, Z16
 	VPDPBUSD        Z27, Z24, Z16
-	VMOVDQU8        (DX)(R8*1), Z26
-	VMOVDQU8        64(DX)(R8*1), Z27
+	VMOVDQU8        (DX)(DI*1), Z26
+	VMOVDQU8        64(DX)(DI*1), Z27
 	VPDPBUSD        Z26, Z19, Z5
 	VPDPBUSD        Z27, Z1, Z5
 	VPDPBUSD        Z26, Z21, Z9
@@ -884,9 +884,9 @@ gemvI8VNNIs4c4loop:
 	VPDPBUSD        Z26, Z25, Z17
 	VPDPBUSD        Z27, Z24, Z17
 	ADDQ            $0x20, AX
-	ADDQ            $0x20, R9
+	ADDQ            $0x20, R8
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            R9
 	JNZ             gemvI8VNNIs4c4loop
 	VPUNPCKLDQ      Z3, Z2, Z0
 	VPUNPCKHDQ      Z3, Z2, Z1
@@ -961,10 +961,10 @@ TEXT ·gemvI8VNNIp4c1(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*4), BX
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -990,7 +990,7 @@ TEXT ·gemvI8VNNIp4c1(SB), NOSPLIT, $0-68
 	VPXORD       Z18, Z18, Z18
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
-	MOVQ         SI, R8
+	MOVQ         DI, R8
 	SHRQ         $0x01, R8
 	JZ           gemvI8VNNIp4c1odd
 
@@ -1007,8 +1007,8 @@ gemvI8VNNIp4c1loop:
 	VMOVDQU64    (AX)(CX*2), Z23
 	VPADDB       Z23, Z23, Z24
 	VPTERNLOGD   $0xf8, Z24, Z23, Z20
-	PREFETCHT0   (BX)(DI*1)
-	VMOVDQU64    (AX)(DI*1), Z24
+	PREFETCHT0   (BX)(SI*1)
+	VMOVDQU64    (AX)(SI*1), Z24
 	VPADDB       Z24, Z24, Z25
 	VPTERNLOGD   $0xf8, Z25, Z24, Z20
 	VMOVDQU8     (DX), Z25
@@ -1058,7 +1058,7 @@ gemvI8VNNIp4c1loop:
 	JNZ          gemvI8VNNIp4c1loop
 
 gemvI8VNNIp4c1odd:
-	TESTQ      $0x00000001, SI
+	TESTQ      $0x00000001, DI
 	JZ         gemvI8VNNIp4c1end
 	MOVL       $0xffffffff, BX
 	KMOVD      BX, K1
@@ -1071,7 +1071,7 @@ gemvI8VNNIp4c1odd:
 	VMOVDQU8.Z (AX)(CX*2), K1, Z23
 	VPADDB     Z23, Z23, Z24
 	VPTERNLOGD $0xf8, Z24, Z23, Z20
-	VMOVDQU8.Z (AX)(DI*1), K1, Z24
+	VMOVDQU8.Z (AX)(SI*1), K1, Z24
 	VPADDB     Z24, Z24, Z25
 	VPTERNLOGD $0xf8, Z25, Z24, Z20
 	VMOVDQU8.Z (DX), K1, Z25
@@ -1180,10 +1180,10 @@ TEXT ·gemvI8VNNIp2c1(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*2), BX
+	MOVQ         ng+32(FP), SI
 	MOVL         $0xc0c0c0c0, DI
 	VPBROADCASTD DI, Z0
 	MOVL         $0x30303030, DI
@@ -1329,25 +1329,25 @@ TEXT ·gemvI8VNNIp1c1(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*1), CX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z2
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Z3
+	MOVQ         ng+32(FP), BX
+	MOVL         $0xc0c0c0c0, SI
+	VPBROADCASTD SI, Z0
+	MOVL         $0x30303030, SI
+	VPBROADCASTD SI, Z1
+	MOVL         $0x0c0c0c0c, SI
+	VPBROADCASTD SI, Z2
+	MOVL         $0x03030303, SI
+	VPBROADCASTD SI, Z3
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
-	MOVQ         SI, BX
-	SHRQ         $0x01, BX
+	MOVQ         BX, SI
+	SHRQ         $0x01, SI
 	JZ           gemvI8VNNIp1c1odd
 
 gemvI8VNNIp1c1loop:
@@ -1374,11 +1374,11 @@ gemvI8VNNIp1c1loop:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	ADDQ         $0x00000100, DX
-	DECQ         BX
+	DECQ         SI
 	JNZ          gemvI8VNNIp1c1loop
 
 gemvI8VNNIp1c1odd:
-	TESTQ      $0x00000001, SI
+	TESTQ      $0x00000001, BX
 	JZ         gemvI8VNNIp1c1end
 	MOVL       $0xffffffff, CX
 	KMOVD      CX, K1
@@ -1443,10 +1443,10 @@ TEXT ·gemvI8VNNIr4c1v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*4), BX
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -1479,8 +1479,8 @@ gemvI8VNNIr4c1vloop:
 	VBROADCASTI64X4 (AX)(CX*2), Z14
 	VPANDD          Z0, Z14, Z15
 	VPANDD          Z1, Z14, Z14
-	PREFETCHT0      (BX)(DI*1)
-	VBROADCASTI64X4 (AX)(DI*1), Z16
+	PREFETCHT0      (BX)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z16
 	VPANDD          Z0, Z16, Z17
 	VPANDD          Z1, Z16, Z16
 	VMOVDQU8        (DX), Z18
@@ -1496,7 +1496,7 @@ gemvI8VNNIr4c1vloop:
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, BX
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            DI
 	JNZ             gemvI8VNNIr4c1vloop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -1559,10 +1559,10 @@ TEXT ·gemvI8VNNIr2c1v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*2), BX
+	MOVQ         ng+32(FP), SI
 	MOVL         $0xc0c0c0c0, DI
 	VPBROADCASTD DI, Z0
 	MOVL         $0x30303030, DI
@@ -1649,19 +1649,19 @@ TEXT ·gemvI8VNNIr1c1v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*1), CX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Y1
+	MOVQ         ng+32(FP), BX
+	MOVL         $0xc0c0c0c0, SI
+	VPBROADCASTD SI, Z0
+	MOVL         $0x30303030, SI
+	VPBROADCASTD SI, Y1
 	VINSERTI64X4 $0x01, Y1, Z0, Z0
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Y4
+	MOVL         $0x0c0c0c0c, SI
+	VPBROADCASTD SI, Z1
+	MOVL         $0x03030303, SI
+	VPBROADCASTD SI, Y4
 	VINSERTI64X4 $0x01, Y4, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
@@ -1676,7 +1676,7 @@ gemvI8VNNIr1c1vloop:
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            BX
 	JNZ             gemvI8VNNIr1c1vloop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -1724,10 +1724,10 @@ TEXT ·gemvI8VNNIr2c2v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
-	LEAQ         (AX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
+	LEAQ         (AX)(CX*2), SI
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -1748,11 +1748,11 @@ TEXT ·gemvI8VNNIr2c2v(SB), NOSPLIT, $0-68
 	VPXORD       Z9, Z9, Z9
 
 gemvI8VNNIr2c2vloop:
-	PREFETCHT0      (DI)
+	PREFETCHT0      (SI)
 	VBROADCASTI64X4 (AX), Z10
 	VPANDD          Z0, Z10, Z11
 	VPANDD          Z1, Z10, Z10
-	PREFETCHT0      (DI)(CX*1)
+	PREFETCHT0      (SI)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z12
 	VPANDD          Z0, Z12, Z13
 	VPANDD          Z1, Z12, Z12
@@ -1769,9 +1769,9 @@ gemvI8VNNIr2c2vloop:
 	VPDPBUSD        Z14, Z13, Z8
 	VPDPBUSD        Z15, Z12, Z9
 	ADDQ            $0x20, AX
-	ADDQ            $0x20, DI
+	ADDQ            $0x20, SI
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            DI
 	JNZ             gemvI8VNNIr2c2vloop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -1834,10 +1834,10 @@ TEXT ·gemvI8VNNIr1c2v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
 	LEAQ         (AX)(CX*1), CX
+	MOVQ         ng+32(FP), SI
 	MOVL         $0xc0c0c0c0, DI
 	VPBROADCASTD DI, Z0
 	MOVL         $0x30303030, DI
@@ -1918,10 +1918,10 @@ TEXT ·gemvI8VNNIr2c4v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
-	LEAQ         (AX)(CX*2), R8
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
+	LEAQ         (AX)(CX*2), DI
+	MOVQ         ng+32(FP), R8
 	MOVL         $0xc0c0c0c0, R9
 	VPBROADCASTD R9, Z0
 	MOVL         $0x30303030, R9
@@ -1950,11 +1950,11 @@ TEXT ·gemvI8VNNIr2c4v(SB), NOSPLIT, $0-68
 	VPXORD       Z17, Z17, Z17
 
 gemvI8VNNIr2c4vloop:
-	PREFETCHT0      (R8)
+	PREFETCHT0      (DI)
 	VBROADCASTI64X4 (AX), Z18
 	VPANDD          Z0, Z18, Z19
 	VPANDD          Z1, Z18, Z18
-	PREFETCHT0      (R8)(CX*1)
+	PREFETCHT0      (DI)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z20
 	VPANDD          Z0, Z20, Z21
 	VPANDD          Z1, Z20, Z20
@@ -1976,16 +1976,16 @@ gemvI8VNNIr2c4vloop:
 	VPDPBUSD        Z23, Z18, Z7
 	VPDPBUSD        Z22, Z21, Z14
 	VPDPBUSD        Z23, Z20, Z15
-	VMOVDQU8        (DX)(DI*1), Z22
-	VMOVDQU8        64(DX)(DI*1), Z23
+	VMOVDQU8        (DX)(SI*1), Z22
+	VMOVDQU8        64(DX)(SI*1), Z23
 	VPDPBUSD        Z22, Z19, Z8
 	VPDPBUSD        Z23, Z18, Z9
 	VPDPBUSD        Z22, Z21, Z16
 	VPDPBUSD        Z23, Z20, Z17
 	ADDQ            $0x20, AX
-	ADDQ            $0x20, R8
+	ADDQ            $0x20, DI
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            R8
 	JNZ             gemvI8VNNIr2c4vloop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -2069,10 +2069,10 @@ TEXT ·gemvI8VNNIr1c4v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), DI
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), SI
 	LEAQ         (AX)(CX*1), CX
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -2103,12 +2103,12 @@ gemvI8VNNIr1c4vloop:
 	VPDPBUSD        64(DX)(BX*1), Z10, Z5
 	VPDPBUSD        (DX)(BX*2), Z11, Z6
 	VPDPBUSD        64(DX)(BX*2), Z10, Z7
-	VPDPBUSD        (DX)(DI*1), Z11, Z8
-	VPDPBUSD        64(DX)(DI*1), Z10, Z9
+	VPDPBUSD        (DX)(SI*1), Z11, Z8
+	VPDPBUSD        64(DX)(SI*1), Z10, Z9
 	ADDQ            $0x20, AX
 	ADDQ            $0x20, CX
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            DI
 	JNZ             gemvI8VNNIr1c4vloop
 	MOVL            $0x00000006, AX
 	VPBROADCASTD    AX, Z0
@@ -2165,10 +2165,10 @@ TEXT ·gemvI8VNNIs4c4v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
-	LEAQ         (BX)(BX*2), R8
-	LEAQ         (AX)(CX*4), R9
+	LEAQ         (CX)(CX*2), SI
+	LEAQ         (BX)(BX*2), DI
+	LEAQ         (AX)(CX*4), R8
+	MOVQ         ng+32(FP), R9
 	MOVL         $0x0c0c0c0c, R10
 	VPBROADCASTD R10, Z0
 	MOVL         $0x03030303, R10
@@ -2192,23 +2192,23 @@ TEXT ·gemvI8VNNIs4c4v(SB), NOSPLIT, $0-68
 	VPXORD       Z17, Z17, Z17
 
 gemvI8VNNIs4c4vloop:
-	PREFETCHT0      (R9)
+	PREFETCHT0      (R8)
 	VBROADCASTI64X4 (AX), Z1
 	VPSRLW          $0x04, Z1, Z18
 	VPANDD          Z0, Z18, Z18
 	VPANDD          Z0, Z1, Z1
-	PREFETCHT0      (R9)(CX*1)
+	PREFETCHT0      (R8)(CX*1)
 	VBROADCASTI64X4 (AX)(CX*1), Z19
 	VPSRLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z20, Z20
 	VPANDD          Z0, Z19, Z19
-	PREFETCHT0      (R9)(CX*2)
+	PREFETCHT0      (R8)(CX*2)
 	VBROADCASTI64X4 (AX)(CX*2), Z21
 	VPSRLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z22, Z22
 	VPANDD          Z0, Z21, Z21
-	PREFETCHT0      (R9)(DI*1)
-	VBROADCASTI64X4 (AX)(DI*1), Z23
+	PREFETCHT0      (R8)(SI*1)
+	VBROADCASTI64X4 (AX)(SI*1), Z23
 	VPSRLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z24, Z24
 	VPANDD          Z0, Z23, Z23
@@ -2242,8 +2242,8 @@ gemvI8VNNIs4c4vloop:
 	VPDPBUSD        Z26, Z21, Z12
 	VPDPBUSD        Z25, Z24, Z16
 	VPDPBUSD        Z26, Z23, Z16
-	VMOVDQU8        (DX)(R8*1), Z25
-	VMOVDQU8        64(DX)(R8*1), Z26
+	VMOVDQU8        (DX)(DI*1), Z25
+	VMOVDQU8        64(DX)(DI*1), Z26
 	VPDPBUSD        Z25, Z18, Z5
 	VPDPBUSD        Z26, Z1, Z5
 	VPDPBUSD        Z25, Z20, Z9
@@ -2253,9 +2253,9 @@ gemvI8VNNIs4c4vloop:
 	VPDPBUSD        Z25, Z24, Z17
 	VPDPBUSD        Z26, Z23, Z17
 	ADDQ            $0x20, AX
-	ADDQ            $0x20, R9
+	ADDQ            $0x20, R8
 	ADDQ            $0x00000080, DX
-	DECQ            SI
+	DECQ            R9
 	JNZ             gemvI8VNNIs4c4vloop
 	VPUNPCKLDQ      Z3, Z2, Z0
 	VPUNPCKHDQ      Z3, Z2, Z1
@@ -2327,10 +2327,10 @@ TEXT ·gemvI8VNNIp4c1v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*4), BX
+	MOVQ         ng+32(FP), DI
 	MOVL         $0xc0c0c0c0, R8
 	VPBROADCASTD R8, Z0
 	MOVL         $0x30303030, R8
@@ -2355,7 +2355,7 @@ TEXT ·gemvI8VNNIp4c1v(SB), NOSPLIT, $0-68
 	VPXORD       Z17, Z17, Z17
 	VPXORD       Z18, Z18, Z18
 	VPXORD       Z19, Z19, Z19
-	MOVQ         SI, R8
+	MOVQ         DI, R8
 	SHRQ         $0x01, R8
 	JZ           gemvI8VNNIp4c1vodd
 
@@ -2366,8 +2366,8 @@ gemvI8VNNIp4c1vloop:
 	VMOVDQU64    (AX)(CX*1), Z21
 	PREFETCHT0   (BX)(CX*2)
 	VMOVDQU64    (AX)(CX*2), Z22
-	PREFETCHT0   (BX)(DI*1)
-	VMOVDQU64    (AX)(DI*1), Z23
+	PREFETCHT0   (BX)(SI*1)
+	VMOVDQU64    (AX)(SI*1), Z23
 	VMOVDQU8     (DX), Z24
 	VINSERTI64X4 $0x01, 128(DX), Z24, Z24
 	VPANDD       Z0, Z20, Z25
@@ -2415,14 +2415,14 @@ gemvI8VNNIp4c1vloop:
 	JNZ          gemvI8VNNIp4c1vloop
 
 gemvI8VNNIp4c1vodd:
-	TESTQ      $0x00000001, SI
+	TESTQ      $0x00000001, DI
 	JZ         gemvI8VNNIp4c1vend
 	MOVL       $0xffffffff, BX
 	KMOVD      BX, K1
 	VMOVDQU8.Z (AX), K1, Z20
 	VMOVDQU8.Z (AX)(CX*1), K1, Z21
 	VMOVDQU8.Z (AX)(CX*2), K1, Z22
-	VMOVDQU8.Z (AX)(DI*1), K1, Z23
+	VMOVDQU8.Z (AX)(SI*1), K1, Z23
 	VMOVDQU8.Z (DX), K1, Z24
 	VPANDD     Z0, Z20, Z25
 	VPDPBUSD   Z24, Z25, Z4
@@ -2524,10 +2524,10 @@ TEXT ·gemvI8VNNIp2c1v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*2), BX
+	MOVQ         ng+32(FP), SI
 	MOVL         $0xc0c0c0c0, DI
 	VPBROADCASTD DI, Z0
 	MOVL         $0x30303030, DI
@@ -2659,24 +2659,24 @@ TEXT ·gemvI8VNNIp1c1v(SB), NOSPLIT, $0-68
 	MOVQ         ldw+8(FP), CX
 	MOVQ         x+16(FP), DX
 	MOVQ         ldx+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	LEAQ         (CX)(CX*2), DI
+	LEAQ         (CX)(CX*2), SI
 	LEAQ         (BX)(BX*2), BX
 	LEAQ         (AX)(CX*1), CX
-	MOVL         $0xc0c0c0c0, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x30303030, BX
-	VPBROADCASTD BX, Z1
-	MOVL         $0x0c0c0c0c, BX
-	VPBROADCASTD BX, Z2
-	MOVL         $0x03030303, BX
-	VPBROADCASTD BX, Z3
+	MOVQ         ng+32(FP), BX
+	MOVL         $0xc0c0c0c0, SI
+	VPBROADCASTD SI, Z0
+	MOVL         $0x30303030, SI
+	VPBROADCASTD SI, Z1
+	MOVL         $0x0c0c0c0c, SI
+	VPBROADCASTD SI, Z2
+	MOVL         $0x03030303, SI
+	VPBROADCASTD SI, Z3
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
-	MOVQ         SI, BX
-	SHRQ         $0x01, BX
+	MOVQ         BX, SI
+	SHRQ         $0x01, SI
 	JZ           gemvI8VNNIp1c1vodd
 
 gemvI8VNNIp1c1vloop:
@@ -2701,11 +2701,11 @@ gemvI8VNNIp1c1vloop:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	ADDQ         $0x00000100, DX
-	DECQ         BX
+	DECQ         SI
 	JNZ          gemvI8VNNIp1c1vloop
 
 gemvI8VNNIp1c1vodd:
-	TESTQ      $0x00000001, SI
+	TESTQ      $0x00000001, BX
 	JZ         gemvI8VNNIp1c1vend
 	MOVL       $0xffffffff, CX
 	KMOVD      CX, K1
