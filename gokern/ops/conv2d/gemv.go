@@ -211,17 +211,22 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		res, rh := scratch[A](nres)
 		defer gemvScratch.Put(rh)
 		var col []A
-		var scb [gemvRows]float32         // block b's scales of a call's rows (foldRun)
+		var scb []float32 // the scales of a call's rows, block by block (foldRun)
+		if runs && sc.perRow {
+			var sh *[]byte
+			scb, sh = scratch[float32](gemvRows * min(sc.nb, gemvMaxBlocks))
+			defer gemvScratch.Put(sh)
+		}
 		if runs && cols > 1 && !blocked { // the transposition's (block sums come column by column)
 			var ch *[]byte
 			col, ch = scratch[A](gemvRows * gemvBlockCols)
 			defer gemvScratch.Put(ch)
 		}
 		// foldRuns folds block b's sums src (rows r0 .. r1-1 x columns j0
-		// .. j0+nc-1, column by column), just computed (in L1 or L2).
-		foldRuns := func(src []A, r0, r1, j0, nc, b int) {
+		// .. j0+nc-1, column by column), just computed (in L1 or L2), with
+		// the rows' scales bs of block b (nil: one scale).
+		foldRuns := func(src []A, r0, r1, j0, nc, b int, bs []float32) {
 			m := r1 - r0
-			bs := sc.blockScales(scb[:m], r0, b)
 			for jj := range nc {
 				n := j0 + jj
 				var a float32
@@ -248,8 +253,13 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 							markBad()
 							return
 						}
+						bs := sc.blockScales(scb, r0, m, b0, nb)
 						for b := range nb { // column by column already
-							foldRuns(rb[b*m*nc:][:m*nc], r0, r1, j0, nc, b0+b)
+							var bsb []float32
+							if bs != nil {
+								bsb = bs[b*m:][:m]
+							}
+							foldRuns(rb[b*m*nc:][:m*nc], r0, r1, j0, nc, b0+b, bsb)
 						}
 					}
 				}
@@ -274,7 +284,7 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 							gemm.Transpose(col, r1-r0, src, r1-r0, nc)
 							src = col
 						}
-						foldRuns(src, r0, r1, j0, nc, b)
+						foldRuns(src, r0, r1, j0, nc, b, sc.blockScales(scb, r0, r1-r0, b, 1))
 					}
 				}
 				if runs {

@@ -148,15 +148,33 @@ func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32, 
 	s.biasRun(dst, lo, b)
 }
 
-// blockScales fills buf with block b's scales of channels lo ..
-// lo+len(buf)-1 (a column of the row-major channel x block scales) and
-// returns it, or returns nil where one scale serves every channel.
-func (s *scaler) blockScales(buf []float32, lo, b int) []float32 {
+// blockScales returns the scales of channels lo .. lo+m-1 in blocks b0 ..
+// b0+nb-1, block by block (block b0+b's at [b*m:][:m]), written into buf,
+// or nil where one scale serves every channel. It reads four channels'
+// runs of nb scales at once and writes four consecutive values per block:
+// gathering a block's column of the row-major channel x block scales,
+// inlined into gemv's loop, spilled its indices to the stack and took a
+// third of a 4096 x 4096 layer's time in blocks of 256 on one sample.
+//
+//go:noinline
+func (s *scaler) blockScales(buf []float32, lo, m, b0, nb int) []float32 {
 	if !s.perRow {
 		return nil
 	}
-	for i := range buf {
-		buf[i] = s.scales[(lo+i)*s.nb+b]
+	buf = buf[:nb*m]
+	i := 0
+	for ; i+4 <= m; i += 4 { // four channels a step: 16-byte writes
+		c0 := s.scales[(lo+i)*s.nb+b0:][:nb]
+		c1, c2, c3 := s.scales[(lo+i+1)*s.nb+b0:][:len(c0)], s.scales[(lo+i+2)*s.nb+b0:][:len(c0)], s.scales[(lo+i+3)*s.nb+b0:][:len(c0)]
+		for b := range c0 {
+			d := buf[b*m+i:][:4]
+			d[0], d[1], d[2], d[3] = c0[b], c1[b], c2[b], c3[b]
+		}
+	}
+	for ; i < m; i++ {
+		for b, v := range s.scales[(lo+i)*s.nb+b0:][:nb] {
+			buf[b*m+i] = v
+		}
 	}
 	return buf
 }
