@@ -31,7 +31,11 @@ extra memory of our call next to input + output +
 packed weight. Memory is measured in a fresh process per call: the peak
 resident set (``VmHWM``, reset by writing 5 to ``/proc/self/clear_refs``)
 during one call, minus the resident set before it and minus the output
-array, after a tiny warm-up convolution has loaded the code.
+array, after a tiny warm-up convolution has loaded the code. Last, a summary
+line per thread count (:func:`summary_lines`): the geomeans of torch's time
+over ours against issue 15's targets (int8 at least 3x torch fp32 and 1.5x
+torch int8, float32 at least 1.0x torch fp32), over the convolution rows (the
+GEMV-like ``gemv1x1`` rows left out) and over the five rows the issue names.
 
 ``--conv-depthwise`` runs a separate table instead: depthwise layers
 (groups = C: MobileNet/EfficientNet 3x3 and 5x5, :data:`DW_LAYERS`) against
@@ -67,6 +71,7 @@ from . import conv_cuda
 from ._common import (
     Table,
     cli_type,
+    geomean,
     median,
     parse_batches,
     parse_threads,
@@ -93,6 +98,57 @@ LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
 ]
 """ResNet-18/50 layers of the full suite, then GEMV-like 1x1 layers (a linear layer of a
 language model, batch 1), where lookup-table kernels are known to win."""
+
+ISSUE15_ROWS: frozenset[tuple[str, int]] = frozenset({
+    ("conv3x3 64->64 @56", 1),
+    ("conv3x3 128->128 @28", 8),
+    ("conv1x1 256->64 @56", 1),
+    ("conv3x3 256->256 @14", 1),
+    ("conv3x3 512->512 @7", 8),
+})  # fmt: skip
+"""The five (layer, batch) rows issue 15 names (the ResNet rows of its first table)."""
+
+TARGETS: list[tuple[str, str, str, float]] = [
+    ("i8 x torch f32", "torch_f32_ms", "ours_i8_ms", 3.0),
+    ("i8 x torch i8", "torch_i8_ms", "ours_i8_ms", 1.5),
+    ("f32 x torch f32", "torch_f32_ms", "ours_f32_ms", 1.0),
+]
+"""Issue 15's goals 1 and 2 for the convolutions: (label, torch's column, ours, the least geomean
+of torch ms / ours ms)."""
+
+
+def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
+    r"""Per thread count, the geomeans of torch's time over ours (:data:`TARGETS`) over the
+    convolution rows (the GEMV-like ``gemv1x1`` layers left out) and over the rows of
+    :data:`ISSUE15_ROWS`, each with its target and whether it is met; nothing for rows without
+    torch's times.
+
+    Example:
+        >>> r = {"layer": "conv3x3 64->64 @56", "n": 1, "threads": 2, "ours_i8_ms": 1.0,
+        ...      "ours_f32_ms": 4.0, "torch_f32_ms": 4.0, "torch_i8_ms": 2.0}
+        >>> print(*summary_lines([r])[0].split(", "), sep="\n")
+        bench conv: 2 thread(s)
+        1 conv rows: i8 x torch f32 4.00 (>= 3: yes)
+        i8 x torch i8 2.00 (>= 1.5: yes)
+        f32 x torch f32 1.00 (>= 1: yes)
+        >>> summary_lines([r])[1].startswith("bench conv: 2 thread(s), 1 of issue 15's rows: i8 x torch f32 4.00")
+        True
+    """
+    lines = []
+    for th in sorted({r["threads"] for r in rows}):
+        conv = [r for r in rows if r["threads"] == th and not r["layer"].startswith("gemv")]
+        named = [r for r in conv if (r["layer"], r["n"]) in ISSUE15_ROWS]
+        for what, sub in (("conv rows", conv), ("of issue 15's rows", named)):
+            parts = []
+            for label, theirs, ours, target in TARGETS:
+                ratios = [r[theirs] / r[ours] for r in sub if r.get(theirs) and r.get(ours)]
+                if ratios:
+                    gm = geomean(ratios)
+                    parts.append(f"{label} {gm:.2f} (>= {target:g}: {'yes' if gm >= target else 'no'})")
+            if parts:
+                lines.append(f"bench conv: {th} thread(s), {len(sub)} {what}: " + ", ".join(parts))
+    return lines
+
 
 QUICK_LAYERS: list[tuple[str, int, int, int, int, int, int]] = [
     ("quick3x3 8->8 @12", 8, 8, 3, 1, 1, 12),
@@ -412,6 +468,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = table.done()
     print_table(rows, _LUT_COLUMNS, title=_LUT_TITLE)
     print_table(rows, _RATE_COLUMNS, title=_RATE_TITLE)
+    for line in summary_lines(rows):
+        print(line)
     return rows
 
 
