@@ -594,3 +594,26 @@ def test_threads_calling_one_layer_keep_their_own_operands(act_bits):
     for th in threads:
         th.join()
     assert not bad, bad
+
+
+def test_a_call_made_while_another_holds_the_kept_descriptors_leaves_them():
+    """A conv2d call made on a thread whose kept descriptors a call has taken (as a signal
+    handler's call between that call's descriptors and the call itself) builds its own: the
+    taken descriptor still points at the first call's input, and both results are right."""
+    from bitnet_go._core import descriptor
+
+    rng = np.random.default_rng(77)
+    w = bitnet_go.quantize_i2s(rng.standard_normal((24, 32, 1, 1), dtype=np.float32))
+    x1, x2 = (rng.standard_normal((2, 32, 1, 1), dtype=np.float32) for _ in range(2))
+    want2 = bitnet_go.conv2d_quantized(x2.copy(), w, act_bits=8)
+    kept = descriptor.kept_take()
+    try:
+        d = descriptor.host_kept(kept, x1, "float32", 0)
+        before = d.data
+        got = bitnet_go.conv2d_quantized(x2, w, act_bits=8)  # same shape as x1: slot 0's key
+        assert d.data == before == descriptor.address(x1)
+        assert np.array_equal(got, want2)
+    finally:
+        descriptor.kept_give(kept)
+    assert descriptor.kept_take() is kept  # handed back whole
+    descriptor.kept_give(kept)

@@ -123,8 +123,9 @@ func gemvF32(ks *gemm.Kernels) gemvKernel[float32, float32] {
 
 // gemv computes a pointwise convolution (useGEMV) with one Gemv call per
 // (block of columns, thread's run of output channels, scale block) (with
-// several scale blocks, P 1 and blocks given (int8): one blocks call per
-// block of columns and run of channels, for all its scale blocks), folded
+// P 1 and blocks given (int8), for several scale blocks or for two
+// columns or more: one blocks call per block of columns and run of
+// channels, for all its scale blocks, the sums column by column), folded
 // into out by fold1 (the scaler's one-element arithmetic, as the GEMM
 // algorithms' folds), or, where P is 1 (a linear layer: a column's
 // channels are adjacent in out), by foldRun over each column's run of

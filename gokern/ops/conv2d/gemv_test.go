@@ -218,3 +218,45 @@ func TestGEMVWeightIDs(t *testing.T) {
 		t.Error("a TL1 weight's ID recorded as valid I2_S codes")
 	}
 }
+
+// TestGEMVFamilies runs the int8 GEMV path with every family of the op
+// linear_gemv, not only the one dispatched: one scale for the tensor, one
+// a channel and blocks, on 1 to 20 samples (one and two blocks of
+// columns), with the codes checked and known valid (BlocksFunc's own
+// tiles, avx2's I8Valid and transposition for one block), each result bit
+// for bit the reference's.
+func TestGEMVFamilies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const base = 1 << 39 // numbers no other test gives
+	id := uint64(base)
+	for _, c := range []struct{ n, c, o, bs int }{{2, 256, 9, 0}, {4, 384, 13, 384}, {17, 256, 21, 0}, {20, 512, 7, 512},
+		{1, 256, 10, 0}, {3, 512, 11, 128}, {5, 384, 6, 96}} {
+		tc := newCase(t, rng, pointwise(c.n, c.c, c.o, 1, 1), c.bs, c.n%2 == 0)
+		want := ref8(tc)
+		for _, g := range gemm.GemvFamilies() {
+			for _, valid := range []bool{false, true} {
+				w := tc.w
+				id++
+				w.ID = id
+				if valid {
+					gemm.MarkCodesValid(id)
+				}
+				sc, err := newScaler(&tc.d, w, tc.bias)
+				if err != nil {
+					t.Fatal(err)
+				}
+				k := selected()
+				k.gemv = g
+				acts := actScales(&tc.d, tc.x, k.scan)
+				acts.quantize(&tc.d, tc.x, k.gemm.QuantI8)
+				out := make([]float32, tc.d.OutLen)
+				ran, err := run(Pointwise, &tc.d, tc.x, acts, w, sc, out, k, false)
+				acts.release()
+				if err != nil || !strings.HasPrefix(ran, "gemv/") {
+					t.Fatalf("%v %s valid=%v: ran %q, %v", tc, g.Family, valid, ran, err)
+				}
+				checkExact(t, fmt.Sprintf("%v %s valid=%v", tc, g.Family, valid), out, want)
+			}
+		}
+	}
+}

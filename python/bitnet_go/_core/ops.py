@@ -370,9 +370,13 @@ def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.n
         (ConvInfo(algorithm='naive', kernel='naive/generic'), array([[[[9.]]]], dtype=float32))
     """
     info = descriptor.OpInfo(descriptor.OP_INFO_V1)
-    bt = None if bias is None else _byref(descriptor.host_kept(bias, "float32", 2))
-    xt, ot = descriptor.host_kept(x, "float32", 0), descriptor.host_kept(out, "float32", 1)
-    lib.call("bng_conv2d", _byref(xt), _byref(plan.weight), bt, _byref(ot), _byref(plan.params), _byref(info))
+    kept = descriptor.kept_take()
+    try:
+        bt = None if bias is None else _byref(descriptor.host_kept(kept, bias, "float32", 2))
+        xt, ot = descriptor.host_kept(kept, x, "float32", 0), descriptor.host_kept(kept, out, "float32", 1)
+        lib.call("bng_conv2d", _byref(xt), _byref(plan.weight), bt, _byref(ot), _byref(plan.params), _byref(info))
+    finally:
+        descriptor.kept_give(kept)
     return _conv_info(info.algorithm, info.kernel)
 
 
