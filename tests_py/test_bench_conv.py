@@ -54,6 +54,17 @@ def test_summary_geomeans_and_verdicts(seed: int) -> None:
                 assert f"{label} {gm:.2f} (>= {target:g}: {verdict})" in line, (label, line)
 
 
+def test_summary_digits_at_the_target() -> None:
+    """A geomean just under its target shows the digits that keep it under: never "3.00 (>= 3: no)"."""
+    r = _row("conv3x3 64->64 @56", 1, 2, 1.0, 1.0, 2.9996, 2.0)
+    line = summary_lines([r])[0]
+    assert "i8 x torch f32 2.9996 (>= 3: no)" in line, line
+    r2 = _row("conv3x3 64->64 @56", 1, 2, 1.0, 1.0, 3.0004, 2.0)
+    assert "i8 x torch f32 3.00 (>= 3: yes)" in summary_lines([r2])[0]
+    mixed = [r, _row("conv1x1 64->256 @56", 1, 2, 1.0, 1.0, 1.0, None)]
+    assert "i8 x torch i8 2.00 [1] (>= 1.5: yes)" in summary_lines(mixed)[0]
+
+
 def test_summary_without_torch_int8_or_rows() -> None:
     """A row without torch's int8 time leaves that ratio out; no torch times at all, no line."""
     r = _row("conv3x3 64->64 @56", 1, 2, 0.5, 1.0, 1.0, None)

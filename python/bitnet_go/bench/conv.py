@@ -120,8 +120,9 @@ of torch ms / ours ms)."""
 def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     r"""Per thread count, the geomeans of torch's time over ours (:data:`TARGETS`) over the
     convolution rows (the GEMV-like ``gemv1x1`` layers left out) and over the rows of
-    :data:`ISSUE15_ROWS`, each with its target and whether it is met; nothing for rows without
-    torch's times.
+    :data:`ISSUE15_ROWS`, each with its target and whether it is met (more digits where two
+    would round across the target; ``[n]`` where only n of the rows have that ratio); nothing
+    for rows without torch's times.
 
     Example:
         >>> r = {"layer": "conv3x3 64->64 @56", "n": 1, "threads": 2, "ours_i8_ms": 1.0,
@@ -143,8 +144,11 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
             for label, theirs, ours, target in TARGETS:
                 ratios = [r[theirs] / r[ours] for r in sub if r.get(theirs) and r.get(ours)]
                 if ratios:
-                    gm = geomean(ratios)
-                    parts.append(f"{label} {gm:.2f} (>= {target:g}: {'yes' if gm >= target else 'no'})")
+                    gm, digits = geomean(ratios), 2
+                    while digits < 6 and (round(gm, digits) >= target) != (gm >= target):
+                        digits += 1  # never "3.00 (>= 3: no)"
+                    n = f" [{len(ratios)}]" if len(ratios) != len(sub) else ""
+                    parts.append(f"{label} {gm:.{digits}f}{n} (>= {target:g}: {'yes' if gm >= target else 'no'})")
             if parts:
                 lines.append(f"bench conv: {th} thread(s), {len(sub)} {what}: " + ", ".join(parts))
     return lines
