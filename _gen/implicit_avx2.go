@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -265,39 +267,57 @@ func (q *quantU8) quad(v []reg.VecVirtual) {
 }
 
 // quantU8x8AVX2 quantizes 8 channels x 8 pixels per block into the
-// implicit layout (QuantU8x8 in gokern/gemm/implicit.go): per channel one
-// load of 8 pixels (quantU8.quant), each half of the channels packed to a
+// implicit layout (QuantU8x8 in gokern/gemm/implicit.go): quantU8x8's
+// YMM form.
+func quantU8x8AVX2(c *build.Context) { quantU8x8(c, false) }
+
+// quantU8x8 emits quantU8x8AVX2 (YMM, 8 pixels a block) or, wide,
+// quantU8x8AVX512 (ZMM, 16; four operations per register of values where
+// the YMM form takes six: quantU8.quant): per channel one load of a
+// block's pixels (quantU8.quant), each half of the channels packed to a
 // dword per pixel (quantU8.quad), VPUNPCKL/HDQ joining the halves into one
-// qword per pixel, and 8 qword stores cp bytes apart, in pixel order.
-func quantU8x8AVX2(c *build.Context) {
-	declareNoescape(c, "quantU8x8AVX2", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
-		"quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
+// qword per pixel (per 128-bit lane j: pixels 4j, 4j+1 and 4j+2, 4j+3),
+// and one qword store per pixel, cp bytes apart, in pixel order. Both
+// give the generic kernel's bytes (TestQuantU8MatchesGeneric).
+func quantU8x8(c *build.Context, wide bool) {
+	name, px, vec, top := "quantU8x8AVX2", 8, c.YMM, "qu8blk"
+	if wide {
+		name, px, vec, top = "quantU8x8AVX512", 16, c.ZMM, "qu8blk512"
+	}
+	declareNoescape(c, name, "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
+		fmt.Sprintf("%s sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < %d*nblk (nblk >= 1), prefetching the rows pf bytes ahead.", name, px))
 	pd, ps, ld, n, cp, pf := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "hw"), loadArg(c, "nblk"), loadArg(c, "cp"), loadArg(c, "pf")
 	c.SHLQ(operand.Imm(2), ld)
 	ld3, cp3 := times3(c, ld), times3(c, cp)
-	ps4, pd4 := c.GP64(), c.GP64()
-	q := newQuantU8(c, false)
-	repeat(c, "qu8blk", n, func() {
+	ps4, pd2 := c.GP64(), c.GP64()
+	q := newQuantU8(c, wide)
+	repeat(c, top, n, func() {
 		v := q.quantRows8(ps, pf, ld, ld3, ps4)
-		c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd4)
 		q.quad(v[:4])
 		q.quad(v[4:])
-		l, u := c.YMM(), c.YMM()
-		c.VPUNPCKLDQ(v[4], v[0], l) // pixels 0, 1 | 4, 5
-		c.VPUNPCKHDQ(v[4], v[0], u) // pixels 2, 3 | 6, 7
-		lh, uh := c.XMM(), c.XMM()
-		c.VEXTRACTI128(operand.Imm(1), l, lh)
-		c.VEXTRACTI128(operand.Imm(1), u, uh)
-		for k, x := range []reg.Register{l.AsX(), u.AsX(), lh, uh} { // pixels 2k, 2k+1
-			base := pd
-			if k >= 2 {
-				base = pd4
+		l, u := vec(), vec()
+		c.VPUNPCKLDQ(v[4], v[0], l) // per 128-bit lane j: pixels 4j, 4j+1
+		c.VPUNPCKHDQ(v[4], v[0], u) // pixels 4j+2, 4j+3
+		for j := range px / 4 {
+			lx, ux := l.AsX(), u.AsX()
+			if j > 0 {
+				lx, ux = c.XMM(), c.XMM()
+				if wide {
+					c.VEXTRACTI32X4(operand.Imm(uint64(j)), l, lx)
+					c.VEXTRACTI32X4(operand.Imm(uint64(j)), u, ux)
+				} else {
+					c.VEXTRACTI128(operand.Imm(1), l, lx)
+					c.VEXTRACTI128(operand.Imm(1), u, ux)
+				}
 			}
-			c.VMOVQ(x, rowAddrs(base, cp, cp3, 0)[2*k%4])
-			c.VPEXTRQ(operand.Imm(1), x, rowAddrs(base, cp, cp3, 0)[2*k%4+1])
+			c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 2}, pd2) // pixel 4j+2
+			c.VMOVQ(lx, mem(pd, 0))
+			c.VPEXTRQ(operand.Imm(1), lx, operand.Mem{Base: pd, Index: cp, Scale: 1})
+			c.VMOVQ(ux, mem(pd2, 0))
+			c.VPEXTRQ(operand.Imm(1), ux, operand.Mem{Base: pd, Index: cp3, Scale: 1})
+			c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd)
 		}
-		c.ADDQ(operand.Imm(32), ps)
-		c.LEAQ(operand.Mem{Base: pd4, Index: cp, Scale: 4}, pd)
+		c.ADDQ(operand.Imm(uint64(4*px)), ps)
 	})
 	vzeroRet(c)
 }

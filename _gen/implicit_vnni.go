@@ -78,42 +78,6 @@ func implicitI8VNNI(c *build.Context) {
 	vzeroRet(c)
 }
 
-// quantU8x8AVX512 is quantU8x8AVX2 (_gen/implicit_avx2.go) on ZMM, 16
-// pixels a block: per channel one load of 16 pixels, quantized in four
-// operations where the AVX2 kernel takes six (quantU8.quant), then
-// quantU8.quad per four channels, VPUNPCKL/HDQ joining the two quads into a
-// qword per pixel, and 16 qword stores cp bytes apart. Its results are
-// quantU8x8AVX2's, bit for bit (TestQuantU8MatchesGeneric).
-func quantU8x8AVX512(c *build.Context) {
-	declareNoescape(c, "quantU8x8AVX512", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
-		"quantU8x8AVX512 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 16*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
-	pd, ps, ld, n, cp, pf := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "hw"), loadArg(c, "nblk"), loadArg(c, "cp"), loadArg(c, "pf")
-	c.SHLQ(operand.Imm(2), ld)
-	ld3, cp3 := times3(c, ld), times3(c, cp)
-	ps4, pd4 := c.GP64(), c.GP64()
-	q := newQuantU8(c, true)
-	repeat(c, "qu8blk512", n, func() {
-		v := q.quantRows8(ps, pf, ld, ld3, ps4)
-		q.quad(v[:4])
-		q.quad(v[4:])
-		l, u := c.ZMM(), c.ZMM()
-		c.VPUNPCKLDQ(v[4], v[0], l) // per 128-bit lane j: pixels 4j, 4j+1
-		c.VPUNPCKHDQ(v[4], v[0], u) // pixels 4j+2, 4j+3
-		for j := range 4 {
-			lx, ux := l.AsX(), u.AsX()
-			if j > 0 {
-				lx, ux = c.XMM(), c.XMM()
-				c.VEXTRACTI32X4(operand.Imm(uint64(j)), l, lx)
-				c.VEXTRACTI32X4(operand.Imm(uint64(j)), u, ux)
-			}
-			c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 2}, pd4) // pixel 4j+2
-			c.VMOVQ(lx, mem(pd, 0))
-			c.VPEXTRQ(operand.Imm(1), lx, operand.Mem{Base: pd, Index: cp, Scale: 1})
-			c.VMOVQ(ux, mem(pd4, 0))
-			c.VPEXTRQ(operand.Imm(1), ux, operand.Mem{Base: pd, Index: cp3, Scale: 1})
-			c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd)
-		}
-		c.ADDQ(operand.Imm(64), ps)
-	})
-	vzeroRet(c)
-}
+// quantU8x8AVX512 is quantU8x8's ZMM form (_gen/implicit_avx2.go), 16
+// pixels a block.
+func quantU8x8AVX512(c *build.Context) { quantU8x8(c, true) }

@@ -2896,7 +2896,6 @@ qu8blk:
 	VMAXPS       Y2, Y12, Y12
 	VMINPS       Y3, Y12, Y12
 	VCVTPS2DQ    Y12, Y12
-	LEAQ         (AX)(SI*4), R10
 	VPACKSSDW    Y6, Y5, Y5
 	VPACKSSDW    Y8, Y7, Y7
 	VPACKSSWB    Y7, Y5, Y5
@@ -2909,18 +2908,21 @@ qu8blk:
 	VPXOR        Y4, Y9, Y9
 	VPUNPCKLDQ   Y9, Y5, Y6
 	VPUNPCKHDQ   Y9, Y5, Y5
-	VEXTRACTI128 $0x01, Y6, X7
-	VEXTRACTI128 $0x01, Y5, X8
+	LEAQ         (AX)(SI*2), R10
 	VMOVQ        X6, (AX)
 	VPEXTRQ      $0x01, X6, (AX)(SI*1)
-	VMOVQ        X5, (AX)(SI*2)
+	VMOVQ        X5, (R10)
 	VPEXTRQ      $0x01, X5, (AX)(R9*1)
-	VMOVQ        X7, (R10)
-	VPEXTRQ      $0x01, X7, (R10)(SI*1)
-	VMOVQ        X8, (R10)(SI*2)
-	VPEXTRQ      $0x01, X8, (R10)(R9*1)
+	LEAQ         (AX)(SI*4), AX
+	VEXTRACTI128 $0x01, Y6, X6
+	VEXTRACTI128 $0x01, Y5, X5
+	LEAQ         (AX)(SI*2), R10
+	VMOVQ        X6, (AX)
+	VPEXTRQ      $0x01, X6, (AX)(SI*1)
+	VMOVQ        X5, (R10)
+	VPEXTRQ      $0x01, X5, (AX)(R9*1)
+	LEAQ         (AX)(SI*4), AX
 	ADDQ         $0x20, CX
-	LEAQ         (R10)(SI*4), AX
 	DECQ         BX
 	JNZ          qu8blk
 	VZEROUPPER

@@ -212,8 +212,8 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 		res, rh := scratch[A](nres)
 		defer gemvScratch.Put(rh)
 		var col []A
-		var scb []float32 // the scales of a call's rows, block by block (foldRun)
-		if runs && sc.perRow {
+		var scb []float32 // the scales of a call's rows, block by block (foldRun; one block: the scales as they lie)
+		if runs && sc.nb > 1 {
 			var sh *[]byte
 			scb, sh = scratch[float32](gemvRows * min(sc.nb, gemvMaxBlocks))
 			defer gemvScratch.Put(sh)

@@ -149,7 +149,8 @@ func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32, 
 }
 
 // blockScales returns the scales of channels lo .. lo+m-1 in blocks b0 ..
-// b0+nb-1, block by block (block b0+b's at [b*m:][:m]), written into buf,
+// b0+nb-1, block by block (block b0+b's at [b*m:][:m]), written into buf
+// (with one scale a channel: the scales themselves, not to be written),
 // or nil where one scale serves every channel. It reads four channels'
 // runs of nb scales at once and writes four consecutive values per block:
 // gathering a block's column of the row-major channel x block scales,
@@ -160,6 +161,9 @@ func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32, 
 func (s *scaler) blockScales(buf []float32, lo, m, b0, nb int) []float32 {
 	if !s.perRow {
 		return nil
+	}
+	if s.nb == 1 { // one scale a channel: the channels' scales as they lie
+		return s.scales[lo : lo+m]
 	}
 	buf = buf[:nb*m]
 	i := 0
