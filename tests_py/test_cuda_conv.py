@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -388,6 +389,22 @@ def test_ternary_to_cuda(torch_cuda, qtype: str) -> None:
 
 @gpu
 @pytest.mark.needs("torch")
+def test_read_only_host_arrays_move_without_a_warning(torch_cuda) -> None:
+    # torch.from_numpy warns about read-only arrays (a weight's codes are), though nothing writes them
+    from bitnet_go._gpu import to_device, to_gpu
+
+    a = np.random.default_rng(5).standard_normal(37).astype(np.float32)
+    a.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = to_gpu(a, 0)
+        h = to_device(g, a)
+    assert g.is_cuda and h.is_cuda
+    assert g.cpu().numpy().tobytes() == a.tobytes() == h.cpu().numpy().tobytes()
+
+
+@gpu
+@pytest.mark.needs("torch")
 @pytest.mark.parametrize("act_bits", [8, None])
 def test_nn_layers_on_cuda(torch_cuda, act_bits: int | None) -> None:
     torch = torch_cuda
@@ -397,7 +414,8 @@ def test_nn_layers_on_cuda(torch_cuda, act_bits: int | None) -> None:
     lin = BitLinear(256, 40, act_bits=act_bits, block_size=128).freeze()
     conv = BitConv2d(6, 10, 3, padding=1, groups=2, act_bits=act_bits).freeze()
     xl, xc = torch.randn(3, 5, 256), torch.randn(2, 6, 9, 11)
-    ref_l, ref_c = lin(xl), conv(xc)  # the CPU kernels
+    with torch.no_grad():  # the bias is a parameter: outside no_grad the outputs require grad
+        ref_l, ref_c = lin(xl), conv(xc)  # the CPU kernels
     lin_g, conv_g = lin.to("cuda"), conv.to("cuda")  # nn.Module.to moves the packed buffers
     assert lin_g.weight_packed.is_cuda and conv_g.weight_scale.is_cuda
     assert lin_g.ternary_weight().device == "cuda:0"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
@@ -124,7 +125,7 @@ def to_gpu(a: np.ndarray | DeviceArray, index: int) -> DeviceArray:
     except ImportError:
         torch = None
     if torch is not None:
-        return torch.from_numpy(host).to(f"cuda:{index}")
+        return _torch_copy(torch, host, f"cuda:{index}")
     try:
         import cupy
     except ImportError:
@@ -133,10 +134,19 @@ def to_gpu(a: np.ndarray | DeviceArray, index: int) -> DeviceArray:
         return cupy.asarray(host)
 
 
+def _torch_copy(torch: ModuleType, a: np.ndarray, device: object) -> DeviceArray:
+    """A copy of host array ``a`` on torch's ``device``.
+
+    ``torch.from_numpy`` warns about a read-only array (a weight's codes, say) even though the copy
+    to the device never writes it: such an array is copied on the host first.
+    """
+    return torch.from_numpy(np.require(a, requirements="CW")).to(device)
+
+
 def _to_device(fw: object, a: np.ndarray) -> DeviceArray:
     """A copy of host array ``a`` on the framework's device."""
     if fw.name == "torch":  # type: ignore[attr-defined]
-        return fw.lib.from_numpy(np.ascontiguousarray(a)).to(fw.device)  # type: ignore[attr-defined]
+        return _torch_copy(fw.lib, a, fw.device)  # type: ignore[attr-defined]
     with fw.device:  # type: ignore[attr-defined]
         return fw.lib.asarray(a)  # type: ignore[attr-defined]
 
