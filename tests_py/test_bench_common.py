@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import types
 from typing import Any
 
@@ -38,14 +39,25 @@ def test_timeit_min_time(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(_common.timeit(lambda: None, repeat=3, min_time=0)) == 3  # an explicit value wins
 
 
-def test_paused_timeit_sleeps_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The benches that alternate libraries pause PAUSE_S before each block, then time as timeit does."""
+def test_timeit_sleeps_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block of timed calls starts after PAUSE_S (the previous library's threads sleep in it)."""
     slept: list[float] = []
     calls: list[str] = []
     monkeypatch.setattr(_common.time, "sleep", lambda s: (slept.append(s), calls.append("sleep")))
-    ts = _common.paused_timeit(lambda: calls.append("call"), repeat=3, warmup=1, min_time=0)
+    ts = _common.timeit(lambda: calls.append("call"), repeat=3, warmup=1, min_time=0)
     assert slept == [_common.PAUSE_S] and _common.PAUSE_S > 0
     assert calls == ["sleep", "call", "call", "call", "call"] and len(ts) == 3  # the pause before the warm-up
+    slept.clear()
+    _common.timeit(lambda: None, repeat=1, min_time=0, pause=0)
+    assert slept == []
+
+
+def test_bench_leaves_torch_openmp_settings_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The competitor runs with its defaults: importing torch for a bench sets no OpenMP variable."""
+    for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "KMP_BLOCKTIME", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(k, raising=False)
+    _common.torch_or_none("")
+    assert not any(k in os.environ for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "KMP_BLOCKTIME", "GOMP_SPINCOUNT"))
 
 
 def test_bench_sets_and_restores_min_time(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,8 +34,21 @@ MAX_CALLS = 1000
 """The most calls one ``timeit`` makes to fill its minimum time."""
 
 
-def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float | None = None) -> list[float]:
-    """Call ``fn`` ``warmup`` times, then time ``repeat`` calls (seconds each).
+PAUSE_S = 0.02
+"""Pause before every block of timed calls (:func:`timeit`): a runtime's threads that spin on after
+its calls (OpenMP's, ours) go to sleep in it instead of taking the CPUs of whatever is timed next,
+and no runtime's settings are touched (torch's OpenMP runs with its defaults). After PyPI torch's
+GNU OpenMP ran on 2 threads, our next 2-thread call (after its warm-up call) took 0.38 ms with no
+pause, 0.22 ms after 0.5 ms and 0.09-0.12 ms, as alone, after 1 ms or more (Zen 4). 20 ms leaves
+room for slower spin loops (a ``pause`` instruction takes about twice as long on recent Xeons); an
+Intel OpenMP runtime spins 200 ms by default (``KMP_BLOCKTIME``), which this pause does not cover."""
+
+
+def timeit(
+    fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float | None = None, pause: float = PAUSE_S
+) -> list[float]:
+    """After a pause of ``pause`` seconds (see :data:`PAUSE_S`), call ``fn`` ``warmup`` times, then
+    time ``repeat`` calls (seconds each).
 
     With ``min_time`` > 0 (default: :data:`MIN_TIME`, which ``bench --min-time``
     sets), keeps timing past ``repeat`` calls until that many seconds have been
@@ -48,6 +61,8 @@ def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_ti
     """
     if min_time is None:
         min_time = MIN_TIME
+    if pause > 0:
+        time.sleep(pause)
     for _ in range(warmup):
         fn()
     out: list[float] = []
@@ -57,27 +72,6 @@ def timeit(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_ti
         fn()
         out.append(time.perf_counter() - t0)
     return out
-
-
-PAUSE_S = 0.01
-"""Pause before a block of timed calls that follows another library's block (:func:`paused_timeit`):
-a runtime's threads that spin on after its calls (OpenMP's, ours) go to sleep in it instead of
-taking the other's CPUs. Its settings are not touched. 10 ms was enough for PyPI torch's GNU
-OpenMP threads in our runs, and ours spin 200 us; an Intel OpenMP runtime spins 200 ms by default
-(``KMP_BLOCKTIME``), which this pause does not cover."""
-
-
-def paused_timeit(
-    fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1, min_time: float | None = None
-) -> list[float]:
-    """:func:`timeit` after a pause of :data:`PAUSE_S`, for benches that alternate libraries.
-
-    Example:
-        >>> len(paused_timeit(lambda: None, repeat=2, min_time=0))
-        2
-    """
-    time.sleep(PAUSE_S)
-    return timeit(fn, repeat=repeat, warmup=warmup, min_time=min_time)
 
 
 SETTLE_BYTES = 24 << 20
@@ -137,12 +131,8 @@ def torch_or_none(missing: str = NO_TORCH) -> ModuleType | None:
         >>> torch_or_none() is None or hasattr(torch_or_none(), "tensor")
         True
     """
-    # Torch's OpenMP workers spin for milliseconds after each parallel op by
-    # default and would take the second core from whatever is timed next (our
-    # 2-thread rows lost up to half their speed that way). Passive waiting
-    # costs torch nothing measurable on these op sizes. Only effective before
-    # torch is first imported; an explicit setting by the user wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # torch runs with its own settings: its OpenMP threads spin on after each
+    # parallel op, and every timeit block starts after PAUSE_S for them to sleep.
     try:
         import torch
     except ImportError:

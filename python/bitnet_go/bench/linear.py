@@ -28,7 +28,7 @@ outputs are the int32 sums exactly.
 
 Timing alternates: ``--linear-rounds`` rounds of one block of calls of each
 library (``--repeat`` calls after a warm-up call, and at least 20 ms of calls),
-with a 10 ms pause between blocks so that neither library's idle worker
+with a pause (``_common.PAUSE_S``) before each block so that neither library's idle worker
 threads (OpenMP's, Go's) spin into the other's block.
 
 Reported: median ms with the spread (min-max over all timed calls), GOP/s
@@ -69,10 +69,10 @@ from ._common import (
     parse_batches,
     parse_shapes,
     parse_threads,
-    paused_timeit,
     positive_int,
     restored_threads,
     size_text,
+    timeit,
 )
 from .conv_cuda import run_linear
 
@@ -280,7 +280,7 @@ def _alternate(fns: dict[str, Callable[[], object]], repeat: int, rounds: int) -
     out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(max(1, rounds)):
         for name, fn in fns.items():
-            out[name] += paused_timeit(fn, repeat=repeat, warmup=1, min_time=0.02)
+            out[name] += timeit(fn, repeat=repeat, warmup=1, min_time=0.02)
     return out
 
 

@@ -32,9 +32,9 @@ from ._common import (
     median,
     parse_batches,
     parse_threads,
-    paused_timeit,
     restored_threads,
     spread_text,
+    timeit,
     torch_or_none,
 )
 from .conv import LAYERS
@@ -125,7 +125,7 @@ def _torch_q(torch: Any, q: bitnet_go.QuantizedTensor) -> Any:  # noqa: ANN401
 
 
 def _time(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    ts = paused_timeit(fn, repeat=repeat)
+    ts = timeit(fn, repeat=repeat)
     row[f"{key}_ms"] = median(ts) * 1e3
     row[f"{key}_range"] = spread_text(ts)
 

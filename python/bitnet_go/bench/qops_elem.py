@@ -44,9 +44,9 @@ from ._common import (
     parse_names,
     parse_sizes,
     parse_threads,
-    paused_timeit,
     restored_threads,
     spread_text,
+    timeit,
     torch_or_none,
 )
 
@@ -90,7 +90,7 @@ def _codes(rng: np.random.Generator, n: int, scale: float, zp: int) -> PlainTens
 
 
 def _timed(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    ts = paused_timeit(fn, repeat=repeat)
+    ts = timeit(fn, repeat=repeat)
     row[f"{key}_ms"], row[f"{key}_spread"] = median(ts) * 1e3, spread_text(ts)
     row[f"{key}_min_ms"], row[f"{key}_max_ms"] = min(ts) * 1e3, max(ts) * 1e3
 
@@ -143,7 +143,7 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
                     f32_ms = None
                     if torch:
                         torch.set_num_threads(th)
-                        ts = paused_timeit(partial(torch.add, fa, fb), repeat=args.repeat)
+                        ts = timeit(partial(torch.add, fa, fb), repeat=args.repeat)
                         f32_ms, f32_spread = median(ts) * 1e3, spread_text(ts)
                     for op in ops:
                         table.start(f"{op} uint8 n={n} thr={th}")
