@@ -22,13 +22,34 @@ import (
 // VPDPBUSD a cycle through their 5-cycle latency. Six chains held an
 // Emerald Rapids core (which runs two a cycle) to 143-173 GMAC/s, 12 ran
 // 163-263 (BenchmarkImplicit). int32 sums wrap alike in either order.
-func implicitI8VNNI(c *build.Context) {
+func implicitI8VNNI(c *build.Context) { implicitVNNI(c, 1) }
+
+// implicitI8VNNIPair is implicitI8VNNI over two blocks of 16 channels at
+// once (w and w+blen, sums into t0 and t1): each pixel's broadcast quad
+// feeds two VPDPBUSD, so a quad takes 8 loads for 12 VPDPBUSD instead of
+// 14 (and 14 broadcasts' worth of uops fewer a pair of quads), and the 12
+// chains are the two blocks' sums, with no second set to add.
+func implicitI8VNNIPair(c *build.Context) { implicitVNNI(c, 2) }
+
+// implicitVNNI emits implicitI8VNNI (blocks 1) or implicitI8VNNIPair
+// (blocks 2).
+func implicitVNNI(c *build.Context, blocks int) {
 	const pix = 6
-	declareNoescape(c, "implicitI8VNNI", "func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)",
-		"implicitI8VNNI computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
-	pt := loadArg(c, "t")
+	if blocks == 1 {
+		declareNoescape(c, "implicitI8VNNI", "func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)",
+			"implicitI8VNNI computes ntile >= 1 tiles of 16 channels x 6 pixels (pixel offsets px) over nseg >= 1 segments (off, quads, flush).")
+	} else {
+		declareNoescape(c, "implicitI8VNNIPair", "func(w *int8, blen int, x *byte, px *int, ntile int, segs *int32, nseg int, t0, t1 *int32)",
+			"implicitI8VNNIPair is implicitI8VNNI for the blocks at w and w+blen at once, their tiles into t0 and t1.")
+	}
+	pt := []reg.Register{loadArg(c, map[int]string{1: "t", 2: "t0"}[blocks])}
+	var blen reg.Register
+	if blocks == 2 {
+		pt = append(pt, loadArg(c, "t1"))
+		blen = loadArg(c, "blen")
+	}
 	repeat(c, "ivtile", paramAddr(c, "ntile"), func() {
-		acc, odd := zeroZ(c, pix), zeroZ(c, pix)
+		acc, odd := zeroZ(c, pix), zeroZ(c, pix) // blocks 2: odd holds the second block's sums
 		pp := make([]reg.Register, pix)
 		{
 			ppx := loadArg(c, "px")
@@ -44,19 +65,32 @@ func implicitI8VNNI(c *build.Context) {
 			off, n := c.GP64(), c.GP64()
 			c.MOVLQSX(mem(ps, 0), off)
 			c.MOVLQSX(mem(ps, 4), n)
-			// quad adds quad q (0 or 1) past off and pw into sums.
+			// quad adds quad q (0 or 1) past off and pw into sums (blocks 1)
+			// or into acc and odd (blocks 2: the weights at pw and pw+blen).
 			quad := func(q int, sums []reg.VecVirtual) {
 				wv := c.ZMM()
 				c.VMOVDQU64(mem(pw, 64*q), wv)
+				var wv1 reg.VecVirtual
+				if blocks == 2 {
+					wv1 = c.ZMM()
+					c.VMOVDQU64(operand.Mem{Base: pw, Index: blen, Scale: 1, Disp: 64 * q}, wv1)
+				}
 				for j := range pix {
 					b := c.ZMM()
 					c.VPBROADCASTD(operand.Mem{Base: pp[j], Index: off, Scale: 1, Disp: 4 * q}, b)
 					c.VPDPBUSD(wv, b, sums[j])
+					if blocks == 2 {
+						c.VPDPBUSD(wv1, b, odd[j])
+					}
 				}
+			}
+			second := odd
+			if blocks == 2 {
+				second = acc
 			}
 			whileAtLeast(c, "ivpair", "ivpairx", n, 2, func() {
 				quad(0, acc)
-				quad(1, odd)
+				quad(1, second)
 				c.ADDQ(operand.Imm(8), off)
 				c.ADDQ(operand.Imm(128), pw)
 			})
@@ -70,10 +104,16 @@ func implicitI8VNNI(c *build.Context) {
 			c.ADDQ(operand.Imm(12), ps)
 		})
 		for j := range acc {
-			c.VPADDD(odd[j], acc[j], acc[j])
-			c.VMOVDQU64(acc[j], mem(pt, 64*j))
+			if blocks == 1 {
+				c.VPADDD(odd[j], acc[j], acc[j])
+			} else {
+				c.VMOVDQU64(odd[j], mem(pt[1], 64*j))
+			}
+			c.VMOVDQU64(acc[j], mem(pt[0], 64*j))
 		}
-		c.ADDQ(operand.U32(64*pix), pt)
+		for _, p := range pt {
+			c.ADDQ(operand.U32(64*pix), p)
+		}
 	})
 	vzeroRet(c)
 }

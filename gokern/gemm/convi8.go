@@ -14,6 +14,9 @@ type ConvI8 struct {
 	// scalar oracle is slower than the generic im2col kernels) leaves the
 	// int8 convolutions to conv_gemm's im2col path.
 	Implicit ImplicitI8
+	// ImplicitPair, where set, is Implicit over two blocks at once; nil:
+	// Implicit on each.
+	ImplicitPair ImplicitI8Pair
 	// QuantU8x8 and QuantU8x4 quantize activations into the implicit
 	// layout.
 	QuantU8x8 QuantU8x8

@@ -17,7 +17,7 @@ var (
 	_ = ConvI8Op.Register(cpu.AVX2, &ConvI8{Family: cpu.AVX2, Implicit: implicitI8AVX2Kernel,
 		QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
 	_ = ConvI8Op.Register(cpu.AVX512VNNI, &ConvI8{Family: cpu.AVX512VNNI, Implicit: implicitI8VNNIKernel,
-		QuantU8x8: quantU8x8AVX512Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+		ImplicitPair: implicitI8VNNIPairKernel, QuantU8x8: quantU8x8AVX512Kernel, QuantU8x4: quantU8x4AVX2Kernel})
 )
 
 // quantU8x8AVX512Kernel runs quantU8x8AVX512 over the row's whole blocks
@@ -42,10 +42,10 @@ func quantU8x8AVX512Kernel(dst []byte, src []float32, hw, w, cp int, a float32) 
 type implicitTileFn func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
 
 // implicitChunk is the most pixels per assembly call: its tiles go
-// through the caller's scratch before tileRowsAVX2 turns them into rows (a
-// buffer on the stack here would be cleared on every call: 6 KB, ~10% of a
-// 1x1 64->256 call's kernel time).
-const implicitChunk = ImplicitScratch / ImplicitOC
+// through the caller's scratch (a block's tiles in each half) before
+// tileRowsAVX2 turns them into rows (a buffer on the stack here would be
+// cleared on every call: 6 KB, ~10% of a 1x1 64->256 call's kernel time).
+const implicitChunk = ImplicitScratch / (2 * ImplicitOC)
 
 func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
 	implicitRows(implicitI8AVX2, w, x, px, segs, corr, t, ldt, scratch)
@@ -53,6 +53,22 @@ func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[Imp
 
 func implicitI8VNNIKernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
 	implicitRows(implicitI8VNNI, w, x, px, segs, corr, t, ldt, scratch)
+}
+
+// implicitI8VNNIPairKernel is the ImplicitI8Pair contract on
+// implicitI8VNNIPair.
+func implicitI8VNNIPairKernel(w []int8, blen int, x []byte, px []int, segs []int32, corr *[2][ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
+	w0, w1, c0, c1, t0, t1 := implicitPairBlocks(w, blen, corr, t, ldt)
+	checkImplicit(w0, x, px, segs, t0, ldt)
+	checkImplicit(w1, x, px, segs, t1, ldt)
+	tiles := scratch[:ImplicitScratch]
+	for p0 := 0; p0 < len(px); p0 += implicitChunk {
+		n := min(implicitChunk, len(px)-p0)
+		implicitI8VNNIPair(unsafe.SliceData(w0), blen, unsafe.SliceData(x), &px[p0], n/ImplicitPix,
+			unsafe.SliceData(segs), len(segs)/3, &tiles[0], &tiles[ImplicitScratch/2])
+		tilesToRows(t0[p0:], ldt, tiles, n, c0)
+		tilesToRows(t1[p0:], ldt, tiles[ImplicitScratch/2:], n, c1)
+	}
 }
 
 // implicitRows is the ImplicitI8 contract on the assembly tiles of asm:
@@ -64,14 +80,20 @@ func implicitRows(asm implicitTileFn, w []int8, x []byte, px []int, segs []int32
 		n := min(implicitChunk, len(px)-p0)
 		asm(unsafe.SliceData(w), unsafe.SliceData(x), &px[p0], n/ImplicitPix,
 			unsafe.SliceData(segs), len(segs)/3, &tile[0])
-		nb := n / 8
-		if nb > 0 {
-			tileRowsAVX2(&t[p0], ldt, &tile[0], nb, &corr[0])
-		}
-		for i := 8 * nb; i < n; i++ {
-			for o := range ImplicitOC {
-				t[o*ldt+p0+i] = tile[i*ImplicitOC+o] - corr[o]
-			}
+		tilesToRows(t[p0:], ldt, tile, n, corr)
+	}
+}
+
+// tilesToRows sets t[o*ldt+i] = tile[i*16+o] - corr[o] for i < n: blocks of
+// 8 pixels through tileRowsAVX2, the rest one by one.
+func tilesToRows(t []int32, ldt int, tile []int32, n int, corr *[ImplicitOC]int32) {
+	nb := n / 8
+	if nb > 0 {
+		tileRowsAVX2(&t[0], ldt, &tile[0], nb, &corr[0])
+	}
+	for i := 8 * nb; i < n; i++ {
+		for o := range ImplicitOC {
+			t[o*ldt+i] = tile[i*ImplicitOC+o] - corr[o]
 		}
 	}
 }

@@ -55,8 +55,34 @@ const (
 // goroutine, so that no call clears a buffer of its own.
 type ImplicitI8 func(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32)
 
-// ImplicitScratch is the least length of ImplicitI8's scratch.
-const ImplicitScratch = 16 * ImplicitPix * ImplicitOC
+// ImplicitScratch is the least length of ImplicitI8's and ImplicitI8Pair's
+// scratch.
+const ImplicitScratch = 2 * 16 * ImplicitPix * ImplicitOC
+
+// ImplicitI8Pair is ImplicitI8 for two blocks at once: the block at w[:blen]
+// with corrections corr[0] into rows t[o*ldt+i], and the block at
+// w[blen:] with corr[1] into rows t[(16+o)*ldt+i]. A kernel set that has
+// one runs it where a group has two blocks left (it reads each pixel's
+// activations once for both); len(t) >= 31*ldt+len(px).
+type ImplicitI8Pair func(w []int8, blen int, x []byte, px []int, segs []int32, corr *[2][ImplicitOC]int32, t []int32, ldt int, scratch []int32)
+
+// implicitPairBlocks returns the two blocks of an ImplicitI8Pair call, each
+// as ImplicitI8 takes them (the wrappers panic unless blen > 0 and w holds
+// both blocks).
+func implicitPairBlocks(w []int8, blen int, corr *[2][ImplicitOC]int32, t []int32, ldt int) (w0, w1 []int8, c0, c1 *[ImplicitOC]int32, t0, t1 []int32) {
+	if blen <= 0 || len(w) < 2*blen || ldt <= 0 || len(t) < ImplicitOC*ldt {
+		panic("gemm: implicit pair arguments malformed")
+	}
+	return w[:blen], w[blen : 2*blen], &corr[0], &corr[1], t, t[ImplicitOC*ldt:]
+}
+
+// implicitI8PairGeneric is the generic ImplicitI8Pair, the oracle: the
+// generic kernel on each block.
+func implicitI8PairGeneric(w []int8, blen int, x []byte, px []int, segs []int32, corr *[2][ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
+	w0, w1, c0, c1, t0, t1 := implicitPairBlocks(w, blen, corr, t, ldt)
+	implicitI8Generic(w0, x, px, segs, c0, t0, ldt, scratch)
+	implicitI8Generic(w1, x, px, segs, c1, t1, ldt, scratch)
+}
 
 // ImplicitSegs returns the segments of one output pixel's K dimension: taps
 // at byte offsets taps[i] (in the order of the packed weights), each
@@ -253,6 +279,10 @@ func init() {
 // ImplicitGeneric returns the generic ImplicitI8, the oracle (no kernel set
 // carries it: scalar, it is slower than the generic im2col kernels).
 func ImplicitGeneric() ImplicitI8 { return implicitI8Generic }
+
+// ImplicitPairGeneric returns the generic ImplicitI8Pair (tests of the
+// callers' pair path run it on any CPU).
+func ImplicitPairGeneric() ImplicitI8Pair { return implicitI8PairGeneric }
 
 // QuantU8x8 quantizes 8 channels of one row of activations straight into the
 // implicit layout: for pixel x < w and channel i < 8,

@@ -154,14 +154,45 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("%s: generic [%d] = %d, want %d", tc.name, i, got[i], want[i])
 		}
-		for _, ks := range ConvI8Families() {
-			if ks.Implicit == nil {
-				continue
+		// The pair kernels: w's block and a second one (random, or the
+		// negated first for the extreme fills), its sums from the generic
+		// kernel, which the first block's formula check has vouched for.
+		blen := ImplicitBlockLen(tc.taps, tc.quads)
+		w2 := make([]int8, 2*blen+5)[5:]
+		copy(w2, w[:blen])
+		for i := range blen {
+			w2[blen+i] = -w[i]
+			if tc.fill == 0 {
+				w2[blen+i] = int8(rng.IntN(3) - 1)
 			}
-			clear(got)
-			ks.Implicit(w, x, px, segs, &corr, got, ldt, stale(ImplicitScratch))
-			if i := firstDiff(got, want); i >= 0 {
-				t.Fatalf("%s: %s [%d] = %d, want %d", tc.name, ks.Family, i, got[i], want[i])
+		}
+		var corr2 [2][ImplicitOC]int32
+		corr2[0] = corr
+		for o := range ImplicitOC {
+			corr2[1][o] = int32(rng.IntN(1<<20) - 1<<19)
+		}
+		want2 := make([]int32, ImplicitOC*ldt+len(want))
+		copy(want2, want)
+		implicitI8Generic(w2[blen:], x, px, segs, &corr2[1], want2[ImplicitOC*ldt:], ldt, nil)
+		got2 := make([]int32, len(want2))
+		implicitI8PairGeneric(w2, blen, x, px, segs, &corr2, got2, ldt, nil)
+		if i := firstDiff(got2[:len(want)], want); i >= 0 {
+			t.Fatalf("%s: generic pair [%d] = %d, want %d", tc.name, i, got2[i], want[i])
+		}
+		for _, ks := range ConvI8Families() {
+			if ks.Implicit != nil {
+				clear(got)
+				ks.Implicit(w, x, px, segs, &corr, got, ldt, stale(ImplicitScratch))
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("%s: %s [%d] = %d, want %d", tc.name, ks.Family, i, got[i], want[i])
+				}
+			}
+			if ks.ImplicitPair != nil {
+				clear(got2)
+				ks.ImplicitPair(w2, blen, x, px, segs, &corr2, got2, ldt, stale(ImplicitScratch))
+				if i := firstDiff(got2, want2); i >= 0 {
+					t.Fatalf("%s: %s pair [%d] = %d, want %d", tc.name, ks.Family, i, got2[i], want2[i])
+				}
 			}
 		}
 	}
@@ -181,11 +212,17 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 		return px
 	}
 	kernels := []ImplicitI8{implicitI8Generic}
+	pairs := []ImplicitI8Pair{implicitI8PairGeneric}
 	for _, ks := range ConvI8Families() {
 		if ks.Implicit != nil {
 			kernels = append(kernels, ks.Implicit)
 		}
+		if ks.ImplicitPair != nil {
+			pairs = append(pairs, ks.ImplicitPair)
+		}
 	}
+	tt2 := make([]int32, 2*ImplicitPix*ImplicitOC)
+	var corr2 [2][ImplicitOC]int32
 	for _, tc := range []struct {
 		name string
 		px   []int
@@ -208,6 +245,40 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 					}
 				}()
 				k(tc.w, x, tc.px, tc.segs, &corr, tt, ImplicitPix, make([]int32, ImplicitScratch))
+			}()
+		}
+		// the pair kernels on two copies of the case's block
+		w2 := append(append([]int8(nil), tc.w...), tc.w...)
+		for _, k := range pairs {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: pair: no panic", tc.name)
+					}
+				}()
+				k(w2, len(tc.w), x, tc.px, tc.segs, &corr2, tt2, ImplicitPix, make([]int32, ImplicitScratch))
+			}()
+		}
+	}
+	// pair arguments of their own: blen 0, weights for one block, sums for one block
+	okPx := tile(0)
+	w2 := append(append([]int8(nil), w...), w...)
+	for _, tc := range []struct {
+		name string
+		w    []int8
+		blen int
+		t    []int32
+	}{
+		{"blen 0", w2, 0, tt2}, {"one block of weights", w, len(w), tt2}, {"sums for one block", w2, len(w), tt},
+	} {
+		for _, k := range pairs {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("pair %s: no panic", tc.name)
+					}
+				}()
+				k(tc.w, tc.blen, x, okPx, segs, &corr2, tc.t, ImplicitPix, make([]int32, ImplicitScratch))
 			}()
 		}
 	}
@@ -284,6 +355,18 @@ func benchImplicit(b *testing.B, ks *ConvI8) {
 				ks.Implicit(w, x, px, segs, &corr, t, len(px), scratch)
 			}
 			b.ReportMetric(float64(len(px)*ImplicitOC*9*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+		if ks.ImplicitPair == nil {
+			continue
+		}
+		w2 := make([]int8, 2*len(w))
+		t2 := make([]int32, 2*len(t))
+		var corr2 [2][ImplicitOC]int32
+		b.Run(fmt.Sprintf("3x3_c%d/%s/pair", c, ks.Family), func(b *testing.B) {
+			for b.Loop() {
+				ks.ImplicitPair(w2, len(w), x, px, segs, &corr2, t2, len(px), scratch)
+			}
+			b.ReportMetric(float64(2*len(px)*ImplicitOC*9*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
 }

@@ -9,6 +9,11 @@ package gemm
 //go:noescape
 func implicitI8VNNI(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
 
+// implicitI8VNNIPair is implicitI8VNNI for the blocks at w and w+blen at once, their tiles into t0 and t1.
+//
+//go:noescape
+func implicitI8VNNIPair(w *int8, blen int, x *byte, px *int, ntile int, segs *int32, nseg int, t0 *int32, t1 *int32)
+
 // quantU8x8AVX512 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 16*nblk (nblk >= 1), prefetching the rows pf bytes ahead.
 //
 //go:noescape

@@ -58,6 +58,7 @@ func useImplicit(d *Dims, sc *scaler, ks *gemm.ConvI8) bool {
 // the quantizers into its layout.
 type implicitKernels struct {
 	gemm   gemm.ImplicitI8
+	pair   gemm.ImplicitI8Pair // nil: gemm on each block
 	q8     gemm.QuantU8x8
 	q4     gemm.QuantU8x4
 	fold   foldI32Fn // FoldI32
@@ -71,7 +72,7 @@ type foldI32Fn = func(dst []float32, src []int32, a, sc, bias float32, add, addB
 // implicitOf returns the implicit kernels of the conv_i8 set i8 with the
 // folds of the conv_gemm set ks.
 func implicitOf(ks *gemm.Kernels, i8 *gemm.ConvI8) implicitKernels {
-	return implicitKernels{i8.Implicit, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
+	return implicitKernels{i8.Implicit, i8.ImplicitPair, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
 }
 
 // streamOutBytes is the least output for which the implicit GEMM writes it
@@ -113,20 +114,28 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 	}
 	nr := ceilDivPos(total, implicitPix)
 	rangesFast := nob*blen > d.N*g.hp*g.wp*g.cg4
-	units := d.Groups * nr * nob
-	par.Run(par.ChunksWork(units, implicitPix*gemm.ImplicitOC*d.K), func(_, lo, hi int) {
+	// A unit's blocks: two at a time where the kernel set has a pair kernel
+	// (a group's odd last block alone).
+	step := 1
+	if k.pair != nil && nob >= 2 {
+		step = 2
+	}
+	nbu := ceilDivPos(nob, step) // block units per group
+	units := d.Groups * nr * nbu
+	par.Run(par.ChunksWork(units, implicitPix*gemm.ImplicitOC*step*d.K), func(_, lo, hi int) {
 		px := make([]int, implicitPix)
-		var rows [gemm.ImplicitOC * implicitPix]int32 // the sums, a row per channel
+		var rows [2 * gemm.ImplicitOC * implicitPix]int32 // the sums, a row per channel
 		scratch := make([]int32, gemm.ImplicitScratch)
 		var runs []sampleRun // the range's pixels per sample
 		lastR, lastG := -1, -1
 		for u := lo; u < hi && !par.Stopped(); u++ {
-			var ob, r, gi int
+			var bu, r, gi int
 			if rangesFast {
-				r, ob, gi = u%nr, u/nr%nob, u/(nr*nob)
+				r, bu, gi = u%nr, u/nr%nbu, u/(nr*nbu)
 			} else {
-				ob, r, gi = u%nob, u/nob%nr, u/(nob*nr)
+				bu, r, gi = u%nbu, u/nbu%nr, u/(nbu*nr)
 			}
+			ob := bu * step
 			q0 := r * implicitPix // first pixel over all samples
 			cnt := min(implicitPix, total-q0)
 			npx := roundUp(cnt, gemm.ImplicitPix)
@@ -152,9 +161,13 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 				}
 				lastR, lastG = r, gi
 			}
-			b := gi*nob + ob
-			k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, &corr[b], rows[:], implicitPix, scratch)
-			for o := range min(gemm.ImplicitOC, d.Og-ob*gemm.ImplicitOC) {
+			b, nblk := gi*nob+ob, min(step, nob-ob)
+			if nblk == 2 {
+				k.pair(wb[b*blen:][:2*blen], blen, xp, px[:npx], segs, (*[2][gemm.ImplicitOC]int32)(corr[b:b+2]), rows[:], implicitPix, scratch)
+			} else {
+				k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, &corr[b], rows[:], implicitPix, scratch)
+			}
+			for o := range min(nblk*gemm.ImplicitOC, d.Og-ob*gemm.ImplicitOC) {
 				oc := gi*d.Og + ob*gemm.ImplicitOC + o
 				row := rows[o*implicitPix:]
 				bias, addBias := sc.biasAt(oc, 0) // one scale block (useImplicit)

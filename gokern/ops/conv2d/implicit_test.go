@@ -24,10 +24,17 @@ func TestImplicitAgrees(t *testing.T) {
 	gen := gemm.Generic()
 	generic := implicitOf(gen, gemm.ConvI8Families()[0])
 	generic.gemm = gemm.ImplicitGeneric()
-	kernels := map[string]implicitKernels{"generic": generic}
+	genericPair := generic
+	genericPair.pair = gemm.ImplicitPairGeneric()
+	kernels := map[string]implicitKernels{"generic": generic, "generic pairs": genericPair}
 	for _, i8 := range gemm.ConvI8Families() {
 		if i8.Implicit != nil {
-			kernels[fmt.Sprint(i8.Family)] = implicitOf(gemm.KernelOp.Get(), i8)
+			k := implicitOf(gemm.KernelOp.Get(), i8)
+			kernels[fmt.Sprint(i8.Family)] = k
+			if k.pair != nil { // the single-block kernel on every block too
+				k.pair = nil
+				kernels[fmt.Sprint(i8.Family)+" single"] = k
+			}
 		}
 	}
 	oldStream := streamOutBytes
