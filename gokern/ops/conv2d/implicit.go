@@ -142,13 +142,21 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 			if r != lastR || gi != lastG {
 				n, p := q0/d.P, q0%d.P
 				oh, ow := p/d.Wo, p%d.Wo
+				// the offset steps along the output row; a new row (or
+				// sample) computes it again
+				wo, ho, step := d.Wo, d.Ho, d.StrideW*g.cp
+				rowAt := func() int { return n*g.per + oh*d.StrideH*g.wp*g.cp + gi*g.cg4 }
+				at := rowAt() + ow*step
 				for i := range npx {
-					px[i] = n*g.per + (oh*d.StrideH*g.wp+ow*d.StrideW)*g.cp + gi*g.cg4
+					px[i] = at
 					if i < cnt-1 { // a partial tile repeats its last pixel
-						if ow++; ow == d.Wo {
-							if oh, ow = oh+1, 0; oh == d.Ho {
+						if ow++; ow < wo {
+							at += step
+						} else {
+							if oh, ow = oh+1, 0; oh == ho {
 								n, oh = n+1, 0
 							}
+							at = rowAt()
 						}
 					}
 				}
