@@ -68,7 +68,7 @@ func actScales(d *Dims, x []float32, scan *ternary.Quantizer) *activations {
 func actPieces(d *Dims) ([]int, int, func(i int) (lo, hi int)) {
 	per := d.C * d.H * d.W
 	pieces := ceilDivPos(per, actPiece)
-	return par.ChunksWork(d.N*pieces, min(per, actPiece)*actPassWork), pieces, func(i int) (lo, hi int) {
+	return par.ChunksWork(d.N*pieces, min(per, actPiece)*passWork), pieces, func(i int) (lo, hi int) {
 		n, j := i/pieces, i%pieces
 		return n*per + j*actPiece, n*per + min(per, (j+1)*actPiece)
 	}
@@ -95,12 +95,13 @@ func (acts *activations) quantize(d *Dims, x []float32, quant func(dst []int8, s
 // actPiece is the most values of one piece of the activation passes.
 const actPiece = 1 << 15
 
-// actPassWork is the work of one value of the activation passes (max|x|,
-// quantization, the implicit layout) for par.ChunksWork, in elements of a
-// plain pass: more than one, so that a sample of a few hundred thousand
-// values is split over the threads. These passes open a convolution whose
-// kernel runs on every thread next, so waking the threads for them costs
-// nothing more; unsplit, they made a 1x1 256->64 layer on 56x56 pixels
-// (800K values) scale 1.1x from 1 to 2 threads on Zen 4 and not at all on a
-// Xeon, where a pass over its 3.2 MB takes 136 us.
-const actPassWork = 8
+// passWork is the work of one value of the passes that open a convolution
+// (the int8 activations' max|x|, quantization and implicit layout; the
+// float kernels' padded and channel-blocked copies) for par.ChunksWork, in
+// elements of a plain pass: more than one, so that a sample of a few
+// hundred thousand values is split over the threads. The convolution's
+// kernel runs on every thread next, so waking the threads for these passes
+// costs nothing more; unsplit, they made a 1x1 256->64 layer on 56x56
+// pixels (800K values) scale 1.1x from 1 to 2 threads on Zen 4 and not at
+// all on a Xeon, where a pass over its 3.2 MB takes 136 us.
+const passWork = 8

@@ -167,7 +167,7 @@ func (g flatGeom) offset(d *Dims, c, kh, kw int) int {
 func padInput(d *Dims, g flatGeom, x, dst []float32) {
 	planes := d.N * d.C
 	sh, sw := d.StrideH, d.StrideW
-	par.Run(par.ChunksWork(planes, g.ch), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(planes, g.ch*passWork), func(_, lo, hi int) {
 		for pi := lo; pi < hi && !par.Stopped(); pi++ {
 			src := x[pi*d.H*d.W:][:d.H*d.W]
 			p := dst[pi*g.ch:][:g.ch]

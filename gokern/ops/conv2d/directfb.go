@@ -68,7 +68,7 @@ func blockedWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) 
 func blockInput(d *Dims, g directGeom, ncb int, x, dst []float32) {
 	const bc = gemm.BlockC
 	blocks := d.N * d.Groups * ncb
-	par.Run(par.ChunksWork(blocks, bc*g.plane), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(blocks, bc*g.plane*passWork), func(_, lo, hi int) {
 		for bi := lo; bi < hi && !par.Stopped(); bi++ {
 			cb := bi % ncb
 			ng := bi / ncb // n*groups + group

@@ -208,7 +208,7 @@ func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byt
 	xp, h := layoutScratch.Sized(d.N * g.per)
 	rowLen := g.wp * g.cp
 	hw := d.H * d.W
-	par.Run(par.ChunksWork(d.N*g.hp, rowLen*actPassWork), func(_, lo, hi int) {
+	par.Run(par.ChunksWork(d.N*g.hp, rowLen*passWork), func(_, lo, hi int) {
 		for r := lo; r < hi && !par.Stopped(); r++ {
 			n, h := r/g.hp, r%g.hp-d.PadT
 			dst := xp[r*rowLen:][:rowLen]
