@@ -146,3 +146,12 @@ def test_qops_batches_refused_with_a_message(text: str) -> None:
 
     with pytest.raises(SystemExit, match="--qops-batches wants positive counts"):
         _batches(text)
+
+
+def test_alternate_interleaves_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round times every function once (a block of repeat calls after one warm-up), in turn."""
+    monkeypatch.setattr(_common.time, "sleep", lambda s: None)
+    order: list[str] = []
+    ts = _common.alternate({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=2, rounds=3)
+    assert order == ["a"] * 3 + ["b"] * 3 + ["a"] * 3 + ["b"] * 3 + ["a"] * 3 + ["b"] * 3
+    assert [len(v) for v in ts.values()] == [6, 6]

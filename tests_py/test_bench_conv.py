@@ -78,3 +78,26 @@ def test_summary_without_torch_int8_or_rows() -> None:
     bare = {"layer": "conv3x3 64->64 @56", "n": 1, "threads": 2, "ours_i8_ms": 0.5, "ours_f32_ms": 1.0}
     assert summary_lines([bare]) == []
     assert summary_lines([]) == []
+
+
+def test_rows_time_ours_and_torch_in_alternating_rounds(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """Ours (f32, int8) and torch's (f32, int8) go through one alternate() call per row, in rounds."""
+    torch = pytest.importorskip("torch")
+    assert torch is not None
+    from bitnet_go.__main__ import main
+    from bitnet_go.bench import conv
+
+    calls: list[tuple[list[str], int, int]] = []
+    real = conv.alternate
+
+    def spy(fns, *, repeat: int, rounds: int, min_time=None):  # noqa: ANN001, ANN202 (a test double)
+        calls.append((list(fns), repeat, rounds))
+        return real(fns, repeat=repeat, rounds=rounds, min_time=min_time)
+
+    monkeypatch.setattr(conv, "alternate", spy)
+    assert main(["bench", "conv", "--conv-quick", "--conv-no-mem", "--threads", "1", "--repeat", "3",
+                 "--conv-rounds", "2", "--conv-layers", "quick3x3"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert calls, "no row was timed through alternate()"
+    for names, repeat, rounds in calls:
+        assert names[:3] == ["ours_f32", "ours_i8", "torch_f32"] and (repeat, rounds) == (2, 2)

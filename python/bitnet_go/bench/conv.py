@@ -19,6 +19,11 @@ thread count for every library (``torch.set_num_threads``):
   multiply-add on the TL1 weight (converted to I2_S on every call), and
   ``kernel TL1`` what the planner runs for the TL1 weight.
 
+Ours and torch's (fp32, int8) are timed in ``--conv-rounds`` alternating rounds
+(default 3) of ``ceil(--repeat / rounds)`` calls each after a warm-up call, so
+that a noisy period of a shared machine falls on both libraries' calls; the
+int8 kernel variants and naive are timed in one block each.
+
 Printed as three tables (the times against torch, the int8 kernels, rates and
 memory), each once at the end with a legend of its headings, after a progress
 line per measurement on stderr. Reported: median ms with the range (min-max of
@@ -70,11 +75,13 @@ from ..diagnostics import conv2d_with_info, peak_rates
 from . import conv_cuda
 from ._common import (
     Table,
+    alternate,
     cli_type,
     geomean,
     median,
     parse_batches,
     parse_threads,
+    positive_int,
     print_table,
     progress,
     restored_threads,
@@ -181,7 +188,7 @@ QUICK_DW_LAYERS: list[tuple[str, int, int, int, int]] = [
 ]
 """Tiny depthwise layers of ``--conv-depthwise --conv-quick``."""
 
-QUICK: dict[str, object] = {"conv_quick": True, "conv_no_mem": True}
+QUICK: dict[str, object] = {"conv_quick": True, "conv_no_mem": True, "conv_rounds": 1}
 """``bench --quick``: this suite's options for a few seconds on tiny inputs."""
 
 DEVICES = ("cpu", "cuda")
@@ -204,6 +211,12 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
         "--conv-naive-gflop", type=float, default=0.25, help="run naive where the call is at most this many GFLOP"
     )
     g.add_argument("--conv-no-mem", action="store_true", help="skip the peak-memory measurements")
+    g.add_argument(
+        "--conv-rounds",
+        type=positive_int,
+        default=3,
+        help="alternating rounds of timed blocks for ours and torch's (default 3; ceil(repeat/rounds) calls each)",
+    )
     g.add_argument(
         "--conv-depthwise", action="store_true", help="the depthwise table (groups = C) instead of the ResNet layers"
     )
@@ -383,6 +396,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     naive_gflop = getattr(args, "conv_naive_gflop", 0.25)
     do_mem = not getattr(args, "conv_no_mem", False)
     repeat = max(1, args.repeat)
+    rounds = max(1, getattr(args, "conv_rounds", 3))
     threads = parse_threads(args.threads)
     table = Table(_TITLE, _COLUMNS, total=len(layers) * len(batches) * len(threads), notes=_NOTES)
     rng = np.random.default_rng(0)
@@ -410,9 +424,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     bitnet_go.set_num_threads(th)
                     row: dict[str, Any] = {"layer": name, "n": n, "threads": th, "gflop": gf, "base_mb": base / 1e6}
                     kern = {}
+                    # ours and torch's, in alternating rounds (torch's thread count set first)
+                    fns: dict[str, Callable[[], object]] = {}
                     for key, ab in (("f32", None), ("i8", 8)):
                         kern[key] = _ran(x, w, stride=s, padding=p, act_bits=ab)
-                        ts = timeit(partial(conv2d_with_info, x, w, stride=s, padding=p, act_bits=ab), repeat=repeat)
+                        fns[f"ours_{key}"] = partial(conv2d_with_info, x, w, stride=s, padding=p, act_bits=ab)
+                    if torch:
+                        torch.set_num_threads(th)
+                        fns["torch_f32"] = partial(torch.nn.functional.conv2d, xt, wt, None, s, p)
+                        if q8 is not None:
+                            fns["torch_i8"] = q8
+                    timed = alternate(fns, repeat=-(-repeat // rounds), rounds=rounds)
+                    for key in ("f32", "i8"):
+                        ts = timed[f"ours_{key}"]
                         t = median(ts)
                         row[f"ours_{key}_ms"] = t * 1e3
                         row[f"ours_{key}_range"] = spread_text(ts)
@@ -445,15 +469,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         row["speedup_vs_naive"] = t * 1e3 / row["ours_f32_ms"]
                         row["speedup_i8_vs_naive"] = t * 1e3 / row["ours_i8_ms"]
                     if torch:
-                        torch.set_num_threads(th)
-                        ts = timeit(partial(torch.nn.functional.conv2d, xt, wt, None, s, p), repeat=repeat)
+                        ts = timed["torch_f32"]
                         t = median(ts)
                         row["torch_f32_ms"] = t * 1e3
                         row["torch_f32_range"] = spread_text(ts)
                         row["torch_f32_gflops"] = gf / t
                         row["ratio_f32"] = row["ours_f32_ms"] / row["torch_f32_ms"]
                         if q8 is not None:
-                            ts = timeit(q8, repeat=repeat)
+                            ts = timed["torch_i8"]
                             t = median(ts)
                             row["torch_i8_ms"] = t * 1e3
                             row["torch_i8_range"] = spread_text(ts)

@@ -64,6 +64,7 @@ from ..diagnostics import conv2d_with_info
 from ._common import (
     MAX_ELEMENTS,
     Table,
+    alternate,
     cli_type,
     geomean,
     parse_batches,
@@ -72,7 +73,6 @@ from ._common import (
     positive_int,
     restored_threads,
     size_text,
-    timeit,
 )
 from .conv_cuda import run_linear
 
@@ -275,15 +275,6 @@ def _spread(ts: list[float]) -> str:
     return f"{min(ts) * 1e3:.3f}-{max(ts) * 1e3:.3f}"
 
 
-def _alternate(fns: dict[str, Callable[[], object]], repeat: int, rounds: int) -> dict[str, list[float]]:
-    """Timings (seconds) of each function: ``rounds`` rounds of one block each, in turn, paused between."""
-    out: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(max(1, rounds)):
-        for name, fn in fns.items():
-            out[name] += timeit(fn, repeat=repeat, warmup=1, min_time=0.02)
-    return out
-
-
 def _target(row: dict[str, Any], weight_bytes: int) -> None:
     """Fill ``target`` and ``target_met`` (None when bitnet.cpp's time is unknown and nothing missed)."""
     missed, unknown = [], False
@@ -335,7 +326,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     if peer is not None:
                         out = np.empty((n, rows), np.float32)
                         fns["peer"] = partial(peer.call, wb, act, rows, th, out)
-                    ts = _alternate(fns, args.repeat, args.linear_rounds)
+                    ts = alternate(fns, repeat=args.repeat, rounds=args.linear_rounds, min_time=0.02)
                     g = gop(n, rows, k)
                     row: dict[str, Any] = {
                         "shape": f"{rows}x{k}", "rows": rows, "k": k, "n": n, "threads": th,
