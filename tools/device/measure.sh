@@ -14,7 +14,8 @@
 #   families [OPS...]  bench families per op, each in its own process (a killed op keeps the others)
 #   suites             bench linear (with bitnet.cpp's kernel built there -march=native), conv, qops
 #   gpu                the real-GPU tests and bench conv/linear --device cuda
-#   tests              the Go kernel tests (the binaries prepare built) and the pytest suite
+#   tests              the Go kernel tests (the binaries prepare built) and the pytest suite (the
+#                      structure and packaging tests fail there: they need Go)
 # BUDGET (seconds, default 540) bounds a step's total time: later parts are skipped, not cut.
 set -uo pipefail
 
@@ -108,7 +109,12 @@ tests)
             echo "go_$n: no test binary (run prepare here)"
         fi
     done
-    part pytest 400 $PY -m pytest tests_py -q -p no:cacheprovider -rfE
+    # the whole suite takes over 5 minutes on one process there: 8 workers where pytest-xdist is
+    # installed, a file per worker (test_cuda.py's out-of-memory test fills the GPU: the leak test
+    # beside it must not run at the same time)
+    xdist=()
+    if $PY -c 'import xdist' 2> /dev/null; then xdist=(-n 8 --dist loadfile); fi
+    part pytest 400 $PY -m pytest tests_py -q -p no:cacheprovider -rfE "${xdist[@]}"
     grep -hE "^(--- FAIL|FAIL|panic|FAILED|ERROR)" "$R"/go_*.txt "$R/pytest.txt" 2> /dev/null | head -30
     ;;
 *)
