@@ -149,9 +149,13 @@ def test_qops_batches_refused_with_a_message(text: str) -> None:
 
 
 def test_alternate_interleaves_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each round times every function once (a block of repeat calls after one warm-up), in turn."""
+    """Each round times every function once (a block of its share of the calls after one warm-up), in turn."""
     monkeypatch.setattr(_common.time, "sleep", lambda s: None)
     order: list[str] = []
-    ts = _common.alternate({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=2, rounds=3)
-    assert order == ["a"] * 3 + ["b"] * 3 + ["a"] * 3 + ["b"] * 3 + ["a"] * 3 + ["b"] * 3
-    assert [len(v) for v in ts.values()] == [6, 6]
+    ts = _common.alternate({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=7, rounds=3)
+    # 7 calls split 3, 2, 2 over the rounds, each block after one warm-up call
+    assert order == ["a"] * 4 + ["b"] * 4 + ["a"] * 3 + ["b"] * 3 + ["a"] * 3 + ["b"] * 3
+    assert [len(v) for v in ts.values()] == [7, 7]
+    order.clear()
+    _common.alternate({"a": lambda: order.append("a")}, repeat=2, rounds=5)  # never more rounds than calls
+    assert order == ["a", "a", "a", "a"]

@@ -100,4 +100,4 @@ def test_rows_time_ours_and_torch_in_alternating_rounds(monkeypatch: pytest.Monk
     capsys.readouterr()
     assert calls, "no row was timed through alternate()"
     for names, repeat, rounds in calls:
-        assert names[:3] == ["ours_f32", "ours_i8", "torch_f32"] and (repeat, rounds) == (2, 2)
+        assert names[:3] == ["ours_f32", "ours_i8", "torch_f32"] and (repeat, rounds) == (3, 2)

@@ -389,16 +389,21 @@ def test_ternary_to_cuda(torch_cuda, qtype: str) -> None:
 
 @gpu
 @pytest.mark.needs("torch")
-def test_read_only_host_arrays_move_without_a_warning(torch_cuda) -> None:
-    # torch.from_numpy warns about read-only arrays (a weight's codes are), though nothing writes them
+def test_read_only_host_arrays_move_without_a_warning(torch_cuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch.from_numpy warns about read-only arrays (a weight's codes are), though nothing writes them;
+    # it warns once a process, so the arrays it is given are checked as well
     from bitnet_go._gpu import to_device, to_gpu
 
+    torch = torch_cuda
+    real, given = torch.from_numpy, []
+    monkeypatch.setattr(torch, "from_numpy", lambda arr: (given.append(arr.flags.writeable), real(arr))[1])
     a = np.random.default_rng(5).standard_normal(37).astype(np.float32)
     a.flags.writeable = False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         g = to_gpu(a, 0)
         h = to_device(g, a)
+    assert given == [True, True]
     assert g.is_cuda and h.is_cuda
     assert g.cpu().numpy().tobytes() == a.tobytes() == h.cpu().numpy().tobytes()
 

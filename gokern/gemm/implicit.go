@@ -70,7 +70,7 @@ type ImplicitI8Pair func(w []int8, blen int, x []byte, px []int, segs []int32, c
 // as ImplicitI8 takes them (the wrappers panic unless blen > 0 and w holds
 // both blocks).
 func implicitPairBlocks(w []int8, blen int, corr *[2][ImplicitOC]int32, t []int32, ldt int) (w0, w1 []int8, c0, c1 *[ImplicitOC]int32, t0, t1 []int32) {
-	if blen <= 0 || len(w) < 2*blen || ldt <= 0 || len(t) < ImplicitOC*ldt {
+	if blen <= 0 || len(w)/2 < blen || ldt <= 0 || len(t)/ImplicitOC < ldt { // divisions: nothing wraps
 		panic("gemm: implicit pair arguments malformed")
 	}
 	return w[:blen], w[blen : 2*blen], &corr[0], &corr[1], t, t[ImplicitOC*ldt:]
@@ -117,8 +117,10 @@ func ImplicitSegs(taps []int, quads int) []int32 {
 // checkImplicit panics unless the buffers hold what ImplicitI8 reads and
 // writes; it returns the quads of segs.
 func checkImplicit(w []int8, x []byte, px []int, segs []int32, t []int32, ldt int) int {
+	// len(t) >= 15*ldt + len(px), written with a division so that no ldt
+	// wraps it around
 	if len(segs) == 0 || len(segs)%3 != 0 || len(px) == 0 || len(px)%ImplicitPix != 0 || ldt < len(px) ||
-		len(t) < (ImplicitOC-1)*ldt+len(px) {
+		len(t) < len(px) || (len(t)-len(px))/(ImplicitOC-1) < ldt {
 		panic("gemm: implicit kernel arguments malformed")
 	}
 	quads, since, span := 0, 0, 0

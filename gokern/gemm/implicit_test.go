@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -176,8 +177,8 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 		implicitI8Generic(w2[blen:], x, px, segs, &corr2[1], want2[ImplicitOC*ldt:], ldt, nil)
 		got2 := make([]int32, len(want2))
 		implicitI8PairGeneric(w2, blen, x, px, segs, &corr2, got2, ldt, nil)
-		if i := firstDiff(got2[:len(want)], want); i >= 0 {
-			t.Fatalf("%s: generic pair [%d] = %d, want %d", tc.name, i, got2[i], want[i])
+		if i := firstDiff(got2, want2); i >= 0 {
+			t.Fatalf("%s: generic pair [%d] = %d, want %d", tc.name, i, got2[i], want2[i])
 		}
 		for _, ks := range ConvI8Families() {
 			if ks.Implicit != nil {
@@ -259,6 +260,30 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 				k(w2, len(tc.w), x, tc.px, tc.segs, &corr2, tt2, ImplicitPix, make([]int32, ImplicitScratch))
 			}()
 		}
+	}
+	// a row stride so large that 15*ldt wraps around
+	for _, k := range kernels {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("huge ldt: no panic")
+				}
+			}()
+			// two tiles: the assembly kernels' rows go through tileRowsAVX2
+			k(w, x, append(tile(0), tile(0)...), segs, &corr, make([]int32, 4*ImplicitPix*ImplicitOC), math.MaxUint64/15+1,
+				make([]int32, ImplicitScratch))
+		}()
+	}
+	for _, k := range pairs {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("pair huge ldt: no panic")
+				}
+			}()
+			w2 := append(append([]int8(nil), w...), w...)
+			k(w2, len(w), x, tile(0), segs, &corr2, tt2, 1<<60+1, make([]int32, ImplicitScratch))
+		}()
 	}
 	// pair arguments of their own: blen 0, weights for one block, sums for one block
 	okPx := tile(0)

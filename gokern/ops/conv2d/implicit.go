@@ -144,14 +144,14 @@ func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []f
 				oh, ow := p/d.Wo, p%d.Wo
 				// the offset steps along the output row; a new row (or
 				// sample) computes it again
-				wo, ho, step := d.Wo, d.Ho, d.StrideW*g.cp
+				wo, ho, dx := d.Wo, d.Ho, d.StrideW*g.cp
 				rowAt := func() int { return n*g.per + oh*d.StrideH*g.wp*g.cp + gi*g.cg4 }
-				at := rowAt() + ow*step
+				at := rowAt() + ow*dx
 				for i := range npx {
 					px[i] = at
 					if i < cnt-1 { // a partial tile repeats its last pixel
 						if ow++; ow < wo {
-							at += step
+							at += dx
 						} else {
 							if oh, ow = oh+1, 0; oh == ho {
 								n, oh = n+1, 0

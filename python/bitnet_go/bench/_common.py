@@ -79,18 +79,26 @@ def alternate(
 ) -> dict[str, list[float]]:
     """Timings (seconds) of each function: ``rounds`` rounds of one :func:`timeit` block each, in turn.
 
-    Libraries timed side by side on a shared machine see the same noisy periods this way (a
-    neighbour's burst slows one round of each rather than all of one library's calls).
+    ``repeat`` timed calls per function in all, split over the rounds (the first ``repeat % rounds``
+    rounds take one more; never more rounds than calls), each block after one warm-up call and
+    lasting at least ``min_time`` (default :data:`MIN_TIME` / rounds, so that ``bench --min-time``
+    still bounds a whole measurement). Libraries timed side by side on a shared machine see the same
+    noisy periods this way (a neighbour's burst slows one round of each rather than all of one
+    library's calls).
 
     Example:
-        >>> ts = alternate({"a": lambda: None, "b": lambda: None}, repeat=2, rounds=3, min_time=0)
+        >>> ts = alternate({"a": lambda: None, "b": lambda: None}, repeat=7, rounds=3, min_time=0)
         >>> [len(v) for v in ts.values()]
-        [6, 6]
+        [7, 7]
     """
+    rounds = max(1, min(rounds, repeat))
+    if min_time is None:
+        min_time = MIN_TIME / rounds
     out: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(max(1, rounds)):
+    for r in range(rounds):
+        n = repeat // rounds + (1 if r < repeat % rounds else 0)
         for name, fn in fns.items():
-            out[name] += timeit(fn, repeat=repeat, warmup=1, min_time=min_time)
+            out[name] += timeit(fn, repeat=n, warmup=1, min_time=min_time)
     return out
 
 
@@ -366,6 +374,27 @@ class Table:
         progress("", end=True)
         print_table(self.rows, self.columns, title=self.title, notes=self.notes)
         return self.rows
+
+
+@contextmanager
+def engine(torch: ModuleType | None, name: str) -> Iterator[str | None]:
+    """torch's quantized engine set to ``name`` inside (if supported), restored on the way out.
+
+    Example:
+        >>> with engine(None, "fbgemm") as used:
+        ...     print(used)
+        None
+    """
+    if torch is None:
+        yield None
+        return
+    old = torch.backends.quantized.engine
+    use = name if name in torch.backends.quantized.supported_engines else old
+    torch.backends.quantized.engine = use
+    try:
+        yield use
+    finally:
+        torch.backends.quantized.engine = old
 
 
 @contextmanager

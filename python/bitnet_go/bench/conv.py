@@ -20,9 +20,10 @@ thread count for every library (``torch.set_num_threads``):
   ``kernel TL1`` what the planner runs for the TL1 weight.
 
 Ours and torch's (fp32, int8) are timed in ``--conv-rounds`` alternating rounds
-(default 3) of ``ceil(--repeat / rounds)`` calls each after a warm-up call, so
-that a noisy period of a shared machine falls on both libraries' calls; the
-int8 kernel variants and naive are timed in one block each.
+(default 3; ``--repeat`` calls in all, split over the rounds, each block after a
+warm-up call: :func:`bitnet_go.bench._common.alternate`), so that a noisy period
+of a shared machine falls on both libraries' calls; the int8 kernel variants and
+naive are timed in one block each.
 
 Printed as three tables (the times against torch, the int8 kernels, rates and
 memory), each once at the end with a legend of its headings, after a progress
@@ -215,7 +216,8 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
         "--conv-rounds",
         type=positive_int,
         default=3,
-        help="alternating rounds of timed blocks for ours and torch's (default 3; ceil(repeat/rounds) calls each)",
+        help="alternating rounds of timed blocks for ours and torch's in the ResNet table (default 3; --repeat calls "
+        "in all, split over the rounds)",
     )
     g.add_argument(
         "--conv-depthwise", action="store_true", help="the depthwise table (groups = C) instead of the ResNet layers"
@@ -434,7 +436,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         fns["torch_f32"] = partial(torch.nn.functional.conv2d, xt, wt, None, s, p)
                         if q8 is not None:
                             fns["torch_i8"] = q8
-                    timed = alternate(fns, repeat=-(-repeat // rounds), rounds=rounds)
+                    timed = alternate(fns, repeat=repeat, rounds=rounds)
                     for key in ("f32", "i8"):
                         ts = timed[f"ours_{key}"]
                         t = median(ts)

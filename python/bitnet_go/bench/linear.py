@@ -326,7 +326,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     if peer is not None:
                         out = np.empty((n, rows), np.float32)
                         fns["peer"] = partial(peer.call, wb, act, rows, th, out)
-                    ts = alternate(fns, repeat=args.repeat, rounds=args.linear_rounds, min_time=0.02)
+                    ts = alternate(
+                        fns, repeat=args.repeat * args.linear_rounds, rounds=args.linear_rounds, min_time=0.02
+                    )
                     g = gop(n, rows, k)
                     row: dict[str, Any] = {
                         "shape": f"{rows}x{k}", "rows": rows, "k": k, "n": n, "threads": th,

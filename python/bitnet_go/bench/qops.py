@@ -28,6 +28,7 @@ from bitnet_go import functional as F
 from ._common import (
     Table,
     cli_type,
+    engine,
     geomean,
     median,
     parse_batches,
@@ -153,9 +154,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     repeat = max(1, args.repeat)
     rng = np.random.default_rng(0)
     table = Table(_TITLE, _COLUMNS, total=(len(lin) * len(batches) + len(convs)) * len(threads), notes=_NOTES)
-    if torch is not None:
-        torch.backends.quantized.engine = "fbgemm"
-    with restored_threads(torch):
+    with restored_threads(torch), engine(torch, "fbgemm"):
         for o, k in lin:
             w = _weight(rng, (o, k))
             wt = bitnet_go.quantize_i2s(w.dequantize(), block_size=k)

@@ -40,6 +40,7 @@ from bitnet_go._quantized import PlainTensor
 from ._common import (
     Table,
     cli_type,
+    engine,
     median,
     parse_names,
     parse_sizes,
@@ -112,64 +113,57 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     sa, za, sb, zb, so, zo = 0.05, 128, 0.03, 100, 0.07, 120
     kernel = bitnet_go.cpu_features()["kernels"].get("qelem", "-")
-    with restored_threads(torch):
-        old_engine = torch.backends.quantized.engine if torch else None
-        if torch:
-            torch.backends.quantized.engine = "fbgemm"
-        try:
-            for n in sizes:
-                qa, qb = _codes(rng, n, sa, za), _codes(rng, n, sb, zb)
-                ours = {
-                    "add": partial(qe.add, qa, qb, scale=so, zero_point=zo),
-                    "add_relu": partial(qe.add_relu, qa, qb, scale=so, zero_point=zo),
-                    "relu": partial(qe.relu, qa),
-                    "requantize": partial(qe.requantize, qa, so, zo, "uint8"),
-                }
-                theirs: dict[str, Any] = {}
-                if torch:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        ta = torch._make_per_tensor_quantized_tensor(torch.from_numpy(qa.int_repr()), sa, za)
-                        tb = torch._make_per_tensor_quantized_tensor(torch.from_numpy(qb.int_repr()), sb, zb)
-                    theirs = {
-                        "add": partial(torch.ops.quantized.add, ta, tb, so, zo),
-                        "add_relu": partial(torch.ops.quantized.add_relu, ta, tb, so, zo),
-                        "relu": partial(torch.relu, ta),
-                        "requantize": partial(_torch_requantize, torch, ta, so, zo),
-                    }
-                    fa, fb = torch.randn(n), torch.randn(n)
-                for th in threads:
-                    bitnet_go.set_num_threads(th)
-                    f32_ms = None
-                    if torch:
-                        torch.set_num_threads(th)
-                        ts = timeit(partial(torch.add, fa, fb), repeat=args.repeat)
-                        f32_ms, f32_spread = median(ts) * 1e3, spread_text(ts)
-                    for op in ops:
-                        table.start(f"{op} uint8 n={n} thr={th}")
-                        row: dict[str, Any] = {"op": op, "dtype": "uint8", "n": n, "threads": th, "kernel": kernel}
-                        _timed(row, "ours", ours[op], args.repeat)
-                        nbytes = BYTES_PER_ELEMENT[op] * n
-                        row["ours_gbs"] = nbytes / (row["ours_ms"] * 1e6)
-                        if torch:
-                            _timed(row, "torch", theirs[op], args.repeat)
-                            row["x_torch"] = row["torch_ms"] / row["ours_ms"]
-                            row["f32_add_ms"], row["f32_add_spread"] = f32_ms, f32_spread
-                            row["f32_add_gbs"] = 12 * n / (f32_ms * 1e6)  # type: ignore[operator]
-                            row["of_f32_add"] = row["ours_gbs"] / row["f32_add_gbs"]
-                            row["x_f32"] = f32_ms / row["ours_ms"]  # type: ignore[operator]
-                            got = ours[op]().int_repr().reshape(-1)
-                            with warnings.catch_warnings():
-                                warnings.simplefilter("ignore")
-                                want = theirs[op]().int_repr().numpy().reshape(-1)
-                            row["diff"] = int(np.count_nonzero(got != want))
-                            if op != "requantize":
-                                row["target_met"] = bool(row["of_f32_add"] >= TARGET_OF_F32_ADD)
-                                row["target"] = "yes" if row["target_met"] else "no"
-                        table.add(row)
-        finally:
+    with restored_threads(torch), engine(torch, "fbgemm"):
+        for n in sizes:
+            qa, qb = _codes(rng, n, sa, za), _codes(rng, n, sb, zb)
+            ours = {
+                "add": partial(qe.add, qa, qb, scale=so, zero_point=zo),
+                "add_relu": partial(qe.add_relu, qa, qb, scale=so, zero_point=zo),
+                "relu": partial(qe.relu, qa),
+                "requantize": partial(qe.requantize, qa, so, zo, "uint8"),
+            }
+            theirs: dict[str, Any] = {}
             if torch:
-                torch.backends.quantized.engine = old_engine
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    ta = torch._make_per_tensor_quantized_tensor(torch.from_numpy(qa.int_repr()), sa, za)
+                    tb = torch._make_per_tensor_quantized_tensor(torch.from_numpy(qb.int_repr()), sb, zb)
+                theirs = {
+                    "add": partial(torch.ops.quantized.add, ta, tb, so, zo),
+                    "add_relu": partial(torch.ops.quantized.add_relu, ta, tb, so, zo),
+                    "relu": partial(torch.relu, ta),
+                    "requantize": partial(_torch_requantize, torch, ta, so, zo),
+                }
+                fa, fb = torch.randn(n), torch.randn(n)
+            for th in threads:
+                bitnet_go.set_num_threads(th)
+                f32_ms = None
+                if torch:
+                    torch.set_num_threads(th)
+                    ts = timeit(partial(torch.add, fa, fb), repeat=args.repeat)
+                    f32_ms, f32_spread = median(ts) * 1e3, spread_text(ts)
+                for op in ops:
+                    table.start(f"{op} uint8 n={n} thr={th}")
+                    row: dict[str, Any] = {"op": op, "dtype": "uint8", "n": n, "threads": th, "kernel": kernel}
+                    _timed(row, "ours", ours[op], args.repeat)
+                    nbytes = BYTES_PER_ELEMENT[op] * n
+                    row["ours_gbs"] = nbytes / (row["ours_ms"] * 1e6)
+                    if torch:
+                        _timed(row, "torch", theirs[op], args.repeat)
+                        row["x_torch"] = row["torch_ms"] / row["ours_ms"]
+                        row["f32_add_ms"], row["f32_add_spread"] = f32_ms, f32_spread
+                        row["f32_add_gbs"] = 12 * n / (f32_ms * 1e6)  # type: ignore[operator]
+                        row["of_f32_add"] = row["ours_gbs"] / row["f32_add_gbs"]
+                        row["x_f32"] = f32_ms / row["ours_ms"]  # type: ignore[operator]
+                        got = ours[op]().int_repr().reshape(-1)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            want = theirs[op]().int_repr().numpy().reshape(-1)
+                        row["diff"] = int(np.count_nonzero(got != want))
+                        if op != "requantize":
+                            row["target_met"] = bool(row["of_f32_add"] >= TARGET_OF_F32_ADD)
+                            row["target"] = "yes" if row["target_met"] else "no"
+                    table.add(row)
     return table.done()
 
 

@@ -57,6 +57,7 @@ from bitnet_go import quantization as bq
 from ._common import (
     Table,
     cli_type,
+    engine,
     median,
     parse_names,
     parse_size,
@@ -157,21 +158,6 @@ def quiet() -> Iterator[None]:
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", UserWarning)
         yield
-
-
-@contextmanager
-def engine(torch: ModuleType | None, name: str) -> Iterator[str | None]:
-    """torch's quantized engine set to ``name`` inside (if supported), restored on the way out."""
-    if torch is None:
-        yield None
-        return
-    old = torch.backends.quantized.engine
-    use = name if name in torch.backends.quantized.supported_engines else old
-    torch.backends.quantized.engine = use
-    try:
-        yield use
-    finally:
-        torch.backends.quantized.engine = old
 
 
 def torchao_or_none() -> AoFns | None:
