@@ -88,38 +88,39 @@ func blocksByCalls(i8 func(w []byte, ldw int, x []int8, k, ldx int, xsum, out []
 	ok := true
 	for b := range nb {
 		ok = i8(w[r0*ldw+b*bk/4:], ldw, x[b*bk:], bk, ldx, xsum[b*xsb:][:ncol], part) && ok
-		Transpose(out[b*ncol*rows+r0:], rows, part, m, ncol)
+		Transpose(out[b*ncol*rows+r0:], rows, part, ncol, m, ncol)
 	}
 	return ok
 }
 
-// Transpose writes the rows x nc matrix m (row-major: the GEMV kernels'
-// order) into t column by column, column j at t[j*ldt:][:rows] (ldt >=
-// rows), four columns at a time, each row's four values read at once.
-// Not inlined: inside conv2d's gemv loop the index arithmetic spilled to
-// the stack. Gathering each column with a stride of nc took 5% of a 4096 x
-// 4096 layer on 64 samples; writing with a stride of rows, inlined, 17% of
-// one with 16 scale blocks a row on 8 samples (this way: 4%).
+// Transpose writes the rows x nc matrix m (row i at m[i*ldm:][:nc]: the
+// GEMV kernels' order, ldm = nc, or a slab of a wider matrix) into t column
+// by column, column j at t[j*ldt:][:rows] (ldt >= rows), four columns at a
+// time, each row's four values read at once. Not inlined: inside conv2d's
+// gemv loop the index arithmetic spilled to the stack. Gathering each
+// column with a stride of nc took 5% of a 4096 x 4096 layer on 64 samples;
+// writing with a stride of rows, inlined, 17% of one with 16 scale blocks
+// a row on 8 samples (this way: 4%).
 //
 //go:noinline
-func Transpose[A any](t []A, ldt int, m []A, rows, nc int) {
+func Transpose[A any](t []A, ldt int, m []A, ldm, rows, nc int) {
 	if rows < 1 || nc < 1 {
 		return
 	}
-	t, m = t[:(nc-1)*ldt+rows], m[:rows*nc]
+	t, m = t[:(nc-1)*ldt+rows], m[:(rows-1)*ldm+nc]
 	j := 0
 	for ; j+4 <= nc; j += 4 {
 		c0 := t[j*ldt:][:rows]
 		c1, c2, c3 := t[(j+1)*ldt:][:len(c0)], t[(j+2)*ldt:][:len(c0)], t[(j+3)*ldt:][:len(c0)]
 		for i := range c0 {
-			r := m[i*nc+j:][:4]
+			r := m[i*ldm+j:][:4]
 			c0[i], c1[i], c2[i], c3[i] = r[0], r[1], r[2], r[3]
 		}
 	}
 	for ; j < nc; j++ {
 		c := t[j*ldt:][:rows]
 		for i := range c {
-			c[i] = m[i*nc+j]
+			c[i] = m[i*ldm+j]
 		}
 	}
 }

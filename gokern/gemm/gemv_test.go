@@ -367,28 +367,30 @@ func TestGemvBlocks(t *testing.T) {
 	}
 }
 
-// TestTranspose: shapes of conv2d's kernel-call blocks and blocksByCalls'
-// parts, four-column runs and their tails, column strides of rows and
-// more, against the definition t[j*ldt+i] = m[i*nc+j]; nothing else of t
+// TestTranspose: shapes of conv2d's kernel-call blocks, blocksByCalls'
+// parts and the scalers' block-scale slabs (rows of a wider matrix),
+// four-column runs and their tails, column strides of rows and more,
+// against the definition t[j*ldt+i] = m[i*ldm+j]; nothing else of t
 // written.
 func TestTranspose(t *testing.T) {
-	for _, tc := range []struct{ rows, nc, ldt int }{{1, 1, 1}, {3, 2, 3}, {5, 4, 5}, {7, 7, 7}, {2, 9, 2}, {64, 16, 64}, {63, 13, 63},
-		{3, 5, 7}, {60, 4, 64}, {1, 6, 4}, {61, 16, 64}} {
-		m := make([]int32, tc.rows*tc.nc)
+	for _, tc := range []struct{ rows, nc, ldt, ldm int }{{1, 1, 1, 1}, {3, 2, 3, 2}, {5, 4, 5, 4}, {7, 7, 7, 7}, {2, 9, 2, 9},
+		{64, 16, 64, 16}, {63, 13, 63, 13}, {3, 5, 7, 5}, {60, 4, 64, 4}, {1, 6, 4, 6}, {61, 16, 64, 16},
+		{13, 3, 13, 16}, {64, 64, 64, 171}, {5, 6, 9, 43}} {
+		m := make([]int32, (tc.rows-1)*tc.ldm+tc.nc)
 		for i := range m {
 			m[i] = int32(i*7 + 1)
 		}
 		got := make([]int32, (tc.nc-1)*tc.ldt+tc.rows+3) // room past the block
-		Transpose(got, tc.ldt, m, tc.rows, tc.nc)
+		Transpose(got, tc.ldt, m, tc.ldm, tc.rows, tc.nc)
 		want := make([]int32, len(got)) // 0 where no column lies
 		for i := range tc.rows {
 			for j := range tc.nc {
-				want[j*tc.ldt+i] = m[i*tc.nc+j]
+				want[j*tc.ldt+i] = m[i*tc.ldm+j]
 			}
 		}
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("rows=%d nc=%d ldt=%d: t[%d] = %d, want %d", tc.rows, tc.nc, tc.ldt, i, got[i], want[i])
+				t.Fatalf("rows=%d nc=%d ldt=%d ldm=%d: t[%d] = %d, want %d", tc.rows, tc.nc, tc.ldt, tc.ldm, i, got[i], want[i])
 			}
 		}
 	}

@@ -282,7 +282,7 @@ func gemv[T elem, A accum](d *Dims, gw gemvWeight, src []T, acts *activations, s
 					if runs {
 						src := res[(r0-lo)*nc : (r1-lo)*nc]
 						if nc > 1 {
-							gemm.Transpose(col, r1-r0, src, r1-r0, nc)
+							gemm.Transpose(col, r1-r0, src, nc, r1-r0, nc)
 							src = col
 						}
 						foldRuns(src, r0, r1, j0, nc, b, sc.blockScales(scb, r0, r1-r0, b, 1))

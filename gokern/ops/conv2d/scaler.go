@@ -151,13 +151,11 @@ func (s *scaler) foldRunF32(dst []float32, src []float32, lo, b int, _ float32, 
 // blockScales returns the scales of channels lo .. lo+m-1 in blocks b0 ..
 // b0+nb-1, block by block (block b0+b's at [b*m:][:m]), written into buf
 // (with one scale a channel: the scales themselves, not to be written),
-// or nil where one scale serves every channel. It reads four channels'
-// runs of nb scales at once and writes four consecutive values per block:
-// gathering a block's column of the row-major channel x block scales,
-// inlined into gemv's loop, spilled its indices to the stack and took a
-// third of a 4096 x 4096 layer's time in blocks of 256 on one sample.
-//
-//go:noinline
+// or nil where one scale serves every channel: the m x nb slab of the
+// row-major channel x block scales, transposed (gemm.Transpose). Gathering
+// a block's column inside gemv's loop spilled its indices to the stack and
+// took a third of a 4096 x 4096 layer's time in blocks of 256 on one
+// sample.
 func (s *scaler) blockScales(buf []float32, lo, m, b0, nb int) []float32 {
 	if !s.perRow {
 		return nil
@@ -166,20 +164,7 @@ func (s *scaler) blockScales(buf []float32, lo, m, b0, nb int) []float32 {
 		return s.scales[lo : lo+m]
 	}
 	buf = buf[:nb*m]
-	i := 0
-	for ; i+4 <= m; i += 4 { // four channels a step: 16-byte writes
-		c0 := s.scales[(lo+i)*s.nb+b0:][:nb]
-		c1, c2, c3 := s.scales[(lo+i+1)*s.nb+b0:][:len(c0)], s.scales[(lo+i+2)*s.nb+b0:][:len(c0)], s.scales[(lo+i+3)*s.nb+b0:][:len(c0)]
-		for b := range c0 {
-			d := buf[b*m+i:][:4]
-			d[0], d[1], d[2], d[3] = c0[b], c1[b], c2[b], c3[b]
-		}
-	}
-	for ; i < m; i++ {
-		for b, v := range s.scales[(lo+i)*s.nb+b0:][:nb] {
-			buf[b*m+i] = v
-		}
-	}
+	gemm.Transpose(buf, m, s.scales[lo*s.nb+b0:], s.nb, m, nb)
 	return buf
 }
 
