@@ -80,8 +80,12 @@ def test_summary_without_torch_int8_or_rows() -> None:
     assert summary_lines([]) == []
 
 
-def test_rows_time_ours_and_torch_in_alternating_rounds(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    """Ours (f32, int8) and torch's (f32, int8) go through one alternate() call per row, in rounds."""
+@pytest.mark.parametrize("table", [[], ["--conv-depthwise"]])
+def test_rows_time_ours_and_torch_in_alternating_rounds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], table: list[str]
+) -> None:
+    """Ours (f32, int8) and torch's (f32, int8) go through one alternate() call per row, in rounds,
+    in the ResNet table and in the depthwise one."""
     torch = pytest.importorskip("torch")
     assert torch is not None
     from bitnet_go.__main__ import main
@@ -95,8 +99,9 @@ def test_rows_time_ours_and_torch_in_alternating_rounds(monkeypatch: pytest.Monk
         return real(fns, repeat=repeat, rounds=rounds, min_time=min_time)
 
     monkeypatch.setattr(conv, "alternate", spy)
+    layers = [] if table else ["--conv-layers", "quick3x3"]
     assert main(["bench", "conv", "--conv-quick", "--conv-no-mem", "--threads", "1", "--repeat", "3",
-                 "--conv-rounds", "2", "--conv-layers", "quick3x3"]) == 0  # fmt: skip
+                 "--conv-rounds", "2", *layers, *table]) == 0  # fmt: skip
     capsys.readouterr()
     assert calls, "no row was timed through alternate()"
     for names, repeat, rounds in calls:

@@ -19,7 +19,7 @@ thread count for every library (``torch.set_num_threads``):
   multiply-add on the TL1 weight (converted to I2_S on every call), and
   ``kernel TL1`` what the planner runs for the TL1 weight.
 
-Ours and torch's (fp32, int8) are timed in ``--conv-rounds`` alternating rounds
+In both tables, ours and torch's (fp32, int8) are timed in ``--conv-rounds`` alternating rounds
 (default 3; ``--repeat`` calls in all, split over the rounds, each block after a
 warm-up call: :func:`bitnet_go.bench._common.alternate`), so that a noisy period
 of a shared machine falls on both libraries' calls; the int8 kernel variants and
@@ -216,8 +216,8 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
         "--conv-rounds",
         type=positive_int,
         default=3,
-        help="alternating rounds of timed blocks for ours and torch's in the ResNet table (default 3; --repeat calls "
-        "in all, split over the rounds)",
+        help="alternating rounds of timed blocks for ours and torch's (default 3; --repeat calls in all, split over "
+        "the rounds)",
     )
     g.add_argument(
         "--conv-depthwise", action="store_true", help="the depthwise table (groups = C) instead of the ResNet layers"
@@ -380,6 +380,14 @@ def _torch_int8(
         return None
 
 
+def _record(row: dict[str, Any], timed: dict[str, list[float]], gf: float) -> None:
+    """Each of ``timed``'s timings (:func:`alternate`'s, by key) into ``row``: ``<key>_ms``
+    (the median), ``<key>_range`` (min-max) and ``<key>_gflops`` (``gf`` GFLOP per median call)."""
+    for key, ts in timed.items():
+        t = median(ts)
+        row[f"{key}_ms"], row[f"{key}_range"], row[f"{key}_gflops"] = t * 1e3, spread_text(ts), gf / t
+
+
 def _ran(x: np.ndarray, w: bitnet_go.TernaryTensor, **kw: int | None) -> str:
     """The algorithm (and kernel, once the library reports it) a call runs, for the table."""
     info = conv2d_with_info(x, w, **kw)[1]  # type: ignore[arg-type]
@@ -437,12 +445,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         if q8 is not None:
                             fns["torch_i8"] = q8
                     timed = alternate(fns, repeat=repeat, rounds=rounds)
-                    for key in ("f32", "i8"):
-                        ts = timed[f"ours_{key}"]
-                        t = median(ts)
-                        row[f"ours_{key}_ms"] = t * 1e3
-                        row[f"ours_{key}_range"] = spread_text(ts)
-                        row[f"ours_{key}_gflops"] = gf / t
+                    _record(row, timed, gf)
                     row["kernel"] = kern["f32"]
                     row["kernel_i8"] = kern["i8"]
                     for key in ("f32", "i8"):
@@ -471,18 +474,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         row["speedup_vs_naive"] = t * 1e3 / row["ours_f32_ms"]
                         row["speedup_i8_vs_naive"] = t * 1e3 / row["ours_i8_ms"]
                     if torch:
-                        ts = timed["torch_f32"]
-                        t = median(ts)
-                        row["torch_f32_ms"] = t * 1e3
-                        row["torch_f32_range"] = spread_text(ts)
-                        row["torch_f32_gflops"] = gf / t
                         row["ratio_f32"] = row["ours_f32_ms"] / row["torch_f32_ms"]
                         if q8 is not None:
-                            ts = timed["torch_i8"]
-                            t = median(ts)
-                            row["torch_i8_ms"] = t * 1e3
-                            row["torch_i8_range"] = spread_text(ts)
-                            row["torch_i8_gflops"] = gf / t
                             row["ratio_i8"] = row["ours_i8_ms"] / row["torch_i8_ms"]
                     row["mem_extra_mb"] = None
                     if do_mem:
@@ -507,6 +500,7 @@ def run_depthwise(args: argparse.Namespace, torch: ModuleType | None) -> list[di
     layers = select_layers(args)
     batches = _batches(args)
     repeat = max(1, args.repeat)
+    rounds = max(1, getattr(args, "conv_rounds", 3))
     threads = parse_threads(args.threads)
     table = Table(_DW_TITLE, _DW_COLUMNS, total=len(layers) * len(batches) * len(threads))
     rng = np.random.default_rng(0)
@@ -525,23 +519,20 @@ def run_depthwise(args: argparse.Namespace, torch: ModuleType | None) -> list[di
                     table.start(f"{name} N={n} thr={th}")
                     bitnet_go.set_num_threads(th)
                     row: dict[str, Any] = {"layer": name, "n": n, "threads": th, "gflop": gf}
+                    fns: dict[str, Callable[[], object]] = {}
                     for key, ab in (("f32", None), ("i8", 8)):
                         kw = dict(stride=s, padding=p, groups=c, act_bits=ab)
                         row[f"kernel_{key}"] = _ran(x, w, **kw)
-                        ts = timeit(partial(conv2d_with_info, x, w, **kw), repeat=repeat)
-                        row[f"ours_{key}_ms"] = median(ts) * 1e3
-                        row[f"ours_{key}_range"] = spread_text(ts)
-                        row[f"ours_{key}_gflops"] = gf / median(ts)
+                        fns[f"ours_{key}"] = partial(conv2d_with_info, x, w, **kw)
                     if torch:
                         torch.set_num_threads(th)
-                        ts = timeit(partial(torch.nn.functional.conv2d, xt, wt, None, s, p, 1, c), repeat=repeat)
-                        row["torch_f32_ms"] = median(ts) * 1e3
-                        row["torch_f32_range"] = spread_text(ts)
+                        fns["torch_f32"] = partial(torch.nn.functional.conv2d, xt, wt, None, s, p, 1, c)
+                        if q8 is not None:
+                            fns["torch_i8"] = q8
+                    _record(row, alternate(fns, repeat=repeat, rounds=rounds), gf)
+                    if torch:
                         row["ratio_f32"] = row["ours_f32_ms"] / row["torch_f32_ms"]
                         if q8 is not None:
-                            ts = timeit(q8, repeat=repeat)
-                            row["torch_i8_ms"] = median(ts) * 1e3
-                            row["torch_i8_range"] = spread_text(ts)
                             row["ratio_i8"] = row["ours_i8_ms"] / row["torch_i8_ms"]
                             row["ratio_i8_f32"] = row["ours_i8_ms"] / row["torch_f32_ms"]
                     table.add(row)
