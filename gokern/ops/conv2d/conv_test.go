@@ -232,7 +232,7 @@ func runKind(t testing.TB, tc *testCase, kind Algo, act8 bool, ks *gemm.Kernels)
 	k.gemm = ks
 	var acts *activations
 	if act8 {
-		acts = actScales(&tc.d, tc.x, k.scan)
+		acts = actScales(&tc.d, tc.x, k.scan, nil)
 		acts.quantize(&tc.d, tc.x, ks.QuantI8)
 		defer acts.release()
 	}
@@ -488,9 +488,14 @@ func TestCheckFiniteIndex(t *testing.T) {
 			x[j] = [2]float32{float32(math.NaN()), float32(math.Inf(-1))}[i%2]
 		}
 		for _, bits := range []int{0, 8} {
-			_, err := Conv2D(tc.d, x, tc.w, nil, out, Options{ActBits: bits, CheckFinite: true})
-			if err == nil || !strings.Contains(err.Error(), "first at index "+c.want) {
-				t.Errorf("act%d, bad %v: err %v, want index %s", bits, c.bad, err, c.want)
+			for _, chunk := range []int{passChunk, 1} { // the int8 scales in one chunk, and a sample at a time
+				old := passChunk
+				passChunk = chunk
+				_, err := Conv2D(tc.d, x, tc.w, nil, out, Options{ActBits: bits, CheckFinite: true})
+				passChunk = old
+				if err == nil || !strings.Contains(err.Error(), "first at index "+c.want) {
+					t.Errorf("act%d, chunk %d, bad %v: err %v, want index %s", bits, chunk, c.bad, err, c.want)
+				}
 			}
 		}
 	}

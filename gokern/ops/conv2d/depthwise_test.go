@@ -26,7 +26,7 @@ func runDW(t *testing.T, tc *testCase, dw *gemm.DepthwiseKernels, act8 bool) ([]
 	k.dw = dw
 	var acts *activations
 	if act8 {
-		acts = actScales(&tc.d, tc.x, k.scan)
+		acts = actScales(&tc.d, tc.x, k.scan, nil)
 		acts.quantize(&tc.d, tc.x, k.gemm.QuantI8)
 		defer acts.release()
 	}

@@ -247,7 +247,7 @@ func TestGEMVFamilies(t *testing.T) {
 				}
 				k := selected()
 				k.gemv = g
-				acts := actScales(&tc.d, tc.x, k.scan)
+				acts := actScales(&tc.d, tc.x, k.scan, nil)
 				acts.quantize(&tc.d, tc.x, k.gemm.QuantI8)
 				out := make([]float32, tc.d.OutLen)
 				ran, err := run(Pointwise, &tc.d, tc.x, acts, w, sc, out, k, false)

@@ -86,10 +86,9 @@ var streamOutBytes = 4 << 20
 // their scales a (quantized into the implicit layout by layoutU8): work
 // units (group, range of implicitPix output pixels, block), each folded
 // into out as soon as its sums are done.
-func implicitConv(d *Dims, wl *weightLayout, x, a []float32, sc *scaler, out []float32, k implicitKernels) {
+func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc *scaler, out []float32, k implicitKernels) {
 	g := newImplicitGeom(d)
-	xp, xh := layoutU8(d, x, a, g, k)
-	defer layoutScratch.Put(xh)
+	xp, a := acts.implicitLayout(d, x, g, k), acts.a
 	khw, quads := d.KH*d.KW, g.cg4/4
 	blen, nob, wb, corr := wl.blen, wl.nob, wl.blocks, wl.corr
 	taps := make([]int, 0, khw)
@@ -206,10 +205,18 @@ const actZero = 0x80
 // 0) get a copy of its last channel.
 func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byte, *[]byte) {
 	xp, h := layoutScratch.Sized(d.N * g.per)
+	layoutRows(d, x, a, g, k, xp, 0, d.N)
+	return xp, h
+}
+
+// layoutRows writes layoutU8's bytes of samples n0 <= n < n1 into xp, in
+// one parallel pass over their padded rows.
+func layoutRows(d *Dims, x, a []float32, g implicitGeom, k implicitKernels, xp []byte, n0, n1 int) {
 	rowLen := g.wp * g.cp
 	hw := d.H * d.W
-	par.Run(par.ChunksWork(d.N*g.hp, rowLen*passWork), func(_, lo, hi int) {
-		for r := lo; r < hi && !par.Stopped(); r++ {
+	first := n0 * g.hp
+	par.Run(par.ChunksWork((n1-n0)*g.hp, rowLen*passWork), func(_, lo, hi int) {
+		for r := first + lo; r < first+hi && !par.Stopped(); r++ {
 			n, h := r/g.hp, r%g.hp-d.PadT
 			dst := xp[r*rowLen:][:rowLen]
 			if h < 0 || h >= d.H {
@@ -233,7 +240,6 @@ func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byt
 			}
 		}
 	})
-	return xp, h
 }
 
 // fill sets every byte of b to v.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
@@ -68,12 +69,79 @@ func TestImplicitAgrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, k := range kernels {
-			acts := actScales(&tc.d, tc.x, ternary.QuantizeOp.Get())
+			acts := actScales(&tc.d, tc.x, ternary.QuantizeOp.Get(), nil)
 			out := make([]float32, d.OutLen)
-			implicitConv(&tc.d, wl, tc.x, acts.a, sc, out, k)
+			implicitConv(&tc.d, wl, tc.x, acts, sc, out, k)
+			acts.release()
 			checkExact(t, fmt.Sprintf("case %d %v implicit/%s", ci, tc, name), out, want)
 		}
 	}
+}
+
+// TestScalesWriteLayoutInChunks checks actScales writing the implicit
+// layout by chunks of samples (passChunk lowered to one sample and to two)
+// against the scales taken alone and layoutU8 after them: the same scales,
+// first bad index and layout bytes; and whole int8 convolutions so
+// planned against the reference.
+func TestScalesWriteLayoutInChunks(t *testing.T) {
+	keepThreads(t)
+	splitSmall(t)
+	old := passChunk
+	t.Cleanup(func() { passChunk = old })
+	rng := rand.New(rand.NewPCG(13, 13))
+	scan := ternary.QuantizeOp.Get()
+	for ci := range 40 {
+		_ = par.SetThreads(1 + ci%3)
+		s := randShape(rng)
+		s.N = 1 + rng.IntN(5)
+		d, err := s.Check()
+		if err != nil || d.Depthwise() {
+			continue
+		}
+		tc := newCase(t, rng, s, 0, rng.IntN(2) == 0)
+		if ci%3 == 0 { // a NaN in a later sample (the first bad index must survive the chunks)
+			tc.x[rng.IntN(d.XLen/d.N)+(d.N-1)*(d.XLen/d.N)] = float32(math.NaN())
+		}
+		g := newImplicitGeom(&d)
+		k := implicitOf(gemm.KernelOp.Get(), gemm.ConvI8Op.Get())
+		passChunk = old
+		want := actScales(&d, tc.x, scan, nil)
+		wantXp := append([]byte(nil), want.implicitLayout(&d, tc.x, g, k)...)
+		for _, chunk := range []int{1, 2 * 4 * d.C * d.H * d.W, old} {
+			passChunk = chunk
+			got := actScales(&d, tc.x, scan, &implicitLayoutOf{g, k})
+			what := fmt.Sprintf("case %d %v chunk %d", ci, tc, chunk)
+			if got.bad != want.bad || !slices.Equal(got.a, want.a) {
+				t.Fatalf("%s: scales %v bad %d, want %v bad %d", what, got.a, got.bad, want.a, want.bad)
+			}
+			if i := firstDiff(got.xp, wantXp); i >= 0 {
+				t.Fatalf("%s: layout byte %d of %d is %#x, want %#x", what, i, len(wantXp), got.xp[i], wantXp[i])
+			}
+			got.release()
+			if want.bad < 0 {
+				out := make([]float32, d.OutLen)
+				if _, err := Conv2D(d, tc.x, tc.w, tc.bias, out, Options{ActBits: 8}); err != nil {
+					t.Fatal(err)
+				}
+				checkExact(t, what, out, ref8(tc))
+			}
+		}
+		want.release()
+	}
+}
+
+// firstDiff returns the first index where a and b differ (or where one
+// ends), -1 where they are equal.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }
 
 // TestLayoutU8 checks the implicit layout byte by byte, with the generic

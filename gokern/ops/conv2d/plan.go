@@ -201,9 +201,15 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	}
 	// The int8 path takes its activation scales first: their max|x| pass
 	// finds x's first NaN/Inf too, so checking x costs nothing more there.
+	// Where the implicit GEMM will run (run's choice: not a GEMV), the
+	// same pass writes its layout (actScales).
 	var acts *activations
 	if opt.ActBits == 8 && d.N > 0 {
-		acts = actScales(d, x, ks.scan)
+		var lay *implicitLayoutOf
+		if (kind == Im2col || kind == Pointwise && !useGEMV(d)) && useImplicit(d, sc, ks.i8) {
+			lay = &implicitLayoutOf{newImplicitGeom(d), implicitOf(ks.gemm, ks.i8)}
+		}
+		acts = actScales(d, x, ks.scan, lay)
 		defer acts.release()
 	}
 	if opt.CheckFinite {
@@ -276,7 +282,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		if err != nil {
 			return "", err
 		}
-		implicitConv(d, wl, x, acts.a, sc, out, implicitOf(g, ks.i8))
+		implicitConv(d, wl, x, acts, sc, out, implicitOf(g, ks.i8))
 		return kernelName("implicit_gemm", ks.i8.Family), nil
 	}
 	a, err := panels(d, w, g)
