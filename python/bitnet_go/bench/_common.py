@@ -223,6 +223,33 @@ def spread_text(ts: Sequence[float]) -> str:
     return f"{lo:.{d}f}-{hi:.{d}f}"
 
 
+def put_timings(row: dict[str, Any], key: str, ts: Sequence[float]) -> None:
+    """Timings ``ts`` (seconds) into ``row``: ``{key}_ms`` (the median), ``{key}_min_ms``,
+    ``{key}_max_ms`` and ``{key}_spread`` (the ``range`` column's text, :func:`spread_text`).
+
+    Example:
+        >>> row = {}
+        >>> put_timings(row, "ours", [0.002, 0.001, 0.003])
+        >>> row
+        {'ours_ms': 2.0, 'ours_min_ms': 1.0, 'ours_max_ms': 3.0, 'ours_spread': '1.00-3.00'}
+    """
+    row[f"{key}_ms"] = median(ts) * 1e3
+    row[f"{key}_min_ms"], row[f"{key}_max_ms"] = min(ts) * 1e3, max(ts) * 1e3
+    row[f"{key}_spread"] = spread_text(ts)
+
+
+def time_into(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
+    """:func:`timeit` ``fn`` (``repeat`` calls) into ``row`` by :func:`put_timings`.
+
+    Example:
+        >>> row = {}
+        >>> time_into(row, "noop", lambda: None, 3)
+        >>> sorted(row)
+        ['noop_max_ms', 'noop_min_ms', 'noop_ms', 'noop_spread']
+    """
+    put_timings(row, key, timeit(fn, repeat=repeat))
+
+
 Column = tuple[str, ...]
 """A table column: (row key, heading, format spec) and optionally the heading's explanation for the legend."""
 

@@ -71,6 +71,7 @@ from ._common import (
     parse_shapes,
     parse_threads,
     positive_int,
+    put_timings,
     restored_threads,
     size_text,
 )
@@ -271,10 +272,6 @@ def make_case(rows: int, k: int, n: int, seed: int = 0) -> tuple[bitnet_go.Terna
     return w, wb, x.reshape(n, k, 1, 1)
 
 
-def _spread(ts: list[float]) -> str:
-    return f"{min(ts) * 1e3:.3f}-{max(ts) * 1e3:.3f}"
-
-
 def _target(row: dict[str, Any], weight_bytes: int) -> None:
     """Fill ``target`` and ``target_met`` (None when bitnet.cpp's time is unknown and nothing missed)."""
     missed, unknown = [], False
@@ -335,10 +332,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         "weight_bytes": wb.nbytes, "gop": g, "kernel": kernel, "same": same,
                     }  # fmt: skip
                     for name, t in ts.items():
-                        ms = float(np.median(t)) * 1e3
-                        row[f"{name}_ms"] = ms
-                        row[f"{name}_min_ms"], row[f"{name}_max_ms"] = min(t) * 1e3, max(t) * 1e3
-                        row[f"{name}_spread"] = _spread(t)
+                        put_timings(row, name, t)
+                        ms = row[f"{name}_ms"]
                         row[f"{name}_gops"] = g / (ms / 1e3)
                         if th == 1:
                             base[name] = ms

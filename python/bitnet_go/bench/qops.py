@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -30,12 +29,10 @@ from ._common import (
     cli_type,
     engine,
     geomean,
-    median,
     parse_batches,
     parse_threads,
     restored_threads,
-    spread_text,
-    timeit,
+    time_into,
     torch_or_none,
 )
 from .conv import LAYERS
@@ -125,12 +122,6 @@ def _torch_q(torch: Any, q: bitnet_go.QuantizedTensor) -> Any:  # noqa: ANN401
     )
 
 
-def _time(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    ts = timeit(fn, repeat=repeat)
-    row[f"{key}_ms"] = median(ts) * 1e3
-    row[f"{key}_range"] = spread_text(ts)
-
-
 def _ratios(row: dict[str, Any]) -> None:
     for key, a, b in (("vs_torch_i8", "torch_i8_ms", "ours_i8_ms"), ("vs_torch_f32", "torch_f32_ms", "ours_i8_ms"),
                       ("ternary_vs_i8", "ours_i8_ms", "ours_tern_ms")):  # fmt: skip
@@ -169,12 +160,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     table.start(f"linear {o}x{k} N={n} thr={th}")
                     bitnet_go.set_num_threads(th)
                     row: dict[str, Any] = {"op": "linear", "shape": f"{o}x{k}", "n": n, "threads": th}
-                    _time(row, "ours_i8", partial(F.linear, x, w, scale=0.5, zero_point=128), repeat)
-                    _time(row, "ours_tern", partial(F.linear, x, wt, scale=0.5, zero_point=128), repeat)
+                    time_into(row, "ours_i8", partial(F.linear, x, w, scale=0.5, zero_point=128), repeat)
+                    time_into(row, "ours_tern", partial(F.linear, x, wt, scale=0.5, zero_point=128), repeat)
                     if torch:
                         torch.set_num_threads(th)
-                        _time(row, "torch_i8", partial(torch.ops.quantized.linear, tx, packed, 0.5, 128), repeat)
-                        _time(row, "torch_f32", partial(torch.nn.functional.linear, xf, wf), repeat)
+                        time_into(row, "torch_i8", partial(torch.ops.quantized.linear, tx, packed, 0.5, 128), repeat)
+                        time_into(row, "torch_f32", partial(torch.nn.functional.linear, xf, wf), repeat)
                     _ratios(row)
                     table.add(row)
         for name, c, o, kk, s, p, h in convs:
@@ -187,14 +178,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 table.start(f"{name} thr={th}")
                 bitnet_go.set_num_threads(th)
                 row = {"op": "conv2d", "shape": name, "n": 1, "threads": th}
-                _time(row, "ours_i8", partial(F.conv2d, x, w, stride=s, padding=p, scale=0.5, zero_point=128), repeat)
-                _time(row, "ours_tern", partial(F.conv2d, x, wt, stride=s, padding=p, scale=0.5, zero_point=128),
-                      repeat)  # fmt: skip
+                for key, wq in (("ours_i8", w), ("ours_tern", wt)):
+                    fn = partial(F.conv2d, x, wq, stride=s, padding=p, scale=0.5, zero_point=128)
+                    time_into(row, key, fn, repeat)
                 if torch:
                     torch.set_num_threads(th)
                     qconv = torch.ao.nn.quantized.functional.conv2d
-                    _time(row, "torch_i8", partial(qconv, tx, tw, None, s, p, scale=0.5, zero_point=128), repeat)
-                    _time(row, "torch_f32", partial(torch.nn.functional.conv2d, tf[0], tf[1], None, s, p), repeat)
+                    time_into(row, "torch_i8", partial(qconv, tx, tw, None, s, p, scale=0.5, zero_point=128), repeat)
+                    time_into(row, "torch_f32", partial(torch.nn.functional.conv2d, tf[0], tf[1], None, s, p), repeat)
                 _ratios(row)
                 table.add(row)
     rows = table.done()
@@ -220,9 +211,9 @@ _COLUMNS: list[tuple[str, ...]] = [
     ("n", "N", "d", "batch (linear rows)"),
     ("threads", "thr", "d", "threads (ours and torch's)"),
     ("torch_i8_ms", "torch i8", ".3f", "torch.ops.quantized linear/conv2d, quint8 x qint8 per channel, fbgemm, ms"),
-    ("torch_i8_range", "range", "s", "min-max ms of the timed calls"),
+    ("torch_i8_spread", "range", "s", "min-max ms of the timed calls"),
     ("ours_i8_ms", "ours i8", ".3f", "bitnet_go.functional on the same codes, ms"),
-    ("ours_i8_range", "range", "s", ""),
+    ("ours_i8_spread", "range", "s", ""),
     ("ours_tern_ms", "ours tern", ".3f", "bitnet_go.functional with a ternary (I2_S) weight, ms"),
     ("torch_f32_ms", "torch f32", ".3f", "torch float32 on the dequantized operands, ms"),
     ("vs_torch_i8", "x torch i8", ".2f", "torch i8 / ours i8 (above 1: ours is faster)"),

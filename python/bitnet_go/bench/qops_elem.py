@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -47,6 +46,7 @@ from ._common import (
     parse_threads,
     restored_threads,
     spread_text,
+    time_into,
     timeit,
     torch_or_none,
 )
@@ -88,12 +88,6 @@ def _codes(rng: np.random.Generator, n: int, scale: float, zp: int) -> PlainTens
     """A uint8 bitnet_go tensor of ``n`` random codes."""
     c = rng.integers(0, 256, n).astype(np.uint8)
     return PlainTensor._make("uint8", (n,), None, None, c, np.float32([scale]), np.int32([zp]))
-
-
-def _timed(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    ts = timeit(fn, repeat=repeat)
-    row[f"{key}_ms"], row[f"{key}_spread"] = median(ts) * 1e3, spread_text(ts)
-    row[f"{key}_min_ms"], row[f"{key}_max_ms"] = min(ts) * 1e3, max(ts) * 1e3
 
 
 def _torch_requantize(torch: Any, q: Any, scale: float, zp: int) -> Any:  # noqa: ANN401 (torch is optional)
@@ -145,11 +139,11 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
                 for op in ops:
                     table.start(f"{op} uint8 n={n} thr={th}")
                     row: dict[str, Any] = {"op": op, "dtype": "uint8", "n": n, "threads": th, "kernel": kernel}
-                    _timed(row, "ours", ours[op], args.repeat)
+                    time_into(row, "ours", ours[op], args.repeat)
                     nbytes = BYTES_PER_ELEMENT[op] * n
                     row["ours_gbs"] = nbytes / (row["ours_ms"] * 1e6)
                     if torch:
-                        _timed(row, "torch", theirs[op], args.repeat)
+                        time_into(row, "torch", theirs[op], args.repeat)
                         row["x_torch"] = row["torch_ms"] / row["ours_ms"]
                         row["f32_add_ms"], row["f32_add_spread"] = f32_ms, f32_spread
                         row["f32_add_gbs"] = 12 * n / (f32_ms * 1e6)  # type: ignore[operator]

@@ -65,6 +65,7 @@ from ._common import (
     parse_threads,
     positive_int,
     restored_threads,
+    time_into,
     timeit,
     torch_or_none,
 )
@@ -140,16 +141,6 @@ def shape_2d(n: int) -> tuple[int, int]:
     return r, max(1, n // r)
 
 
-def spread(ts: list[float]) -> dict[str, float]:
-    """Median, min and max of timings, in ms.
-
-    Example:
-        >>> spread([0.001, 0.003, 0.002])
-        {'ms': 2.0, 'min_ms': 1.0, 'max_ms': 3.0}
-    """
-    return {"ms": median(ts) * 1e3, "min_ms": min(ts) * 1e3, "max_ms": max(ts) * 1e3}
-
-
 @contextmanager
 def quiet() -> Iterator[None]:
     """torch's and torchao's deprecation and user warnings silenced inside (their quantized APIs warn)."""
@@ -169,13 +160,6 @@ def torchao_or_none() -> AoFns | None:
         print(f"bench quant: torchao is not importable ({type(e).__name__}: {e}); its column is left empty")
         return None
     return quantize_affine, dequantize_affine
-
-
-def _timed(row: dict[str, Any], key: str, fn: Callable[[], object], repeat: int) -> None:
-    """Time ``fn`` into ``row[key + '_ms']`` (median), ``_min_ms``, ``_max_ms`` and ``_spread`` (text)."""
-    s = spread(timeit(fn, repeat=repeat))
-    row[f"{key}_ms"], row[f"{key}_min_ms"], row[f"{key}_max_ms"] = s["ms"], s["min_ms"], s["max_ms"]
-    row[f"{key}_spread"] = f"{s['min_ms']:.2f}-{s['max_ms']:.2f}"
 
 
 def _finish(row: dict[str, Any], gb: float, sum_ms: float | None, x_target: float, of_sum: bool) -> None:
@@ -301,12 +285,12 @@ def _run_qdq(
                         else:  # into a kept buffer: no page faults (torch and torchao have no out=)
                             ours = partial(case.q.dequantize, out=np.empty(x.shape, np.float32))
                             theirs, ao_fn = case.torch_dq, case.ao_dq
-                        _timed(row, "ours", ours, args.repeat)
+                        time_into(row, "ours", ours, args.repeat)
                         with quiet():
                             if theirs is not None:
-                                _timed(row, "torch", theirs, args.repeat)
+                                time_into(row, "torch", theirs, args.repeat)
                             if ao_fn is not None:
-                                _timed(row, "torchao", ao_fn, args.repeat)
+                                time_into(row, "torchao", ao_fn, args.repeat)
                         _finish(row, gb, sums.get(th), TARGET_X_TORCH, of_sum=True)
                         table.add(row)
 
@@ -359,12 +343,12 @@ def _run_observers(torch: ModuleType | None, args: argparse.Namespace, table: Ta
                 "same": same,
                 "note": "",
             }
-            _timed(row, "ours", partial(_observe, ours_make, batches), args.repeat)
+            time_into(row, "ours", partial(_observe, ours_make, batches), args.repeat)
             sum_ms = None
             if torch_make is not None:
                 torch.set_num_threads(th)  # type: ignore[union-attr]
                 with quiet():
-                    _timed(row, "torch", partial(_observe, torch_make, tbatches), max(3, args.repeat // 2))
+                    time_into(row, "torch", partial(_observe, torch_make, tbatches), max(3, args.repeat // 2))
                 sum_ms = median(timeit(lambda: [b.sum() for b in tbatches], repeat=args.repeat)) * 1e3
             _finish(row, gb, sum_ms, TARGET_X_OBSERVER, of_sum=False)
             table.add(row)
