@@ -163,46 +163,42 @@ func (g flatGeom) offset(d *Dims, c, kh, kw int) int {
 
 // padInput writes x into dst in the flat layout (every channel of every
 // sample, geometry g); dst holds N*C*g.ch values and a tail it leaves as it
-// is (read only for dropped columns).
+// is (read only for dropped columns). Its work items are the padded rows of
+// each stride phase of each plane (not whole planes: a 7x7/2 stem has 3
+// planes a sample, which split over 2 threads as 2 and 1).
 func padInput(d *Dims, g flatGeom, x, dst []float32) {
-	planes := d.N * d.C
 	sh, sw := d.StrideH, d.StrideW
-	par.Run(par.ChunksWork(planes, g.ch*passWork), func(_, lo, hi int) {
-		for pi := lo; pi < hi && !par.Stopped(); pi++ {
-			src := x[pi*d.H*d.W:][:d.H*d.W]
+	rows := sh * g.hs // rows a plane: g.hs in each of the sh row phases
+	par.Run(par.ChunksWork(d.N*d.C*rows, sw*g.ws*passWork), func(_, lo, hi int) {
+		pi, a, i := lo/rows, lo%rows/g.hs, lo%g.hs
+		for u := lo; u < hi && !par.Stopped(); u++ {
 			p := dst[pi*g.ch:][:g.ch]
-			if sh == 1 && sw == 1 {
-				clear(p[:d.PadT*g.ws])
-				for ih := range d.H {
-					row := p[(d.PadT+ih)*g.ws:][:g.ws]
-					clear(row[:d.PadL])
-					copy(row[d.PadL:], src[ih*d.W:][:d.W])
-					clear(row[d.PadL+d.W:])
+			ih := i*sh + a - d.PadT
+			for b := range sw {
+				row := p[(a*sw+b)*g.sub+i*g.ws:][:g.ws]
+				if ih < 0 || ih >= d.H {
+					clear(row)
+					continue
 				}
-				clear(p[(d.PadT+d.H)*g.ws:])
-				continue
-			}
-			for a := range sh {
-				for b := range sw {
-					sp := p[(a*sw+b)*g.sub:][:g.sub]
-					for i := range g.hs {
-						row := sp[i*g.ws:][:g.ws]
-						ih := i*sh + a - d.PadT
-						if ih < 0 || ih >= d.H {
-							clear(row)
-							continue
-						}
-						xr := src[ih*d.W:][:d.W]
-						// columns j with 0 <= j*sw + b - PadL < W
-						jlo := min(g.ws, ceilDivPos(max(0, d.PadL-b), sw))
-						jhi := max(jlo, min(g.ws, ceilDivPos(d.PadL+d.W-b, sw)))
-						clear(row[:jlo])
-						iw := jlo*sw + b - d.PadL
-						for j := jlo; j < jhi; j, iw = j+1, iw+sw {
-							row[j] = xr[iw]
-						}
-						clear(row[jhi:])
+				xr := x[(pi*d.H+ih)*d.W:][:d.W]
+				// columns j with 0 <= j*sw + b - PadL < W
+				jlo := min(g.ws, ceilDivPos(max(0, d.PadL-b), sw))
+				jhi := max(jlo, min(g.ws, ceilDivPos(d.PadL+d.W-b, sw)))
+				clear(row[:jlo])
+				iw := jlo*sw + b - d.PadL
+				if seg := row[jlo:jhi]; sw == 1 {
+					copy(seg, xr[iw:])
+				} else {
+					for j := range seg {
+						seg[j] = xr[iw]
+						iw += sw
 					}
+				}
+				clear(row[jhi:])
+			}
+			if i++; i == g.hs { // the next item's row
+				if i, a = 0, a+1; a == sh {
+					a, pi = 0, pi+1
 				}
 			}
 		}
