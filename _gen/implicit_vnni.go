@@ -121,3 +121,54 @@ func implicitVNNI(c *build.Context, blocks int) {
 // quantU8x8AVX512 is quantU8x8's ZMM form (_gen/implicit_avx2.go), 16
 // pixels a block.
 func quantU8x8AVX512(c *build.Context) { quantU8x8(c, true) }
+
+// quantU8x16AVX512 quantizes 16 channels x 16 pixels per block into the
+// implicit layout (QuantU8x16 in gokern/gemm/implicit.go): the 16 rows as
+// quantU8x8AVX512 quantizes its 8 (quantU8.quantRows8, twice), each quad
+// of channels packed to a dword per pixel (quantU8.quad), a 4x4 dword
+// transpose within each 128-bit lane (VPUNPCKL/HDQ, then VPUNPCKL/HQDQ)
+// leaving register m's lane j with pixel 4j+m's 16 bytes, and one 16-byte
+// store per pixel, cp bytes apart (lane 0 by VMOVDQU, the others by
+// VEXTRACTI32X4 to memory): per value a quarter of quantU8x8AVX512's
+// stores and fewer shuffles.
+func quantU8x16AVX512(c *build.Context) {
+	declareNoescape(c, "quantU8x16AVX512", "func(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)",
+		"quantU8x16AVX512 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 16, x < 16*nblk (nblk >= 1), prefetching the rows pf bytes ahead.")
+	pd, ps, ld, n, cp, pf := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "hw"), loadArg(c, "nblk"), loadArg(c, "cp"), loadArg(c, "pf")
+	c.SHLQ(operand.Imm(2), ld)
+	ld3, cp3 := times3(c, ld), times3(c, cp)
+	ps4, ps8 := c.GP64(), c.GP64()
+	q := newQuantU8(c, true)
+	repeat(c, "qu16blk", n, func() {
+		lo := q.quantRows8(ps, pf, ld, ld3, ps4)
+		q.quad(lo[:4]) // channels 0-3 in lo[0]
+		q.quad(lo[4:]) // 4-7 in lo[4]
+		c.LEAQ(operand.Mem{Base: ps, Index: ld, Scale: 8}, ps8)
+		hi := q.quantRows8(ps8, pf, ld, ld3, ps4)
+		q.quad(hi[:4]) // 8-11
+		q.quad(hi[4:]) // 12-15
+		t := [4]reg.VecVirtual{c.ZMM(), c.ZMM(), c.ZMM(), c.ZMM()}
+		c.VPUNPCKLDQ(lo[4], lo[0], t[0]) // per lane j: pixels 4j, 4j+1, channels 0-7
+		c.VPUNPCKHDQ(lo[4], lo[0], t[1]) // pixels 4j+2, 4j+3
+		c.VPUNPCKLDQ(hi[4], hi[0], t[2]) // pixels 4j, 4j+1, channels 8-15
+		c.VPUNPCKHDQ(hi[4], hi[0], t[3])
+		r := [4]reg.VecVirtual{c.ZMM(), c.ZMM(), c.ZMM(), c.ZMM()}
+		c.VPUNPCKLQDQ(t[2], t[0], r[0]) // pixel 4j
+		c.VPUNPCKHQDQ(t[2], t[0], r[1]) // 4j+1
+		c.VPUNPCKLQDQ(t[3], t[1], r[2]) // 4j+2
+		c.VPUNPCKHQDQ(t[3], t[1], r[3]) // 4j+3
+		for j := range 4 {
+			at := [4]operand.Mem{mem(pd, 0), {Base: pd, Index: cp, Scale: 1}, {Base: pd, Index: cp, Scale: 2}, {Base: pd, Index: cp3, Scale: 1}}
+			for m, v := range r {
+				if j == 0 {
+					c.VMOVDQU(v.AsX(), at[m])
+				} else {
+					c.VEXTRACTI32X4(operand.Imm(uint64(j)), v, at[m])
+				}
+			}
+			c.LEAQ(operand.Mem{Base: pd, Index: cp, Scale: 4}, pd)
+		}
+		c.ADDQ(operand.Imm(64), ps)
+	})
+	vzeroRet(c)
+}

@@ -78,7 +78,7 @@ var targets = []target{
 	{name: "gemm", dir: "gokern/gemm", base: "micro_avx2", avx2Only: true, gen: gemmAVX2},
 	{name: "gemm512", dir: "gokern/gemm", base: "micro_avx512", gen: gemmAVX512},
 	{name: "gemv512", dir: "gokern/gemm", base: "gemv_avx512", gen: gemvAVX512},
-	{name: "implicit512", dir: "gokern/gemm", base: "implicit_vnni", gen: kernels(implicitI8VNNI, implicitI8VNNIPair, quantU8x8AVX512)},
+	{name: "implicit512", dir: "gokern/gemm", base: "implicit_vnni", gen: kernels(implicitI8VNNI, implicitI8VNNIPair, quantU8x8AVX512, quantU8x16AVX512)},
 	{name: "lut", dir: "gokern/gemm", base: "lut_avx2", avx2Only: true, gen: lutAVX2},
 	{name: "peak", dir: "gokern/gemm", base: "peak", gen: peakLoops},
 	{name: "qlinear", dir: "gokern/ops/qlinear", base: "dot_avx2", avx2Only: true, alignLoops: true, gen: qlinearAVX2},

@@ -15,10 +15,36 @@ import (
 // and both turn their tiles into rows with tileRowsAVX2.
 var (
 	_ = ConvI8Op.Register(cpu.AVX2, &ConvI8{Family: cpu.AVX2, Implicit: implicitI8AVX2Kernel,
-		QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+		QuantU8x16: quantU8x16AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
 	_ = ConvI8Op.Register(cpu.AVX512VNNI, &ConvI8{Family: cpu.AVX512VNNI, Implicit: implicitI8VNNIKernel,
-		ImplicitPair: implicitI8VNNIPairKernel, QuantU8x8: quantU8x8AVX512Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+		ImplicitPair: implicitI8VNNIPairKernel, QuantU8x16: quantU8x16AVX512Kernel, QuantU8x8: quantU8x8AVX512Kernel,
+		QuantU8x4: quantU8x4AVX2Kernel})
 )
+
+// quantU8x16AVX2Kernel is QuantU8x16 as two quantU8x8AVX2Kernel calls.
+func quantU8x16AVX2Kernel(dst []byte, src []float32, hw, w, cp int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, 16, 16)
+	quantU8x8AVX2Kernel(dst, src, hw, w, cp, a)
+	quantU8x8AVX2Kernel(dst[8:], src[8*hw:], hw, w, cp, a)
+}
+
+// quantU8x16AVX512Kernel runs quantU8x16AVX512 over the row's whole blocks
+// of 16 pixels, prefetching the rows two calls (32 channels) ahead; a
+// partial last block is done again from pixel w-16, and rows narrower than
+// 16 pixels go through quantU8x8AVX512Kernel twice.
+func quantU8x16AVX512Kernel(dst []byte, src []float32, hw, w, cp int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, 16, 16)
+	if w < 16 {
+		quantU8x8AVX512Kernel(dst, src, hw, w, cp, a)
+		quantU8x8AVX512Kernel(dst[8:], src[8*hw:], hw, w, cp, a)
+		return
+	}
+	pf := 2 * 16 * 4 * hw
+	quantU8x16AVX512(unsafe.SliceData(dst), unsafe.SliceData(src), hw, w/16, cp, a, pf)
+	if w%16 != 0 {
+		quantU8x16AVX512(&dst[(w-16)*cp], &src[w-16], hw, 1, cp, a, pf)
+	}
+}
 
 // quantU8x8AVX512Kernel runs quantU8x8AVX512 over the row's whole blocks
 // of 16 pixels (prefetching as quantU8x8AVX2Kernel does); a partial last

@@ -239,8 +239,8 @@ func TestQuantI8MatchesGeneric(t *testing.T) {
 	}
 }
 
-// TestQuantU8MatchesGeneric checks every family's QuantU8x8 and QuantU8x4
-// (1 to 4 channels) byte for byte against Quant8 (the special values of
+// TestQuantU8MatchesGeneric checks every family's QuantU8x16, QuantU8x8 and
+// QuantU8x4 (1 to 4 channels) byte for byte against Quant8 (the special values of
 // TestQuantI8MatchesGeneric, ties, NaN), on row widths around the 8- and 16-pixel
 // blocks, padded channel and pixel strides and misaligned buffers; bytes
 // they must not write keep their stale value.
@@ -249,8 +249,8 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 	special := []float32{0, 0.5, -0.5, 2.5, -2.5, 127.5, -128.5, 1e30, -1e30,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 	for _, ks := range ConvI8Families() {
-		for _, nc := range []int{8, 1, 2, 3, 4} {
-			width := min(8, (nc+3)&^3)
+		for _, nc := range []int{16, 8, 1, 2, 3, 4} {
+			width := (nc + 3) &^ 3
 			for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 28, 31, 32, 33, 47, 56, 61} {
 				for _, a := range []float32{1, 0.37, 3e4} {
 					hw, cp, off := w+rng.IntN(3)*rng.IntN(20), width+rng.IntN(3)*rng.IntN(9), rng.IntN(4)
@@ -269,9 +269,12 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 					for i := range dst {
 						dst[i] = 0x5a
 					}
-					if nc == 8 {
+					switch nc {
+					case 16:
+						ks.QuantU8x16(dst, src, hw, w, cp, a)
+					case 8:
 						ks.QuantU8x8(dst, src, hw, w, cp, a)
-					} else {
+					default:
 						ks.QuantU8x4(dst, src, hw, w, cp, nc, a)
 					}
 					for i, b := range dst {

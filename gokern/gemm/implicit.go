@@ -296,18 +296,29 @@ func ImplicitPairGeneric() ImplicitI8Pair { return implicitI8PairGeneric }
 // implicit GEMM's input with it: one pass from float32 NCHW to u8 NHWC.
 type QuantU8x8 func(dst []byte, src []float32, hw, w, cp int, a float32)
 
+// QuantU8x16 is QuantU8x8 for 16 channels (i < 16, cp >= 16): a row of a
+// layer with 16 or more channels a group in half the calls.
+type QuantU8x16 func(dst []byte, src []float32, hw, w, cp int, a float32)
+
 // QuantU8x4 is QuantU8x8 for a quad of nc (1 to 4) channels: for x < w and
 // i < 4, dst[x*cp+i] = byte(Quant8(src[min(i, nc-1)*hw+x], a)) ^ 0x80 (the
 // quad's missing channels repeat its last one), with cp >= 4.
 type QuantU8x4 func(dst []byte, src []float32, hw, w, cp, nc int, a float32)
 
-// checkQuantU8 panics (recovered by the C ABI) on a bad QuantU8x8 (width 8,
-// nc 8) or QuantU8x4 (width 4, nc 1 to 4) call.
+// checkQuantU8 panics (recovered by the C ABI) on a bad QuantU8x16 (width
+// 16, nc 16), QuantU8x8 (width 8, nc 8) or QuantU8x4 (width 4, nc 1 to 4)
+// call.
 func checkQuantU8(ld, ls, hw, w, cp, nc, width int) {
-	if w < 1 || hw < w || nc < 1 || nc > width || (width == 8 && nc != 8) || cp < width ||
+	if w < 1 || hw < w || nc < 1 || nc > width || (width >= 8 && nc != width) || cp < width ||
 		ld < (w-1)*cp+width || ls < (nc-1)*hw+w {
-		panic("gemm: bad QuantU8x8/QuantU8x4 arguments")
+		panic("gemm: bad QuantU8x16/QuantU8x8/QuantU8x4 arguments")
 	}
+}
+
+// quantU8x16Generic is the generic QuantU8x16, the oracle.
+func quantU8x16Generic(dst []byte, src []float32, hw, w, cp int, a float32) {
+	checkQuantU8(len(dst), len(src), hw, w, cp, 16, 16)
+	quantU8Generic(dst, src, hw, w, cp, 16, 16, a)
 }
 
 // quantU8x8Generic is the generic QuantU8x8, the oracle.

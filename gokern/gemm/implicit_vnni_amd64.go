@@ -18,3 +18,8 @@ func implicitI8VNNIPair(w *int8, blen int, x *byte, px *int, ntile int, segs *in
 //
 //go:noescape
 func quantU8x8AVX512(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)
+
+// quantU8x16AVX512 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 16, x < 16*nblk (nblk >= 1), prefetching the rows pf bytes ahead.
+//
+//go:noescape
+func quantU8x16AVX512(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)

@@ -386,3 +386,164 @@ DATA qu8tr<>+20(SB)/4, $0x0d090501
 DATA qu8tr<>+24(SB)/4, $0x0e0a0602
 DATA qu8tr<>+28(SB)/4, $0x0f0b0703
 GLOBL qu8tr<>(SB), RODATA|NOPTR, $32
+
+// func quantU8x16AVX512(dst *byte, src *float32, hw int, nblk int, cp int, a float32, pf int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·quantU8x16AVX512(SB), NOSPLIT, $0-56
+	MOVQ            dst+0(FP), AX
+	MOVQ            src+8(FP), CX
+	MOVQ            hw+16(FP), DX
+	MOVQ            nblk+24(FP), BX
+	MOVQ            cp+32(FP), SI
+	MOVQ            pf+48(FP), DI
+	SHLQ            $0x02, DX
+	LEAQ            (DX)(DX*2), R8
+	LEAQ            (SI)(SI*2), R9
+	VBROADCASTSS    a+40(FP), Z0
+	MOVL            $0x42fe0000, R10
+	VPBROADCASTD    R10, Z2
+	MOVL            $0x80808080, R10
+	VPBROADCASTD    R10, Z3
+	VBROADCASTI32X4 qu8tr<>+0(SB), Z1
+
+qu16blk:
+	LEAQ          (CX)(DI*1), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    (R10)(DX*1)
+	PREFETCHT0    (R10)(DX*2)
+	PREFETCHT0    (R10)(R8*1)
+	LEAQ          (R10)(DX*4), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    (R10)(DX*1)
+	PREFETCHT0    (R10)(DX*2)
+	PREFETCHT0    (R10)(R8*1)
+	LEAQ          (CX)(DX*4), R10
+	VMULPS        (CX), Z0, Z4
+	VCMPPS        $0x07, Z4, Z4, K1
+	VMINPS.Z      Z2, Z4, K1, Z4
+	VCVTPS2DQ     Z4, Z4
+	VMULPS        (CX)(DX*1), Z0, Z5
+	VCMPPS        $0x07, Z5, Z5, K1
+	VMINPS.Z      Z2, Z5, K1, Z5
+	VCVTPS2DQ     Z5, Z5
+	VMULPS        (CX)(DX*2), Z0, Z6
+	VCMPPS        $0x07, Z6, Z6, K1
+	VMINPS.Z      Z2, Z6, K1, Z6
+	VCVTPS2DQ     Z6, Z6
+	VMULPS        (CX)(R8*1), Z0, Z7
+	VCMPPS        $0x07, Z7, Z7, K1
+	VMINPS.Z      Z2, Z7, K1, Z7
+	VCVTPS2DQ     Z7, Z7
+	VMULPS        (R10), Z0, Z8
+	VCMPPS        $0x07, Z8, Z8, K1
+	VMINPS.Z      Z2, Z8, K1, Z8
+	VCVTPS2DQ     Z8, Z8
+	VMULPS        (R10)(DX*1), Z0, Z9
+	VCMPPS        $0x07, Z9, Z9, K1
+	VMINPS.Z      Z2, Z9, K1, Z9
+	VCVTPS2DQ     Z9, Z9
+	VMULPS        (R10)(DX*2), Z0, Z10
+	VCMPPS        $0x07, Z10, Z10, K1
+	VMINPS.Z      Z2, Z10, K1, Z10
+	VCVTPS2DQ     Z10, Z10
+	VMULPS        (R10)(R8*1), Z0, Z11
+	VCMPPS        $0x07, Z11, Z11, K1
+	VMINPS.Z      Z2, Z11, K1, Z11
+	VCVTPS2DQ     Z11, Z11
+	VPACKSSDW     Z5, Z4, Z4
+	VPACKSSDW     Z7, Z6, Z6
+	VPACKSSWB     Z6, Z4, Z4
+	VPSHUFB       Z1, Z4, Z4
+	VPXORD        Z3, Z4, Z4
+	VPACKSSDW     Z9, Z8, Z8
+	VPACKSSDW     Z11, Z10, Z10
+	VPACKSSWB     Z10, Z8, Z8
+	VPSHUFB       Z1, Z8, Z8
+	VPXORD        Z3, Z8, Z8
+	LEAQ          (CX)(DX*8), R11
+	LEAQ          (R11)(DI*1), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    (R10)(DX*1)
+	PREFETCHT0    (R10)(DX*2)
+	PREFETCHT0    (R10)(R8*1)
+	LEAQ          (R10)(DX*4), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    (R10)(DX*1)
+	PREFETCHT0    (R10)(DX*2)
+	PREFETCHT0    (R10)(R8*1)
+	LEAQ          (R11)(DX*4), R10
+	VMULPS        (R11), Z0, Z5
+	VCMPPS        $0x07, Z5, Z5, K1
+	VMINPS.Z      Z2, Z5, K1, Z5
+	VCVTPS2DQ     Z5, Z5
+	VMULPS        (R11)(DX*1), Z0, Z6
+	VCMPPS        $0x07, Z6, Z6, K1
+	VMINPS.Z      Z2, Z6, K1, Z6
+	VCVTPS2DQ     Z6, Z6
+	VMULPS        (R11)(DX*2), Z0, Z7
+	VCMPPS        $0x07, Z7, Z7, K1
+	VMINPS.Z      Z2, Z7, K1, Z7
+	VCVTPS2DQ     Z7, Z7
+	VMULPS        (R11)(R8*1), Z0, Z9
+	VCMPPS        $0x07, Z9, Z9, K1
+	VMINPS.Z      Z2, Z9, K1, Z9
+	VCVTPS2DQ     Z9, Z9
+	VMULPS        (R10), Z0, Z10
+	VCMPPS        $0x07, Z10, Z10, K1
+	VMINPS.Z      Z2, Z10, K1, Z10
+	VCVTPS2DQ     Z10, Z10
+	VMULPS        (R10)(DX*1), Z0, Z11
+	VCMPPS        $0x07, Z11, Z11, K1
+	VMINPS.Z      Z2, Z11, K1, Z11
+	VCVTPS2DQ     Z11, Z11
+	VMULPS        (R10)(DX*2), Z0, Z12
+	VCMPPS        $0x07, Z12, Z12, K1
+	VMINPS.Z      Z2, Z12, K1, Z12
+	VCVTPS2DQ     Z12, Z12
+	VMULPS        (R10)(R8*1), Z0, Z13
+	VCMPPS        $0x07, Z13, Z13, K1
+	VMINPS.Z      Z2, Z13, K1, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPACKSSDW     Z6, Z5, Z5
+	VPACKSSDW     Z9, Z7, Z7
+	VPACKSSWB     Z7, Z5, Z5
+	VPSHUFB       Z1, Z5, Z5
+	VPXORD        Z3, Z5, Z5
+	VPACKSSDW     Z11, Z10, Z10
+	VPACKSSDW     Z13, Z12, Z12
+	VPACKSSWB     Z12, Z10, Z10
+	VPSHUFB       Z1, Z10, Z10
+	VPXORD        Z3, Z10, Z10
+	VPUNPCKLDQ    Z8, Z4, Z6
+	VPUNPCKHDQ    Z8, Z4, Z4
+	VPUNPCKLDQ    Z10, Z5, Z7
+	VPUNPCKHDQ    Z10, Z5, Z5
+	VPUNPCKLQDQ   Z7, Z6, Z8
+	VPUNPCKHQDQ   Z7, Z6, Z6
+	VPUNPCKLQDQ   Z5, Z4, Z7
+	VPUNPCKHQDQ   Z5, Z4, Z4
+	VMOVDQU       X8, (AX)
+	VMOVDQU       X6, (AX)(SI*1)
+	VMOVDQU       X7, (AX)(SI*2)
+	VMOVDQU       X4, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	VEXTRACTI32X4 $0x01, Z8, (AX)
+	VEXTRACTI32X4 $0x01, Z6, (AX)(SI*1)
+	VEXTRACTI32X4 $0x01, Z7, (AX)(SI*2)
+	VEXTRACTI32X4 $0x01, Z4, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	VEXTRACTI32X4 $0x02, Z8, (AX)
+	VEXTRACTI32X4 $0x02, Z6, (AX)(SI*1)
+	VEXTRACTI32X4 $0x02, Z7, (AX)(SI*2)
+	VEXTRACTI32X4 $0x02, Z4, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	VEXTRACTI32X4 $0x03, Z8, (AX)
+	VEXTRACTI32X4 $0x03, Z6, (AX)(SI*1)
+	VEXTRACTI32X4 $0x03, Z7, (AX)(SI*2)
+	VEXTRACTI32X4 $0x03, Z4, (AX)(R9*1)
+	LEAQ          (AX)(SI*4), AX
+	ADDQ          $0x40, CX
+	DECQ          BX
+	JNZ           qu16blk
+	VZEROUPPER
+	RET

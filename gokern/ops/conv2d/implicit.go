@@ -59,6 +59,7 @@ func useImplicit(d *Dims, sc *scaler, ks *gemm.ConvI8) bool {
 type implicitKernels struct {
 	gemm   gemm.ImplicitI8
 	pair   gemm.ImplicitI8Pair // nil: gemm on each block
+	q16    gemm.QuantU8x16
 	q8     gemm.QuantU8x8
 	q4     gemm.QuantU8x4
 	fold   foldI32Fn // FoldI32
@@ -72,7 +73,7 @@ type foldI32Fn = func(dst []float32, src []int32, a, sc, bias float32, add, addB
 // implicitOf returns the implicit kernels of the conv_i8 set i8 with the
 // folds of the conv_gemm set ks.
 func implicitOf(ks *gemm.Kernels, i8 *gemm.ConvI8) implicitKernels {
-	return implicitKernels{i8.Implicit, i8.ImplicitPair, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
+	return implicitKernels{i8.Implicit, i8.ImplicitPair, i8.QuantU8x16, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
 }
 
 // streamOutBytes is the least output for which the implicit GEMM writes it
@@ -200,8 +201,8 @@ const actZero = 0x80
 // in the implicit layout g, into a layoutScratch buffer (returned with its
 // handle): byte Quant8(x, a_n)+128 of channel c at pixel (h+PadT, w+PadL),
 // channel offset group*cg4 + c%Cg; the spatial padding holds actZero. Runs
-// of 8 channels go through k.q8, the rest of a group's channels a quad at a
-// time through k.q4. The channels that round a group up to a quad (weights
+// of 16 channels go through k.q16, then of 8 through k.q8, the rest of a
+// group's channels a quad at a time through k.q4. The channels that round a group up to a quad (weights
 // 0) get a copy of its last channel.
 func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byte, *[]byte) {
 	xp, h := layoutScratch.Sized(d.N * g.per)
@@ -229,7 +230,10 @@ func layoutRows(d *Dims, x, a []float32, g implicitGeom, k implicitKernels, xp [
 			for gi := range d.Groups {
 				for c0 := 0; c0 < d.Cg; {
 					dst, src := body[gi*g.cg4+c0:], x[(n*d.C+gi*d.Cg+c0)*hw+h*d.W:]
-					if c0+8 <= d.Cg {
+					if c0+16 <= d.Cg {
+						k.q16(dst, src, hw, d.W, g.cp, a[n])
+						c0 += 16
+					} else if c0+8 <= d.Cg {
 						k.q8(dst, src, hw, d.W, g.cp, a[n])
 						c0 += 8
 					} else {
