@@ -152,12 +152,9 @@ func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, 
 			xs := xb[((n*d.Groups+gi)*ncb*g.plane+oh*g.wp+ow0)*bc:]
 			bi := gi*nob + ob
 			k.Blocked(len(offs), wb[bi*per:][:per], xs, offs, bias[bi*boc:][:boc], t, np)
-			for j := range min(boc, d.Og-ob*boc) {
-				dst := out[((n*d.O+gi*d.Og+ob*boc+j)*d.Ho+oh)*d.Wo+ow0:][:np]
-				for p := range dst {
-					dst[p] = t[p*boc+j]
-				}
-			}
+			// the tile's np x boc values, position-major, into the
+			// channels' rows of out
+			gemm.Transpose(out[((n*d.O+gi*d.Og+ob*boc)*d.Ho+oh)*d.Wo+ow0:], d.Ho*d.Wo, t, boc, np, min(boc, d.Og-ob*boc))
 		}
 	})
 	return nil
