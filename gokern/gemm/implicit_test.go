@@ -314,6 +314,8 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 func TestQuantU8BadArgsPanic(t *testing.T) {
 	src := make([]float32, 7*10+10)
 	dst := make([]byte, 9*12+8)
+	src16 := make([]float32, 15*10+10)
+	dst16 := make([]byte, 9*20+16)
 	for _, tc := range []struct {
 		name          string
 		dst           []byte
@@ -327,6 +329,10 @@ func TestQuantU8BadArgsPanic(t *testing.T) {
 		{"no pixels", dst, src, 10, 0, 12, 8},
 		{"no channels", dst, src, 10, 10, 12, 0},
 		{"five channels", dst, src, 10, 10, 12, 5},
+		{"16: dst short", dst16[:9*20+15], src16, 10, 10, 20, 16},
+		{"16: src short", dst16, src16[:15*10+9], 10, 10, 20, 16},
+		{"16: pixels overlap", dst16, src16, 10, 10, 15, 16},
+		{"16: row past its plane", dst16, src16, 9, 10, 20, 16},
 	} {
 		for _, ks := range ConvI8Families() {
 			func() {
@@ -335,9 +341,12 @@ func TestQuantU8BadArgsPanic(t *testing.T) {
 						t.Errorf("%s: %s: no panic", ks.Family, tc.name)
 					}
 				}()
-				if tc.nc == 8 {
+				switch tc.nc {
+				case 16:
+					ks.QuantU8x16(tc.dst, tc.src, tc.hw, tc.w, tc.cp, 1)
+				case 8:
 					ks.QuantU8x8(tc.dst, tc.src, tc.hw, tc.w, tc.cp, 1)
-				} else {
+				default:
 					ks.QuantU8x4(tc.dst, tc.src, tc.hw, tc.w, tc.cp, tc.nc, 1)
 				}
 			}()

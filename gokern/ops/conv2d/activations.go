@@ -36,14 +36,21 @@ const actEps = float32(1e-5)
 // which also find x's first non-finite element. q and xp stay nil until
 // quantize or implicitLayout writes them; with a layout geometry (lay not
 // nil: the planner knows the implicit GEMM will run), actScales writes xp
-// itself, by chunks of samples (passChunk): each chunk's layout right after
-// its scales, while its values are still in the caches (see passChunk).
+// itself, by chunks of samples of about passChunk bytes (one sample at
+// least): each chunk's layout right after its scales, while its values are
+// still in the caches (see passChunk).
 func actScales(d *Dims, x []float32, scan *ternary.Quantizer, lay *implicitLayoutOf) *activations {
 	acts := &activations{a: make([]float32, d.N), bad: -1}
 	chunk := d.N
 	if lay != nil {
 		acts.xp, acts.xh = layoutScratch.Sized(d.N * lay.g.per)
 		chunk = max(1, passChunk/max(1, 4*d.C*d.H*d.W))
+		defer func() { // an interrupted pass (par.Run panics): the buffer goes back
+			if r := recover(); r != nil {
+				acts.release()
+				panic(r)
+			}
+		}()
 	}
 	for n0 := 0; n0 < d.N; n0 += chunk {
 		n1 := min(d.N, n0+chunk)
@@ -52,6 +59,11 @@ func actScales(d *Dims, x []float32, scan *ternary.Quantizer, lay *implicitLayou
 			acts.bad = bad
 		}
 		if lay != nil {
+			if acts.bad >= 0 && lay.stopAtBad {
+				chunk = d.N // the scales alone from here: the call will fail
+				lay = nil
+				continue
+			}
 			layoutRows(d, x, acts.a, lay.g, lay.k, acts.xp, n0, n1)
 		}
 	}
@@ -59,10 +71,12 @@ func actScales(d *Dims, x []float32, scan *ternary.Quantizer, lay *implicitLayou
 }
 
 // implicitLayoutOf is the implicit GEMM's layout geometry and kernels, for
-// actScales to write the layout.
+// actScales to write the layout; stopAtBad: a NaN or ±Inf in x fails the
+// call (Options.CheckFinite), so no layout is written past it.
 type implicitLayoutOf struct {
-	g implicitGeom
-	k implicitKernels
+	g         implicitGeom
+	k         implicitKernels
+	stopAtBad bool
 }
 
 // sampleScales sets a[n] for samples n0 <= n < n1 in one parallel pass and

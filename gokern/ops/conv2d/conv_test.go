@@ -475,6 +475,8 @@ func TestCheckFiniteIndex(t *testing.T) {
 	tc := newCase(t, rng, s, 0, false)
 	out := make([]float32, tc.d.OutLen)
 	per := 2 * 130 * 130
+	old := passChunk
+	t.Cleanup(func() { passChunk = old })
 	for _, c := range []struct {
 		bad  []int // indices set to NaN / Inf in turn
 		want string
@@ -487,15 +489,11 @@ func TestCheckFiniteIndex(t *testing.T) {
 		for i, j := range c.bad {
 			x[j] = [2]float32{float32(math.NaN()), float32(math.Inf(-1))}[i%2]
 		}
-		for _, bits := range []int{0, 8} {
-			for _, chunk := range []int{passChunk, 1} { // the int8 scales in one chunk, and a sample at a time
-				old := passChunk
-				passChunk = chunk
-				_, err := Conv2D(tc.d, x, tc.w, nil, out, Options{ActBits: bits, CheckFinite: true})
-				passChunk = old
-				if err == nil || !strings.Contains(err.Error(), "first at index "+c.want) {
-					t.Errorf("act%d, chunk %d, bad %v: err %v, want index %s", bits, chunk, c.bad, err, c.want)
-				}
+		for _, run := range []struct{ bits, chunk int }{{0, old}, {8, old}, {8, 1}} { // int8: a sample a chunk too
+			passChunk = run.chunk
+			_, err := Conv2D(tc.d, x, tc.w, nil, out, Options{ActBits: run.bits, CheckFinite: true})
+			if err == nil || !strings.Contains(err.Error(), "first at index "+c.want) {
+				t.Errorf("act%d, chunk %d, bad %v: err %v, want index %s", run.bits, run.chunk, c.bad, err, c.want)
 			}
 		}
 	}

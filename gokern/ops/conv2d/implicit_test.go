@@ -109,10 +109,15 @@ func TestScalesWriteLayoutInChunks(t *testing.T) {
 		wantXp := append([]byte(nil), want.implicitLayout(&d, tc.x, g, k)...)
 		for _, chunk := range []int{1, 2 * 4 * d.C * d.H * d.W, old} {
 			passChunk = chunk
-			got := actScales(&d, tc.x, scan, &implicitLayoutOf{g, k})
-			what := fmt.Sprintf("case %d %v chunk %d", ci, tc, chunk)
+			stop := ci%2 == 0 // with a NaN: the layout is not written past it
+			got := actScales(&d, tc.x, scan, &implicitLayoutOf{g, k, stop})
+			what := fmt.Sprintf("case %d %v chunk %d stop %v", ci, tc, chunk, stop)
 			if got.bad != want.bad || !slices.Equal(got.a, want.a) {
 				t.Fatalf("%s: scales %v bad %d, want %v bad %d", what, got.a, got.bad, want.a, want.bad)
+			}
+			if stop && want.bad >= 0 {
+				got.release()
+				continue
 			}
 			if i := firstDiff(got.xp, wantXp); i >= 0 {
 				t.Fatalf("%s: layout byte %d of %d is %#x, want %#x", what, i, len(wantXp), got.xp[i], wantXp[i])

@@ -207,7 +207,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if opt.ActBits == 8 && d.N > 0 {
 		var lay *implicitLayoutOf
 		if (kind == Im2col || kind == Pointwise && !useGEMV(d)) && useImplicit(d, sc, ks.i8) {
-			lay = &implicitLayoutOf{newImplicitGeom(d), implicitOf(ks.gemm, ks.i8)}
+			lay = &implicitLayoutOf{newImplicitGeom(d), implicitOf(ks.gemm, ks.i8), opt.CheckFinite}
 		}
 		acts = actScales(d, x, ks.scan, lay)
 		defer acts.release()
