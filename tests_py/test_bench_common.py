@@ -114,14 +114,14 @@ def test_cuda_rows_have_ranges_next_to_medians(monkeypatch: pytest.MonkeyPatch, 
     row = quantize_cuda._measure(_fake_torch(), None, None, np.zeros(4, np.float32), n, None, "absmean", 3)
     assert calls["n"] > 0
     for key in ("e2e_torch", "e2e_numpy", "cpu"):
-        lo, hi = (float(v) for v in row[f"{key}_range"].split("-"))
+        lo, hi = (float(v) for v in row[f"{key}_spread"].split("-"))
         assert lo - 0.001 <= row[f"{key}_ms"] <= hi + 0.001  # the text is rounded to 0.001 ms
     assert row["kernel_ms"] == 0.5 and row["torch_expr_ms"] == 1.0 and row["passes"] == 2
     row.update(gpu="fake", copy_ms=1.0, copy_gbs=8 * n / 1e6, frac_of_copy=row["kernel_gbs"] / (8 * n / 1e6))
 
     keys = [c[0] for c in quantize_cuda._COLUMNS]
     for key in ("e2e_torch", "e2e_numpy", "cpu"):  # each median with its range right after it
-        assert keys[keys.index(f"{key}_ms") + 1] == f"{key}_range"
+        assert keys[keys.index(f"{key}_ms") + 1] == f"{key}_spread"
     table = _common.Table(quantize_cuda._TITLE, quantize_cuda._COLUMNS, total=1, notes=quantize_cuda._NOTES)
     table.add(row)
     table.done()
@@ -129,7 +129,7 @@ def test_cuda_rows_have_ranges_next_to_medians(monkeypatch: pytest.MonkeyPatch, 
     head = out[out.index(next(line for line in out if line.startswith("elements")))]
     assert head.split().count("range") == 3
     cells = out[out.index(head) + 2].split()
-    assert row["e2e_torch_range"] in cells and row["e2e_numpy_range"] in cells and row["cpu_range"] in cells
+    assert row["e2e_torch_spread"] in cells and row["e2e_numpy_spread"] in cells and row["cpu_spread"] in cells
     assert any("no per-call times" in line for line in out)
 
 

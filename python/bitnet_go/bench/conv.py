@@ -85,8 +85,8 @@ from ._common import (
     positive_int,
     print_table,
     progress,
+    put_timings,
     restored_threads,
-    spread_text,
     timeit,
     torch_or_none,
 )
@@ -381,11 +381,11 @@ def _torch_int8(
 
 
 def _record(row: dict[str, Any], timed: dict[str, list[float]], gf: float) -> None:
-    """Each of ``timed``'s timings (:func:`alternate`'s, by key) into ``row``: ``<key>_ms``
-    (the median), ``<key>_range`` (min-max) and ``<key>_gflops`` (``gf`` GFLOP per median call)."""
+    """Each of ``timed``'s timings (:func:`alternate`'s, by key) into ``row``
+    (:func:`~bitnet_go.bench._common.put_timings`) with ``<key>_gflops`` (``gf`` GFLOP per median call)."""
     for key, ts in timed.items():
-        t = median(ts)
-        row[f"{key}_ms"], row[f"{key}_range"], row[f"{key}_gflops"] = t * 1e3, spread_text(ts), gf / t
+        put_timings(row, key, ts)
+        row[f"{key}_gflops"] = gf / median(ts)
 
 
 def _ran(x: np.ndarray, w: bitnet_go.TernaryTensor, **kw: int | None) -> str:
@@ -590,14 +590,14 @@ _TITLE = "conv2d_quantized vs PyTorch (median ms of the timed calls; range = the
 _COLUMNS: list[tuple[str, ...]] = [
     *_KEY,
     ("torch_f32_ms", "torch f32", ".2f", "F.conv2d in float32 on the dequantized weight, ms"),
-    ("torch_f32_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("torch_f32_spread", "range", "s", "min-max ms of the timed calls, next to each median"),
     ("ours_f32_ms", "ours f32", ".2f", "conv2d_quantized(act_bits=None): float32 activations, ternary weight, ms"),
-    ("ours_f32_range", "range", "s", ""),
+    ("ours_f32_spread", "range", "s", ""),
     ("ratio_f32", "f32 ratio", ".2f", "ours f32 / torch f32 (below 1: ours is faster)"),
     ("torch_i8_ms", "torch i8", ".2f", "torch.ao quantized conv2d: quint8 input, qint8 weight, ms (- where it fails)"),
-    ("torch_i8_range", "range", "s", ""),
+    ("torch_i8_spread", "range", "s", ""),
     ("ours_i8_ms", "ours i8", ".2f", "conv2d_quantized(act_bits=8): int8 activations, ms"),
-    ("ours_i8_range", "range", "s", ""),
+    ("ours_i8_spread", "range", "s", ""),
     ("ratio_i8", "i8 ratio", ".2f", "ours i8 / torch i8 (below 1: ours is faster)"),
     ("naive_ms", "naive", ".0f", "our seven-loop reference, ms (small layers only)"),
     ("speedup_vs_naive", "x naive", ".0f", "naive / ours f32"),
@@ -636,14 +636,14 @@ _DW_COLUMNS: list[tuple[str, ...]] = [
     ("n", "N", "d", "batch size"),
     ("threads", "thr", "d", "threads, the same for every library"),
     ("torch_f32_ms", "torch f32", ".3f", "F.conv2d(groups=C) in float32 on the dequantized weight, ms"),
-    ("torch_f32_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("torch_f32_spread", "range", "s", "min-max ms of the timed calls, next to each median"),
     ("ours_f32_ms", "ours f32", ".3f", "conv2d_quantized(groups=C, act_bits=None), ms"),
-    ("ours_f32_range", "range", "s", ""),
+    ("ours_f32_spread", "range", "s", ""),
     ("ratio_f32", "f32 ratio", ".2f", "ours f32 / torch f32 (below 1: ours is faster)"),
     ("torch_i8_ms", "torch i8", ".3f", "torch.ao quantized conv2d with groups=C: quint8 input, qint8 weight, ms"),
-    ("torch_i8_range", "range", "s", ""),
+    ("torch_i8_spread", "range", "s", ""),
     ("ours_i8_ms", "ours i8", ".3f", "conv2d_quantized(groups=C, act_bits=8), ms"),
-    ("ours_i8_range", "range", "s", ""),
+    ("ours_i8_spread", "range", "s", ""),
     ("ratio_i8", "i8 ratio", ".2f", "ours i8 / torch i8 (below 1: ours is faster)"),
     ("ratio_i8_f32", "i8/t f32", ".2f", "ours i8 / torch f32"),
     ("ours_f32_gflops", "f32 GF/s", ".1f", "ours f32: 2*N*C*k*k*H_out*W_out / 1e9 per second"),

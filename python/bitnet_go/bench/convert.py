@@ -56,6 +56,7 @@ from ._common import (
     parse_size,
     parse_threads,
     positive_int,
+    put_timings,
     restored_threads,
     size_text,
     spread_text,
@@ -188,9 +189,9 @@ def _tq_rows(n: int, threads: list[int], repeat: int) -> list[dict[str, Any]]:
                 bitnet_go.set_num_threads(th)
                 ts = timeit(lambda ours=ours: ours(x), repeat=repeat)
                 row = {"part": "tq", "format": fmt, "n": n, "threads": th, "same": same,
-                       "ours_ms": median(ts) * 1e3, "ours_range": spread_text(ts),
-                       "gguf_ms": median(ts_ref) * 1e3, "gguf_range": spread_text(ts_ref),
                        "speedup": median(ts_ref) / median(ts)}  # fmt: skip
+                put_timings(row, "ours", ts)
+                put_timings(row, "gguf", ts_ref)
                 table.add(row)
                 out.append(row)
     table.done()
@@ -203,9 +204,9 @@ _TQ_COLUMNS = [
     ("n", "floats", "d", "float32 values quantized in one call (a (n/4096, 4096) matrix)"),
     ("threads", "thr", "d", "bitnet_go threads (gguf.quants is numpy: one thread)"),
     ("ours_ms", "ours ms", ".1f", "bitnet_go.quantize_tq2_0 / quantize_tq1_0"),
-    ("ours_range", "range", "s", ""),
+    ("ours_spread", "range", "s", ""),
     ("gguf_ms", "gguf ms", ".1f", "gguf.quants.quantize(x, TQ2_0 / TQ1_0), timed once per format"),
-    ("gguf_range", "range", "s", ""),
+    ("gguf_spread", "range", "s", ""),
     ("speedup", "x faster", ".1f", "gguf ms / ours ms"),
     ("same", "same", "", "our GGUF bytes (to_gguf_bytes) equal gguf's"),
 ]

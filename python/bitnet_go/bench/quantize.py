@@ -32,8 +32,8 @@ from ._common import (
     median,
     parse_sizes,
     parse_threads,
+    put_timings,
     restored_threads,
-    spread_text,
     timeit,
     torch_or_none,
     torch_quantize,
@@ -91,10 +91,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "threads": th,
                     "block_size": args.block_size,
                     "method": args.method,
-                    "ours_ms": t_ours * 1e3,
-                    "ours_range": spread_text(ts_ours),
                     "ours_gbs": gb / t_ours,
                 }
+                put_timings(row, "ours", ts_ours)
                 if torch:
                     torch.set_num_threads(th)
                     ts_expr = timeit(
@@ -103,9 +102,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     )
                     t_expr = median(ts_expr)
                     t_sum = median(timeit(lambda xt=xt: xt.sum(), repeat=args.repeat))
+                    put_timings(row, "torch_expr", ts_expr)
                     row.update(
-                        torch_expr_ms=t_expr * 1e3,
-                        torch_expr_range=spread_text(ts_expr),
                         speedup_vs_expr=t_expr / t_ours,
                         torch_sum_ms=t_sum * 1e3,
                         sum_gbs=gb / t_sum,
@@ -120,10 +118,10 @@ _COLUMNS = [
     ("n", "elements", "d", "float32 elements quantized (one call)"),
     ("threads", "thr", "d", "threads, the same for bitnet_go and torch"),
     ("ours_ms", "ours ms", ".2f", "bitnet_go.quantize_i2s: scales and packed I2_S bytes"),
-    ("ours_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("ours_spread", "range", "s", "min-max ms of the timed calls, next to each median"),
     ("ours_gbs", "ours GB/s", ".1f", "float32 input read per second (4 bytes per element, once)"),
     ("torch_expr_ms", "torch expr ms", ".2f", "the same quantization as PyTorch ops (no packing: favours torch)"),
-    ("torch_expr_range", "range", "s", ""),
+    ("torch_expr_spread", "range", "s", ""),
     ("speedup_vs_expr", "x vs expr", ".1f", "torch expr ms / ours ms: how many times faster we are"),
     ("torch_sum_ms", "sum() ms", ".2f", "torch x.sum(): one read of the input, the memory-bandwidth ceiling"),
     ("sum_gbs", "sum GB/s", ".1f", "sum()'s read bandwidth"),

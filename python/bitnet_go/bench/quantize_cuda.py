@@ -41,7 +41,16 @@ import bitnet_go
 
 from .. import cuda
 from ..diagnostics import cuda_plan, cuda_time_copy, cuda_time_quantize
-from ._common import Table, cli_type, median, parse_block_sizes, parse_sizes, spread_text, timeit, torch_quantize
+from ._common import (
+    Table,
+    cli_type,
+    median,
+    parse_block_sizes,
+    parse_sizes,
+    put_timings,
+    timeit,
+    torch_quantize,
+)
 
 if TYPE_CHECKING:  # the bench's optional dependency, for annotations only
     import torch
@@ -162,14 +171,14 @@ def _measure(
         lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method, device="cuda"),
         repeat=max(3, repeat // 2),
     )
-    t_e2e, t_np = median(ts_e2e), median(ts_np)
+    t_e2e = median(ts_e2e)
     expr_ms = _events_ms(torch, lambda: torch_quantize(torch, x, bs, method), max(3, repeat // 2))
     t0 = time.perf_counter()
     bitnet_go.quantize_i2s(x_host, block_size=bs, method=method)
     cpu_runs = 1 if time.perf_counter() - t0 > 1.0 else 3
     ts_cpu = timeit(lambda: bitnet_go.quantize_i2s(x_host, block_size=bs, method=method), repeat=cpu_runs, warmup=0)
     t_cpu = median(ts_cpu)
-    return {
+    row: dict[str, Any] = {
         "n": n,
         "block_size": bs,
         "method": method,
@@ -177,18 +186,15 @@ def _measure(
         "kernel_ms": kernel_ms,
         "kernel_gbs": logical / kernel_ms / 1e6,
         "traffic_gbs": traffic / kernel_ms / 1e6,
-        "e2e_torch_ms": t_e2e * 1e3,
-        "e2e_torch_range": spread_text(ts_e2e),
-        "e2e_numpy_ms": t_np * 1e3,
-        "e2e_numpy_range": spread_text(ts_np),
         "torch_expr_ms": expr_ms,
-        "cpu_ms": t_cpu * 1e3,
-        "cpu_range": spread_text(ts_cpu),
         "cpu_threads": bitnet_go.get_num_threads(),
         "cpu_over_e2e": t_cpu / t_e2e,
         "expr_over_kernel": expr_ms / kernel_ms,
         "expr_over_e2e": expr_ms / (t_e2e * 1e3),
     }
+    for key, ts in (("e2e_torch", ts_e2e), ("e2e_numpy", ts_np), ("cpu", ts_cpu)):
+        put_timings(row, key, ts)
+    return row
 
 
 _TITLE = "quantize_i2s on the GPU (ms, range = min-max of the host-timed calls; GB/s = 1e9 bytes read + written / s)"
@@ -202,12 +208,12 @@ _COLUMNS = [
     ("copy_gbs", "copy GB/s", ".0f", "a device-to-device copy of the input: the memory ceiling"),
     ("frac_of_copy", "of copy", ".2f", "kernel GB/s / copy GB/s"),
     ("e2e_torch_ms", "e2e torch ms", ".3f", "quantize_i2s(torch cuda tensor) end to end, synchronized, median"),
-    ("e2e_torch_range", "range", "s", "min-max ms of the timed calls, next to each median"),
+    ("e2e_torch_spread", "range", "s", "min-max ms of the timed calls, next to each median"),
     ("e2e_numpy_ms", "e2e numpy ms", ".2f", 'quantize_i2s(numpy array, device="cuda"): with the copies to and from'),
-    ("e2e_numpy_range", "range", "s", ""),
+    ("e2e_numpy_spread", "range", "s", ""),
     ("torch_expr_ms", "torch expr ms", ".3f", "the same quantization as PyTorch ops on the GPU (CUDA events, mean)"),
     ("cpu_ms", "cpu ms", ".1f", "quantize_i2s on the CPU, all threads, median"),
-    ("cpu_range", "range", "s", ""),
+    ("cpu_spread", "range", "s", ""),
     ("cpu_over_e2e", "cpu/e2e", ".1f", "cpu ms / e2e torch ms"),
     ("expr_over_kernel", "expr/kernel", ".1f", "torch expr ms / kernel ms"),
     ("expr_over_e2e", "expr/e2e", ".1f", "torch expr ms / e2e torch ms"),
