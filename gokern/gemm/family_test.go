@@ -254,6 +254,9 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 			for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 28, 31, 32, 33, 47, 56, 61} {
 				for _, a := range []float32{1, 0.37, 3e4} {
 					hw, cp, off := w+rng.IntN(3)*rng.IntN(20), width+rng.IntN(3)*rng.IntN(9), rng.IntN(4)
+					if nc < 4 && rng.IntN(2) == 0 {
+						cp = nc // a packed row: 4-byte pixels overlapping
+					}
 					src := make([]float32, (nc-1)*hw+w+off)[off:]
 					for i := range src {
 						switch rng.IntN(4) {
@@ -277,12 +280,17 @@ func TestQuantU8MatchesGeneric(t *testing.T) {
 					default:
 						ks.QuantU8x4(dst, src, hw, w, cp, nc, a)
 					}
-					for i, b := range dst {
-						want := byte(0x5a)
-						if x, c := i/cp, i%cp; x < w && c < width {
-							want = byte(Quant8(src[min(c, nc-1)*hw+x], a)) ^ 0x80
+					want := make([]byte, len(dst)) // the bytes of width-byte pixels written in order
+					for i := range want {
+						want[i] = 0x5a
+					}
+					for x := range w {
+						for c := range width {
+							want[x*cp+c] = byte(Quant8(src[min(c, nc-1)*hw+x], a)) ^ 0x80
 						}
-						if b != want {
+					}
+					for i, b := range dst {
+						if want := want[i]; b != want {
 							t.Fatalf("%s: nc=%d, w=%d, hw=%d, cp=%d, a=%v: byte %d = %#x, want %#x",
 								ks.Family, nc, w, hw, cp, a, i, b, want)
 						}

@@ -302,14 +302,18 @@ type QuantU8x16 func(dst []byte, src []float32, hw, w, cp int, a float32)
 
 // QuantU8x4 is QuantU8x8 for a quad of nc (1 to 4) channels: for x < w and
 // i < 4, dst[x*cp+i] = byte(Quant8(src[min(i, nc-1)*hw+x], a)) ^ 0x80 (the
-// quad's missing channels repeat its last one), with cp >= 4.
+// quad's missing channels repeat its last one), with cp >= nc, written
+// pixel after pixel: with cp < 4 (a packed row, cp = nc) each pixel's bytes
+// past cp are overwritten by the next pixel's, and after the last pixel's
+// nc bytes come 4-nc copies of its last channel (for the caller to
+// overwrite).
 type QuantU8x4 func(dst []byte, src []float32, hw, w, cp, nc int, a float32)
 
 // checkQuantU8 panics (recovered by the C ABI) on a bad QuantU8x16 (width
 // 16, nc 16), QuantU8x8 (width 8, nc 8) or QuantU8x4 (width 4, nc 1 to 4)
 // call.
 func checkQuantU8(ld, ls, hw, w, cp, nc, width int) {
-	if w < 1 || hw < w || nc < 1 || nc > width || (width >= 8 && nc != width) || cp < width ||
+	if w < 1 || hw < w || nc < 1 || nc > width || (width >= 8 && nc != width) || cp < nc ||
 		ld < (w-1)*cp+width || ls < (nc-1)*hw+w {
 		panic("gemm: bad QuantU8x16/QuantU8x8/QuantU8x4 arguments")
 	}
@@ -334,12 +338,12 @@ func quantU8x4Generic(dst []byte, src []float32, hw, w, cp, nc int, a float32) {
 }
 
 // quantU8Generic writes width bytes per pixel from nc channels (the last
-// one repeated).
+// one repeated), pixel after pixel (QuantU8x4 with cp < 4).
 func quantU8Generic(dst []byte, src []float32, hw, w, cp, nc, width int, a float32) {
-	for i := range width {
-		row := src[min(i, nc-1)*hw:][:w]
-		for x, v := range row {
-			dst[x*cp+i] = byte(Quant8(v, a)) ^ 0x80
+	for x := range w {
+		px := dst[x*cp:][:width]
+		for i := range px {
+			px[i] = byte(Quant8(src[min(i, nc-1)*hw+x], a)) ^ 0x80
 		}
 	}
 }

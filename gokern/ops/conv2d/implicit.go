@@ -21,16 +21,56 @@ const implicitPix = 96
 
 // implicitGeom is the padded channels-last layout of one sample: hp x wp
 // pixels of cp bytes (groups x cg4 channels, each group's rounded up to
-// whole quads).
+// whole quads). In rows mode (rowQuads > 0, see implicitRowsMode) a pixel
+// holds its cg4 = C channels unrounded, and wp counts slack pixels after
+// the right padding: the kernel reads a kernel row's KW*C bytes as
+// rowQuads whole quads, past its last tap.
 type implicitGeom struct {
 	hp, wp, cg4, cp, per int
+	rowQuads             int // rows mode: quads a kernel row; 0 otherwise
 }
 
 func newImplicitGeom(d *Dims) implicitGeom {
 	g := implicitGeom{hp: d.H + d.PadT + d.PadB, wp: d.W + d.PadL + d.PadR, cg4: roundUp(d.Cg, 4)}
+	if implicitRowsMode(d) {
+		g.rowQuads, g.cg4 = ceilDivPos(d.KW*d.Cg, 4), d.Cg
+		// the row's last quad reads up to 3 bytes past its last tap, and the
+		// layout writer's 4-byte stores spill 4-C bytes past the last pixel
+		g.wp += max(ceilDivPos(4*g.rowQuads-d.KW*d.Cg, d.Cg), ceilDivPos(4-d.Cg, d.Cg))
+	}
 	g.cp = d.Groups * g.cg4
 	g.per = g.hp * g.wp * g.cp // may overflow where useImplicit is false
 	return g
+}
+
+// implicitRowsMode reports whether the implicit GEMM runs d in rows mode:
+// one group of fewer than 4 channels (an RGB stem) whose taps lie next to
+// each other along a row (DilW 1), where a kernel row's KW*C bytes, read
+// as whole quads, take fewer quads than KW taps of a channel quad each (a
+// 7x7 stem on 3 channels: 6 quads a row, not 7, 14% fewer multiply-adds,
+// none of them on a quad's padding channel).
+func implicitRowsMode(d *Dims) bool {
+	return d.Groups == 1 && d.Cg < 4 && d.DilW == 1 && ceilDivPos(d.KW*d.Cg, 4) < d.KW
+}
+
+// taps returns the byte offsets of a pixel's K segments in the layout
+// (each kernel tap, or in rows mode each kernel row) and the quads each
+// covers, in the order of the packed weights (implicitWeights).
+func (g implicitGeom) taps(d *Dims) ([]int, int) {
+	if g.rowQuads > 0 {
+		taps := make([]int, d.KH)
+		for i := range taps {
+			taps[i] = i * d.DilH * g.wp * g.cp
+		}
+		return taps, g.rowQuads
+	}
+	taps := make([]int, 0, d.KH*d.KW)
+	for i := range d.KH {
+		for j := range d.KW {
+			taps = append(taps, (i*d.DilH*g.wp+j*d.DilW)*g.cp)
+		}
+	}
+	return taps, g.cg4 / 4
 }
 
 // useImplicit reports whether the int8 im2col (or 1x1) convolution d runs as
@@ -90,15 +130,8 @@ var streamOutBytes = 4 << 20
 func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc *scaler, out []float32, k implicitKernels) {
 	g := newImplicitGeom(d)
 	xp, a := acts.implicitLayout(d, x, g, k), acts.a
-	khw, quads := d.KH*d.KW, g.cg4/4
 	blen, nob, wb, corr := wl.blen, wl.nob, wl.blocks, wl.corr
-	taps := make([]int, 0, khw)
-	for i := range d.KH {
-		for j := range d.KW {
-			taps = append(taps, (i*d.DilH*g.wp+j*d.DilW)*g.cp)
-		}
-	}
-	segs := gemm.ImplicitSegs(taps, quads)
+	segs := gemm.ImplicitSegs(g.taps(d))
 	// Pixel ranges run over the samples' output pixels end to end (a range
 	// may span samples: the kernel takes any pixel offsets), so that a few
 	// pixels per sample do not each cost a pass over the weights. The units'
@@ -203,7 +236,8 @@ const actZero = 0x80
 // channel offset group*cg4 + c%Cg; the spatial padding holds actZero. Runs
 // of 16 channels go through k.q16, then of 8 through k.q8, the rest of a
 // group's channels a quad at a time through k.q4. The channels that round a group up to a quad (weights
-// 0) get a copy of its last channel.
+// 0) get a copy of its last channel. In rows mode (g.rowQuads > 0) a pixel
+// holds its C channels, cp = C bytes, written by k.q4 in pixel order.
 func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byte, *[]byte) {
 	xp, h := layoutScratch.Sized(d.N * g.per)
 	layoutRows(d, x, a, g, k, xp, 0, d.N)
@@ -225,6 +259,11 @@ func layoutRows(d *Dims, x, a []float32, g implicitGeom, k implicitKernels, xp [
 				continue
 			}
 			fill(dst[:d.PadL*g.cp], actZero)
+			if g.rowQuads > 0 { // a pixel's C bytes in a row: 4-byte stores, each spilling onto the next
+				k.q4(dst[d.PadL*g.cp:], x[n*d.C*hw+h*d.W:], hw, d.W, g.cp, d.Cg, a[n])
+				fill(dst[(d.PadL+d.W)*g.cp:], actZero) // after: over the last pixel's spill
+				continue
+			}
 			fill(dst[(d.PadL+d.W)*g.cp:], actZero)
 			body := dst[d.PadL*g.cp:][:d.W*g.cp]
 			for gi := range d.Groups {

@@ -78,6 +78,72 @@ func TestImplicitAgrees(t *testing.T) {
 	}
 }
 
+// TestImplicitRowsMode runs layers of 1 to 3 channels in rows mode (a
+// pixel's C bytes, a kernel row read as whole quads; implicitRowsMode) on
+// every conv_i8 family with an implicit kernel and the generic oracles, 1 to
+// 3 threads, and checks them bit for bit against the int8 reference: an RGB
+// stem (7x7/2, padding 3), no right padding (the 4-byte pixel stores spill
+// into the slack pixels), one channel, dilated rows, several samples.
+func TestImplicitRowsMode(t *testing.T) {
+	keepThreads(t)
+	splitSmall(t)
+	rng := rand.New(rand.NewPCG(15, 15))
+	gen := implicitOf(gemm.Generic(), gemm.ConvI8Families()[0])
+	gen.gemm, gen.pair = gemm.ImplicitGeneric(), gemm.ImplicitPairGeneric()
+	kernels := map[string]implicitKernels{"generic": gen}
+	for _, i8 := range gemm.ConvI8Families() {
+		if i8.Implicit != nil {
+			kernels[fmt.Sprint(i8.Family)] = implicitOf(gemm.KernelOp.Get(), i8)
+		}
+	}
+	sh := func(n, c, h, w, o, k, s, pt, pl, pb, pr, dh int) Shape {
+		return Shape{N: n, C: c, H: h, W: w, O: o, WC: c, KH: k, KW: k, Groups: 1, StrideH: s, StrideW: s,
+			PadT: pt, PadL: pl, PadB: pb, PadR: pr, DilH: dh, DilW: 1}
+	}
+	for ci, s := range []Shape{
+		sh(2, 3, 23, 27, 20, 7, 2, 3, 3, 3, 3, 1),
+		sh(1, 3, 9, 13, 33, 5, 1, 0, 0, 0, 0, 1),
+		sh(1, 1, 12, 17, 16, 3, 1, 1, 0, 1, 0, 1),
+		sh(3, 2, 11, 10, 7, 4, 2, 1, 2, 0, 0, 2),
+		sh(1, 3, 5, 40, 48, 7, 3, 0, 1, 2, 0, 1),
+		sh(2, 1, 8, 8, 5, 2, 1, 0, 0, 0, 0, 1),
+	} {
+		d, err := s.Check()
+		if err != nil {
+			t.Fatalf("%+v: %v", s, err)
+		}
+		g := newImplicitGeom(&d)
+		if g.rowQuads == 0 || g.cp != d.C {
+			t.Fatalf("case %d: not in rows mode: %+v", ci, g)
+		}
+		tc := newCase(t, rng, s, 0, ci%2 == 0)
+		want := ref8(tc)
+		sc, err := newScaler(&tc.d, tc.w, tc.bias)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wl, err := implicitWeights(&tc.d, tc.w, g, gemm.KernelOp.Get())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, k := range kernels {
+			for th := 1; th <= 3; th++ {
+				_ = par.SetThreads(th)
+				acts := actScales(&tc.d, tc.x, ternary.QuantizeOp.Get(), nil)
+				out := make([]float32, d.OutLen)
+				implicitConv(&tc.d, wl, tc.x, acts, sc, out, k)
+				acts.release()
+				checkExact(t, fmt.Sprintf("case %d %v rows/%s thr %d", ci, tc, name, th), out, want)
+			}
+		}
+		out := make([]float32, d.OutLen) // and as the planner runs it
+		if _, err := Conv2D(d, tc.x, tc.w, tc.bias, out, Options{ActBits: 8}); err != nil {
+			t.Fatal(err)
+		}
+		checkExact(t, fmt.Sprintf("case %d %v Conv2D", ci, tc), out, want)
+	}
+}
+
 // TestScalesWriteLayoutInChunks checks actScales writing the implicit
 // layout by chunks of samples (passChunk lowered to one sample and to two)
 // against the scales taken alone and layoutU8 after them: the same scales,

@@ -62,12 +62,13 @@ func isDerived(id uint64) bool { return id>>63 == 1 }
 type layoutKind uint8
 
 const (
-	layoutPanels     layoutKind = iota // the A panels
-	layoutImplicit                     // the implicit GEMM's blocks
-	layoutI2S                          // a TL1/TL2 weight's codes converted to I2_S (asI2S)
-	layoutGEMV                         // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
-	layoutDirectF32                    // the implicit float32 kernel's weight, scales folded in (directf.go; bl: its MR)
-	layoutBlockedF32                   // its channels-in-lanes variant's weight (directfb.go)
+	layoutPanels       layoutKind = iota // the A panels
+	layoutImplicit                       // the implicit GEMM's blocks
+	layoutImplicitRows                   // ... in rows mode (implicitRowsMode)
+	layoutI2S                            // a TL1/TL2 weight's codes converted to I2_S (asI2S)
+	layoutGEMV                           // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
+	layoutDirectF32                      // the implicit float32 kernel's weight, scales folded in (directf.go; bl: its MR)
+	layoutBlockedF32                     // its channels-in-lanes variant's weight (directfb.go)
 )
 
 // weightLayout is a derived layout: the A panels, or the implicit GEMM's
@@ -168,23 +169,64 @@ func packPanels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 // panels: per group and block of gemm.ImplicitOC output channels, the
 // weights in the kernel's order for taps kernel taps of g.cg4/4 channel
 // quads each, and the corrections.
+//
+// In rows mode (g.rowQuads > 0) the weight is packed as that of a KH x 1
+// convolution over KW*C channels (channel kw*C + c: tap kw of channel c),
+// whose quads run along a kernel row as the layout's bytes do.
 func implicitWeights(d *Dims, w Weights, g implicitGeom, ks *gemm.Kernels) (*weightLayout, error) {
-	return cachedLayout(d, w, layoutImplicit, 0, func(w Weights) (*weightLayout, int, error) {
+	kind, cg, taps := layoutImplicit, d.Cg, d.KH*d.KW
+	if g.rowQuads > 0 {
+		kind, cg, taps = layoutImplicitRows, d.KW*d.Cg, d.KH
+	}
+	return cachedLayout(d, w, kind, 0, func(w Weights) (*weightLayout, int, error) {
+		if g.rowQuads > 0 {
+			var err error
+			if w, err = rowsWeights(d, w); err != nil {
+				return nil, 0, err
+			}
+		}
 		apan, err := packPanels(d, w, ks)
 		if err != nil {
 			return nil, 0, err
 		}
-		khw := d.KH * d.KW
-		l := &weightLayout{blen: gemm.ImplicitBlockLen(khw, g.cg4/4), nob: ceilDivPos(d.Og, gemm.ImplicitOC)}
+		l := &weightLayout{blen: gemm.ImplicitBlockLen(taps, ceilDivPos(cg, 4)), nob: ceilDivPos(d.Og, gemm.ImplicitOC)}
 		nb := d.Groups * l.nob
 		l.blocks = make([]int8, nb*l.blen)
 		l.corr = make([][gemm.ImplicitOC]int32, nb)
 		gpan := gemm.Panels(d.Og) * d.K
 		par.Run(par.ChunksWork(nb, l.blen), func(_, lo, hi int) {
 			for b := lo; b < hi && !par.Stopped(); b++ {
-				gemm.PackImplicit(l.blocks[b*l.blen:][:l.blen], &l.corr[b], apan[b/l.nob*gpan:][:gpan], d.Cg, khw, b%l.nob)
+				gemm.PackImplicit(l.blocks[b*l.blen:][:l.blen], &l.corr[b], apan[b/l.nob*gpan:][:gpan], cg, taps, b%l.nob)
 			}
 		})
 		return l, len(l.blocks) + 4*gemm.ImplicitOC*nb, nil
 	})
+}
+
+// rowsWeights returns w (one group, d's K order c, kh, kw) with each output
+// channel's values in the rows-mode order of implicitWeights: value
+// (kw*C + c)*KH + kh, a KH x 1 convolution over KW*C channels. Code 3 is
+// reported as packPanels reports it.
+func rowsWeights(d *Dims, w Weights) (Weights, error) {
+	vals := make([]int8, d.WLen)
+	if err := unpackI2S(w.Packed, vals); err != nil {
+		return w, err
+	}
+	perm := make([]int8, d.WLen)
+	for o := range d.O {
+		src, dst := vals[o*d.K:][:d.K], perm[o*d.K:][:d.K]
+		for c := range d.Cg {
+			for kh := range d.KH {
+				for kw := range d.KW {
+					dst[(kw*d.Cg+c)*d.KH+kh] = src[(c*d.KH+kh)*d.KW+kw]
+				}
+			}
+		}
+	}
+	packed := make([]byte, ternary.PackedLen(d.WLen))
+	if err := ternary.Pack(perm, packed); err != nil {
+		return w, err
+	}
+	w.Packed = packed
+	return w, nil
 }
