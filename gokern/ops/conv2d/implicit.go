@@ -48,7 +48,8 @@ func newImplicitGeom(d *Dims) implicitGeom {
 // each other along a row (DilW 1), where a kernel row's KW*C bytes, read
 // as whole quads, take fewer quads than KW taps of a channel quad each (a
 // 7x7 stem on 3 channels: 6 quads a row, not 7, 14% fewer multiply-adds,
-// none of them on a quad's padding channel).
+// none of them on a quad's padding channel). The planner never brings a
+// one-channel layer here: it is depthwise (useImplicit).
 func implicitRowsMode(d *Dims) bool {
 	return d.Groups == 1 && d.Cg < 4 && d.DilW == 1 && ceilDivPos(d.KW*d.Cg, 4) < d.KW
 }

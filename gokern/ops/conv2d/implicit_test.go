@@ -136,11 +136,31 @@ func TestImplicitRowsMode(t *testing.T) {
 				checkExact(t, fmt.Sprintf("case %d %v rows/%s thr %d", ci, tc, name, th), out, want)
 			}
 		}
-		out := make([]float32, d.OutLen) // and as the planner runs it
+		out := make([]float32, d.OutLen) // and as the planner runs it (a 1-channel layer: depthwise)
 		if _, err := Conv2D(d, tc.x, tc.w, tc.bias, out, Options{ActBits: 8}); err != nil {
 			t.Fatal(err)
 		}
 		checkExact(t, fmt.Sprintf("case %d %v Conv2D", ci, tc), out, want)
+	}
+	// The same codes at the same address as a 4x5 and as a 5x4 kernel:
+	// two rows-mode layouts, which the weight cache must keep apart.
+	s45 := Shape{N: 1, C: 3, H: 9, W: 11, O: 6, WC: 3, KH: 4, KW: 5, Groups: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}
+	tc := newCase(t, rng, s45, 0, false)
+	s54 := s45
+	s54.KH, s54.KW = 5, 4
+	d54, err := s54.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc54 := &testCase{d: d54, x: tc.x, q: tc.q, w: tc.w}
+	for range 2 {
+		for _, c := range []*testCase{tc, tc54} {
+			out := make([]float32, c.d.OutLen)
+			if _, err := Conv2D(c.d, c.x, c.w, nil, out, Options{ActBits: 8}); err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			checkExact(t, fmt.Sprintf("%v, codes shared with a %dx%d kernel", c, c.d.KW, c.d.KH), out, ref8(c))
+		}
 	}
 }
 

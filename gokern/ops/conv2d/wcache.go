@@ -42,7 +42,7 @@ type layoutKey struct {
 	og, groups, k, cg, taps int
 	kind                    layoutKind
 	qtype                   ternary.QType
-	bl                      int    // layoutGEMV: the scale block
+	bl                      int    // layoutGEMV: the scale block; layoutImplicitRows: KW
 	id                      uint64 // a derived ID (derivedID): the codes are not compared
 }
 
@@ -174,11 +174,13 @@ func packPanels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 // convolution over KW*C channels (channel kw*C + c: tap kw of channel c),
 // whose quads run along a kernel row as the layout's bytes do.
 func implicitWeights(d *Dims, w Weights, g implicitGeom, ks *gemm.Kernels) (*weightLayout, error) {
-	kind, cg, taps := layoutImplicit, d.Cg, d.KH*d.KW
+	kind, cg, taps, kw := layoutImplicit, d.Cg, d.KH*d.KW, 0
 	if g.rowQuads > 0 {
-		kind, cg, taps = layoutImplicitRows, d.KW*d.Cg, d.KH
+		// the key holds KH*KW: a rows-mode layout depends on KW too (the
+		// same codes as a 4x5 and as a 5x4 kernel)
+		kind, cg, taps, kw = layoutImplicitRows, d.KW*d.Cg, d.KH, d.KW
 	}
-	return cachedLayout(d, w, kind, 0, func(w Weights) (*weightLayout, int, error) {
+	return cachedLayout(d, w, kind, kw, func(w Weights) (*weightLayout, int, error) {
 		if g.rowQuads > 0 {
 			var err error
 			if w, err = rowsWeights(d, w); err != nil {
