@@ -125,9 +125,10 @@ var streamOutBytes = 4 << 20
 
 // implicitConv computes the convolution with the kernels k from the
 // weight's implicit blocks wl (implicitWeights) and the activations x with
-// their scales a (quantized into the implicit layout by layoutU8): work
-// units (group, range of implicitPix output pixels, block), each folded
-// into out as soon as its sums are done.
+// their scales acts.a, in the implicit layout acts holds (written by
+// actScales, or now by layoutU8; acts.release returns it): work units
+// (group, range of implicitPix output pixels, block), each folded into out
+// as soon as its sums are done.
 func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc *scaler, out []float32, k implicitKernels) {
 	g := newImplicitGeom(d)
 	xp, a := acts.implicitLayout(d, x, g, k), acts.a
@@ -236,9 +237,10 @@ const actZero = 0x80
 // handle): byte Quant8(x, a_n)+128 of channel c at pixel (h+PadT, w+PadL),
 // channel offset group*cg4 + c%Cg; the spatial padding holds actZero. Runs
 // of 16 channels go through k.q16, then of 8 through k.q8, the rest of a
-// group's channels a quad at a time through k.q4. The channels that round a group up to a quad (weights
-// 0) get a copy of its last channel. In rows mode (g.rowQuads > 0) a pixel
-// holds its C channels, cp = C bytes, written by k.q4 in pixel order.
+// group's channels a quad at a time through k.q4. The channels that round
+// a group up to a quad (weights 0) get a copy of its last channel. In rows
+// mode (g.rowQuads > 0) a pixel holds its C channels, cp = C bytes, written
+// by k.q4 in pixel order.
 func layoutU8(d *Dims, x, a []float32, g implicitGeom, k implicitKernels) ([]byte, *[]byte) {
 	xp, h := layoutScratch.Sized(d.N * g.per)
 	layoutRows(d, x, a, g, k, xp, 0, d.N)
