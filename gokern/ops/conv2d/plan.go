@@ -206,7 +206,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	var acts *activations
 	if opt.ActBits == 8 && d.N > 0 {
 		var lay *implicitLayoutOf
-		if (kind == Im2col || kind == Pointwise && !useGEMV(d)) && useImplicit(d, sc, ks.i8) {
+		if implicitKind(kind, d, sc, ks) && !(kind == Pointwise && useGEMV(d)) {
 			lay = &implicitLayoutOf{newImplicitGeom(d), implicitOf(ks.gemm, ks.i8), opt.CheckFinite}
 		}
 		acts = actScales(d, x, ks.scan, lay)
@@ -225,6 +225,13 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	}
 	name, err := run(kind, d, x, acts, w, sc, out, ks, opt.CheckFinite)
 	return Info{Algo: algo, Kernel: name}, err
+}
+
+// implicitKind reports whether an int8 convolution planned as kind runs as
+// the implicit GEMM unless it runs as a GEMV: the one rule conv2d (which
+// writes the implicit layout with the scales) and run follow.
+func implicitKind(kind Algo, d *Dims, sc *scaler, ks kernels) bool {
+	return (kind == Im2col || kind == Pointwise) && useImplicit(d, sc, ks.i8)
 }
 
 // run executes one kernel on the kernel selection ks and returns its name
@@ -252,7 +259,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 			return "", err
 		}
 	}
-	implicit := act8 && (kind == Im2col || kind == Pointwise) && !asGEMV && useImplicit(d, sc, ks.i8)
+	implicit := act8 && !asGEMV && implicitKind(kind, d, sc, ks)
 	if act8 && !implicit {
 		acts.quantize(d, x, g.QuantI8)
 	}

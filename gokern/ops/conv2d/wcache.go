@@ -34,16 +34,18 @@ import (
 var layoutCache = &buf.Cache[layoutKey, *weightLayout]{MaxBytes: buf.WeightCacheBytes}
 
 // layoutKey identifies a weight's layout: the codes' address and length,
-// the geometry the layout depends on, which layout, and the codes' format
-// (qtype: the TL format a layoutI2S conversion reads; I2S otherwise).
+// the geometry the layout depends on (the kernel's height and width apart:
+// a rows-mode implicit layout differs for a 4x5 and a 5x4 kernel on the
+// same codes), which layout, and the codes' format (qtype: the TL format a
+// layoutI2S conversion reads; I2S otherwise).
 type layoutKey struct {
-	addr                    uintptr
-	n                       int
-	og, groups, k, cg, taps int
-	kind                    layoutKind
-	qtype                   ternary.QType
-	bl                      int    // layoutGEMV: the scale block; layoutImplicitRows: KW
-	id                      uint64 // a derived ID (derivedID): the codes are not compared
+	addr                      uintptr
+	n                         int
+	og, groups, k, cg, kh, kw int
+	kind                      layoutKind
+	qtype                     ternary.QType
+	bl                        int    // layoutGEMV: the scale block
+	id                        uint64 // a derived ID (derivedID): the codes are not compared
 }
 
 // derivedIDs counts the IDs derivedID has given out.
@@ -90,7 +92,7 @@ type weightLayout struct {
 // codes are then not compared.
 func keyOf(d *Dims, w Weights, kind layoutKind, bl, n int) (layoutKey, bool) {
 	key := layoutKey{uintptr(unsafe.Pointer(unsafe.SliceData(w.Packed))), n,
-		d.Og, d.Groups, d.K, d.Cg, d.KH * d.KW, kind, ternary.I2S, bl, 0}
+		d.Og, d.Groups, d.K, d.Cg, d.KH, d.KW, kind, ternary.I2S, bl, 0}
 	own := isDerived(w.ID)
 	if own {
 		key.id = w.ID
@@ -174,13 +176,11 @@ func packPanels(d *Dims, w Weights, ks *gemm.Kernels) ([]byte, error) {
 // convolution over KW*C channels (channel kw*C + c: tap kw of channel c),
 // whose quads run along a kernel row as the layout's bytes do.
 func implicitWeights(d *Dims, w Weights, g implicitGeom, ks *gemm.Kernels) (*weightLayout, error) {
-	kind, cg, taps, kw := layoutImplicit, d.Cg, d.KH*d.KW, 0
+	kind, cg, taps := layoutImplicit, d.Cg, d.KH*d.KW
 	if g.rowQuads > 0 {
-		// the key holds KH*KW: a rows-mode layout depends on KW too (the
-		// same codes as a 4x5 and as a 5x4 kernel)
-		kind, cg, taps, kw = layoutImplicitRows, d.KW*d.Cg, d.KH, d.KW
+		kind, cg, taps = layoutImplicitRows, d.KW*d.Cg, d.KH
 	}
-	return cachedLayout(d, w, kind, kw, func(w Weights) (*weightLayout, int, error) {
+	return cachedLayout(d, w, kind, 0, func(w Weights) (*weightLayout, int, error) {
 		if g.rowQuads > 0 {
 			var err error
 			if w, err = rowsWeights(d, w); err != nil {

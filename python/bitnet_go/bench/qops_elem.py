@@ -40,14 +40,11 @@ from ._common import (
     Table,
     cli_type,
     engine,
-    median,
     parse_names,
     parse_sizes,
     parse_threads,
     restored_threads,
-    spread_text,
     time_into,
-    timeit,
     torch_or_none,
 )
 
@@ -131,11 +128,10 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
                 fa, fb = torch.randn(n), torch.randn(n)
             for th in threads:
                 bitnet_go.set_num_threads(th)
-                f32_ms = None
+                f32: dict[str, Any] = {}  # torch.add float32's timings, the same in each op's row
                 if torch:
                     torch.set_num_threads(th)
-                    ts = timeit(partial(torch.add, fa, fb), repeat=args.repeat)
-                    f32_ms, f32_spread = median(ts) * 1e3, spread_text(ts)
+                    time_into(f32, "f32_add", partial(torch.add, fa, fb), args.repeat)
                 for op in ops:
                     table.start(f"{op} uint8 n={n} thr={th}")
                     row: dict[str, Any] = {"op": op, "dtype": "uint8", "n": n, "threads": th, "kernel": kernel}
@@ -145,10 +141,10 @@ def run_elementwise(args: argparse.Namespace) -> list[dict[str, Any]]:
                     if torch:
                         time_into(row, "torch", theirs[op], args.repeat)
                         row["x_torch"] = row["torch_ms"] / row["ours_ms"]
-                        row["f32_add_ms"], row["f32_add_spread"] = f32_ms, f32_spread
-                        row["f32_add_gbs"] = 12 * n / (f32_ms * 1e6)  # type: ignore[operator]
+                        row.update(f32)
+                        row["f32_add_gbs"] = 12 * n / (row["f32_add_ms"] * 1e6)
                         row["of_f32_add"] = row["ours_gbs"] / row["f32_add_gbs"]
-                        row["x_f32"] = f32_ms / row["ours_ms"]  # type: ignore[operator]
+                        row["x_f32"] = row["f32_add_ms"] / row["ours_ms"]
                         got = ours[op]().int_repr().reshape(-1)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
