@@ -75,13 +75,20 @@ func convfTile(c *build.Context, rk string, mr, nv, vb int, vec func() reg.VecVi
 
 // convfBlockedAVX512 emits gokern/gemm/directfb_avx512_amd64.s: the
 // channels-in-lanes tiles directF32B2x<r>, 32 output channels (two ZMM).
-var convfBlockedAVX512 = forEach([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14},
-	func(c *build.Context, r int) { convfBlocked(c, "B", r, 64, c.ZMM) })
+var convfBlockedAVX512 = func(c *build.Context) {
+	forEach([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14},
+		func(c *build.Context, r int) { convfBlocked(c, "B", r, 64, c.ZMM) })(c)
+	winoIn(c, "Z", 64, c.ZMM)
+	winoOut(c, "Z", 64, c.ZMM)
+}
 
 // convfBlockedAVX2 emits gokern/gemm/directfb_avx2_amd64.s: directF32Y2x<r>,
 // 16 output channels (two YMM), up to 6 positions (15 registers).
-var convfBlockedAVX2 = forEach([]int{1, 2, 3, 4, 5, 6},
-	func(c *build.Context, r int) { convfBlocked(c, "Y", r, 32, c.YMM) })
+var convfBlockedAVX2 = func(c *build.Context) {
+	forEach([]int{1, 2, 3, 4, 5, 6}, func(c *build.Context, r int) { convfBlocked(c, "Y", r, 32, c.YMM) })(c)
+	winoIn(c, "Y", 32, c.YMM)
+	winoOut(c, "Y", 32, c.YMM)
+}
 
 // convfBlocked emits directF32<rk>2x<r>: oc = 2*vb/4 output channels (two
 // vectors of vb bytes) by r output positions 16 floats apart in a
@@ -128,4 +135,138 @@ func convfBlocked(c *build.Context, rk string, r, vb int, vec func() reg.VecVirt
 		}
 	}
 	vzeroRet(c)
+}
+
+// winoIn emits winoIn<rk>, the Winograd F(2x2, 3x3) input transform of
+// gemm.DirectF32Kernels.WinoIn over 16-channel blocks (64/vb vectors a
+// pixel): per tile t < nt, the 4x4 pixels d[i][j] at x + i*ld + (2t+j)*16
+// floats give v[4i+j] = (B^T d B)[i][j] at v + (4i+j)*ldv + t*16, each
+// output column j as u_i = (d B)[i][j] for the four rows, then the rows
+// combined; the same operations in the same order as winoInGeneric.
+func winoIn(c *build.Context, rk string, vb int, vec func() reg.VecVirtual) {
+	name := "winoIn" + rk
+	declareNoescape(c, name, "func(nt int, x *float32, ld int, v *float32, ldv int)",
+		fmt.Sprintf("%s is the Winograd F(2x2, 3x3) input transform of nt tiles of 16-channel pixels (nt >= 1; ld, ldv in elements).", name))
+	n, px, ld, pv, ldv := loadArg(c, "nt"), loadArg(c, "x"), loadArg(c, "ld"), loadArg(c, "v"), loadArg(c, "ldv")
+	c.SHLQ(operand.Imm(2), ld)
+	c.SHLQ(operand.Imm(2), ldv)
+	rows := [4]reg.Register{px, c.GP64(), c.GP64(), c.GP64()}
+	for i := 1; i < 4; i++ {
+		c.LEAQ(operand.Mem{Base: rows[i-1], Index: ld, Scale: 1}, rows[i])
+	}
+	// planes 4i+j at outs[i] + j*ldv (ldv3: 3*ldv)
+	outs := [4]reg.Register{pv, c.GP64(), c.GP64(), c.GP64()}
+	ldv3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ldv, Index: ldv, Scale: 2}, ldv3)
+	for i := 1; i < 4; i++ {
+		c.LEAQ(operand.Mem{Base: outs[i-1], Index: ldv, Scale: 4}, outs[i])
+	}
+	plane := func(i, j, disp int) operand.Mem { return strided(outs[i], ldv, ldv3, j, disp) }
+	// column j of d B: d[a] op d[b]
+	type col struct {
+		a, b int
+		add  bool
+	}
+	cols := [4]col{{0, 2, false}, {1, 2, true}, {2, 1, false}, {1, 3, false}}
+	c.Label("winoinloop")
+	for h := 0; h < 64; h += vb {
+		for j, cj := range cols {
+			var u [4]reg.VecVirtual
+			for i := range 4 {
+				u[i] = vec()
+				c.VMOVUPS(mem(rows[i], 64*cj.a+h), u[i])
+				if cj.add {
+					c.VADDPS(mem(rows[i], 64*cj.b+h), u[i], u[i])
+				} else {
+					c.VSUBPS(mem(rows[i], 64*cj.b+h), u[i], u[i])
+				}
+			}
+			for i, ci := range cols {
+				v := vec()
+				if ci.add {
+					c.VADDPS(u[ci.b], u[ci.a], v)
+				} else {
+					c.VSUBPS(u[ci.b], u[ci.a], v)
+				}
+				c.VMOVUPS(v, plane(i, j, h))
+			}
+		}
+	}
+	for i := range 4 {
+		c.ADDQ(operand.U32(128), rows[i])
+		c.ADDQ(operand.Imm(64), outs[i])
+	}
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("winoinloop"))
+	vzeroRet(c)
+}
+
+// winoOut emits winoOut<rk>, the Winograd F(2x2, 3x3) output transform of
+// gemm.DirectF32Kernels.WinoOut for oc = 2*vb/4 channels (the family's
+// BOC): per tile t < nt, the 4x4 products m[4i+j] at m + (4i+j)*ldm +
+// t*oc give y[i][j] = (A^T m A)[i][j] at y + i*ldy + (2t+j)*oc (i, j < 2),
+// as r0 = (m0 + m1) + m2 and r1 = (m1 - m2) - m3 over the rows, then the
+// same over r's columns; the same operations in the same order as
+// winoOutGeneric.
+func winoOut(c *build.Context, rk string, vb int, vec func() reg.VecVirtual) {
+	name := "winoOut" + rk
+	oc := 2 * vb / 4
+	declareNoescape(c, name, "func(nt int, m *float32, ldm int, y *float32, ldy int)",
+		fmt.Sprintf("%s is the Winograd F(2x2, 3x3) output transform of nt tiles of %d channels (nt >= 1; ldm, ldy in elements).", name, oc))
+	n, pm, ldm, py, ldy := loadArg(c, "nt"), loadArg(c, "m"), loadArg(c, "ldm"), loadArg(c, "y"), loadArg(c, "ldy")
+	c.SHLQ(operand.Imm(2), ldm)
+	c.SHLQ(operand.Imm(2), ldy)
+	ins := [4]reg.Register{pm, c.GP64(), c.GP64(), c.GP64()}
+	ldm3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ldm, Index: ldm, Scale: 2}, ldm3)
+	for i := 1; i < 4; i++ {
+		c.LEAQ(operand.Mem{Base: ins[i-1], Index: ldm, Scale: 4}, ins[i])
+	}
+	at := func(i, j, disp int) operand.Mem { return strided(ins[i], ldm, ldm3, j, disp) }
+	c.Label("winooutloop")
+	for h := 0; h < 2*vb; h += vb {
+		var r0, r1 [4]reg.VecVirtual
+		for j := range 4 {
+			r0[j], r1[j] = vec(), vec()
+			c.VMOVUPS(at(0, j, h), r0[j])
+			c.VADDPS(at(1, j, h), r0[j], r0[j])
+			c.VADDPS(at(2, j, h), r0[j], r0[j])
+			c.VMOVUPS(at(1, j, h), r1[j])
+			c.VSUBPS(at(2, j, h), r1[j], r1[j])
+			c.VSUBPS(at(3, j, h), r1[j], r1[j])
+		}
+		for i, r := range [2][4]reg.VecVirtual{r0, r1} {
+			y0, y1 := vec(), vec()
+			c.VADDPS(r[1], r[0], y0)
+			c.VADDPS(r[2], y0, y0)
+			c.VSUBPS(r[2], r[1], y1)
+			c.VSUBPS(r[3], y1, y1)
+			if i == 0 {
+				c.VMOVUPS(y0, mem(py, h))
+				c.VMOVUPS(y1, mem(py, 4*oc+h))
+			} else {
+				c.VMOVUPS(y0, operand.Mem{Base: py, Index: ldy, Scale: 1, Disp: h})
+				c.VMOVUPS(y1, operand.Mem{Base: py, Index: ldy, Scale: 1, Disp: 4*oc + h})
+			}
+		}
+	}
+	for i := range 4 {
+		c.ADDQ(operand.U32(uint64(4*oc)), ins[i])
+	}
+	c.ADDQ(operand.U32(uint64(8*oc)), py)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("winooutloop"))
+	vzeroRet(c)
+}
+
+// strided returns the operand base + j*ld + disp for j < 4 (ld in bytes,
+// ld3 = 3*ld), the Winograd transforms' j-th plane of four.
+func strided(base, ld, ld3 reg.Register, j, disp int) operand.Mem {
+	switch j {
+	case 0:
+		return mem(base, disp)
+	case 1, 2:
+		return operand.Mem{Base: base, Index: ld, Scale: uint8(j), Disp: disp}
+	}
+	return operand.Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
 }

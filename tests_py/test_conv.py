@@ -303,6 +303,44 @@ def test_same_padding_even_kernel_matches_torch():
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.needs("torch")
+@pytest.mark.parametrize("seed", range(8))
+def test_winograd_matches_torch(seed: int) -> None:
+    """3x3 stride-1 layers of 32+ channels with act_bits=None run Winograd F(2x2, 3x3) where the
+    conv_directf family is SIMD (``implicit_f32_winograd/<family>``), within the float tolerance of
+    torch's float64 conv: odd and even planes (tiles cut at the edges), padding 0-2 per side,
+    channels past whole 16/32 blocks, every scale mode, bias or not, 1 and 2 threads. The bound is
+    the float tests' (1e-5 relative, 1e-5 of the largest output absolute) and an RMS error of 1e-6 of
+    the outputs' (about 8 float32 ulps; the direct kernels measure 3-9e-7 on ResNet layers, Winograd
+    2-6e-7)."""
+    rng = np.random.default_rng(2000 + seed)
+    c, o = int(rng.integers(32, 90)), int(rng.integers(32, 90))
+    h, w = int(rng.integers(15, 40)), int(rng.integers(15, 40))
+    n = int(rng.integers(1, 3))
+    pads = [int(v) for v in rng.integers(0, 3, size=2)]
+    cfg = dict(stride=1, padding=tuple(pads), dilation=1, groups=1)
+    wf = rng.standard_normal((o, c, 3, 3), dtype=np.float32) * 0.1
+    mode = seed % 3  # per tensor, per channel, a scale per 3x3 kernel
+    t = (
+        bitnet_go.quantize_i2s(wf, block_size=9)
+        if mode == 2
+        else bitnet_go.quantize_conv_weight(wf, per_channel=mode == 1)
+    )
+    x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    b = rng.standard_normal(o).astype(np.float32) if seed % 2 else None
+    ref = torch_float_ref(x, t, b, cfg)
+    simd = bitnet_go.cpu_features()["kernels"]["conv_directf"] != "generic"
+    for th in (1, 2):
+        bitnet_go.set_num_threads(th)
+        out, info = diagnostics.conv2d_with_info(x, t, b, **cfg)
+        macs = n * out.shape[2] * out.shape[3] * o * c * 9
+        # the planner's rule: 4M direct multiply-adds per thread
+        assert info.kernel.startswith("implicit_f32_winograd/") == (simd and macs // th >= 1 << 22), (info, macs)
+        what = f"{info.kernel} threads={th}"
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()), err_msg=what)
+        assert np.sqrt(np.mean((out - ref) ** 2) / np.mean(ref**2)) < 1e-6, what
+
+
 def test_threads_give_same_bits():
     rng = np.random.default_rng(9)
     x = rng.standard_normal((2, 32, 30, 30), dtype=np.float32)

@@ -41,6 +41,24 @@ type DirectF32Kernels struct {
 	// len(bias) >= BOC, len(t) >= np*BOC.
 	Blocked  func(n int, w, x []float32, offs []int, bias, t []float32, np int)
 	BOC, BNP int // Blocked's output channels and positions at most
+	// WinoIn and WinoOut are the Winograd F(2x2, 3x3) transforms of the
+	// blocked layout, or nil (then the family has none; Blocked is then
+	// nil too or the pair is not used). For tiles t < nt and channels c <
+	// BlockC, WinoIn reads the 4x4 pixels d[i][j] = x[i*ld+(2t+j)*BlockC+c]
+	// and writes v[(4i+j)*ldv+t*BlockC+c] = (B^T d B)[i][j]; WinoOut reads
+	// m[(4i+j)*ldm+t*BOC+o] for i, j < 4 and o < BOC and writes
+	// y[i*ldy+(2t+j)*BOC+o] = (A^T m A)[i][j] for i, j < 2, with
+	//
+	//	B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], A^T = [1 1 1 0; 0 1 -1 -1]
+	//
+	// (their G is in gokern/ops/conv2d, which transforms the weight).
+	// Both compute in float32 in the order of winoInGeneric and
+	// winoOutGeneric, so every family gives the same bits. nt >= 1; ld >=
+	// (2*nt+2)*BlockC, ldv >= nt*BlockC, ldm >= nt*BOC, ldy >= 2*nt*BOC;
+	// len(x) >= 3*ld+(2*nt+2)*BlockC, len(v) >= 15*ldv+nt*BlockC, len(m) >=
+	// 15*ldm+nt*BOC, len(y) >= ldy+2*nt*BOC.
+	WinoIn  func(nt int, x []float32, ld int, v []float32, ldv int)
+	WinoOut func(nt int, m []float32, ldm int, y []float32, ldy int)
 }
 
 // BlockC is the input channels per block of the channels-in-lanes tiles.
@@ -49,7 +67,8 @@ const BlockC = 16
 // DirectF32Op is the registry's op "conv_directf"; directF32Generic is its
 // oracle (8 channels by 4 vectors of 16 positions, the AVX-512 tile).
 var DirectF32Op = cpu.NewOp("conv_directf", &DirectF32Kernels{Family: cpu.Generic, MR: 8, Lanes: 16, NV: 4,
-	Tile: directF32Generic, Blocked: directF32BlockedGeneric, BOC: 32, BNP: 14})
+	Tile: directF32Generic, Blocked: directF32BlockedGeneric, BOC: 32, BNP: 14,
+	WinoIn: winoInGeneric, WinoOut: winoOutGeneric(32)})
 
 // checkDirectF32 panics unless the arguments of a Tile call hold what it
 // reads and writes (the assembly kernels read them unchecked).
@@ -113,6 +132,81 @@ func directF32BlockedGeneric(n int, w, x []float32, offs []int, bias, t []float3
 				row := t[p*boc:][:boc]
 				for o, wo := range wv {
 					row[o] += wo * v
+				}
+			}
+		}
+	}
+}
+
+// checkWino panics unless a WinoIn (in) or WinoOut call's buffers hold what
+// it reads and writes: src (x or m) rows of ld apart, dst (v or y) rows
+// ldd apart; per tile a source row spans sw values (two pixels of BlockC
+// or BOC values) and a destination row dw.
+func checkWino(in bool, oc, nt int, src []float32, ld int, dst []float32, ldd int) {
+	srcRows, srcW, dstRows, dstW := 4, (2*nt+2)*BlockC, 16, nt*BlockC
+	if !in {
+		srcRows, srcW, dstRows, dstW = 16, nt*oc, 2, 2*nt*oc
+	}
+	if nt < 1 || ld < srcW || ldd < dstW || len(src) < (srcRows-1)*ld+srcW || len(dst) < (dstRows-1)*ldd+dstW {
+		panic(fmt.Sprintf("gemm: winograd transform (input %v): nt=%d, ld=%d with %d values, ldd=%d with %d values",
+			in, nt, ld, len(src), ldd, len(dst)))
+	}
+}
+
+// winoInGeneric is WinoIn: per output column j, u[i] = (d B)[i][j] for
+// the four rows, then v[.][j] = B^T u.
+func winoInGeneric(nt int, x []float32, ld int, v []float32, ldv int) {
+	checkWino(true, 0, nt, x, ld, v, ldv)
+	for t := range nt {
+		for c := range BlockC {
+			var d [4][4]float32
+			for i := range 4 {
+				for j := range 4 {
+					d[i][j] = x[i*ld+(2*t+j)*BlockC+c]
+				}
+			}
+			for j := range 4 {
+				var u [4]float32
+				for i := range 4 {
+					u[i] = winoB(d[i], j)
+				}
+				for i := range 4 {
+					v[(4*i+j)*ldv+t*BlockC+c] = winoB(u, i)
+				}
+			}
+		}
+	}
+}
+
+// winoB is element j of B^T r: r0-r2, r1+r2, r2-r1, r1-r3.
+func winoB(r [4]float32, j int) float32 {
+	switch j {
+	case 0:
+		return r[0] - r[2]
+	case 1:
+		return r[1] + r[2]
+	case 2:
+		return r[2] - r[1]
+	}
+	return r[1] - r[3]
+}
+
+// winoOutGeneric returns WinoOut for oc channels: r0 = (m0 + m1) + m2 and
+// r1 = (m1 - m2) - m3 over m's rows, then the same over each r's columns.
+func winoOutGeneric(oc int) func(nt int, m []float32, ldm int, y []float32, ldy int) {
+	return func(nt int, m []float32, ldm int, y []float32, ldy int) {
+		checkWino(false, oc, nt, m, ldm, y, ldy)
+		for t := range nt {
+			for o := range oc {
+				var r [2][4]float32
+				for j := range 4 {
+					at := func(i int) float32 { return m[(4*i+j)*ldm+t*oc+o] }
+					r[0][j] = at(0) + at(1) + at(2)
+					r[1][j] = at(1) - at(2) - at(3)
+				}
+				for i := range 2 {
+					y[i*ldy+2*t*oc+o] = r[i][0] + r[i][1] + r[i][2]
+					y[i*ldy+(2*t+1)*oc+o] = r[i][1] - r[i][2] - r[i][3]
 				}
 			}
 		}

@@ -15,9 +15,11 @@ import (
 var (
 	_ = DirectF32Op.Register(cpu.AVX2, &DirectF32Kernels{Family: cpu.AVX2, MR: 4, Lanes: 8, NV: 3,
 		Tile:    directTile(4, 8, 3, [3]directAsm{directF32Y4x1, directF32Y4x2, directF32Y4x3}),
-		Blocked: blockedTile(16, blockedY[:]), BOC: 16, BNP: len(blockedY)})
+		Blocked: blockedTile(16, blockedY[:]), BOC: 16, BNP: len(blockedY),
+		WinoIn: winoInAsm(winoInY), WinoOut: winoOutAsm(16, winoOutY)})
 	_ = DirectF32Op.Register(cpu.AVX512, &DirectF32Kernels{Family: cpu.AVX512, MR: 8, Lanes: 16, NV: 3,
-		Tile: directTile(8, 16, 3, [3]directAsm{directF32Z8x1, directF32Z8x2, directF32Z8x3}), Blocked: blockedTile(32, blockedZ[:]), BOC: 32, BNP: len(blockedZ)})
+		Tile: directTile(8, 16, 3, [3]directAsm{directF32Z8x1, directF32Z8x2, directF32Z8x3}), Blocked: blockedTile(32, blockedZ[:]), BOC: 32, BNP: len(blockedZ),
+		WinoIn: winoInAsm(winoInZ), WinoOut: winoOutAsm(32, winoOutZ)})
 )
 
 // directAsm is the signature of the generated tiles.
@@ -49,5 +51,25 @@ func blockedTile(boc int, fns []blockedAsm) func(n int, w, x []float32, offs []i
 		checkBlockedF32(boc, len(fns), n, w, x, offs, bias, t, np)
 		fns[np-1](n, unsafe.SliceData(w), unsafe.SliceData(x), unsafe.SliceData(offs), unsafe.SliceData(bias),
 			unsafe.SliceData(t))
+	}
+}
+
+// winoAsm is the signature of the generated Winograd transforms.
+type winoAsm func(nt int, src *float32, ld int, dst *float32, ldd int)
+
+// winoInAsm wraps a generated input transform as a checked WinoIn.
+func winoInAsm(fn winoAsm) func(nt int, x []float32, ld int, v []float32, ldv int) {
+	return func(nt int, x []float32, ld int, v []float32, ldv int) {
+		checkWino(true, 0, nt, x, ld, v, ldv)
+		fn(nt, unsafe.SliceData(x), ld, unsafe.SliceData(v), ldv)
+	}
+}
+
+// winoOutAsm wraps a generated output transform of oc channels as a
+// checked WinoOut.
+func winoOutAsm(oc int, fn winoAsm) func(nt int, m []float32, ldm int, y []float32, ldy int) {
+	return func(nt int, m []float32, ldm int, y []float32, ldy int) {
+		checkWino(false, oc, nt, m, ldm, y, ldy)
+		fn(nt, unsafe.SliceData(m), ldm, unsafe.SliceData(y), ldy)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 )
 
 // TestDirectF32Families runs every conv_directf family's tile on random
@@ -155,5 +157,124 @@ func TestBlockedF32Families(t *testing.T) {
 			ks.Blocked(1, make([]float32, BlockC*ks.BOC), make([]float32, 2*BlockC-1), []int{0}, make([]float32, ks.BOC),
 				make([]float32, 2*ks.BOC), 2)
 		}()
+	}
+}
+
+// winoMat returns the 4x4 matrix product a*b*c of row-major matrices with
+// the given shapes, in float64.
+func winoMat(a []float64, ar, ac int, b []float64, bc int, c []float64, cc int) []float64 {
+	ab := make([]float64, ar*bc)
+	for i := range ar {
+		for j := range bc {
+			for k := range ac {
+				ab[i*bc+j] += a[i*ac+k] * b[k*bc+j]
+			}
+		}
+	}
+	out := make([]float64, ar*cc)
+	for i := range ar {
+		for j := range cc {
+			for k := range bc {
+				out[i*cc+j] += ab[i*bc+k] * c[k*cc+j]
+			}
+		}
+	}
+	return out
+}
+
+// TestWinogradTransforms checks every family's WinoIn and WinoOut
+// bit for bit against the generic ones, and the generic ones against B^T d
+// B and A^T m A in float64, for 1 to 2*BNP+1 tiles with padded strides, and
+// that both refuse short buffers.
+func TestWinogradTransforms(t *testing.T) {
+	bt := []float64{1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1}
+	b := []float64{1, 0, 0, 0, 0, 1, -1, 1, -1, 1, 1, 0, 0, 0, 0, -1}
+	at := []float64{1, 1, 1, 0, 0, 1, -1, -1}
+	a := []float64{1, 0, 1, 1, 1, -1, 0, -1}
+	rng := rand.New(rand.NewPCG(11, 12))
+	gen, _ := DirectF32Op.Impl(cpu.Generic)
+	for _, ks := range DirectF32Op.Impls() {
+		if ks.WinoIn == nil {
+			continue
+		}
+		oc := ks.BOC
+		for nt := 1; nt <= 2*ks.BNP+1; nt++ {
+			ld := (2*nt+2)*BlockC + rng.IntN(3)*BlockC
+			ldv := nt*BlockC + rng.IntN(2)*7
+			x := make([]float32, 3*ld+(2*nt+2)*BlockC)
+			for i := range x {
+				x[i] = rng.Float32()*8 - 4
+			}
+			v, vg := make([]float32, 15*ldv+nt*BlockC), make([]float32, 15*ldv+nt*BlockC)
+			ks.WinoIn(nt, x, ld, v, ldv)
+			winoInGeneric(nt, x, ld, vg, ldv)
+			ldm := nt*oc + rng.IntN(2)*5
+			ldy := 2*nt*oc + rng.IntN(2)*3
+			m := make([]float32, 15*ldm+nt*oc)
+			for i := range m {
+				m[i] = rng.Float32()*8 - 4
+			}
+			y, yg := make([]float32, ldy+2*nt*oc), make([]float32, ldy+2*nt*oc)
+			ks.WinoOut(nt, m, ldm, y, ldy)
+			winoOutGeneric(oc)(nt, m, ldm, yg, ldy)
+			for i := range v {
+				if math.Float32bits(v[i]) != math.Float32bits(vg[i]) {
+					t.Fatalf("%s nt=%d: WinoIn v[%d] = %v, generic %v", ks.Family, nt, i, v[i], vg[i])
+				}
+			}
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(yg[i]) {
+					t.Fatalf("%s nt=%d: WinoOut y[%d] = %v, generic %v", ks.Family, nt, i, y[i], yg[i])
+				}
+			}
+			if ks != gen {
+				continue
+			}
+			for tt := range nt {
+				for c := range oc {
+					if c < BlockC {
+						d := make([]float64, 16)
+						for i := range 4 {
+							for j := range 4 {
+								d[i*4+j] = float64(x[i*ld+(2*tt+j)*BlockC+c])
+							}
+						}
+						want := winoMat(bt, 4, 4, d, 4, b, 4)
+						for xi, w := range want {
+							if got := float64(vg[xi*ldv+tt*BlockC+c]); math.Abs(got-w) > 1e-5 {
+								t.Fatalf("nt=%d tile %d channel %d: v[%d] = %v, want %v", nt, tt, c, xi, got, w)
+							}
+						}
+					}
+					mm := make([]float64, 16)
+					for xi := range 16 {
+						mm[xi] = float64(m[xi*ldm+tt*oc+c])
+					}
+					want := winoMat(at, 2, 4, mm, 4, a, 2)
+					for i := range 2 {
+						for j := range 2 {
+							if got := float64(yg[i*ldy+(2*tt+j)*oc+c]); math.Abs(got-want[i*2+j]) > 1e-5 {
+								t.Fatalf("nt=%d tile %d channel %d: y[%d][%d] = %v, want %v", nt, tt, c, i, j, got, want[i*2+j])
+							}
+						}
+					}
+				}
+			}
+		}
+		for _, short := range []func(){
+			func() { ks.WinoIn(2, make([]float32, 3*6*BlockC+6*BlockC-1), 6*BlockC, make([]float32, 15*32+32), 32) },
+			func() { ks.WinoIn(2, make([]float32, 4*6*BlockC), 6*BlockC, make([]float32, 15*32+31), 32) },
+			func() { ks.WinoOut(2, make([]float32, 15*2*oc+2*oc-1), 2*oc, make([]float32, 8*oc), 4*oc) },
+			func() { ks.WinoOut(2, make([]float32, 16*2*oc), 2*oc, make([]float32, 8*oc-1), 4*oc) },
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: a Winograd transform took a short buffer without a panic", ks.Family)
+					}
+				}()
+				short()
+			}()
+		}
 	}
 }

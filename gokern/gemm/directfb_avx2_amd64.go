@@ -33,3 +33,13 @@ func directF32Y2x5(n int, w *float32, x *float32, offs *int, bias *float32, t *f
 //
 //go:noescape
 func directF32Y2x6(n int, w *float32, x *float32, offs *int, bias *float32, t *float32)
+
+// winoInY is the Winograd F(2x2, 3x3) input transform of nt tiles of 16-channel pixels (nt >= 1; ld, ldv in elements).
+//
+//go:noescape
+func winoInY(nt int, x *float32, ld int, v *float32, ldv int)
+
+// winoOutY is the Winograd F(2x2, 3x3) output transform of nt tiles of 16 channels (nt >= 1; ldm, ldy in elements).
+//
+//go:noescape
+func winoOutY(nt int, m *float32, ldm int, y *float32, ldy int)

@@ -73,3 +73,13 @@ func directF32B2x13(n int, w *float32, x *float32, offs *int, bias *float32, t *
 //
 //go:noescape
 func directF32B2x14(n int, w *float32, x *float32, offs *int, bias *float32, t *float32)
+
+// winoInZ is the Winograd F(2x2, 3x3) input transform of nt tiles of 16-channel pixels (nt >= 1; ld, ldv in elements).
+//
+//go:noescape
+func winoInZ(nt int, x *float32, ld int, v *float32, ldv int)
+
+// winoOutZ is the Winograd F(2x2, 3x3) output transform of nt tiles of 32 channels (nt >= 1; ldm, ldy in elements).
+//
+//go:noescape
+func winoOutZ(nt int, m *float32, ldm int, y *float32, ldy int)

@@ -71,6 +71,7 @@ const (
 	layoutGEMV                           // the GEMV weight, scale blocks padded to whole groups (gemvLayout)
 	layoutDirectF32                      // the implicit float32 kernel's weight, scales folded in (directf.go; bl: its MR)
 	layoutBlockedF32                     // its channels-in-lanes variant's weight (directfb.go)
+	layoutWinogradF32                    // the Winograd transform of the weight (winograd.go)
 )
 
 // weightLayout is a derived layout: the A panels, or the implicit GEMM's
@@ -83,7 +84,7 @@ type weightLayout struct {
 	corr   [][gemm.ImplicitOC]int32
 	blen   int
 	nob    int
-	f32    []float32 // layoutDirectF32, layoutBlockedF32
+	f32    []float32 // layoutDirectF32, layoutBlockedF32, layoutWinogradF32
 	id     uint64    // layoutI2S kept: the conversion's ID (derivedID)
 }
 
