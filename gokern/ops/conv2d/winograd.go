@@ -130,16 +130,44 @@ func winoWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) {
 	})
 }
 
+// winoChunk is the most bytes of transformed input (16 planes of 4x4
+// tiles: about 4x the input) one pass of winogradConvF32 writes before
+// its multiply-adds read it back: samples beyond it run in further
+// passes, so that the planes are read from the cache. 64@56 x8 in one
+// pass (26 MB of planes) ran at 1.03x torch's float32 time per sample,
+// against 0.70x for one sample.
+var winoChunk = 4 << 20
+
 // winogradConvF32 runs the float32 convolution d (3x3, stride 1, one
 // group: useWinograd) as Winograd F(2x2, 3x3) with k's transforms and
-// Blocked tiles.
+// Blocked tiles, a few samples at a time (winoChunk).
 func winogradConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k *gemm.DirectF32Kernels) error {
-	const bc = gemm.BlockC
-	boc, bnp := k.BOC, k.BNP
-	u, err := winoWeights(d, w, sc, boc)
+	u, err := winoWeights(d, w, sc, k.BOC)
 	if err != nil {
 		return err
 	}
+	per := 16 * 4 * ceilDivPos(d.Ho, 2) * ceilDivPos(d.Wo, 2) * ceilDivPos(d.Cg, gemm.BlockC) * gemm.BlockC
+	passes := min(d.N, ceilDivPos(d.N*per, winoChunk))
+	for i := range passes {
+		n0, n1 := d.N*i/passes, d.N*(i+1)/passes
+		dc := *d
+		dc.N = n1 - n0
+		xs, os := d.C*d.H*d.W, d.O*d.Ho*d.Wo
+		if err := winogradPass(&dc, u, x[n0*xs:n1*xs], sc, out[n0*os:n1*os], k); err != nil {
+			return err
+		}
+		if par.Stopped() {
+			break
+		}
+	}
+	return nil
+}
+
+// winogradPass is winogradConvF32 on the samples of d with the
+// transformed weight u.
+func winogradPass(d *Dims, u []float32, x []float32, sc *scaler, out []float32, k *gemm.DirectF32Kernels) error {
+	const bc = gemm.BlockC
+	boc, bnp := k.BOC, k.BNP
 	th, tw := ceilDivPos(d.Ho, 2), ceilDivPos(d.Wo, 2)
 	nob, ncb := ceilDivPos(d.Og, boc), ceilDivPos(d.Cg, bc)
 	// the input padded at the bottom and right to whole tiles: 2*th+2 rows

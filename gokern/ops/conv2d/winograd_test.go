@@ -48,10 +48,12 @@ func winoShape(rng *rand.Rand) Shape {
 }
 
 // TestWinogradConv runs every family's Winograd path on random shapes with
-// every scale mode, with and without bias, at 1 to 3 threads, against the
-// float64 reference within the conv2d tests' float32 bound.
+// every scale mode, with and without bias, at 1 to 3 threads, in one pass
+// and a sample a pass (winoChunk), against the float64 reference within
+// the conv2d tests' float32 bound.
 func TestWinogradConv(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
+	defer func(c int) { winoChunk = c }(winoChunk)
 	forRandomCases(t, 80, 20, 3, func(ci int) {
 		tc := randCase(t, rng, winoShape(rng))
 		want, mag := ref64(tc)
@@ -59,7 +61,10 @@ func TestWinogradConv(t *testing.T) {
 			if k.WinoIn == nil {
 				continue
 			}
-			checkF32(t, fmt.Sprintf("case %d %v winograd/%s", ci, tc, k.Family), runWinograd(t, tc, k), want, mag)
+			for _, chunk := range []int{4 << 20, 1} {
+				winoChunk = chunk
+				checkF32(t, fmt.Sprintf("case %d %v winograd/%s chunk %d", ci, tc, k.Family, chunk), runWinograd(t, tc, k), want, mag)
+			}
 		}
 	})
 }
