@@ -33,26 +33,37 @@ func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32
 // finitePiece is the most values of one step of firstNonFinite.
 const finitePiece = 1 << 16
 
-// firstNonFinite returns the index of the first NaN or ±Inf, or -1; the scan
-// is parallel (scan.MaxAbs: the quantizer's reduction kernel), by pieces
-// of finitePiece values (checking par.Stopped between them), and the
-// earliest chunk's hit wins.
+// firstNonFinite returns the index of the first NaN or ±Inf, or -1; see
+// scanFinite.
 func firstNonFinite(x []float32, scan *ternary.Quantizer) int {
+	bad, _ := scanFinite(x, scan)
+	return bad
+}
+
+// scanFinite returns the index of x's first NaN or ±Inf (or -1) and, when
+// there is none, max|x|; the scan is parallel (scan.MaxAbs: the
+// quantizer's reduction kernel), by pieces of finitePiece values
+// (checking par.Stopped between them), and the earliest chunk's hit wins.
+func scanFinite(x []float32, scan *ternary.Quantizer) (int, float32) {
 	chunks := par.Chunks(len(x), finitePiece)
-	hits := make([]int, len(chunks)-1)
+	hits, maxes := make([]int, len(chunks)-1), make([]float32, len(chunks)-1)
 	par.Run(chunks, func(c, lo, hi int) {
 		hits[c] = -1
 		for p := lo; p < hi && !par.Stopped(); p += finitePiece {
-			if _, i := scan.MaxAbs(x[p:min(hi, p+finitePiece)]); i >= 0 {
+			m, i := scan.MaxAbs(x[p:min(hi, p+finitePiece)])
+			if i >= 0 {
 				hits[c] = p + i
 				return
 			}
+			maxes[c] = max(maxes[c], m)
 		}
 	})
-	for _, h := range hits {
+	var m float32
+	for c, h := range hits {
 		if h >= 0 {
-			return h
+			return h, 0
 		}
+		m = max(m, maxes[c])
 	}
-	return -1
+	return -1, m
 }

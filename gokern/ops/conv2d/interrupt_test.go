@@ -72,6 +72,7 @@ func TestInterrupt(t *testing.T) {
 		{"naive", denseW, Options{Algo: Naive}},
 		{"naive int8", denseW, Options{Algo: Naive, ActBits: 8}},
 		{"im2col", denseW, Options{Algo: Im2col}},
+		{"auto float32 (winograd)", denseW, Options{}},
 		{"im2col int8 (implicit)", denseW, Options{Algo: Im2col, ActBits: 8}},
 		{"direct", denseW, Options{Algo: Direct}},
 		{"direct int8", denseW, Options{Algo: Direct, ActBits: 8}},

@@ -245,7 +245,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 	g := ks.gemm
 	sc.ks = g
 	if kind == implicitF32 && acts == nil {
-		if useWinograd(d, ks.directf) && winoFinite(x, sc, finite, ks.scan) {
+		if useWinograd(d, ks.directf, len(sc.scales)) && winoFinite(x, sc, ks.scan) {
 			return kernelName("implicit_f32_winograd", ks.directf.Family), winogradConvF32(d, w, x, sc, out, ks.directf)
 		}
 		if useBlockedF32(d, ks.directf) {

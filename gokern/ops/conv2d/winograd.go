@@ -30,7 +30,8 @@ import (
 // (the conv2d tests' bound), not the same bits. NaN and Inf would not
 // propagate as in a direct sum (an Inf pixel's transform is Inf - Inf in
 // places), so run takes the direct kernels for inputs that hold one and
-// for weights with a non-finite scale.
+// for weights with a non-finite scale (and, with a margin, for values
+// that could overflow in the transforms: winoFinite).
 
 // winoG is G, the weight transform's 4x3 matrix.
 var winoG = [4][3]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
@@ -51,10 +52,11 @@ const (
 )
 
 // useWinograd is the planner's choice of Winograd over the direct kernels
-// for an implicit float32 convolution on family k (see winoMinC).
-func useWinograd(d *Dims, k *gemm.DirectF32Kernels) bool {
+// for an implicit float32 convolution on family k of a weight with
+// nScales scales (see winoMinC and winoKept).
+func useWinograd(d *Dims, k *gemm.DirectF32Kernels, nScales int) bool {
 	if k.WinoIn == nil || k.Blocked == nil || d.KH != 3 || d.KW != 3 || d.StrideH != 1 || d.StrideW != 1 ||
-		d.DilH != 1 || d.DilW != 1 || d.Groups != 1 || d.Cg < winoMinC || d.Og < winoMinC || !winoKept(d, k.BOC) {
+		d.DilH != 1 || d.DilW != 1 || d.Groups != 1 || d.Cg < winoMinC || d.Og < winoMinC || !winoKept(d, k.BOC, nScales) {
 		return false
 	}
 	macs, ok := mul(math.MaxInt64, d.N, d.Ho, d.Wo, d.O, d.K)
@@ -68,22 +70,32 @@ func winoLen(d *Dims, boc int) (int, bool) {
 }
 
 // winoKept reports whether the weight cache keeps the transformed weight
-// (as expandedKept does for the direct kernels' one): transforming it on
-// every call is not worth it.
-func winoKept(d *Dims, boc int) bool {
+// (as expandedKept does for the direct kernels' one: the value, and the
+// codes and nScales scales its key holds, within half the budget with a
+// tenth to spare): transforming it on every call is not worth it.
+func winoKept(d *Dims, boc, nScales int) bool {
 	n, ok := winoLen(d, boc)
-	return ok && 4*n/10*11 <= layoutCache.MaxBytes/2
+	codes, ok2 := mul(ternary.MaxElements, d.O, d.K)
+	return ok && ok2 && (4*n+codes/4+4*nScales)/10*11 <= layoutCache.MaxBytes/2
 }
 
+// winoMaxAbs bounds the magnitudes Winograd takes: the transforms add up to
+// 4 inputs (and 9 weights, times 9/4 at most) before the multiply-adds, so
+// values near float32's range could overflow in them where a direct sum
+// would not.
+const winoMaxAbs = 0x1p100
+
 // winoFinite reports whether Winograd gives the direct kernels' NaN and
-// Inf: x (unless finite says it is checked) and the scales are finite.
-func winoFinite(x []float32, sc *scaler, finite bool, scan *ternary.Quantizer) bool {
+// Inf and overflows no sooner: x and the scales are finite and at most
+// winoMaxAbs in magnitude.
+func winoFinite(x []float32, sc *scaler, scan *ternary.Quantizer) bool {
 	for _, s := range sc.scales {
-		if math.IsInf(float64(s), 0) || s != s {
+		if !(math.Abs(float64(s)) <= winoMaxAbs) { // NaN too
 			return false
 		}
 	}
-	return finite || firstNonFinite(x, scan) < 0
+	bad, m := scanFinite(x, scan)
+	return bad < 0 && m <= winoMaxAbs
 }
 
 // winoWeights returns U = G g G^T for every output channel o and input
@@ -156,9 +168,6 @@ func winogradConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32,
 		if err := winogradPass(&dc, u, x[n0*xs:n1*xs], sc, out[n0*os:n1*os], k); err != nil {
 			return err
 		}
-		if par.Stopped() {
-			break
-		}
 	}
 	return nil
 }
@@ -209,7 +218,7 @@ func winogradPass(d *Dims, u []float32, x []float32, sc *scaler, out []float32, 
 	// fastest: a worker's run of units reuses one block's 16 weights while
 	// the tiles' V planes pass.
 	nblk := ceilDivPos(nt, bnp)
-	nb := ceilDivPos(nt, nblk) // tiles per block, even
+	nb := ceilDivPos(nt, nblk) // tiles per block, the blocks within one of each other
 	units := nob * nblk
 	par.Run(par.ChunksWork(units, nb*16*boc*d.Cg), func(_, lo, hi int) {
 		m := make([]float32, 16*bnp*boc)

@@ -104,9 +104,9 @@ func TestWinogradTable(t *testing.T) {
 
 // TestWinogradPlan checks where the planner runs Winograd: 3x3, stride 1,
 // no dilation, one group, 32 input and output channels or more, 4M
-// multiply-adds a thread, a finite input and finite scales; an Inf pixel
-// or an Inf scale takes the direct kernels, whose NaN and Inf pattern it
-// then gives.
+// multiply-adds a thread, a finite input and finite scales up to 2^100;
+// an Inf pixel, an Inf scale or a value past 2^100 takes the direct
+// kernels, whose NaN and Inf pattern it then gives.
 func TestWinogradPlan(t *testing.T) {
 	keepThreads(t)
 	k := gemm.DirectF32Op.Get()
@@ -159,12 +159,28 @@ func TestWinogradPlan(t *testing.T) {
 	}
 	direct := runImplicitF32(t, tc, k, useBlockedF32(&tc.d, k))
 	checkExact(t, "Inf input", out, direct)
-	tc = newCase(t, rng, base, 0, true)
-	tc.w.Scales[0] = float32(math.Inf(1))
-	if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{}); err != nil {
-		t.Fatal(err)
+	// an Inf scale, and values that could overflow in the transforms
+	for _, c := range []struct {
+		name string
+		edit func(tc *testCase)
+	}{
+		{"an Inf scale", func(tc *testCase) { tc.w.Scales[0] = float32(math.Inf(1)) }},
+		{"a scale of 2^101", func(tc *testCase) { tc.w.Scales[0] = 0x1p101 }},
+		{"an input of 2^101", func(tc *testCase) { tc.x[777] = -0x1p101 }},
+	} {
+		tc = newCase(t, rng, base, 0, true)
+		c.edit(tc)
+		if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
+			t.Fatalf("%s ran %s", c.name, info.Kernel)
+		}
 	}
-	if strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
-		t.Fatalf("an Inf scale ran %s", info.Kernel)
+	// 2^100 is still taken
+	tc = newCase(t, rng, base, 0, true)
+	tc.x[777] = 0x1p100
+	if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{}); err != nil || !strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
+		t.Fatalf("an input of 2^100 ran %s (%v)", info.Kernel, err)
 	}
 }
