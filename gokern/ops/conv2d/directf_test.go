@@ -9,6 +9,7 @@ import (
 
 	"github.com/bitnet-go/bitnet_go/gokern/cpu"
 	"github.com/bitnet-go/bitnet_go/gokern/gemm"
+	"github.com/bitnet-go/bitnet_go/gokern/par"
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
@@ -270,6 +271,42 @@ func TestImplicitF32Code3(t *testing.T) {
 					t.Errorf("codes 3 at %v, %s blocked %v: err %v, want %q", c.bad, k.Family, blocked, err, c.want)
 				}
 			}
+		}
+	}
+}
+
+// TestImplicitF32Misaligned runs the in-place 1x1 path on inputs that start
+// 0 to 15 floats past a 64-byte line (a NumPy array starts 16 bytes past
+// one; the tiles then start with a head tile up to the next vector
+// boundary): every family gives the bits of the aligned input, planes
+// whose size is and is not a multiple of the vector, up to 3 samples,
+// output channels past whole panels.
+func TestImplicitF32Misaligned(t *testing.T) {
+	keepThreads(t)
+	rng := rand.New(rand.NewPCG(35, 36))
+	for ci, s := range []Shape{
+		{N: 1, C: 20, H: 8, W: 8, O: 11, WC: 20},
+		{N: 3, C: 7, H: 4, W: 12, O: 9, WC: 7},
+		{N: 2, C: 33, H: 5, W: 7, O: 16, WC: 33},
+		{N: 1, C: 16, H: 1, W: 16, O: 5, WC: 16},
+		{N: 2, C: 9, H: 2, W: 5, O: 8, WC: 9},
+	} {
+		s.KH, s.KW, s.Groups, s.StrideH, s.StrideW, s.DilH, s.DilW = 1, 1, 1, 1, 1, 1, 1
+		tc := newCase(t, rng, s, 0, ci%2 == 0)
+		for _, k := range gemm.DirectF32Op.Impls() {
+			if k.Family == cpu.Generic {
+				continue
+			}
+			_ = par.SetThreads(1 + ci%3)
+			want := runImplicitF32(t, tc, k, false)
+			x := tc.x
+			for a := 1; a < 16; a++ {
+				buf := make([]float32, len(x)+16)
+				tc.x = buf[a:][:len(x)]
+				copy(tc.x, x)
+				checkExact(t, fmt.Sprintf("case %d %s x at +%d floats", ci, k.Family, a), runImplicitF32(t, tc, k, false), want)
+			}
+			tc.x = x
 		}
 	}
 }
