@@ -80,6 +80,7 @@ var convfBlockedAVX512 = func(c *build.Context) {
 		func(c *build.Context, r int) { convfBlocked(c, "B", r, 64, c.ZMM) })(c)
 	winoIn(c, "Z", 64, c.ZMM)
 	winoOut(c, "Z", 64, c.ZMM)
+	transposeBlock(c, "transposeBlockZ", 16, c.ZMM, transpose16Z)
 }
 
 // convfBlockedAVX2 emits gokern/gemm/directfb_avx2_amd64.s: directF32Y2x<r>,
@@ -88,6 +89,7 @@ var convfBlockedAVX2 = func(c *build.Context) {
 	forEach([]int{1, 2, 3, 4, 5, 6}, func(c *build.Context, r int) { convfBlocked(c, "Y", r, 32, c.YMM) })(c)
 	winoIn(c, "Y", 32, c.YMM)
 	winoOut(c, "Y", 32, c.YMM)
+	transposeBlock(c, "transposeBlockY", 8, c.YMM, transpose8Y)
 }
 
 // convfBlocked emits directF32<rk>2x<r>: oc = 2*vb/4 output channels (two
@@ -269,4 +271,31 @@ func strided(base, ld, ld3 reg.Register, j, disp int) operand.Mem {
 		return operand.Mem{Base: base, Index: ld, Scale: uint8(j), Disp: disp}
 	}
 	return operand.Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
+}
+
+// transposeBlock emits name (func(m *float32, ldm int, t *float32, ldt
+// int)): the b x b float32 block at m transposed into t, t[j*ldt+i] =
+// m[i*ldm+j], with the depthwise kernels' register transpose tr.
+func transposeBlock(c *build.Context, name string, b int, vec func() reg.VecVirtual,
+	tr func(*build.Context, []reg.VecVirtual) []reg.VecVirtual) {
+	declareNoescape(c, name, "func(m *float32, ldm int, t *float32, ldt int)",
+		fmt.Sprintf("%s transposes a %d x %d float32 block: t[j*ldt+i] = m[i*ldm+j] (ldm, ldt in elements).", name, b, b))
+	pm, ldm, pt, ldt := loadArg(c, "m"), loadArg(c, "ldm"), loadArg(c, "t"), loadArg(c, "ldt")
+	c.SHLQ(operand.Imm(2), ldm)
+	c.SHLQ(operand.Imm(2), ldt)
+	r := make([]reg.VecVirtual, b)
+	for i := range r {
+		r[i] = vec()
+		c.VMOVUPS(mem(pm, 0), r[i])
+		if i < b-1 {
+			c.ADDQ(ldm, pm)
+		}
+	}
+	for j, v := range tr(c, r) {
+		c.VMOVUPS(v, mem(pt, 0))
+		if j < b-1 {
+			c.ADDQ(ldt, pt)
+		}
+	}
+	vzeroRet(c)
 }

@@ -59,6 +59,36 @@ type DirectF32Kernels struct {
 	// 15*ldm+nt*BOC, len(y) >= ldy+2*nt*BOC.
 	WinoIn  func(nt int, x []float32, ld int, v []float32, ldv int)
 	WinoOut func(nt int, m []float32, ldm int, y []float32, ldy int)
+	// TBlock transposes a TB x TB block: t[j*ldt+i] = m[i*ldm+j] for i, j
+	// < TB (ldm, ldt >= TB; len(m) >= (TB-1)*ldm+TB, len(t) >= (TB-1)*ldt+TB),
+	// the whole-block part of Transpose.
+	TBlock func(m []float32, ldm int, t []float32, ldt int)
+	TB     int
+}
+
+// Transpose is the package's Transpose (t[j*ldt+i] = m[i*ldm+j] for i <
+// rows, j < nc) with the family's TBlock on whole TB x TB blocks: the
+// blocked layouts' channel transposes (conv2d's blockInput, and the
+// blocked and Winograd tiles into NCHW).
+func (k *DirectF32Kernels) Transpose(t []float32, ldt int, m []float32, ldm, rows, nc int) {
+	b := k.TB
+	if k.TBlock == nil || rows < b || nc < b {
+		Transpose(t, ldt, m, ldm, rows, nc)
+		return
+	}
+	i := 0
+	for ; i+b <= rows; i += b {
+		j := 0
+		for ; j+b <= nc; j += b {
+			k.TBlock(m[i*ldm+j:], ldm, t[j*ldt+i:], ldt)
+		}
+		if j < nc {
+			Transpose(t[j*ldt+i:], ldt, m[i*ldm+j:], ldm, b, nc-j)
+		}
+	}
+	if i < rows {
+		Transpose(t[i:], ldt, m[i*ldm:], ldm, rows-i, nc)
+	}
 }
 
 // BlockC is the input channels per block of the channels-in-lanes tiles.
@@ -68,7 +98,7 @@ const BlockC = 16
 // oracle (8 channels by 4 vectors of 16 positions, the AVX-512 tile).
 var DirectF32Op = cpu.NewOp("conv_directf", &DirectF32Kernels{Family: cpu.Generic, MR: 8, Lanes: 16, NV: 4,
 	Tile: directF32Generic, Blocked: directF32BlockedGeneric, BOC: 32, BNP: 14,
-	WinoIn: winoInGeneric, WinoOut: winoOutGeneric(32)})
+	WinoIn: winoInGeneric, WinoOut: winoOutGeneric(32), TBlock: transposeBlockGeneric(16), TB: 16})
 
 // checkDirectF32 panics unless the arguments of a Tile call hold what it
 // reads and writes (the assembly kernels read them unchecked).
@@ -208,6 +238,25 @@ func winoOutGeneric(oc int) func(nt int, m []float32, ldm int, y []float32, ldy 
 					y[i*ldy+2*t*oc+o] = r[i][0] + r[i][1] + r[i][2]
 					y[i*ldy+(2*t+1)*oc+o] = r[i][1] - r[i][2] - r[i][3]
 				}
+			}
+		}
+	}
+}
+
+// checkTBlock panics unless a b x b TBlock call's buffers hold the block.
+func checkTBlock(b int, m []float32, ldm int, t []float32, ldt int) {
+	if ldm < b || ldt < b || len(m) < (b-1)*ldm+b || len(t) < (b-1)*ldt+b {
+		panic(fmt.Sprintf("gemm: transpose block %d: ldm=%d with %d values, ldt=%d with %d values", b, ldm, len(m), ldt, len(t)))
+	}
+}
+
+// transposeBlockGeneric returns TBlock for b x b blocks.
+func transposeBlockGeneric(b int) func(m []float32, ldm int, t []float32, ldt int) {
+	return func(m []float32, ldm int, t []float32, ldt int) {
+		checkTBlock(b, m, ldm, t, ldt)
+		for i := range b {
+			for j := range b {
+				t[j*ldt+i] = m[i*ldm+j]
 			}
 		}
 	}

@@ -16,10 +16,10 @@ var (
 	_ = DirectF32Op.Register(cpu.AVX2, &DirectF32Kernels{Family: cpu.AVX2, MR: 4, Lanes: 8, NV: 3,
 		Tile:    directTile(4, 8, 3, [3]directAsm{directF32Y4x1, directF32Y4x2, directF32Y4x3}),
 		Blocked: blockedTile(16, blockedY[:]), BOC: 16, BNP: len(blockedY),
-		WinoIn: winoInAsm(winoInY), WinoOut: winoOutAsm(16, winoOutY)})
+		WinoIn: winoInAsm(winoInY), WinoOut: winoOutAsm(16, winoOutY), TBlock: tblockAsm(8, transposeBlockY), TB: 8})
 	_ = DirectF32Op.Register(cpu.AVX512, &DirectF32Kernels{Family: cpu.AVX512, MR: 8, Lanes: 16, NV: 3,
 		Tile: directTile(8, 16, 3, [3]directAsm{directF32Z8x1, directF32Z8x2, directF32Z8x3}), Blocked: blockedTile(32, blockedZ[:]), BOC: 32, BNP: len(blockedZ),
-		WinoIn: winoInAsm(winoInZ), WinoOut: winoOutAsm(32, winoOutZ)})
+		WinoIn: winoInAsm(winoInZ), WinoOut: winoOutAsm(32, winoOutZ), TBlock: tblockAsm(16, transposeBlockZ), TB: 16})
 )
 
 // directAsm is the signature of the generated tiles.
@@ -71,5 +71,13 @@ func winoOutAsm(oc int, fn winoAsm) func(nt int, m []float32, ldm int, y []float
 	return func(nt int, m []float32, ldm int, y []float32, ldy int) {
 		checkWino(false, oc, nt, m, ldm, y, ldy)
 		fn(nt, unsafe.SliceData(m), ldm, unsafe.SliceData(y), ldy)
+	}
+}
+
+// tblockAsm wraps a generated b x b block transpose as a checked TBlock.
+func tblockAsm(b int, fn func(m *float32, ldm int, t *float32, ldt int)) func(m []float32, ldm int, t []float32, ldt int) {
+	return func(m []float32, ldm int, t []float32, ldt int) {
+		checkTBlock(b, m, ldm, t, ldt)
+		fn(unsafe.SliceData(m), ldm, unsafe.SliceData(t), ldt)
 	}
 }

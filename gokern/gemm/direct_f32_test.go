@@ -278,3 +278,55 @@ func TestWinogradTransforms(t *testing.T) {
 		}
 	}
 }
+
+// TestTransposeF32 checks every family's Transpose (TBlock on whole blocks,
+// the package's Transpose on the edges) bit for bit against the definition
+// on shapes below, at and past whole blocks, with strides past the shape,
+// leaving t's other values as they were; and that TBlock refuses short
+// buffers.
+func TestTransposeF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, ks := range DirectF32Op.Impls() {
+		for _, sz := range [][2]int{{1, 1}, {7, 9}, {8, 8}, {16, 16}, {16, 28}, {28, 16}, {17, 33}, {32, 56}, {40, 5}} {
+			rows, nc := sz[0], sz[1]
+			ldm, ldt := nc+rng.IntN(3), rows+rng.IntN(3)
+			m := make([]float32, (rows-1)*ldm+nc)
+			for i := range m {
+				m[i] = rng.Float32()
+			}
+			tt := make([]float32, (nc-1)*ldt+rows+5)
+			for i := range tt {
+				tt[i] = -1
+			}
+			ks.Transpose(tt, ldt, m, ldm, rows, nc)
+			for j := range nc {
+				for i := range ldt {
+					want := float32(-1)
+					if i < rows {
+						want = m[i*ldm+j]
+					}
+					if at := j*ldt + i; at < len(tt) && tt[at] != want {
+						t.Fatalf("%s %dx%d: t[%d][%d] = %v, want %v", ks.Family, rows, nc, j, i, tt[at], want)
+					}
+				}
+			}
+		}
+		if ks.TBlock == nil {
+			continue
+		}
+		b := ks.TB
+		for _, short := range []func(){
+			func() { ks.TBlock(make([]float32, (b-1)*b+b-1), b, make([]float32, b*b), b) },
+			func() { ks.TBlock(make([]float32, b*b), b, make([]float32, (b-1)*b+b-1), b) },
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: TBlock took a short buffer without a panic", ks.Family)
+					}
+				}()
+				short()
+			}()
+		}
+	}
+}

@@ -43,3 +43,8 @@ func winoInY(nt int, x *float32, ld int, v *float32, ldv int)
 //
 //go:noescape
 func winoOutY(nt int, m *float32, ldm int, y *float32, ldy int)
+
+// transposeBlockY transposes a 8 x 8 float32 block: t[j*ldt+i] = m[i*ldm+j] (ldm, ldt in elements).
+//
+//go:noescape
+func transposeBlockY(m *float32, ldm int, t *float32, ldt int)

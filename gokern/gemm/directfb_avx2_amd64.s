@@ -1665,3 +1665,69 @@ winooutloop:
 	JNZ     winooutloop
 	VZEROUPPER
 	RET
+
+// func transposeBlockY(m *float32, ldm int, t *float32, ldt int)
+// Requires: AVX
+TEXT ·transposeBlockY(SB), NOSPLIT, $0-32
+	MOVQ       m+0(FP), AX
+	MOVQ       ldm+8(FP), CX
+	MOVQ       t+16(FP), DX
+	MOVQ       ldt+24(FP), BX
+	SHLQ       $0x02, CX
+	SHLQ       $0x02, BX
+	VMOVUPS    (AX), Y0
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y3
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y4
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y7, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y3, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y8, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y2, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y1, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y5, (DX)
+	ADDQ       BX, DX
+	VMOVUPS    Y0, (DX)
+	VZEROUPPER
+	RET

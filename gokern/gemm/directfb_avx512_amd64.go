@@ -83,3 +83,8 @@ func winoInZ(nt int, x *float32, ld int, v *float32, ldv int)
 //
 //go:noescape
 func winoOutZ(nt int, m *float32, ldm int, y *float32, ldy int)
+
+// transposeBlockZ transposes a 16 x 16 float32 block: t[j*ldt+i] = m[i*ldm+j] (ldm, ldt in elements).
+//
+//go:noescape
+func transposeBlockZ(m *float32, ldm int, t *float32, ldt int)

@@ -64,8 +64,9 @@ func blockedWeights(d *Dims, w Weights, sc *scaler, boc int) ([]float32, error) 
 }
 
 // blockInput writes x into dst as (N, groups, ncb, Hp, Wp, 16), zero
-// padded (rows, columns, channels past Cg).
-func blockInput(d *Dims, g directGeom, ncb int, x, dst []float32) {
+// padded (rows, columns, channels past Cg), each row's channels
+// transposed by k.Transpose.
+func blockInput(d *Dims, g directGeom, ncb int, x, dst []float32, k *gemm.DirectF32Kernels) {
 	const bc = gemm.BlockC
 	blocks := d.N * d.Groups * ncb
 	par.Run(par.ChunksWork(blocks, bc*g.plane*passWork), func(_, lo, hi int) {
@@ -84,12 +85,7 @@ func blockInput(d *Dims, g directGeom, ncb int, x, dst []float32) {
 				if nc < bc {
 					clear(mid)
 				}
-				for c := range nc {
-					src := x[((c0+c)*d.H+ih)*d.W:][:d.W]
-					for iw, v := range src {
-						mid[iw*bc+c] = v
-					}
-				}
+				k.Transpose(mid, bc, x[(c0*d.H+ih)*d.W:], d.H*d.W, nc, d.W)
 			}
 			clear(p[(d.PadT+d.H)*g.wp*bc:])
 		}
@@ -113,7 +109,7 @@ func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, 
 	}
 	xb, h := directScratch.Sized(xlen)
 	defer directScratch.Put(h)
-	blockInput(d, g, ncb, x, xb)
+	blockInput(d, g, ncb, x, xb, k)
 
 	offs := make([]int, ncb*khw)
 	for i := range offs {
@@ -154,7 +150,7 @@ func blockedConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, 
 			k.Blocked(len(offs), wb[bi*per:][:per], xs, offs, bias[bi*boc:][:boc], t, np)
 			// the tile's np x boc values, position-major, into the
 			// channels' rows of out
-			gemm.Transpose(out[((n*d.O+gi*d.Og+ob*boc)*d.Ho+oh)*d.Wo+ow0:], d.Ho*d.Wo, t, boc, np, min(boc, d.Og-ob*boc))
+			k.Transpose(out[((n*d.O+gi*d.Og+ob*boc)*d.Ho+oh)*d.Wo+ow0:], d.Ho*d.Wo, t, boc, np, min(boc, d.Og-ob*boc))
 		}
 	})
 	return nil

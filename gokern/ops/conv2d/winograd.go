@@ -196,7 +196,7 @@ func winogradPass(d *Dims, u []float32, x []float32, sc *scaler, out []float32, 
 	}
 	xb, hx := directScratch.Sized(xlen)
 	defer directScratch.Put(hx)
-	blockInput(&dp, g, ncb, x, xb)
+	blockInput(&dp, g, ncb, x, xb, k)
 
 	v, hv := directScratch.Sized(vlen)
 	defer directScratch.Put(hv)
@@ -256,7 +256,7 @@ func winogradPass(d *Dims, u []float32, x []float32, sc *scaler, out []float32, 
 				ow0 := 2 * tx
 				cols := min(2*run, d.Wo-ow0)
 				for i := range min(2, d.Ho-2*ty) {
-					gemm.Transpose(out[((n*d.O+ob*boc)*d.Ho+2*ty+i)*d.Wo+ow0:], d.Ho*d.Wo, y[i*ldy+2*p*boc:], boc, cols, nc)
+					k.Transpose(out[((n*d.O+ob*boc)*d.Ho+2*ty+i)*d.Wo+ow0:], d.Ho*d.Wo, y[i*ldy+2*p*boc:], boc, cols, nc)
 				}
 				p += run
 			}
