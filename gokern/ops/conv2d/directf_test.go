@@ -111,6 +111,14 @@ func TestImplicitF32Table(t *testing.T) {
 		{"padding wider than input", sq(1, 2, 1, 2, 2, 3, 3, 1), 1},
 		{"asymmetric", Shape{N: 1, C: 3, H: 6, W: 29, O: 9, WC: 3, KH: 4, KW: 2, Groups: 1, StrideH: 1, StrideW: 1,
 			PadT: 1, PadL: 0, PadB: 2, PadR: 1, DilH: 1, DilW: 3}, 0},
+		// row tiles (output rows of whole vectors, written in place):
+		// one and two tiles a row, a short last tile, panels cut short
+		{"row tiles stem 7x7/2 Wo 32", Shape{N: 2, C: 3, H: 20, W: 64, O: 10, WC: 3, KH: 7, KW: 7, Groups: 1,
+			StrideH: 2, StrideW: 2, PadT: 3, PadL: 3, PadB: 3, PadR: 3, DilH: 1, DilW: 1}, 0},
+		{"row tiles 3x3 Wo 48", sq(1, 5, 48, 20, 3, 1, 1, 1), 0},
+		{"row tiles 3x3 Wo 80 groups", sq(2, 6, 80, 12, 3, 1, 1, 2), 27},
+		{"row tiles 3x3 Wo 8 dilated", Shape{N: 1, C: 4, H: 5, W: 12, O: 9, WC: 4, KH: 3, KW: 3, Groups: 1,
+			StrideH: 1, StrideW: 1, PadT: 0, PadL: 0, PadB: 0, PadR: 0, DilH: 1, DilW: 2}, 0},
 	} {
 		tc := newCase(t, rng, c.s, c.bs, true)
 		want, mag := ref64(tc)
