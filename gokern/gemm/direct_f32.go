@@ -18,8 +18,8 @@ import (
 // (C, Hp, Wp) planes, where output position q = oh*Wp + ow of a stride-1
 // convolution reads x[q + offs[k]] for k = (c, kh, kw) (offs[k] = c*Hp*Wp +
 // kh*dilH*Wp + kw*dilW), so that consecutive positions are consecutive
-// floats and a vector of them is one load. The columns ow >= Wo of a row are
-// computed and dropped by the caller.
+// floats and a vector of them is one load. A tile that runs past a row's
+// last output (ow >= Wo) computes those columns; the caller drops them.
 type DirectF32Kernels struct {
 	Family cpu.Family
 	MR     int // output channels per panel

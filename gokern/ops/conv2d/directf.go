@@ -20,9 +20,11 @@ import (
 // positions are plain loads; the weights are expanded once to float32 (ternary value times its
 // scale: every scale mode, block scales included, is one sum) in panels of
 // MR output channels and kept in the weight cache. A tile holds MR channels
-// by up to NV vectors of positions in registers for the whole K; the columns
-// ow >= Wo of the padded rows are computed and dropped when the tile is
-// copied out (the bias is the accumulators' starting value).
+// by up to NV vectors of positions in registers for the whole K; tiles run
+// across the padded rows, whose columns ow >= Wo are computed and dropped
+// when the tile is copied out, except where Wo is a multiple of the vector
+// (row tiles, written in place; see directConvF32) and for in-place 1x1
+// layers (the bias is the accumulators' starting value).
 //
 // The planner runs it (algorithm auto with float32 activations) where
 // useImplicitF32 says; every product is computed (zero weights too), so
@@ -279,12 +281,14 @@ func directConvF32(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k
 			head = min(k.Lanes-a, g.qn)
 		}
 	}
-	// A padded layer whose output rows are whole vectors (Wo a multiple
-	// of Lanes: the 112-wide 7x7/2 stem) runs tiles within each output
+	// A layer not run in place whose output rows are whole vectors (Wo a
+	// multiple of Lanes: the 112-wide 7x7/2 stem) runs tiles within each output
 	// row, written in place too, instead of tiles across the rows'
 	// padded columns copied out of t: the stem 2.56 -> 2.41 ms at 1
 	// thread and 1.31 -> 1.21 at 2, 5x5 8@32 x4 1.17x, 3x3 16@112
-	// 1.08x, 3x3 24@64 x2 the same (Go, 3 alternated runs).
+	// 1.08x, 3x3 24@64 x2 the same (Go, 3 alternated runs); on avx2,
+	// where 56 = 24+24+8 ends a row with a one-vector tile, 3x3 16@56
+	// took the same time as before (0.19 ms).
 	rowTiles := !inPlace && d.Wo%k.Lanes == 0
 	ntr := ceilDivPos(d.Wo, tw) // tiles per output row (rowTiles)
 	switch {
