@@ -156,14 +156,7 @@ func winoIn(c *build.Context, rk string, vb int, vec func() reg.VecVirtual) {
 	for i := 1; i < 4; i++ {
 		c.LEAQ(operand.Mem{Base: rows[i-1], Index: ld, Scale: 1}, rows[i])
 	}
-	// planes 4i+j at outs[i] + j*ldv (ldv3: 3*ldv)
-	outs := [4]reg.Register{pv, c.GP64(), c.GP64(), c.GP64()}
-	ldv3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ldv, Index: ldv, Scale: 2}, ldv3)
-	for i := 1; i < 4; i++ {
-		c.LEAQ(operand.Mem{Base: outs[i-1], Index: ldv, Scale: 4}, outs[i])
-	}
-	plane := func(i, j, disp int) operand.Mem { return strided(outs[i], ldv, ldv3, j, disp) }
+	plane, outs := sixteenPlanes(c, pv, ldv)
 	// column j of d B: d[a] op d[b]
 	type col struct {
 		a, b int
@@ -218,13 +211,7 @@ func winoOut(c *build.Context, rk string, vb int, vec func() reg.VecVirtual) {
 	n, pm, ldm, py, ldy := loadArg(c, "nt"), loadArg(c, "m"), loadArg(c, "ldm"), loadArg(c, "y"), loadArg(c, "ldy")
 	c.SHLQ(operand.Imm(2), ldm)
 	c.SHLQ(operand.Imm(2), ldy)
-	ins := [4]reg.Register{pm, c.GP64(), c.GP64(), c.GP64()}
-	ldm3 := c.GP64()
-	c.LEAQ(operand.Mem{Base: ldm, Index: ldm, Scale: 2}, ldm3)
-	for i := 1; i < 4; i++ {
-		c.LEAQ(operand.Mem{Base: ins[i-1], Index: ldm, Scale: 4}, ins[i])
-	}
-	at := func(i, j, disp int) operand.Mem { return strided(ins[i], ldm, ldm3, j, disp) }
+	at, ins := sixteenPlanes(c, pm, ldm)
 	c.Label("winooutloop")
 	for h := 0; h < 2*vb; h += vb {
 		var r0, r1 [4]reg.VecVirtual
@@ -261,16 +248,26 @@ func winoOut(c *build.Context, rk string, vb int, vec func() reg.VecVirtual) {
 	vzeroRet(c)
 }
 
-// strided returns the operand base + j*ld + disp for j < 4 (ld in bytes,
-// ld3 = 3*ld), the Winograd transforms' j-th plane of four.
-func strided(base, ld, ld3 reg.Register, j, disp int) operand.Mem {
-	switch j {
-	case 0:
-		return mem(base, disp)
-	case 1, 2:
-		return operand.Mem{Base: base, Index: ld, Scale: uint8(j), Disp: disp}
+// sixteenPlanes returns the operand of plane 4i+j (i, j < 4) at base +
+// (4i+j)*ld + disp (ld in bytes), the Winograd transforms' 16 planes:
+// four row pointers, base + 4i*ld, and j*ld as an index (3*ld in a
+// register of its own); and the row pointers, which the loops advance.
+func sixteenPlanes(c *build.Context, base, ld reg.Register) (func(i, j, disp int) operand.Mem, [4]reg.Register) {
+	rows := [4]reg.Register{base, c.GP64(), c.GP64(), c.GP64()}
+	ld3 := c.GP64()
+	c.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	for i := 1; i < 4; i++ {
+		c.LEAQ(operand.Mem{Base: rows[i-1], Index: ld, Scale: 4}, rows[i])
 	}
-	return operand.Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
+	return func(i, j, disp int) operand.Mem {
+		switch j {
+		case 0:
+			return mem(rows[i], disp)
+		case 1, 2:
+			return operand.Mem{Base: rows[i], Index: ld, Scale: uint8(j), Disp: disp}
+		}
+		return operand.Mem{Base: rows[i], Index: ld3, Scale: 1, Disp: disp}
+	}, rows
 }
 
 // transposeBlock emits name (func(m *float32, ldm int, t *float32, ldt

@@ -236,7 +236,7 @@ func runKind(t testing.TB, tc *testCase, kind Algo, act8 bool, ks *gemm.Kernels)
 		acts.quantize(&tc.d, tc.x, ks.QuantI8)
 		defer acts.release()
 	}
-	if _, err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, k, false); err != nil {
+	if _, err := run(kind, &tc.d, tc.x, acts, tc.w, sc, out, k, unknownMax); err != nil {
 		t.Fatalf("%v %v: %v", tc, kind, err)
 	}
 	return out

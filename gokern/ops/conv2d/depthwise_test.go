@@ -30,7 +30,7 @@ func runDW(t *testing.T, tc *testCase, dw *gemm.DepthwiseKernels, act8 bool) ([]
 		acts.quantize(&tc.d, tc.x, k.gemm.QuantI8)
 		defer acts.release()
 	}
-	name, err := run(Depthwise, &tc.d, tc.x, acts, tc.w, sc, out, k, false)
+	name, err := run(Depthwise, &tc.d, tc.x, acts, tc.w, sc, out, k, unknownMax)
 	if err != nil {
 		t.Fatalf("%v: %v", tc, err)
 	}

@@ -56,12 +56,18 @@ func useImplicitF32(d *Dims, k *gemm.DirectF32Kernels) bool {
 }
 
 // expandedKept reports whether the weight cache would keep d's expanded
-// weight: buf.Cache keeps a value when it and the copy of its key's bytes
-// (the codes and the scales) take at most half the budget; panel padding
-// and the scales are allowed for by a tenth more.
+// weight (4 bytes a weight): f32Kept.
 func expandedKept(d *Dims) bool {
 	n, ok := mul(ternary.MaxElements, d.O, d.K)
-	return ok && (4*n+n/4)/10*11 <= layoutCache.MaxBytes/2
+	return ok && f32Kept(d, n)
+}
+
+// f32Kept reports whether the weight cache would keep a float32 layout of
+// n values of d's weight: buf.Cache keeps a value when it and the copy of
+// its key's bytes (the codes and the scales) take at most half the
+// budget; panel padding and the scales are allowed for by a tenth more.
+func f32Kept(d *Dims, n int) bool {
+	return (4*n+d.WLen/4)/10*11 <= layoutCache.MaxBytes/2
 }
 
 // implicitLayoutOK reports whether the flat layout of a channel (and so

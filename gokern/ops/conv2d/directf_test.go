@@ -13,9 +13,13 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
 
-// runImplicitF32 runs the implicit float32 kernel of family k on tc in
-// the flat layout (blocked false) or the blocked one.
-func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels, blocked bool) []float32 {
+// f32Conv is the signature of the implicit float32 paths (directConvF32,
+// blockedConvF32, winogradConvF32).
+type f32Conv func(d *Dims, w Weights, x []float32, sc *scaler, out []float32, k *gemm.DirectF32Kernels) error
+
+// runF32 runs the float32 path conv of family k on tc; every output starts
+// as NaN, so one not written fails the comparison.
+func runF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels, conv f32Conv) []float32 {
 	t.Helper()
 	sc, err := newScaler(&tc.d, tc.w, tc.bias)
 	if err != nil {
@@ -23,17 +27,22 @@ func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels, blocke
 	}
 	out := make([]float32, tc.d.OutLen)
 	for i := range out {
-		out[i] = float32(math.NaN()) // every element must be written
+		out[i] = float32(math.NaN())
 	}
-	if blocked {
-		err = blockedConvF32(&tc.d, tc.w, tc.x, sc, out, k)
-	} else {
-		err = directConvF32(&tc.d, tc.w, tc.x, sc, out, k)
-	}
-	if err != nil {
+	if err := conv(&tc.d, tc.w, tc.x, sc, out, k); err != nil {
 		t.Fatalf("%v: %v", tc, err)
 	}
 	return out
+}
+
+// runImplicitF32 runs the implicit float32 kernel of family k on tc in
+// the flat layout (blocked false) or the blocked one.
+func runImplicitF32(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels, blocked bool) []float32 {
+	t.Helper()
+	if blocked {
+		return runF32(t, tc, k, blockedConvF32)
+	}
+	return runF32(t, tc, k, directConvF32)
 }
 
 // layouts lists the layouts family k runs on d (blocked: stride 1).

@@ -7,27 +7,43 @@ import (
 )
 
 // checkFinite reports the first NaN or Inf of x, bias or the weight scales;
-// x's is acts.bad when x has been quantized (acts not nil).
-func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32, scan *ternary.Quantizer) error {
-	i := -1
+// x's is acts.bad when x has been quantized (acts not nil). Without acts it
+// returns max|x| from the same scan (xmax: see run), else unknownMax.
+func checkFinite(d *Dims, x []float32, acts *activations, scales, bias []float32, scan *ternary.Quantizer) (float32, error) {
+	i, xmax := -1, unknownMax
 	if acts != nil {
 		i = acts.bad
 	} else {
-		i = firstNonFinite(x, scan)
+		i, xmax = scanFinite(x, scan)
 	}
 	if i >= 0 {
 		w, h := i%d.W, i/d.W%d.H
 		c, n := i/(d.W*d.H)%d.C, i/(d.W*d.H*d.C)
-		return errs.Value("x contains NaN or Inf (first at index (%d, %d, %d, %d), value %v); "+
+		return 0, errs.Value("x contains NaN or Inf (first at index (%d, %d, %d, %d), value %v); "+
 			"pass check_finite=False to skip this check", n, c, h, w, x[i])
 	}
 	if i := firstNonFinite(bias, scan); i >= 0 {
-		return errs.Value("bias contains NaN or Inf (first at index %d, value %v)", i, bias[i])
+		return 0, errs.Value("bias contains NaN or Inf (first at index %d, value %v)", i, bias[i])
 	}
 	if i := firstNonFinite(scales, scan); i >= 0 {
-		return errs.Value("weight: scales contain NaN or Inf (first at index %d, value %v)", i, scales[i])
+		return 0, errs.Value("weight: scales contain NaN or Inf (first at index %d, value %v)", i, scales[i])
 	}
-	return nil
+	return xmax, nil
+}
+
+// unknownMax is run's xmax when x has not been scanned (or holds NaN/Inf).
+const unknownMax = float32(-1)
+
+// xMax returns xmax when known, else max|x| from a scan, or unknownMax
+// when x holds a NaN or Inf.
+func xMax(x []float32, xmax float32, scan *ternary.Quantizer) float32 {
+	if xmax >= 0 {
+		return xmax
+	}
+	if bad, m := scanFinite(x, scan); bad < 0 {
+		return m
+	}
+	return unknownMax
 }
 
 // finitePiece is the most values of one step of firstNonFinite.

@@ -250,7 +250,7 @@ func TestGEMVFamilies(t *testing.T) {
 				acts := actScales(&tc.d, tc.x, k.scan, nil)
 				acts.quantize(&tc.d, tc.x, k.gemm.QuantI8)
 				out := make([]float32, tc.d.OutLen)
-				ran, err := run(Pointwise, &tc.d, tc.x, acts, w, sc, out, k, false)
+				ran, err := run(Pointwise, &tc.d, tc.x, acts, w, sc, out, k, unknownMax)
 				acts.release()
 				if err != nil || !strings.HasPrefix(ran, "gemv/") {
 					t.Fatalf("%v %s valid=%v: ran %q, %v", tc, g.Family, valid, ran, err)

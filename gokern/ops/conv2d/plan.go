@@ -212,8 +212,10 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 		acts = actScales(d, x, ks.scan, lay)
 		defer acts.release()
 	}
+	xmax := unknownMax
 	if opt.CheckFinite {
-		if err := checkFinite(d, x, acts, w.Scales, bias, ks.scan); err != nil {
+		var err error
+		if xmax, err = checkFinite(d, x, acts, w.Scales, bias, ks.scan); err != nil {
 			return Info{}, err
 		}
 	}
@@ -223,7 +225,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if kind == LUT && tl {
 		w = src // TL rows as they are
 	}
-	name, err := run(kind, d, x, acts, w, sc, out, ks, opt.CheckFinite)
+	name, err := run(kind, d, x, acts, w, sc, out, ks, xmax)
 	return Info{Algo: algo, Kernel: name}, err
 }
 
@@ -238,14 +240,16 @@ func implicitKind(kind Algo, d *Dims, sc *scaler, ks kernels) bool {
 // (see Info), with the activation scales acts (int8 path; run quantizes x
 // with them unless the implicit GEMM does) or on x (acts nil: float32
 // path); tests call it to run a kernel the planner would not pick (the
-// general direct kernel on a depthwise shape, for instance). finite says
-// that x was checked to hold no NaN or Inf. w is I2_S, or TL1 / TL2 for LUT.
+// general direct kernel on a depthwise shape, for instance). xmax is max|x|
+// when the float32 path's x was checked to hold no NaN or Inf (checkFinite's
+// scan), else unknownMax: the paths that need to know scan x then. w is
+// I2_S, or TL1 / TL2 for LUT.
 func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scaler, out []float32, ks kernels,
-	finite bool) (string, error) {
+	xmax float32) (string, error) {
 	g := ks.gemm
 	sc.ks = g
 	if kind == implicitF32 && acts == nil {
-		if useWinograd(d, ks.directf, len(sc.scales)) && winoFinite(x, sc, ks.scan) {
+		if useWinograd(d, ks.directf) && winoFinite(x, xmax, sc, ks.scan) {
 			return kernelName("implicit_f32_winograd", ks.directf.Family), winogradConvF32(d, w, x, sc, out, ks.directf)
 		}
 		if useBlockedF32(d, ks.directf) {
@@ -315,7 +319,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		// The direct kernels skip zero weights, which add nothing to
 		// finite sums but must turn NaN and Inf into NaN (0*x): they skip
 		// them when x is known finite (int8 values always are).
-		skip := act8 || finite || firstNonFinite(x, ks.scan) < 0
+		skip := act8 || xmax >= 0 || firstNonFinite(x, ks.scan) < 0
 		switch {
 		case kind == Direct && act8:
 			direct(d, a, acts.q, acts, sc, out, foldI32, skip)

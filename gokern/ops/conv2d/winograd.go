@@ -53,11 +53,11 @@ const (
 )
 
 // useWinograd is the planner's choice of Winograd over the direct kernels
-// for an implicit float32 convolution on family k of a weight with
-// nScales scales (see winoMinC and winoKept).
-func useWinograd(d *Dims, k *gemm.DirectF32Kernels, nScales int) bool {
+// for an implicit float32 convolution on family k (see winoMinC and
+// winoKept).
+func useWinograd(d *Dims, k *gemm.DirectF32Kernels) bool {
 	if k.WinoIn == nil || k.Blocked == nil || d.KH != 3 || d.KW != 3 || d.StrideH != 1 || d.StrideW != 1 ||
-		d.DilH != 1 || d.DilW != 1 || d.Groups != 1 || d.Cg < winoMinC || d.Og < winoMinC || !winoKept(d, k.BOC, nScales) {
+		d.DilH != 1 || d.DilW != 1 || d.Groups != 1 || d.Cg < winoMinC || d.Og < winoMinC || !winoKept(d, k.BOC) {
 		return false
 	}
 	macs, ok := mul(math.MaxInt64, d.N, d.Ho, d.Wo, d.O, d.K)
@@ -71,13 +71,11 @@ func winoLen(d *Dims, boc int) (int, bool) {
 }
 
 // winoKept reports whether the weight cache keeps the transformed weight
-// (as expandedKept does for the direct kernels' one: the value, and the
-// codes and nScales scales its key holds, within half the budget with a
-// tenth to spare): transforming it on every call is not worth it.
-func winoKept(d *Dims, boc, nScales int) bool {
+// (f32Kept, as for the direct kernels' one): transforming it on every call
+// is not worth it.
+func winoKept(d *Dims, boc int) bool {
 	n, ok := winoLen(d, boc)
-	codes, ok2 := mul(ternary.MaxElements, d.O, d.K)
-	return ok && ok2 && (4*n+codes/4+4*nScales)/10*11 <= layoutCache.MaxBytes/2
+	return ok && f32Kept(d, n)
 }
 
 // winoMaxAbs bounds the magnitudes Winograd takes: the transforms add up to
@@ -88,15 +86,16 @@ const winoMaxAbs = 0x1p100
 
 // winoFinite reports whether Winograd gives the direct kernels' NaN and
 // Inf and overflows no sooner: x and the scales are finite and at most
-// winoMaxAbs in magnitude.
-func winoFinite(x []float32, sc *scaler, scan *ternary.Quantizer) bool {
+// winoMaxAbs in magnitude (xmax: max|x| from checkFinite's scan, or
+// unknownMax, then x is scanned here).
+func winoFinite(x []float32, xmax float32, sc *scaler, scan *ternary.Quantizer) bool {
 	for _, s := range sc.scales {
 		if !(math.Abs(float64(s)) <= winoMaxAbs) { // NaN too
 			return false
 		}
 	}
-	bad, m := scanFinite(x, scan)
-	return bad < 0 && m <= winoMaxAbs
+	m := xMax(x, xmax, scan)
+	return m >= 0 && m <= winoMaxAbs
 }
 
 // winoWeights returns U = G g G^T for every output channel o and input

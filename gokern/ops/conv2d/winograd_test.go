@@ -12,22 +12,10 @@ import (
 	"github.com/bitnet-go/bitnet_go/gokern/par"
 )
 
-// runWinograd runs tc through winogradConvF32 on family k; every output
-// starts as NaN, so one not written fails the comparison.
+// runWinograd runs tc through winogradConvF32 on family k (runF32).
 func runWinograd(t *testing.T, tc *testCase, k *gemm.DirectF32Kernels) []float32 {
 	t.Helper()
-	sc, err := newScaler(&tc.d, tc.w, tc.bias)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, tc.d.OutLen)
-	for i := range out {
-		out[i] = float32(math.NaN())
-	}
-	if err := winogradConvF32(&tc.d, tc.w, tc.x, sc, out, k); err != nil {
-		t.Fatalf("%v: %v", tc, err)
-	}
-	return out
+	return runF32(t, tc, k, winogradConvF32)
 }
 
 // winoShape draws a 3x3 stride-1 shape Winograd takes: 16 to 80 input
@@ -170,17 +158,25 @@ func TestWinogradPlan(t *testing.T) {
 	} {
 		tc = newCase(t, rng, base, 0, true)
 		c.edit(tc)
-		if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{}); err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
-			t.Fatalf("%s ran %s", c.name, info.Kernel)
+		// with CheckFinite, max|x| comes from its scan; without, from Winograd's own
+		for _, check := range []bool{false, true} {
+			if c.name == "an Inf scale" && check {
+				continue // refused by the check
+			}
+			if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{CheckFinite: check}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
+				t.Fatalf("%s (CheckFinite %v) ran %s", c.name, check, info.Kernel)
+			}
 		}
 	}
 	// 2^100 is still taken
 	tc = newCase(t, rng, base, 0, true)
 	tc.x[777] = 0x1p100
-	if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{}); err != nil || !strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
-		t.Fatalf("an input of 2^100 ran %s (%v)", info.Kernel, err)
+	for _, check := range []bool{false, true} {
+		if info, err = Conv2DInfo(tc.d, tc.x, tc.w, tc.bias, out, Options{CheckFinite: check}); err != nil || !strings.HasPrefix(info.Kernel, "implicit_f32_winograd/") {
+			t.Fatalf("an input of 2^100 (CheckFinite %v) ran %s (%v)", check, info.Kernel, err)
+		}
 	}
 }
