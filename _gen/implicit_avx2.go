@@ -92,76 +92,80 @@ func implicitI8AVX2(c *build.Context) {
 	vzeroRet(c)
 }
 
-// tileRowsAVX2 turns the implicit kernel's tiles (pixel-major: 16 sums per
-// pixel) into rows of output channels: for each block of 8 pixels and each
-// half of the 16 channels, 8 YMM loads (one pixel each), the corrections
-// subtracted, an 8x8 dword transpose (VPUNPCKL/HDQ, VPUNPCKL/HQDQ,
-// VPERM2I128) and 8 stores of 8 pixels each into dst rows ldd apart.
-func tileRowsAVX2(c *build.Context) {
-	declareNoescape(c, "tileRowsAVX2", "func(dst *int32, ldd int, t *int32, nblk int, corr *int32)",
-		"tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
+// foldTilesAVX2 folds the implicit kernel's tiles (pixel-major: 16 sums per
+// pixel) into float32 rows of output channels (gemm.FoldTiles): for each
+// half of the 16 channels and each block of 8 pixels (foldTileBlock), 8
+// YMM loads (one pixel each), then per pixel the int8 fold's operations in the generic
+// code's order (the correction subtracted, VCVTDQ2PS, VDIVPS by a, VMULPS
+// by the channels' scales, VADDPS of their biases with mode 1), an 8x8
+// transpose (transpose8Y) and 8 stores of 8 pixels each into dst rows ldd
+// apart. One loop per mode.
+func foldTilesAVX2(c *build.Context) {
+	declareNoescape(c, "foldTilesAVX2",
+		"func(dst *float32, ldd int, t *int32, nblk int, corr *int32, a float32, sc *float32, bias *float32, mode int)",
+		"foldTilesAVX2 sets dst[o*ldd+i] = float32(float32(float32(t[i*16+o]-corr[o])/a)*sc[o]) (+ bias[o] with mode 1)",
+		"for o < 16, i < 8*nblk (nblk >= 1).")
 	pd, ld, pt, n, pc := loadArg(c, "dst"), loadArg(c, "ldd"), loadArg(c, "t"), loadArg(c, "nblk"), loadArg(c, "corr")
+	ps, pb, mode := loadArg(c, "sc"), loadArg(c, "bias"), loadArg(c, "mode")
+	va := c.YMM()
+	c.VBROADCASTSS(paramAddr(c, "a"), va)
 	c.SHLQ(operand.Imm(2), ld)
 	ld3 := times3(c, ld)
-	repeat(c, "trblk", n, func() {
-		for h := range 2 {
-			r := make([]reg.VecVirtual, 8)
-			for j := range r {
-				r[j] = c.YMM()
-				c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
-				c.VPSUBD(mem(pc, 32*h), r[j], r[j])
+	done := "ftdone"
+	for m := range 2 {
+		c.CMPQ(mode, operand.Imm(uint64(m)))
+		c.JE(operand.LabelRef(fmt.Sprintf("ft%d", m)))
+	}
+	c.JMP(operand.LabelRef(done))
+	for m := range 2 {
+		c.Label(fmt.Sprintf("ft%d", m))
+		for h := range 2 { // half h's rows, block after block
+			tp, dp, cnt := c.GP64(), c.GP64(), c.GP64()
+			c.MOVQ(pt, tp)
+			c.MOVQ(n, cnt)
+			if h == 0 {
+				c.MOVQ(pd, dp)
+			} else {
+				c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, dp)
 			}
-			unpack := func(lo bool, q bool, a, b reg.VecVirtual) reg.VecVirtual {
-				d := c.YMM()
-				switch {
-				case lo && !q:
-					c.VPUNPCKLDQ(b, a, d)
-				case !lo && !q:
-					c.VPUNPCKHDQ(b, a, d)
-				case lo && q:
-					c.VPUNPCKLQDQ(b, a, d)
-				default:
-					c.VPUNPCKHQDQ(b, a, d)
-				}
-				return d
-			}
-			var u [8]reg.VecVirtual
-			for g := range 2 { // pixels 0-3, 4-7
-				q := r[4*g:]
-				t0, t1 := unpack(true, false, q[0], q[1]), unpack(false, false, q[0], q[1])
-				t2, t3 := unpack(true, false, q[2], q[3]), unpack(false, false, q[2], q[3])
-				u[4*g+0] = unpack(true, true, t0, t2) // channels 0 | 4
-				u[4*g+1] = unpack(false, true, t0, t2)
-				u[4*g+2] = unpack(true, true, t1, t3)
-				u[4*g+3] = unpack(false, true, t1, t3)
-			}
-			// row o (o < 4) = low lanes of u[o] and u[4+o]; row 4+o the high ones
-			base := pd
-			if h == 1 {
-				base = c.GP64()
-				c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 8}, base)
-			}
-			rowMem := func(o int) operand.Mem {
-				b := base
-				if o >= 4 {
-					b4 := c.GP64()
-					c.LEAQ(operand.Mem{Base: base, Index: ld, Scale: 4}, b4)
-					b = b4
-				}
-				return rowAddrs(b, ld, ld3, 0)[o%4]
-			}
-			for o := range 4 {
-				lo, hi := c.YMM(), c.YMM()
-				c.VPERM2I128(operand.Imm(0x20), u[4+o], u[o], lo)
-				c.VPERM2I128(operand.Imm(0x31), u[4+o], u[o], hi)
-				c.VMOVDQU(lo, rowMem(o))
-				c.VMOVDQU(hi, rowMem(4+o))
-			}
+			repeat(c, fmt.Sprintf("ftblk%d%d", m, h), cnt, func() {
+				foldTileBlock(c, dp, ld, ld3, tp, pc, ps, pb, va, h, m)
+				c.ADDQ(operand.U32(8*64), tp)
+				c.ADDQ(operand.Imm(32), dp)
+			})
 		}
-		c.ADDQ(operand.U32(8*64), pt)
-		c.ADDQ(operand.Imm(32), pd)
-	})
+		c.JMP(operand.LabelRef(done))
+	}
+	c.Label(done)
 	vzeroRet(c)
+}
+
+// foldTileBlock emits one block of foldTilesAVX2: the 8 pixels at pt, the
+// channels of half h (8h .. 8h+7), folded, transposed and stored into the
+// half's 8 rows from pd (ld bytes apart, ld3 = 3*ld), in mode m.
+func foldTileBlock(c *build.Context, pd, ld, ld3, pt, pc, ps, pb reg.Register, va reg.VecVirtual, h, m int) {
+	r := make([]reg.VecVirtual, 8)
+	for j := range r {
+		r[j] = c.YMM()
+		c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
+		c.VPSUBD(mem(pc, 32*h), r[j], r[j])
+		c.VCVTDQ2PS(r[j], r[j])
+		c.VDIVPS(va, r[j], r[j])
+		c.VMULPS(mem(ps, 32*h), r[j], r[j])
+		if m&1 != 0 {
+			c.VADDPS(mem(pb, 32*h), r[j], r[j])
+		}
+	}
+	cols := transpose8Y(c, r) // column o: channel 8h+o of the 8 pixels
+	b4 := c.GP64()
+	c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 4}, b4)
+	for o, v := range cols {
+		base := pd
+		if o >= 4 {
+			base = b4
+		}
+		c.VMOVUPS(v, rowAddrs(base, ld, ld3, 0)[o%4])
+	}
 }
 
 // quantU8 holds the constants of the implicit-layout quantizers, in YMM

@@ -12,13 +12,14 @@ import (
 // int16, _gen/implicit_avx2.go) and the avx512vnni one (VPDPBUSD on ZMM,
 // _gen/implicit_vnni.go); the avx512vnni one writes 8-channel runs of its
 // input with quantU8x8AVX512 (16 pixels a block), the rest as AVX2 does,
-// and both turn their tiles into rows with tileRowsAVX2.
+// and both fold their tiles into the output with foldTilesAVX2.
 var (
 	_ = ConvI8Op.Register(cpu.AVX2, &ConvI8{Family: cpu.AVX2, Implicit: implicitI8AVX2Kernel,
-		QuantU8x16: quantU8x16AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel})
+		QuantU8x16: quantU8x16AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel,
+		FoldTiles: foldTilesAVX2Kernel, Fence: sfenceAVX2})
 	_ = ConvI8Op.Register(cpu.AVX512VNNI, &ConvI8{Family: cpu.AVX512VNNI, Implicit: implicitI8VNNIKernel,
 		ImplicitPair: implicitI8VNNIPairKernel, QuantU8x16: quantU8x16AVX512Kernel, QuantU8x8: quantU8x8AVX512Kernel,
-		QuantU8x4: quantU8x4AVX2Kernel})
+		QuantU8x4: quantU8x4AVX2Kernel, FoldTiles: foldTilesAVX2Kernel, Fence: sfenceAVX2})
 )
 
 // quantU8x16AVX2Kernel is QuantU8x16 as two quantU8x8AVX2Kernel calls.
@@ -67,60 +68,81 @@ func quantU8x8AVX512Kernel(dst []byte, src []float32, hw, w, cp int, a float32) 
 // tiles of ImplicitOC channels x ImplicitPix pixels, pixel-major sums into t.
 type implicitTileFn func(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int, t *int32)
 
-// implicitChunk is the most pixels per assembly call: its tiles go
-// through the caller's scratch (a block's tiles in each half) before
-// tileRowsAVX2 turns them into rows (a buffer on the stack here would be
-// cleared on every call: 6 KB, ~10% of a 1x1 64->256 call's kernel time).
-const implicitChunk = ImplicitScratch / (2 * ImplicitOC)
-
-func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
-	implicitRows(implicitI8AVX2, w, x, px, segs, corr, t, ldt, scratch)
+func implicitI8AVX2Kernel(w []int8, x []byte, px []int, segs []int32, t []int32) {
+	implicitTiles(implicitI8AVX2, w, x, px, segs, t)
 }
 
-func implicitI8VNNIKernel(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
-	implicitRows(implicitI8VNNI, w, x, px, segs, corr, t, ldt, scratch)
+func implicitI8VNNIKernel(w []int8, x []byte, px []int, segs []int32, t []int32) {
+	implicitTiles(implicitI8VNNI, w, x, px, segs, t)
 }
 
 // implicitI8VNNIPairKernel is the ImplicitI8Pair contract on
 // implicitI8VNNIPair.
-func implicitI8VNNIPairKernel(w []int8, blen int, x []byte, px []int, segs []int32, corr *[2][ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
-	w0, _, c0, c1, t0, t1 := implicitPairBlocks(w, blen, corr, t, ldt)
-	// one check covers both blocks: they have the same length, and t1's
-	// rows are checked as t0's are (implicitPairBlocks saw t hold t0's)
-	checkImplicit(w0, x, px, segs, t1, ldt)
-	tiles := scratch[:ImplicitScratch]
-	for p0 := 0; p0 < len(px); p0 += implicitChunk {
-		n := min(implicitChunk, len(px)-p0)
-		implicitI8VNNIPair(unsafe.SliceData(w0), blen, unsafe.SliceData(x), &px[p0], n/ImplicitPix,
-			unsafe.SliceData(segs), len(segs)/3, &tiles[0], &tiles[ImplicitScratch/2])
-		tilesToRows(t0[p0:], ldt, tiles, n, c0)
-		tilesToRows(t1[p0:], ldt, tiles[ImplicitScratch/2:], n, c1)
-	}
+func implicitI8VNNIPairKernel(w []int8, blen int, x []byte, px []int, segs []int32, t0, t1 []int32) {
+	w0, _ := implicitPairBlocks(w, blen)
+	// one check covers both blocks: they have the same length
+	checkImplicit(w0, x, px, segs, t0)
+	checkImplicit(w0, x, px, segs, t1)
+	implicitI8VNNIPair(unsafe.SliceData(w0), blen, unsafe.SliceData(x), &px[0], len(px)/ImplicitPix,
+		unsafe.SliceData(segs), len(segs)/3, &t0[0], &t1[0])
 }
 
-// implicitRows is the ImplicitI8 contract on the assembly tiles of asm:
-// chunks of implicitChunk pixels into scratch, then rows less corrections.
-func implicitRows(asm implicitTileFn, w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
-	checkImplicit(w, x, px, segs, t, ldt)
-	tile := scratch[:ImplicitScratch]
-	for p0 := 0; p0 < len(px); p0 += implicitChunk {
-		n := min(implicitChunk, len(px)-p0)
-		asm(unsafe.SliceData(w), unsafe.SliceData(x), &px[p0], n/ImplicitPix,
-			unsafe.SliceData(segs), len(segs)/3, &tile[0])
-		tilesToRows(t[p0:], ldt, tile, n, corr)
-	}
+// implicitTiles is the ImplicitI8 contract on the assembly tiles of asm.
+func implicitTiles(asm implicitTileFn, w []int8, x []byte, px []int, segs []int32, t []int32) {
+	checkImplicit(w, x, px, segs, t)
+	asm(unsafe.SliceData(w), unsafe.SliceData(x), &px[0], len(px)/ImplicitPix, unsafe.SliceData(segs), len(segs)/3, &t[0])
 }
 
-// tilesToRows sets t[o*ldt+i] = tile[i*16+o] - corr[o] for i < n: blocks of
-// 8 pixels through tileRowsAVX2, the rest one by one.
-func tilesToRows(t []int32, ldt int, tile []int32, n int, corr *[ImplicitOC]int32) {
-	nb := n / 8
-	if nb > 0 {
-		tileRowsAVX2(&t[0], ldt, &tile[0], nb, &corr[0])
+// foldTilesAVX2Kernel is FoldTiles: all 16 channels, blocks of 8 pixels
+// through foldTilesAVX2 (the pixels past the last whole block by the
+// generic code) straight into dst; a partial block of channels, or
+// streaming stores, through buf (16 rows), foldTilesPart pixels at a
+// time, its rows then copied out (with non-temporal stores where ldd is a
+// multiple of 8: every row's 32-byte boundaries at the same pixels). Each
+// row is written from its start to its end before the next: streaming
+// stores of 32 bytes into 16 rows at once, a block of pixels at a time,
+// left their lines half written and ran 2x slower than plain stores (1x1
+// 64->256 on 8 samples, Zen 4), and a buffer of the wrapper's own, cleared
+// on every call, cost a fifth of the call.
+func foldTilesAVX2Kernel(dst []float32, ldd int, t []int32, n, noc int, corr *[ImplicitOC]int32, a float32,
+	sc, bias *[ImplicitOC]float32, stream bool, buf []float32) {
+	checkFoldTiles(len(dst), ldd, len(t), n, noc, len(buf))
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
+	nt := stream && ldd%8 == 0 && addr%4 == 0
+	if noc == ImplicitOC && !nt {
+		foldTilesAll(dst, ldd, t, n, corr, a, sc, bias)
+		return
 	}
-	for i := 8 * nb; i < n; i++ {
-		for o := range ImplicitOC {
-			t[o*ldt+i] = tile[i*ImplicitOC+o] - corr[o]
+	for i0 := 0; i0 < n; i0 += foldTilesPart {
+		m := min(foldTilesPart, n-i0)
+		foldTilesAll(buf, foldTilesPart, t[i0*ImplicitOC:], m, corr, a, sc, bias)
+		for o := range noc {
+			row, src := dst[o*ldd+i0:][:m], buf[o*foldTilesPart:][:m]
+			if !nt {
+				copy(row, src)
+				continue
+			}
+			h := min(m, int(-(addr+4*uintptr(i0))%32/4)) // pixels before the row's 32-byte boundary
+			k := (m - h) &^ 7
+			copy(row[:h], src[:h])
+			if k > 0 {
+				copyNTAVX2(&row[h], &src[h], k)
+			}
+			copy(row[h+k:], src[h+k:])
 		}
 	}
+}
+
+// foldTilesAll is FoldTiles for all 16 channels with plain stores.
+func foldTilesAll(dst []float32, ldd int, t []int32, n int, corr *[ImplicitOC]int32, a float32, sc, bias *[ImplicitOC]float32) {
+	mode := 0
+	var pb *float32
+	if bias != nil {
+		mode, pb = 1, &bias[0]
+	}
+	nb := n / 8
+	if nb > 0 {
+		foldTilesAVX2(&dst[0], ldd, &t[0], nb, &corr[0], a, &sc[0], pb, mode)
+	}
+	foldTilesRange(dst, ldd, t, 8*nb, n, ImplicitOC, corr, a, sc, bias)
 }

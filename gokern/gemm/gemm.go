@@ -133,13 +133,6 @@ type Kernels struct {
 	// operation in float32: t = (float32(src[i]) / a) * sc; t = dst[i] + t
 	// if add; t = t + bias if addBias; dst[i] = t (the int8 path's fold).
 	FoldI32 func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
-	// FoldI32Stream is FoldI32 writing dst past the caches where it can
-	// (non-temporal stores), for outputs too large to stay in them: the
-	// same values; the goroutine calls Fence before the results may be
-	// read elsewhere (before it reports its work done).
-	FoldI32Stream func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
-	// Fence orders the streaming stores before it before any later store.
-	Fence func()
 	// FoldF32 is FoldI32 for float32 sums: t = src[i] * sc, then the same
 	// adds (the float32 path's fold).
 	FoldF32 func(dst []float32, src []float32, sc, bias float32, add, addBias bool)
@@ -157,7 +150,7 @@ const GroupValues = 128
 var (
 	genericSet = &Kernels{Family: cpu.Generic, I8Family: cpu.Generic, Base: cpu.Generic, NRF32: 2, F32: microF32Generic, NRI8: 4, I8: microI8Generic, QuantI8: quantI8Generic,
 		GemvF32: gemvF32Generic, FoldI32: foldI32Generic, FoldF32: foldF32Generic,
-		FoldI32Stream: foldI32Generic, Fence: func() {}, FoldI32Scales: foldI32ScalesGeneric, FoldF32Scales: foldF32ScalesGeneric}
+		FoldI32Scales: foldI32ScalesGeneric, FoldF32Scales: foldF32ScalesGeneric}
 
 	// KernelOp is the registry's op "conv_gemm": one Kernels set per
 	// family. A convolution takes one set (KernelOp.Get()) and uses it

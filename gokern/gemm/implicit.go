@@ -38,50 +38,97 @@ const (
 	implicitQuadBytes = 4 * ImplicitOC
 )
 
-// ImplicitI8 computes the implicit GEMM's int32 sums less the corrections,
-// row by row: for each pixel i < len(px) (a multiple of ImplicitPix) and
+// ImplicitI8 computes the implicit GEMM's int32 sums as tiles, pixel
+// after pixel: for each pixel i < len(px) (a multiple of ImplicitPix) and
 // channel o < ImplicitOC,
 //
-//	t[o*ldt+i] = sum over segments s, quads q < n_s, c < 4 of
-//	    w[(Q_s+q)*64 + 4*o + c] * x[px[i] + off_s + 4*q + c]  -  corr[o]
+//	t[i*ImplicitOC+o] = sum over segments s, quads q < n_s, c < 4 of
+//	    w[(Q_s+q)*64 + 4*o + c] * x[px[i] + off_s + 4*q + c]
 //
 // where segment s is segs[3s:3s+3] = (off_s, n_s, flush_s) and Q_s the
 // quads of the segments before it. The weights are -1, 0 or +1, the
-// segments are ImplicitSegs's, every byte read lies inside x, ldt >=
-// len(px) and len(t) >= 15*ldt+len(px) (the wrappers panic otherwise).
-// int32 arithmetic wraps, so t is exact whenever the true value fits.
-// scratch (at least ImplicitScratch values, contents ignored and
-// overwritten) is the kernel's working space: the caller keeps one per
-// goroutine, so that no call clears a buffer of its own.
-type ImplicitI8 func(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, scratch []int32)
-
-// ImplicitScratch is the least length of ImplicitI8's and ImplicitI8Pair's
-// scratch.
-const ImplicitScratch = 2 * 16 * ImplicitPix * ImplicitOC
+// segments are ImplicitSegs's, every byte read lies inside x and len(t) >=
+// ImplicitOC*len(px) (the wrappers panic otherwise). int32 arithmetic
+// wraps, so t is exact whenever the true value fits. The corrections
+// (PackImplicit's corr) are left to the fold (FoldTiles), which turns the
+// tiles into output rows.
+type ImplicitI8 func(w []int8, x []byte, px []int, segs []int32, t []int32)
 
 // ImplicitI8Pair is ImplicitI8 for two blocks at once: the block at w[:blen]
-// with corrections corr[0] into rows t[o*ldt+i], and the block at
-// w[blen:] with corr[1] into rows t[(16+o)*ldt+i]. A kernel set that has
-// one runs it where a group has two blocks left (it reads each pixel's
-// activations once for both); len(t) >= 31*ldt+len(px).
-type ImplicitI8Pair func(w []int8, blen int, x []byte, px []int, segs []int32, corr *[2][ImplicitOC]int32, t []int32, ldt int, scratch []int32)
+// into t0 and the block at w[blen:] into t1. A kernel set that has one runs
+// it where a group has two blocks left (it reads each pixel's activations
+// once for both).
+type ImplicitI8Pair func(w []int8, blen int, x []byte, px []int, segs []int32, t0, t1 []int32)
 
-// implicitPairBlocks returns the two blocks of an ImplicitI8Pair call, each
-// as ImplicitI8 takes them (the wrappers panic unless blen > 0 and w holds
-// both blocks).
-func implicitPairBlocks(w []int8, blen int, corr *[2][ImplicitOC]int32, t []int32, ldt int) (w0, w1 []int8, c0, c1 *[ImplicitOC]int32, t0, t1 []int32) {
-	if blen <= 0 || len(w)/2 < blen || ldt <= 0 || len(t)/ImplicitOC < ldt { // divisions: nothing wraps
+// implicitPairBlocks returns the two weight blocks of an ImplicitI8Pair call
+// (the wrappers panic unless blen > 0 and w holds both blocks).
+func implicitPairBlocks(w []int8, blen int) (w0, w1 []int8) {
+	if blen <= 0 || len(w)/2 < blen { // a division: nothing wraps
 		panic("gemm: implicit pair arguments malformed")
 	}
-	return w[:blen], w[blen : 2*blen], &corr[0], &corr[1], t, t[ImplicitOC*ldt:]
+	return w[:blen], w[blen : 2*blen]
 }
 
 // implicitI8PairGeneric is the generic ImplicitI8Pair, the oracle: the
 // generic kernel on each block.
-func implicitI8PairGeneric(w []int8, blen int, x []byte, px []int, segs []int32, corr *[2][ImplicitOC]int32, t []int32, ldt int, scratch []int32) {
-	w0, w1, c0, c1, t0, t1 := implicitPairBlocks(w, blen, corr, t, ldt)
-	implicitI8Generic(w0, x, px, segs, c0, t0, ldt, scratch)
-	implicitI8Generic(w1, x, px, segs, c1, t1, ldt, scratch)
+func implicitI8PairGeneric(w []int8, blen int, x []byte, px []int, segs []int32, t0, t1 []int32) {
+	w0, w1 := implicitPairBlocks(w, blen)
+	implicitI8Generic(w0, x, px, segs, t0)
+	implicitI8Generic(w1, x, px, segs, t1)
+}
+
+// FoldTiles turns n pixels of an ImplicitI8 tile t into float32 output
+// rows: for i < n and o < noc (1 to ImplicitOC),
+//
+//	dst[o*ldd+i] = float32(float32(float32(t[i*16+o] - corr[o]) / a) * sc[o])
+//
+// plus bias[o] when bias is not nil, each operation rounded to float32 in
+// that order (the int8 fold's arithmetic, FoldI32, per channel), with ldd
+// >= n, len(t) >= 16*n and dst holding (noc-1)*ldd+n values (the wrappers
+// panic otherwise). stream asks for non-temporal stores where the rows
+// allow them (the caller then runs its set's Fence before the output is
+// read). buf is the kernel's working space, at least FoldTilesScratch
+// values (contents ignored and overwritten): the caller keeps one per
+// goroutine, so that no call clears a buffer of its own.
+type FoldTiles func(dst []float32, ldd int, t []int32, n, noc int, corr *[ImplicitOC]int32, a float32,
+	sc, bias *[ImplicitOC]float32, stream bool, buf []float32)
+
+// FoldTilesScratch is the least length of FoldTiles' buf.
+const FoldTilesScratch = ImplicitOC * foldTilesPart
+
+// foldTilesPart is the pixels per pass of a FoldTiles buffer: an implicit
+// work unit's (96).
+const foldTilesPart = 96
+
+// checkFoldTiles panics on a bad FoldTiles call.
+func checkFoldTiles(ld, ldd, lt, n, noc, lbuf int) {
+	// ld >= (noc-1)*ldd + n, written with a division so that no ldd wraps
+	if n < 1 || noc < 1 || noc > ImplicitOC || ldd < n || lt/ImplicitOC < n || ld < n || lbuf < FoldTilesScratch ||
+		(noc > 1 && (ld-n)/(noc-1) < ldd) {
+		panic("gemm: bad FoldTiles arguments")
+	}
+}
+
+// foldTilesGeneric is the generic FoldTiles, the oracle (stream ignored).
+func foldTilesGeneric(dst []float32, ldd int, t []int32, n, noc int, corr *[ImplicitOC]int32, a float32,
+	sc, bias *[ImplicitOC]float32, _ bool, buf []float32) {
+	checkFoldTiles(len(dst), ldd, len(t), n, noc, len(buf))
+	foldTilesRange(dst, ldd, t, 0, n, noc, corr, a, sc, bias)
+}
+
+// foldTilesRange is foldTilesGeneric's arithmetic for pixels i0 <= i < i1.
+func foldTilesRange(dst []float32, ldd int, t []int32, i0, i1, noc int, corr *[ImplicitOC]int32, a float32,
+	sc, bias *[ImplicitOC]float32) {
+	for o := range noc {
+		row := dst[o*ldd:]
+		for i := i0; i < i1; i++ {
+			v := float32(float32(float32(t[i*ImplicitOC+o]-corr[o])/a) * sc[o])
+			if bias != nil {
+				v = v + bias[o]
+			}
+			row[i] = v
+		}
+	}
 }
 
 // ImplicitSegs returns the segments of one output pixel's K dimension: taps
@@ -116,11 +163,9 @@ func ImplicitSegs(taps []int, quads int) []int32 {
 
 // checkImplicit panics unless the buffers hold what ImplicitI8 reads and
 // writes; it returns the quads of segs.
-func checkImplicit(w []int8, x []byte, px []int, segs []int32, t []int32, ldt int) int {
-	// len(t) >= 15*ldt + len(px), written with a division so that no ldt
-	// wraps it around
-	if len(segs) == 0 || len(segs)%3 != 0 || len(px) == 0 || len(px)%ImplicitPix != 0 || ldt < len(px) ||
-		len(t) < len(px) || (len(t)-len(px))/(ImplicitOC-1) < ldt {
+func checkImplicit(w []int8, x []byte, px []int, segs []int32, t []int32) int {
+	if len(segs) == 0 || len(segs)%3 != 0 || len(px) == 0 || len(px)%ImplicitPix != 0 ||
+		len(t)/ImplicitOC < len(px) {
 		panic("gemm: implicit kernel arguments malformed")
 	}
 	quads, since, span := 0, 0, 0
@@ -150,8 +195,8 @@ func checkImplicit(w []int8, x []byte, px []int, segs []int32, t []int32, ldt in
 }
 
 // implicitI8Generic is the generic ImplicitI8, the oracle.
-func implicitI8Generic(w []int8, x []byte, px []int, segs []int32, corr *[ImplicitOC]int32, t []int32, ldt int, _ []int32) {
-	checkImplicit(w, x, px, segs, t, ldt)
+func implicitI8Generic(w []int8, x []byte, px []int, segs []int32, t []int32) {
+	checkImplicit(w, x, px, segs, t)
 	for i, p := range px {
 		var acc [ImplicitOC]int32
 		wq := w
@@ -168,9 +213,7 @@ func implicitI8Generic(w []int8, x []byte, px []int, segs []int32, corr *[Implic
 			}
 			wq = wq[n*implicitQuadBytes:]
 		}
-		for o, v := range acc {
-			t[o*ldt+i] = v - corr[o]
-		}
+		copy(t[i*ImplicitOC:][:ImplicitOC], acc[:])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/bitnet-go/bitnet_go/gokern/ternary"
 )
@@ -128,31 +129,23 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 		for i := range px {
 			px[i] = rng.IntN(65)
 		}
-		var corr [ImplicitOC]int32
-		for o := range corr {
-			corr[o] = int32(rng.IntN(1<<20) - 1<<19)
-		}
-		ldt := len(px) + rng.IntN(3)
-		want := make([]int32, (ImplicitOC-1)*ldt+len(px))
+		want := make([]int32, ImplicitOC*len(px))
 		for i, p := range px {
 			wq := 0
 			for _, off := range taps {
 				for q := range tc.quads {
 					for o := range ImplicitOC {
 						for c := range 4 {
-							want[o*ldt+i] += int32(w[(wq+q)*64+4*o+c]) * int32(x[p+off+4*q+c])
+							want[i*ImplicitOC+o] += int32(w[(wq+q)*64+4*o+c]) * int32(x[p+off+4*q+c])
 						}
 					}
 				}
 				wq += tc.quads
 			}
-			for o := range ImplicitOC {
-				want[o*ldt+i] -= corr[o]
-			}
 		}
-		got := make([]int32, len(want))
-		implicitI8Generic(w, x, px, segs, &corr, got, ldt, nil)
-		if i := firstDiff(got, want); i >= 0 {
+		got := stale(len(want) + 5) // a longer t: nothing past the tiles is written
+		implicitI8Generic(w, x, px, segs, got)
+		if i := firstDiff(got[:len(want)], want); i >= 0 {
 			t.Fatalf("%s: generic [%d] = %d, want %d", tc.name, i, got[i], want[i])
 		}
 		// The pair kernels: w's block and a second one (random, or the
@@ -167,32 +160,35 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 				w2[blen+i] = int8(rng.IntN(3) - 1)
 			}
 		}
-		var corr2 [2][ImplicitOC]int32
-		corr2[0] = corr
-		for o := range ImplicitOC {
-			corr2[1][o] = int32(rng.IntN(1<<20) - 1<<19)
+		want1 := make([]int32, len(want))
+		implicitI8Generic(w2[blen:], x, px, segs, want1)
+		got0, got1 := make([]int32, len(want)), make([]int32, len(want))
+		implicitI8PairGeneric(w2, blen, x, px, segs, got0, got1)
+		if i := firstDiff(got0, want); i >= 0 {
+			t.Fatalf("%s: generic pair, block 0 [%d] = %d, want %d", tc.name, i, got0[i], want[i])
 		}
-		want2 := make([]int32, ImplicitOC*ldt+len(want))
-		copy(want2, want)
-		implicitI8Generic(w2[blen:], x, px, segs, &corr2[1], want2[ImplicitOC*ldt:], ldt, nil)
-		got2 := make([]int32, len(want2))
-		implicitI8PairGeneric(w2, blen, x, px, segs, &corr2, got2, ldt, nil)
-		if i := firstDiff(got2, want2); i >= 0 {
-			t.Fatalf("%s: generic pair [%d] = %d, want %d", tc.name, i, got2[i], want2[i])
+		if i := firstDiff(got1, want1); i >= 0 {
+			t.Fatalf("%s: generic pair, block 1 [%d] = %d, want %d", tc.name, i, got1[i], want1[i])
 		}
 		for _, ks := range ConvI8Families() {
 			if ks.Implicit != nil {
-				clear(got)
-				ks.Implicit(w, x, px, segs, &corr, got, ldt, stale(ImplicitScratch))
-				if i := firstDiff(got, want); i >= 0 {
+				got := stale(len(want) + 5)
+				ks.Implicit(w, x, px, segs, got)
+				if i := firstDiff(got[:len(want)], want); i >= 0 {
 					t.Fatalf("%s: %s [%d] = %d, want %d", tc.name, ks.Family, i, got[i], want[i])
+				}
+				if i := firstDiff(got[len(want):], stale(len(want) + 5)[len(want):]); i >= 0 {
+					t.Fatalf("%s: %s wrote past the tiles", tc.name, ks.Family)
 				}
 			}
 			if ks.ImplicitPair != nil {
-				clear(got2)
-				ks.ImplicitPair(w2, blen, x, px, segs, &corr2, got2, ldt, stale(ImplicitScratch))
-				if i := firstDiff(got2, want2); i >= 0 {
-					t.Fatalf("%s: %s pair [%d] = %d, want %d", tc.name, ks.Family, i, got2[i], want2[i])
+				got0, got1 := stale(len(want)), stale(len(want))
+				ks.ImplicitPair(w2, blen, x, px, segs, got0, got1)
+				if i := firstDiff(got0, want); i >= 0 {
+					t.Fatalf("%s: %s pair, block 0 [%d] = %d, want %d", tc.name, ks.Family, i, got0[i], want[i])
+				}
+				if i := firstDiff(got1, want1); i >= 0 {
+					t.Fatalf("%s: %s pair, block 1 [%d] = %d, want %d", tc.name, ks.Family, i, got1[i], want1[i])
 				}
 			}
 		}
@@ -206,7 +202,6 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 	w := make([]int8, ImplicitBlockLen(1, 2))
 	x := make([]byte, 16)
 	tt := make([]int32, ImplicitPix*ImplicitOC)
-	var corr [ImplicitOC]int32
 	tile := func(last int) []int { // a tile of pixels at 0 but the last
 		px := make([]int, ImplicitPix)
 		px[ImplicitPix-1] = last
@@ -222,8 +217,6 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 			pairs = append(pairs, ks.ImplicitPair)
 		}
 	}
-	tt2 := make([]int32, 2*ImplicitPix*ImplicitOC)
-	var corr2 [2][ImplicitOC]int32
 	for _, tc := range []struct {
 		name string
 		px   []int
@@ -245,7 +238,7 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 						t.Errorf("%s: no panic", tc.name)
 					}
 				}()
-				k(tc.w, x, tc.px, tc.segs, &corr, tt, ImplicitPix, make([]int32, ImplicitScratch))
+				k(tc.w, x, tc.px, tc.segs, tt)
 			}()
 		}
 		// the pair kernels on two copies of the case's block
@@ -257,44 +250,22 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 						t.Errorf("%s: pair: no panic", tc.name)
 					}
 				}()
-				k(w2, len(tc.w), x, tc.px, tc.segs, &corr2, tt2, ImplicitPix, make([]int32, ImplicitScratch))
+				k(w2, len(tc.w), x, tc.px, tc.segs, tt, tt)
 			}()
 		}
 	}
-	// a row stride so large that 15*ldt wraps around
-	for _, k := range kernels {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("huge ldt: no panic")
-				}
-			}()
-			// two tiles: the assembly kernels' rows go through tileRowsAVX2
-			k(w, x, append(tile(0), tile(0)...), segs, &corr, make([]int32, 4*ImplicitPix*ImplicitOC), math.MaxUint64/15+1,
-				make([]int32, ImplicitScratch))
-		}()
-	}
-	for _, k := range pairs {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("pair huge ldt: no panic")
-				}
-			}()
-			w2 := append(append([]int8(nil), w...), w...)
-			k(w2, len(w), x, tile(0), segs, &corr2, tt2, 1<<60+1, make([]int32, ImplicitScratch))
-		}()
-	}
-	// pair arguments of their own: blen 0, weights for one block, sums for one block
+	// pair arguments of their own: blen 0, weights for one block, sums for
+	// one block in either output
 	okPx := tile(0)
 	w2 := append(append([]int8(nil), w...), w...)
 	for _, tc := range []struct {
-		name string
-		w    []int8
-		blen int
-		t    []int32
+		name   string
+		w      []int8
+		blen   int
+		t0, t1 []int32
 	}{
-		{"blen 0", w2, 0, tt2}, {"one block of weights", w, len(w), tt2}, {"sums for one block", w2, len(w), tt},
+		{"blen 0", w2, 0, tt, tt}, {"one block of weights", w, len(w), tt, tt},
+		{"block 0 short", w2, len(w), tt[1:], tt}, {"block 1 short", w2, len(w), tt, tt[1:]},
 	} {
 		for _, k := range pairs {
 			func() {
@@ -303,7 +274,7 @@ func TestImplicitBadArgsPanic(t *testing.T) {
 						t.Errorf("pair %s: no panic", tc.name)
 					}
 				}()
-				k(tc.w, tc.blen, x, okPx, segs, &corr2, tc.t, ImplicitPix, make([]int32, ImplicitScratch))
+				k(tc.w, tc.blen, x, okPx, segs, tc.t0, tc.t1)
 			}()
 		}
 	}
@@ -382,11 +353,9 @@ func benchImplicit(b *testing.B, ks *ConvI8) {
 			px[i] = i * c
 		}
 		t := make([]int32, ImplicitOC*len(px))
-		scratch := make([]int32, ImplicitScratch)
-		var corr [ImplicitOC]int32
 		b.Run(fmt.Sprintf("3x3_c%d/%s", c, ks.Family), func(b *testing.B) {
 			for b.Loop() {
-				ks.Implicit(w, x, px, segs, &corr, t, len(px), scratch)
+				ks.Implicit(w, x, px, segs, t)
 			}
 			b.ReportMetric(float64(len(px)*ImplicitOC*9*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
@@ -394,23 +363,151 @@ func benchImplicit(b *testing.B, ks *ConvI8) {
 			continue
 		}
 		w2 := make([]int8, 2*len(w))
-		t2 := make([]int32, 2*len(t))
-		var corr2 [2][ImplicitOC]int32
+		t1 := make([]int32, len(t))
 		b.Run(fmt.Sprintf("3x3_c%d/%s/pair", c, ks.Family), func(b *testing.B) {
 			for b.Loop() {
-				ks.ImplicitPair(w2, len(w), x, px, segs, &corr2, t2, len(px), scratch)
+				ks.ImplicitPair(w2, len(w), x, px, segs, t, t1)
 			}
 			b.ReportMetric(float64(2*len(px)*ImplicitOC*9*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
 }
 
-// stale returns n int32 of garbage: a kernel's scratch must not be read
-// before it is written.
+// stale returns n int32 of garbage: what a kernel writes must not be read
+// before it is written, and what it does not write must stay as it was.
 func stale(n int) []int32 {
 	s := make([]int32, n)
 	for i := range s {
 		s[i] = int32(i*2654435761) ^ 0x5a5a5a5a
 	}
 	return s
+}
+
+// TestFoldTiles checks every family's FoldTiles against the generic one,
+// and the generic one against FoldI32's arithmetic on each channel's row
+// (the fold the implicit path had before its tiles were folded directly),
+// bit for bit: random sums (wrapping with the corrections), scales of both
+// signs and a zero, every pixel count up to three blocks and a tail, partial
+// blocks of channels, row strides, bias or none, and streaming stores at
+// every alignment of dst (head pixels before the 32-byte boundary). What
+// lies around the rows must stay as it was.
+func TestFoldTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct {
+		name   string
+		ns     []int
+		noc    int
+		extra  int // ldd - n
+		bias   bool
+		stream bool
+		offs   []int // dst offsets in floats (alignments)
+	}{
+		{"full", []int{1, 7, 8, 9, 16, 24, 31, 96}, 16, 0, false, false, []int{0, 1}},
+		{"full bias", []int{8, 13, 96}, 16, 3, true, false, []int{0, 5}},
+		{"partial channels", []int{1, 8, 50, 96, 97, 200}, 5, 2, true, false, []int{0}},
+		{"one channel", []int{8, 17}, 1, 0, false, false, []int{0}},
+		{"15 channels", []int{16, 96}, 15, 1, true, false, []int{3}},
+		{"stream aligned rows", []int{8, 23, 96}, 16, 8, true, true, []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{"stream unaligned stride", []int{8, 96}, 16, 1, false, true, []int{0, 3}},
+	} {
+		for _, n := range tc.ns {
+			for _, off := range tc.offs {
+				tiles := make([]int32, ImplicitOC*n+3)
+				for i := range tiles {
+					tiles[i] = int32(rng.Uint32())
+					if i%3 == 0 {
+						tiles[i] = int32(rng.IntN(1<<16) - 1<<15)
+					}
+				}
+				var corr [ImplicitOC]int32
+				var sc, bias [ImplicitOC]float32
+				for o := range ImplicitOC {
+					corr[o] = int32(rng.IntN(1<<20) - 1<<19)
+					sc[o] = float32(rng.NormFloat64())
+					bias[o] = float32(rng.NormFloat64())
+				}
+				sc[2] = 0 // a zero scale: signed zeros
+				a := float32(rng.Float64()*100 + 0.01)
+				var pb *[ImplicitOC]float32
+				if tc.bias {
+					pb = &bias
+				}
+				ldd := n + tc.extra
+				size := (tc.noc-1)*ldd + n
+				// want: each channel's row through the generic FoldI32
+				want := make([]float32, off+size+16)
+				for i := range want {
+					want[i] = float32(i) + 0.5 // the surroundings, unchanged
+				}
+				init := append([]float32(nil), want...)
+				for o := range tc.noc {
+					row := make([]int32, n)
+					for i := range row {
+						row[i] = tiles[i*ImplicitOC+o] - corr[o]
+					}
+					foldI32Generic(want[off+o*ldd:][:n], row, a, sc[o], bias[o], false, tc.bias)
+				}
+				kernels := []FoldTiles{foldTilesGeneric}
+				names := []string{"generic"}
+				for _, ks := range ConvI8Families() {
+					kernels = append(kernels, ks.FoldTiles)
+					names = append(names, string(ks.Family))
+				}
+				for ki, k := range kernels {
+					// a 64-byte aligned buffer, so that off sets the alignment
+					raw := make([]float32, len(want)+16)
+					base := int(-uintptr(unsafe.Pointer(&raw[0])) % 64 / 4)
+					got := raw[base:][:len(want)]
+					copy(got, init)
+					k(got[off:][:size], ldd, tiles, n, tc.noc, &corr, a, &sc, pb, tc.stream, make([]float32, FoldTilesScratch))
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s n=%d off=%d: %s [%d] = %v, want %v", tc.name, n, off, names[ki], i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFoldTilesBadArgsPanic: the folds refuse rows past dst, tiles short of
+// n pixels, strides below n, channel counts out of range and a short
+// buffer.
+func TestFoldTilesBadArgsPanic(t *testing.T) {
+	var corr [ImplicitOC]int32
+	var sc [ImplicitOC]float32
+	tiles := make([]int32, ImplicitOC*8)
+	buf := make([]float32, FoldTilesScratch)
+	for _, tc := range []struct {
+		name        string
+		dst         int
+		ldd, n, noc int
+		tiles       []int32
+		buf         []float32
+	}{
+		{"dst short", 15*8 + 7, 8, 8, 16, tiles, buf},
+		{"tiles short", 15*8 + 8, 8, 8, 16, tiles[1:], buf},
+		{"stride below n", 15*8 + 8, 7, 8, 16, tiles, buf},
+		{"no pixels", 100, 8, 0, 16, tiles, buf},
+		{"no channels", 100, 8, 8, 0, tiles, buf},
+		{"17 channels", 1000, 8, 8, 17, tiles, buf},
+		{"stride wraps", 100, math.MaxInt/2 + 1, 8, 16, tiles, buf},
+		{"buffer short", 15*8 + 8, 8, 8, 16, tiles, buf[1:]},
+	} {
+		kernels := []FoldTiles{foldTilesGeneric}
+		for _, ks := range ConvI8Families() {
+			kernels = append(kernels, ks.FoldTiles)
+		}
+		for _, k := range kernels {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: no panic", tc.name)
+					}
+				}()
+				k(make([]float32, tc.dst), tc.ldd, tc.tiles, tc.n, tc.noc, &corr, 1, &sc, nil, false, tc.buf)
+			}()
+		}
+	}
 }

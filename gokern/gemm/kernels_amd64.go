@@ -40,7 +40,6 @@ func withMicro(fam cpu.Family, wide, vnni bool) *Kernels {
 		PanelI8: func(kc int) int { return panelI8(kc, nrI8) },
 		GemvF32: gemvF32AVX2Kernel, packPanel: packPanelAVX2Kernel,
 		FoldI32: foldI32AVX2Kernel, FoldF32: foldF32AVX2Kernel,
-		FoldI32Stream: foldI32StreamAVX2Kernel, Fence: sfenceAVX2,
 		FoldI32Scales: foldI32ScalesAVX2Kernel, FoldF32Scales: foldF32ScalesAVX2Kernel}
 	if vnni {
 		k.I8Family = fam
@@ -331,27 +330,6 @@ func foldI32AVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, add
 	n := len(dst) &^ 7
 	if n > 0 {
 		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, foldMode(add, addBias))
-	}
-	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
-}
-
-// foldI32StreamAVX2Kernel is foldI32AVX2Kernel with non-temporal stores
-// from dst's first 32-byte boundary on (the elements before it, and the
-// tail, by the generic code); a dst not even 4-byte aligned (never from Go
-// or numpy, possible through the C ABI) never reaches one: plain stores.
-func foldI32StreamAVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
-	src = src[:len(dst)]
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
-	if addr%4 != 0 {
-		foldI32AVX2Kernel(dst, src, a, sc, bias, add, addBias)
-		return
-	}
-	head := min(int(-addr%32/4), len(dst))
-	foldI32Generic(dst[:head], src[:head], a, sc, bias, add, addBias)
-	dst, src = dst[head:], src[head:]
-	n := len(dst) &^ 7
-	if n > 0 {
-		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, foldMode(add, addBias)|4)
 	}
 	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
 }

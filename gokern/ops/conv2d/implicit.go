@@ -95,32 +95,28 @@ func useImplicit(d *Dims, sc *scaler, ks *gemm.ConvI8) bool {
 	return ok && ok2 && padded <= 4*d.XLen+1<<20
 }
 
-// implicitKernels are the kernels of the implicit GEMM: the GEMM itself and
-// the quantizers into its layout.
+// implicitKernels are the kernels of the implicit GEMM: the GEMM itself, the
+// quantizers into its layout and the fold of its tiles into the output.
 type implicitKernels struct {
-	gemm   gemm.ImplicitI8
-	pair   gemm.ImplicitI8Pair // nil: gemm on each block
-	q16    gemm.QuantU8x16
-	q8     gemm.QuantU8x8
-	q4     gemm.QuantU8x4
-	fold   foldI32Fn // FoldI32
-	stream foldI32Fn // FoldI32Stream
-	fence  func()
+	gemm  gemm.ImplicitI8
+	pair  gemm.ImplicitI8Pair // nil: gemm on each block
+	q16   gemm.QuantU8x16
+	q8    gemm.QuantU8x8
+	q4    gemm.QuantU8x4
+	fold  gemm.FoldTiles
+	fence func()
 }
 
-// foldI32Fn is the shape of gemm.Kernels.FoldI32 and FoldI32Stream.
-type foldI32Fn = func(dst []float32, src []int32, a, sc, bias float32, add, addBias bool)
-
-// implicitOf returns the implicit kernels of the conv_i8 set i8 with the
-// folds of the conv_gemm set ks.
-func implicitOf(ks *gemm.Kernels, i8 *gemm.ConvI8) implicitKernels {
-	return implicitKernels{i8.Implicit, i8.ImplicitPair, i8.QuantU8x16, i8.QuantU8x8, i8.QuantU8x4, ks.FoldI32, ks.FoldI32Stream, ks.Fence}
+// implicitOf returns the implicit kernels of the conv_i8 set i8.
+func implicitOf(i8 *gemm.ConvI8) implicitKernels {
+	return implicitKernels{i8.Implicit, i8.ImplicitPair, i8.QuantU8x16, i8.QuantU8x8, i8.QuantU8x4, i8.FoldTiles, i8.Fence}
 }
 
 // streamOutBytes is the least output for which the implicit GEMM writes it
-// with streaming stores (FoldI32Stream): an output this large leaves the
-// caches anyway, and writing it past them saves reading every line first.
-// Smaller outputs stay in the caches for the next layer. Tests lower it.
+// with streaming stores (FoldTiles' stream): an output this large leaves
+// the caches anyway, and writing it past them saves reading every line
+// first. Smaller outputs stay in the caches for the next layer. Tests
+// lower it.
 var streamOutBytes = 4 << 20
 
 // implicitConv computes the convolution with the kernels k from the
@@ -143,10 +139,6 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 	// when its weights are (each block stays while every range passes).
 	total := d.N * d.P
 	stream := 4*d.OutLen >= streamOutBytes
-	fold := k.fold
-	if stream {
-		fold = k.stream
-	}
 	nr := ceilDivPos(total, implicitPix)
 	rangesFast := nob*blen > d.N*g.hp*g.wp*g.cg4
 	// A unit's blocks: two at a time where the kernel set has a pair kernel
@@ -158,10 +150,11 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 	nbu := ceilDivPos(nob, step) // block units per group
 	units := d.Groups * nr * nbu
 	par.Run(par.ChunksWork(units, implicitPix*gemm.ImplicitOC*step*d.K), func(_, lo, hi int) {
-		px := make([]int, implicitPix)
-		var rows [2 * gemm.ImplicitOC * implicitPix]int32 // the sums, a row per channel
-		scratch := make([]int32, gemm.ImplicitScratch)
-		var runs []sampleRun // the range's pixels per sample
+		ws, wh := implicitWork.Sized(1) // the chunk's buffers, kept from call to call
+		defer implicitWork.Put(wh)
+		wk := &ws[0]
+		px, runs := wk.px[:], wk.runs[:0]
+		defer func() { wk.runs = runs[:0] }()
 		lastR, lastG := -1, -1
 		for u := lo; u < hi && !par.Stopped(); u++ {
 			var bu, r, gi int
@@ -206,16 +199,25 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 			}
 			b, nblk := gi*nob+ob, min(step, nob-ob)
 			if nblk == 2 {
-				k.pair(wb[b*blen:][:2*blen], blen, xp, px[:npx], segs, (*[2][gemm.ImplicitOC]int32)(corr[b:b+2]), rows[:], implicitPix, scratch)
+				k.pair(wb[b*blen:][:2*blen], blen, xp, px[:npx], segs, wk.tiles[0][:], wk.tiles[1][:])
 			} else {
-				k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, &corr[b], rows[:], implicitPix, scratch)
+				k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, wk.tiles[0][:])
 			}
-			for o := range min(nblk*gemm.ImplicitOC, d.Og-ob*gemm.ImplicitOC) {
-				oc := gi*d.Og + ob*gemm.ImplicitOC + o
-				row := rows[o*implicitPix:]
-				bias, addBias := sc.biasAt(oc, 0) // one scale block (useImplicit)
+			for bi := range nblk {
+				oc0 := ob*gemm.ImplicitOC + bi*gemm.ImplicitOC // the block's first channel in the group
+				noc := min(gemm.ImplicitOC, d.Og-oc0)
+				oc0 += gi * d.Og
+				pb := &wk.bias
+				if sc.bias == nil {
+					pb = nil
+				}
+				for o := range noc {
+					wk.scale[o] = sc.scale(oc0+o, 0) // one scale block (useImplicit)
+					wk.bias[o], _ = sc.biasAt(oc0+o, 0)
+				}
 				for _, run := range runs {
-					fold(out[run.out+oc*d.P:][:run.m], row[run.at:][:run.m], a[run.n], sc.scale(oc, 0), bias, false, addBias)
+					k.fold(out[run.out+oc0*d.P:], d.P, wk.tiles[bi][run.at*gemm.ImplicitOC:], run.m, noc, &corr[b+bi],
+						a[run.n], &wk.scale, pb, stream, wk.fold[:])
 				}
 			}
 		}
@@ -224,6 +226,26 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 		}
 	})
 }
+
+// implicitChunkWork is the buffers of one chunk of implicitConv's units:
+// the pixel offsets of a range, the tiles of a unit's one or two blocks, a
+// block's scales and biases, the fold's buffer and the range's runs. Every
+// field is written before it is read (a partial block's scales and biases
+// past its channels only reach rows the fold does not write out), so a
+// kept one serves with stale contents.
+type implicitChunkWork struct {
+	px          [implicitPix]int
+	tiles       [2][gemm.ImplicitOC * implicitPix]int32
+	scale, bias [gemm.ImplicitOC]float32 // a block's channels'
+	fold        [gemm.FoldTilesScratch]float32
+	runs        []sampleRun
+}
+
+// implicitWork keeps implicitConv's chunk buffers from call to call: fresh
+// ones (25 KB a chunk, up to four chunks a thread) were 94% of the bytes a
+// call allocated, and their clearing and the collections they caused about
+// 4% of a 1x1 layer's time (Zen 4, one thread).
+var implicitWork = &buf.List[implicitChunkWork]{MaxCap: 1, MaxCount: par.MaxThreads}
 
 // sampleRun is the part of a pixel range in one sample n: m pixels from
 // index at of the range, written from out[run.out + channel*P].

@@ -22,15 +22,14 @@ func TestImplicitAgrees(t *testing.T) {
 	keepThreads(t)
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(11, 11))
-	gen := gemm.Generic()
-	generic := implicitOf(gen, gemm.ConvI8Families()[0])
+	generic := implicitOf(gemm.ConvI8Families()[0])
 	generic.gemm = gemm.ImplicitGeneric()
 	genericPair := generic
 	genericPair.pair = gemm.ImplicitPairGeneric()
 	kernels := map[string]implicitKernels{"generic": generic, "generic pairs": genericPair}
 	for _, i8 := range gemm.ConvI8Families() {
 		if i8.Implicit != nil {
-			k := implicitOf(gemm.KernelOp.Get(), i8)
+			k := implicitOf(i8)
 			kernels[fmt.Sprint(i8.Family)] = k
 			if k.pair != nil { // the single-block kernel on every block too
 				k.pair = nil
@@ -88,12 +87,12 @@ func TestImplicitRowsMode(t *testing.T) {
 	keepThreads(t)
 	splitSmall(t)
 	rng := rand.New(rand.NewPCG(15, 15))
-	gen := implicitOf(gemm.Generic(), gemm.ConvI8Families()[0])
+	gen := implicitOf(gemm.ConvI8Families()[0])
 	gen.gemm, gen.pair = gemm.ImplicitGeneric(), gemm.ImplicitPairGeneric()
 	kernels := map[string]implicitKernels{"generic": gen}
 	for _, i8 := range gemm.ConvI8Families() {
 		if i8.Implicit != nil {
-			kernels[fmt.Sprint(i8.Family)] = implicitOf(gemm.KernelOp.Get(), i8)
+			kernels[fmt.Sprint(i8.Family)] = implicitOf(i8)
 		}
 	}
 	sh := func(n, c, h, w, o, k, s, pt, pl, pb, pr, dh int) Shape {
@@ -189,7 +188,7 @@ func TestScalesWriteLayoutInChunks(t *testing.T) {
 			tc.x[rng.IntN(d.XLen/d.N)+(d.N-1)*(d.XLen/d.N)] = float32(math.NaN())
 		}
 		g := newImplicitGeom(&d)
-		k := implicitOf(gemm.KernelOp.Get(), gemm.ConvI8Op.Get())
+		k := implicitOf(gemm.ConvI8Op.Get())
 		passChunk = old
 		want := actScales(&d, tc.x, scan, nil)
 		wantXp := append([]byte(nil), want.implicitLayout(&d, tc.x, g, k)...)
@@ -265,7 +264,7 @@ func TestLayoutU8(t *testing.T) {
 		a := []float32{37.5, 90}[:d.N]
 		g := newImplicitGeom(&d)
 		for _, i8 := range gemm.ConvI8Families() {
-			k := implicitOf(gemm.Generic(), i8)
+			k := implicitOf(i8)
 			stale, sh := layoutScratch.Sized(d.N * g.per)
 			for i := range stale {
 				stale[i] = 0x5a

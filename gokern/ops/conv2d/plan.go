@@ -207,7 +207,7 @@ func conv2d(d *Dims, x []float32, w Weights, bias []float32, out []float32, opt 
 	if opt.ActBits == 8 && d.N > 0 {
 		var lay *implicitLayoutOf
 		if implicitKind(kind, d, sc, ks) && !(kind == Pointwise && useGEMV(d)) {
-			lay = &implicitLayoutOf{newImplicitGeom(d), implicitOf(ks.gemm, ks.i8), opt.CheckFinite}
+			lay = &implicitLayoutOf{newImplicitGeom(d), implicitOf(ks.i8), opt.CheckFinite}
 		}
 		acts = actScales(d, x, ks.scan, lay)
 		defer acts.release()
@@ -296,7 +296,7 @@ func run(kind Algo, d *Dims, x []float32, acts *activations, w Weights, sc *scal
 		if err != nil {
 			return "", err
 		}
-		implicitConv(d, wl, x, acts, sc, out, implicitOf(g, ks.i8))
+		implicitConv(d, wl, x, acts, sc, out, implicitOf(ks.i8))
 		return kernelName("implicit_gemm", ks.i8.Family), nil
 	}
 	a, err := panels(d, w, g)
