@@ -20,8 +20,8 @@ import (
 // gemmAVX2 emits gokern/gemm/micro_avx2_amd64.s.
 var gemmAVX2 = kernels(microF32AVX2, prepI8AVX2, microI8AVX2, quantI8AVX2,
 	forEach(gemvColsF32, gemvF32AVX2), gemvI8AVX2Kernels,
-	packPanelAVX2, foldI32AVX2, foldF32AVX2, foldI32ScalesAVX2, foldF32ScalesAVX2, implicitI8AVX2, foldTilesAVX2, quantU8x8AVX2,
-	quantU8x4AVX2, sfenceAVX2, copyNTAVX2)
+	packPanelAVX2, foldI32AVX2, foldF32AVX2, foldI32ScalesAVX2, foldF32ScalesAVX2, implicitI8AVX2, foldTilesAVX2, tileRowsAVX2, quantU8x8AVX2,
+	quantU8x4AVX2, sfenceAVX2)
 
 // rowAddrs returns the memory operands of rows 0..3 of a tile at p with a
 // row stride of ld bytes (ld3 = 3*ld), plus disp.
@@ -814,27 +814,10 @@ func packPanelAVX2(c *build.Context) {
 // t = (float32(src[i]) / a) * sc (VCVTDQ2PS, VDIVPS, VMULPS: each rounded to
 // float32 as the generic code's operations are), then t = dst[i] + t when
 // mode&1, t = t + bias when mode&2, dst[i] = t. IEEE operations in the same
-// order: bit for bit the generic result.
+// order: bit for bit the generic result. mode&4 stores with VMOVNTPS (dst
+// 32-byte aligned; the caller fences).
 func foldI32AVX2(c *build.Context) {
 	fold(c, "foldI32AVX2", true, false)
-}
-
-// copyNTAVX2 copies n floats (a positive multiple of 8) from src to dst
-// (32-byte aligned) with non-temporal stores (VMOVNTPS), which write dst
-// past the caches; the caller fences (sfenceAVX2).
-func copyNTAVX2(c *build.Context) {
-	declareNoescape(c, "copyNTAVX2", "func(dst *float32, src *float32, n int)",
-		"copyNTAVX2 copies n floats (a positive multiple of 8) to dst (32-byte aligned) with non-temporal stores.")
-	pd, ps, n := loadArg(c, "dst"), loadArg(c, "src"), loadArg(c, "n")
-	c.SHRQ(operand.Imm(3), n)
-	repeat(c, "cntloop", n, func() {
-		v := c.YMM()
-		c.VMOVUPS(mem(ps, 0), v)
-		c.VMOVNTPS(v, mem(pd, 0))
-		c.ADDQ(operand.Imm(32), ps)
-		c.ADDQ(operand.Imm(32), pd)
-	})
-	vzeroRet(c)
 }
 
 // sfenceAVX2 is SFENCE: the non-temporal stores before it are visible
@@ -895,6 +878,9 @@ func fold(c *build.Context, name string, ints, scales bool) {
 	} else {
 		c.VBROADCASTSS(paramAddr(c, "sc"), vs)
 		c.VBROADCASTSS(paramAddr(c, "bias"), vb)
+		if ints {
+			modes = 8 // 4..7: the same with non-temporal stores
+		}
 	}
 	done := name + "done"
 	for m := range modes {
@@ -927,7 +913,11 @@ func fold(c *build.Context, name string, ints, scales bool) {
 		if m&2 != 0 {
 			c.VADDPS(vb, t, t)
 		}
-		c.VMOVUPS(t, mem(pd, 0))
+		if m&4 != 0 {
+			c.VMOVNTPS(t, mem(pd, 0))
+		} else {
+			c.VMOVUPS(t, mem(pd, 0))
+		}
 		c.ADDQ(operand.Imm(32), ps)
 		c.ADDQ(operand.Imm(32), pd)
 		if scales {

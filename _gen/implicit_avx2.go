@@ -156,15 +156,52 @@ func foldTileBlock(c *build.Context, pd, ld, ld3, pt, pc, ps, pb reg.Register, v
 			c.VADDPS(mem(pb, 32*h), r[j], r[j])
 		}
 	}
-	cols := transpose8Y(c, r) // column o: channel 8h+o of the 8 pixels
-	b4 := c.GP64()
-	c.LEAQ(operand.Mem{Base: pd, Index: ld, Scale: 4}, b4)
+	storeRows(c, transpose8Y(c, r), pd, ld, ld3, 0) // pd: the half's first row
+}
+
+// tileRowsAVX2 turns the implicit kernel's tiles (pixel-major: 16 sums per
+// pixel) into rows of output channels: for each block of 8 pixels and each
+// half of the 16 channels, 8 YMM loads (one pixel each), the corrections
+// subtracted, an 8x8 transpose (transpose8Y) and 8 stores of 8 pixels each
+// into dst rows ldd apart. gemm.FoldTiles runs it where it folds a row at a
+// time (streaming stores, a partial block of channels).
+func tileRowsAVX2(c *build.Context) {
+	declareNoescape(c, "tileRowsAVX2", "func(dst *int32, ldd int, t *int32, nblk int, corr *int32)",
+		"tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).")
+	pd, ld, pt, n, pc := loadArg(c, "dst"), loadArg(c, "ldd"), loadArg(c, "t"), loadArg(c, "nblk"), loadArg(c, "corr")
+	c.SHLQ(operand.Imm(2), ld)
+	ld3 := times3(c, ld)
+	repeat(c, "trblk", n, func() {
+		for h := range 2 {
+			r := make([]reg.VecVirtual, 8)
+			for j := range r {
+				r[j] = c.YMM()
+				c.VMOVDQU(mem(pt, 64*j+32*h), r[j])
+				c.VPSUBD(mem(pc, 32*h), r[j], r[j])
+			}
+			storeRows(c, transpose8Y(c, r), pd, ld, ld3, h)
+		}
+		c.ADDQ(operand.U32(8*64), pt)
+		c.ADDQ(operand.Imm(32), pd)
+	})
+	vzeroRet(c)
+}
+
+// storeRows stores the 8 columns of a transposed block (channels 8h+o, o <
+// 8) into their rows: row 8h+o at p + (8h+o)*ld (ld in bytes, ld3 = 3*ld).
+func storeRows(c *build.Context, cols []reg.VecVirtual, p, ld, ld3 reg.Register, h int) {
+	b0, b4 := p, c.GP64()
+	if h == 1 {
+		b0 = c.GP64()
+		c.LEAQ(operand.Mem{Base: p, Index: ld, Scale: 8}, b0)
+	}
+	c.LEAQ(operand.Mem{Base: b0, Index: ld, Scale: 4}, b4)
 	for o, v := range cols {
-		base := pd
+		base := b0
 		if o >= 4 {
 			base = b4
 		}
-		c.VMOVUPS(v, rowAddrs(base, ld, ld3, 0)[o%4])
+		c.VMOVDQU(v, rowAddrs(base, ld, ld3, 0)[o%4])
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // int16, _gen/implicit_avx2.go) and the avx512vnni one (VPDPBUSD on ZMM,
 // _gen/implicit_vnni.go); the avx512vnni one writes 8-channel runs of its
 // input with quantU8x8AVX512 (16 pixels a block), the rest as AVX2 does,
-// and both fold their tiles into the output with foldTilesAVX2.
+// and both fold their tiles into the output with foldTilesAVX2Kernel.
 var (
 	_ = ConvI8Op.Register(cpu.AVX2, &ConvI8{Family: cpu.AVX2, Implicit: implicitI8AVX2Kernel,
 		QuantU8x16: quantU8x16AVX2Kernel, QuantU8x8: quantU8x8AVX2Kernel, QuantU8x4: quantU8x4AVX2Kernel,
@@ -93,42 +93,51 @@ func implicitTiles(asm implicitTileFn, w []int8, x []byte, px []int, segs []int3
 	asm(unsafe.SliceData(w), unsafe.SliceData(x), &px[0], len(px)/ImplicitPix, unsafe.SliceData(segs), len(segs)/3, &t[0])
 }
 
-// foldTilesAVX2Kernel is FoldTiles: all 16 channels, blocks of 8 pixels
-// through foldTilesAVX2 (the pixels past the last whole block by the
-// generic code) straight into dst; a partial block of channels, or
-// streaming stores, through buf (16 rows), foldTilesPart pixels at a
-// time, its rows then copied out (with non-temporal stores where ldd is a
-// multiple of 8: every row's 32-byte boundaries at the same pixels). Each
-// row is written from its start to its end before the next: streaming
-// stores of 32 bytes into 16 rows at once, a block of pixels at a time,
-// left their lines half written and ran 2x slower than plain stores (1x1
-// 64->256 on 8 samples, Zen 4), and a buffer of the wrapper's own, cleared
-// on every call, cost a fifth of the call.
+// foldTilesAVX2Kernel is FoldTiles: with all 16 channels and plain stores,
+// blocks of 8 pixels through foldTilesAVX2 (the pixels past the last whole
+// block by the generic code) straight into dst. A partial block of
+// channels, or streaming stores, go a row at a time: foldTilesPart pixels
+// at a time the tiles become int32 rows in buf (tileRowsAVX2), then each
+// row is folded by foldI32AVX2Kernel, or foldI32StreamAVX2Kernel with
+// stream. Streaming stores need a row written from start to end while its
+// divisions run: 32-byte stores into 8 or 16 rows at once (a block of
+// pixels at a time) left lines half written and ran 2x slower than plain
+// stores, and a folded buffer copied out with them 1.07-1.28x slower than
+// this (1x1 64->256 on 8 samples, Zen 4).
 func foldTilesAVX2Kernel(dst []float32, ldd int, t []int32, n, noc int, corr *[ImplicitOC]int32, a float32,
-	sc, bias *[ImplicitOC]float32, stream bool, buf []float32) {
+	sc, bias *[ImplicitOC]float32, stream bool, buf []int32) {
 	checkFoldTiles(len(dst), ldd, len(t), n, noc, len(buf))
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
-	nt := stream && ldd%8 == 0 && addr%4 == 0
-	if noc == ImplicitOC && !nt {
+	if noc == ImplicitOC && !stream {
 		foldTilesAll(dst, ldd, t, n, corr, a, sc, bias)
 		return
 	}
+	fold := foldI32AVX2Kernel
+	if stream {
+		fold = foldI32StreamAVX2Kernel
+	}
 	for i0 := 0; i0 < n; i0 += foldTilesPart {
 		m := min(foldTilesPart, n-i0)
-		foldTilesAll(buf, foldTilesPart, t[i0*ImplicitOC:], m, corr, a, sc, bias)
+		tilesToRows(buf, foldTilesPart, t[i0*ImplicitOC:], m, corr)
 		for o := range noc {
-			row, src := dst[o*ldd+i0:][:m], buf[o*foldTilesPart:][:m]
-			if !nt {
-				copy(row, src)
-				continue
+			var b float32
+			if bias != nil {
+				b = bias[o]
 			}
-			h := min(m, int(-(addr+4*uintptr(i0))%32/4)) // pixels before the row's 32-byte boundary
-			k := (m - h) &^ 7
-			copy(row[:h], src[:h])
-			if k > 0 {
-				copyNTAVX2(&row[h], &src[h], k)
-			}
-			copy(row[h+k:], src[h+k:])
+			fold(dst[o*ldd+i0:][:m], buf[o*foldTilesPart:][:m], a, sc[o], b, false, bias != nil)
+		}
+	}
+}
+
+// tilesToRows sets rows[o*ldr+i] = t[i*16+o] - corr[o] for i < n, o < 16:
+// blocks of 8 pixels through tileRowsAVX2, the rest one by one.
+func tilesToRows(rows []int32, ldr int, t []int32, n int, corr *[ImplicitOC]int32) {
+	nb := n / 8
+	if nb > 0 {
+		tileRowsAVX2(&rows[0], ldr, &t[0], nb, &corr[0])
+	}
+	for i := 8 * nb; i < n; i++ {
+		for o := range ImplicitOC {
+			rows[o*ldr+i] = t[i*ImplicitOC+o] - corr[o]
 		}
 	}
 }

@@ -91,7 +91,7 @@ func implicitI8PairGeneric(w []int8, blen int, x []byte, px []int, segs []int32,
 // values (contents ignored and overwritten): the caller keeps one per
 // goroutine, so that no call clears a buffer of its own.
 type FoldTiles func(dst []float32, ldd int, t []int32, n, noc int, corr *[ImplicitOC]int32, a float32,
-	sc, bias *[ImplicitOC]float32, stream bool, buf []float32)
+	sc, bias *[ImplicitOC]float32, stream bool, buf []int32)
 
 // FoldTilesScratch is the least length of FoldTiles' buf.
 const FoldTilesScratch = ImplicitOC * foldTilesPart
@@ -111,7 +111,7 @@ func checkFoldTiles(ld, ldd, lt, n, noc, lbuf int) {
 
 // foldTilesGeneric is the generic FoldTiles, the oracle (stream ignored).
 func foldTilesGeneric(dst []float32, ldd int, t []int32, n, noc int, corr *[ImplicitOC]int32, a float32,
-	sc, bias *[ImplicitOC]float32, _ bool, buf []float32) {
+	sc, bias *[ImplicitOC]float32, _ bool, buf []int32) {
 	checkFoldTiles(len(dst), ldd, len(t), n, noc, len(buf))
 	foldTilesRange(dst, ldd, t, 0, n, noc, corr, a, sc, bias)
 }

@@ -387,10 +387,11 @@ func stale(n int) []int32 {
 // and the generic one against FoldI32's arithmetic on each channel's row
 // (the fold the implicit path had before its tiles were folded directly),
 // bit for bit: random sums (wrapping with the corrections), scales of both
-// signs and a zero, every pixel count up to three blocks and a tail, partial
-// blocks of channels, row strides, bias or none, and streaming stores at
-// every alignment of dst (head pixels before the 32-byte boundary). What
-// lies around the rows must stay as it was.
+// signs and a zero, pixel counts around the 8-pixel blocks and the 96-pixel
+// passes, partial blocks of channels, row strides, bias or none, and
+// streaming stores at every alignment of dst (head pixels before the
+// 32-byte boundary), with a stale buffer. What lies around the rows must
+// stay as it was.
 func TestFoldTiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, tc := range []struct {
@@ -409,6 +410,7 @@ func TestFoldTiles(t *testing.T) {
 		{"15 channels", []int{16, 96}, 15, 1, true, false, []int{3}},
 		{"stream aligned rows", []int{8, 23, 96}, 16, 8, true, true, []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{"stream unaligned stride", []int{8, 96}, 16, 1, false, true, []int{0, 3}},
+		{"stream partial channels", []int{9, 96, 100}, 11, 5, true, true, []int{0, 2}},
 	} {
 		for _, n := range tc.ns {
 			for _, off := range tc.offs {
@@ -459,7 +461,7 @@ func TestFoldTiles(t *testing.T) {
 					base := int(-uintptr(unsafe.Pointer(&raw[0])) % 64 / 4)
 					got := raw[base:][:len(want)]
 					copy(got, init)
-					k(got[off:][:size], ldd, tiles, n, tc.noc, &corr, a, &sc, pb, tc.stream, make([]float32, FoldTilesScratch))
+					k(got[off:][:size], ldd, tiles, n, tc.noc, &corr, a, &sc, pb, tc.stream, stale(FoldTilesScratch))
 					for i := range want {
 						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 							t.Fatalf("%s n=%d off=%d: %s [%d] = %v, want %v", tc.name, n, off, names[ki], i, got[i], want[i])
@@ -478,13 +480,13 @@ func TestFoldTilesBadArgsPanic(t *testing.T) {
 	var corr [ImplicitOC]int32
 	var sc [ImplicitOC]float32
 	tiles := make([]int32, ImplicitOC*8)
-	buf := make([]float32, FoldTilesScratch)
+	buf := make([]int32, FoldTilesScratch)
 	for _, tc := range []struct {
 		name        string
 		dst         int
 		ldd, n, noc int
 		tiles       []int32
-		buf         []float32
+		buf         []int32
 	}{
 		{"dst short", 15*8 + 7, 8, 8, 16, tiles, buf},
 		{"tiles short", 15*8 + 8, 8, 8, 16, tiles[1:], buf},

@@ -334,6 +334,28 @@ func foldI32AVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, add
 	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
 }
 
+// foldI32StreamAVX2Kernel is foldI32AVX2Kernel with non-temporal stores
+// from dst's first 32-byte boundary on (the elements before it, and the
+// tail, by the generic code); a dst not even 4-byte aligned (never from Go
+// or numpy, possible through the C ABI) never reaches one: plain stores.
+// FoldTiles' streaming stores (foldTilesAVX2Kernel); the caller fences.
+func foldI32StreamAVX2Kernel(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
+	src = src[:len(dst)]
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
+	if addr%4 != 0 {
+		foldI32AVX2Kernel(dst, src, a, sc, bias, add, addBias)
+		return
+	}
+	head := min(int(-addr%32/4), len(dst))
+	foldI32Generic(dst[:head], src[:head], a, sc, bias, add, addBias)
+	dst, src = dst[head:], src[head:]
+	n := len(dst) &^ 7
+	if n > 0 {
+		foldI32AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), n, a, sc, bias, foldMode(add, addBias)|4)
+	}
+	foldI32Generic(dst[n:], src[n:], a, sc, bias, add, addBias)
+}
+
 func foldF32AVX2Kernel(dst []float32, src []float32, sc, bias float32, add, addBias bool) {
 	src = src[:len(dst)]
 	n := len(dst) &^ 7

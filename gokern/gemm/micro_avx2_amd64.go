@@ -130,6 +130,11 @@ func implicitI8AVX2(w *int8, x *byte, px *int, ntile int, segs *int32, nseg int,
 //go:noescape
 func foldTilesAVX2(dst *float32, ldd int, t *int32, nblk int, corr *int32, a float32, sc *float32, bias *float32, mode int)
 
+// tileRowsAVX2 sets dst[o*ldd+i] = t[i*16+o] - corr[o] for o < 16, i < 8*nblk (nblk >= 1).
+//
+//go:noescape
+func tileRowsAVX2(dst *int32, ldd int, t *int32, nblk int, corr *int32)
+
 // quantU8x8AVX2 sets dst[x*cp+i] = byte(Quant8(src[i*hw+x], a)) ^ 0x80 for i < 8, x < 8*nblk (nblk >= 1), prefetching the rows pf bytes ahead.
 //
 //go:noescape
@@ -142,8 +147,3 @@ func quantU8x4AVX2(dst *byte, src *float32, offs *int, nblk int, cp int, a float
 
 // sfenceAVX2 orders the non-temporal stores before it before the stores after it.
 func sfenceAVX2()
-
-// copyNTAVX2 copies n floats (a positive multiple of 8) to dst (32-byte aligned) with non-temporal stores.
-//
-//go:noescape
-func copyNTAVX2(dst *float32, src *float32, n int)

@@ -2273,6 +2273,14 @@ TEXT ·foldI32AVX2(SB), NOSPLIT, $0-48
 	JE           foldI32AVX22
 	CMPQ         BX, $0x03
 	JE           foldI32AVX23
+	CMPQ         BX, $0x04
+	JE           foldI32AVX24
+	CMPQ         BX, $0x05
+	JE           foldI32AVX25
+	CMPQ         BX, $0x06
+	JE           foldI32AVX26
+	CMPQ         BX, $0x07
+	JE           foldI32AVX27
 	JMP          foldI32AVX2done
 
 foldI32AVX20:
@@ -2321,6 +2329,54 @@ foldI32AVX23:
 	ADDQ      $0x20, AX
 	SUBQ      $0x08, DX
 	JNZ       foldI32AVX23
+	JMP       foldI32AVX2done
+
+foldI32AVX24:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVNTPS  Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX24
+	JMP       foldI32AVX2done
+
+foldI32AVX25:
+	VCVTDQ2PS (CX), Y2
+	VDIVPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (AX), Y2, Y2
+	VMOVNTPS  Y2, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX25
+	JMP       foldI32AVX2done
+
+foldI32AVX26:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVNTPS  Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX26
+	JMP       foldI32AVX2done
+
+foldI32AVX27:
+	VCVTDQ2PS (CX), Y3
+	VDIVPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (AX), Y3, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVNTPS  Y3, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JNZ       foldI32AVX27
 
 foldI32AVX2done:
 	VZEROUPPER
@@ -2723,14 +2779,14 @@ ftblk00:
 	VPERM2F128 $0x20, Y5, Y1, Y9
 	VPERM2F128 $0x31, Y5, Y1, Y1
 	LEAQ       (R9)(CX*4), R12
-	VMOVUPS    Y7, (R9)
-	VMOVUPS    Y8, (R9)(CX*1)
-	VMOVUPS    Y4, (R9)(CX*2)
-	VMOVUPS    Y9, (R9)(R10*1)
-	VMOVUPS    Y3, (R12)
-	VMOVUPS    Y2, (R12)(CX*1)
-	VMOVUPS    Y6, (R12)(CX*2)
-	VMOVUPS    Y1, (R12)(R10*1)
+	VMOVDQU    Y7, (R9)
+	VMOVDQU    Y8, (R9)(CX*1)
+	VMOVDQU    Y4, (R9)(CX*2)
+	VMOVDQU    Y9, (R9)(R10*1)
+	VMOVDQU    Y3, (R12)
+	VMOVDQU    Y2, (R12)(CX*1)
+	VMOVDQU    Y6, (R12)(CX*2)
+	VMOVDQU    Y1, (R12)(R10*1)
 	ADDQ       $0x00000200, R8
 	ADDQ       $0x20, R9
 	DECQ       R11
@@ -2804,14 +2860,14 @@ ftblk01:
 	VPERM2F128 $0x20, Y5, Y1, Y9
 	VPERM2F128 $0x31, Y5, Y1, Y1
 	LEAQ       (AX)(CX*4), R8
-	VMOVUPS    Y7, (AX)
-	VMOVUPS    Y8, (AX)(CX*1)
-	VMOVUPS    Y4, (AX)(CX*2)
-	VMOVUPS    Y9, (AX)(R10*1)
-	VMOVUPS    Y3, (R8)
-	VMOVUPS    Y2, (R8)(CX*1)
-	VMOVUPS    Y6, (R8)(CX*2)
-	VMOVUPS    Y1, (R8)(R10*1)
+	VMOVDQU    Y7, (AX)
+	VMOVDQU    Y8, (AX)(CX*1)
+	VMOVDQU    Y4, (AX)(CX*2)
+	VMOVDQU    Y9, (AX)(R10*1)
+	VMOVDQU    Y3, (R8)
+	VMOVDQU    Y2, (R8)(CX*1)
+	VMOVDQU    Y6, (R8)(CX*2)
+	VMOVDQU    Y1, (R8)(R10*1)
 	ADDQ       $0x00000200, DX
 	ADDQ       $0x20, AX
 	DECQ       BX
@@ -2897,14 +2953,14 @@ ftblk10:
 	VPERM2F128 $0x20, Y5, Y1, Y9
 	VPERM2F128 $0x31, Y5, Y1, Y1
 	LEAQ       (R11)(CX*4), R13
-	VMOVUPS    Y7, (R11)
-	VMOVUPS    Y8, (R11)(CX*1)
-	VMOVUPS    Y4, (R11)(CX*2)
-	VMOVUPS    Y9, (R11)(R10*1)
-	VMOVUPS    Y3, (R13)
-	VMOVUPS    Y2, (R13)(CX*1)
-	VMOVUPS    Y6, (R13)(CX*2)
-	VMOVUPS    Y1, (R13)(R10*1)
+	VMOVDQU    Y7, (R11)
+	VMOVDQU    Y8, (R11)(CX*1)
+	VMOVDQU    Y4, (R11)(CX*2)
+	VMOVDQU    Y9, (R11)(R10*1)
+	VMOVDQU    Y3, (R13)
+	VMOVDQU    Y2, (R13)(CX*1)
+	VMOVDQU    Y6, (R13)(CX*2)
+	VMOVDQU    Y1, (R13)(R10*1)
 	ADDQ       $0x00000200, R9
 	ADDQ       $0x20, R11
 	DECQ       R12
@@ -2986,20 +3042,138 @@ ftblk11:
 	VPERM2F128 $0x20, Y5, Y1, Y9
 	VPERM2F128 $0x31, Y5, Y1, Y1
 	LEAQ       (AX)(CX*4), R9
-	VMOVUPS    Y7, (AX)
-	VMOVUPS    Y8, (AX)(CX*1)
-	VMOVUPS    Y4, (AX)(CX*2)
-	VMOVUPS    Y9, (AX)(R10*1)
-	VMOVUPS    Y3, (R9)
-	VMOVUPS    Y2, (R9)(CX*1)
-	VMOVUPS    Y6, (R9)(CX*2)
-	VMOVUPS    Y1, (R9)(R10*1)
+	VMOVDQU    Y7, (AX)
+	VMOVDQU    Y8, (AX)(CX*1)
+	VMOVDQU    Y4, (AX)(CX*2)
+	VMOVDQU    Y9, (AX)(R10*1)
+	VMOVDQU    Y3, (R9)
+	VMOVDQU    Y2, (R9)(CX*1)
+	VMOVDQU    Y6, (R9)(CX*2)
+	VMOVDQU    Y1, (R9)(R10*1)
 	ADDQ       $0x00000200, DX
 	ADDQ       $0x20, AX
 	DECQ       BX
 	JNZ        ftblk11
 
 ftdone:
+	VZEROUPPER
+	RET
+
+// func tileRowsAVX2(dst *int32, ldd int, t *int32, nblk int, corr *int32)
+// Requires: AVX, AVX2
+TEXT ·tileRowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ ldd+8(FP), CX
+	MOVQ t+16(FP), DX
+	MOVQ nblk+24(FP), BX
+	MOVQ corr+32(FP), SI
+	SHLQ $0x02, CX
+	LEAQ (CX)(CX*2), DI
+
+trblk:
+	VMOVDQU    (DX), Y0
+	VPSUBD     (SI), Y0, Y0
+	VMOVDQU    64(DX), Y1
+	VPSUBD     (SI), Y1, Y1
+	VMOVDQU    128(DX), Y2
+	VPSUBD     (SI), Y2, Y2
+	VMOVDQU    192(DX), Y3
+	VPSUBD     (SI), Y3, Y3
+	VMOVDQU    256(DX), Y4
+	VPSUBD     (SI), Y4, Y4
+	VMOVDQU    320(DX), Y5
+	VPSUBD     (SI), Y5, Y5
+	VMOVDQU    384(DX), Y6
+	VPSUBD     (SI), Y6, Y6
+	VMOVDQU    448(DX), Y7
+	VPSUBD     (SI), Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	LEAQ       (AX)(CX*4), R8
+	VMOVDQU    Y6, (AX)
+	VMOVDQU    Y7, (AX)(CX*1)
+	VMOVDQU    Y3, (AX)(CX*2)
+	VMOVDQU    Y8, (AX)(DI*1)
+	VMOVDQU    Y2, (R8)
+	VMOVDQU    Y1, (R8)(CX*1)
+	VMOVDQU    Y5, (R8)(CX*2)
+	VMOVDQU    Y0, (R8)(DI*1)
+	VMOVDQU    32(DX), Y0
+	VPSUBD     32(SI), Y0, Y0
+	VMOVDQU    96(DX), Y1
+	VPSUBD     32(SI), Y1, Y1
+	VMOVDQU    160(DX), Y2
+	VPSUBD     32(SI), Y2, Y2
+	VMOVDQU    224(DX), Y3
+	VPSUBD     32(SI), Y3, Y3
+	VMOVDQU    288(DX), Y4
+	VPSUBD     32(SI), Y4, Y4
+	VMOVDQU    352(DX), Y5
+	VPSUBD     32(SI), Y5, Y5
+	VMOVDQU    416(DX), Y6
+	VPSUBD     32(SI), Y6, Y6
+	VMOVDQU    480(DX), Y7
+	VPSUBD     32(SI), Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	LEAQ       (AX)(CX*8), R9
+	LEAQ       (R9)(CX*4), R8
+	VMOVDQU    Y6, (R9)
+	VMOVDQU    Y7, (R9)(CX*1)
+	VMOVDQU    Y3, (R9)(CX*2)
+	VMOVDQU    Y8, (R9)(DI*1)
+	VMOVDQU    Y2, (R8)
+	VMOVDQU    Y1, (R8)(CX*1)
+	VMOVDQU    Y5, (R8)(CX*2)
+	VMOVDQU    Y0, (R8)(DI*1)
+	ADDQ       $0x00000200, DX
+	ADDQ       $0x20, AX
+	DECQ       BX
+	JNZ        trblk
 	VZEROUPPER
 	RET
 
@@ -3208,22 +3382,4 @@ qu4blk:
 // Requires: MMX+
 TEXT ·sfenceAVX2(SB), NOSPLIT, $0
 	SFENCE
-	RET
-
-// func copyNTAVX2(dst *float32, src *float32, n int)
-// Requires: AVX
-TEXT ·copyNTAVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n+16(FP), DX
-	SHRQ $0x03, DX
-
-cntloop:
-	VMOVUPS  (CX), Y0
-	VMOVNTPS Y0, (AX)
-	ADDQ     $0x20, CX
-	ADDQ     $0x20, AX
-	DECQ     DX
-	JNZ      cntloop
-	VZEROUPPER
 	RET

@@ -237,7 +237,7 @@ type implicitChunkWork struct {
 	px          [implicitPix]int
 	tiles       [2][gemm.ImplicitOC * implicitPix]int32
 	scale, bias [gemm.ImplicitOC]float32 // a block's channels'
-	fold        [gemm.FoldTilesScratch]float32
+	fold        [gemm.FoldTilesScratch]int32
 	runs        []sampleRun
 }
 
