@@ -18,7 +18,7 @@ import "unsafe"
 // quad, in the order the kernel reads them (kernel tap, then channel quad),
 // 64 bytes, byte 4*o + c = w(o, channel 4q+c). The sums the kernel returns
 // are of w*u = w*q + 128*w; corr[o] = 128 * sum_k w(o, k), from the packer,
-// is what the caller subtracts.
+// is what the fold (FoldTiles) subtracts.
 //
 // The kernel walks the K dimension as segments (ImplicitSegs): runs of quads
 // that are contiguous in the activations (a whole row of kernel taps when

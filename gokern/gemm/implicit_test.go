@@ -96,7 +96,7 @@ func TestImplicitMatchesGeneric(t *testing.T) {
 	}{
 		{"1 quad", 1, 1, 1, 0}, {"3x3 c16", 9, 4, 2, 0}, {"3x3 c64", 9, 16, 3, 0},
 		{"c512 1x1", 1, 128, 1, 0}, {"stem", 49, 1, 4, 0}, {"odd", 5, 67, 5, 0},
-		{"max +", 3, 100, 1, 1}, {"max -", 3, 100, 1, 2}, {"past one chunk", 9, 4, 17, 0},
+		{"max +", 3, 100, 1, 1}, {"max -", 3, 100, 1, 2}, {"17 tiles", 9, 4, 17, 0},
 	} {
 		stride := 4*tc.quads + 4*rng.IntN(3) // gaps between taps (or none)
 		taps := make([]int, tc.taps)
@@ -404,6 +404,7 @@ func TestFoldTiles(t *testing.T) {
 		offs   []int // dst offsets in floats (alignments)
 	}{
 		{"full", []int{1, 7, 8, 9, 16, 24, 31, 96}, 16, 0, false, false, []int{0, 1}},
+		{"full, wider stride", []int{8, 15, 96}, 16, 2, false, false, []int{0, 3}},
 		{"full bias", []int{8, 13, 96}, 16, 3, true, false, []int{0, 5}},
 		{"partial channels", []int{1, 8, 50, 96, 97, 200}, 5, 2, true, false, []int{0}},
 		{"one channel", []int{8, 17}, 1, 0, false, false, []int{0}},

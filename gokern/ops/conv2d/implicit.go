@@ -231,8 +231,8 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 // the pixel offsets of a range, the tiles of a unit's one or two blocks, a
 // block's scales and biases, the fold's buffer and the range's runs. Every
 // field is written before it is read (a partial block's scales and biases
-// past its channels only reach rows the fold does not write out), so a
-// kept one serves with stale contents.
+// past its channels are not read), so a kept one serves with stale
+// contents.
 type implicitChunkWork struct {
 	px          [implicitPix]int
 	tiles       [2][gemm.ImplicitOC * implicitPix]int32
@@ -242,7 +242,7 @@ type implicitChunkWork struct {
 }
 
 // implicitWork keeps implicitConv's chunk buffers from call to call: fresh
-// ones (25 KB a chunk, up to four chunks a thread) were 94% of the bytes a
+// ones (25 KB a chunk then, up to four chunks a thread) were 94% of the bytes a
 // call allocated, and their clearing and the collections they caused about
 // 4% of a 1x1 layer's time (Zen 4, one thread).
 var implicitWork = &buf.List[implicitChunkWork]{MaxCap: 1, MaxCount: par.MaxThreads}
