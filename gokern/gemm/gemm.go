@@ -528,11 +528,20 @@ var reverse2 = func() (t [256]byte) {
 	return t
 }()
 
+// Fold1I32 is the int8 path's arithmetic for one int32 sum: acc converted
+// to float32, divided by the activation scale a, times the weight scale sc,
+// each operation rounded to float32. Every generic fold (FoldI32,
+// FoldI32Scales, FoldTiles) and conv2d's per-element fold compute it; the
+// SIMD folds do the same operations in the same order.
+func Fold1I32(acc int32, a, sc float32) float32 {
+	return float32(float32(float32(acc)/a) * sc)
+}
+
 // foldI32Generic is the generic FoldI32.
 func foldI32Generic(dst []float32, src []int32, a, sc, bias float32, add, addBias bool) {
 	src = src[:len(dst)]
 	for j, acc := range src {
-		t := float32(float32(float32(acc)/a) * sc)
+		t := Fold1I32(acc, a, sc)
 		if add {
 			t = dst[j] + t
 		}
@@ -547,7 +556,7 @@ func foldI32Generic(dst []float32, src []int32, a, sc, bias float32, add, addBia
 func foldI32ScalesGeneric(dst []float32, src []int32, a float32, sc []float32, add bool) {
 	src, sc = src[:len(dst)], sc[:len(dst)]
 	for j, acc := range src {
-		t := float32(float32(float32(acc)/a) * sc[j])
+		t := Fold1I32(acc, a, sc[j])
 		if add {
 			t = dst[j] + t
 		}

@@ -122,7 +122,7 @@ func foldTilesRange(dst []float32, ldd int, t []int32, i0, i1, noc int, corr *[I
 	for o := range noc {
 		row := dst[o*ldd:]
 		for i := i0; i < i1; i++ {
-			v := float32(float32(float32(t[i*ImplicitOC+o]-corr[o])/a) * sc[o])
+			v := Fold1I32(t[i*ImplicitOC+o]-corr[o], a, sc[o])
 			if bias != nil {
 				v = v + bias[o]
 			}

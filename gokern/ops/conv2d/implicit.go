@@ -149,6 +149,7 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 	}
 	nbu := ceilDivPos(nob, step) // block units per group
 	units := d.Groups * nr * nbu
+	scales, biases := blockParams(d, sc, nob)
 	par.Run(par.ChunksWork(units, implicitPix*gemm.ImplicitOC*step*d.K), func(_, lo, hi int) {
 		ws, wh := implicitWork.Sized(1) // the chunk's buffers, kept from call to call
 		defer implicitWork.Put(wh)
@@ -204,20 +205,16 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 				k.gemm(wb[b*blen:][:blen], xp, px[:npx], segs, wk.tiles[0][:])
 			}
 			for bi := range nblk {
-				oc0 := ob*gemm.ImplicitOC + bi*gemm.ImplicitOC // the block's first channel in the group
+				oc0 := (ob + bi) * gemm.ImplicitOC // the block's first channel in the group
 				noc := min(gemm.ImplicitOC, d.Og-oc0)
 				oc0 += gi * d.Og
-				pb := &wk.bias
-				if sc.bias == nil {
-					pb = nil
-				}
-				for o := range noc {
-					wk.scale[o] = sc.scale(oc0+o, 0) // one scale block (useImplicit)
-					wk.bias[o], _ = sc.biasAt(oc0+o, 0)
+				var pb *[gemm.ImplicitOC]float32
+				if biases != nil {
+					pb = &biases[b+bi]
 				}
 				for _, run := range runs {
 					k.fold(out[run.out+oc0*d.P:], d.P, wk.tiles[bi][run.at*gemm.ImplicitOC:], run.m, noc, &corr[b+bi],
-						a[run.n], &wk.scale, pb, stream, wk.fold[:])
+						a[run.n], &scales[b+bi], pb, stream, wk.fold[:])
 				}
 			}
 		}
@@ -228,17 +225,14 @@ func implicitConv(d *Dims, wl *weightLayout, x []float32, acts *activations, sc 
 }
 
 // implicitChunkWork is the buffers of one chunk of implicitConv's units:
-// the pixel offsets of a range, the tiles of a unit's one or two blocks, a
-// block's scales and biases, the fold's buffer and the range's runs. Every
-// field is written before it is read (a partial block's scales and biases
-// past its channels are not read), so a kept one serves with stale
-// contents.
+// the pixel offsets of a range, the tiles of a unit's one or two blocks,
+// the fold's buffer and the range's runs. Every field is written before it
+// is read, so a kept one serves with stale contents.
 type implicitChunkWork struct {
-	px          [implicitPix]int
-	tiles       [2][gemm.ImplicitOC * implicitPix]int32
-	scale, bias [gemm.ImplicitOC]float32 // a block's channels'
-	fold        [gemm.FoldTilesScratch]int32
-	runs        []sampleRun
+	px    [implicitPix]int
+	tiles [2][gemm.ImplicitOC * implicitPix]int32
+	fold  [gemm.FoldTilesScratch]int32
+	runs  []sampleRun
 }
 
 // implicitWork keeps implicitConv's chunk buffers from call to call: fresh
@@ -246,6 +240,28 @@ type implicitChunkWork struct {
 // call allocated, and their clearing and the collections they caused about
 // 4% of a 1x1 layer's time (Zen 4, one thread).
 var implicitWork = &buf.List[implicitChunkWork]{MaxCap: 1, MaxCount: par.MaxThreads}
+
+// blockParams returns the scales and biases of the weight's blocks of
+// gemm.ImplicitOC output channels as FoldTiles takes them: block b (in
+// wl.corr's order: group b/nob, channels (b%nob)*16 .. of it) at [b], a
+// partial block's entries past its channels zero; biases nil without a
+// bias. One scale block per channel (useImplicit).
+func blockParams(d *Dims, sc *scaler, nob int) (scales, biases [][gemm.ImplicitOC]float32) {
+	scales = make([][gemm.ImplicitOC]float32, d.Groups*nob)
+	if sc.bias != nil {
+		biases = make([][gemm.ImplicitOC]float32, len(scales))
+	}
+	for b := range scales {
+		oc0 := b/nob*d.Og + b%nob*gemm.ImplicitOC
+		for o := range min(gemm.ImplicitOC, d.Og-b%nob*gemm.ImplicitOC) {
+			scales[b][o] = sc.scale(oc0+o, 0)
+			if biases != nil {
+				biases[b][o] = sc.bias[oc0+o]
+			}
+		}
+	}
+	return scales, biases
+}
 
 // sampleRun is the part of a pixel range in one sample n: m pixels from
 // index at of the range, written from out[run.out + channel*P].

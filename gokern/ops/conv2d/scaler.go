@@ -101,7 +101,7 @@ func (s *scaler) biasAt(o, b int) (float32, bool) {
 // fold1I32 is the int8 path's arithmetic for one element: y is the sum so
 // far (ignored for b == 0); the result includes the bias after the last block.
 func (s *scaler) fold1I32(y float32, acc int32, o, b int, a float32) float32 {
-	return s.add1(y, float32(float32(float32(acc)/a)*s.scale(o, b)), o, b)
+	return s.add1(y, gemm.Fold1I32(acc, a, s.scale(o, b)), o, b)
 }
 
 // fold1F32 is fold1I32 for a float32 sum v (a unused): t = v * scale.
