@@ -13,6 +13,8 @@
 # Steps (each also writes machine.txt: CPU model and flags, torch, cpu_features()):
 #   families [OPS...]  bench families per op, each in its own process (a killed op keeps the others)
 #   suites             bench linear (with bitnet.cpp's kernel built there -march=native), conv, qops
+#                      (about 4 minutes on the Xeon; the repeats are high because that machine's
+#                      single calls spread up to 2-3x, e.g. after the benches' 20 ms pauses)
 #   gpu                the real-GPU tests and bench conv/linear --device cuda
 #   tests              the Go kernel tests (the binaries prepare built) and the pytest suite (the
 #                      structure and packaging tests fail there: they need Go)
@@ -90,9 +92,9 @@ suites)
             peer=/tmp/measure_peer/libbitnet_cpp_peer.so
     fi
     echo "bitnet.cpp peer: ${peer:-none (run prepare here; g++ there)}"
-    BITNET_CPP_PEER=$peer part linear 240 $PY -m bitnet_go bench linear --threads 1,2 --repeat 9 --linear-rounds 5 --json "$R/linear.json"
-    part conv 200 $PY -m bitnet_go bench conv --threads 1,2 --conv-no-mem --repeat 5 --json "$R/conv.json"
-    part qops 150 $PY -m bitnet_go bench qops --threads 1,2 --repeat 7 --json "$R/qops.json"
+    BITNET_CPP_PEER=$peer part linear 240 $PY -m bitnet_go bench linear --threads 1,2 --repeat 15 --linear-rounds 5 --json "$R/linear.json"
+    part conv 200 $PY -m bitnet_go bench conv --threads 1,2 --conv-no-mem --repeat 9 --json "$R/conv.json"
+    part qops 150 $PY -m bitnet_go bench qops --threads 1,2 --repeat 11 --json "$R/qops.json"
     ;;
 gpu)
     part gpu_tests 200 $PY -m pytest tests_py/test_cuda.py tests_py/test_cuda_conv.py tests_py/test_cuda_bench.py -q -p no:cacheprovider -rs
