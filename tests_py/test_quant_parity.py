@@ -6,6 +6,7 @@ case draws its data from the seed in its test id."""
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,10 +16,6 @@ import bitnet_go
 torch = pytest.importorskip(
     "torch", reason="torch is not installed: the quantize/dequantize parity tests against torch are skipped"
 )
-quant_primitives = pytest.importorskip(
-    "torchao.quantization.quant_primitives", reason="torchao is not installed: the parity tests against it are skipped"
-)
-MappingType = quant_primitives.MappingType
 
 # torch.quantize_per_tensor & co. warn that they are deprecated (torch 2.15): filtered here, per test
 DEPRECATED = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
@@ -276,14 +273,26 @@ def ao_block_size(shape: tuple[int, ...], axis: int | None, group_size: int | No
 
 AO_TARGET = {"int8": (torch.int8, None, None), "uint8": (torch.uint8, None, None),
              "int4": (torch.int8, -8, 7), "uint4": (torch.uint8, 0, 15)}  # fmt: skip
-AO_MAPPINGS = {"symmetric": MappingType.SYMMETRIC, "symmetric_no_clipping_err": MappingType.SYMMETRIC_NO_CLIPPING_ERR,
-               "asymmetric": MappingType.ASYMMETRIC}  # fmt: skip
+AO_MAPPINGS = ("symmetric", "symmetric_no_clipping_err", "asymmetric")
+"""Our mapping names; torchao's ``MappingType`` member of each is its upper-case name."""
 
 
-@pytest.mark.parametrize("mapping", list(AO_MAPPINGS))
+@pytest.fixture
+def quant_primitives() -> Any:
+    """torchao's ``quant_primitives``; only the tests against torchao skip without it (the torch
+    parity tests of this module run on a machine with torch alone, as the device machine)."""
+    return pytest.importorskip(
+        "torchao.quantization.quant_primitives",
+        reason="torchao is not installed: the parity tests against it are skipped",
+    )
+
+
+@pytest.mark.parametrize("mapping", AO_MAPPINGS)
 @pytest.mark.parametrize("dtype", list(AO_TARGET))
 @pytest.mark.parametrize("seed", range(6))
-def test_matches_torchao_per_tensor_channel_and_group(dtype: str, mapping: str, seed: int) -> None:
+def test_matches_torchao_per_tensor_channel_and_group(
+    quant_primitives: Any, dtype: str, mapping: str, seed: int
+) -> None:
     rng = np.random.default_rng([seed, 7, len(dtype), len(mapping)])
     tdt = AO_TARGET[dtype][0]
     lo, hi = RANGES[dtype]
@@ -300,7 +309,9 @@ def test_matches_torchao_per_tensor_channel_and_group(dtype: str, mapping: str, 
             # reduces over all of them (one scale), which quantize_affine cannot view: not comparable
             continue
         xt = torch.from_numpy(x)
-        ts, tz = quant_primitives.choose_qparams_affine(xt, AO_MAPPINGS[mapping], block, tdt, lo, hi)
+        ts, tz = quant_primitives.choose_qparams_affine(
+            xt, getattr(quant_primitives.MappingType, mapping.upper()), block, tdt, lo, hi
+        )
         tq = quant_primitives.quantize_affine(xt, block, ts, tz, tdt, lo, hi)
         tdq = quant_primitives.dequantize_affine(tq, block, ts, tz, tdt, lo, hi)
         q = bitnet_go.quantize(x, dtype, mapping=mapping, axis=axis, group_size=group)  # type: ignore[arg-type]
@@ -312,13 +323,15 @@ def test_matches_torchao_per_tensor_channel_and_group(dtype: str, mapping: str, 
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_group_size_that_does_not_divide_is_refused_like_torchao(seed: int) -> None:
+def test_group_size_that_does_not_divide_is_refused_like_torchao(quant_primitives: Any, seed: int) -> None:
     rng = np.random.default_rng([seed, 8])
     x = rng.standard_normal((3, 10)).astype(np.float32)
     with pytest.raises(ValueError, match="group_size must divide the last dimension"):
         bitnet_go.quantize(x, "int4", group_size=4)
     with pytest.raises(AssertionError):
-        quant_primitives.choose_qparams_affine(torch.from_numpy(x), MappingType.SYMMETRIC, (1, 4), torch.int8, -8, 7)
+        quant_primitives.choose_qparams_affine(
+            torch.from_numpy(x), quant_primitives.MappingType.SYMMETRIC, (1, 4), torch.int8, -8, 7
+        )
     q = bitnet_go.quantize(x, "int4", group_size=5)
     assert q.group_size == 5 and q.scale.shape == (6,)
 
