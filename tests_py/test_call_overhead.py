@@ -281,3 +281,42 @@ def test_derived_values_never_outlive_or_leak_to_another_array() -> None:
     for j, a in enumerate(keep):
         d.get(a, "k", lambda j=j: j)
     assert [d.get(a, "k", lambda: -1) for a in keep] == [0, 1, 2] and len(d) == 3
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_kept_conv2d_call_gives_what_a_first_call_gives(seed: int) -> None:
+    """conv2d_quantized's later calls (a kept plan and a call prepared on this thread for x's shape,
+    ops.conv2d_run_kept) give the bits a first call gives: new input and output arrays each call
+    (the earlier ones freed, their memory reused), inputs of several shapes and with a bias (the
+    general path) in between, a new weight of the same geometry, float32 and int8 activations."""
+    rng = np.random.default_rng(seed)
+    shapes = [(1, 12, 5, 7), (2, 12, 5, 7), (1, 12, 9, 4)]
+    weights = [bitnet_go.quantize_conv_weight(rng.standard_normal((6, 12, 3, 3), dtype=np.float32)) for _ in range(2)]
+    bias = rng.standard_normal(6).astype(np.float32)
+    for i in range(60):
+        w = weights[int(rng.integers(0, 2))]
+        x = rng.standard_normal(shapes[int(rng.integers(0, len(shapes)))], dtype=np.float32)
+        ab = None if i % 2 else 8
+        b = bias if i % 7 == 0 else None
+        got = bitnet_go.conv2d_quantized(x, w, b, padding=1, act_bits=ab)
+        # the same call made afresh: a new tensor of the same bytes has no kept plan
+        fresh = pickle.loads(pickle.dumps(w))
+        assert fresh.packed.tobytes() == w.packed.tobytes() and fresh._plans is None
+        want = bitnet_go.conv2d_quantized(x.copy(), fresh, b, padding=1, act_bits=ab)
+        np.testing.assert_array_equal(got, want, err_msg=f"call {i}")
+        if i % 10 == 0:
+            gc.collect()
+
+
+def test_the_kept_conv2d_call_reports_what_go_finds() -> None:
+    """On the kept call's path Go still checks the values: a NaN in x is the ValueError a first
+    call gives, and a later valid call is right."""
+    rng = np.random.default_rng(3)
+    w = bitnet_go.quantize_conv_weight(rng.standard_normal((4, 8, 1, 1), dtype=np.float32))
+    x = rng.standard_normal((2, 8, 3, 3), dtype=np.float32)
+    want = bitnet_go.conv2d_quantized(x, w, act_bits=8)  # prepares the call for this shape
+    bad = x.copy()
+    bad[1, 2, 0, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        bitnet_go.conv2d_quantized(bad, w, act_bits=8)
+    np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x.copy(), w, act_bits=8), want)

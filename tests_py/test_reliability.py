@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -89,20 +90,27 @@ def test_fork_after_use_raises_never_hangs():
     RuntimeError naming spawn and forkserver at once; none hangs."""
     bitnet_go.quantize_i2s(np.ones(1 << 16, np.float32))  # loaded and used here
     x = np.ones((1, 4, 8, 8), np.float32)
+    codes = _forked_calls(200, lambda: bitnet_go.quantize_i2s(x))
+    assert codes == [0] * 200, f"children: {sorted(set(map(str, codes)))} (None = hung)"
+
+
+def _forked_calls(n: int, call: Callable[[], object]) -> list[int | None]:
+    """Fork n children one after the other, each making ``call``: their exit codes, 0 where the
+    call raised the fork's RuntimeError (naming spawn and forkserver), None where it hung."""
     codes = []
-    for _ in range(200):
+    for _ in range(n):
         pid = os.fork()
         if pid == 0:  # child: exit 0 only for the right error
             code = 1
             try:
-                bitnet_go.quantize_i2s(x)
+                call()
             except RuntimeError as e:
                 code = 0 if ("spawn" in str(e) and "forkserver" in str(e)) else 2
             except BaseException:
                 code = 3
             os._exit(code)
         codes.append(_wait(pid, 20))
-    assert codes == [0] * 200, f"children: {sorted(set(map(str, codes)))} (None = hung)"
+    return codes
 
 
 def test_fork_before_first_call_works_every_time():
@@ -597,23 +605,41 @@ def test_threads_calling_one_layer_keep_their_own_operands(act_bits):
 
 
 def test_a_call_made_while_another_holds_the_kept_descriptors_leaves_them():
-    """A conv2d call made on a thread whose kept descriptors a call has taken (as a signal
-    handler's call between that call's descriptors and the call itself) builds its own: the
-    taken descriptor still points at the first call's input, and both results are right."""
-    from bitnet_go._core import descriptor
+    """A conv2d call made on a thread whose kept set a call has taken (as a signal handler's call
+    between that call's descriptors and the call itself) builds its own: the taken call's
+    descriptors still point at the first call's arrays, and both results are right."""
+    from bitnet_go._core import descriptor, ops
 
     rng = np.random.default_rng(77)
     w = bitnet_go.quantize_i2s(rng.standard_normal((24, 32, 1, 1), dtype=np.float32))
     x1, x2 = (rng.standard_normal((2, 32, 1, 1), dtype=np.float32) for _ in range(2))
-    want2 = bitnet_go.conv2d_quantized(x2.copy(), w, act_bits=8)
+    want2 = bitnet_go.conv2d_quantized(x2.copy(), w, act_bits=8)  # prepares the call for x's shape
     kept = descriptor.kept_take()
     try:
-        d = descriptor.host_kept(kept, x1, "float32", 0)
-        before = d.data
-        got = bitnet_go.conv2d_quantized(x2, w, act_bits=8)  # same shape as x1: slot 0's key
-        assert d.data == before == descriptor.address(x1)
+        calls = [c for key, c in kept.items() if key[0] == ops._CONV_CALL and key[2] == x1.shape]
+        assert len(calls) == 1  # the one call above prepared
+        c = calls[0]
+        c.x.data = descriptor.address(x1)  # the taken call's input, about to be passed
+        got = bitnet_go.conv2d_quantized(x2, w, act_bits=8)  # same plan and shape: that call's key
+        assert c.x.data == descriptor.address(x1)
         assert np.array_equal(got, want2)
     finally:
         descriptor.kept_give(kept)
     assert descriptor.kept_take() is kept  # handed back whole
     descriptor.kept_give(kept)
+    np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x2, w, act_bits=8), want2)  # the kept call again
+    assert descriptor.kept_take() is kept  # handed back whole
+    descriptor.kept_give(kept)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_fork_after_conv2d_calls_raises_never_calls_the_kept_call():
+    """A conv2d call prepared in the parent (kept per thread, ops.conv2d_run_kept) is not used in
+    a forked child: the child's call raises the fork's RuntimeError, as every first call there."""
+    rng = np.random.default_rng(5)
+    w = bitnet_go.quantize_conv_weight(rng.standard_normal((8, 16, 1, 1), dtype=np.float32))
+    x = rng.standard_normal((1, 16, 4, 4), dtype=np.float32)
+    for _ in range(3):
+        bitnet_go.conv2d_quantized(x, w, act_bits=8)  # the kept plan and call
+    codes = _forked_calls(20, lambda: bitnet_go.conv2d_quantized(x, w, act_bits=8))
+    assert codes == [0] * 20, f"children: {sorted(set(map(str, codes)))} (None = hung)"

@@ -18,7 +18,7 @@ import ctypes
 import functools
 import struct
 import threading
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -288,18 +288,19 @@ def host(
 
 
 _kept = threading.local()
-_KEPT_MAX = 256
-"""Most descriptors :func:`host_kept` keeps per thread (then it starts over)."""
+KEPT_MAX = 256
+"""Most entries a thread's kept set holds (then it starts over)."""
 
-Kept = dict[tuple[int, str, tuple[int, ...], int], Tensor]
-"""A thread's kept descriptors (:func:`host_kept`), by slot, dtype, shape and size."""
+Kept = dict[tuple[Any, ...], Any]
+"""A thread's kept set: what calls made again and again keep between them, under keys of their
+own (``ops``' prepared conv2d calls: descriptors re-pointed at each call's arrays)."""
 
 
 def kept_take() -> Kept | None:
-    """This thread's kept descriptors for one call, taken until :func:`kept_give` hands them
-    back; None while they are taken: a call made on this thread meanwhile (by a signal handler
-    run between a call's descriptors and the call) then builds descriptors of its own instead
-    of re-pointing the ones the call is about to pass.
+    """This thread's kept set (:data:`Kept`) for one call, taken until :func:`kept_give` hands it
+    back; None while it is taken: a call made on this thread meanwhile (by a signal handler run
+    between a call's descriptors and the call) then builds descriptors of its own instead of
+    re-pointing the ones the call is about to pass.
 
     Example::
 
@@ -319,40 +320,6 @@ def kept_take() -> Kept | None:
 def kept_give(kept: Kept | None) -> None:
     """Hand back what :func:`kept_take` returned (None included), after the call."""
     _kept.d = kept
-
-
-def host_kept(kept: Kept | None, arr: np.ndarray, dtype: str, slot: int) -> Tensor:
-    """:func:`host`'s descriptor of the C-contiguous host array ``arr`` (its own shape, no
-    scales), kept in ``kept`` (:func:`kept_take`; None: a new one) for (``slot``, ``dtype``,
-    shape, size) and pointed at ``arr``'s data on each call: about 0.6 µs against 1.6 µs for a
-    new one, for the operands of calls made again and again (a layer's input and output).
-
-    The descriptor is valid until the next call with the same ``slot`` and ``kept``: a call
-    gives each of its operands a slot of its own (0, 1, ...); Go reads descriptors only while
-    the call runs, and the kept set is one thread's, taken by one call at a time.
-
-    Example::
-
-        >>> a, b = np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)
-        >>> k = kept_take()
-        >>> t = host_kept(k, a, "float32", 0)
-        >>> t is host_kept(k, b, "float32", 0), t.data == address(b), host_kept(k, a, "float32", 1) is t
-        (True, True, False)
-        >>> host_kept(None, a, "float32", 0) is t
-        False
-        >>> kept_give(k)
-    """
-    if kept is None:
-        return host(arr, dtype)
-    key = (slot, dtype, arr.shape, arr.nbytes)
-    t = kept.get(key)
-    if t is None:
-        if len(kept) >= _KEPT_MAX:
-            kept.clear()
-        t = kept[key] = host(arr, dtype)
-    else:
-        t.data = address(arr)
-    return t
 
 
 def device(

@@ -349,15 +349,53 @@ def call(name: str, *args: object) -> None:
     Example:
         >>> call("bng_set_num_threads", get_num_threads_raw())
     """
+    buf = _buffer()
+    call_prepared(_export(name), (*args, buf, _ERRCAP_ARG), buf)
+
+
+def _buffer() -> ctypes.Array[ctypes.c_char]:
+    """This thread's error buffer: one per thread, as calls release the GIL and may overlap."""
     buf = getattr(_errbuf, "buf", None)
-    if buf is None:  # one per thread: calls release the GIL and may overlap
+    if buf is None:
         buf = _errbuf.buf = ctypes.create_string_buffer(ERRCAP)
+    return buf
+
+
+def _export(name: str) -> Callable[..., int]:
+    """The export ``name``, looked up once per process (:data:`_bound`)."""
     fn = _bound.get(name)
     if fn is None:  # not loaded yet, forked, or a missing export: the slow path says which
         fn = _bound[name] = function(name)
-    status = fn(*args, buf, _ERRCAP_ARG)
+    return fn
+
+
+def prepared(name: str, *args: object) -> tuple[Callable[..., int], tuple[object, ...], ctypes.Array[ctypes.c_char]]:
+    """What :func:`call_prepared` takes for the export ``name`` on this thread: the function, its
+    arguments followed by this thread's error buffer and capacity, and that buffer; for a caller
+    that keeps them and calls again and again with the same argument objects (descriptors whose
+    fields it re-points between calls). Valid in this process only: :func:`still_bound` says
+    whether it still is (after a fork it is not).
+
+    Example:
+        >>> fn, args, buf = prepared("bng_set_num_threads", get_num_threads_raw())
+        >>> call_prepared(fn, args, buf)
+    """
+    buf = _buffer()
+    return _export(name), (*args, buf, _ERRCAP_ARG), buf
+
+
+def still_bound(name: str, fn: Callable[..., int]) -> bool:
+    """Whether ``fn`` (from :func:`prepared`) is still this process's export ``name``: False in a
+    forked child (whose calls must take :func:`call`'s way, which raises), or before any call."""
+    return _bound.get(name) is fn
+
+
+def call_prepared(fn: Callable[..., int], args: tuple[object, ...], buf: ctypes.Array[ctypes.c_char]) -> None:
+    """:func:`call` with what :func:`prepared` returned: the same retries and exceptions, without
+    looking anything up (the prepared arguments are one thread's: its error buffer)."""
+    status = fn(*args)
     while status == STATUS_INTERRUPTED:
-        status = fn(*args, buf, _ERRCAP_ARG)
+        status = fn(*args)
     if status:
         exc = _EXCEPTIONS.get(status, RuntimeError)
         raise exc(buf.value.decode("utf-8", "replace"))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -356,10 +356,56 @@ def _conv_info(algorithm: int, kernel: bytes) -> ConvInfo:
     return ConvInfo(KERNEL_NAMES[algorithm], kernel.decode())
 
 
+class _ConvCall(NamedTuple):
+    """A ``bng_conv2d`` call of one plan on one input shape, prepared on one thread and kept among
+    its descriptors (:func:`descriptor.kept_take`): the descriptors re-pointed at each call's
+    arrays, the output shape, the info struct Go fills and :func:`lib.prepared`'s function,
+    arguments and error buffer."""
+
+    plan: ConvPlan
+    x: descriptor.Tensor
+    out: descriptor.Tensor
+    bias: descriptor.Tensor | None
+    out_shape: tuple[int, ...]
+    info: descriptor.OpInfo
+    fn: Any
+    args: tuple[object, ...]
+    buf: Any
+
+
+_CONV_CALL = "conv2d"
+"""The first item of the keys :class:`_ConvCall` are kept under: (it, id(plan), x.shape, no bias)."""
+
+
+def _conv_call(kept: descriptor.Kept | None, plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None,
+               out: np.ndarray) -> _ConvCall:  # fmt: skip
+    """The thread's kept call of ``plan`` on ``x``'s shape (built and kept on first use; a new one,
+    not kept, when ``kept`` is None), its descriptors pointed at these arrays."""
+    key = (_CONV_CALL, id(plan), x.shape, bias is None)
+    c = None if kept is None else kept.get(key)
+    if c is None or c.plan is not plan or c.out_shape != out.shape or not lib.still_bound("bng_conv2d", c.fn):
+        xt, ot = descriptor.host(x, "float32"), descriptor.host(out, "float32")
+        bt = None if bias is None else descriptor.host(bias, "float32")
+        info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+        fn, args, buf = lib.prepared("bng_conv2d", _byref(xt), _byref(plan.weight), None if bt is None else _byref(bt),
+                                     _byref(ot), _byref(plan.params), _byref(info))  # fmt: skip
+        c = _ConvCall(plan, xt, ot, bt, out.shape, info, fn, args, buf)
+        if kept is not None:
+            if len(kept) >= descriptor.KEPT_MAX:
+                kept.clear()
+            kept[key] = c
+        return c
+    c.x.data, c.out.data = descriptor.address(x), descriptor.address(out)
+    if c.bias is not None:
+        c.bias.data = descriptor.address(bias)  # type: ignore[arg-type]
+    return c
+
+
 def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.ndarray) -> ConvInfo:
     """Run the plan on float32 ``x`` (N, C, H, W) into float32 ``out`` (N, O, Ho, Wo), with
     ``bias`` None or float32 (O,). Go checks every shape, size and value; the output size must
-    be the one the geometry implies.
+    be the one the geometry implies. The call's descriptors are kept on this thread for the
+    plan and ``x``'s shape (:func:`conv2d_run_kept` runs them again).
 
     Example:
         >>> x, out = np.ones((1, 1, 3, 3), np.float32), np.empty((1, 1, 1, 1), np.float32)
@@ -369,15 +415,40 @@ def conv2d_run(plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None, out: np.n
         >>> conv2d_run(plan, x, None, out), out
         (ConvInfo(algorithm='naive', kernel='naive/generic'), array([[[[9.]]]], dtype=float32))
     """
-    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
     kept = descriptor.kept_take()
     try:
-        bt = None if bias is None else _byref(descriptor.host_kept(kept, bias, "float32", 2))
-        xt, ot = descriptor.host_kept(kept, x, "float32", 0), descriptor.host_kept(kept, out, "float32", 1)
-        lib.call("bng_conv2d", _byref(xt), _byref(plan.weight), bt, _byref(ot), _byref(plan.params), _byref(info))
+        c = _conv_call(kept, plan, x, bias, out)
+        lib.call_prepared(c.fn, c.args, c.buf)
     finally:
         descriptor.kept_give(kept)
-    return _conv_info(info.algorithm, info.kernel)
+    return _conv_info(c.info.algorithm, c.info.kernel)
+
+
+def conv2d_run_kept(plan: ConvPlan, x: np.ndarray) -> tuple[np.ndarray, ConvInfo] | None:
+    """:func:`conv2d_run` without a bias into a new output, where this thread has run ``plan`` on
+    an ``x`` of this shape before (its output shape known): the output and what ran; else None
+    (nothing done). ``x``: float32, C-contiguous, 4-D.
+
+    Example:
+        >>> x, p, s = np.ones((1, 1, 3, 3), np.float32), np.empty(32, np.uint8), np.empty(1, np.float32)
+        >>> quantize(np.ones(9, np.float32), "i2_s", None, "absmean", True, p, s)
+        >>> plan = conv2d_plan(p, s, "i2_s", None, (1, 1, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, None, "naive", True)
+        >>> conv2d_run_kept(plan, x) is None, conv2d_run(plan, x, None, np.empty((1, 1, 1, 1), np.float32))
+        (True, ConvInfo(algorithm='naive', kernel='naive/generic'))
+        >>> conv2d_run_kept(plan, 2 * x)
+        (array([[[[18.]]]], dtype=float32), ConvInfo(algorithm='naive', kernel='naive/generic'))
+    """
+    kept = descriptor.kept_take()
+    try:
+        c = None if kept is None else kept.get((_CONV_CALL, id(plan), x.shape, True))
+        if c is None or c.plan is not plan or not lib.still_bound("bng_conv2d", c.fn):
+            return None
+        out = np.empty(c.out_shape, np.float32)
+        c.x.data, c.out.data = descriptor.address(x), descriptor.address(out)
+        lib.call_prepared(c.fn, c.args, c.buf)
+    finally:
+        descriptor.kept_give(kept)
+    return out, _conv_info(c.info.algorithm, c.info.kernel)
 
 
 # ---------------------------------------------------------------- CUDA ops (I2_S)
