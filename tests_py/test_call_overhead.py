@@ -320,3 +320,33 @@ def test_the_kept_conv2d_call_reports_what_go_finds() -> None:
     with pytest.raises(ValueError, match="NaN"):
         bitnet_go.conv2d_quantized(bad, w, act_bits=8)
     np.testing.assert_array_equal(bitnet_go.conv2d_quantized(x.copy(), w, act_bits=8), want)
+
+
+def test_is_torch_tensor_answers_by_type_as_the_full_test() -> None:
+    """arrays.is_torch_tensor keeps its answer per type: the same answers, asked twice, as the test
+    it keeps (a type of a ``torch`` module with ``detach`` and ``device``)."""
+    from bitnet_go._core.arrays import is_torch_tensor
+
+    torch = pytest.importorskip("torch")
+
+    def fake(module: str, *attrs: str) -> object:
+        body = {a: property(lambda self: None) for a in attrs}
+        cls = type("Fake", (), {"__module__": module, **body})
+        return cls()
+
+    cases = [
+        (torch.zeros(2), True),
+        (torch.nn.Parameter(torch.zeros(2)), True),
+        (torch.zeros(2, requires_grad=True), True),
+        (torch.Size([2]), False),
+        (torch.float32, False),
+        (np.zeros(2), False),
+        ([1.0], False),
+        (fake("torch.fake", "detach", "device"), True),
+        (fake("torch.fake", "detach"), False),
+        (fake("torchvision.x", "detach", "device"), False),
+        (fake("mylib", "detach", "device"), False),
+    ]
+    for _ in range(2):  # the second time from the kept answers
+        for x, want in cases:
+            assert is_torch_tensor(x) is want, (type(x), type(x).__module__)
