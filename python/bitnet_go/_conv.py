@@ -22,7 +22,7 @@ from ._core.arrays import (
 from ._core.devices import DeviceArray, framework_of, is_cuda_array
 from ._core.params import parameters_of
 from ._core.types import Algorithm, Method
-from ._ternary import TernaryTensor, _check_method, quantize_i2s
+from ._ternary import _FLOAT32, TernaryTensor, _check_method, quantize_i2s
 
 if TYPE_CHECKING:  # torch is imported only when a torch tensor is passed in
     import torch
@@ -221,10 +221,6 @@ def plan_key(
     return key
 
 
-_F32 = np.dtype(np.float32)
-"""float32 in native byte order (``x.dtype is _F32``: another byte order is another dtype)."""
-
-
 Plan = tuple[tuple[int, int, int, int], ops.ConvPlan]
 """A kept conv2d plan: the padding (top, left, bottom, right) and :class:`ops.ConvPlan`."""
 
@@ -295,7 +291,7 @@ def conv2d_with_info(
         # for x's shape (ops.conv2d_run_kept) run without the checks they passed the first time
         key = plan_key(stride, padding, dilation, groups, act_bits, algorithm, check_finite)
         hit = None if key is None else kept_plan(weight, key)
-        if hit is not None and x.dtype is _F32 and x.ndim == 4 and x.flags.c_contiguous:
+        if hit is not None and x.dtype is _FLOAT32 and x.ndim == 4 and x.flags.c_contiguous:
             done = ops.conv2d_run_kept(hit[1], x)
             if done is not None:
                 return done

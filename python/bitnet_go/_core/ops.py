@@ -377,27 +377,38 @@ _CONV_CALL = "conv2d"
 """The first item of the keys :class:`_ConvCall` are kept under: (it, id(plan), x.shape, no bias)."""
 
 
+def _kept_call(kept: descriptor.Kept | None, plan: ConvPlan, shape: tuple[int, ...], no_bias: bool) -> _ConvCall | None:
+    """The thread's kept call of ``plan`` on inputs of ``shape`` (with a bias or not), or None:
+    none kept, or one that a forked child may not use."""
+    c = None if kept is None else kept.get((_CONV_CALL, id(plan), shape, no_bias))
+    return c if c is not None and c.plan is plan and lib.still_bound("bng_conv2d", c.fn) else None
+
+
+def _point(c: _ConvCall, x: np.ndarray, out: np.ndarray, bias: np.ndarray | None) -> None:
+    """Point ``c``'s descriptors at this call's arrays."""
+    c.x.data, c.out.data = descriptor.address(x), descriptor.address(out)
+    if bias is not None:
+        c.bias.data = descriptor.address(bias)  # type: ignore[union-attr]
+
+
 def _conv_call(kept: descriptor.Kept | None, plan: ConvPlan, x: np.ndarray, bias: np.ndarray | None,
                out: np.ndarray) -> _ConvCall:  # fmt: skip
     """The thread's kept call of ``plan`` on ``x``'s shape (built and kept on first use; a new one,
     not kept, when ``kept`` is None), its descriptors pointed at these arrays."""
-    key = (_CONV_CALL, id(plan), x.shape, bias is None)
-    c = None if kept is None else kept.get(key)
-    if c is None or c.plan is not plan or c.out_shape != out.shape or not lib.still_bound("bng_conv2d", c.fn):
-        xt, ot = descriptor.host(x, "float32"), descriptor.host(out, "float32")
-        bt = None if bias is None else descriptor.host(bias, "float32")
-        info = descriptor.OpInfo(descriptor.OP_INFO_V1)
-        fn, args, buf = lib.prepared("bng_conv2d", _byref(xt), _byref(plan.weight), None if bt is None else _byref(bt),
-                                     _byref(ot), _byref(plan.params), _byref(info))  # fmt: skip
-        c = _ConvCall(plan, xt, ot, bt, out.shape, info, fn, args, buf)
-        if kept is not None:
-            if len(kept) >= descriptor.KEPT_MAX:
-                kept.clear()
-            kept[key] = c
+    c = _kept_call(kept, plan, x.shape, bias is None)
+    if c is not None and c.out_shape == out.shape:
+        _point(c, x, out, bias)
         return c
-    c.x.data, c.out.data = descriptor.address(x), descriptor.address(out)
-    if c.bias is not None:
-        c.bias.data = descriptor.address(bias)  # type: ignore[arg-type]
+    xt, ot = descriptor.host(x, "float32"), descriptor.host(out, "float32")
+    bt = None if bias is None else descriptor.host(bias, "float32")
+    info = descriptor.OpInfo(descriptor.OP_INFO_V1)
+    fn, args, buf = lib.prepared("bng_conv2d", _byref(xt), _byref(plan.weight), None if bt is None else _byref(bt),
+                                 _byref(ot), _byref(plan.params), _byref(info))  # fmt: skip
+    c = _ConvCall(plan, xt, ot, bt, out.shape, info, fn, args, buf)
+    if kept is not None:
+        if len(kept) >= descriptor.KEPT_MAX:
+            kept.clear()
+        kept[(_CONV_CALL, id(plan), x.shape, bias is None)] = c
     return c
 
 
@@ -440,11 +451,11 @@ def conv2d_run_kept(plan: ConvPlan, x: np.ndarray) -> tuple[np.ndarray, ConvInfo
     """
     kept = descriptor.kept_take()
     try:
-        c = None if kept is None else kept.get((_CONV_CALL, id(plan), x.shape, True))
-        if c is None or c.plan is not plan or not lib.still_bound("bng_conv2d", c.fn):
+        c = _kept_call(kept, plan, x.shape, True)
+        if c is None:
             return None
         out = np.empty(c.out_shape, np.float32)
-        c.x.data, c.out.data = descriptor.address(x), descriptor.address(out)
+        _point(c, x, out, None)
         lib.call_prepared(c.fn, c.args, c.buf)
     finally:
         descriptor.kept_give(kept)
